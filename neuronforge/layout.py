@@ -1,0 +1,57 @@
+"""The one module that knows every path inside a store. Nothing else builds store paths by hand.
+
+    checkpoints/<org>/<name>/<revision>/            verified checkpoint + MANIFEST.json
+    quantized/<org>/<name>/<revision>/<quant>/       quantized checkpoint (NxD Inference format)
+    neuron-cache/<compiler>-<version>/MODULE_<graph hash>+<flags hash>/   persistent compile cache
+    artifacts/<org>/<name>/<revision>/<target-slug>/<key12>/   published artifacts + manifest.json
+    index/<key>.json                                 cache key -> artifact manifest pointer
+    locks/<key>                                      compile leases
+
+Paths are '/'-separated keys relative to the store root; `ArtifactStore.uri(key)` makes them URIs.
+"""
+
+from __future__ import annotations
+
+from neuronforge.source import ModelSource, safe_component
+from neuronforge.target import Quantization, TargetSpec
+
+MANIFEST = "MANIFEST.json"  # checkpoint manifests (file list with sha256)
+ARTIFACT_MANIFEST = "manifest.json"  # published artifact manifests, written last
+NEURON_CACHE = "neuron-cache"
+
+
+def _model_prefix(kind: str, source: ModelSource) -> str:
+    if not source.is_resolved:
+        raise ValueError(f"{source} has no resolved revision; store paths need one")
+    org, name = source.org_name
+    return f"{kind}/{safe_component(org)}/{safe_component(name)}/{source.resolved_revision}"
+
+
+def checkpoint_prefix(source: ModelSource) -> str:
+    return _model_prefix("checkpoints", source)
+
+
+def checkpoint_manifest(source: ModelSource) -> str:
+    return f"{checkpoint_prefix(source)}/{MANIFEST}"
+
+
+def quantized_prefix(source: ModelSource, quantization: Quantization) -> str:
+    return f"{_model_prefix('quantized', source)}/{quantization.slug}"
+
+
+def neuron_cache_prefix(compiler: str, compiler_version: str) -> str:
+    """Same directory naming as the Neuron persistent cache (`neuronxcc-<version>`), so that
+    `NEURON_COMPILE_CACHE_URL=<store>/neuron-cache` is a cache the compiler reads directly."""
+    return f"{NEURON_CACHE}/{safe_component(compiler)}-{safe_component(compiler_version)}"
+
+
+def artifact_prefix(source: ModelSource, target: TargetSpec, key: str) -> str:
+    return f"{_model_prefix('artifacts', source)}/{target.slug}/{key[:12]}"
+
+
+def index_entry(key: str) -> str:
+    return f"index/{key}.json"
+
+
+def lock_entry(key: str) -> str:
+    return f"locks/{key}"

@@ -1,0 +1,158 @@
+"""What neuronforge understands of a Hugging Face `config.json`: the decoder-only architectures it
+can plan for, their dimensions, the parameter tensors they hold and the shapes those must have.
+
+The families below share the Llama layout (embeddings, N decoder layers of attention + MLP or
+mixture-of-experts, final norm, LM head), which is what lets one formula count parameters and one
+table check checkpoint shapes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from neuronforge.errors import CheckpointError, InvalidInput
+
+# model_type -> the architectures[] class name transformers writes
+ARCHITECTURES: dict[str, str] = {
+    "llama": "LlamaForCausalLM",
+    "mistral": "MistralForCausalLM",
+    "mixtral": "MixtralForCausalLM",
+    "qwen2": "Qwen2ForCausalLM",
+    "qwen3": "Qwen3ForCausalLM",
+    "qwen3_moe": "Qwen3MoeForCausalLM",
+    "granite": "GraniteForCausalLM",
+    "phi3": "Phi3ForCausalLM",
+    "smollm3": "SmolLM3ForCausalLM",
+}
+_QKV_BIAS_BY_DEFAULT = {"qwen2"}
+
+
+@dataclass(frozen=True)
+class ModelArch:
+    """The dimensions the planner and the checkpoint verifier need."""
+
+    model_type: str
+    architecture: str
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    max_position_embeddings: int
+    tie_word_embeddings: bool
+    qkv_bias: bool
+    num_experts: int  # 0 for dense models
+    expert_intermediate_size: int
+    torch_dtype: str | None
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], where: str = "config.json") -> ModelArch:
+        model_type = config.get("model_type")
+        archs = config.get("architectures") or []
+        if model_type not in ARCHITECTURES:
+            known = ", ".join(sorted(ARCHITECTURES))
+            raise InvalidInput(
+                f"{where}: model_type {model_type!r} (architectures {archs}) is not an architecture "
+                f"neuronforge knows; supported model types: {known}"
+            )
+        try:
+            hidden = int(config["hidden_size"])
+            heads = int(config["num_attention_heads"])
+            experts = int(config.get("num_local_experts") or config.get("num_experts") or 0)
+            inter = int(config["intermediate_size"])
+            return cls(
+                model_type=model_type,
+                architecture=archs[0] if archs else ARCHITECTURES[model_type],
+                hidden_size=hidden,
+                num_layers=int(config["num_hidden_layers"]),
+                num_heads=heads,
+                num_kv_heads=int(config.get("num_key_value_heads") or heads),
+                head_dim=int(config.get("head_dim") or hidden // heads),
+                intermediate_size=inter,
+                vocab_size=int(config["vocab_size"]),
+                max_position_embeddings=int(config.get("max_position_embeddings") or 2048),
+                tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
+                qkv_bias=bool(config.get("attention_bias", model_type in _QKV_BIAS_BY_DEFAULT)),
+                num_experts=experts,
+                expert_intermediate_size=int(config.get("moe_intermediate_size") or inter),
+                torch_dtype=config.get("torch_dtype") or config.get("dtype"),
+            )
+        except KeyError as exc:
+            raise InvalidInput(f"{where}: required field {exc.args[0]!r} is missing") from None
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput(f"{where}: malformed dimension: {exc}") from None
+
+    # -- parameter tensors ----------------------------------------------------------------------
+    def expected_shapes(self) -> list[tuple[re.Pattern[str], tuple[int, ...]]]:
+        """(key pattern, shape) for the tensors whose shape follows from the config."""
+        h, hd, i, e = self.hidden_size, self.head_dim, self.intermediate_size, self.expert_intermediate_size
+        q, kv = self.num_heads * hd, self.num_kv_heads * hd
+        layer = r"model\.layers\.\d+\."
+        rows = [
+            (r"model\.embed_tokens\.weight", (self.vocab_size, h)),
+            (r"lm_head\.weight", (self.vocab_size, h)),
+            (layer + r"self_attn\.q_proj\.weight", (q, h)),
+            (layer + r"self_attn\.k_proj\.weight", (kv, h)),
+            (layer + r"self_attn\.v_proj\.weight", (kv, h)),
+            (layer + r"self_attn\.o_proj\.weight", (h, q)),
+            (layer + r"self_attn\.qkv_proj\.weight", (q + 2 * kv, h)),
+            (layer + r"mlp\.gate_proj\.weight", (i, h)),
+            (layer + r"mlp\.up_proj\.weight", (i, h)),
+            (layer + r"mlp\.down_proj\.weight", (h, i)),
+            (layer + r"mlp\.gate_up_proj\.weight", (2 * i, h)),
+            (layer + r"block_sparse_moe\.experts\.\d+\.w[13]\.weight", (i, h)),
+            (layer + r"block_sparse_moe\.experts\.\d+\.w2\.weight", (h, i)),
+            (layer + r"block_sparse_moe\.gate\.weight", (self.num_experts, h)),
+            (layer + r"mlp\.experts\.\d+\.(gate|up)_proj\.weight", (e, h)),
+            (layer + r"mlp\.experts\.\d+\.down_proj\.weight", (h, e)),
+            (layer + r"mlp\.gate\.weight", (self.num_experts, h)),
+        ]
+        if self.is_moe and self.model_type == "qwen3_moe":  # dense `mlp.*_proj` do not exist there
+            rows = [r for r in rows if "mlp\\.gate_proj" not in r[0] and "mlp\\.up_proj" not in r[0]]
+        return [(re.compile(p + r"$"), s) for p, s in rows]
+
+    def parameter_count(self) -> int:
+        """Parameters from the config alone (used when no safetensors headers are at hand)."""
+        h, hd, layers = self.hidden_size, self.head_dim, self.num_layers
+        q, kv = self.num_heads * hd, self.num_kv_heads * hd
+        attn = h * q + 2 * h * kv + q * h + (q + 2 * kv if self.qkv_bias else 0)
+        if self.is_moe:
+            mlp = self.num_experts * 3 * h * self.expert_intermediate_size + self.num_experts * h
+        else:
+            mlp = 3 * h * self.intermediate_size
+        norms = 2 * h
+        embed = self.vocab_size * h
+        head = 0 if self.tie_word_embeddings else self.vocab_size * h
+        return embed + head + h + layers * (attn + mlp + norms)
+
+
+def load_config(path: Path) -> dict[str, Any]:
+    """Read `config.json` from a folder or a file path."""
+    path = path / "config.json" if path.is_dir() else path
+    if not path.is_file():
+        raise CheckpointError(f"{path} not found: a checkpoint needs a Hugging Face config.json")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise CheckpointError(f"{path} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{path} must hold a JSON object")
+    return data
+
+
+# Linear weights that weight quantization converts (NxD Inference quantizes decoder linears and
+# keeps embeddings, norms and the LM head in the model dtype).
+QUANTIZED_LINEAR = re.compile(
+    r"^model\.layers\.\d+\.(self_attn\.(q|k|v|o|qkv)_proj|mlp\.(gate|up|down|gate_up)_proj"
+    r"|block_sparse_moe\.experts\.\d+\.w[123]|mlp\.experts\.\d+\.(gate|up|down)_proj)\.weight$"
+)

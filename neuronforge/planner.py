@@ -1,0 +1,363 @@
+"""The pre-compile planner: will this model run on this target, and if not, what would?
+
+Memory model, per NeuronCore (all numbers in bytes):
+
+    per_core = ceil((weights + kv_cache + activations) / tp) + RUNTIME_RESERVE
+
+- weights: from the safetensors headers when available (exact), else from the config; counted in
+  the target dtype, or for quantized targets as 1-byte weights + fp32 scales for the decoder's
+  linear layers (embeddings, norms and LM head stay in the target dtype). MoE experts all count:
+  every expert lives in HBM.
+- kv_cache = 2 × layers × kv_heads_effective × head_dim × sequence_length × batch × dtype bytes.
+  kv_heads_effective: kv heads when tp divides them (sharded over heads); tp when kv heads divide
+  tp (each kv head replicated up to tp); otherwise all attention heads (GQA converted to MHA), the
+  strategies NxD Inference uses.
+- activations: the context-encoding working set of one layer at a time, batch × context length ×
+  (4 × hidden + 2 × intermediate) × dtype bytes, plus fp32 logits of batch × vocab.
+- RUNTIME_RESERVE (2 GiB per core): Neuron runtime, NEFF instructions and DMA rings, collectives
+  buffers and I/O tensors. Chosen so that the documented data points come out as observed (a
+  Mistral-7B bf16 at 4096 tokens that did not fit one 16 GiB core; Llama-3.1-8B bf16 served on 2
+  cores); the estimate errs on the safe side so that a "fits" is trustworthy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from neuronforge.backends.support import BACKEND_ARCHITECTURES, supported_architectures
+from neuronforge.checkpoint import SAFETENSORS_DTYPES, TensorInfo
+from neuronforge.instances import GIB, INSTANCES, InstanceType
+from neuronforge.modelconfig import QUANTIZED_LINEAR, ModelArch
+from neuronforge.target import DTYPE_BYTES, Quantization, TargetSpec
+
+RUNTIME_RESERVE = 2 * GIB
+FP32 = 4
+BATCH_LADDER = (1, 2, 4, 8, 16, 32, 64, 128)
+SEQ_LADDER = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
+
+
+def gib(n: float) -> str:
+    return f"{n / GIB:.1f} GiB"
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    message: str
+
+
+@dataclass
+class Suggestion:
+    tp: int
+    batch_size: int
+    seq_len: int
+    per_core_bytes: int
+
+
+@dataclass
+class Plan:
+    fits: bool
+    per_core_bytes: int
+    hbm_per_core_bytes: int
+    weight_bytes: int
+    kv_cache_bytes: int
+    activation_bytes: int
+    runtime_reserve_bytes: int
+    parameter_count: int
+    gqa_strategy: str
+    checks: list[Check] = field(default_factory=list)
+    suggestions: list[Suggestion] | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Valid and fits: every check passed."""
+        return all(c.ok for c in self.checks)
+
+    @property
+    def problems(self) -> list[str]:
+        return [c.message for c in self.checks if not c.ok]
+
+    def to_json(self) -> dict[str, Any]:
+        out = {
+            "fits": self.fits,
+            "per_core_bytes": self.per_core_bytes,
+            "hbm_per_core_bytes": self.hbm_per_core_bytes,
+            "weight_bytes": self.weight_bytes,
+            "kv_cache_bytes": self.kv_cache_bytes,
+            "activation_bytes": self.activation_bytes,
+            "runtime_reserve_bytes": self.runtime_reserve_bytes,
+            "parameter_count": self.parameter_count,
+            "checks": [asdict(c) for c in self.checks],
+            "gqa_strategy": self.gqa_strategy,
+        }
+        if self.suggestions is not None:
+            out["suggestions"] = [asdict(s) for s in self.suggestions]
+        return out
+
+
+# -- memory arithmetic ----------------------------------------------------------------------------
+def _tensor_bytes(name: str, shape: tuple[int, ...], dtype_bytes: int, quant: Quantization) -> int:
+    numel = math.prod(shape)
+    if quant.enabled and QUANTIZED_LINEAR.match(name) and len(shape) == 2:
+        scales = shape[0] if quant.method == "per_channel_symmetric" else 1
+        return numel * 1 + scales * FP32
+    return numel * dtype_bytes
+
+
+def _config_tensors(arch: ModelArch) -> list[tuple[str, tuple[int, ...]]]:
+    """A synthetic tensor list from the config, for weight bytes without headers (one layer's
+    tensors, repeated with the layer index so that the quantization patterns apply)."""
+    h, hd = arch.hidden_size, arch.head_dim
+    q, kv = arch.num_heads * hd, arch.num_kv_heads * hd
+    out: list[tuple[str, tuple[int, ...]]] = [("model.embed_tokens.weight", (arch.vocab_size, h))]
+    if not arch.tie_word_embeddings:
+        out.append(("lm_head.weight", (arch.vocab_size, h)))
+    out.append(("model.norm.weight", (h,)))
+    for i in range(arch.num_layers):
+        p = f"model.layers.{i}."
+        out += [
+            (p + "self_attn.q_proj.weight", (q, h)),
+            (p + "self_attn.k_proj.weight", (kv, h)),
+            (p + "self_attn.v_proj.weight", (kv, h)),
+            (p + "self_attn.o_proj.weight", (h, q)),
+            (p + "input_layernorm.weight", (h,)),
+            (p + "post_attention_layernorm.weight", (h,)),
+        ]
+        if arch.qkv_bias:
+            out += [(p + "self_attn.q_proj.bias", (q,)), (p + "self_attn.k_proj.bias", (kv,))]
+            out += [(p + "self_attn.v_proj.bias", (kv,))]
+        if arch.is_moe:
+            e = arch.expert_intermediate_size
+            out.append((p + "block_sparse_moe.gate.weight", (arch.num_experts, h)))
+            for x in range(arch.num_experts):
+                ex = f"{p}block_sparse_moe.experts.{x}."
+                out += [(ex + "w1.weight", (e, h)), (ex + "w3.weight", (e, h)), (ex + "w2.weight", (h, e))]
+        else:
+            i_ = arch.intermediate_size
+            out += [(p + "mlp.gate_proj.weight", (i_, h)), (p + "mlp.up_proj.weight", (i_, h))]
+            out += [(p + "mlp.down_proj.weight", (h, i_))]
+    return out
+
+
+def weight_bytes(
+    arch: ModelArch, dtype: str, quant: Quantization, tensors: dict[str, TensorInfo] | None = None
+) -> tuple[int, int]:
+    """(parameter count, bytes in HBM) for the whole model."""
+    dtype_bytes = DTYPE_BYTES[dtype]
+    if tensors:
+        items = [(t.name, t.shape) for t in tensors.values() if t.dtype in SAFETENSORS_DTYPES]
+    else:
+        items = _config_tensors(arch)
+    params = sum(math.prod(s) for _, s in items)
+    return params, sum(_tensor_bytes(n, s, dtype_bytes, quant) for n, s in items)
+
+
+def gqa_strategy(arch: ModelArch, tp: int) -> tuple[str, int]:
+    """(strategy name, effective kv heads across all cores)."""
+    kv = arch.num_kv_heads
+    if kv % tp == 0:
+        return "shard-over-heads", kv
+    if tp % kv == 0:
+        return "replicate-to-tp", tp
+    return "convert-to-mha", arch.num_heads
+
+
+def kv_cache_bytes(arch: ModelArch, tp: int, batch: int, seq_len: int, dtype: str) -> int:
+    _, kv_eff = gqa_strategy(arch, tp)
+    return 2 * arch.num_layers * kv_eff * arch.head_dim * seq_len * batch * DTYPE_BYTES[dtype]
+
+
+def activation_bytes(arch: ModelArch, batch: int, context_len: int, dtype: str) -> int:
+    inter = arch.expert_intermediate_size if arch.is_moe else arch.intermediate_size
+    per_token = (4 * arch.hidden_size + 2 * inter) * DTYPE_BYTES[dtype]
+    return batch * context_len * per_token + batch * arch.vocab_size * FP32
+
+
+def per_core_bytes(weights: int, kv: int, activations: int, tp: int) -> int:
+    return math.ceil((weights + kv + activations) / tp) + RUNTIME_RESERVE
+
+
+# -- the plan -------------------------------------------------------------------------------------
+def plan(
+    arch: ModelArch,
+    target: TargetSpec,
+    tensors: dict[str, TensorInfo] | None = None,
+    with_suggestions: bool = False,
+) -> Plan:
+    inst = target.instance
+    tp, lnc = target.tp_degree, target.lnc
+    cores, hbm = inst.cores(lnc), inst.hbm_per_core(lnc)
+    params, w_bytes = weight_bytes(arch, target.dtype, target.quantization, tensors)
+    strategy, kv_eff = gqa_strategy(arch, tp)
+    kv = kv_cache_bytes(arch, tp, target.batch_size, target.sequence_length, target.dtype)
+    act = activation_bytes(arch, target.batch_size, target.context_length, target.dtype)
+    need = per_core_bytes(w_bytes, kv, act, tp)
+    fits = need <= hbm
+    checks: list[Check] = []
+
+    supported = inst.supported_tp(lnc)
+    if tp in supported and tp <= cores:
+        checks.append(Check("tp_degree", True, f"tp={tp} is supported on {inst.name} ({cores} cores)"))
+    else:
+        bigger = [i.name for i in INSTANCES.values() if i.family == inst.family and tp in i.supported_tp()]
+        fix = f"use tp in {list(supported)}"
+        if bigger:
+            fix += f", or an instance that supports tp={tp}: {', '.join(bigger)}"
+        checks.append(
+            Check("tp_degree", False, f"tp={tp} is not supported on {inst.name} ({cores} cores); {fix}")
+        )
+
+    if arch.num_heads % tp == 0:
+        checks.append(Check("heads_divisible", True, f"{arch.num_heads} attention heads split evenly over tp={tp}"))
+    else:
+        good = [d for d in supported if arch.num_heads % d == 0]
+        checks.append(
+            Check(
+                "heads_divisible",
+                False,
+                f"{arch.num_heads} attention heads are not divisible by tp={tp}; "
+                f"use tp in {good} on {inst.name}",
+            )
+        )
+
+    gqa_text = {
+        "shard-over-heads": f"{arch.num_kv_heads} kv heads sharded over tp={tp}",
+        "replicate-to-tp": f"{arch.num_kv_heads} kv heads replicated up to tp={tp} (kv cache grows to {kv_eff} heads)",
+        "convert-to-mha": (
+            f"{arch.num_kv_heads} kv heads neither divide nor are divided by tp={tp}: converted to MHA "
+            f"({kv_eff} kv heads, a larger kv cache); a tp that divides or is divided by "
+            f"{arch.num_kv_heads} avoids that"
+        ),
+    }[strategy]
+    checks.append(Check("gqa", True, gqa_text))
+
+    if target.sequence_length <= arch.max_position_embeddings:
+        checks.append(
+            Check(
+                "sequence_length",
+                True,
+                f"sequence length {target.sequence_length} <= max_position_embeddings {arch.max_position_embeddings}",
+            )
+        )
+    else:
+        checks.append(
+            Check(
+                "sequence_length",
+                False,
+                f"sequence length {target.sequence_length} exceeds the model's max_position_embeddings "
+                f"{arch.max_position_embeddings}; use --seq-len {arch.max_position_embeddings} or less",
+            )
+        )
+
+    backends = supported_architectures(target.backend)
+    if arch.model_type in backends:
+        checks.append(Check("backend", True, f"backend {target.backend!r} supports {arch.model_type}"))
+    else:
+        others = sorted(b for b, archs in BACKEND_ARCHITECTURES.items() if arch.model_type in archs)
+        fix = f"use backend {' or '.join(others)}" if others else "no backend supports it yet"
+        checks.append(
+            Check("backend", False, f"backend {target.backend!r} does not support {arch.model_type}; {fix}")
+        )
+
+    detail = f"weights {gib(w_bytes / tp)} + KV cache {gib(kv / tp)} + activations {gib(act / tp)} at tp={tp}"
+    if fits:
+        checks.append(
+            Check(
+                "memory",
+                True,
+                f"fits: needs {gib(need)} per core ({detail}, + {gib(RUNTIME_RESERVE)} runtime reserve) "
+                f"of {gib(hbm)} on a NeuronCore of {inst.name}",
+            )
+        )
+    else:
+        checks.append(
+            Check(
+                "memory",
+                False,
+                f"does not fit: needs {gib(need - RUNTIME_RESERVE)} per core ({detail}), a NeuronCore of "
+                f"{inst.name} has {gib(hbm)} minus {gib(RUNTIME_RESERVE)} runtime reserve; "
+                + memory_fix(arch, target, tensors),
+            )
+        )
+
+    result = Plan(
+        fits=fits,
+        per_core_bytes=need,
+        hbm_per_core_bytes=hbm,
+        weight_bytes=w_bytes,
+        kv_cache_bytes=kv,
+        activation_bytes=act,
+        runtime_reserve_bytes=RUNTIME_RESERVE,
+        parameter_count=params,
+        gqa_strategy=strategy,
+        checks=checks,
+    )
+    if with_suggestions:
+        result.suggestions = suggest(arch, inst, target, tensors)
+    return result
+
+
+def _fits(arch: ModelArch, target: TargetSpec, tensors, tp: int, batch: int, seq: int, ctx: int) -> int | None:
+    _, w = weight_bytes(arch, target.dtype, target.quantization, tensors)
+    need = per_core_bytes(
+        w,
+        kv_cache_bytes(arch, tp, batch, seq, target.dtype),
+        activation_bytes(arch, batch, min(ctx, seq), target.dtype),
+        tp,
+    )
+    return need if need <= target.instance.hbm_per_core(target.lnc) else None
+
+
+def _valid_tps(arch: ModelArch, inst: InstanceType, lnc: int) -> list[int]:
+    return [d for d in inst.supported_tp(lnc) if d <= inst.cores(lnc) and arch.num_heads % d == 0]
+
+
+def memory_fix(arch: ModelArch, target: TargetSpec, tensors) -> str:
+    """The first concrete change that makes the target fit, in order of least disruption."""
+    inst, b, s, ctx = target.instance, target.batch_size, target.sequence_length, target.context_length
+    for tp in _valid_tps(arch, inst, target.lnc):
+        if tp > target.tp_degree and _fits(arch, target, tensors, tp, b, s, ctx):
+            return f"use tp={tp} ({inst.name} has {inst.cores(target.lnc)} cores)"
+    tp = target.tp_degree
+    for batch in sorted((x for x in BATCH_LADDER if x < b), reverse=True):
+        if _fits(arch, target, tensors, tp, batch, s, ctx):
+            return f"use --batch-size {batch} at tp={tp}"
+    for seq in sorted((x for x in SEQ_LADDER if x < s), reverse=True):
+        if _fits(arch, target, tensors, tp, b, seq, ctx):
+            return f"use --seq-len {seq} at tp={tp}"
+    if not target.quantization.enabled:
+        int8 = target.model_copy(update={"quantization": Quantization(dtype="int8")})
+        if _fits(arch, int8, tensors, tp, b, s, ctx):
+            return f"quantize the weights (--quant int8:per_channel) at tp={tp}"
+    for other in INSTANCES.values():
+        if other.family != inst.family or other.cores() <= inst.cores(target.lnc):
+            continue
+        t2 = target.model_copy(update={"instance_type": other.name, "logical_nc_config": None})
+        for tp2 in _valid_tps(arch, other, other.default_lnc):
+            if _fits(arch, t2, tensors, tp2, b, s, ctx):
+                return f"use {other.name} with tp={tp2} ({other.cores()} cores)"
+    return "no tp, batch size, sequence length or instance of this family makes it fit"
+
+
+def suggest(
+    arch: ModelArch, inst: InstanceType, target: TargetSpec, tensors: dict[str, TensorInfo] | None = None
+) -> list[Suggestion]:
+    """Feasible (tp, batch size, sequence length) on `inst`, smallest tp first: for every valid tp
+    and every sequence length (a power-of-two ladder plus the requested one, up to the model's
+    limit) the largest batch size that fits (ladder plus the requested one)."""
+    t = target.model_copy(update={"instance_type": inst.name})
+    seqs = sorted({s for s in (*SEQ_LADDER, target.sequence_length) if s <= arch.max_position_embeddings})
+    batches = sorted({*BATCH_LADDER, target.batch_size}, reverse=True)
+    out = []
+    for tp in _valid_tps(arch, inst, t.lnc):
+        for seq in seqs:
+            for batch in batches:
+                ctx = seq if t.max_context_length is None else min(t.max_context_length, seq)
+                need = _fits(arch, t, tensors, tp, batch, seq, ctx)
+                if need is not None:
+                    out.append(Suggestion(tp, batch, seq, need))
+                    break
+    return out

@@ -1,0 +1,128 @@
+"""`CompileRequest` and its cache key: the content address of everything neuronforge publishes.
+
+The key is sha256 over canonical JSON (sorted keys, no whitespace) of exactly the inputs that change
+the compiled output. Inputs IN the key, and why:
+
+- `model_revision`: the resolved, immutable revision (Hub commit sha or files digest). The repo
+  *name* is not in it: the same bytes compile to the same graphs wherever they were copied from.
+- the normalized `TargetSpec`: instance type (compile target and core count are checked at load),
+  tp degree, logical NeuronCore config, batch size, sequence length, max context length, buckets,
+  dtype — each one changes the traced graphs or their sharding.
+- `quantization` (dtype and method): changes the weights and the graphs' weight dtype.
+- `backend` and `backend_options`: different exporters emit different graphs.
+- the `Toolchain`: backend library version, compiler name and version, and the versions of the
+  packages whose modeling code is traced (torch, transformers, neuronx-distributed, …). NEFFs are
+  tied to the compiler version; an SDK upgrade must produce new keys.
+- `compiler_flags`, normalized (flag groups sorted): flags change the NEFF (optimum-neuron#457 is a
+  cache-miss/cache-poisoning bug from a key that left flags out).
+
+NOT in the key: where the store is, who asked, when, smoke-test prompts, publish formats — none of
+them changes the compiled bytes. `KEY_SCHEMA` versions the layout of the material itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from neuronforge.errors import InvalidInput
+from neuronforge.source import ModelSource
+from neuronforge.target import TargetSpec
+
+KEY_SCHEMA = 1
+
+
+def normalize_flags(flags: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
+    """Canonical compiler flags: `--opt value` groups kept together, groups sorted, whitespace
+    collapsed. `-O1 --model-type transformer` and `--model-type=transformer  -O1` differ only in
+    spelling of the `=` form, which we keep distinct on purpose (the compiler sees distinct argv)."""
+    if flags is None:
+        return ()
+    tokens = shlex.split(flags) if isinstance(flags, str) else [t for f in flags for t in shlex.split(f)]
+    groups: list[list[str]] = []
+    for tok in tokens:
+        if tok.startswith("-") or not groups:
+            groups.append([tok])
+        else:
+            groups[-1].append(tok)
+    return tuple(sorted(" ".join(g) for g in groups))
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """Versions of what turns a checkpoint into compiled graphs, as detected on the worker."""
+
+    backend: str
+    backend_version: str
+    compiler: str  # e.g. "neuronxcc" or "torch-inductor": also names the compile-cache directory
+    compiler_version: str
+    packages: dict[str, str] = field(default_factory=dict)
+    compiler_flags: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "compiler_flags", normalize_flags(self.compiler_flags))
+        object.__setattr__(self, "packages", dict(sorted(self.packages.items())))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "backend_version": self.backend_version,
+            "compiler": self.compiler,
+            "compiler_version": self.compiler_version,
+            "packages": dict(self.packages),
+            "compiler_flags": list(self.compiler_flags),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Toolchain:
+        return cls(
+            backend=data["backend"],
+            backend_version=data["backend_version"],
+            compiler=data["compiler"],
+            compiler_version=data["compiler_version"],
+            packages=dict(data.get("packages", {})),
+            compiler_flags=tuple(data.get("compiler_flags", ())),
+        )
+
+
+@dataclass(frozen=True)
+class CompileRequest:
+    source: ModelSource
+    target: TargetSpec
+
+
+def cache_key_material(request: CompileRequest, toolchain: Toolchain) -> dict[str, Any]:
+    """The exact JSON object the key hashes (shown by `neuronforge cache-key --explain`)."""
+    if not request.source.is_resolved:
+        raise InvalidInput(
+            f"cannot compute a cache key for {request.source}: resolve it to an immutable revision first"
+        )
+    if toolchain.backend != request.target.backend:
+        raise InvalidInput(
+            f"toolchain is for backend {toolchain.backend!r} but the target asks for {request.target.backend!r}"
+        )
+    target = request.target.normalized().model_dump(mode="json")
+    quantization = target.pop("quantization")
+    backend = target.pop("backend")
+    backend_options = target.pop("backend_options")
+    return {
+        "key_schema": KEY_SCHEMA,
+        "model_revision": request.source.resolved_revision,
+        "target": target,
+        "quantization": quantization,
+        "backend": backend,
+        "backend_options": backend_options,
+        "toolchain": toolchain.to_json(),
+    }
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def cache_key(request: CompileRequest, toolchain: Toolchain) -> str:
+    """64 hex chars; the first 12 name the artifact directory."""
+    return hashlib.sha256(canonical_json(cache_key_material(request, toolchain)).encode()).hexdigest()

@@ -1,0 +1,152 @@
+"""`ModelSource`: where a checkpoint comes from, and the immutable revision it resolves to.
+
+Accepted spellings: `org/name`, `org/name@revision`, `hf://org/name@rev` (Hugging Face Hub),
+`s3://bucket/prefix`, and local folders (absolute, `./relative`, `~/…`, `file://…`, or any path that
+exists). Resolution pins what was meant *now*, so that everything derived from it is
+content-addressed: the Hub commit sha for Hub sources; for S3 and local sources a digest over
+(relative path, size, sha256) of the checkpoint files (`files_digest`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from fnmatch import fnmatch
+from pathlib import Path
+
+from neuronforge.errors import InvalidInput
+
+HUB_SHA = re.compile(r"^[0-9a-f]{40}$")
+_HUB_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]{0,95}/)?[A-Za-z0-9][\w.-]{0,95}$")
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+# Files a checkpoint consists of. Everything else in a repo or folder (READMEs, images, other
+# frameworks' weights) is neither fetched nor part of the digest.
+CHECKPOINT_PATTERNS = (
+    "*.safetensors",
+    "*.json",
+    "tokenizer.model",
+    "*.tiktoken",
+    "merges.txt",
+    "vocab.txt",
+)
+PICKLE_PATTERNS = ("*.bin", "*.pt", "*.pth")
+
+
+def is_checkpoint_file(relpath: str, allow_pickle: bool = False) -> bool:
+    name = relpath.rsplit("/", 1)[-1]
+    if any(part.startswith(".") for part in relpath.split("/")):
+        return False
+    patterns = CHECKPOINT_PATTERNS + (PICKLE_PATTERNS if allow_pickle else ())
+    return any(fnmatch(name, p) for p in patterns)
+
+
+def is_pickle_file(relpath: str) -> bool:
+    return any(fnmatch(relpath.rsplit("/", 1)[-1], p) for p in PICKLE_PATTERNS)
+
+
+def safe_component(text: str) -> str:
+    """A store path component: letters, digits, `.`, `_`, `-` only."""
+    cleaned = _SAFE.sub("-", text).strip("-.")
+    return cleaned or "unnamed"
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    kind: str  # "hf" | "s3" | "local"
+    location: str  # repo id, s3://bucket/prefix, or absolute folder path
+    revision: str | None = None  # what the user asked for (branch, tag, sha); Hub only
+    resolved_revision: str | None = None  # immutable: Hub commit sha or files digest
+
+    @classmethod
+    def parse(cls, text: str) -> ModelSource:
+        text = text.strip()
+        if not text:
+            raise InvalidInput("model source is empty; give org/name[@revision], s3://bucket/prefix or a path")
+        if text.startswith("s3://"):
+            bucket, _, prefix = text[5:].partition("/")
+            if len(bucket) < 3:
+                raise InvalidInput(f"model source {text!r}: S3 bucket name missing or too short")
+            return cls("s3", f"s3://{bucket}/{prefix.strip('/')}".rstrip("/"))
+        if text.startswith("file://"):
+            return cls("local", str(Path(text[7:]).expanduser().resolve()))
+        if text.startswith("hf://"):
+            return cls._parse_hub(text[5:], original=text)
+        if text.startswith(("/", "./", "../", "~")) or Path(text).expanduser().exists():
+            return cls("local", str(Path(text).expanduser().resolve()))
+        return cls._parse_hub(text, original=text)
+
+    @classmethod
+    def _parse_hub(cls, text: str, original: str) -> ModelSource:
+        repo, sep, revision = text.partition("@")
+        if not _HUB_ID.match(repo) or ".." in repo or (sep and not revision):
+            raise InvalidInput(
+                f"model source {original!r} is not a Hub id (org/name[@revision]), an s3:// URI "
+                "or an existing local folder"
+            )
+        return cls("hf", repo, revision or None)
+
+    # -- identity used in store paths ------------------------------------------------------------
+    @property
+    def org_name(self) -> tuple[str, str]:
+        if self.kind == "hf":
+            org, _, name = self.location.rpartition("/")
+            return (org or "hf", name)
+        if self.kind == "s3":
+            bucket, _, prefix = self.location[5:].partition("/")
+            return ("s3", safe_component(f"{bucket}--{prefix.rsplit('/', 1)[-1]}" if prefix else bucket))
+        return ("local", safe_component(Path(self.location).name))
+
+    @property
+    def is_resolved(self) -> bool:
+        return self.resolved_revision is not None
+
+    def pinned(self, resolved_revision: str) -> ModelSource:
+        return replace(self, resolved_revision=resolved_revision)
+
+    def __str__(self) -> str:
+        base = f"hf://{self.location}" if self.kind == "hf" else self.location
+        rev = self.resolved_revision or self.revision
+        return f"{base}@{rev}" if rev and self.kind == "hf" else base
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    path: str  # relative, '/'-separated
+    size: int
+    sha256: str
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "size": self.size, "sha256": self.sha256}
+
+
+def sha256_file(path: Path, chunk: int = 8 * 1024 * 1024) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def files_digest(entries: Iterable[FileEntry]) -> str:
+    """Content digest of a checkpoint: sha256 over the canonical JSON list of (path, size, sha256),
+    sorted by path. Independent of where the files live, so a copy resolves to the same revision."""
+    rows = sorted([e.path, e.size, e.sha256] for e in entries)
+    return hashlib.sha256(json.dumps(rows, separators=(",", ":")).encode()).hexdigest()
+
+
+def scan_folder(folder: Path, allow_pickle: bool = False) -> list[FileEntry]:
+    """Size and sha256 of every checkpoint file under `folder`."""
+    entries = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            full = Path(root) / name
+            rel = full.relative_to(folder).as_posix()
+            if is_checkpoint_file(rel, allow_pickle):
+                entries.append(FileEntry(rel, full.stat().st_size, sha256_file(full)))
+    return entries

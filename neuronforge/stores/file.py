@@ -1,0 +1,120 @@
+"""`FileStore`: the embedded default, a folder on the local disk (or a shared mount)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+from neuronforge.stores.base import ArtifactStore, NotFound, ObjectInfo, clean_key, join, local_files
+
+_TMP = ".nf-tmp-"
+
+
+class FileStore(ArtifactStore):
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def root_uri(self) -> str:
+        return f"file://{self.root}"
+
+    def _path(self, key: str) -> Path:
+        return self.root / clean_key(key)
+
+    def _tmp_beside(self, final: Path) -> Path:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        return final.parent / f"{_TMP}{uuid.uuid4().hex}-{final.name}"
+
+    def _publish(self, tmp: Path, final: Path) -> None:
+        os.replace(tmp, final)  # atomic within one filesystem
+
+    def put_file(self, local: Path, key: str) -> None:
+        final = self._path(key)
+        tmp = self._tmp_beside(final)
+        try:
+            shutil.copyfile(local, tmp)
+            self._publish(tmp, final)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def get_file(self, key: str, local: Path) -> None:
+        src = self._path(key)
+        if not src.is_file():
+            raise NotFound(f"{self.uri(key)} does not exist")
+        local.parent.mkdir(parents=True, exist_ok=True)
+        tmp = local.parent / f"{_TMP}{uuid.uuid4().hex}"
+        try:
+            shutil.copyfile(src, tmp)
+            os.replace(tmp, local)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def put_bytes(self, data: bytes, key: str) -> None:
+        final = self._path(key)
+        tmp = self._tmp_beside(final)
+        try:
+            tmp.write_bytes(data)
+            self._publish(tmp, final)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def get_bytes(self, key: str) -> bytes:
+        path = self._path(key)
+        try:
+            return path.read_bytes()
+        except (FileNotFoundError, IsADirectoryError):
+            raise NotFound(f"{self.uri(key)} does not exist") from None
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def list(self, prefix: str = "") -> list[ObjectInfo]:
+        base = self._path(prefix) if prefix.strip("/") else self.root
+        if base.is_file():
+            return [ObjectInfo(clean_key(prefix), base.stat().st_size)]
+        if not base.is_dir():
+            return []
+        out = []
+        for path in base.rglob("*"):
+            if path.is_file() and not path.name.startswith(_TMP):
+                out.append(ObjectInfo(path.relative_to(self.root).as_posix(), path.stat().st_size))
+        return sorted(out, key=lambda o: o.key)
+
+    def delete_prefix(self, prefix: str) -> int:
+        objects = self.list(prefix)
+        for obj in objects:
+            (self.root / obj.key).unlink(missing_ok=True)
+        base = self._path(prefix)
+        if base.is_dir():
+            shutil.rmtree(base, ignore_errors=True)
+        return len(objects)
+
+    def put_if_absent(self, data: bytes, key: str) -> bool:
+        final = self._path(key)
+        tmp = self._tmp_beside(final)
+        try:
+            tmp.write_bytes(data)
+            try:
+                os.link(tmp, final)  # fails if `final` exists: atomic exclusive create, content complete
+            except FileExistsError:
+                return False
+            return True
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def put_tree(self, local_dir: Path, prefix: str, exclude: tuple[str, ...] = ()) -> list[ObjectInfo]:
+        out = []
+        for path, rel in local_files(local_dir, exclude):
+            self.put_file(path, join(prefix, rel))
+            out.append(ObjectInfo(join(prefix, rel), path.stat().st_size))
+        return out
+
+    def get_tree(self, prefix: str, local_dir: Path) -> list[ObjectInfo]:
+        objects = self.list(prefix)
+        base = clean_key(prefix)
+        for obj in objects:
+            self.get_file(obj.key, local_dir / obj.key[len(base) + 1 :])
+        return objects

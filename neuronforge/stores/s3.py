@@ -1,0 +1,188 @@
+"""`S3Store`: artifacts in an S3 bucket (or any S3-compatible endpoint).
+
+Transfers go through boto3's transfer manager (s3transfer): multipart above `multipart_threshold`,
+parts and files in parallel on one thread pool, downloads written to a temporary name and renamed.
+Integrity: the client computes and sends a CRC checksum with every upload and validates the
+checksum S3 returns on download (`request_checksum_calculation` / `response_checksum_validation`).
+
+Endpoint and credentials come from the standard AWS chain (environment, profile, instance role;
+`AWS_ENDPOINT_URL` / `AWS_ENDPOINT_URL_S3` for a non-AWS endpoint), or from a boto3 session that the
+Airflow operators build from an `aws_default`-style connection. Nothing here logs credentials.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import boto3
+from boto3.s3.transfer import TransferConfig, create_transfer_manager
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from neuronforge.errors import StoreError
+from neuronforge.stores.base import ArtifactStore, NotFound, ObjectInfo, clean_key, join, local_files
+
+MIB = 1024 * 1024
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def _status(exc: ClientError) -> int:
+    return int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
+
+
+class S3Store(ArtifactStore):
+    def __init__(
+        self,
+        bucket: str,
+        prefix: str = "",
+        *,
+        session: boto3.session.Session | None = None,
+        client: Any = None,
+        endpoint_url: str | None = None,
+        max_concurrency: int = 16,
+        multipart_threshold: int = 16 * MIB,
+        multipart_chunksize: int = 16 * MIB,
+    ) -> None:
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+        if client is None:
+            config = Config(
+                max_pool_connections=max(10, max_concurrency * 2),
+                retries={"mode": "standard", "max_attempts": 5},
+                request_checksum_calculation="when_supported",
+                response_checksum_validation="when_supported",
+            )
+            client = (session or boto3.session.Session()).client(
+                "s3", endpoint_url=endpoint_url, config=config
+            )
+        self.client = client
+        self.transfer_config = TransferConfig(
+            multipart_threshold=multipart_threshold,
+            multipart_chunksize=multipart_chunksize,
+            max_concurrency=max_concurrency,
+            use_threads=True,
+        )
+
+    @classmethod
+    def from_uri(cls, uri: str, **kwargs: Any) -> S3Store:
+        bucket, _, prefix = uri.removeprefix("s3://").partition("/")
+        if not bucket:
+            raise StoreError(f"S3 store URI {uri!r} has no bucket")
+        return cls(bucket, prefix, **kwargs)
+
+    @property
+    def root_uri(self) -> str:
+        return f"s3://{self.bucket}/{self.prefix}" if self.prefix else f"s3://{self.bucket}"
+
+    def _key(self, key: str) -> str:
+        return join(self.prefix, clean_key(key))
+
+    def _rel(self, full_key: str) -> str:
+        return full_key[len(self.prefix) + 1 :] if self.prefix else full_key
+
+    def _wrap(self, exc: ClientError, key: str) -> StoreError:
+        if _code(exc) in ("NoSuchKey", "404", "NotFound") or _status(exc) == 404:
+            return NotFound(f"{self.uri(key)} does not exist")
+        return StoreError(f"S3 {_code(exc) or _status(exc)} on {self.uri(key)}: {exc}")
+
+    # -- single objects ----------------------------------------------------------------------
+    def put_file(self, local: Path, key: str) -> None:
+        with create_transfer_manager(self.client, self.transfer_config) as mgr:
+            mgr.upload(str(local), self.bucket, self._key(key)).result()
+
+    def get_file(self, key: str, local: Path) -> None:
+        local.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with create_transfer_manager(self.client, self.transfer_config) as mgr:
+                mgr.download(self.bucket, self._key(key), str(local)).result()
+        except ClientError as exc:
+            raise self._wrap(exc, key) from None
+
+    def put_bytes(self, data: bytes, key: str) -> None:
+        try:
+            self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data)
+        except ClientError as exc:
+            raise self._wrap(exc, key) from None
+
+    def get_bytes(self, key: str) -> bytes:
+        try:
+            return self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"].read()
+        except ClientError as exc:
+            raise self._wrap(exc, key) from None
+
+    def exists(self, key: str) -> bool:
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=self._key(key))
+            return True
+        except ClientError as exc:
+            if isinstance(self._wrap(exc, key), NotFound):
+                return False
+            raise self._wrap(exc, key) from None
+
+    def put_if_absent(self, data: bytes, key: str) -> bool:
+        try:
+            self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, IfNoneMatch="*")
+            return True
+        except ClientError as exc:
+            # 412: the key exists. 409: a concurrent conditional write to it is in flight and wins.
+            if _code(exc) in ("PreconditionFailed", "ConditionalRequestConflict") or _status(exc) in (409, 412):
+                return False
+            raise self._wrap(exc, key) from None
+
+    # -- listings ---------------------------------------------------------------------------------
+    def _list_full(self, full_prefix: str) -> list[ObjectInfo]:
+        out = []
+        paginator = self.client.get_paginator("list_objects_v2")
+        try:
+            for page in paginator.paginate(Bucket=self.bucket, Prefix=full_prefix):
+                for obj in page.get("Contents", []):
+                    out.append(ObjectInfo(self._rel(obj["Key"]), int(obj["Size"])))
+        except ClientError as exc:
+            raise self._wrap(exc, full_prefix) from None
+        return out
+
+    def list(self, prefix: str = "") -> list[ObjectInfo]:
+        if not prefix.strip("/"):
+            return sorted(self._list_full(f"{self.prefix}/" if self.prefix else ""), key=lambda o: o.key)
+        key = self._key(prefix)
+        out = self._list_full(key + "/")
+        if not out and self.exists(prefix):
+            head = self.client.head_object(Bucket=self.bucket, Key=key)
+            out = [ObjectInfo(clean_key(prefix), int(head["ContentLength"]))]
+        return sorted(out, key=lambda o: o.key)
+
+    def delete_prefix(self, prefix: str) -> int:
+        objects = self.list(prefix)
+        for i in range(0, len(objects), 1000):
+            batch = [{"Key": self._key(o.key)} for o in objects[i : i + 1000]]
+            self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True})
+        return len(objects)
+
+    # -- trees ------------------------------------------------------------------------------------
+    def put_tree(self, local_dir: Path, prefix: str, exclude: tuple[str, ...] = ()) -> list[ObjectInfo]:
+        files = local_files(local_dir, exclude)
+        with create_transfer_manager(self.client, self.transfer_config) as mgr:
+            futures = [mgr.upload(str(path), self.bucket, self._key(join(prefix, rel))) for path, rel in files]
+            for future in futures:
+                future.result()
+        return [ObjectInfo(join(prefix, rel), path.stat().st_size) for path, rel in files]
+
+    def get_tree(self, prefix: str, local_dir: Path) -> list[ObjectInfo]:
+        objects = self.list(prefix)
+        base = clean_key(prefix)
+        try:
+            with create_transfer_manager(self.client, self.transfer_config) as mgr:
+                futures = []
+                for obj in objects:
+                    dest = local_dir / obj.key[len(base) + 1 :]
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    futures.append(mgr.download(self.bucket, self._key(obj.key), str(dest)))
+                for future in futures:
+                    future.result()
+        except ClientError as exc:
+            raise self._wrap(exc, prefix) from None
+        return objects

@@ -1,0 +1,209 @@
+"""`TargetSpec`: what to compile a model for (instance, parallelism, shapes, dtype, quantization, backend).
+
+Validation here rejects values that are impossible whatever the model (a zero batch size, a
+logical-core config the instance does not have, buckets longer than the sequence). Whether a
+*model* fits the target is the planner's job (`neuronforge.planner`), which needs the model config.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from neuronforge.errors import InvalidInput
+from neuronforge.instances import INSTANCES, get_instance
+
+DType = Literal["bf16", "fp16", "fp32"]
+DTYPE_BYTES: dict[str, int] = {"bf16": 2, "fp16": 2, "fp32": 4}
+TORCH_DTYPE_NAMES: dict[str, str] = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+QuantDType = Literal["none", "int8", "f8e4m3", "f8e5m2"]
+QuantMethod = Literal["per_tensor_symmetric", "per_channel_symmetric"]
+KNOWN_BACKENDS = ("cpu", "optimum", "nxdi")
+
+_METHOD_ALIASES = {
+    "per_tensor": "per_tensor_symmetric",
+    "per_channel": "per_channel_symmetric",
+    "per_tensor_symmetric": "per_tensor_symmetric",
+    "per_channel_symmetric": "per_channel_symmetric",
+}
+
+
+class Quantization(BaseModel):
+    """Weight quantization as NxD Inference names it (quantization_dtype × quantization_type)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dtype: QuantDType = "none"
+    method: QuantMethod | None = None
+
+    @model_validator(mode="after")
+    def _method_matches_dtype(self) -> Quantization:
+        if self.dtype == "none" and self.method is not None:
+            raise ValueError(f"quantization method {self.method!r} given without a quantization dtype")
+        if self.dtype != "none" and self.method is None:
+            object.__setattr__(self, "method", "per_tensor_symmetric")
+        return self
+
+    @property
+    def enabled(self) -> bool:
+        return self.dtype != "none"
+
+    @property
+    def slug(self) -> str:
+        if not self.enabled:
+            return "none"
+        return f"{self.dtype}_{self.method.removesuffix('_symmetric')}"
+
+    @classmethod
+    def parse(cls, text: str | None) -> Quantization:
+        """Parse the CLI spelling: `none`, `int8`, `int8:per_channel`, `f8e4m3:per_tensor_symmetric`."""
+        if text is None or text.strip().lower() in ("", "none"):
+            return cls()
+        dtype, _, method = text.strip().partition(":")
+        if method and method not in _METHOD_ALIASES:
+            raise InvalidInput(
+                f"quantization: unknown method {method!r}; use one of per_tensor, per_channel "
+                "(or the *_symmetric spellings)"
+            )
+        if dtype not in ("int8", "f8e4m3", "f8e5m2"):
+            raise InvalidInput(f"quantization: unknown dtype {dtype!r}; use none, int8, f8e4m3 or f8e5m2")
+        return cls(dtype=dtype, method=_METHOD_ALIASES[method] if method else None)
+
+
+class TargetSpec(BaseModel):
+    """One compile target. Defaults are resolved by `normalized()` so that spelling a default out
+    yields the same cache key as leaving it implicit."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    instance_type: str
+    tp_degree: int = Field(ge=1, le=128)
+    batch_size: int = Field(default=1, ge=1, le=1024)
+    sequence_length: int = Field(ge=1, le=1_048_576)
+    max_context_length: int | None = Field(default=None, ge=1)
+    logical_nc_config: int | None = None
+    context_encoding_buckets: tuple[int, ...] | None = None
+    token_generation_buckets: tuple[int, ...] | None = None
+    dtype: DType = "bf16"
+    quantization: Quantization = Quantization()
+    backend: str = "cpu"
+    backend_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+    @field_validator("instance_type")
+    @classmethod
+    def _known_instance(cls, v: str) -> str:
+        if v not in INSTANCES:
+            raise ValueError(f"unknown instance type {v!r}; known: {', '.join(INSTANCES)}")
+        return v
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, v: str) -> str:
+        if v not in KNOWN_BACKENDS:
+            raise ValueError(f"unknown backend {v!r}; known backends: {', '.join(KNOWN_BACKENDS)}")
+        return v
+
+    @field_validator("quantization", mode="before")
+    @classmethod
+    def _parse_quant(cls, v: Any) -> Any:
+        return Quantization.parse(v) if isinstance(v, str) or v is None else v
+
+    @field_validator("context_encoding_buckets", "token_generation_buckets")
+    @classmethod
+    def _buckets_sorted(cls, v: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        if v is None:
+            return v
+        if not v:
+            raise ValueError("an empty bucket list; omit it to let the backend choose buckets")
+        if any(b < 1 for b in v) or list(v) != sorted(set(v)):
+            raise ValueError(f"buckets must be positive, strictly increasing lengths (got {list(v)})")
+        return v
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> TargetSpec:
+        inst = INSTANCES[self.instance_type]
+        if self.logical_nc_config is not None and self.logical_nc_config not in inst.lnc_options:
+            raise ValueError(
+                f"logical_nc_config={self.logical_nc_config} is not available on {self.instance_type}; "
+                f"use one of {list(inst.lnc_options)}"
+            )
+        if self.max_context_length is not None and self.max_context_length > self.sequence_length:
+            raise ValueError(
+                f"max_context_length={self.max_context_length} exceeds sequence_length="
+                f"{self.sequence_length}; the prompt must leave room in the sequence"
+            )
+        for name in ("context_encoding_buckets", "token_generation_buckets"):
+            buckets = getattr(self, name)
+            if buckets and buckets[-1] > self.sequence_length:
+                raise ValueError(
+                    f"{name} has {buckets[-1]} > sequence_length={self.sequence_length}; "
+                    "drop the longer buckets or raise sequence_length"
+                )
+        return self
+
+    # -- derived values -------------------------------------------------------------------------
+    @property
+    def instance(self):  # -> InstanceType
+        return get_instance(self.instance_type)
+
+    @property
+    def lnc(self) -> int:
+        return self.logical_nc_config or self.instance.default_lnc
+
+    @property
+    def context_length(self) -> int:
+        return self.max_context_length or self.sequence_length
+
+    @property
+    def dtype_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    def normalized(self) -> TargetSpec:
+        """Spell every default out, so equal targets compare (and hash) equal."""
+        return self.model_copy(
+            update={
+                "max_context_length": self.context_length,
+                "logical_nc_config": self.lnc,
+                "backend_options": dict(sorted(self.backend_options.items())),
+            }
+        )
+
+    @property
+    def slug(self) -> str:
+        """A readable, path-safe name for this target (the cache key disambiguates the rest)."""
+        parts = [
+            self.backend,
+            self.instance_type,
+            f"tp{self.tp_degree}",
+            f"b{self.batch_size}",
+            f"s{self.sequence_length}",
+            self.dtype,
+        ]
+        if self.quantization.enabled:
+            parts.append(self.quantization.slug)
+        if self.lnc != self.instance.default_lnc:
+            parts.append(f"lnc{self.lnc}")
+        return "-".join(parts)
+
+    @classmethod
+    def parse(cls, data: dict[str, Any]) -> TargetSpec:
+        """Validate a plain dict (form, YAML, JSON) into a TargetSpec or raise `InvalidInput`
+        naming each bad field."""
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise InvalidInput(format_validation_error(exc, prefix="target")) from None
+
+
+def format_validation_error(exc: ValidationError, prefix: str) -> str:
+    """Turn pydantic's error list into one line per field: `target.tp_degree: must be >= 1 (got 0)`."""
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in (prefix, *err["loc"]))
+        msg = err["msg"].removeprefix("Value error, ")
+        if "input" in err and err["type"] != "value_error" and not isinstance(err["input"], dict):
+            msg += f" (got {err['input']!r})"
+        lines.append(f"{loc}: {msg}")
+    return "; ".join(lines)
