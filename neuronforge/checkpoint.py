@@ -24,7 +24,7 @@ from typing import Any
 
 from neuronforge.errors import CheckpointError, InvalidInput
 from neuronforge.modelconfig import ModelArch, load_config
-from neuronforge.source import is_pickle_file
+from neuronforge.source import is_pickle_file, select_checkpoint_files
 
 # bytes per element, per the safetensors spec
 SAFETENSORS_DTYPES: dict[str, float] = {
@@ -136,9 +136,7 @@ def _check_index(folder: Path, tensors: dict[str, TensorInfo], shards: set[str])
         raise CheckpointError(f"{INDEX} names files that do not exist: {', '.join(missing_files)}")
     unmapped = sorted(t for t in tensors if t not in weight_map)
     if unmapped:
-        raise CheckpointError(
-            f"{INDEX} does not cover every tensor: {len(unmapped)} unmapped, e.g. {unmapped[:3]}"
-        )
+        raise CheckpointError(f"{INDEX} does not cover every tensor: {len(unmapped)} unmapped, e.g. {unmapped[:3]}")
     wrong = sorted(t for t, f in weight_map.items() if t not in tensors or tensors[t].file != f)
     if wrong:
         t = wrong[0]
@@ -220,12 +218,7 @@ def verify_checkpoint(folder: Path, allow_pickle: bool = False) -> VerifiedCheck
     shards = sorted(p.name for p in folder.glob("*.safetensors"))
     warnings: list[str] = []
     if pickles and not shards:
-        if not allow_pickle:
-            raise CheckpointError(
-                f"only pickle weights found ({', '.join(pickles)}): loading pickle can run arbitrary code, "
-                "so neuronforge refuses it. Convert the checkpoint to safetensors, or pass allow_pickle=True "
-                "(CLI: --allow-pickle) to load it with torch.load(weights_only=True) and convert it"
-            )
+        select_checkpoint_files(pickles, allow_pickle)  # raises the refusal unless allowed
         convert_pickle_to_safetensors(folder)
         warnings.append(f"converted pickle weights {pickles} to safetensors")
         shards = sorted(p.name for p in folder.glob("*.safetensors"))

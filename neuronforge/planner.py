@@ -206,9 +206,7 @@ def plan(
         fix = f"use tp in {list(supported)}"
         if bigger:
             fix += f", or an instance that supports tp={tp}: {', '.join(bigger)}"
-        checks.append(
-            Check("tp_degree", False, f"tp={tp} is not supported on {inst.name} ({cores} cores); {fix}")
-        )
+        checks.append(Check("tp_degree", False, f"tp={tp} is not supported on {inst.name} ({cores} cores); {fix}"))
 
     if arch.num_heads % tp == 0:
         checks.append(Check("heads_divisible", True, f"{arch.num_heads} attention heads split evenly over tp={tp}"))
@@ -218,8 +216,7 @@ def plan(
             Check(
                 "heads_divisible",
                 False,
-                f"{arch.num_heads} attention heads are not divisible by tp={tp}; "
-                f"use tp in {good} on {inst.name}",
+                f"{arch.num_heads} attention heads are not divisible by tp={tp}; use tp in {good} on {inst.name}",
             )
         )
 
@@ -258,9 +255,7 @@ def plan(
     else:
         others = sorted(b for b, archs in BACKEND_ARCHITECTURES.items() if arch.model_type in archs)
         fix = f"use backend {' or '.join(others)}" if others else "no backend supports it yet"
-        checks.append(
-            Check("backend", False, f"backend {target.backend!r} does not support {arch.model_type}; {fix}")
-        )
+        checks.append(Check("backend", False, f"backend {target.backend!r} does not support {arch.model_type}; {fix}"))
 
     detail = f"weights {gib(w_bytes / tp)} + KV cache {gib(kv / tp)} + activations {gib(act / tp)} at tp={tp}"
     if fits:

@@ -49,6 +49,26 @@ def is_pickle_file(relpath: str) -> bool:
     return any(fnmatch(relpath.rsplit("/", 1)[-1], p) for p in PICKLE_PATTERNS)
 
 
+def select_checkpoint_files(relpaths: Iterable[str], allow_pickle: bool) -> list[str]:
+    """The files that make up a checkpoint. Pickle weights count only when there are no safetensors
+    weights and the caller allowed them; a pickle-only checkpoint without permission is refused here,
+    before anything is downloaded."""
+    relpaths = sorted(relpaths)
+    chosen = [p for p in relpaths if is_checkpoint_file(p)]
+    if any(p.endswith(".safetensors") for p in chosen):
+        return chosen
+    pickles = [p for p in relpaths if is_checkpoint_file(p, allow_pickle=True) and is_pickle_file(p)]
+    if pickles and not allow_pickle:
+        from neuronforge.errors import CheckpointError
+
+        raise CheckpointError(
+            f"only pickle weights found ({', '.join(pickles)}): loading pickle can run arbitrary code, "
+            "so neuronforge refuses it. Convert the checkpoint to safetensors, or pass allow_pickle=True "
+            "(CLI: --allow-pickle) to load it with torch.load(weights_only=True) and convert it"
+        )
+    return sorted(chosen + pickles)
+
+
 def safe_component(text: str) -> str:
     """A store path component: letters, digits, `.`, `_`, `-` only."""
     cleaned = _SAFE.sub("-", text).strip("-.")
@@ -140,13 +160,17 @@ def files_digest(entries: Iterable[FileEntry]) -> str:
 
 
 def scan_folder(folder: Path, allow_pickle: bool = False) -> list[FileEntry]:
-    """Size and sha256 of every checkpoint file under `folder`."""
-    entries = []
+    """Size and sha256 of every checkpoint file under `folder` (see `select_checkpoint_files`)."""
+    return [
+        FileEntry(rel, (folder / rel).stat().st_size, sha256_file(folder / rel))
+        for rel in select_checkpoint_files(list_relative(folder), allow_pickle)
+    ]
+
+
+def list_relative(folder: Path) -> list[str]:
+    """Relative '/'-paths of the files under `folder`, hidden folders skipped."""
+    out = []
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
-            full = Path(root) / name
-            rel = full.relative_to(folder).as_posix()
-            if is_checkpoint_file(rel, allow_pickle):
-                entries.append(FileEntry(rel, full.stat().st_size, sha256_file(full)))
-    return entries
+        out += [(Path(root) / name).relative_to(folder).as_posix() for name in files]
+    return sorted(out)

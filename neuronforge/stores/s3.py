@@ -56,9 +56,7 @@ class S3Store(ArtifactStore):
                 request_checksum_calculation="when_supported",
                 response_checksum_validation="when_supported",
             )
-            client = (session or boto3.session.Session()).client(
-                "s3", endpoint_url=endpoint_url, config=config
-            )
+            client = (session or boto3.session.Session()).client("s3", endpoint_url=endpoint_url, config=config)
         self.client = client
         self.transfer_config = TransferConfig(
             multipart_threshold=multipart_threshold,

@@ -1,0 +1,255 @@
+"""`neuronforge` command line.
+
+Exit codes (a contract later tooling relies on):
+  0  success; for `plan`, the configuration is valid and fits
+  1  a store or environment failure
+  2  usage error: unknown instance, malformed value, missing file
+  3  `plan`: the configuration is invalid or does not fit; `fetch`: the checkpoint failed verification
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from neuronforge.errors import CheckpointError, InvalidInput, NeuronforgeError
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
+
+
+def _default_work_dir() -> Path:
+    import os
+
+    return Path(os.environ.get("NEURONFORGE_HOME", "~/.cache/neuronforge")).expanduser() / "work"
+
+
+def _add_target_args(p: argparse.ArgumentParser, backend_default: str) -> None:
+    p.add_argument("--instance", required=True, help="instance type, e.g. inf2.xlarge")
+    p.add_argument("--tp", type=int, required=True, help="tensor-parallel degree")
+    p.add_argument("--batch-size", type=int, default=1)
+    p.add_argument("--seq-len", type=int, required=True, help="sequence length (prompt + generated)")
+    p.add_argument("--max-context-length", type=int, default=None, help="longest prompt (default: --seq-len)")
+    p.add_argument("--lnc", type=int, default=None, help="logical NeuronCore config (trn2: 1 or 2)")
+    p.add_argument("--dtype", default="bf16", help="bf16 | fp16 | fp32")
+    p.add_argument("--quant", default=None, help="none | int8[:per_tensor|per_channel] | f8e4m3[...] | f8e5m2[...]")
+    p.add_argument("--backend", default=backend_default, help="cpu | optimum | nxdi")
+
+
+def _target(args: argparse.Namespace):
+    from neuronforge.target import TargetSpec
+
+    return TargetSpec.parse(
+        {
+            "instance_type": args.instance,
+            "tp_degree": args.tp,
+            "batch_size": args.batch_size,
+            "sequence_length": args.seq_len,
+            "max_context_length": args.max_context_length,
+            "logical_nc_config": args.lnc,
+            "dtype": args.dtype,
+            "quantization": args.quant,
+            "backend": args.backend,
+        }
+    )
+
+
+def _print_json(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, sort_keys=False))
+
+
+# -- plan -------------------------------------------------------------------------------------------
+def cmd_plan(args: argparse.Namespace) -> int:
+    from neuronforge.checkpoint import read_safetensors_header
+    from neuronforge.modelconfig import ModelArch, load_config
+    from neuronforge.planner import gib, plan
+
+    model = Path(args.model).expanduser()
+    if not model.exists():
+        raise InvalidInput(f"--model {args.model}: no such folder or config.json file")
+    target = _target(args)
+    try:
+        config = load_config(model)
+    except CheckpointError as exc:
+        raise InvalidInput(str(exc)) from None
+    try:
+        arch = ModelArch.from_config(config, where=str(model))
+    except InvalidInput as exc:
+        if args.json:
+            _print_json({"fits": False, "error": str(exc), "checks": []})
+        else:
+            print(f"error: {exc}", file=sys.stderr)
+        return EXIT_REJECTED
+    tensors = None
+    if model.is_dir() and (shards := sorted(model.glob("*.safetensors"))):
+        tensors = {}
+        for shard in shards:
+            tensors.update(read_safetensors_header(shard))
+    result = plan(arch, target, tensors=tensors, with_suggestions=args.suggest)
+    if args.json:
+        _print_json(result.to_json())
+    else:
+        print(
+            f"{arch.architecture} ({result.parameter_count / 1e9:.2f}B parameters) on {target.instance_type}, "
+            f"tp={target.tp_degree}, batch {target.batch_size}, sequence {target.sequence_length}, {target.dtype}"
+            + (f", {target.quantization.slug}" if target.quantization.enabled else "")
+        )
+        print(
+            f"  weights {gib(result.weight_bytes)}, KV cache {gib(result.kv_cache_bytes)}, "
+            f"per core {gib(result.per_core_bytes)} of {gib(result.hbm_per_core_bytes)}"
+        )
+        for c in result.checks:
+            print(f"  [{'ok' if c.ok else 'FAIL'}] {c.name}: {c.message}")
+        if result.suggestions is not None:
+            print("feasible configurations (largest batch per tp and sequence length):")
+            for s in result.suggestions:
+                print(
+                    f"  tp={s.tp:<3} seq_len={s.seq_len:<7} batch_size={s.batch_size:<4} {gib(s.per_core_bytes)}/core"
+                )
+            if not result.suggestions:
+                print("  none on this instance")
+    return EXIT_OK if result.ok else EXIT_REJECTED
+
+
+# -- fetch ------------------------------------------------------------------------------------------
+def cmd_fetch(args: argparse.Namespace) -> int:
+    import os
+
+    from neuronforge.stages.fetch import FetchRequest, fetch, fetch_summary
+
+    req = FetchRequest(
+        source=args.source,
+        store_uri=args.store,
+        work_dir=Path(args.work_dir).expanduser(),
+        allow_pickle=args.allow_pickle,
+        token=os.environ.get("HF_TOKEN"),
+    )
+    result = fetch(req)
+    summary = fetch_summary(result)
+    if args.json:
+        _print_json(summary)
+    else:
+        state = "already in the store (verified)" if result.reused else "fetched and verified"
+        print(f"{summary['source']}: {state}")
+        print(f"  revision  {summary['revision']}")
+        print(f"  files     {summary['files']} ({summary['bytes']} bytes), {summary['architecture']}")
+        print(f"  manifest  {summary['manifest_uri']}")
+        print(f"  local     {summary['local_dir']}")
+        for w in result.warnings:
+            print(f"  warning   {w}")
+    return EXIT_OK
+
+
+# -- cache-key --------------------------------------------------------------------------------------
+def cmd_cache_key(args: argparse.Namespace) -> int:
+    from neuronforge.request import CompileRequest, Toolchain, cache_key, cache_key_material
+    from neuronforge.stages.resolve import resolve_source
+    from neuronforge.toolchain import detect_toolchain
+
+    target = _target(args)
+    if args.toolchain:
+        toolchain = Toolchain.from_json(json.loads(Path(args.toolchain).read_text()))
+    elif args.compiler_version or args.backend_version:
+        if not (args.compiler_version and args.backend_version):
+            raise InvalidInput("give both --backend-version and --compiler-version (or neither, to detect them)")
+        packages = dict(kv.split("=", 1) for kv in args.package)
+        compiler = args.compiler or ("torch-inductor" if target.backend == "cpu" else "neuronxcc")
+        toolchain = Toolchain(
+            target.backend, args.backend_version, compiler, args.compiler_version, packages, args.compiler_flags or ()
+        )
+    else:
+        toolchain = detect_toolchain(target.backend, args.compiler_flags or ())
+    source = resolve_source(args.model, work_dir=Path(args.work_dir).expanduser())
+    request = CompileRequest(source, target)
+    key = cache_key(request, toolchain)
+    if args.explain:
+        _print_json({"cache_key": key, "material": cache_key_material(request, toolchain)})
+    else:
+        print(key)
+    return EXIT_OK
+
+
+# -- store ------------------------------------------------------------------------------------------
+def cmd_store_ls(args: argparse.Namespace) -> int:
+    from neuronforge.stores import open_store
+
+    store = open_store(args.uri)
+    objects = store.list(args.prefix or "")
+    if args.json:
+        _print_json([{"key": o.key, "size": o.size, "uri": store.uri(o.key)} for o in objects])
+    else:
+        for o in objects:
+            print(f"{o.size:>14}  {o.key}")
+        print(f"{len(objects)} objects, {sum(o.size for o in objects)} bytes under {store.uri(args.prefix or '')}")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="neuronforge", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("plan", help="check before compiling that a model fits a target, and why not")
+    p.add_argument("--model", required=True, help="folder with config.json (and safetensors), or a config.json")
+    _add_target_args(p, backend_default="nxdi")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--suggest", action="store_true", help="also list feasible (tp, batch, seq-len) on the instance")
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("fetch", help="download, verify and mirror a checkpoint into a store")
+    p.add_argument("source", help="org/name[@revision], hf://org/name@rev, s3://bucket/prefix, or a folder")
+    p.add_argument("--store", required=True, help="store URI: file:///path, a path, or s3://bucket/prefix")
+    p.add_argument("--work-dir", default=str(_default_work_dir()))
+    p.add_argument("--allow-pickle", action="store_true", help="accept *.bin/*.pt weights (loaded weights_only)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_fetch)
+
+    p = sub.add_parser("cache-key", help="print the cache key of a compile request")
+    p.add_argument("--model", required=True, help="model source (resolved to an immutable revision)")
+    _add_target_args(p, backend_default="cpu")
+    p.add_argument("--toolchain", help="JSON file with the toolchain (as recorded in a manifest)")
+    p.add_argument("--backend-version")
+    p.add_argument("--compiler", help="compiler name (default: neuronxcc, or torch-inductor for cpu)")
+    p.add_argument("--compiler-version")
+    p.add_argument("--package", action="append", default=[], metavar="NAME=VERSION")
+    p.add_argument("--compiler-flags", help="NEURON_CC_FLAGS-style string")
+    p.add_argument("--work-dir", default=str(_default_work_dir()))
+    p.add_argument("--explain", action="store_true", help="print the hashed material too")
+    p.set_defaults(func=cmd_cache_key)
+
+    p = sub.add_parser("store", help="inspect a store")
+    store_sub = p.add_subparsers(dest="store_command", required=True)
+    ls = store_sub.add_parser("ls", help="list objects under a store URI")
+    ls.add_argument("uri")
+    ls.add_argument("prefix", nargs="?", default="")
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(func=cmd_store_ls)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        return args.func(args)
+    except InvalidInput as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except CheckpointError as exc:
+        print(f"error: checkpoint rejected: {exc}", file=sys.stderr)
+        return EXIT_REJECTED
+    except NeuronforgeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,217 @@
+"""Stage `fetch`: bring a checkpoint into the work dir, verified, and mirror it into the store.
+
+Hub sources come through `huggingface_hub.snapshot_download` pinned to the resolved sha and
+limited to checkpoint files; S3 and local sources are copied. The copy is verified
+(`neuronforge.checkpoint.verify_checkpoint`) in a staging folder and only then moved into place,
+with a `MANIFEST.json` (file, size, sha256). The store gets the files first and the manifest last
+under `checkpoints/<org>/<name>/<revision>/`, so Neuron workers read checkpoints from the store,
+never from the Hub. Fetching a revision the store already has is a no-op that checks the manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from neuronforge import layout
+from neuronforge.checkpoint import verify_checkpoint
+from neuronforge.errors import CheckpointError
+from neuronforge.source import (
+    FileEntry,
+    ModelSource,
+    files_digest,
+    list_relative,
+    scan_folder,
+    select_checkpoint_files,
+)
+from neuronforge.stages.resolve import hub_offline, hub_snapshot, resolve_source, stage_s3
+from neuronforge.stores import ArtifactStore, NotFound, open_store
+
+log = logging.getLogger(__name__)
+MANIFEST_SCHEMA = 1
+
+
+@dataclass
+class FetchRequest:
+    source: str
+    store_uri: str
+    work_dir: Path
+    allow_pickle: bool = False
+    token: str | None = field(default=None, repr=False)  # never printed
+
+
+@dataclass
+class FetchResult:
+    source: ModelSource
+    local_dir: Path
+    store_prefix: str
+    manifest_uri: str
+    files: list[FileEntry]
+    architecture: str
+    reused: bool
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _manifest(source: ModelSource, entries: list[FileEntry], arch: str, model_type: str, warnings: list[str]) -> dict:
+    return {
+        "schema_version": MANIFEST_SCHEMA,
+        "source": {
+            "kind": source.kind,
+            "location": source.location,
+            "requested_revision": source.revision,
+            "revision": source.resolved_revision,
+        },
+        "architecture": arch,
+        "model_type": model_type,
+        "files": [e.to_json() for e in sorted(entries, key=lambda e: e.path)],
+        "warnings": warnings,
+        "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def _entries(manifest: dict) -> list[FileEntry]:
+    return [FileEntry(f["path"], int(f["size"]), f["sha256"]) for f in manifest["files"]]
+
+
+def _local_matches(folder: Path, manifest: dict) -> bool:
+    """True when `folder` holds exactly the manifest's files with the same sizes and sha256."""
+    if not folder.is_dir():
+        return False
+    expected = {e.path: e for e in _entries(manifest)}
+    have = {p for p in list_relative(folder) if p != layout.MANIFEST}
+    if have != set(expected):
+        return False
+    if any((folder / p).stat().st_size != e.size for p, e in expected.items()):
+        return False
+    return {e.path: e for e in scan_folder(folder, allow_pickle=True)} == expected
+
+
+def _download_into(source: ModelSource, staging: Path, req: FetchRequest) -> None:
+    """Put the source's checkpoint files (and only those) into `staging`."""
+    staging.mkdir(parents=True)
+    if source.kind == "hf":
+        rev = source.resolved_revision
+        # Decide on pickle before downloading weights: list the repo (or the offline snapshot).
+        if hub_offline():
+            names = list_relative(hub_snapshot(source, rev, allow_patterns=None, token=None))
+        else:
+            from huggingface_hub import HfApi
+
+            names = HfApi(token=req.token).list_repo_files(source.location, revision=rev)
+        chosen = select_checkpoint_files(names, req.allow_pickle)
+        snapshot = hub_snapshot(source, rev, allow_patterns=chosen, token=req.token)
+        for rel in chosen:
+            src = snapshot / rel
+            if not src.exists():
+                raise CheckpointError(f"{source.location}@{rev}: {rel} is listed but was not downloaded")
+            (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src.resolve(), staging / rel)  # the cache holds symlinks to blobs
+        return
+    folder = Path(source.location) if source.kind == "local" else stage_s3(source, req.work_dir, req.allow_pickle)
+    for rel in select_checkpoint_files(list_relative(folder), req.allow_pickle):
+        (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(folder / rel, staging / rel)
+    # The copy must be what was resolved: a checkpoint that changed under us is refused.
+    digest = files_digest(scan_folder(staging, req.allow_pickle))
+    if digest != source.resolved_revision:
+        raise CheckpointError(
+            f"{source.location} changed while it was being fetched (digest {digest[:12]} != resolved "
+            f"{source.resolved_revision[:12]}); fetch again once it is stable"
+        )
+
+
+def _publish(store: ArtifactStore, local: Path, prefix: str) -> None:
+    """Data first, manifest last: readers trust only a checkpoint whose manifest exists."""
+    store.put_tree(local, prefix, exclude=(layout.MANIFEST,))
+    store.put_file(local / layout.MANIFEST, f"{prefix}/{layout.MANIFEST}")
+
+
+def fetch(req: FetchRequest, store: ArtifactStore | None = None) -> FetchResult:
+    started = time.monotonic()
+    store = store or open_store(req.store_uri)
+    work_dir = req.work_dir.resolve()
+    source = resolve_source(req.source, work_dir=work_dir, allow_pickle=req.allow_pickle, token=req.token)
+    prefix = layout.checkpoint_prefix(source)
+    local = work_dir / prefix
+    manifest_key = f"{prefix}/{layout.MANIFEST}"
+
+    try:
+        manifest = store.read_json(manifest_key)
+    except NotFound:
+        manifest = None
+    if manifest is not None:
+        if not _local_matches(local, manifest):
+            log.info("checkpoint %s is in the store; downloading it into %s", source, local)
+            tmp = local.with_name(f".{local.name}.{uuid.uuid4().hex[:8]}")
+            store.get_tree(prefix, tmp)
+            if not _local_matches(tmp, manifest):
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise CheckpointError(
+                    f"{store.uri(prefix)} does not match its MANIFEST.json (sizes or sha256 differ); "
+                    "delete that prefix and fetch again"
+                )
+            shutil.rmtree(local, ignore_errors=True)
+            tmp.rename(local)
+        else:
+            log.info("checkpoint %s already fetched and verified against its manifest", source)
+        return FetchResult(
+            source=source,
+            local_dir=local,
+            store_prefix=prefix,
+            manifest_uri=store.uri(manifest_key),
+            files=_entries(manifest),
+            architecture=manifest["architecture"],
+            reused=True,
+            warnings=list(manifest.get("warnings", [])),
+            seconds=time.monotonic() - started,
+        )
+
+    staging = work_dir / "staging" / f"{uuid.uuid4().hex}"
+    try:
+        _download_into(source, staging, req)
+        verified = verify_checkpoint(staging, allow_pickle=req.allow_pickle)
+        entries = scan_folder(staging)
+        manifest = _manifest(source, entries, verified.arch.architecture, verified.arch.model_type, verified.warnings)
+        (staging / layout.MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        shutil.rmtree(local, ignore_errors=True)
+        local.parent.mkdir(parents=True, exist_ok=True)
+        staging.rename(local)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    _publish(store, local, prefix)
+    for w in verified.warnings:
+        log.warning("%s: %s", source, w)
+    log.info("fetched %s: %d files, published to %s", source, len(entries), store.uri(prefix))
+    return FetchResult(
+        source=source,
+        local_dir=local,
+        store_prefix=prefix,
+        manifest_uri=store.uri(manifest_key),
+        files=entries,
+        architecture=verified.arch.architecture,
+        reused=False,
+        warnings=verified.warnings,
+        seconds=time.monotonic() - started,
+    )
+
+
+def fetch_summary(result: FetchResult) -> dict[str, Any]:
+    return {
+        "source": str(result.source),
+        "revision": result.source.resolved_revision,
+        "architecture": result.architecture,
+        "local_dir": str(result.local_dir),
+        "manifest_uri": result.manifest_uri,
+        "files": len(result.files),
+        "bytes": sum(f.size for f in result.files),
+        "reused": result.reused,
+        "warnings": result.warnings,
+        "seconds": round(result.seconds, 3),
+    }

@@ -1,0 +1,145 @@
+"""Stage `resolve`: pin a model source to an immutable revision before anything is keyed on it.
+
+- Hub: a 40-hex revision is already immutable; otherwise ask the Hub (`HfApi.model_info`) for the
+  commit sha the branch or tag points at now, or, with `HF_HUB_OFFLINE=1`, read it from the local
+  Hugging Face cache.
+- local folder: `files_digest` over the checkpoint files (path, size, sha256).
+- S3 prefix: the objects are staged into the work dir (the fetch stage reuses that copy) and
+  digested the same way, so a copy of a folder on S3 resolves to the same revision as the folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from neuronforge.errors import CheckpointError, InvalidInput
+from neuronforge.source import HUB_SHA, ModelSource, files_digest, scan_folder, select_checkpoint_files
+
+log = logging.getLogger(__name__)
+
+
+def hub_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def hub_cache_dir() -> str | None:
+    return os.environ.get("HF_HUB_CACHE") or None
+
+
+def _hub_errors():
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    return GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
+
+
+def hub_snapshot(source: ModelSource, revision: str, allow_patterns: list[str] | None, token: str | None) -> Path:
+    """Download (or, offline, find in the cache) a Hub snapshot; returns its cache folder."""
+    from huggingface_hub import snapshot_download
+
+    gated, not_local, no_repo, no_rev = _hub_errors()
+    try:
+        return Path(
+            snapshot_download(
+                repo_id=source.location,
+                revision=revision,
+                allow_patterns=allow_patterns,
+                cache_dir=hub_cache_dir(),
+                token=token,
+                local_files_only=hub_offline(),
+            )
+        )
+    except gated:
+        raise InvalidInput(
+            f"{source.location} is gated: accept its license on the Hub and provide a token "
+            "(HF_TOKEN or the Airflow connection)"
+        ) from None
+    except no_rev:
+        raise InvalidInput(f"{source.location} has no revision {revision!r}") from None
+    except no_repo:
+        raise InvalidInput(f"{source.location} does not exist on the Hub (or is private: provide a token)") from None
+    except not_local:
+        raise InvalidInput(
+            f"{source.location}@{revision} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set"
+        ) from None
+
+
+def resolve_hub(source: ModelSource, token: str | None = None) -> ModelSource:
+    rev = source.revision or "main"
+    if HUB_SHA.match(rev):
+        return source.pinned(rev)
+    if hub_offline():
+        # The cache's snapshot folder is named after the commit sha the ref points at.
+        snapshot = hub_snapshot(source, rev, allow_patterns=["config.json"], token=None)
+        return source.pinned(snapshot.name)
+    from huggingface_hub import HfApi
+
+    gated, _, no_repo, no_rev = _hub_errors()
+    try:
+        info = HfApi(token=token).model_info(source.location, revision=rev)
+    except gated:
+        raise InvalidInput(f"{source.location} is gated: provide a token with access") from None
+    except no_rev:
+        raise InvalidInput(f"{source.location} has no revision {rev!r}") from None
+    except no_repo:
+        raise InvalidInput(f"{source.location} does not exist on the Hub (or is private: provide a token)") from None
+    return source.pinned(info.sha)
+
+
+def s3_staging_dir(source: ModelSource, work_dir: Path) -> Path:
+    return work_dir / "staging" / "s3" / hashlib.sha256(source.location.encode()).hexdigest()[:16]
+
+
+def stage_s3(source: ModelSource, work_dir: Path, allow_pickle: bool, store_kwargs: dict | None = None) -> Path:
+    """Mirror the checkpoint files under an s3:// source prefix into the work dir."""
+    from neuronforge.stores import open_store
+
+    src = open_store(source.location, **(store_kwargs or {}))
+    dest = s3_staging_dir(source, work_dir)
+    tmp = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    keys = select_checkpoint_files([o.key for o in src.list()], allow_pickle)
+    if not keys:
+        raise CheckpointError(f"{source.location} holds no checkpoint files (config.json, *.safetensors)")
+    for key in keys:
+        src.get_file(key, tmp / key)
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.rename(dest)
+    return dest
+
+
+def resolve_source(
+    source: ModelSource | str,
+    *,
+    work_dir: Path | None = None,
+    allow_pickle: bool = False,
+    token: str | None = None,
+    store_kwargs: dict | None = None,
+) -> ModelSource:
+    """Return `source` pinned to an immutable revision (see the module docstring)."""
+    if isinstance(source, str):
+        source = ModelSource.parse(source)
+    if source.is_resolved:
+        return source
+    if source.kind == "hf":
+        return resolve_hub(source, token)
+    if source.kind == "local":
+        folder = Path(source.location)
+        if not folder.is_dir():
+            raise InvalidInput(f"model folder {folder} does not exist")
+        entries = scan_folder(folder, allow_pickle)
+    else:
+        if work_dir is None:
+            raise InvalidInput("resolving an s3:// source needs a work dir to stage it in")
+        entries = scan_folder(stage_s3(source, work_dir, allow_pickle, store_kwargs), allow_pickle)
+    if not entries:
+        raise CheckpointError(f"{source.location} holds no checkpoint files (config.json, *.safetensors)")
+    return source.pinned(files_digest(entries))

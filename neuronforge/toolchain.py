@@ -1,0 +1,61 @@
+"""Detect the toolchain versions that go into the cache key and the manifests.
+
+The Neuron backends' toolchain exists only on Neuron workers, so it is detected there; elsewhere
+(e.g. computing a key on a laptop) the versions must be given explicitly.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+from neuronforge.errors import InvalidInput
+from neuronforge.request import Toolchain
+
+# Packages whose versions change the compiled graphs, per backend.
+BACKEND_PACKAGES: dict[str, tuple[str, ...]] = {
+    "cpu": ("torch", "transformers"),
+    "optimum": (
+        "optimum-neuron",
+        "neuronx-cc",
+        "libneuronxla",
+        "torch-neuronx",
+        "neuronx-distributed",
+        "torch",
+        "transformers",
+    ),
+    "nxdi": (
+        "neuronx-distributed-inference",
+        "neuronx-cc",
+        "libneuronxla",
+        "torch-neuronx",
+        "neuronx-distributed",
+        "torch",
+        "transformers",
+    ),
+}
+
+
+def installed_version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def detect_toolchain(backend: str, compiler_flags: str | tuple[str, ...] = ()) -> Toolchain:
+    """The toolchain installed in this Python environment for `backend`."""
+    packages = {p: v for p in BACKEND_PACKAGES.get(backend, ()) if (v := installed_version(p))}
+    if backend == "cpu":
+        torch_version = packages.get("torch")
+        if torch_version is None:
+            raise InvalidInput("the cpu backend needs torch: run `make setup`")
+        return Toolchain("cpu", torch_version, "torch-inductor", torch_version, packages, compiler_flags)
+    lib = "optimum-neuron" if backend == "optimum" else "neuronx-distributed-inference"
+    missing = [p for p in (lib, "neuronx-cc") if p not in packages]
+    if missing:
+        raise InvalidInput(
+            f"backend {backend!r} needs {', '.join(missing)} from the AWS Neuron repository (worker image "
+            "docker/neuron-worker.Dockerfile); off a Neuron worker pass the versions explicitly "
+            "(--backend-version, --compiler-version)"
+        )
+    return Toolchain(backend, packages[lib], "neuronxcc", packages["neuronx-cc"], packages, compiler_flags)
