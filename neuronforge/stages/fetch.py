@@ -29,6 +29,7 @@ from neuronforge.source import (
     list_relative,
     scan_folder,
     select_checkpoint_files,
+    sha256_file,
 )
 from neuronforge.stages.resolve import hub_offline, hub_snapshot, resolve_source, stage_s3
 from neuronforge.stores import ArtifactStore, NotFound, open_store
@@ -90,7 +91,7 @@ def _local_matches(folder: Path, manifest: dict) -> bool:
         return False
     if any((folder / p).stat().st_size != e.size for p, e in expected.items()):
         return False
-    return {e.path: e for e in scan_folder(folder, allow_pickle=True)} == expected
+    return all(sha256_file(folder / p) == e.sha256 for p, e in expected.items())
 
 
 def _download_into(source: ModelSource, staging: Path, req: FetchRequest) -> None:

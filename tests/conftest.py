@@ -1,0 +1,76 @@
+"""Shared fixtures: tiny checkpoints generated on the spot, a real S3 HTTP endpoint on 127.0.0.1,
+and an environment that can never reach the network (the Hub is offline, AWS points at loopback)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Before anything imports huggingface_hub / boto3.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+for var in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+    os.environ.pop(var, None)
+os.environ["AWS_ACCESS_KEY_ID"] = "testing"
+os.environ["AWS_SECRET_ACCESS_KEY"] = "testing"
+os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
+
+from tests.checkpoints import make_tiny_llama  # noqa: E402
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """A real S3 HTTP endpoint (moto's server) on 127.0.0.1: boto3 talks HTTP to it, nothing patched."""
+    from moto.server import ThreadedMotoServer
+
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_env(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Point the standard AWS environment at the local endpoint (as a user would with
+    AWS_ENDPOINT_URL) and return it."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_endpoint)
+    return s3_endpoint
+
+
+@pytest.fixture
+def s3_bucket(s3_env: str) -> str:
+    import boto3
+
+    name = f"nf-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3", endpoint_url=s3_env).create_bucket(Bucket=name)
+    return name
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_tiny_llama(tmp_path_factory.mktemp("tiny-llama") / "tiny-llama")
+
+
+@pytest.fixture
+def tiny_llama(tiny_llama_template: Path, tmp_path: Path) -> Path:
+    """A fresh copy of a 2-layer Llama checkpoint the test may modify."""
+    import shutil
+
+    dest = tmp_path / "tiny-llama"
+    shutil.copytree(tiny_llama_template, dest)
+    return dest

@@ -1,0 +1,151 @@
+"""Fetch stage: local, S3 and (offline) Hub sources into file and S3 stores."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from neuronforge import layout
+from neuronforge.errors import CheckpointError, InvalidInput
+from neuronforge.source import files_digest, scan_folder
+from neuronforge.stages.fetch import FetchRequest, fetch
+from neuronforge.stores import open_store
+from tests.checkpoints import make_tiny_llama
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+def _req(source: str, store_uri: str, work: Path, **kw) -> FetchRequest:
+    return FetchRequest(source=source, store_uri=store_uri, work_dir=work, **kw)
+
+
+def test_local_fetch_verifies_writes_manifest_and_mirrors_to_store(tiny_llama: Path, tmp_path: Path) -> None:
+    store_uri = f"file://{tmp_path / 'store'}"
+    result = fetch(_req(str(tiny_llama), store_uri, tmp_path / "work"))
+    assert not result.reused
+    assert result.source.resolved_revision == files_digest(scan_folder(tiny_llama))
+    prefix = f"checkpoints/local/tiny-llama/{result.source.resolved_revision}"
+    assert result.store_prefix == prefix
+    store = open_store(store_uri)
+    manifest = store.read_json(f"{prefix}/MANIFEST.json")
+    assert manifest["architecture"] == "LlamaForCausalLM"
+    assert {f["path"] for f in manifest["files"]} == {"config.json", "generation_config.json", "model.safetensors"}
+    stored = {o.key.rsplit("/", 1)[-1] for o in store.list(prefix)}
+    assert stored == {"config.json", "generation_config.json", "model.safetensors", "MANIFEST.json"}
+    assert (result.local_dir / "model.safetensors").read_bytes() == (tiny_llama / "model.safetensors").read_bytes()
+
+
+def test_second_fetch_is_a_no_op_that_checks_the_manifest(tiny_llama: Path, tmp_path: Path) -> None:
+    store_uri = f"file://{tmp_path / 'store'}"
+    first = fetch(_req(str(tiny_llama), store_uri, tmp_path / "work"))
+    mtime = (first.local_dir / "model.safetensors").stat().st_mtime_ns
+    second = fetch(_req(str(tiny_llama), store_uri, tmp_path / "work"))
+    assert second.reused and second.local_dir == first.local_dir
+    assert (second.local_dir / "model.safetensors").stat().st_mtime_ns == mtime
+
+
+def test_worker_without_local_copy_gets_the_checkpoint_from_the_store(tiny_llama: Path, tmp_path: Path) -> None:
+    store_uri = f"file://{tmp_path / 'store'}"
+    first = fetch(_req(str(tiny_llama), store_uri, tmp_path / "work-a"))
+    second = fetch(_req(str(tiny_llama), store_uri, tmp_path / "work-b"))
+    assert second.reused
+    assert (second.local_dir / "model.safetensors").read_bytes() == (first.local_dir / "model.safetensors").read_bytes()
+
+
+def test_a_corrupted_local_copy_is_replaced_from_the_store(tiny_llama: Path, tmp_path: Path) -> None:
+    store_uri = f"file://{tmp_path / 'store'}"
+    first = fetch(_req(str(tiny_llama), store_uri, tmp_path / "work"))
+    good = (first.local_dir / "model.safetensors").read_bytes()
+    (first.local_dir / "model.safetensors").write_bytes(b"\0" * len(good))
+    again = fetch(_req(str(tiny_llama), store_uri, tmp_path / "work"))
+    assert (again.local_dir / "model.safetensors").read_bytes() == good
+
+
+def test_broken_checkpoint_publishes_nothing(tiny_llama: Path, tmp_path: Path) -> None:
+    f = tiny_llama / "model.safetensors"
+    f.write_bytes(f.read_bytes()[:-10])
+    store_uri = f"file://{tmp_path / 'store'}"
+    with pytest.raises(CheckpointError, match="truncated"):
+        fetch(_req(str(tiny_llama), store_uri, tmp_path / "work"))
+    assert open_store(store_uri).list() == []
+    assert not (tmp_path / "work" / "checkpoints").exists()
+
+
+def test_pickle_only_folder_is_refused_before_copying(tiny_llama: Path, tmp_path: Path) -> None:
+    import torch
+    from safetensors.torch import load_file
+
+    torch.save(load_file(tiny_llama / "model.safetensors"), tiny_llama / "pytorch_model.bin")
+    (tiny_llama / "model.safetensors").unlink()
+    with pytest.raises(CheckpointError, match="only pickle weights"):
+        fetch(_req(str(tiny_llama), f"file://{tmp_path / 'store'}", tmp_path / "work"))
+    result = fetch(_req(str(tiny_llama), f"file://{tmp_path / 'store'}", tmp_path / "work", allow_pickle=True))
+    assert [f.path for f in result.files] == ["config.json", "generation_config.json", "model.safetensors"]
+
+
+def test_s3_source_into_s3_store(tiny_llama: Path, tmp_path: Path, s3_bucket: str) -> None:
+    src = open_store(f"s3://{s3_bucket}/models/tiny")
+    src.put_tree(tiny_llama, "x")
+    src.put_bytes(b"not part of a checkpoint", "x/README.md")
+    result = fetch(_req(f"s3://{s3_bucket}/models/tiny/x", f"s3://{s3_bucket}/store", tmp_path / "work"))
+    # The same bytes resolve to the same revision wherever they live.
+    assert result.source.resolved_revision == files_digest(scan_folder(tiny_llama))
+    assert result.source.org_name == ("s3", f"{s3_bucket}--x")
+    store = open_store(f"s3://{s3_bucket}/store")
+    manifest = store.read_json(f"{result.store_prefix}/MANIFEST.json")
+    assert "README.md" not in {f["path"] for f in manifest["files"]}
+    assert result.manifest_uri == f"s3://{s3_bucket}/store/{result.store_prefix}/MANIFEST.json"
+
+
+def _hub_cache(cache: Path, repo: str, sha: str, folder: Path, ref: str = "main") -> None:
+    """Lay out a Hugging Face hub cache entry the way huggingface_hub writes it."""
+    base = cache / f"models--{repo.replace('/', '--')}"
+    (base / "refs").mkdir(parents=True)
+    (base / "refs" / ref).write_text(sha)
+    shutil.copytree(folder, base / "snapshots" / sha)
+
+
+def test_hub_source_offline_from_the_local_cache(tiny_llama: Path, tmp_path: Path, monkeypatch) -> None:
+    cache = tmp_path / "hf-cache"
+    _hub_cache(cache, "tiny-org/tiny-llama", SHA, tiny_llama)
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    store_uri = f"file://{tmp_path / 'store'}"
+    result = fetch(_req("tiny-org/tiny-llama", store_uri, tmp_path / "work"))
+    assert result.source.resolved_revision == SHA  # "main" pinned to the commit sha
+    assert result.store_prefix == f"checkpoints/tiny-org/tiny-llama/{SHA}"
+    assert open_store(store_uri).exists(f"{result.store_prefix}/{layout.MANIFEST}")
+    pinned = fetch(_req(f"hf://tiny-org/tiny-llama@{SHA}", store_uri, tmp_path / "work"))
+    assert pinned.reused
+
+
+def test_hub_source_missing_from_offline_cache_is_a_clear_error(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    with pytest.raises(InvalidInput, match="not in the local Hugging Face cache and HF_HUB_OFFLINE is set"):
+        fetch(_req("tiny-org/absent@main", f"file://{tmp_path / 'store'}", tmp_path / "work"))
+
+
+def test_hub_pickle_only_repo_is_refused_before_downloading_weights(tiny_llama: Path, tmp_path: Path, monkeypatch):
+    import torch
+    from safetensors.torch import load_file
+
+    torch.save(load_file(tiny_llama / "model.safetensors"), tiny_llama / "pytorch_model.bin")
+    (tiny_llama / "model.safetensors").unlink()
+    cache = tmp_path / "hf-cache"
+    _hub_cache(cache, "tiny-org/pickled", SHA, tiny_llama)
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    with pytest.raises(CheckpointError, match="only pickle weights"):
+        fetch(_req("tiny-org/pickled", f"file://{tmp_path / 'store'}", tmp_path / "work"))
+
+
+def test_different_content_gets_a_different_revision(tmp_path: Path) -> None:
+    a = make_tiny_llama(tmp_path / "a", seed=1)
+    b = make_tiny_llama(tmp_path / "b", seed=2)
+    store_uri = f"file://{tmp_path / 'store'}"
+    ra = fetch(_req(str(a), store_uri, tmp_path / "work"))
+    rb = fetch(_req(str(b), store_uri, tmp_path / "work"))
+    assert ra.source.resolved_revision != rb.source.resolved_revision
+    manifest = json.loads((rb.local_dir / "MANIFEST.json").read_text())
+    assert manifest["source"]["revision"] == rb.source.resolved_revision

@@ -1,0 +1,140 @@
+"""The ArtifactStore contract, run against both implementations: a local folder and a real S3 HTTP
+endpoint (moto server on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from neuronforge.errors import StoreError
+from neuronforge.stores import NotFound, open_store
+from neuronforge.stores.file import FileStore
+from neuronforge.stores.s3 import S3Store
+
+
+@pytest.fixture(params=["file", "s3"])
+def store(request: pytest.FixtureRequest, tmp_path: Path):
+    if request.param == "file":
+        return open_store(f"file://{tmp_path / 'store'}")
+    bucket = request.getfixturevalue("s3_bucket")
+    return open_store(f"s3://{bucket}/some/prefix")
+
+
+def test_open_store_picks_implementation_from_uri(tmp_path: Path) -> None:
+    assert isinstance(open_store(str(tmp_path)), FileStore)
+    assert isinstance(open_store(f"file://{tmp_path}"), FileStore)
+    s3 = open_store("s3://bucket-name/a/b")
+    assert isinstance(s3, S3Store) and (s3.bucket, s3.prefix) == ("bucket-name", "a/b")
+    with pytest.raises(StoreError, match="unsupported store URI"):
+        open_store("gs://bucket/x")
+
+
+def test_bytes_and_json_round_trip(store) -> None:
+    store.put_bytes(b"hello", "a/b.txt")
+    assert store.get_bytes("a/b.txt") == b"hello"
+    store.write_json("index/k.json", {"x": [1, 2]})
+    assert store.read_json("index/k.json") == {"x": [1, 2]}
+    assert store.exists("a/b.txt") and not store.exists("a/missing")
+
+
+def test_missing_key_raises_not_found(store) -> None:
+    with pytest.raises(NotFound, match="does not exist"):
+        store.get_bytes("nope.json")
+    with pytest.raises(NotFound):
+        store.read_json("nope.json")
+
+
+def test_keys_cannot_escape_the_root(store) -> None:
+    with pytest.raises(StoreError, match="invalid store key"):
+        store.put_bytes(b"x", "../outside")
+    with pytest.raises(StoreError, match="invalid store key"):
+        store.put_bytes(b"x", "a//b")
+
+
+def test_file_round_trip_and_replace(store, tmp_path: Path) -> None:
+    src = tmp_path / "src.bin"
+    src.write_bytes(b"1" * 1000)
+    store.put_file(src, "files/x.bin")
+    src.write_bytes(b"2" * 10)
+    store.put_file(src, "files/x.bin")  # replaced whole
+    out = tmp_path / "out" / "x.bin"
+    store.get_file("files/x.bin", out)
+    assert out.read_bytes() == b"2" * 10
+
+
+def test_list_is_folder_like_and_sorted(store) -> None:
+    for key in ("a/b/2", "a/b/1", "a/bc/3", "z"):
+        store.put_bytes(key.encode(), key)
+    assert [o.key for o in store.list("a/b")] == ["a/b/1", "a/b/2"]
+    assert [o.key for o in store.list()] == ["a/b/1", "a/b/2", "a/bc/3", "z"]
+    assert [(o.key, o.size) for o in store.list("z")] == [("z", 1)]
+    assert store.list("missing") == []
+
+
+def test_tree_round_trip_with_exclude(store, tmp_path: Path) -> None:
+    src = tmp_path / "tree"
+    (src / "sub").mkdir(parents=True)
+    (src / "a.txt").write_text("a")
+    (src / "sub" / "b.txt").write_text("bb")
+    (src / "MANIFEST.json").write_text("{}")
+    put = store.put_tree(src, "t", exclude=("MANIFEST.json",))
+    assert sorted(o.key for o in put) == ["t/a.txt", "t/sub/b.txt"]
+    assert not store.exists("t/MANIFEST.json")
+    dest = tmp_path / "dest"
+    got = store.get_tree("t", dest)
+    assert len(got) == 2
+    assert (dest / "sub" / "b.txt").read_text() == "bb" and (dest / "a.txt").read_text() == "a"
+
+
+def test_delete_prefix_removes_only_that_prefix(store) -> None:
+    for key in ("p/1", "p/2/3", "pq/4"):
+        store.put_bytes(b"x", key)
+    assert store.delete_prefix("p") == 2
+    assert [o.key for o in store.list()] == ["pq/4"]
+
+
+def test_put_if_absent_creates_once(store) -> None:
+    assert store.put_if_absent(b"first", "locks/k") is True
+    assert store.put_if_absent(b"second", "locks/k") is False
+    assert store.get_bytes("locks/k") == b"first"
+
+
+def test_put_if_absent_has_exactly_one_winner_under_contention(store) -> None:
+    results: list[bool] = []
+    barrier = threading.Barrier(8)
+
+    def contend(i: int) -> None:
+        barrier.wait()
+        results.append(store.put_if_absent(f"holder-{i}".encode(), "locks/race"))
+
+    threads = [threading.Thread(target=contend, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results.count(True) == 1
+    assert store.get_bytes("locks/race").startswith(b"holder-")
+
+
+def test_s3_multipart_upload_and_parallel_download(s3_bucket: str, tmp_path: Path) -> None:
+    """Objects above the threshold go up in parts; content survives byte for byte."""
+    import os
+
+    store = S3Store(s3_bucket, "mp", multipart_threshold=5 * 1024 * 1024, multipart_chunksize=5 * 1024 * 1024)
+    data = os.urandom(12 * 1024 * 1024 + 7)
+    (tmp_path / "big").mkdir()
+    (tmp_path / "big" / "w.bin").write_bytes(data)
+    store.put_tree(tmp_path / "big", "model")
+    head = store.client.head_object(Bucket=s3_bucket, Key="mp/model/w.bin")
+    assert head["ETag"].strip('"').endswith("-3")  # three parts
+    store.get_tree("model", tmp_path / "back")
+    assert (tmp_path / "back" / "w.bin").read_bytes() == data
+
+
+def test_file_store_leaves_no_temporary_files(tmp_path: Path) -> None:
+    store = FileStore(tmp_path / "s")
+    store.put_bytes(b"x", "a/b")
+    store.put_if_absent(b"x", "a/b")
+    assert sorted(p.name for p in (tmp_path / "s" / "a").iterdir()) == ["b"]
