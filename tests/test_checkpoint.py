@@ -27,14 +27,14 @@ def test_sharded_checkpoint_with_index_passes(tmp_path: Path) -> None:
 def test_truncated_safetensors_is_rejected(tiny_llama: Path) -> None:
     f = tiny_llama / "model.safetensors"
     f.write_bytes(f.read_bytes()[:-100])
-    with pytest.raises(CheckpointError, match="model.safetensors: .*truncated"):
+    with pytest.raises(CheckpointError, match=r"model.safetensors: .*truncated"):
         verify_checkpoint(tiny_llama)
 
 
 def test_trailing_bytes_are_rejected(tiny_llama: Path) -> None:
     f = tiny_llama / "model.safetensors"
     f.write_bytes(f.read_bytes() + b"\0" * 16)
-    with pytest.raises(CheckpointError, match="trailing bytes"):
+    with pytest.raises(CheckpointError, match=r"trailing bytes"):
         verify_checkpoint(tiny_llama)
 
 
@@ -43,7 +43,7 @@ def test_header_lying_about_sizes_is_rejected(tiny_llama: Path) -> None:
     header, _ = safetensors_header(f)
     header["model.norm.weight"]["shape"] = [65]  # 65 floats claimed, 64 stored
     rewrite_header(f, header)
-    with pytest.raises(CheckpointError, match="'model.norm.weight' claims 256 bytes .* lies about sizes"):
+    with pytest.raises(CheckpointError, match=r"'model.norm.weight' claims 256 bytes .* lies about sizes"):
         verify_checkpoint(tiny_llama)
 
 
@@ -52,7 +52,7 @@ def test_header_that_is_not_json_is_rejected(tiny_llama: Path) -> None:
     raw = bytearray(f.read_bytes())
     raw[8:12] = b"\xff\xfe{{"
     f.write_bytes(bytes(raw))
-    with pytest.raises(CheckpointError, match="header is not valid JSON"):
+    with pytest.raises(CheckpointError, match=r"header is not valid JSON"):
         verify_checkpoint(tiny_llama)
 
 
@@ -61,7 +61,7 @@ def test_index_naming_a_missing_file_is_rejected(tmp_path: Path) -> None:
     index = json.loads((folder / "model.safetensors.index.json").read_text())
     victim = sorted(set(index["weight_map"].values()))[-1]
     (folder / victim).unlink()
-    with pytest.raises(CheckpointError, match=f"names files that do not exist: {victim}"):
+    with pytest.raises(CheckpointError, match=rf"names files that do not exist: {victim}"):
         verify_checkpoint(folder)
 
 
@@ -71,13 +71,13 @@ def test_index_not_covering_every_tensor_is_rejected(tmp_path: Path) -> None:
     index = json.loads(path.read_text())
     del index["weight_map"]["model.norm.weight"]
     path.write_text(json.dumps(index))
-    with pytest.raises(CheckpointError, match="does not cover every tensor: 1 unmapped"):
+    with pytest.raises(CheckpointError, match=r"does not cover every tensor: 1 unmapped"):
         verify_checkpoint(folder)
 
 
 def test_missing_config_is_rejected(tiny_llama: Path) -> None:
     (tiny_llama / "config.json").unlink()
-    with pytest.raises(CheckpointError, match="config.json not found"):
+    with pytest.raises(CheckpointError, match=r"config.json not found"):
         verify_checkpoint(tiny_llama)
 
 
@@ -85,7 +85,7 @@ def test_unknown_architecture_is_rejected(tiny_llama: Path) -> None:
     cfg = json.loads((tiny_llama / "config.json").read_text())
     cfg.update(model_type="gpt_bigcode", architectures=["GPTBigCodeForCausalLM"])
     (tiny_llama / "config.json").write_text(json.dumps(cfg))
-    with pytest.raises(CheckpointError, match="model_type 'gpt_bigcode' .* not an architecture neuronforge knows"):
+    with pytest.raises(CheckpointError, match=r"model_type 'gpt_bigcode' .* not an architecture neuronforge knows"):
         verify_checkpoint(tiny_llama)
 
 
@@ -103,7 +103,7 @@ def test_layer_count_mismatch_is_rejected(tiny_llama: Path) -> None:
     cfg = json.loads((tiny_llama / "config.json").read_text())
     cfg["num_hidden_layers"] = 3
     (tiny_llama / "config.json").write_text(json.dumps(cfg))
-    with pytest.raises(CheckpointError, match="num_hidden_layers=3"):
+    with pytest.raises(CheckpointError, match=r"num_hidden_layers=3"):
         verify_checkpoint(tiny_llama)
 
 
@@ -154,5 +154,5 @@ def test_pickle_with_code_is_refused_even_when_allowed(tiny_llama: Path) -> None
     (tiny_llama / "model.safetensors").unlink()
     with open(tiny_llama / "pytorch_model.bin", "wb") as f:
         pickle.dump({"x": Evil()}, f)
-    with pytest.raises(CheckpointError, match="refused by torch.load\\(weights_only=True\\)"):
+    with pytest.raises(CheckpointError, match=r"refused by torch.load\(weights_only=True\)"):
         verify_checkpoint(tiny_llama, allow_pickle=True)

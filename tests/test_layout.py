@@ -1,0 +1,34 @@
+"""Store paths come from one module and have the documented shapes."""
+
+from __future__ import annotations
+
+import pytest
+
+from neuronforge import layout
+from neuronforge.source import ModelSource
+from neuronforge.target import Quantization, TargetSpec
+
+SRC = ModelSource.parse("meta-llama/Llama-3.1-8B").pinned("c" * 40)
+KEY = "0123456789ab" + "f" * 52
+
+
+def test_paths() -> None:
+    target = TargetSpec.parse({"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 4096})
+    assert layout.checkpoint_prefix(SRC) == f"checkpoints/meta-llama/Llama-3.1-8B/{'c' * 40}"
+    assert layout.checkpoint_manifest(SRC).endswith("/MANIFEST.json")
+    assert (
+        layout.quantized_prefix(SRC, Quantization.parse("int8:per_channel"))
+        == f"quantized/meta-llama/Llama-3.1-8B/{'c' * 40}/int8_per_channel"
+    )
+    assert layout.neuron_cache_prefix("neuronxcc", "2.21.33363.0") == "neuron-cache/neuronxcc-2.21.33363.0"
+    assert (
+        layout.artifact_prefix(SRC, target, KEY)
+        == f"artifacts/meta-llama/Llama-3.1-8B/{'c' * 40}/cpu-inf2.xlarge-tp2-b1-s4096-bf16/0123456789ab"
+    )
+    assert layout.index_entry(KEY) == f"index/{KEY}.json"
+    assert layout.lock_entry(KEY) == f"locks/{KEY}"
+
+
+def test_unresolved_sources_have_no_paths() -> None:
+    with pytest.raises(ValueError, match="no resolved revision"):
+        layout.checkpoint_prefix(ModelSource.parse("org/name"))

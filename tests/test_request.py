@@ -1,0 +1,149 @@
+"""Cache keys: every input that changes the compiled output changes the key; spelling does not."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neuronforge.errors import InvalidInput
+from neuronforge.request import CompileRequest, Toolchain, cache_key, cache_key_material, normalize_flags
+from neuronforge.source import ModelSource
+from neuronforge.target import TargetSpec
+
+SHA = "a" * 40
+SRC = ModelSource.parse("org/model").pinned(SHA)
+BASE_TARGET = {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 2048, "backend": "nxdi"}
+TC = Toolchain("nxdi", "0.6.1", "neuronxcc", "2.21.33363.0", {"torch": "2.8.0", "transformers": "4.57.6"}, ())
+
+
+def key(target: dict | None = None, toolchain: Toolchain = TC, source: ModelSource = SRC) -> str:
+    return cache_key(CompileRequest(source, TargetSpec.parse({**BASE_TARGET, **(target or {})})), toolchain)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"instance_type": "trn1.2xlarge"},
+        {"tp_degree": 1},
+        {"batch_size": 4},
+        {"sequence_length": 4096},
+        {"max_context_length": 1024},
+        {"dtype": "fp16"},
+        {"quantization": "int8"},
+        {"quantization": "int8:per_channel"},
+        {"quantization": "f8e4m3"},
+        {"context_encoding_buckets": [512, 2048]},
+        {"token_generation_buckets": [2048]},
+        {"backend_options": {"fused_qkv": True}},
+    ],
+)
+def test_every_target_field_changes_the_key(change: dict) -> None:
+    assert key(change) != key()
+
+
+def test_quantization_method_changes_the_key() -> None:
+    assert key({"quantization": "int8:per_tensor"}) != key({"quantization": "int8:per_channel"})
+
+
+def test_logical_core_config_changes_the_key() -> None:
+    trn2 = {"instance_type": "trn2.48xlarge"}
+    assert key({**trn2, "logical_nc_config": 1}) != key(trn2)
+
+
+@pytest.mark.parametrize(
+    "toolchain",
+    [
+        Toolchain("nxdi", "0.6.2", "neuronxcc", "2.21.33363.0", TC.packages),
+        Toolchain("nxdi", "0.6.1", "neuronxcc", "2.22.12471.0", TC.packages),
+        Toolchain("nxdi", "0.6.1", "neuronxcc", "2.21.33363.0", {**TC.packages, "torch": "2.9.0"}),
+        Toolchain("nxdi", "0.6.1", "neuronxcc", "2.21.33363.0", TC.packages, ("-O1",)),
+        Toolchain("nxdi", "0.6.1", "otherc", "2.21.33363.0", TC.packages),
+    ],
+)
+def test_every_toolchain_field_changes_the_key(toolchain: Toolchain) -> None:
+    assert key(toolchain=toolchain) != key()
+
+
+def test_revision_and_backend_change_the_key() -> None:
+    assert key(source=ModelSource.parse("org/model").pinned("b" * 40)) != key()
+    cpu_tc = Toolchain("cpu", "2.13.0", "torch-inductor", "2.13.0")
+    assert key({"backend": "cpu"}, toolchain=cpu_tc) != key()
+
+
+def test_defaults_spelled_out_do_not_change_the_key() -> None:
+    explicit = {
+        "batch_size": 1,
+        "dtype": "bf16",
+        "max_context_length": 2048,
+        "logical_nc_config": 1,
+        "quantization": "none",
+        "backend_options": {},
+    }
+    assert key(explicit) == key()
+
+
+def test_field_and_option_order_do_not_change_the_key() -> None:
+    a = TargetSpec.parse({**BASE_TARGET, "backend_options": {"a": 1, "b": 2}})
+    b = TargetSpec.parse(dict(reversed(list({**BASE_TARGET, "backend_options": {"b": 2, "a": 1}}.items()))))
+    assert cache_key(CompileRequest(SRC, a), TC) == cache_key(CompileRequest(SRC, b), TC)
+    t1 = Toolchain("nxdi", "1", "neuronxcc", "2", {"x": "1", "y": "2"}, ("-O1", "--model-type transformer"))
+    t2 = Toolchain("nxdi", "1", "neuronxcc", "2", {"y": "2", "x": "1"}, ("--model-type  transformer -O1",))
+    assert key(toolchain=t1) == key(toolchain=t2)
+
+
+def test_repo_name_is_not_in_the_key() -> None:
+    """Same bytes under another name compile to the same graphs."""
+    assert key(source=ModelSource.parse("other/copy").pinned(SHA)) == key()
+
+
+def test_unresolved_source_or_mismatched_backend_is_refused() -> None:
+    with pytest.raises(InvalidInput, match="resolve it to an immutable revision"):
+        key(source=ModelSource.parse("org/model"))
+    with pytest.raises(InvalidInput, match="toolchain is for backend 'nxdi'"):
+        key({"backend": "cpu"})
+
+
+def test_material_is_canonical_json_and_roundtrips_the_toolchain() -> None:
+    material = cache_key_material(CompileRequest(SRC, TargetSpec.parse(BASE_TARGET)), TC)
+    assert material["model_revision"] == SHA and material["toolchain"]["compiler_version"] == "2.21.33363.0"
+    assert Toolchain.from_json(json.loads(json.dumps(material["toolchain"]))) == TC
+
+
+def test_normalize_flags_keeps_option_values_with_their_flag() -> None:
+    assert normalize_flags("--model-type transformer -O1 --auto-cast none") == (
+        "--auto-cast none",
+        "--model-type transformer",
+        "-O1",
+    )
+    assert normalize_flags(None) == ()
+
+
+targets = st.fixed_dictionaries(
+    {
+        "instance_type": st.sampled_from(["inf2.xlarge", "trn1.32xlarge", "inf2.48xlarge"]),
+        "tp_degree": st.sampled_from([1, 2]),
+        "batch_size": st.integers(1, 64),
+        "sequence_length": st.integers(128, 8192),
+        "dtype": st.sampled_from(["bf16", "fp16", "fp32"]),
+        "quantization": st.sampled_from(["none", "int8", "int8:per_channel", "f8e4m3", "f8e5m2:per_channel"]),
+        "backend": st.just("nxdi"),
+    }
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(targets, st.randoms())
+def test_key_is_stable_under_dict_order(target: dict, rnd) -> None:
+    items = list(target.items())
+    rnd.shuffle(items)
+    assert key(dict(items)) == key(target)
+
+
+@settings(max_examples=60, deadline=None)
+@given(targets, targets)
+def test_distinct_targets_have_distinct_keys(a: dict, b: dict) -> None:
+    same = TargetSpec.parse({**BASE_TARGET, **a}).normalized() == TargetSpec.parse({**BASE_TARGET, **b}).normalized()
+    assert (key(a) == key(b)) == same
