@@ -43,9 +43,10 @@ class S3Store(ArtifactStore):
         session: boto3.session.Session | None = None,
         client: Any = None,
         endpoint_url: str | None = None,
-        max_concurrency: int = 16,
+        max_concurrency: int = 20,
         multipart_threshold: int = 16 * MIB,
-        multipart_chunksize: int = 16 * MIB,
+        multipart_chunksize: int = 32 * MIB,
+        io_chunksize: int = 4 * MIB,
     ) -> None:
         self.bucket = bucket
         self.prefix = prefix.strip("/")
@@ -62,6 +63,9 @@ class S3Store(ArtifactStore):
             multipart_threshold=multipart_threshold,
             multipart_chunksize=multipart_chunksize,
             max_concurrency=max_concurrency,
+            # Reads of 4 MiB instead of s3transfer's 256 KiB: per-read Python overhead, not the
+            # network, bounded downloads on 2 cores (bench/transfer.py).
+            io_chunksize=io_chunksize,
             use_threads=True,
         )
 
