@@ -15,9 +15,8 @@ from neuronforge.modelconfig import ModelArch
 from neuronforge.planner import RUNTIME_RESERVE, kv_cache_bytes, plan
 from neuronforge.target import TargetSpec
 
+# Real published configs; shared/ sits beside the repository (also in CI's fresh clone).
 CONFIGS = Path(__file__).resolve().parents[2] / "shared" / "model-configs"
-if not CONFIGS.is_dir():  # CI clones next to shared/
-    CONFIGS = Path(__file__).resolve().parents[1].parent / "shared" / "model-configs"
 
 
 def arch(name: str) -> ModelArch:
