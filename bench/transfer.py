@@ -129,49 +129,25 @@ def main() -> None:
             shutil.rmtree(d, ignore_errors=True)
             return d
 
+        def s5cmd(src_uri: str, dst_uri: str) -> None:
+            run([str(bindir / "s5cmd"), "--endpoint-url", url, "cp", src_uri, dst_uri], env)
+
+        def aws(src_uri: str, dst_uri: str) -> None:
+            cmd = [str(bindir / "aws"), "--endpoint-url", url, "s3", "cp", "--recursive", "--only-show-errors"]
+            run([*cmd, src_uri, dst_uri], env)
+
         clients = {
             "neuronforge": (
                 lambda: store.put_tree(src, "nf"),
                 lambda: store.get_tree("shared", dest("nf")),
             ),
             "s5cmd": (
-                lambda: run(
-                    [str(bindir / "s5cmd"), "--endpoint-url", url, "cp", f"{src}/*", f"s3://{BUCKET}/s5/"], env
-                ),
-                lambda: run(
-                    [str(bindir / "s5cmd"), "--endpoint-url", url, "cp", f"s3://{BUCKET}/shared/*", f"{dest('s5')}/"],
-                    env,
-                ),
+                lambda: s5cmd(f"{src}/*", f"s3://{BUCKET}/s5/"),
+                lambda: s5cmd(f"s3://{BUCKET}/shared/*", f"{dest('s5')}/"),
             ),
             "aws-cli": (
-                lambda: run(
-                    [
-                        str(bindir / "aws"),
-                        "--endpoint-url",
-                        url,
-                        "s3",
-                        "cp",
-                        "--recursive",
-                        "--only-show-errors",
-                        str(src),
-                        f"s3://{BUCKET}/aws/",
-                    ],
-                    env,
-                ),
-                lambda: run(
-                    [
-                        str(bindir / "aws"),
-                        "--endpoint-url",
-                        url,
-                        "s3",
-                        "cp",
-                        "--recursive",
-                        "--only-show-errors",
-                        f"s3://{BUCKET}/shared/",
-                        str(dest("aws")),
-                    ],
-                    env,
-                ),
+                lambda: aws(str(src), f"s3://{BUCKET}/aws/"),
+                lambda: aws(f"s3://{BUCKET}/shared/", str(dest("aws"))),
             ),
         }
         # Downloads all read one shared, pre-warmed copy: rclone's server hashes a freshly written

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from neuronforge.errors import InvalidInput
+
 GIB = 1024**3
 
 
@@ -73,6 +75,4 @@ def get_instance(name: str) -> InstanceType:
         return INSTANCES[name]
     except KeyError:
         known = ", ".join(INSTANCES)
-        from neuronforge.errors import InvalidInput
-
         raise InvalidInput(f"unknown instance type {name!r}; known instance types: {known}") from None

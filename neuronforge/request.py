@@ -36,9 +36,9 @@ KEY_SCHEMA = 1
 
 
 def normalize_flags(flags: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
-    """Canonical compiler flags: `--opt value` groups kept together, groups sorted, whitespace
-    collapsed. `-O1 --model-type transformer` and `--model-type=transformer  -O1` differ only in
-    spelling of the `=` form, which we keep distinct on purpose (the compiler sees distinct argv)."""
+    """Canonical compiler flags: shell-split, each flag kept with the values that follow it
+    (`--model-type transformer`), the groups sorted. So order and whitespace do not change the key;
+    `--opt=value` and `--opt value` stay distinct, as the compiler's argv differs."""
     if flags is None:
         return ()
     tokens = shlex.split(flags) if isinstance(flags, str) else [t for f in flags for t in shlex.split(f)]

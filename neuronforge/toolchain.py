@@ -12,26 +12,11 @@ from neuronforge.errors import InvalidInput
 from neuronforge.request import Toolchain
 
 # Packages whose versions change the compiled graphs, per backend.
+_NEURON_SDK = ("neuronx-cc", "libneuronxla", "torch-neuronx", "neuronx-distributed", "torch", "transformers")
 BACKEND_PACKAGES: dict[str, tuple[str, ...]] = {
     "cpu": ("torch", "transformers"),
-    "optimum": (
-        "optimum-neuron",
-        "neuronx-cc",
-        "libneuronxla",
-        "torch-neuronx",
-        "neuronx-distributed",
-        "torch",
-        "transformers",
-    ),
-    "nxdi": (
-        "neuronx-distributed-inference",
-        "neuronx-cc",
-        "libneuronxla",
-        "torch-neuronx",
-        "neuronx-distributed",
-        "torch",
-        "transformers",
-    ),
+    "optimum": ("optimum-neuron", *_NEURON_SDK),
+    "nxdi": ("neuronx-distributed-inference", *_NEURON_SDK),
 }
 
 
