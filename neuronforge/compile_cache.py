@@ -1,0 +1,128 @@
+"""A compile cache in the Neuron persistent-cache layout, local and mirrored in the store.
+
+    <root>/<compiler>-<version>/MODULE_<graph hash>+<flags hash>/
+        model.pt2 (or model.neff + model.hlo_module.pb)   the compiled graph
+        compile_flags.json                                 the flags it was compiled with
+        model.done                                         written last: the entry is complete
+        model.log                                          a failed compile's error (no model.done)
+
+Graph hash: 20 hex chars of sha256 over the graph; flags hash: 8 hex chars of md5 over the flags
+(md5("")[:8] = d41d8cd9 for no flags, as the Neuron compiler names it). Only entries with
+`model.done` are ever read; uploads put `model.done` last, and `*.lock` files never leave the host.
+The store's copy lives under `neuron-cache/` (`layout.neuron_cache_prefix`), so for Neuron backends
+`NEURON_COMPILE_CACHE_URL=<store>/neuron-cache` is the very same cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from neuronforge import layout
+from neuronforge.stores import ArtifactStore
+
+log = logging.getLogger(__name__)
+DONE = "model.done"
+FAILED_LOG = "model.log"
+
+
+def graph_hash(material: str) -> str:
+    return hashlib.sha256(material.encode()).hexdigest()[:20]
+
+
+def flags_hash(flags: Any) -> str:
+    text = flags if isinstance(flags, str) else json.dumps(flags, sort_keys=True, separators=(",", ":"))
+    return hashlib.md5(text.encode() if text not in ("{}", "[]") else b"").hexdigest()[:8]
+
+
+def entry_name(graph: str, flags: str) -> str:
+    return f"MODULE_{graph}+{flags}"
+
+
+@dataclass
+class SyncReport:
+    uploaded: list[str] = field(default_factory=list)
+    already_present: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # compiles that left model.log without model.done
+    incomplete: list[str] = field(default_factory=list)  # in progress (lock) or interrupted
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {k: list(v) for k, v in self.__dict__.items()}
+
+
+class CompileCache:
+    """One compiler version's directory of a local cache, optionally backed by a store."""
+
+    def __init__(self, root: Path, compiler: str, version: str, store: ArtifactStore | None = None) -> None:
+        self.compiler, self.version = compiler, version
+        self.dir_name = layout.neuron_cache_prefix(compiler, version).split("/", 1)[1]
+        self.local = root / self.dir_name
+        self.store = store
+        self.store_prefix = layout.neuron_cache_prefix(compiler, version)
+
+    def entry(self, name: str) -> Path:
+        return self.local / name
+
+    def lookup(self, name: str) -> Path | None:
+        """A complete entry, from the local cache or pulled from the store; None on a miss."""
+        path = self.entry(name)
+        if (path / DONE).exists():
+            return path
+        if self.store is not None and self.store.exists(f"{self.store_prefix}/{name}/{DONE}"):
+            tmp = path.with_name(f".{name}.pull")
+            shutil.rmtree(tmp, ignore_errors=True)
+            self.store.get_tree(f"{self.store_prefix}/{name}", tmp)
+            if not (tmp / DONE).exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+                return None
+            shutil.rmtree(path, ignore_errors=True)
+            tmp.rename(path)
+            log.info("compile cache: %s pulled from %s", name, self.store.uri(self.store_prefix))
+            return path
+        return None
+
+    def begin(self, name: str, flags: Any) -> Path:
+        """A fresh entry directory for a compile about to run (any stale attempt removed)."""
+        path = self.entry(name)
+        shutil.rmtree(path, ignore_errors=True)
+        path.mkdir(parents=True)
+        (path / "compile_flags.json").write_text(json.dumps(flags, sort_keys=True) + "\n")
+        return path
+
+    @staticmethod
+    def commit(path: Path) -> None:
+        (path / DONE).write_text("")
+
+    @staticmethod
+    def fail(path: Path, error: str) -> None:
+        (path / FAILED_LOG).write_text(error)
+
+    def entries(self) -> list[Path]:
+        return sorted(p for p in self.local.glob("MODULE_*") if p.is_dir()) if self.local.is_dir() else []
+
+    def sync_to_store(self) -> SyncReport:
+        """Upload complete local entries the store lacks: files first, `model.done` last."""
+        report = SyncReport()
+        if self.store is None:
+            return report
+        for path in self.entries():
+            name = path.name
+            if not (path / DONE).exists():
+                (report.failed if (path / FAILED_LOG).exists() else report.incomplete).append(name)
+                continue
+            prefix = f"{self.store_prefix}/{name}"
+            if self.store.exists(f"{prefix}/{DONE}"):
+                report.already_present.append(name)
+                continue
+            skip = (*(p.name for p in path.iterdir() if p.name.endswith(".lock")), DONE)
+            self.store.put_tree(path, prefix, exclude=skip)
+            self.store.put_file(path / DONE, f"{prefix}/{DONE}")
+            report.uploaded.append(name)
+        for name in report.failed:
+            log.warning("compile cache: %s failed to compile (model.log kept locally, not uploaded)", name)
+        return report
