@@ -1,0 +1,145 @@
+"""The compile-and-publish pipeline for one target, as plain function calls.
+
+    resolve -> index lookup (hit: stop) -> fetch -> plan -> quantize -> compile -> sync cache
+            -> smoke test -> publish
+
+The Airflow DAG runs the same stages as separate tasks (`operators/`); `run_target` chains them in
+one process for the CLI (`neuronforge run`), the benchmark and the tests. Every step is a function
+of typed inputs; re-running any of them is safe.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from neuronforge.checkpoint import verify_checkpoint
+from neuronforge.errors import InvalidInput, NeuronforgeError
+from neuronforge.planner import Plan, plan
+from neuronforge.request import CompileRequest, Toolchain, cache_key
+from neuronforge.source import ModelSource
+from neuronforge.stages.compile import CompileInput, compile_target, sync_cache
+from neuronforge.stages.fetch import FetchRequest, FetchResult, fetch
+from neuronforge.stages.publish import Published, PublishInput, lookup, publish
+from neuronforge.stages.resolve import resolve_source
+from neuronforge.stages.smoke import DEFAULT_PROMPTS, SmokeInput, smoke_test
+from neuronforge.stores import ArtifactStore
+from neuronforge.target import TargetSpec
+from neuronforge.toolchain import detect_toolchain
+
+log = logging.getLogger(__name__)
+
+
+class PlanRejected(InvalidInput):
+    """The planner found the target invalid or too big; nothing was compiled or published."""
+
+
+class SmokeFailed(NeuronforgeError):
+    """The compiled artifact did not load or did not generate like the reference; nothing published."""
+
+
+@dataclass
+class Prepared:
+    request: CompileRequest
+    toolchain: Toolchain
+    key: str
+
+
+@dataclass
+class TargetOutcome:
+    key: str
+    status: str  # "published" | "cache-hit"
+    published: Published
+    compiler_invocations: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "cache_key": self.key,
+            "manifest_uri": self.published.manifest_uri,
+            "uris": self.published.uris,
+            "compiler_invocations": self.compiler_invocations,
+            "timings": self.timings,
+        }
+
+
+def prepare(source: str | ModelSource, target: TargetSpec, work_dir: Path, compiler_flags: str = "") -> Prepared:
+    """Pin the source and the toolchain: everything the cache key needs."""
+    if target.quantization.enabled:
+        raise InvalidInput(
+            f"quantization {target.quantization.slug!r} is not available in this pipeline yet; use 'none'"
+        )
+    pinned = resolve_source(source, work_dir=work_dir)
+    toolchain = detect_toolchain(target.backend, compiler_flags)
+    request = CompileRequest(pinned, target)
+    return Prepared(request, toolchain, cache_key(request, toolchain))
+
+
+def check_plan(fetched: FetchResult, target: TargetSpec) -> Plan:
+    verified = verify_checkpoint(fetched.local_dir)
+    result = plan(verified.arch, target, tensors=verified.tensors)
+    if not result.ok:
+        raise PlanRejected(f"{target.slug}: " + "; ".join(result.problems))
+    return result
+
+
+def run_target(
+    source: str,
+    target: TargetSpec,
+    store: ArtifactStore,
+    work_dir: Path,
+    *,
+    prompts: list[str] | None = None,
+    max_new_tokens: int = 8,
+    formats: tuple[str, ...] = ("optimum",),
+    allow_pickle: bool = False,
+) -> TargetOutcome:
+    timings: dict[str, float] = {}
+    t0 = time.monotonic()
+    prep = prepare(source, target, work_dir)
+    hit = lookup(store, prep.key)
+    timings["resolve_lookup"] = round(time.monotonic() - t0, 3)
+    if hit is not None:
+        log.info("cache hit for %s: %s", prep.key[:12], hit.manifest_uri)
+        return TargetOutcome(prep.key, "cache-hit", hit, 0, timings)
+
+    def step(name: str, fn):
+        started = time.monotonic()
+        value = fn()
+        timings[name] = round(time.monotonic() - started, 3)
+        return value
+
+    fetch_request = FetchRequest(str(prep.request.source), store.root_uri, work_dir, allow_pickle)
+    fetched = step("fetch", lambda: fetch(fetch_request, store))
+    step("plan", lambda: check_plan(fetched, target))
+    built = step(
+        "compile",
+        lambda: compile_target(
+            CompileInput(prep.request, prep.toolchain, prep.key, fetched.local_dir, work_dir), store
+        ),
+    )
+    step("sync_cache", lambda: sync_cache(work_dir, prep.toolchain, store))
+    smoke = step(
+        "smoke",
+        lambda: smoke_test(
+            SmokeInput(
+                built.build_dir, fetched.local_dir, target.dtype, list(prompts or DEFAULT_PROMPTS), max_new_tokens
+            )
+        ),
+    )
+    if not smoke.passed:
+        raise SmokeFailed(f"{target.slug}: smoke test failed: {smoke.reason}")
+    compile_info = {
+        "graphs": built.graphs,
+        "compiler_invocations": built.compiler_invocations,
+        "seconds": built.seconds,
+    }
+    publish_input = PublishInput(
+        prep.request, prep.toolchain, prep.key, built.build_dir, smoke.to_json(), compile_info, work_dir, formats
+    )
+    published = step("publish", lambda: publish(publish_input, store))
+    return TargetOutcome(prep.key, "published", published, built.compiler_invocations, timings)

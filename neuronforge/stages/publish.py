@@ -1,0 +1,176 @@
+"""Stage `publish`, and the index lookup that lets a request skip everything when already published.
+
+Under `artifacts/<org>/<name>/<revision>/<target-slug>/<key12>/`:
+- `optimum/`: the Optimum layout (`config.json`, `neuron_config.json`, tokenizer files, compiled
+  graphs, weights); for the cpu backend the same skeleton holding its own graphs;
+- `smoke.json`: the smoke-test result;
+- `manifest.json`, written LAST: cache key, request, revision, toolchain, flags, every file with
+  size and sha256, the smoke result, timestamps, neuronforge version.
+Then `index/<key>.json` is created with `put_if_absent`. Readers trust only a complete manifest:
+`lookup` follows the index to the manifest and checks that every file it lists exists.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import neuronforge
+from neuronforge import layout
+from neuronforge.errors import InvalidInput, StoreError
+from neuronforge.request import CompileRequest, Toolchain, cache_key_material
+from neuronforge.source import sha256_file
+from neuronforge.stores import ArtifactStore, NotFound
+
+log = logging.getLogger(__name__)
+MANIFEST_SCHEMA = 1
+INDEX_SCHEMA = 1
+FORMATS = ("optimum", "lmi")
+
+
+@dataclass
+class PublishInput:
+    request: CompileRequest
+    toolchain: Toolchain
+    key: str
+    build_dir: Path
+    smoke: dict[str, Any]
+    compile: dict[str, Any]
+    work_dir: Path
+    formats: tuple[str, ...] = ("optimum",)
+
+
+@dataclass
+class Published:
+    key: str
+    prefix: str
+    manifest_uri: str
+    uris: dict[str, str] = field(default_factory=dict)  # format -> URI
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+
+def neuron_config(request: CompileRequest, toolchain: Toolchain) -> dict[str, Any]:
+    """The fields optimum-neuron writes into `neuron_config.json`, filled from the target."""
+    t = request.target.normalized()
+    return {
+        "_serialized_key": "NxDNeuronConfig" if t.backend != "cpu" else "NeuronforgeCpuConfig",
+        "optimum_neuron_version": toolchain.packages.get("optimum-neuron"),
+        "neuronxcc_version": toolchain.compiler_version if toolchain.compiler == "neuronxcc" else None,
+        "compiler": toolchain.compiler,
+        "compiler_version": toolchain.compiler_version,
+        "target": t.instance.compile_target,
+        "instance_type": t.instance_type,
+        "batch_size": t.batch_size,
+        "sequence_length": t.sequence_length,
+        "max_context_length": t.max_context_length,
+        "tp_degree": t.tp_degree,
+        "logical_nc_config": t.logical_nc_config,
+        "torch_dtype": t.dtype,
+        "quantized": t.quantization.enabled,
+        "quantization_dtype": t.quantization.dtype if t.quantization.enabled else None,
+        "quantization_type": t.quantization.method,
+        "checkpoint_id": request.source.location,
+        "checkpoint_revision": request.source.resolved_revision,
+    }
+
+
+def _stage(inp: PublishInput) -> Path:
+    stage = inp.work_dir / "publish" / inp.key[:12]
+    shutil.rmtree(stage, ignore_errors=True)
+    unknown = set(inp.formats) - set(FORMATS)
+    if unknown:
+        raise InvalidInput(f"unknown publish format(s) {sorted(unknown)}; use {list(FORMATS)}")
+    if "optimum" in inp.formats:
+        shutil.copytree(inp.build_dir, stage / "optimum")
+        (stage / "optimum" / "neuron_config.json").write_text(
+            json.dumps(neuron_config(inp.request, inp.toolchain), indent=2) + "\n"
+        )
+    if "lmi" in inp.formats and inp.request.target.backend == "cpu":
+        log.info("lmi layout skipped: LMI containers serve Neuron backends only")
+    (stage / "smoke.json").parent.mkdir(parents=True, exist_ok=True)
+    (stage / "smoke.json").write_text(json.dumps(inp.smoke, indent=2) + "\n")
+    return stage
+
+
+def publish(inp: PublishInput, store: ArtifactStore) -> Published:
+    if not inp.smoke.get("passed"):
+        raise InvalidInput(f"refusing to publish {inp.key[:12]}: the smoke test failed ({inp.smoke.get('reason')})")
+    prefix = layout.artifact_prefix(inp.request.source, inp.request.target, inp.key)
+    stage = _stage(inp)
+    files = scan_folder_all(stage)
+    store.put_tree(stage, prefix)
+    uris = {f: store.uri(f"{prefix}/{f}") for f in inp.formats if (stage / f).is_dir()}
+    manifest = {
+        "schema_version": MANIFEST_SCHEMA,
+        "cache_key": inp.key,
+        "request": cache_key_material(inp.request, inp.toolchain),
+        "source": {
+            "kind": inp.request.source.kind,
+            "location": inp.request.source.location,
+            "revision": inp.request.source.resolved_revision,
+        },
+        "target_slug": inp.request.target.slug,
+        "toolchain": inp.toolchain.to_json(),
+        "compiler_flags": list(inp.toolchain.compiler_flags),
+        "files": files,
+        "formats": uris,
+        "smoke": inp.smoke,
+        "compile": inp.compile,
+        "neuronforge_version": neuronforge.__version__,
+        "published_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    manifest_key = f"{prefix}/{layout.ARTIFACT_MANIFEST}"
+    store.write_json(manifest_key, manifest)  # last: from here on the artifact exists
+    index = {"schema_version": INDEX_SCHEMA, "cache_key": inp.key, "manifest": manifest_key, "prefix": prefix}
+    if not store.put_if_absent(json.dumps(index, indent=2).encode(), layout.index_entry(inp.key)):
+        log.info("index/%s already present (published by an earlier or concurrent run)", inp.key[:12])
+    shutil.rmtree(stage, ignore_errors=True)
+    return Published(inp.key, prefix, store.uri(manifest_key), uris, manifest)
+
+
+def scan_folder_all(folder: Path) -> list[dict[str, Any]]:
+    out = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        out.append(
+            {"path": path.relative_to(folder).as_posix(), "size": path.stat().st_size, "sha256": sha256_file(path)}
+        )
+    return out
+
+
+def lookup(store: ArtifactStore, key: str) -> Published | None:
+    """The published artifact for `key`, if its index entry points at a complete manifest."""
+    try:
+        index = store.read_json(layout.index_entry(key))
+        manifest = store.read_json(index["manifest"])
+    except (NotFound, KeyError, StoreError):
+        return None
+    if manifest.get("cache_key") != key:
+        return None
+    present = {o.key: o.size for o in store.list(index["prefix"])}
+    for f in manifest.get("files", []):
+        if present.get(f"{index['prefix']}/{f['path']}") != f["size"]:
+            log.warning("index/%s points at an incomplete artifact (%s missing); ignoring it", key[:12], f["path"])
+            return None
+    return Published(key, index["prefix"], store.uri(index["manifest"]), manifest.get("formats", {}), manifest)
+
+
+def verify_manifest(store: ArtifactStore, manifest_key: str, download_to: Path | None = None) -> list[str]:
+    """Problems with a published artifact: files missing, sizes or (when downloaded) sha256 wrong."""
+    manifest = store.read_json(manifest_key)
+    prefix = manifest_key.rsplit("/", 1)[0]
+    present = {o.key: o.size for o in store.list(prefix)}
+    problems = []
+    for f in manifest["files"]:
+        key = f"{prefix}/{f['path']}"
+        if present.get(key) != f["size"]:
+            problems.append(f"{f['path']}: missing or wrong size")
+        elif download_to is not None:
+            store.get_file(key, download_to / f["path"])
+            if sha256_file(download_to / f["path"]) != f["sha256"]:
+                problems.append(f"{f['path']}: sha256 mismatch")
+    return problems
