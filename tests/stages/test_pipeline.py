@@ -1,0 +1,166 @@
+"""The pipeline end to end on the cpu backend: one real compile per test session, shared."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from neuronforge import layout
+from neuronforge.pipeline import PlanRejected, TargetOutcome, run_target
+from neuronforge.stages.compile import CompileInput, compile_target
+from neuronforge.stages.publish import PublishInput, lookup, publish, verify_manifest
+from neuronforge.stages.smoke import SmokeInput, smoke_test
+from neuronforge.stores import ArtifactStore, open_store
+from neuronforge.target import TargetSpec
+from neuronforge.tinymodel import make_tiny_llama
+
+TARGET = {
+    "instance_type": "inf2.xlarge",
+    "tp_degree": 1,
+    "sequence_length": 64,
+    "max_context_length": 32,
+    "dtype": "fp32",
+}
+
+
+@dataclass
+class Compiled:
+    checkpoint: Path
+    work_dir: Path
+    store: ArtifactStore
+    first: TargetOutcome
+    target: TargetSpec
+
+
+@pytest.fixture(scope="session")
+def compiled(tmp_path_factory: pytest.TempPathFactory) -> Compiled:
+    base = tmp_path_factory.mktemp("pipeline")
+    checkpoint = make_tiny_llama(base / "tiny-llama", tokenizer=True)
+    store = open_store(f"file://{base / 'store'}")
+    target = TargetSpec.parse(TARGET)
+    first = run_target(str(checkpoint), target, store, base / "work")
+    return Compiled(checkpoint, base / "work", store, first, target)
+
+
+def test_cold_run_publishes_a_verifiable_artifact(compiled: Compiled, tmp_path: Path) -> None:
+    out = compiled.first
+    assert out.status == "published" and out.compiler_invocations == 2  # prefill-32 + decode
+    manifest_key = f"{out.published.prefix}/{layout.ARTIFACT_MANIFEST}"
+    assert verify_manifest(compiled.store, manifest_key, download_to=tmp_path) == []
+    m = out.published.manifest
+    paths = {f["path"] for f in m["files"]}
+    assert {"optimum/config.json", "optimum/neuron_config.json", "optimum/tokenizer.json", "optimum/compiled.json",
+            "optimum/graphs/prefill-32.pt2", "optimum/graphs/decode.pt2", "optimum/weights.safetensors",
+            "smoke.json"} <= paths  # fmt: skip
+    assert m["cache_key"] == out.key and m["smoke"]["passed"] is True
+    assert m["toolchain"]["compiler"] == "torch-inductor"
+    assert compiled.store.exists(layout.index_entry(out.key))
+
+
+def test_second_run_is_a_cache_hit_without_compiling(compiled: Compiled) -> None:
+    again = run_target(str(compiled.checkpoint), compiled.target, compiled.store, compiled.work_dir)
+    assert again.status == "cache-hit" and again.compiler_invocations == 0
+    assert again.published.manifest_uri == compiled.first.published.manifest_uri
+    assert set(again.timings) == {"resolve_lookup"}  # no fetch, no compile
+
+
+def test_compile_cache_entries_are_in_the_store_in_neuron_layout(compiled: Compiled) -> None:
+    tc = compiled.first.published.manifest["toolchain"]
+    prefix = layout.neuron_cache_prefix(tc["compiler"], tc["compiler_version"])
+    assert prefix.startswith("neuron-cache/torch-inductor-2.13.0")
+    names = {o.key.split("/")[2]: o.key for o in compiled.store.list(prefix)}
+    assert len(names) == 2 and all(n.startswith("MODULE_") and "+" in n for n in names)
+    for name in names:
+        files = {o.key.rsplit("/", 1)[-1] for o in compiled.store.list(f"{prefix}/{name}")}
+        assert files == {"model.pt2", "compile_flags.json", "model.done"}
+
+
+def test_another_worker_reuses_graphs_from_the_store(compiled: Compiled, tmp_path: Path) -> None:
+    """A fresh host (empty local cache) pulls the graphs instead of compiling them."""
+    first = compiled.first
+    src = first.published.manifest["source"]
+    from neuronforge.pipeline import prepare
+
+    prep = prepare(src["location"], compiled.target, tmp_path / "work")
+    assert prep.key == first.key
+    built = compile_target(
+        CompileInput(prep.request, prep.toolchain, prep.key, compiled.checkpoint, tmp_path / "work"), compiled.store
+    )
+    assert built.compiler_invocations == 0 and all(g["cached"] for g in built.graphs)
+
+
+def test_corrupted_graph_fails_the_smoke_test_and_nothing_is_published(compiled: Compiled, tmp_path: Path) -> None:
+    build = tmp_path / "build"
+    shutil.copytree(compiled.work_dir / "build" / compiled.first.key[:12], build)
+    graph = build / "graphs" / "decode.pt2"
+    graph.write_bytes(graph.read_bytes()[: graph.stat().st_size // 2])  # a truncated upload
+    smoke = smoke_test(SmokeInput(build, compiled.checkpoint, "fp32", max_new_tokens=4, timeout_s=300))
+    assert not smoke.passed and "failed to load or run" in smoke.reason
+    store = open_store(f"file://{tmp_path / 'store'}")
+    from neuronforge.errors import InvalidInput
+    from neuronforge.pipeline import prepare
+
+    prep = prepare(str(compiled.checkpoint), compiled.target, tmp_path / "w")
+    with pytest.raises(InvalidInput, match=r"refusing to publish .* smoke test failed"):
+        publish(PublishInput(prep.request, prep.toolchain, prep.key, build, smoke.to_json(), {}, tmp_path / "w"), store)
+    assert store.list() == []
+
+
+def test_wrong_weights_fail_the_smoke_test(compiled: Compiled, tmp_path: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    build = tmp_path / "build"
+    shutil.copytree(compiled.work_dir / "build" / compiled.first.key[:12], build)
+    weights = load_file(build / "weights.safetensors")
+    weights = {k: (-v if k.endswith("lm_head.weight") else v) for k, v in weights.items()}
+    save_file(weights, build / "weights.safetensors")
+    smoke = smoke_test(SmokeInput(build, compiled.checkpoint, "fp32", max_new_tokens=4, timeout_s=300))
+    assert not smoke.passed and "tokens match the reference, 4 required" in smoke.reason
+
+
+def test_smoke_reports_latencies_and_agreement(compiled: Compiled) -> None:
+    smoke = compiled.first.published.manifest["smoke"]
+    assert smoke["load_s"] > 0 and smoke["time_to_first_token_s"] > 0 and smoke["per_token_s"] > 0
+    for row in smoke["prompts"]:
+        assert row["matching_prefix"] >= 4 and row["max_logit_diff"] < 1e-3
+
+
+def test_planner_rejection_publishes_nothing(compiled: Compiled, tmp_path: Path) -> None:
+    store = open_store(f"file://{tmp_path / 'store'}")
+    bad = TargetSpec.parse({**TARGET, "tp_degree": 4})
+    with pytest.raises(PlanRejected, match=r"tp=4 is not supported on inf2\.xlarge"):
+        run_target(str(compiled.checkpoint), bad, store, compiled.work_dir)
+    assert not [o for o in store.list() if not o.key.startswith("checkpoints/")]
+
+
+def test_quantization_is_refused_before_any_work(compiled: Compiled, tmp_path: Path) -> None:
+    from neuronforge.errors import InvalidInput
+
+    store = open_store(f"file://{tmp_path / 'store'}")
+    with pytest.raises(InvalidInput, match=r"quantization 'int8_per_tensor' is not available"):
+        run_target(
+            str(compiled.checkpoint), TargetSpec.parse({**TARGET, "quantization": "int8"}), store, tmp_path / "w"
+        )
+    assert store.list() == []
+
+
+def test_same_flow_against_s3(compiled: Compiled, s3_bucket: str) -> None:
+    store = open_store(f"s3://{s3_bucket}/nf")
+    out = run_target(str(compiled.checkpoint), compiled.target, store, compiled.work_dir)  # local cache: no compile
+    assert out.status == "published" and out.compiler_invocations == 0
+    assert out.published.manifest_uri.startswith(f"s3://{s3_bucket}/nf/artifacts/")
+    assert verify_manifest(store, f"{out.published.prefix}/manifest.json") == []
+    assert lookup(store, out.key) is not None
+    assert run_target(str(compiled.checkpoint), compiled.target, store, compiled.work_dir).status == "cache-hit"
+
+
+def test_lookup_ignores_an_index_pointing_at_an_incomplete_artifact(compiled: Compiled, tmp_path: Path) -> None:
+    store = open_store(f"file://{tmp_path / 'copy'}")
+    for o in compiled.store.list():
+        store.put_bytes(compiled.store.get_bytes(o.key), o.key)
+    assert lookup(store, compiled.first.key) is not None
+    store.delete_prefix(f"{compiled.first.published.prefix}/optimum/graphs")
+    assert lookup(store, compiled.first.key) is None
