@@ -26,11 +26,18 @@ from neuronforge.toolchain import detect_toolchain
 
 # meta-llama/Llama-3.1-8B config.json (architecture fields as published)
 LLAMA_3_1_8B = {
-    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
-    "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
-    "num_key_value_heads": 8, "max_position_embeddings": 131072, "vocab_size": 128256,
-    "tie_word_embeddings": False, "torch_dtype": "bfloat16",
-}  # fmt: skip
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "max_position_embeddings": 131072,
+    "vocab_size": 128256,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
 
 
 def main() -> None:
@@ -52,8 +59,10 @@ def main() -> None:
 
     verified = verify_checkpoint(result.local_dir)
     tiny = plan(verified.arch, target, tensors=verified.tensors)
-    print(f"\n[plan]  tiny Llama on {target.instance_type} tp=1: {'fits' if tiny.ok else 'REJECTED'}, "
-          f"{gib(tiny.per_core_bytes)} per core")  # fmt: skip
+    print(
+        f"\n[plan]  tiny Llama on {target.instance_type} tp=1: {'fits' if tiny.ok else 'REJECTED'}, "
+        f"{gib(tiny.per_core_bytes)} per core"
+    )
     big = ModelArch.from_config(LLAMA_3_1_8B)
     for tp in (1, 2):
         t = TargetSpec.parse(

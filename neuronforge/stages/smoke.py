@@ -103,8 +103,15 @@ def smoke_test(inp: SmokeInput) -> SmokeResult:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="nf-smoke-") as tmp:
         out = Path(tmp)
-        cmd = [sys.executable, "-m", "neuronforge.stages.smoke", str(inp.artifact_dir), json.dumps(inp.prompts),
-               str(inp.max_new_tokens), str(out)]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "neuronforge.stages.smoke",
+            str(inp.artifact_dir),
+            json.dumps(inp.prompts),
+            str(inp.max_new_tokens),
+            str(out),
+        ]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=inp.timeout_s, check=False)
         except subprocess.TimeoutExpired:
@@ -124,8 +131,9 @@ def smoke_test(inp: SmokeInput) -> SmokeResult:
         agree = next((j for j, (a, b) in enumerate(zip(got, ref_tokens, strict=False)) if a != b), len(got))
         compared = max(1, agree)
         diff = float((logits[f"p{i}"][:compared] - ref_logits[:compared]).abs().max())
-        rows.append({"prompt": prompt, "tokens": got, "reference": ref_tokens, "matching_prefix": agree,
-                     "max_logit_diff": diff})  # fmt: skip
+        rows.append(
+            {"prompt": prompt, "tokens": got, "reference": ref_tokens, "matching_prefix": agree, "max_logit_diff": diff}
+        )
         if agree < min(inp.match_tokens, inp.max_new_tokens):
             failures.append(f"prompt {prompt!r}: first {agree} tokens match the reference, {inp.match_tokens} required")
     result = SmokeResult(

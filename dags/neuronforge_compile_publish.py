@@ -1,0 +1,89 @@
+"""neuronforge_compile_publish: checkpoint -> plan -> compile -> cache -> smoke test -> publish.
+
+Only wiring: the tasks live in `operators/compile_publish.py`, the logic in `neuronforge/`.
+Each target of a run is one mapped instance of the `per_target` group, so targets are independent:
+one failing target does not stop the others from publishing.
+"""
+
+from __future__ import annotations
+
+import pendulum
+from airflow.sdk import Param, dag, task_group
+
+from operators.compile_publish import (
+    TARGET_SCHEMA,
+    compile_graphs,
+    expand_targets,
+    fetch_checkpoint,
+    plan_target,
+    prepare,
+    publish_artifact,
+    smoke,
+    sync_compile_cache,
+)
+
+
+@task_group
+def per_target(ticket):
+    t = prepare(ticket)
+    t = fetch_checkpoint(t)
+    t = plan_target(t)
+    t = compile_graphs(t)
+    t = sync_compile_cache(t)
+    t = smoke(t)
+    return publish_artifact(t)
+
+
+@dag(
+    dag_id="neuronforge_compile_publish",
+    schedule=None,
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=4,
+    tags=["neuronforge"],
+    doc_md=__doc__,
+    params={
+        "model": Param(
+            "",
+            type="string",
+            title="Model",
+            description="org/name[@revision], s3://bucket/prefix or a folder; empty: the embedded tiny Llama",
+        ),
+        "targets": Param(
+            [
+                {
+                    "instance_type": "inf2.xlarge",
+                    "tp_degree": 1,
+                    "batch_size": 1,
+                    "sequence_length": 64,
+                    "max_context_length": 32,
+                    "dtype": "fp32",
+                    "quantization": "none",
+                }
+            ],
+            type="array",
+            minItems=1,
+            items=TARGET_SCHEMA,
+            title="Targets",
+            description="One compile per target (instance, tp, batch size, sequence length, dtype, quantization)",
+        ),
+        "backend": Param("cpu", type="string", enum=["cpu", "optimum", "nxdi"], title="Backend"),
+        "publish_formats": Param(
+            ["optimum"], type="array", items={"type": "string", "enum": ["optimum", "lmi"]}, title="Publish formats"
+        ),
+        "store": Param("", type="string", title="Store URI", description="empty: NEURONFORGE_STORE or the local store"),
+        "prompts": Param(
+            ["Hello, my name is", "The capital of France is"],
+            type="array",
+            minItems=1,
+            items={"type": "string", "minLength": 1},
+            title="Smoke-test prompts",
+        ),
+        "max_new_tokens": Param(8, type="integer", minimum=1, maximum=256, title="Smoke-test tokens"),
+    },
+)
+def neuronforge_compile_publish():
+    per_target.expand(ticket=expand_targets())
+
+
+neuronforge_compile_publish()

@@ -1,0 +1,234 @@
+"""TaskFlow tasks of the `neuronforge_compile_publish` DAG: thin translations between Airflow (params,
+XCom, outlet events, logs) and the core stages in `neuronforge.stages`. No pipeline logic here.
+
+State travels between tasks as one JSON-serializable dict per target ("the ticket"): the pinned
+source, the target, the toolchain and cache key, and what each stage produced. A ticket whose key
+was already published carries `hit`, and the later tasks pass it through untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk import Asset, AssetAlias, get_current_context, task
+
+from neuronforge import settings
+from neuronforge.instances import INSTANCES
+from neuronforge.request import CompileRequest, Toolchain
+from neuronforge.source import ModelSource
+from neuronforge.target import TargetSpec
+
+log = logging.getLogger(__name__)
+
+ARTIFACTS_ALIAS = AssetAlias(name="neuronforge-artifacts")
+POOL = "neuron_cores"
+QUANTIZATIONS = ["none"] + [
+    f"{d}:{m}" for d in ("int8", "f8e4m3", "f8e5m2") for m in ("per_tensor_symmetric", "per_channel_symmetric")
+]
+
+# JSON schema of one target in the trigger form (Airflow validates it before any task runs).
+TARGET_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["instance_type", "tp_degree", "sequence_length"],
+    "properties": {
+        "instance_type": {"type": "string", "enum": list(INSTANCES)},
+        "tp_degree": {"type": "integer", "minimum": 1, "maximum": 128},
+        "batch_size": {"type": "integer", "minimum": 1, "maximum": 1024},
+        "sequence_length": {"type": "integer", "minimum": 8, "maximum": 1048576},
+        "max_context_length": {"type": ["integer", "null"], "minimum": 1},
+        "dtype": {"type": "string", "enum": ["bf16", "fp16", "fp32"]},
+        "quantization": {"type": "string", "enum": QUANTIZATIONS},
+    },
+}
+
+
+def _source_json(s: ModelSource) -> dict[str, Any]:
+    return {"kind": s.kind, "location": s.location, "revision": s.revision, "resolved_revision": s.resolved_revision}
+
+
+def _request(ticket: dict[str, Any]) -> CompileRequest:
+    return CompileRequest(ModelSource(**ticket["source"]), TargetSpec.model_validate(ticket["target"]))
+
+
+def _store(ticket: dict[str, Any]):
+    from neuronforge.stores import open_store
+
+    return open_store(ticket["store_uri"])
+
+
+@task
+def expand_targets(params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Validate the whole request (every target) before any work: one ticket per target."""
+    params = params or get_current_context()["params"]
+    model = params.get("model") or str(settings.demo_model())
+    backend = params.get("backend", "cpu")
+    tickets = []
+    for raw in params["targets"]:
+        target = TargetSpec.parse({**raw, "backend": backend})
+        tickets.append(
+            {
+                "model": model,
+                "target": target.model_dump(mode="json"),
+                "store_uri": settings.store_uri(params.get("store")),
+                "work_dir": str(settings.work_dir()),
+                "prompts": list(params.get("prompts") or []),
+                "max_new_tokens": int(params.get("max_new_tokens", 8)),
+                "formats": list(params.get("publish_formats") or ["optimum"]),
+            }
+        )
+    log.info("%d target(s): %s", len(tickets), ", ".join(TargetSpec.model_validate(t["target"]).slug for t in tickets))
+    return tickets
+
+
+@task
+def prepare(ticket: dict[str, Any]) -> dict[str, Any]:
+    """Resolve the source, detect the toolchain, compute the key, look it up in the index."""
+    from neuronforge.pipeline import prepare as prepare_stage
+    from neuronforge.stages.publish import lookup
+
+    target = TargetSpec.model_validate(ticket["target"])
+    prep = prepare_stage(ticket["model"], target, Path(ticket["work_dir"]))
+    hit = lookup(_store(ticket), prep.key)
+    ticket = {
+        **ticket,
+        "source": _source_json(prep.request.source),
+        "toolchain": prep.toolchain.to_json(),
+        "key": prep.key,
+    }
+    if hit is not None:
+        log.info("cache hit for %s: %s %s", prep.key[:12], hit.manifest_uri, hit.uris)
+        ticket["hit"] = {"manifest_uri": hit.manifest_uri, "prefix": hit.prefix, "uris": hit.uris}
+    else:
+        log.info("no published artifact for key %s: building %s", prep.key[:12], target.slug)
+    return ticket
+
+
+@task
+def fetch_checkpoint(ticket: dict[str, Any]) -> dict[str, Any]:
+    if "hit" in ticket:
+        return ticket
+    from neuronforge.stages.fetch import FetchRequest, fetch, fetch_summary
+
+    source = ModelSource(**ticket["source"])
+    result = fetch(FetchRequest(str(source), ticket["store_uri"], Path(ticket["work_dir"])), _store(ticket))
+    log.info("checkpoint: %s", fetch_summary(result))
+    return {**ticket, "checkpoint_dir": str(result.local_dir)}
+
+
+@task
+def plan_target(ticket: dict[str, Any]) -> dict[str, Any]:
+    """Fail fast with the planner's messages: nothing is compiled or published."""
+    if "hit" in ticket:
+        return ticket
+    from neuronforge.pipeline import check_plan
+    from neuronforge.stages.fetch import FetchResult
+
+    target = TargetSpec.model_validate(ticket["target"])
+    fetched = FetchResult(ModelSource(**ticket["source"]), Path(ticket["checkpoint_dir"]), "", "", [], "", True)
+    result = check_plan(fetched, target)
+    for c in result.checks:
+        log.info("plan %s: %s", c.name, c.message)
+    return {**ticket, "plan": result.to_json()}
+
+
+@task(queue="default", pool=POOL, pool_slots=1)
+def compile_graphs(ticket: dict[str, Any]) -> dict[str, Any]:
+    if "hit" in ticket:
+        return ticket
+    from neuronforge.stages.compile import CompileInput, compile_target
+
+    inp = CompileInput(
+        _request(ticket),
+        Toolchain.from_json(ticket["toolchain"]),
+        ticket["key"],
+        Path(ticket["checkpoint_dir"]),
+        Path(ticket["work_dir"]),
+    )
+    out = compile_target(inp, _store(ticket))
+    for g in out.graphs:
+        log.info(
+            "graph %s: %s (%s, %.1fs)", g["name"], g["entry"], "cache hit" if g["cached"] else "compiled", g["seconds"]
+        )
+    compiled = {"graphs": out.graphs, "compiler_invocations": out.compiler_invocations, "seconds": out.seconds}
+    return {**ticket, "build_dir": str(out.build_dir), "compile": compiled}
+
+
+@task
+def sync_compile_cache(ticket: dict[str, Any]) -> dict[str, Any]:
+    if "hit" in ticket:
+        return ticket
+    from neuronforge.stages.compile import sync_cache
+
+    report = sync_cache(Path(ticket["work_dir"]), Toolchain.from_json(ticket["toolchain"]), _store(ticket))
+    log.info("compile cache sync: %s", report.to_json())
+    return {**ticket, "cache_sync": report.to_json()}
+
+
+@task(queue="default", pool=POOL, pool_slots=1)
+def smoke(ticket: dict[str, Any]) -> dict[str, Any]:
+    if "hit" in ticket:
+        return ticket
+    from neuronforge.stages.smoke import DEFAULT_PROMPTS, SmokeInput, smoke_test
+
+    target = TargetSpec.model_validate(ticket["target"])
+    result = smoke_test(
+        SmokeInput(
+            Path(ticket["build_dir"]),
+            Path(ticket["checkpoint_dir"]),
+            target.dtype,
+            ticket["prompts"] or list(DEFAULT_PROMPTS),
+            ticket["max_new_tokens"],
+        )
+    )
+    log.info(
+        "smoke: %s (load %.2fs, first token %.4fs, %.5fs/token)",
+        result.reason,
+        result.load_s or 0,
+        result.time_to_first_token_s or 0,
+        result.per_token_s or 0,
+    )
+    if not result.passed:
+        from neuronforge.pipeline import SmokeFailed
+
+        raise SmokeFailed(f"{target.slug}: {result.reason}")
+    return {**ticket, "smoke": result.to_json()}
+
+
+@task(outlets=[ARTIFACTS_ALIAS])
+def publish_artifact(ticket: dict[str, Any]) -> dict[str, Any]:
+    """Publish (unless a hit) and emit the artifact's Asset event either way."""
+    if "hit" in ticket:
+        info = ticket["hit"]
+    else:
+        from neuronforge.stages.publish import PublishInput, publish
+
+        published = publish(
+            PublishInput(
+                _request(ticket),
+                Toolchain.from_json(ticket["toolchain"]),
+                ticket["key"],
+                Path(ticket["build_dir"]),
+                ticket["smoke"],
+                ticket["compile"],
+                Path(ticket["work_dir"]),
+                tuple(ticket["formats"]),
+            ),
+            _store(ticket),
+        )
+        info = {"manifest_uri": published.manifest_uri, "prefix": published.prefix, "uris": published.uris}
+        log.info("published %s", published.manifest_uri)
+    root = info["manifest_uri"].rsplit("/", 1)[0]
+    target = TargetSpec.model_validate(ticket["target"])
+    org, name = ModelSource(**ticket["source"]).org_name
+    asset = Asset(name=f"neuronforge/{org}/{name}/{target.slug}/{ticket['key'][:12]}", uri=root)
+    extra = {
+        "cache_key": ticket["key"],
+        "manifest_uri": info["manifest_uri"],
+        "uris": info["uris"],
+        "status": "cache-hit" if "hit" in ticket else "published",
+    }
+    get_current_context()["outlet_events"][ARTIFACTS_ALIAS].add(asset, extra=extra)
+    return {"slug": target.slug, **extra}
