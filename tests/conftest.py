@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,6 +25,15 @@ os.environ["AWS_ACCESS_KEY_ID"] = "testing"
 os.environ["AWS_SECRET_ACCESS_KEY"] = "testing"
 os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
 
+# Airflow: a private home with a SQLite DB, migrated once per session (airflow_db fixture).
+_AIRFLOW_HOME = tempfile.mkdtemp(prefix="nf-airflow-")
+os.environ["AIRFLOW_HOME"] = _AIRFLOW_HOME
+os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(Path(__file__).resolve().parents[1] / "dags")
+
+from neuronforge.pipeline import TargetOutcome, run_target  # noqa: E402
+from neuronforge.stores import ArtifactStore, open_store  # noqa: E402
+from neuronforge.target import TargetSpec  # noqa: E402
 from tests.checkpoints import make_tiny_llama  # noqa: E402
 
 
@@ -74,3 +87,40 @@ def tiny_llama(tiny_llama_template: Path, tmp_path: Path) -> Path:
     dest = tmp_path / "tiny-llama"
     shutil.copytree(tiny_llama_template, dest)
     return dest
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> str:
+    """Migrate the session's SQLite metadata DB (about 5 s)."""
+    airflow = Path(sys.executable).parent / "airflow"
+    subprocess.run([str(airflow), "db", "migrate"], check=True, capture_output=True)
+    return _AIRFLOW_HOME
+
+
+TARGET = {
+    "instance_type": "inf2.xlarge",
+    "tp_degree": 1,
+    "sequence_length": 64,
+    "max_context_length": 32,
+    "dtype": "fp32",
+}
+
+
+@dataclass
+class Compiled:
+    checkpoint: Path
+    work_dir: Path
+    store: ArtifactStore
+    first: TargetOutcome
+    target: TargetSpec
+
+
+@pytest.fixture(scope="session")
+def compiled(tmp_path_factory: pytest.TempPathFactory) -> Compiled:
+    """One real compile of the tiny Llama per test session, shared by every pipeline/DAG test."""
+    base = tmp_path_factory.mktemp("pipeline")
+    checkpoint = make_tiny_llama(base / "tiny-llama", tokenizer=True)
+    store = open_store(f"file://{base / 'store'}")
+    target = TargetSpec.parse(TARGET)
+    first = run_target(str(checkpoint), target, store, base / "work")
+    return Compiled(checkpoint, base / "work", store, first, target)

@@ -3,46 +3,18 @@
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from neuronforge import layout
-from neuronforge.pipeline import PlanRejected, TargetOutcome, run_target
+from neuronforge.pipeline import PlanRejected, run_target
 from neuronforge.stages.compile import CompileInput, compile_target
 from neuronforge.stages.publish import PublishInput, lookup, publish, verify_manifest
 from neuronforge.stages.smoke import SmokeInput, smoke_test
-from neuronforge.stores import ArtifactStore, open_store
+from neuronforge.stores import open_store
 from neuronforge.target import TargetSpec
-from neuronforge.tinymodel import make_tiny_llama
-
-TARGET = {
-    "instance_type": "inf2.xlarge",
-    "tp_degree": 1,
-    "sequence_length": 64,
-    "max_context_length": 32,
-    "dtype": "fp32",
-}
-
-
-@dataclass
-class Compiled:
-    checkpoint: Path
-    work_dir: Path
-    store: ArtifactStore
-    first: TargetOutcome
-    target: TargetSpec
-
-
-@pytest.fixture(scope="session")
-def compiled(tmp_path_factory: pytest.TempPathFactory) -> Compiled:
-    base = tmp_path_factory.mktemp("pipeline")
-    checkpoint = make_tiny_llama(base / "tiny-llama", tokenizer=True)
-    store = open_store(f"file://{base / 'store'}")
-    target = TargetSpec.parse(TARGET)
-    first = run_target(str(checkpoint), target, store, base / "work")
-    return Compiled(checkpoint, base / "work", store, first, target)
+from tests.conftest import TARGET, Compiled
 
 
 def test_cold_run_publishes_a_verifiable_artifact(compiled: Compiled, tmp_path: Path) -> None:

@@ -1,0 +1,119 @@
+"""The DAG for real: parsed by a DagBag, run with `dag.test()` on the SQLite metadata DB."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from neuronforge import layout
+from neuronforge.stores import open_store
+from tests.conftest import TARGET, Compiled
+
+DAG_ID = "neuronforge_compile_publish"
+
+
+@pytest.fixture(scope="module")
+def dag(airflow_db: str):
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(Path(__file__).resolve().parents[2] / "dags"))
+    assert bag.import_errors == {}
+    return bag.dags[DAG_ID]
+
+
+@pytest.fixture
+def home(compiled: Compiled, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A NEURONFORGE_HOME whose compile cache already holds the session's graphs (no recompiling)."""
+    home = tmp_path / "home"
+    shutil.copytree(compiled.work_dir / "compile-cache", home / "work" / "compile-cache")
+    monkeypatch.setenv("NEURONFORGE_HOME", str(home))
+    return home
+
+
+def _conf(compiled: Compiled, store: str, targets: list[dict]) -> dict:
+    return {"model": str(compiled.checkpoint), "store": store, "targets": targets, "max_new_tokens": 6}
+
+
+def _states(run) -> dict[tuple[str, int], str]:
+    return {(ti.task_id, ti.map_index): str(ti.state) for ti in run.get_task_instances()}
+
+
+def test_dag_parses_with_routing_and_form(dag) -> None:
+    tasks = {t.task_id: t for t in dag.tasks}
+    for name in ("per_target.compile_graphs", "per_target.smoke"):
+        assert tasks[name].queue == "default" and tasks[name].pool == "neuron_cores"
+    assert [o.name for o in tasks["per_target.publish_artifact"].outlets] == ["neuronforge-artifacts"]
+    assert set(dag.params) == {"model", "targets", "backend", "publish_formats", "store", "prompts", "max_new_tokens"}
+    schema = dag.params.get_param("targets").schema
+    assert "inf2.xlarge" in schema["items"]["properties"]["instance_type"]["enum"]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"targets": [{**TARGET, "tp_degree": 0}]},
+        {"targets": [{**TARGET, "instance_type": "inf9.xlarge"}]},
+        {"targets": []},
+        {"targets": [{**TARGET, "colour": "red"}]},
+        {"backend": "tensorrt"},
+        {"max_new_tokens": 0},
+    ],
+)
+def test_invalid_params_are_refused_before_any_task(dag, bad: dict) -> None:
+    from airflow.sdk.definitions.param import ParamValidationError
+
+    with pytest.raises(ParamValidationError):
+        dag.test(run_conf={"targets": [TARGET], **bad})
+
+
+def test_cold_run_publishes_then_second_run_is_a_hit(dag, compiled: Compiled, home: Path, tmp_path: Path) -> None:
+    store_uri = f"file://{tmp_path / 'store'}"
+    run = dag.test(run_conf=_conf(compiled, store_uri, [TARGET]))
+    assert str(run.state) == "success", _states(run)
+    store = open_store(store_uri)
+    index = [o.key for o in store.list("index")]
+    assert len(index) == 1
+    key = index[0].removeprefix("index/").removesuffix(".json")
+    manifest_key = store.read_json(layout.index_entry(key))["manifest"]
+    manifest = store.read_json(manifest_key)
+    assert manifest["smoke"]["passed"] and manifest["compile"]["compiler_invocations"] == 0  # graphs from the cache
+    build = home / "work" / "build" / key[:12]
+    shutil.rmtree(build)  # a second run that built anything would recreate it
+
+    again = dag.test(run_conf=_conf(compiled, store_uri, [TARGET]))
+    assert str(again.state) == "success"
+    assert not build.exists()
+    assert store.read_json(manifest_key)["published_at"] == manifest["published_at"]
+
+
+def test_asset_events_carry_the_manifest(dag, compiled: Compiled, home: Path, tmp_path: Path) -> None:
+    from airflow.models.asset import AssetEvent
+    from airflow.utils.session import create_session
+
+    store_uri = f"file://{tmp_path / 'store'}"
+    run = dag.test(run_conf=_conf(compiled, store_uri, [TARGET]))
+    with create_session() as session:
+        events = session.query(AssetEvent).filter(AssetEvent.source_run_id == run.run_id).all()
+        extras = [e.extra for e in events]
+        uris = [e.asset.uri for e in events]
+    assert len(extras) == 1 and extras[0]["status"] == "published"
+    assert extras[0]["manifest_uri"].startswith(store_uri) and uris[0] == extras[0]["manifest_uri"].rsplit("/", 1)[0]
+
+
+def test_a_rejected_target_publishes_nothing_and_does_not_block_others(
+    dag, compiled: Compiled, home: Path, tmp_path: Path
+) -> None:
+    store_uri = f"file://{tmp_path / 'store'}"
+    bad = {**TARGET, "tp_degree": 4}  # inf2.xlarge has 2 cores
+    run = dag.test(run_conf=_conf(compiled, store_uri, [bad, TARGET]))
+    states = _states(run)
+    assert states[("per_target.plan_target", 0)] == "failed"
+    assert states[("per_target.compile_graphs", 0)] == "upstream_failed"
+    assert states[("per_target.publish_artifact", 1)] == "success"
+    store = open_store(store_uri)
+    published = [o.key for o in store.list("artifacts") if o.key.endswith("/manifest.json")]
+    assert len(published) == 1 and "-tp1-" in published[0]
+    assert json.loads(store.get_bytes(published[0]))["smoke"]["passed"]
