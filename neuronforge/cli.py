@@ -187,6 +187,95 @@ def cmd_store_ls(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- published artifacts ----------------------------------------------------------------------------
+def _open_manifest(uri: str) -> tuple[Any, str]:
+    """(store, manifest key) for a manifest URI or an artifact-root URI."""
+    from neuronforge.stores import open_store
+
+    uri = uri.rstrip("/")
+    root, _, name = uri.rpartition("/")
+    if name == "manifest.json":
+        return open_store(root), name
+    return open_store(uri), "manifest.json"
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    store, key = _open_manifest(args.uri)
+    m = store.read_json(key)
+    if args.json:
+        _print_json(m)
+        return EXIT_OK
+    smoke = m.get("smoke", {})
+    target = m["request"]["target"]
+    print(f"artifact   {store.uri(key).rsplit('/', 1)[0]}")
+    print(f"cache key  {m['cache_key']}")
+    print(f"model      {m['source']['location']} @ {m['source']['revision']}")
+    print(f"target     {m['target_slug']} (batch {target['batch_size']}, sequence {target['sequence_length']})")
+    tc = m["toolchain"]
+    print(f"toolchain  {tc['backend']} {tc['backend_version']}, {tc['compiler']} {tc['compiler_version']}")
+    print(f"flags      {' '.join(m['compiler_flags']) or '(none)'}")
+    print(f"smoke      {'passed' if smoke.get('passed') else 'FAILED'}: {smoke.get('reason')}")
+    if smoke.get("load_s") is not None:
+        print(
+            f"           load {smoke['load_s']:.2f}s, first token {smoke['time_to_first_token_s'] * 1e3:.1f} ms, "
+            f"{smoke['per_token_s'] * 1e3:.2f} ms/token"
+        )
+    size = sum(f["size"] for f in m["files"])
+    print(f"files      {len(m['files'])} ({size} bytes), published {m['published_at']}")
+    for fmt, uri in m.get("formats", {}).items():
+        print(f"{fmt:<10} {uri}")
+    return EXIT_OK
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    from neuronforge.stores import NotFound, open_store
+
+    store = open_store(args.store)
+    rows = []
+    for obj in store.list("index"):
+        try:
+            index = store.read_json(obj.key)
+            m = store.read_json(index["manifest"])
+        except (NotFound, KeyError):
+            continue  # an index entry whose manifest is gone: not a published artifact
+        rows.append(
+            {
+                "cache_key": m["cache_key"],
+                "model": m["source"]["location"],
+                "revision": m["source"]["revision"],
+                "target": m["target_slug"],
+                "published_at": m["published_at"],
+                "manifest_uri": store.uri(index["manifest"]),
+            }
+        )
+    if args.json:
+        _print_json(rows)
+    else:
+        for r in sorted(rows, key=lambda r: r["published_at"]):
+            print(f"{r['cache_key'][:12]}  {r['published_at']}  {r['target']:<40} {r['model']}@{r['revision'][:12]}")
+        print(f"{len(rows)} published artifact(s) in {store.root_uri}")
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from neuronforge import settings
+    from neuronforge.pipeline import PlanRejected, SmokeFailed, run_target
+    from neuronforge.stores import open_store
+
+    target = _target(args)
+    store = open_store(settings.store_uri(args.store))
+    model = args.model or str(settings.demo_model())
+    try:
+        outcome = run_target(
+            model, target, store, settings.work_dir(), prompts=args.prompt or None, max_new_tokens=args.max_new_tokens
+        )
+    except (PlanRejected, SmokeFailed) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_REJECTED
+    _print_json(outcome.summary())
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="neuronforge", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
@@ -227,6 +316,24 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("prefix", nargs="?", default="")
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=cmd_store_ls)
+
+    p = sub.add_parser("run", help="run the whole pipeline for one target in this process (no Airflow)")
+    p.add_argument("--model", default="", help="model source (default: the embedded tiny Llama)")
+    _add_target_args(p, backend_default="cpu")
+    p.add_argument("--store", default=None, help="store URI (default: NEURONFORGE_STORE or the local store)")
+    p.add_argument("--prompt", action="append", help="smoke-test prompt (repeatable)")
+    p.add_argument("--max-new-tokens", type=int, default=8)
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("show", help="print a published artifact's manifest readably")
+    p.add_argument("uri", help="URI of a manifest.json or of an artifact root")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("ls", help="list the published artifacts of a store")
+    p.add_argument("store", help="store URI")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_ls)
     return parser
 
 

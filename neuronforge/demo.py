@@ -1,85 +1,119 @@
-"""`make demo`: the core library on the embedded default, end to end on this machine.
+"""`make demo`: the whole pipeline on the embedded default, driven by Airflow.
 
-1. generates a tiny Llama checkpoint (the embedded default model; no network),
-2. fetches it into the embedded file store (verified, manifest last),
-3. plans it and a real Llama-3.1-8B config against inf2.xlarge, with the fix for what does not fit,
-4. prints the cache key a compile of it would publish under.
+1. initialises a private Airflow home (SQLite) under `.neuronforge/airflow`,
+2. generates the embedded default model (a tiny seeded Llama + tokenizer; no network),
+3. runs the DAG `neuronforge_compile_publish` with `airflow dags test` (resolve, fetch, plan,
+   compile on the CPU ahead-of-time backend, compile-cache sync, smoke test, publish),
+4. runs it again: a cache hit that compiles nothing,
+5. prints the published artifact, and what the planner says about a real Llama-3.1-8B on inf2.
 
-A second run finds the checkpoint in the store and only checks it against its manifest.
-Store: `NEURONFORGE_STORE` (default `./demo-store`); work dir: `NEURONFORGE_HOME` (default `./.neuronforge`).
+Store: `NEURONFORGE_STORE` (default `.neuronforge/store`); work dir: `NEURONFORGE_HOME` (default `.neuronforge`).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
-from neuronforge import layout
+from neuronforge import settings
 from neuronforge.modelconfig import ModelArch
-from neuronforge.planner import gib, plan
-from neuronforge.request import CompileRequest, cache_key
-from neuronforge.stages.fetch import FetchRequest, fetch
-from neuronforge.stores import open_store
+from neuronforge.planner import plan
 from neuronforge.target import TargetSpec
-from neuronforge.tinymodel import make_tiny_llama
-from neuronforge.toolchain import detect_toolchain
 
+DAG_ID = "neuronforge_compile_publish"
+DEMO_TARGET = {
+    "instance_type": "inf2.xlarge",
+    "tp_degree": 1,
+    "batch_size": 1,
+    "sequence_length": 64,
+    "max_context_length": 32,
+    "dtype": "fp32",
+    "quantization": "none",
+}
 # meta-llama/Llama-3.1-8B config.json (architecture fields as published)
 LLAMA_3_1_8B = {
-    "architectures": ["LlamaForCausalLM"],
-    "model_type": "llama",
-    "hidden_size": 4096,
-    "intermediate_size": 14336,
-    "num_attention_heads": 32,
-    "num_hidden_layers": 32,
-    "num_key_value_heads": 8,
-    "max_position_embeddings": 131072,
-    "vocab_size": 128256,
-    "tie_word_embeddings": False,
-    "torch_dtype": "bfloat16",
-}
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+    "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
+    "num_key_value_heads": 8, "max_position_embeddings": 131072, "vocab_size": 128256,
+    "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+}  # fmt: skip
 
 
-def main() -> None:
-    home = Path(os.environ.get("NEURONFORGE_HOME", ".neuronforge")).resolve()
-    store_uri = os.environ.get("NEURONFORGE_STORE", f"file://{Path('demo-store').resolve()}")
-    model_dir = home / "demo" / "tiny-llama"
-    if not (model_dir / "config.json").exists():
-        print(f"generating the embedded default model in {model_dir}")
-        make_tiny_llama(model_dir)
+def airflow_env() -> dict[str, str]:
+    home = settings.home()
+    return {
+        **os.environ,
+        "AIRFLOW_HOME": str(home / "airflow"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(settings.REPO_ROOT / "dags"),
+        "NEURONFORGE_HOME": str(home),
+        "NEURONFORGE_STORE": settings.store_uri(),
+    }
 
-    result = fetch(FetchRequest(source=str(model_dir), store_uri=store_uri, work_dir=home / "work"))
-    state = "already in the store, checked against its manifest" if result.reused else "fetched and verified"
-    print(f"\n[fetch] {result.source.location}: {state} in {result.seconds:.2f}s")
-    print(f"        revision {result.source.resolved_revision}")
-    print(f"        manifest {result.manifest_uri}")
 
-    target = TargetSpec.parse({"instance_type": "inf2.xlarge", "tp_degree": 1, "sequence_length": 256})
-    from neuronforge.checkpoint import verify_checkpoint
+def airflow(*args: str, log: Path | None = None) -> int:
+    exe = Path(sys.executable).parent / "airflow"
+    out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115
+    try:
+        return subprocess.run([str(exe), *args], env=airflow_env(), stdout=out, stderr=subprocess.STDOUT).returncode
+    finally:
+        if log:
+            out.close()
 
-    verified = verify_checkpoint(result.local_dir)
-    tiny = plan(verified.arch, target, tensors=verified.tensors)
-    print(
-        f"\n[plan]  tiny Llama on {target.instance_type} tp=1: {'fits' if tiny.ok else 'REJECTED'}, "
-        f"{gib(tiny.per_core_bytes)} per core"
+
+def main() -> int:
+    home = settings.home()
+    (home / "airflow").mkdir(parents=True, exist_ok=True)
+    print(f"Airflow home {home / 'airflow'} (SQLite); store {settings.store_uri()}")
+    if airflow("db", "migrate") != 0:
+        print("error: airflow db migrate failed", file=sys.stderr)
+        return 1
+    airflow("pools", "set", "neuron_cores", "2", "NeuronCores of this host (compile and smoke tasks)")
+    model = settings.demo_model()
+    conf = json.dumps({"model": str(model), "targets": [DEMO_TARGET]})
+
+    for attempt in (1, 2):
+        log = home / "airflow" / f"demo-run-{attempt}.log"
+        started = time.monotonic()
+        rc = airflow("dags", "test", DAG_ID, "--conf", conf, log=log)
+        seconds = time.monotonic() - started
+        text = log.read_text()
+        if rc != 0 or "state=success" not in text:
+            print(f"error: the DAG run failed (exit {rc}); log: {log}", file=sys.stderr)
+            return 1
+        cold = "no published artifact for key" in text  # logged by the prepare task on an index miss
+        kind = "compiled and published" if cold else "cache hit: nothing fetched or compiled"
+        print(f"\nrun {attempt}: {kind} in {seconds:.0f}s (airflow dags test; log {log})")
+
+    from neuronforge.cli import main as cli
+
+    print()
+    cli(["ls", settings.store_uri()])
+    from neuronforge.stores import open_store
+
+    store = open_store(settings.store_uri())
+    latest = max(
+        (store.read_json(o.key) for o in store.list("index")),
+        key=lambda i: store.read_json(i["manifest"])["published_at"],
     )
+    print()
+    cli(["show", store.uri(latest["manifest"])])
+    print("\nserving.properties / lmi.env are published for Neuron backends (optimum, nxdi) only.")
+
     big = ModelArch.from_config(LLAMA_3_1_8B)
+    print("\nThe planner on a real config (meta-llama/Llama-3.1-8B, bf16, 4096 tokens):")
     for tp in (1, 2):
         t = TargetSpec.parse(
             {"instance_type": "inf2.xlarge", "tp_degree": tp, "sequence_length": 4096, "backend": "nxdi"}
         )
-        p = plan(big, t)
-        memory = next(c for c in p.checks if c.name == "memory")
-        print(f"        Llama-3.1-8B bf16 on inf2.xlarge tp={tp}: {memory.message}")
-
-    request = CompileRequest(result.source, target)
-    key = cache_key(request, detect_toolchain("cpu"))
-    store = open_store(store_uri)
-    print(f"\n[key]   {key}")
-    print(f"        artifacts would publish under {store.uri(layout.artifact_prefix(result.source, target, key))}/")
-    objects = store.list()
-    print(f"\n[store] {len(objects)} objects, {sum(o.size for o in objects)} bytes in {store.root_uri}")
+        memory = next(c for c in plan(big, t).checks if c.name == "memory")
+        print(f"  tp={tp}: {memory.message}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -156,3 +156,39 @@ def test_console_script_is_installed() -> None:
     )
     assert proc.returncode == 3, proc.stderr
     assert "does not fit" in proc.stdout
+
+
+def test_run_show_and_ls(capsys, compiled, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(compiled.work_dir / "compile-cache", home / "work" / "compile-cache")
+    monkeypatch.setenv("NEURONFORGE_HOME", str(home))
+    store = f"file://{tmp_path / 'store'}"
+    target = [
+        "--instance",
+        "inf2.xlarge",
+        "--tp",
+        "1",
+        "--seq-len",
+        "64",
+        "--max-context-length",
+        "32",
+        "--dtype",
+        "fp32",
+    ]
+    code, out, _ = run(capsys, "run", "--model", str(compiled.checkpoint), *target, "--store", store)
+    assert code == 0
+    first = json.loads(out)
+    assert first["status"] == "published" and first["compiler_invocations"] == 0
+    code, out, _ = run(capsys, "run", "--model", str(compiled.checkpoint), *target, "--store", store)
+    assert json.loads(out)["status"] == "cache-hit"
+
+    code, out, _ = run(capsys, "ls", store)
+    assert code == 0 and first["cache_key"][:12] in out and "1 published artifact(s)" in out
+    code, out, _ = run(capsys, "show", first["manifest_uri"])
+    assert code == 0 and "smoke      passed" in out and f"cache key  {first['cache_key']}" in out
+    code, out, _ = run(capsys, "show", first["manifest_uri"].rsplit("/", 1)[0], "--json")
+    assert json.loads(out)["cache_key"] == first["cache_key"]
+
+    bad = ["--instance", "inf2.xlarge", "--tp", "4", "--seq-len", "64", "--dtype", "fp32"]
+    code, _, err = run(capsys, "run", "--model", str(compiled.checkpoint), *bad, "--store", store)
+    assert code == 3 and "tp=4 is not supported" in err
