@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lint format bench-transfer clean
+.PHONY: setup demo test lint format bench-transfer bench-pipeline clean
 
 setup: $(STAMP)
 
@@ -30,6 +30,9 @@ lint: setup
 format: setup
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
+
+bench-pipeline: setup
+	$(PY) bench/pipeline.py
 
 bench-transfer: setup
 	$(PY) bench/transfer.py
