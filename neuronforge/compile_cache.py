@@ -105,6 +105,17 @@ class CompileCache:
     def entries(self) -> list[Path]:
         return sorted(p for p in self.local.glob("MODULE_*") if p.is_dir()) if self.local.is_dir() else []
 
+    def preseed(self) -> list[str]:
+        """Pull every complete entry of this compiler version the store has and the local cache
+        lacks, so the compiler finds them (a second worker never rebuilds a graph)."""
+        if self.store is None:
+            return []
+        names = sorted({o.key.split("/")[2] for o in self.store.list(self.store_prefix) if o.key.endswith(f"/{DONE}")})
+        pulled = [n for n in names if not (self.entry(n) / DONE).exists() and self.lookup(n) is not None]
+        if pulled:
+            log.info("compile cache: pre-seeded %d entries from %s", len(pulled), self.store.uri(self.store_prefix))
+        return pulled
+
     def sync_to_store(self) -> SyncReport:
         """Upload complete local entries the store lacks: files first, `model.done` last."""
         report = SyncReport()

@@ -1,0 +1,76 @@
+"""Run a toolchain step in a fresh child process, with a timeout, streaming its log.
+
+Why a child: the Neuron runtime keeps the NeuronCores it opened until its process exits, and a
+compiler crash or host OOM must not take the Airflow task process down with it. The child's
+output is relayed line by line into our log, prefixed with the elapsed time, so a long compile
+shows progress (the current graph / bucket, as the toolchain prints it) in the task log.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from pathlib import Path
+
+from neuronforge.errors import NeuronforgeError
+
+log = logging.getLogger(__name__)
+
+
+class ChildFailed(NeuronforgeError):
+    """The child process exited non-zero or ran out of time; `tail` holds its last output lines."""
+
+    def __init__(self, message: str, tail: list[str]) -> None:
+        super().__init__(message + ("\n" + "\n".join(tail) if tail else ""))
+        self.tail = tail
+
+
+def run_child(
+    module: str,
+    args: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    timeout_s: float,
+    what: str,
+    cwd: Path | None = None,
+) -> list[str]:
+    """`python -m module args…` in a new process group; returns its output lines."""
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", module, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        start_new_session=True,  # so a timeout kills the compiler's own children too
+    )
+    lines: list[str] = []
+    tail: deque[str] = deque(maxlen=20)
+
+    def relay() -> None:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            line = raw.rstrip("\n")
+            lines.append(line)
+            tail.append(line)
+            log.info("[%s +%.0fs] %s", what, time.monotonic() - started, line)
+
+    reader = threading.Thread(target=relay, daemon=True)
+    reader.start()
+    try:
+        rc = proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        proc.wait()
+        reader.join(5)
+        raise ChildFailed(f"{what} did not finish within {timeout_s:.0f}s; killed", list(tail)) from None
+    reader.join(5)
+    if rc != 0:
+        raise ChildFailed(f"{what} failed (exit {rc}) after {time.monotonic() - started:.0f}s", list(tail))
+    return lines

@@ -1,0 +1,189 @@
+"""The `nxdi` backend: NxD Inference (neuronx-distributed-inference) on Neuron workers.
+
+Written against NxD Inference's public API (SDK 2.26; aws-neuron/neuronx-distributed-inference):
+
+    neuron_config = NeuronConfig(tp_degree=…, batch_size=…, seq_len=…, …)   # MoENeuronConfig for MoE
+    config = <Arch>InferenceConfig(neuron_config, load_config=load_pretrained_config(model_path))
+    model = Neuron<Arch>ForCausalLM(model_path, config)
+    model.compile(out)                      # NEFFs via the persistent cache, neuron_config.json, model.pt
+    model.load(out); HuggingFaceGenerationAdapter(model).generate(…)
+
+The Neuron SDK is imported only inside the child process (`python -m neuronforge.backends.nxdi`),
+never by the Airflow worker: this module imports anywhere, and `neuron_config_kwargs` (the
+TargetSpec → NeuronConfig mapping) is plain data that tests check field by field.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from neuronforge.errors import InvalidInput
+from neuronforge.target import TORCH_DTYPE_NAMES, TargetSpec
+
+PACKAGE = "neuronx_distributed_inference"
+# model_type -> (module under neuronx_distributed_inference.models, model class, config class)
+ARCHITECTURES: dict[str, tuple[str, str, str]] = {
+    "llama": ("llama.modeling_llama", "NeuronLlamaForCausalLM", "LlamaInferenceConfig"),
+    # NxD Inference serves Mistral checkpoints with its Llama implementation (as vLLM-neuron does).
+    "mistral": ("llama.modeling_llama", "NeuronLlamaForCausalLM", "LlamaInferenceConfig"),
+    "mixtral": ("mixtral.modeling_mixtral", "NeuronMixtralForCausalLM", "MixtralInferenceConfig"),
+    "qwen2": ("qwen2.modeling_qwen2", "NeuronQwen2ForCausalLM", "Qwen2InferenceConfig"),
+    "qwen3": ("qwen3.modeling_qwen3", "NeuronQwen3ForCausalLM", "Qwen3InferenceConfig"),
+    "qwen3_moe": ("qwen3_moe.modeling_qwen3_moe", "NeuronQwen3MoeForCausalLM", "Qwen3MoeInferenceConfig"),
+}
+MOE = {"mixtral", "qwen3_moe"}
+# backend_options neuronforge passes through to NeuronConfig (anything else is refused)
+PASSTHROUGH_OPTIONS = {"fused_qkv", "flash_decoding_enabled", "sequence_parallel_enabled", "kv_cache_quant"}
+
+
+def architecture(model_type: str) -> tuple[str, str, str]:
+    try:
+        return ARCHITECTURES[model_type]
+    except KeyError:
+        raise InvalidInput(
+            f"nxdi backend: no NxD Inference model class for model_type {model_type!r}; "
+            f"supported: {', '.join(sorted(ARCHITECTURES))}"
+        ) from None
+
+
+def neuron_config_kwargs(target: TargetSpec, quantized_checkpoint: Path | None = None) -> dict[str, Any]:
+    """NeuronConfig keyword arguments for a target: every field that changes compilation."""
+    t = target.normalized()
+    options = dict(t.backend_options)
+    unknown = set(options) - PASSTHROUGH_OPTIONS - {"on_device_sampling"}
+    if unknown:
+        raise InvalidInput(
+            f"nxdi backend: unknown backend_options {sorted(unknown)}; known: {sorted(PASSTHROUGH_OPTIONS)}"
+        )
+    kw: dict[str, Any] = {
+        "tp_degree": t.tp_degree,
+        "batch_size": t.batch_size,
+        "seq_len": t.sequence_length,
+        "max_context_length": t.max_context_length,
+        "torch_dtype": TORCH_DTYPE_NAMES[t.dtype],
+        "logical_nc_config": t.logical_nc_config,
+        "enable_bucketing": bool(t.context_encoding_buckets or t.token_generation_buckets),
+        "fused_qkv": bool(options.pop("fused_qkv", True)),
+        # Greedy sampling on device: the smoke test compares greedy tokens.
+        "on_device_sampling_config": {"do_sample": False} if options.pop("on_device_sampling", True) else None,
+        # Save the sharded weights with the compiled model, so the artifact loads without the checkpoint.
+        "save_sharded_checkpoint": True,
+    }
+    if t.context_encoding_buckets:
+        kw["context_encoding_buckets"] = list(t.context_encoding_buckets)
+    if t.token_generation_buckets:
+        kw["token_generation_buckets"] = list(t.token_generation_buckets)
+    if t.quantization.enabled:
+        if quantized_checkpoint is None:
+            raise InvalidInput("nxdi backend: a quantized target needs the quantized checkpoint (quantize stage)")
+        kw.update(
+            quantized=True,
+            quantized_checkpoints_path=str(quantized_checkpoint),
+            quantization_dtype=t.quantization.dtype,
+            quantization_type=t.quantization.method,
+        )
+    kw.update(options)
+    return kw
+
+
+def child_spec(model_type: str, model_path: Path, out: Path, kwargs: dict[str, Any]) -> dict[str, Any]:
+    module, model_class, config_class = architecture(model_type)
+    return {
+        "module": f"{PACKAGE}.models.{module}",
+        "model_class": model_class,
+        "config_class": config_class,
+        "moe": model_type in MOE,
+        "model_path": str(model_path),
+        "out": str(out),
+        "neuron_config": kwargs,
+    }
+
+
+def compile_nxdi(
+    checkpoint: Path, model_type: str, target: TargetSpec, out: Path, cache, flags: tuple[str, ...], timeout_s: float
+) -> list[str]:
+    """Compile in a child process against the local persistent cache (pre-seeded from the store);
+    returns the cache entries the compiler created."""
+    from neuronforge.backends.child import run_child
+
+    cache.preseed()
+    cache.local.parent.mkdir(parents=True, exist_ok=True)
+    before = {p.name for p in cache.entries()}
+    out.mkdir(parents=True, exist_ok=True)
+    spec_path = out.parent / f"{out.name}.nxdi-spec.json"
+    spec_path.write_text(json.dumps(child_spec(model_type, checkpoint, out, neuron_config_kwargs(target))))
+    env = {"NEURON_COMPILE_CACHE_URL": str(cache.local.parent), "NEURON_CC_FLAGS": " ".join(flags)}
+    run_child(
+        "neuronforge.backends.nxdi",
+        ["compile", str(spec_path)],
+        env=env,
+        timeout_s=timeout_s,
+        what=f"nxdi compile {target.slug}",
+    )
+    return sorted({p.name for p in cache.entries()} - before)
+
+
+# -- in the child process only ---------------------------------------------------------------------
+def _build(spec: dict[str, Any]):
+    import torch
+    from neuronx_distributed_inference.models.config import MoENeuronConfig, NeuronConfig, OnDeviceSamplingConfig
+    from neuronx_distributed_inference.utils.hf_adapter import load_pretrained_config
+
+    kw = dict(spec["neuron_config"])
+    kw["torch_dtype"] = getattr(torch, kw["torch_dtype"])
+    if kw.get("on_device_sampling_config") is not None:
+        kw["on_device_sampling_config"] = OnDeviceSamplingConfig(**kw["on_device_sampling_config"])
+    neuron_config = (MoENeuronConfig if spec["moe"] else NeuronConfig)(**kw)
+    module = importlib.import_module(spec["module"])
+    config = getattr(module, spec["config_class"])(
+        neuron_config, load_config=load_pretrained_config(spec["model_path"])
+    )
+    return getattr(module, spec["model_class"])(spec["model_path"], config)
+
+
+def _compile(spec: dict[str, Any]) -> None:
+    model = _build(spec)
+    print(f"compiling {spec['model_class']} into {spec['out']}", flush=True)
+    model.compile(spec["out"])
+    print("compile finished", flush=True)
+
+
+def _generate(spec: dict[str, Any]) -> None:
+    """Load the compiled model and greedily generate; prints one JSON line per prompt."""
+    import time
+
+    import torch
+    from neuronx_distributed_inference.utils.hf_adapter import HuggingFaceGenerationAdapter
+
+    t0 = time.perf_counter()
+    module = importlib.import_module(spec["module"])
+    model = getattr(module, spec["model_class"])(spec["out"])
+    model.load(spec["out"])
+    load_s = time.perf_counter() - t0
+    adapter = HuggingFaceGenerationAdapter(model)
+    for ids in spec["prompt_ids"]:
+        t1 = time.perf_counter()
+        out = adapter.generate(
+            torch.tensor([ids]),
+            attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+            max_new_tokens=spec["max_new_tokens"],
+            do_sample=False,
+        )
+        seconds = time.perf_counter() - t1
+        tokens = out[0, len(ids) :].tolist()
+        print("RESULT " + json.dumps({"tokens": tokens, "load_s": load_s, "seconds": seconds}), flush=True)
+
+
+def main(argv: list[str]) -> int:
+    action, spec_path = argv
+    spec = json.loads(Path(spec_path).read_text())
+    {"compile": _compile, "generate": _generate}[action](spec)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,171 @@
+"""The nxdi backend against the FAKE Neuron toolchain in tests/fakes (see its README)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from neuronforge.backends.child import ChildFailed
+from neuronforge.backends.nxdi import compile_nxdi, neuron_config_kwargs
+from neuronforge.compile_cache import CompileCache
+from neuronforge.errors import InvalidInput
+from neuronforge.request import CompileRequest, cache_key
+from neuronforge.source import ModelSource
+from neuronforge.stores import open_store
+from neuronforge.target import TargetSpec
+from neuronforge.toolchain import detect_toolchain
+
+FAKE = Path(__file__).resolve().parents[1] / "fakes" / "neuron_toolchain"
+VERSION = "2.21.33363.0"
+
+
+@pytest.fixture
+def fake_neuron(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Put the fake toolchain on the path of this process (metadata) and of child processes."""
+    monkeypatch.syspath_prepend(str(FAKE))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(FAKE), os.environ.get("PYTHONPATH")])))
+    log = tmp_path / "compiles.log"
+    monkeypatch.setenv("FAKE_NEURON_COMPILE_LOG", str(log))
+    return log
+
+
+def target(**kw) -> TargetSpec:
+    base = {
+        "instance_type": "trn1.32xlarge",
+        "tp_degree": 8,
+        "batch_size": 4,
+        "sequence_length": 2048,
+        "backend": "nxdi",
+    }
+    return TargetSpec.parse({**base, **kw})
+
+
+def test_every_target_field_reaches_neuron_config() -> None:
+    t = target(
+        max_context_length=1024,
+        dtype="fp16",
+        context_encoding_buckets=[512, 1024],
+        token_generation_buckets=[2048],
+        backend_options={"fused_qkv": False},
+    )
+    kw = neuron_config_kwargs(t)
+    assert kw == {
+        "tp_degree": 8,
+        "batch_size": 4,
+        "seq_len": 2048,
+        "max_context_length": 1024,
+        "torch_dtype": "float16",
+        "logical_nc_config": 1,
+        "enable_bucketing": True,
+        "context_encoding_buckets": [512, 1024],
+        "token_generation_buckets": [2048],
+        "fused_qkv": False,
+        "on_device_sampling_config": {"do_sample": False},
+        "save_sharded_checkpoint": True,
+    }
+    assert neuron_config_kwargs(target(instance_type="trn2.48xlarge"))["logical_nc_config"] == 2
+
+
+def test_quantized_target_points_at_the_quantized_checkpoint(tmp_path: Path) -> None:
+    t = target(quantization="f8e4m3:per_channel")
+    with pytest.raises(InvalidInput, match="needs the quantized checkpoint"):
+        neuron_config_kwargs(t)
+    kw = neuron_config_kwargs(t, quantized_checkpoint=tmp_path)
+    assert (kw["quantized"], kw["quantization_dtype"], kw["quantization_type"]) == (
+        True,
+        "f8e4m3",
+        "per_channel_symmetric",
+    )
+    assert kw["quantized_checkpoints_path"] == str(tmp_path)
+
+
+def test_unknown_options_and_architectures_are_refused(tiny_llama: Path, tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="unknown backend_options"):
+        neuron_config_kwargs(target(backend_options={"turbo": True}))
+    from neuronforge.backends.nxdi import architecture
+
+    with pytest.raises(InvalidInput, match="no NxD Inference model class for model_type 'gpt2'"):
+        architecture("gpt2")
+
+
+def test_toolchain_is_detected_and_keyed(fake_neuron: Path) -> None:
+    tc = detect_toolchain("nxdi", "--model-type transformer")
+    assert (tc.backend_version, tc.compiler, tc.compiler_version) == ("0.6.10598", "neuronxcc", VERSION)
+    request = CompileRequest(ModelSource.parse("org/m").pinned("a" * 40), target())
+    bumped = type(tc)(tc.backend, tc.backend_version, tc.compiler, "2.22.12471.0", tc.packages, tc.compiler_flags)
+    assert cache_key(request, tc) != cache_key(request, bumped)
+
+
+def _compile(tiny_llama: Path, root: Path, store, t: TargetSpec) -> tuple[list[str], CompileCache, Path]:
+    cache = CompileCache(root, "neuronxcc", VERSION, store)
+    out = root.parent / "out"
+    created = compile_nxdi(tiny_llama, "llama", t, out, cache, ("-O1",), timeout_s=300)
+    return created, cache, out
+
+
+def test_compile_in_a_child_writes_the_cache_and_sync_uploads_only_complete_entries(
+    fake_neuron: Path, tiny_llama: Path, tmp_path: Path
+) -> None:
+    store = open_store(f"file://{tmp_path / 'store'}")
+    t = target(tp_degree=2, instance_type="inf2.xlarge")
+    created, cache, out = _compile(tiny_llama, tmp_path / "a" / "cache", store, t)
+    record = json.loads((out / "neuron_config.json").read_text())
+    assert record["class"] == "NeuronLlamaForCausalLM" and record["neuron_config_class"] == "NeuronConfig"
+    assert record["neuron_config"]["tp_degree"] == 2 and record["neuron_config"]["torch_dtype"] == "torch.bfloat16"
+    assert sorted(p.name for p in (out / "weights").iterdir()) == [
+        "tp0_sharded_checkpoint.safetensors",
+        "tp1_sharded_checkpoint.safetensors",
+    ]
+    good = [c for c in created if not c.startswith("MODULE_0000")]
+    assert len(good) == 2 and all(c.endswith("+" + hashlib.md5(b"-O1").hexdigest()[:8]) for c in good)
+
+    report = cache.sync_to_store()
+    assert sorted(report.uploaded) == sorted(good)
+    assert report.failed == ["MODULE_00000000000000000bad+00000000"]
+    keys = [o.key for o in store.list(f"neuron-cache/neuronxcc-{VERSION}")]
+    assert not any(k.endswith(".lock") for k in keys) and not any("0bad" in k for k in keys)
+    for name in good:
+        files = {k.rsplit("/", 1)[-1] for k in keys if f"/{name}/" in k}
+        assert files == {"model.hlo_module.pb", "model.neff", "compile_flags.json", "model.done"}
+    assert cache.sync_to_store().already_present == sorted(good)
+
+
+def test_a_second_worker_is_preseeded_and_never_recompiles(fake_neuron: Path, tiny_llama: Path, tmp_path: Path) -> None:
+    store = open_store(f"file://{tmp_path / 'store'}")
+    t = target(tp_degree=2, instance_type="inf2.xlarge")
+    _, first, _ = _compile(tiny_llama, tmp_path / "a" / "cache", store, t)
+    first.sync_to_store()
+    assert len(fake_neuron.read_text().splitlines()) == 2
+    created, _, _ = _compile(tiny_llama, tmp_path / "b" / "cache", store, t)
+    assert len(fake_neuron.read_text().splitlines()) == 2  # no new compiler invocation
+    assert [c for c in created if not c.startswith("MODULE_0000")] == []
+
+
+def test_moe_models_get_the_moe_config(fake_neuron: Path, tmp_path: Path) -> None:
+    from neuronforge.tinymodel import make_tiny_llama
+
+    ck = make_tiny_llama(tmp_path / "m")
+    cache = CompileCache(tmp_path / "cache", "neuronxcc", VERSION, None)
+    compile_nxdi(ck, "mixtral", target(), tmp_path / "out", cache, (), timeout_s=300)
+    record = json.loads((tmp_path / "out" / "neuron_config.json").read_text())
+    assert (record["class"], record["neuron_config_class"]) == ("NeuronMixtralForCausalLM", "MoENeuronConfig")
+
+
+def test_a_hung_compile_is_killed_at_the_timeout(
+    fake_neuron: Path, tiny_llama: Path, tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("FAKE_NEURON_SLEEP", "60")
+    cache = CompileCache(tmp_path / "cache", "neuronxcc", VERSION, None)
+    with pytest.raises(ChildFailed, match="did not finish within 3s; killed"):
+        compile_nxdi(tiny_llama, "llama", target(), tmp_path / "out", cache, (), timeout_s=3)
+
+
+def test_a_failing_compile_reports_the_child_output(fake_neuron: Path, tmp_path: Path) -> None:
+    cache = CompileCache(tmp_path / "cache", "neuronxcc", VERSION, None)
+    with pytest.raises(ChildFailed, match=r"failed \(exit 1\)") as exc:
+        compile_nxdi(tmp_path / "missing", "llama", target(), tmp_path / "out", cache, (), timeout_s=60)
+    assert "config.json" in str(exc.value)
