@@ -1,8 +1,9 @@
 """neuronforge_compile_publish: checkpoint -> plan -> compile -> cache -> smoke test -> publish.
 
 Only wiring: the tasks live in `operators/compile_publish.py`, the logic in `neuronforge/`.
-Each target of a run is one mapped instance of the `per_target` group, so targets are independent:
-one failing target does not stop the others from publishing.
+Each target of a run is one mapped instance of a task group (`cpu_target`, or `neuron_target` whose
+compile and smoke tasks go to the `neuron` queue), so targets are independent: one failing target
+does not stop the others from publishing.
 """
 
 from __future__ import annotations
@@ -11,10 +12,13 @@ import pendulum
 from airflow.sdk import Param, dag, task_group
 
 from operators.compile_publish import (
+    NEURON_QUEUE,
     TARGET_SCHEMA,
     compile_graphs,
+    cpu_tickets,
     expand_targets,
     fetch_checkpoint,
+    neuron_tickets,
     plan_target,
     prepare,
     publish_artifact,
@@ -23,15 +27,26 @@ from operators.compile_publish import (
 )
 
 
-@task_group
-def per_target(ticket):
+def _chain(ticket, compile_task, smoke_task):
     t = prepare(ticket)
     t = fetch_checkpoint(t)
     t = plan_target(t)
-    t = compile_graphs(t)
+    t = compile_task(t)
     t = sync_compile_cache(t)
-    t = smoke(t)
+    t = smoke_task(t)
     return publish_artifact(t)
+
+
+@task_group
+def cpu_target(ticket):
+    """Targets of the cpu backend: compile and smoke on the default queue."""
+    return _chain(ticket, compile_graphs, smoke)
+
+
+@task_group
+def neuron_target(ticket):
+    """Targets of the Neuron backends: compile and smoke on Neuron workers (queue `neuron`)."""
+    return _chain(ticket, compile_graphs.override(queue=NEURON_QUEUE), smoke.override(queue=NEURON_QUEUE))
 
 
 @dag(
@@ -83,7 +98,9 @@ def per_target(ticket):
     },
 )
 def neuronforge_compile_publish():
-    per_target.expand(ticket=expand_targets())
+    tickets = expand_targets()
+    cpu_target.expand(ticket=cpu_tickets(tickets))
+    neuron_target.expand(ticket=neuron_tickets(tickets))
 
 
 neuronforge_compile_publish()

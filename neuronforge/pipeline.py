@@ -127,7 +127,12 @@ def run_target(
         "smoke",
         lambda: smoke_test(
             SmokeInput(
-                built.build_dir, fetched.local_dir, target.dtype, list(prompts or DEFAULT_PROMPTS), max_new_tokens
+                built.build_dir,
+                fetched.local_dir,
+                target.dtype,
+                backend=target.backend,
+                prompts=list(prompts or DEFAULT_PROMPTS),
+                max_new_tokens=max_new_tokens,
             )
         ),
     )
@@ -139,7 +144,15 @@ def run_target(
         "seconds": built.seconds,
     }
     publish_input = PublishInput(
-        prep.request, prep.toolchain, prep.key, built.build_dir, smoke.to_json(), compile_info, work_dir, formats
+        prep.request,
+        prep.toolchain,
+        prep.key,
+        built.build_dir,
+        smoke.to_json(),
+        compile_info,
+        work_dir,
+        formats,
+        fetched.local_dir,
     )
     published = step("publish", lambda: publish(publish_input, store))
     return TargetOutcome(prep.key, "published", published, built.compiler_invocations, timings)

@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 ARTIFACTS_ALIAS = AssetAlias(name="neuronforge-artifacts")
 POOL = "neuron_cores"
+NEURON_QUEUE = "neuron"
 QUANTIZATIONS = ["none"] + [
     f"{d}:{m}" for d in ("int8", "f8e4m3", "f8e5m2") for m in ("per_tensor_symmetric", "per_channel_symmetric")
 ]
@@ -81,6 +82,22 @@ def expand_targets(params: dict[str, Any] | None = None) -> list[dict[str, Any]]
         )
     log.info("%d target(s): %s", len(tickets), ", ".join(TargetSpec.model_validate(t["target"]).slug for t in tickets))
     return tickets
+
+
+def _route(ticket: dict[str, Any]) -> str:
+    return "cpu" if ticket["target"]["backend"] == "cpu" else "neuron"
+
+
+@task
+def cpu_tickets(tickets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tickets that run on the default queue (cpu backend)."""
+    return [t for t in tickets if _route(t) == "cpu"]
+
+
+@task
+def neuron_tickets(tickets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tickets that need Neuron workers (queue `neuron`)."""
+    return [t for t in tickets if _route(t) == "neuron"]
 
 
 @task
@@ -150,7 +167,11 @@ def compile_graphs(ticket: dict[str, Any]) -> dict[str, Any]:
     out = compile_target(inp, _store(ticket))
     for g in out.graphs:
         log.info(
-            "graph %s: %s (%s, %.1fs)", g["name"], g["entry"], "cache hit" if g["cached"] else "compiled", g["seconds"]
+            "graph %s: %s (%s, %.1fs)",
+            g["name"],
+            g["entry"],
+            "cache hit" if g["cached"] else "compiled",
+            g["seconds"] or 0.0,
         )
     compiled = {"graphs": out.graphs, "compiler_invocations": out.compiler_invocations, "seconds": out.seconds}
     return {**ticket, "build_dir": str(out.build_dir), "compile": compiled}
@@ -179,6 +200,7 @@ def smoke(ticket: dict[str, Any]) -> dict[str, Any]:
             Path(ticket["build_dir"]),
             Path(ticket["checkpoint_dir"]),
             target.dtype,
+            target.backend,
             ticket["prompts"] or list(DEFAULT_PROMPTS),
             ticket["max_new_tokens"],
         )
@@ -215,6 +237,7 @@ def publish_artifact(ticket: dict[str, Any]) -> dict[str, Any]:
                 ticket["compile"],
                 Path(ticket["work_dir"]),
                 tuple(ticket["formats"]),
+                Path(ticket["checkpoint_dir"]),
             ),
             _store(ticket),
         )

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from typing import Any
 from neuronforge.errors import InvalidInput
 from neuronforge.target import TORCH_DTYPE_NAMES, TargetSpec
 
+log = logging.getLogger(__name__)
 PACKAGE = "neuronx_distributed_inference"
 # model_type -> (module under neuronx_distributed_inference.models, model class, config class)
 ARCHITECTURES: dict[str, tuple[str, str, str]] = {
@@ -124,7 +126,32 @@ def compile_nxdi(
         timeout_s=timeout_s,
         what=f"nxdi compile {target.slug}",
     )
-    return sorted({p.name for p in cache.entries()} - before)
+    new = {p.name: p for p in cache.entries() if p.name not in before}
+    failed = sorted(n for n, p in new.items() if not (p / "model.done").exists())
+    if failed:
+        log.warning("nxdi compile left failed cache entries (model.log, no model.done): %s", failed)
+    return sorted(n for n, p in new.items() if (p / "model.done").exists())
+
+
+def generate_nxdi(
+    checkpoint: Path,
+    model_type: str,
+    compiled: Path,
+    prompt_ids: list[list[int]],
+    max_new_tokens: int,
+    timeout_s: float,
+) -> list[dict[str, Any]]:
+    """Load the compiled model in a fresh child (the runtime holds cores until exit) and generate."""
+    from neuronforge.backends.child import run_child
+
+    spec = child_spec(model_type, checkpoint, compiled, {})
+    spec.update(prompt_ids=prompt_ids, max_new_tokens=max_new_tokens)
+    spec_path = compiled.parent / f"{compiled.name}.nxdi-generate.json"
+    spec_path.write_text(json.dumps(spec))
+    lines = run_child(
+        "neuronforge.backends.nxdi", ["generate", str(spec_path)], timeout_s=timeout_s, what="nxdi smoke load"
+    )
+    return [json.loads(line.removeprefix("RESULT ")) for line in lines if line.startswith("RESULT ")]
 
 
 # -- in the child process only ---------------------------------------------------------------------

@@ -8,6 +8,7 @@ mixes outputs of two attempts.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -17,6 +18,9 @@ from neuronforge.compile_cache import CompileCache, SyncReport
 from neuronforge.errors import InvalidInput
 from neuronforge.request import CompileRequest, Toolchain
 from neuronforge.stores import ArtifactStore
+
+# A Neuron compile of a large model takes tens of minutes; past this the child is killed.
+COMPILE_TIMEOUT_S = float(os.environ.get("NEURONFORGE_COMPILE_TIMEOUT_S", 4 * 3600))
 
 
 @dataclass
@@ -52,8 +56,30 @@ def compile_target(inp: CompileInput, store: ArtifactStore | None = None) -> Com
         result = compile_cpu(inp.checkpoint_dir, target, build, cache, inp.work_dir)
         graphs = [g.__dict__ for g in result.graphs]
         invocations = result.compiler_invocations
+    elif target.backend == "nxdi":
+        import json
+
+        from neuronforge.backends.cpu import TOKENIZER_FILES
+        from neuronforge.backends.nxdi import compile_nxdi
+
+        model_type = json.loads((inp.checkpoint_dir / "config.json").read_text())["model_type"]
+        created = compile_nxdi(
+            inp.checkpoint_dir,
+            model_type,
+            target,
+            build,
+            cache,
+            inp.toolchain.compiler_flags,
+            timeout_s=COMPILE_TIMEOUT_S,
+        )
+        # The Optimum layout around NxD's output: plain HF config and tokenizer beside model.pt.
+        for name in ("config.json", *TOKENIZER_FILES):
+            if (inp.checkpoint_dir / name).exists():
+                shutil.copyfile(inp.checkpoint_dir / name, build / name)
+        graphs = [{"name": n, "entry": n, "cached": False, "seconds": None} for n in created]
+        invocations = len(created)
     else:
-        raise InvalidInput(f"backend {target.backend!r} needs a Neuron worker (docker/neuron-worker.Dockerfile)")
+        raise InvalidInput(f"backend {target.backend!r} is not available yet; use cpu or nxdi")
     return CompileOutput(build, graphs, invocations, round(time.monotonic() - started, 3))
 
 

@@ -43,6 +43,7 @@ class PublishInput:
     compile: dict[str, Any]
     work_dir: Path
     formats: tuple[str, ...] = ("optimum",)
+    checkpoint_dir: Path | None = None  # the split model LMI loads (Neuron backends)
 
 
 @dataclass
@@ -79,7 +80,7 @@ def neuron_config(request: CompileRequest, toolchain: Toolchain) -> dict[str, An
     }
 
 
-def _stage(inp: PublishInput) -> Path:
+def _stage(inp: PublishInput, store: ArtifactStore, prefix: str) -> Path:
     stage = inp.work_dir / "publish" / inp.key[:12]
     shutil.rmtree(stage, ignore_errors=True)
     unknown = set(inp.formats) - set(FORMATS)
@@ -92,6 +93,18 @@ def _stage(inp: PublishInput) -> Path:
         )
     if "lmi" in inp.formats and inp.request.target.backend == "cpu":
         log.info("lmi layout skipped: LMI containers serve Neuron backends only")
+    elif "lmi" in inp.formats:
+        from neuronforge.formats.lmi import render_env, render_properties, serving_options
+
+        if inp.checkpoint_dir is None:
+            raise InvalidInput("the lmi format needs the checkpoint (split model) to publish")
+        split = stage / "split" / "model"
+        shutil.copytree(inp.checkpoint_dir, split, ignore=shutil.ignore_patterns(layout.MANIFEST))
+        neff_cache = store.uri(layout.neuron_cache_prefix(inp.toolchain.compiler, inp.toolchain.compiler_version))
+        options = serving_options(inp.request.target, store.uri(f"{prefix}/split/model"), neff_cache)
+        (stage / "lmi").mkdir()
+        (stage / "lmi" / "serving.properties").write_text(render_properties(options))
+        (stage / "lmi" / "lmi.env").write_text(render_env(options))
     (stage / "smoke.json").parent.mkdir(parents=True, exist_ok=True)
     (stage / "smoke.json").write_text(json.dumps(inp.smoke, indent=2) + "\n")
     return stage
@@ -101,7 +114,7 @@ def publish(inp: PublishInput, store: ArtifactStore) -> Published:
     if not inp.smoke.get("passed"):
         raise InvalidInput(f"refusing to publish {inp.key[:12]}: the smoke test failed ({inp.smoke.get('reason')})")
     prefix = layout.artifact_prefix(inp.request.source, inp.request.target, inp.key)
-    stage = _stage(inp)
+    stage = _stage(inp, store, prefix)
     files = scan_folder_all(stage)
     store.put_tree(stage, prefix)
     uris = {f: store.uri(f"{prefix}/{f}") for f in inp.formats if (stage / f).is_dir()}

@@ -29,6 +29,7 @@ class SmokeInput:
     artifact_dir: Path
     checkpoint_dir: Path
     dtype: str
+    backend: str = "cpu"
     prompts: list[str] = field(default_factory=lambda: list(DEFAULT_PROMPTS))
     max_new_tokens: int = 8
     match_tokens: int = 4
@@ -99,8 +100,7 @@ def _reference(checkpoint: Path, dtype: str, prompt_ids: list[int], n_tokens: in
     return ids[0, len(prompt_ids) :].tolist(), torch.stack(steps)
 
 
-def smoke_test(inp: SmokeInput) -> SmokeResult:
-    started = time.monotonic()
+def _run_cpu(inp: SmokeInput) -> tuple[dict[str, Any] | None, str]:
     with tempfile.TemporaryDirectory(prefix="nf-smoke-") as tmp:
         out = Path(tmp)
         cmd = [
@@ -115,22 +115,54 @@ def smoke_test(inp: SmokeInput) -> SmokeResult:
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=inp.timeout_s, check=False)
         except subprocess.TimeoutExpired:
-            return SmokeResult(False, f"loading and generating did not finish within {inp.timeout_s:.0f}s")
+            return None, f"loading and generating did not finish within {inp.timeout_s:.0f}s"
         if proc.returncode != 0:
             tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
-            return SmokeResult(False, f"the artifact failed to load or run (exit {proc.returncode}): {tail}")
+            return None, f"the artifact failed to load or run (exit {proc.returncode}): {tail}"
         child = json.loads((out / "child.json").read_text())
         from safetensors.torch import load_file
 
         logits = load_file(out / "logits.safetensors")
+    for i, row in enumerate(child["rows"]):
+        row["logits"] = logits[f"p{i}"]
+    return child, ""
+
+
+def _run_nxdi(inp: SmokeInput) -> tuple[dict[str, Any] | None, str]:
+    from neuronforge.backends.child import ChildFailed
+    from neuronforge.backends.nxdi import generate_nxdi
+
+    model_type = json.loads((inp.checkpoint_dir / "config.json").read_text())["model_type"]
+    prompt_ids = _encode(inp.checkpoint_dir, inp.prompts)
+    try:
+        results = generate_nxdi(
+            inp.checkpoint_dir, model_type, inp.artifact_dir, prompt_ids, inp.max_new_tokens, inp.timeout_s
+        )
+    except ChildFailed as exc:
+        return None, f"the artifact failed to load or run: {exc}"
+    rows = [
+        {"prompt_ids": ids, "tokens": r["tokens"], "ttft": None, "tpot": r["seconds"] / max(1, len(r["tokens"]))}
+        for ids, r in zip(prompt_ids, results, strict=True)
+    ]
+    return {"load_s": results[0]["load_s"] if results else None, "rows": rows}, ""
+
+
+def smoke_test(inp: SmokeInput) -> SmokeResult:
+    started = time.monotonic()
+    runner = {"cpu": _run_cpu, "nxdi": _run_nxdi}.get(inp.backend)
+    if runner is None:
+        return SmokeResult(False, f"no smoke test for backend {inp.backend!r}")
+    child, error = runner(inp)
+    if child is None:
+        return SmokeResult(False, error, seconds=round(time.monotonic() - started, 3))
 
     rows, failures = [], []
-    for i, (prompt, row) in enumerate(zip(inp.prompts, child["rows"], strict=True)):
+    for prompt, row in zip(inp.prompts, child["rows"], strict=True):
         ref_tokens, ref_logits = _reference(inp.checkpoint_dir, inp.dtype, row["prompt_ids"], inp.max_new_tokens)
         got = row["tokens"]
         agree = next((j for j, (a, b) in enumerate(zip(got, ref_tokens, strict=False)) if a != b), len(got))
         compared = max(1, agree)
-        diff = float((logits[f"p{i}"][:compared] - ref_logits[:compared]).abs().max())
+        diff = float((row["logits"][:compared] - ref_logits[:compared]).abs().max()) if "logits" in row else None
         rows.append(
             {"prompt": prompt, "tokens": got, "reference": ref_tokens, "matching_prefix": agree, "max_logit_diff": diff}
         )
@@ -141,7 +173,7 @@ def smoke_test(inp: SmokeInput) -> SmokeResult:
         reason="; ".join(failures) or f"first {inp.match_tokens} tokens match the eager reference for every prompt",
         prompts=rows,
         load_s=child["load_s"],
-        time_to_first_token_s=max(r["ttft"] for r in child["rows"]),
+        time_to_first_token_s=max((r["ttft"] for r in child["rows"] if r["ttft"] is not None), default=None),
         per_token_s=max(r["tpot"] for r in child["rows"]),
         seconds=round(time.monotonic() - started, 3),
     )

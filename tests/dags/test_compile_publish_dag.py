@@ -43,9 +43,12 @@ def _states(run) -> dict[tuple[str, int], str]:
 
 def test_dag_parses_with_routing_and_form(dag) -> None:
     tasks = {t.task_id: t for t in dag.tasks}
-    for name in ("per_target.compile_graphs", "per_target.smoke"):
-        assert tasks[name].queue == "default" and tasks[name].pool == "neuron_cores"
-    assert [o.name for o in tasks["per_target.publish_artifact"].outlets] == ["neuronforge-artifacts"]
+    for name in ("compile_graphs", "smoke"):
+        assert tasks[f"cpu_target.{name}"].queue == "default" and tasks[f"cpu_target.{name}"].pool == "neuron_cores"
+        assert (
+            tasks[f"neuron_target.{name}"].queue == "neuron" and tasks[f"neuron_target.{name}"].pool == "neuron_cores"
+        )
+    assert [o.name for o in tasks["cpu_target.publish_artifact"].outlets] == ["neuronforge-artifacts"]
     assert set(dag.params) == {"model", "targets", "backend", "publish_formats", "store", "prompts", "max_new_tokens"}
     schema = dag.params.get_param("targets").schema
     assert "inf2.xlarge" in schema["items"]["properties"]["instance_type"]["enum"]
@@ -110,10 +113,58 @@ def test_a_rejected_target_publishes_nothing_and_does_not_block_others(
     bad = {**TARGET, "tp_degree": 4}  # inf2.xlarge has 2 cores
     run = dag.test(run_conf=_conf(compiled, store_uri, [bad, TARGET]))
     states = _states(run)
-    assert states[("per_target.plan_target", 0)] == "failed"
-    assert states[("per_target.compile_graphs", 0)] == "upstream_failed"
-    assert states[("per_target.publish_artifact", 1)] == "success"
+    assert states[("cpu_target.plan_target", 0)] == "failed"
+    assert states[("cpu_target.compile_graphs", 0)] == "upstream_failed"
+    assert states[("cpu_target.publish_artifact", 1)] == "success"
     store = open_store(store_uri)
     published = [o.key for o in store.list("artifacts") if o.key.endswith("/manifest.json")]
     assert len(published) == 1 and "-tp1-" in published[0]
     assert json.loads(store.get_bytes(published[0]))["smoke"]["passed"]
+
+
+def test_nxdi_backend_end_to_end_with_the_fake_toolchain(
+    dag, compiled: Compiled, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Backend nxdi through the whole DAG, the Neuron SDK replaced by tests/fakes (a test double)."""
+    import os
+
+    fake = Path(__file__).resolve().parents[1] / "fakes" / "neuron_toolchain"
+    monkeypatch.syspath_prepend(str(fake))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(fake), os.environ.get("PYTHONPATH")])))
+    store_uri = f"file://{tmp_path / 'store'}"
+    conf = {
+        **_conf(compiled, store_uri, [{**TARGET, "tp_degree": 2}]),
+        "backend": "nxdi",
+        "publish_formats": ["optimum", "lmi"],
+    }
+    run = dag.test(run_conf=conf)
+    states = _states(run)
+    assert str(run.state) == "success", states
+    assert states[("neuron_target.publish_artifact", 0)] == "success"
+    store = open_store(store_uri)
+    (index,) = store.list("index")
+    manifest_key = store.read_json(index.key)["manifest"]
+    prefix = manifest_key.rsplit("/", 1)[0]
+    manifest = store.read_json(manifest_key)
+    paths = {f["path"] for f in manifest["files"]}
+    assert {
+        "optimum/model.pt",
+        "optimum/neuron_config.json",
+        "optimum/config.json",
+        "split/model/config.json",
+        "split/model/model.safetensors",
+        "lmi/serving.properties",
+        "lmi/lmi.env",
+    } <= paths
+    assert manifest["toolchain"]["compiler_version"] == "2.21.33363.0"
+    assert manifest["toolchain"]["packages"]["neuronx-distributed-inference"] == "0.6.10598"
+    props = dict(
+        line.split("=", 1) for line in store.get_bytes(f"{prefix}/lmi/serving.properties").decode().splitlines()
+    )
+    neff_cache = store.uri("neuron-cache/neuronxcc-2.21.33363.0")
+    assert props["option.compiled_graph_path"] == neff_cache
+    assert props["option.model_id"] == store.uri(f"{prefix}/split/model")
+    assert props["option.tensor_parallel_degree"] == "2" and props["option.model_loader"] == "nxdi"
+    done = [o.key for o in store.list("neuron-cache/neuronxcc-2.21.33363.0") if o.key.endswith("model.done")]
+    assert len(done) == 2
+    assert manifest["smoke"]["passed"] and manifest["smoke"]["prompts"][0]["matching_prefix"] == 6
