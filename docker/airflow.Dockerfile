@@ -1,0 +1,22 @@
+# Airflow 3.3 (api-server, scheduler, dag-processor, triggerer, default Celery worker) + neuronforge.
+ARG AIRFLOW_VERSION=3.3.2
+FROM apache/airflow:${AIRFLOW_VERSION}-python3.11
+
+USER root
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends g++ \
+    && rm -rf /var/lib/apt/lists/*
+USER airflow
+
+WORKDIR /opt/neuronforge
+COPY --chown=airflow:root requirements.txt constraints.txt pyproject.toml README.md ./
+# The CPU torch wheel: an unpinned torch would pull a multi-GB CUDA build.
+RUN pip install --no-cache-dir --extra-index-url https://download.pytorch.org/whl/cpu \
+        -r requirements.txt -c constraints.txt
+COPY --chown=airflow:root neuronforge ./neuronforge
+COPY --chown=airflow:root operators ./operators
+COPY --chown=airflow:root dags /opt/airflow/dags
+RUN pip install --no-cache-dir --no-deps -e .
+
+ENV AIRFLOW__CORE__LOAD_EXAMPLES=False \
+    NEURONFORGE_HOME=/opt/airflow/neuronforge

@@ -1,0 +1,28 @@
+# A Celery worker for queue `neuron`: the AWS Neuron deep-learning container (Neuron SDK, runtime,
+# neuronx-cc, NxD Inference, optimum-neuron) + Airflow + neuronforge. Run it on inf2 / trn1 / trn2
+# hosts with the /dev/neuron* devices mapped in (compose.yaml) or on EKS with
+# `aws.amazon.com/neuron` resource requests.
+ARG NEURON_DLC=public.ecr.aws/neuron/pytorch-inference-neuronx
+ARG NEURON_SDK_VERSION=2.26.1
+ARG DLC_TAG=2.8.0-neuronx-py311-sdk${NEURON_SDK_VERSION}-ubuntu22.04
+FROM ${NEURON_DLC}:${DLC_TAG}
+
+ARG AIRFLOW_VERSION=3.3.2
+WORKDIR /opt/neuronforge
+COPY requirements-neuron.txt pyproject.toml README.md ./
+# The DLC already holds the SDK pinned by requirements-neuron.txt; this re-asserts the pins from
+# AWS's repository (never PyPI's placeholders of the same names).
+RUN pip install --no-cache-dir --extra-index-url https://pip.repos.neuron.amazonaws.com \
+        -r requirements-neuron.txt \
+    && pip install --no-cache-dir "apache-airflow[celery]==${AIRFLOW_VERSION}" \
+        apache-airflow-providers-amazon "celery<5.7" asyncpg psycopg2-binary
+COPY neuronforge ./neuronforge
+COPY operators ./operators
+COPY dags /opt/airflow/dags
+RUN pip install --no-cache-dir --no-deps -e .
+
+ENV AIRFLOW_HOME=/opt/airflow \
+    AIRFLOW__CORE__LOAD_EXAMPLES=False \
+    NEURONFORGE_HOME=/var/lib/neuronforge \
+    NEURON_RT_LOG_LEVEL=WARNING
+CMD ["airflow", "celery", "worker", "-q", "neuron", "--concurrency", "1"]
