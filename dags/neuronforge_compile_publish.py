@@ -11,6 +11,7 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import Param, dag, task_group
 
+from neuronforge import settings
 from operators.compile_publish import (
     NEURON_QUEUE,
     TARGET_SCHEMA,
@@ -65,17 +66,7 @@ def neuron_target(ticket):
             description="org/name[@revision], s3://bucket/prefix or a folder; empty: the embedded tiny Llama",
         ),
         "targets": Param(
-            [
-                {
-                    "instance_type": "inf2.xlarge",
-                    "tp_degree": 1,
-                    "batch_size": 1,
-                    "sequence_length": 64,
-                    "max_context_length": 32,
-                    "dtype": "fp32",
-                    "quantization": "none",
-                }
-            ],
+            [settings.DEFAULT_TARGET],
             type="array",
             minItems=1,
             items=TARGET_SCHEMA,

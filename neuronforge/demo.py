@@ -25,15 +25,7 @@ from neuronforge.planner import plan
 from neuronforge.target import TargetSpec
 
 DAG_ID = "neuronforge_compile_publish"
-DEMO_TARGET = {
-    "instance_type": "inf2.xlarge",
-    "tp_degree": 1,
-    "batch_size": 1,
-    "sequence_length": 64,
-    "max_context_length": 32,
-    "dtype": "fp32",
-    "quantization": "none",
-}
+DEMO_TARGET = settings.DEFAULT_TARGET
 # meta-llama/Llama-3.1-8B config.json (architecture fields as published)
 LLAMA_3_1_8B = {
     "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,

@@ -11,6 +11,18 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
+# The embedded default target (trigger form default, demo): small enough to compile in under a
+# minute on 2 cores; fp32 so that the smoke test's greedy tokens match eager exactly.
+DEFAULT_TARGET = {
+    "instance_type": "inf2.xlarge",
+    "tp_degree": 1,
+    "batch_size": 1,
+    "sequence_length": 64,
+    "max_context_length": 32,
+    "dtype": "fp32",
+    "quantization": "none",
+}
+
 
 def home() -> Path:
     return Path(os.environ.get("NEURONFORGE_HOME") or REPO_ROOT / ".neuronforge").expanduser().resolve()
