@@ -16,6 +16,7 @@ RUN pip install --no-cache-dir --extra-index-url https://download.pytorch.org/wh
 COPY --chown=airflow:root neuronforge ./neuronforge
 COPY --chown=airflow:root operators ./operators
 COPY --chown=airflow:root dags /opt/airflow/dags
+COPY docker/airflow_local_settings.py /opt/airflow/config/airflow_local_settings.py
 RUN pip install --no-cache-dir --no-deps -e .
 
 ENV AIRFLOW__CORE__LOAD_EXAMPLES=False \

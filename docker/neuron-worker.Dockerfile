@@ -19,6 +19,7 @@ RUN pip install --no-cache-dir --extra-index-url https://pip.repos.neuron.amazon
 COPY neuronforge ./neuronforge
 COPY operators ./operators
 COPY dags /opt/airflow/dags
+COPY docker/airflow_local_settings.py /opt/airflow/config/airflow_local_settings.py
 RUN pip install --no-cache-dir --no-deps -e .
 
 ENV AIRFLOW_HOME=/opt/airflow \

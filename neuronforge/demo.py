@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -59,7 +60,12 @@ def airflow(*args: str, log: Path | None = None) -> int:
 
 def main() -> int:
     home = settings.home()
-    (home / "airflow").mkdir(parents=True, exist_ok=True)
+    (home / "airflow" / "config").mkdir(parents=True, exist_ok=True)
+    # Cluster policy: pool_slots = tp for Neuron compile / smoke task instances (operators/routing.py).
+    shutil.copyfile(
+        settings.REPO_ROOT / "docker" / "airflow_local_settings.py",
+        home / "airflow" / "config" / "airflow_local_settings.py",
+    )
     print(f"Airflow home {home / 'airflow'} (SQLite); store {settings.store_uri()}")
     if airflow("db", "migrate") != 0:
         print("error: airflow db migrate failed", file=sys.stderr)

@@ -1,0 +1,61 @@
+"""pool_slots = tp for Neuron compile / smoke task instances, through the cluster policy hook."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from operators.routing import DAG_ID, pool_slots_for, task_instance_mutation_hook
+
+CONF = {"targets": [{"tp_degree": 8}, {"tp_degree": 2}], "backend": "nxdi"}
+
+
+@pytest.mark.parametrize(
+    ("task_id", "map_index", "conf", "expected"),
+    [
+        ("neuron_target.compile_graphs", 0, CONF, 8),
+        ("neuron_target.smoke", 1, CONF, 2),
+        ("neuron_target.fetch_checkpoint", 0, CONF, None),  # not a NeuronCore user
+        ("cpu_target.compile_graphs", 0, CONF, None),
+        ("neuron_target.compile_graphs", -1, CONF, None),  # not yet expanded
+        ("neuron_target.compile_graphs", 5, CONF, None),  # beyond the conf: leave as declared
+        ("neuron_target.compile_graphs", 0, {}, None),  # defaults from the form's Params
+        ("neuron_target.compile_graphs", 0, {"targets": [{"tp_degree": "8"}]}, None),
+    ],
+)
+def test_pool_slots_follow_the_targets_tp(task_id, map_index, conf, expected) -> None:
+    assert pool_slots_for(task_id, map_index, conf) == expected
+
+
+def test_hook_mutates_only_this_dags_sized_task_instances() -> None:
+    ti = SimpleNamespace(dag_id=DAG_ID, task_id="neuron_target.compile_graphs", map_index=0, pool_slots=1)
+    task_instance_mutation_hook(ti, dag_run=SimpleNamespace(conf=CONF))
+    assert ti.pool_slots == 8
+    other = SimpleNamespace(dag_id="other", task_id="neuron_target.compile_graphs", map_index=0, pool_slots=1)
+    task_instance_mutation_hook(other, dag_run=SimpleNamespace(conf=CONF))
+    assert other.pool_slots == 1
+    early = SimpleNamespace(dag_id=DAG_ID, task_id="neuron_target.smoke", map_index=1, pool_slots=1)
+    task_instance_mutation_hook(early, dag_run=None)  # before the instance is bound to a run
+    assert early.pool_slots == 1
+
+
+def test_airflow_loads_the_policy_from_airflow_home(tmp_path) -> None:
+    """Installed as documented, Airflow's own settings pick the hook up."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    (tmp_path / "config").mkdir()
+    shutil.copy(repo / "docker" / "airflow_local_settings.py", tmp_path / "config" / "airflow_local_settings.py")
+    code = (
+        "import airflow.settings as s; "
+        "print(s.task_instance_mutation_hook.is_noop, "
+        "[h.plugin_name for h in s.get_policy_plugin_manager().hook.task_instance_mutation_hook.get_hookimpls()])"
+    )
+    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False ['AirflowLocalSettingsPolicy']"
