@@ -276,6 +276,54 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _compiler_dir(args: argparse.Namespace) -> str | None:
+    if not args.compiler_version:
+        return None
+    from neuronforge import layout
+
+    return layout.neuron_cache_prefix(args.compiler, args.compiler_version).split("/", 1)[1]
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    from neuronforge.compile_cache import prune_store, stored_entries
+    from neuronforge.stores import open_store
+
+    store = open_store(args.store)
+    if args.cache_command == "prune":
+        if not (args.compiler_version or args.incomplete):
+            raise InvalidInput("cache prune needs --compiler-version VERSION and/or --incomplete")
+        entries = prune_store(store, _compiler_dir(args), incomplete_only=args.incomplete, dry_run=args.dry_run)
+        verb = "would delete" if args.dry_run else "deleted"
+        print(f"{verb} {len(entries)} entries ({sum(e.bytes for e in entries)} bytes)")
+        return EXIT_OK
+    entries = stored_entries(store, _compiler_dir(args))
+    if args.cache_command == "ls":
+        if args.json:
+            _print_json([e.__dict__ for e in entries])
+        else:
+            for e in entries:
+                print(
+                    f"{e.compiler_dir:<28} {e.name:<40} {e.files:>3} files {e.bytes:>12} B  "
+                    f"{'complete' if e.complete else 'INCOMPLETE'}"
+                )
+        return EXIT_OK
+    stats: dict[str, dict[str, int]] = {}
+    for e in entries:
+        s = stats.setdefault(e.compiler_dir, {"entries": 0, "complete": 0, "incomplete": 0, "bytes": 0})
+        s["entries"] += 1
+        s["complete" if e.complete else "incomplete"] += 1
+        s["bytes"] += e.bytes
+    if args.json:
+        _print_json(stats)
+    else:
+        for cdir, s in sorted(stats.items()):
+            print(
+                f"{cdir:<28} {s['entries']:>5} entries ({s['complete']} complete, {s['incomplete']} incomplete), "
+                f"{s['bytes']} bytes"
+            )
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="neuronforge", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
@@ -329,6 +377,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("uri", help="URI of a manifest.json or of an artifact root")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("cache", help="inspect and prune the store's compile cache (neuron-cache/)")
+    cache_sub = p.add_subparsers(dest="cache_command", required=True)
+    for name, text in (
+        ("ls", "list entries"),
+        ("stats", "counts and sizes per compiler version"),
+        ("prune", "delete one compiler version's entries, or incomplete ones"),
+    ):
+        c = cache_sub.add_parser(name, help=text)
+        c.add_argument("store", help="store URI")
+        c.add_argument("--compiler", default="neuronxcc", help="compiler name (torch-inductor for cpu)")
+        c.add_argument("--compiler-version", help="limit to this compiler version")
+        if name == "prune":
+            c.add_argument("--incomplete", action="store_true", help="only entries without model.done")
+            c.add_argument("--dry-run", action="store_true")
+        else:
+            c.add_argument("--json", action="store_true")
+        c.set_defaults(func=cmd_cache)
 
     p = sub.add_parser("ls", help="list the published artifacts of a store")
     p.add_argument("store", help="store URI")

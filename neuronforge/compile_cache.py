@@ -137,3 +137,41 @@ class CompileCache:
         for name in report.failed:
             log.warning("compile cache: %s failed to compile (model.log kept locally, not uploaded)", name)
         return report
+
+
+# -- the store's cache, for `neuronforge cache ls|stats|prune` ------------------------------------------
+@dataclass
+class StoredEntry:
+    compiler_dir: str  # e.g. neuronxcc-2.21.33363.0
+    name: str  # MODULE_<graph>+<flags>
+    files: int
+    bytes: int
+    complete: bool  # has model.done
+
+
+def stored_entries(store: ArtifactStore, compiler_dir: str | None = None) -> list[StoredEntry]:
+    prefix = f"{layout.NEURON_CACHE}/{compiler_dir}" if compiler_dir else layout.NEURON_CACHE
+    grouped: dict[tuple[str, str], list[tuple[str, int]]] = {}
+    for obj in store.list(prefix):
+        parts = obj.key.split("/")
+        if len(parts) >= 4 and parts[2].startswith("MODULE_"):
+            grouped.setdefault((parts[1], parts[2]), []).append((parts[-1], obj.size))
+    return [
+        StoredEntry(cdir, name, len(files), sum(size for _, size in files), any(f == DONE for f, _ in files))
+        for (cdir, name), files in sorted(grouped.items())
+    ]
+
+
+def prune_store(
+    store: ArtifactStore, compiler_dir: str | None = None, incomplete_only: bool = False, dry_run: bool = False
+) -> list[StoredEntry]:
+    """Delete cache entries: all of one compiler version, or only incomplete ones (no model.done).
+    `model.done` goes first, so a reader never trusts an entry being deleted."""
+    doomed = [e for e in stored_entries(store, compiler_dir) if not (incomplete_only and e.complete)]
+    if not dry_run:
+        for e in doomed:
+            base = f"{layout.NEURON_CACHE}/{e.compiler_dir}/{e.name}"
+            if e.complete:
+                store.delete_prefix(f"{base}/{DONE}")
+            store.delete_prefix(base)
+    return doomed

@@ -1,0 +1,61 @@
+"""`neuronforge cache ls|stats|prune` over a store's neuron-cache/ prefix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from neuronforge.cli import main
+from neuronforge.stores import open_store
+
+
+def _entry(store, cdir: str, name: str, complete: bool) -> None:
+    base = f"neuron-cache/{cdir}/{name}"
+    store.put_bytes(b"neff" * 10, f"{base}/model.neff")
+    store.put_bytes(b"[]", f"{base}/compile_flags.json")
+    if complete:
+        store.put_bytes(b"", f"{base}/model.done")
+
+
+def _store(tmp_path: Path):
+    store = open_store(f"file://{tmp_path / 'store'}")
+    _entry(store, "neuronxcc-2.21.33363.0", "MODULE_aaaa+d41d8cd9", True)
+    _entry(store, "neuronxcc-2.21.33363.0", "MODULE_bbbb+d41d8cd9", False)
+    _entry(store, "neuronxcc-2.22.12471.0", "MODULE_cccc+d41d8cd9", True)
+    store.put_bytes(b"x", "index/k.json")  # not cache: never touched
+    return store
+
+
+def test_ls_and_stats(capsys, tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    assert main(["cache", "ls", store.root_uri, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["name"], r["complete"]) for r in rows] == [
+        ("MODULE_aaaa+d41d8cd9", True),
+        ("MODULE_bbbb+d41d8cd9", False),
+        ("MODULE_cccc+d41d8cd9", True),
+    ]
+    assert main(["cache", "stats", store.root_uri, "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["neuronxcc-2.21.33363.0"] == {"entries": 2, "complete": 1, "incomplete": 1, "bytes": 84}
+    assert main(["cache", "ls", store.root_uri, "--compiler-version", "2.22.12471.0"]) == 0
+    assert capsys.readouterr().out.count("MODULE_") == 1
+
+
+def test_prune_a_compiler_version_and_incomplete_entries(capsys, tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    assert main(["cache", "prune", store.root_uri, "--incomplete", "--dry-run"]) == 0
+    assert "would delete 1 entries" in capsys.readouterr().out
+    assert len(store.list("neuron-cache")) == 8
+    assert main(["cache", "prune", store.root_uri, "--incomplete"]) == 0
+    assert not store.list("neuron-cache/neuronxcc-2.21.33363.0/MODULE_bbbb+d41d8cd9")
+    assert main(["cache", "prune", store.root_uri, "--compiler-version", "2.21.33363.0"]) == 0
+    assert not store.list("neuron-cache/neuronxcc-2.21.33363.0")
+    assert store.list("neuron-cache/neuronxcc-2.22.12471.0") and store.exists("index/k.json")
+
+
+def test_prune_without_a_selection_is_a_usage_error(capsys, tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    assert main(["cache", "prune", store.root_uri]) == 2
+    assert "needs --compiler-version" in capsys.readouterr().err
+    assert len(store.list("neuron-cache")) == 8
