@@ -22,7 +22,7 @@ from neuronforge.planner import Plan, plan
 from neuronforge.request import CompileRequest, Toolchain, cache_key
 from neuronforge.source import ModelSource
 from neuronforge.stages.compile import CompileInput, compile_target, sync_cache
-from neuronforge.stages.fetch import FetchRequest, FetchResult, fetch
+from neuronforge.stages.fetch import FetchRequest, fetch
 from neuronforge.stages.publish import Published, PublishInput, lookup, publish
 from neuronforge.stages.resolve import resolve_source
 from neuronforge.stages.smoke import DEFAULT_PROMPTS, SmokeInput, smoke_test
@@ -79,8 +79,10 @@ def prepare(source: str | ModelSource, target: TargetSpec, work_dir: Path, compi
     return Prepared(request, toolchain, cache_key(request, toolchain))
 
 
-def check_plan(fetched: FetchResult, target: TargetSpec) -> Plan:
-    verified = verify_checkpoint(fetched.local_dir)
+def check_plan(checkpoint_dir: Path, target: TargetSpec) -> Plan:
+    """Plan `target` for a fetched checkpoint (exact weight sizes from its headers); raise
+    `PlanRejected` with every problem and its fix when it is invalid or does not fit."""
+    verified = verify_checkpoint(checkpoint_dir)
     result = plan(verified.arch, target, tensors=verified.tensors)
     if not result.ok:
         raise PlanRejected(f"{target.slug}: " + "; ".join(result.problems))
@@ -115,7 +117,7 @@ def run_target(
 
     fetch_request = FetchRequest(str(prep.request.source), store.root_uri, work_dir, allow_pickle)
     fetched = step("fetch", lambda: fetch(fetch_request, store))
-    step("plan", lambda: check_plan(fetched, target))
+    step("plan", lambda: check_plan(fetched.local_dir, target))
     built = step(
         "compile",
         lambda: compile_target(

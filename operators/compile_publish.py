@@ -141,11 +141,8 @@ def plan_target(ticket: dict[str, Any]) -> dict[str, Any]:
     if "hit" in ticket:
         return ticket
     from neuronforge.pipeline import check_plan
-    from neuronforge.stages.fetch import FetchResult
 
-    target = TargetSpec.model_validate(ticket["target"])
-    fetched = FetchResult(ModelSource(**ticket["source"]), Path(ticket["checkpoint_dir"]), "", "", [], "", True)
-    result = check_plan(fetched, target)
+    result = check_plan(Path(ticket["checkpoint_dir"]), TargetSpec.model_validate(ticket["target"]))
     for c in result.checks:
         log.info("plan %s: %s", c.name, c.message)
     return {**ticket, "plan": result.to_json()}
