@@ -168,3 +168,19 @@ def test_nxdi_backend_end_to_end_with_the_fake_toolchain(
     done = [o.key for o in store.list("neuron-cache/neuronxcc-2.21.33363.0") if o.key.endswith("model.done")]
     assert len(done) == 2
     assert manifest["smoke"]["passed"] and manifest["smoke"]["prompts"][0]["matching_prefix"] == 6
+
+
+def test_cold_run_and_hit_against_the_s3_endpoint(dag, compiled: Compiled, home: Path, s3_bucket: str) -> None:
+    store_uri = f"s3://{s3_bucket}/neuronforge"
+    run = dag.test(run_conf=_conf(compiled, store_uri, [TARGET]))
+    assert str(run.state) == "success", _states(run)
+    store = open_store(store_uri)
+    (index,) = store.list("index")
+    manifest_key = store.read_json(index.key)["manifest"]
+    from neuronforge.stages.publish import verify_manifest
+
+    assert verify_manifest(store, manifest_key) == []
+    assert [o for o in store.list("neuron-cache") if o.key.endswith("model.done")]
+    published_at = store.read_json(manifest_key)["published_at"]
+    again = dag.test(run_conf=_conf(compiled, store_uri, [TARGET]))
+    assert str(again.state) == "success" and store.read_json(manifest_key)["published_at"] == published_at
