@@ -83,13 +83,19 @@ def child_main(argv: list[str]) -> int:
     return 0
 
 
-def _reference(checkpoint: Path, dtype: str, prompt_ids: list[int], n_tokens: int):
+def _reference_model(checkpoint: Path, dtype: str):
+    """transformers eager on the CPU, in the target dtype: the reference the artifact must match."""
     import torch
     from transformers import AutoModelForCausalLM
 
     from neuronforge.target import TORCH_DTYPE_NAMES
 
-    model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=getattr(torch, TORCH_DTYPE_NAMES[dtype])).eval()
+    return AutoModelForCausalLM.from_pretrained(checkpoint, dtype=getattr(torch, TORCH_DTYPE_NAMES[dtype])).eval()
+
+
+def _reference(model, prompt_ids: list[int], n_tokens: int):
+    import torch
+
     ids = torch.tensor([prompt_ids])
     steps = []
     with torch.no_grad():  # plain greedy loop: no logits processors, no early stop at EOS
@@ -157,8 +163,9 @@ def smoke_test(inp: SmokeInput) -> SmokeResult:
         return SmokeResult(False, error, seconds=round(time.monotonic() - started, 3))
 
     rows, failures = [], []
+    reference = _reference_model(inp.checkpoint_dir, inp.dtype)  # loaded once for every prompt
     for prompt, row in zip(inp.prompts, child["rows"], strict=True):
-        ref_tokens, ref_logits = _reference(inp.checkpoint_dir, inp.dtype, row["prompt_ids"], inp.max_new_tokens)
+        ref_tokens, ref_logits = _reference(reference, row["prompt_ids"], inp.max_new_tokens)
         got = row["tokens"]
         agree = next((j for j, (a, b) in enumerate(zip(got, ref_tokens, strict=False)) if a != b), len(got))
         compared = max(1, agree)
