@@ -15,8 +15,10 @@ from tests.conftest import TARGET, Compiled
 DAG_ID = "neuronforge_compile_publish"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def dag(airflow_db: str):
+    """Parsed afresh for every test: `dag.test(run_conf=...)` leaves the conf in the DAG object's
+    params, which would leak one test's backend into the next."""
     from airflow.dag_processing.dagbag import DagBag
 
     bag = DagBag(dag_folder=str(Path(__file__).resolve().parents[2] / "dags"))
