@@ -23,7 +23,7 @@ from neuronforge.request import CompileRequest, Toolchain, cache_key
 from neuronforge.source import ModelSource
 from neuronforge.stages.compile import CompileInput, compile_target, sync_cache
 from neuronforge.stages.fetch import FetchRequest, fetch
-from neuronforge.stages.publish import Published, PublishInput, lookup, publish
+from neuronforge.stages.publish import Published, PublishInput, check_formats, lookup, publish
 from neuronforge.stages.resolve import resolve_source
 from neuronforge.stages.smoke import DEFAULT_PROMPTS, SmokeInput, smoke_test
 from neuronforge.stores import ArtifactStore
@@ -102,6 +102,7 @@ def run_target(
 ) -> TargetOutcome:
     timings: dict[str, float] = {}
     t0 = time.monotonic()
+    check_formats(formats)  # bad input fails here, not after the compile
     prep = prepare(source, target, work_dir)
     hit = lookup(store, prep.key)
     timings["resolve_lookup"] = round(time.monotonic() - t0, 3)

@@ -24,7 +24,7 @@ import neuronforge
 from neuronforge import layout
 from neuronforge.errors import InvalidInput, StoreError
 from neuronforge.request import CompileRequest, Toolchain, cache_key_material
-from neuronforge.source import sha256_file
+from neuronforge.source import FileEntry, list_relative, sha256_file
 from neuronforge.stores import ArtifactStore, NotFound
 
 log = logging.getLogger(__name__)
@@ -55,6 +55,13 @@ class Published:
     manifest: dict[str, Any] = field(default_factory=dict)
 
 
+def check_formats(formats: tuple[str, ...] | list[str]) -> None:
+    """Refuse unknown publish formats (called before any work, and again at publish time)."""
+    unknown = set(formats) - set(FORMATS)
+    if unknown:
+        raise InvalidInput(f"unknown publish format(s) {sorted(unknown)}; use {list(FORMATS)}")
+
+
 def neuron_config(request: CompileRequest, toolchain: Toolchain) -> dict[str, Any]:
     """The fields optimum-neuron writes into `neuron_config.json`, filled from the target."""
     t = request.target.normalized()
@@ -81,11 +88,9 @@ def neuron_config(request: CompileRequest, toolchain: Toolchain) -> dict[str, An
 
 
 def _stage(inp: PublishInput, store: ArtifactStore, prefix: str) -> Path:
+    check_formats(inp.formats)
     stage = inp.work_dir / "publish" / inp.key[:12]
     shutil.rmtree(stage, ignore_errors=True)
-    unknown = set(inp.formats) - set(FORMATS)
-    if unknown:
-        raise InvalidInput(f"unknown publish format(s) {sorted(unknown)}; use {list(FORMATS)}")
     if "optimum" in inp.formats:
         shutil.copytree(inp.build_dir, stage / "optimum")
         (stage / "optimum" / "neuron_config.json").write_text(
@@ -115,7 +120,7 @@ def publish(inp: PublishInput, store: ArtifactStore) -> Published:
         raise InvalidInput(f"refusing to publish {inp.key[:12]}: the smoke test failed ({inp.smoke.get('reason')})")
     prefix = layout.artifact_prefix(inp.request.source, inp.request.target, inp.key)
     stage = _stage(inp, store, prefix)
-    files = scan_folder_all(stage)
+    files = _file_list(stage)
     store.put_tree(stage, prefix)
     uris = {f: store.uri(f"{prefix}/{f}") for f in inp.formats if (stage / f).is_dir()}
     manifest = {
@@ -146,13 +151,12 @@ def publish(inp: PublishInput, store: ArtifactStore) -> Published:
     return Published(inp.key, prefix, store.uri(manifest_key), uris, manifest)
 
 
-def scan_folder_all(folder: Path) -> list[dict[str, Any]]:
-    out = []
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        out.append(
-            {"path": path.relative_to(folder).as_posix(), "size": path.stat().st_size, "sha256": sha256_file(path)}
-        )
-    return out
+def _file_list(folder: Path) -> list[dict[str, Any]]:
+    """Every file of the staged artifact with size and sha256, for the manifest."""
+    return [
+        FileEntry(rel, (folder / rel).stat().st_size, sha256_file(folder / rel)).to_json()
+        for rel in list_relative(folder)
+    ]
 
 
 def lookup(store: ArtifactStore, key: str) -> Published | None:
@@ -164,11 +168,10 @@ def lookup(store: ArtifactStore, key: str) -> Published | None:
         return None
     if manifest.get("cache_key") != key:
         return None
-    present = {o.key: o.size for o in store.list(index["prefix"])}
-    for f in manifest.get("files", []):
-        if present.get(f"{index['prefix']}/{f['path']}") != f["size"]:
-            log.warning("index/%s points at an incomplete artifact (%s missing); ignoring it", key[:12], f["path"])
-            return None
+    missing = _missing_files(store, index["prefix"], manifest.get("files", []))
+    if missing:
+        log.warning("index/%s points at an incomplete artifact (%s missing); ignoring it", key[:12], missing[0])
+        return None
     return Published(key, index["prefix"], store.uri(index["manifest"]), manifest.get("formats", {}), manifest)
 
 
@@ -176,14 +179,19 @@ def verify_manifest(store: ArtifactStore, manifest_key: str, download_to: Path |
     """Problems with a published artifact: files missing, sizes or (when downloaded) sha256 wrong."""
     manifest = store.read_json(manifest_key)
     prefix = manifest_key.rsplit("/", 1)[0]
-    present = {o.key: o.size for o in store.list(prefix)}
-    problems = []
-    for f in manifest["files"]:
-        key = f"{prefix}/{f['path']}"
-        if present.get(key) != f["size"]:
-            problems.append(f"{f['path']}: missing or wrong size")
-        elif download_to is not None:
-            store.get_file(key, download_to / f["path"])
+    missing = _missing_files(store, prefix, manifest["files"])
+    problems = [f"{path}: missing or wrong size" for path in missing]
+    if download_to is not None:
+        for f in manifest["files"]:
+            if f["path"] in missing:
+                continue
+            store.get_file(f"{prefix}/{f['path']}", download_to / f["path"])
             if sha256_file(download_to / f["path"]) != f["sha256"]:
                 problems.append(f"{f['path']}: sha256 mismatch")
     return problems
+
+
+def _missing_files(store: ArtifactStore, prefix: str, files: list[dict[str, Any]]) -> list[str]:
+    """Manifest entries absent from the store under `prefix`, or present with another size."""
+    present = {o.key: o.size for o in store.list(prefix)}
+    return [f["path"] for f in files if present.get(f"{prefix}/{f['path']}") != f["size"]]

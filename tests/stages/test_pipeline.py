@@ -136,3 +136,12 @@ def test_lookup_ignores_an_index_pointing_at_an_incomplete_artifact(compiled: Co
     assert lookup(store, compiled.first.key) is not None
     store.delete_prefix(f"{compiled.first.published.prefix}/optimum/graphs")
     assert lookup(store, compiled.first.key) is None
+
+
+def test_unknown_publish_format_is_refused_before_any_work(compiled: Compiled, tmp_path: Path) -> None:
+    from neuronforge.errors import InvalidInput
+
+    store = open_store(f"file://{tmp_path / 'store'}")
+    with pytest.raises(InvalidInput, match=r"unknown publish format\(s\) \['tarball'\]"):
+        run_target(str(compiled.checkpoint), compiled.target, store, tmp_path / "w", formats=("optimum", "tarball"))
+    assert store.list() == [] and not (tmp_path / "w").exists()
