@@ -26,6 +26,7 @@ from neuronforge.source import (
     FileEntry,
     ModelSource,
     files_digest,
+    is_pickle_file,
     list_relative,
     scan_folder,
     select_checkpoint_files,
@@ -94,8 +95,9 @@ def _local_matches(folder: Path, manifest: dict) -> bool:
     return all(sha256_file(folder / p) == e.sha256 for p, e in expected.items())
 
 
-def _download_into(source: ModelSource, staging: Path, req: FetchRequest) -> None:
-    """Put the source's checkpoint files (and only those) into `staging`."""
+def _download_into(source: ModelSource, staging: Path, req: FetchRequest) -> list[FileEntry] | None:
+    """Put the source's checkpoint files (and only those) into `staging`; returns their entries
+    when it hashed them (S3 and local sources), so the caller need not hash them again."""
     staging.mkdir(parents=True)
     if source.kind == "hf":
         rev = source.resolved_revision
@@ -114,18 +116,20 @@ def _download_into(source: ModelSource, staging: Path, req: FetchRequest) -> Non
                 raise CheckpointError(f"{source.location}@{rev}: {rel} is listed but was not downloaded")
             (staging / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src.resolve(), staging / rel)  # the cache holds symlinks to blobs
-        return
+        return None
     folder = Path(source.location) if source.kind == "local" else stage_s3(source, req.work_dir, req.allow_pickle)
     for rel in select_checkpoint_files(list_relative(folder), req.allow_pickle):
         (staging / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(folder / rel, staging / rel)
     # The copy must be what was resolved: a checkpoint that changed under us is refused.
-    digest = files_digest(scan_folder(staging, req.allow_pickle))
+    entries = scan_folder(staging, req.allow_pickle)
+    digest = files_digest(entries)
     if digest != source.resolved_revision:
         raise CheckpointError(
             f"{source.location} changed while it was being fetched (digest {digest[:12]} != resolved "
             f"{source.resolved_revision[:12]}); fetch again once it is stable"
         )
+    return entries
 
 
 def _publish(store: ArtifactStore, local: Path, prefix: str) -> None:
@@ -176,9 +180,11 @@ def fetch(req: FetchRequest, store: ArtifactStore | None = None) -> FetchResult:
 
     staging = work_dir / "staging" / f"{uuid.uuid4().hex}"
     try:
-        _download_into(source, staging, req)
+        hashed = _download_into(source, staging, req)
         verified = verify_checkpoint(staging, allow_pickle=req.allow_pickle)
-        entries = scan_folder(staging)
+        # Hash once: reuse the copy's entries unless verification converted pickle weights.
+        rehash = hashed is None or any(is_pickle_file(e.path) for e in hashed)
+        entries = scan_folder(staging) if rehash else hashed
         manifest = _manifest(source, entries, verified.arch.architecture, verified.arch.model_type, verified.warnings)
         (staging / layout.MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         shutil.rmtree(local, ignore_errors=True)
