@@ -12,6 +12,7 @@ import pendulum
 from airflow.sdk import Param, dag, task_group
 
 from neuronforge import settings
+from neuronforge.stages.publish import FORMATS
 from operators.compile_publish import (
     NEURON_QUEUE,
     TARGET_SCHEMA,
@@ -28,8 +29,8 @@ from operators.compile_publish import (
 )
 
 
-def _chain(ticket, compile_task, smoke_task):
-    t = prepare(ticket)
+def _chain(ticket, prepare_task, compile_task, smoke_task):
+    t = prepare_task(ticket)
     t = fetch_checkpoint(t)
     t = plan_target(t)
     t = compile_task(t)
@@ -41,13 +42,19 @@ def _chain(ticket, compile_task, smoke_task):
 @task_group
 def cpu_target(ticket):
     """Targets of the cpu backend: compile and smoke on the default queue."""
-    return _chain(ticket, compile_graphs, smoke)
+    return _chain(ticket, prepare, compile_graphs, smoke)
 
 
 @task_group
 def neuron_target(ticket):
-    """Targets of the Neuron backends: compile and smoke on Neuron workers (queue `neuron`)."""
-    return _chain(ticket, compile_graphs.override(queue=NEURON_QUEUE), smoke.override(queue=NEURON_QUEUE))
+    """Targets of the Neuron backends: toolchain detection, compile and smoke on Neuron workers
+    (queue `neuron`), so the key and the plan's toolchain check use what those workers have."""
+    return _chain(
+        ticket,
+        prepare.override(queue=NEURON_QUEUE),
+        compile_graphs.override(queue=NEURON_QUEUE),
+        smoke.override(queue=NEURON_QUEUE),
+    )
 
 
 @dag(
@@ -75,7 +82,11 @@ def neuron_target(ticket):
         ),
         "backend": Param("cpu", type="string", enum=["cpu", "optimum", "nxdi"], title="Backend"),
         "publish_formats": Param(
-            ["optimum"], type="array", items={"type": "string", "enum": ["optimum", "lmi"]}, title="Publish formats"
+            ["optimum"],
+            type="array",
+            items={"type": "string", "enum": list(FORMATS)},
+            title="Publish formats",
+            description="optimum: the compiled model; lmi: serving.properties + split model; tnx: older Optimum layout",
         ),
         "store": Param("", type="string", title="Store URI", description="empty: NEURONFORGE_STORE or the local store"),
         "prompts": Param(

@@ -18,7 +18,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,9 @@ from neuronforge.stores import ArtifactStore
 
 log = logging.getLogger(__name__)
 DONE = "model.done"
+# How the compiler names an entry in its log ("Using a cached neff at …/MODULE_<hash>+<flags>/model.neff",
+# "Compilation Successfully Completed for model.MODULE_<hash>+<flags>.hlo_module.pb").
+ENTRY_NAME = re.compile(r"MODULE_[0-9A-Za-z]+\+[0-9a-f]{8}")
 FAILED_LOG = "model.log"
 
 
@@ -175,3 +180,33 @@ def prune_store(
                 store.delete_prefix(f"{base}/{DONE}")
             store.delete_prefix(base)
     return doomed
+
+
+@dataclass
+class CacheUse:
+    """The cache entries one compile created and the ones it reused (from the compiler's log)."""
+
+    created: list[str] = field(default_factory=list)
+    reused: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+    @property
+    def used(self) -> list[str]:
+        return sorted({*self.created, *self.reused})
+
+
+def compile_through_cache(cache: CompileCache, run: Callable[[], list[str]]) -> CacheUse:
+    """Pre-seed the local cache from the store, run a compiler child (`run` returns its log lines)
+    and tell which complete entries it created and which it reused."""
+    cache.preseed()
+    cache.local.mkdir(parents=True, exist_ok=True)
+    before = {p.name for p in cache.entries()}
+    lines = run()
+    new = {p.name: p for p in cache.entries() if p.name not in before}
+    failed = sorted(n for n, p in new.items() if not (p / DONE).exists())
+    if failed:
+        log.warning("the compile left failed cache entries (model.log, no model.done): %s", failed)
+    created = sorted(n for n, p in new.items() if (p / DONE).exists())
+    mentioned = {m for line in lines for m in ENTRY_NAME.findall(line)}
+    reused = sorted(n for n in mentioned - set(new) if (cache.entry(n) / DONE).exists())
+    return CacheUse(created, reused, failed)

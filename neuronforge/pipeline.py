@@ -79,11 +79,20 @@ def prepare(source: str | ModelSource, target: TargetSpec, work_dir: Path, compi
     return Prepared(request, toolchain, cache_key(request, toolchain))
 
 
-def check_plan(checkpoint_dir: Path, target: TargetSpec) -> Plan:
-    """Plan `target` for a fetched checkpoint (exact weight sizes from its headers); raise
-    `PlanRejected` with every problem and its fix when it is invalid or does not fit."""
+def check_plan(checkpoint_dir: Path, target: TargetSpec, toolchain: Toolchain | None = None) -> Plan:
+    """Plan `target` for a fetched checkpoint (exact weight sizes from its headers) and, given the
+    toolchain detected on the compiling worker, check that it can build it; raise `PlanRejected`
+    with every problem and its fix when it is invalid, does not fit or cannot be built."""
+    from neuronforge.backends.support import toolchain_problems
+    from neuronforge.planner import Check
+
     verified = verify_checkpoint(checkpoint_dir)
     result = plan(verified.arch, target, tensors=verified.tensors)
+    if toolchain is not None:
+        problems = toolchain_problems(target, toolchain, verified.arch.model_type)
+        result.checks += [Check("toolchain", False, p) for p in problems] or [
+            Check("toolchain", True, f"{toolchain.backend} {toolchain.backend_version} can build it")
+        ]
     if not result.ok:
         raise PlanRejected(f"{target.slug}: " + "; ".join(result.problems))
     return result
@@ -118,7 +127,7 @@ def run_target(
 
     fetch_request = FetchRequest(str(prep.request.source), store.root_uri, work_dir, allow_pickle)
     fetched = step("fetch", lambda: fetch(fetch_request, store))
-    step("plan", lambda: check_plan(fetched.local_dir, target))
+    step("plan", lambda: check_plan(fetched.local_dir, target, prep.toolchain))
     built = step(
         "compile",
         lambda: compile_target(

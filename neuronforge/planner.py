@@ -256,6 +256,10 @@ def plan(
         others = sorted(b for b, archs in BACKEND_ARCHITECTURES.items() if arch.model_type in archs)
         fix = f"use backend {' or '.join(others)}" if others else "no backend supports it yet"
         checks.append(Check("backend", False, f"backend {target.backend!r} does not support {arch.model_type}; {fix}"))
+    if target.backend == "optimum":
+        from neuronforge.backends.optimum import unsupported
+
+        checks += [Check("backend", False, problem) for problem in unsupported(target)]
 
     detail = f"weights {gib(w_bytes / tp)} + KV cache {gib(kv / tp)} + activations {gib(act / tp)} at tp={tp}"
     if fits:

@@ -61,6 +61,10 @@ class Toolchain:
     compiler_version: str
     packages: dict[str, str] = field(default_factory=dict)
     compiler_flags: tuple[str, ...] = ()
+    # Facts about the worker that do not change the compiled graphs, so they are recorded in the
+    # manifest but kept out of the key: the Neuron runtime/driver versions (newer runtimes load older
+    # NEFFs) and the model types the installed library has modeling code for.
+    worker: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "compiler_flags", normalize_flags(self.compiler_flags))
@@ -74,7 +78,14 @@ class Toolchain:
             "compiler_version": self.compiler_version,
             "packages": dict(self.packages),
             "compiler_flags": list(self.compiler_flags),
+            "worker": dict(self.worker),
         }
+
+    def keyed_json(self) -> dict[str, Any]:
+        """What the cache key hashes: everything but the `worker` facts."""
+        data = self.to_json()
+        del data["worker"]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Toolchain:
@@ -85,6 +96,7 @@ class Toolchain:
             compiler_version=data["compiler_version"],
             packages=dict(data.get("packages", {})),
             compiler_flags=tuple(data.get("compiler_flags", ())),
+            worker=dict(data.get("worker", {})),
         )
 
 
@@ -115,7 +127,7 @@ def cache_key_material(request: CompileRequest, toolchain: Toolchain) -> dict[st
         "quantization": quantization,
         "backend": backend,
         "backend_options": backend_options,
-        "toolchain": toolchain.to_json(),
+        "toolchain": toolchain.keyed_json(),
     }
 
 

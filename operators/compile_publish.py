@@ -142,7 +142,11 @@ def plan_target(ticket: dict[str, Any]) -> dict[str, Any]:
         return ticket
     from neuronforge.pipeline import check_plan
 
-    result = check_plan(Path(ticket["checkpoint_dir"]), TargetSpec.model_validate(ticket["target"]))
+    result = check_plan(
+        Path(ticket["checkpoint_dir"]),
+        TargetSpec.model_validate(ticket["target"]),
+        Toolchain.from_json(ticket["toolchain"]),  # as detected on the worker that compiles
+    )
     for c in result.checks:
         log.info("plan %s: %s", c.name, c.message)
     return {**ticket, "plan": result.to_json()}

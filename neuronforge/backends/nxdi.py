@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from neuronforge.compile_cache import CacheUse, compile_through_cache
 from neuronforge.errors import InvalidInput
 from neuronforge.target import TORCH_DTYPE_NAMES, TargetSpec
 
@@ -107,30 +108,24 @@ def child_spec(model_type: str, model_path: Path, out: Path, kwargs: dict[str, A
 
 def compile_nxdi(
     checkpoint: Path, model_type: str, target: TargetSpec, out: Path, cache, flags: tuple[str, ...], timeout_s: float
-) -> list[str]:
-    """Compile in a child process against the local persistent cache (pre-seeded from the store);
-    returns the cache entries the compiler created."""
+) -> CacheUse:
+    """Compile in a child process against the local persistent cache (pre-seeded from the store)."""
     from neuronforge.backends.child import run_child
 
-    cache.preseed()
-    cache.local.parent.mkdir(parents=True, exist_ok=True)
-    before = {p.name for p in cache.entries()}
     out.mkdir(parents=True, exist_ok=True)
     spec_path = out.parent / f"{out.name}.nxdi-spec.json"
     spec_path.write_text(json.dumps(child_spec(model_type, checkpoint, out, neuron_config_kwargs(target))))
     env = {"NEURON_COMPILE_CACHE_URL": str(cache.local.parent), "NEURON_CC_FLAGS": " ".join(flags)}
-    run_child(
-        "neuronforge.backends.nxdi",
-        ["compile", str(spec_path)],
-        env=env,
-        timeout_s=timeout_s,
-        what=f"nxdi compile {target.slug}",
+    return compile_through_cache(
+        cache,
+        lambda: run_child(
+            "neuronforge.backends.nxdi",
+            ["compile", str(spec_path)],
+            env=env,
+            timeout_s=timeout_s,
+            what=f"nxdi compile {target.slug}",
+        ),
     )
-    new = {p.name: p for p in cache.entries() if p.name not in before}
-    failed = sorted(n for n, p in new.items() if not (p / "model.done").exists())
-    if failed:
-        log.warning("nxdi compile left failed cache entries (model.log, no model.done): %s", failed)
-    return sorted(n for n, p in new.items() if (p / "model.done").exists())
 
 
 def generate_nxdi(

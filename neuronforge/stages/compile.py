@@ -1,9 +1,9 @@
 """Stage `compile`: turn a verified checkpoint into compiled graphs for one target, through the
 compile cache, and stage `sync_cache`: mirror new cache entries into the store.
 
-Backends: `cpu` (here, `neuronforge.backends.cpu`); the Neuron backends (`optimum`, `nxdi`) plug in
-behind the same call. The build goes to a fresh folder named after the cache key, so a re-run never
-mixes outputs of two attempts.
+Backends: `cpu` (`neuronforge.backends.cpu`, runs here), `optimum` and `nxdi` (Neuron workers; the
+toolchain runs in child processes) behind the same call. The build goes to a fresh folder named
+after the cache key, so a re-run never mixes outputs of two attempts.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from neuronforge.compile_cache import CompileCache, SyncReport
+from neuronforge.compile_cache import CacheUse, CompileCache, SyncReport
 from neuronforge.errors import InvalidInput
 from neuronforge.request import CompileRequest, Toolchain
 from neuronforge.stores import ArtifactStore
@@ -56,6 +56,13 @@ def compile_target(inp: CompileInput, store: ArtifactStore | None = None) -> Com
         result = compile_cpu(inp.checkpoint_dir, target, build, cache, inp.work_dir)
         graphs = [g.__dict__ for g in result.graphs]
         invocations = result.compiler_invocations
+    elif target.backend == "optimum":
+        from neuronforge.backends.optimum import compile_optimum
+
+        use = compile_optimum(
+            inp.checkpoint_dir, target, build, cache, inp.toolchain.compiler_flags, timeout_s=COMPILE_TIMEOUT_S
+        )
+        graphs, invocations = _graphs(use), len(use.created)
     elif target.backend == "nxdi":
         import json
 
@@ -63,7 +70,7 @@ def compile_target(inp: CompileInput, store: ArtifactStore | None = None) -> Com
         from neuronforge.backends.nxdi import compile_nxdi
 
         model_type = json.loads((inp.checkpoint_dir / "config.json").read_text())["model_type"]
-        created = compile_nxdi(
+        use = compile_nxdi(
             inp.checkpoint_dir,
             model_type,
             target,
@@ -72,15 +79,19 @@ def compile_target(inp: CompileInput, store: ArtifactStore | None = None) -> Com
             inp.toolchain.compiler_flags,
             timeout_s=COMPILE_TIMEOUT_S,
         )
-        # The Optimum layout around NxD's output: plain HF config and tokenizer beside model.pt.
+        # NxD's output (neuron_config.json, model.pt, weights/) plus the HF config and tokenizer.
         for name in ("config.json", *TOKENIZER_FILES):
             if (inp.checkpoint_dir / name).exists():
                 shutil.copyfile(inp.checkpoint_dir / name, build / name)
-        graphs = [{"name": n, "entry": n, "cached": False, "seconds": None} for n in created]
-        invocations = len(created)
+        graphs, invocations = _graphs(use), len(use.created)
     else:
-        raise InvalidInput(f"backend {target.backend!r} is not available yet; use cpu or nxdi")
+        raise InvalidInput(f"unknown backend {target.backend!r}; use cpu, optimum or nxdi")
     return CompileOutput(build, graphs, invocations, round(time.monotonic() - started, 3))
+
+
+def _graphs(use: CacheUse) -> list[dict]:
+    """One record per persistent-cache entry the Neuron compile used (graph = cache entry)."""
+    return [{"name": n, "entry": n, "cached": n not in use.created, "seconds": None} for n in use.used]
 
 
 def sync_cache(work_dir: Path, toolchain: Toolchain, store: ArtifactStore) -> SyncReport:

@@ -1,8 +1,13 @@
 """Stage `publish`, and the index lookup that lets a request skip everything when already published.
 
 Under `artifacts/<org>/<name>/<revision>/<target-slug>/<key12>/`:
-- `optimum/`: the Optimum layout (`config.json`, `neuron_config.json`, tokenizer files, compiled
-  graphs, weights); for the cpu backend the same skeleton holding its own graphs;
+- `optimum/`: the compiled model as its loader reads it — optimum-neuron's export output as is
+  (`config.json`, `neuron_config.json`, `model.pt`, `checkpoint/weights/`, tokenizer), NxD
+  Inference's compile output (its own `neuron_config.json`, `model.pt`, `weights/`) plus the HF
+  config and tokenizer, or for the cpu backend the same skeleton holding its own graphs;
+- `lmi/` + `split/model/` (Neuron backends): `serving.properties`/`lmi.env` for LMI containers;
+- `tnx/` (Neuron backends, on request): the older Optimum layout LMI's transformers-neuronx loader
+  detects — `config.json` with a `"neuron"` block, `checkpoint/`, `compiled/<graph hash>.neff`;
 - `smoke.json`: the smoke-test result;
 - `manifest.json`, written LAST: cache key, request, revision, toolchain, flags, every file with
   size and sha256, the smoke result, timestamps, neuronforge version.
@@ -30,7 +35,8 @@ from neuronforge.stores import ArtifactStore, NotFound
 log = logging.getLogger(__name__)
 MANIFEST_SCHEMA = 1
 INDEX_SCHEMA = 1
-FORMATS = ("optimum", "lmi")
+FORMATS = ("optimum", "lmi", "tnx")
+NEURON_ONLY_FORMATS = ("lmi", "tnx")
 
 
 @dataclass
@@ -63,10 +69,11 @@ def check_formats(formats: tuple[str, ...] | list[str]) -> None:
 
 
 def neuron_config(request: CompileRequest, toolchain: Toolchain) -> dict[str, Any]:
-    """The fields optimum-neuron writes into `neuron_config.json`, filled from the target."""
+    """The cpu backend's `neuron_config.json`: the fields optimum-neuron writes, filled from the
+    target. (The Neuron backends' own loaders write and read theirs; it is published untouched.)"""
     t = request.target.normalized()
     return {
-        "_serialized_key": "NxDNeuronConfig" if t.backend != "cpu" else "NeuronforgeCpuConfig",
+        "_serialized_key": "NeuronforgeCpuConfig",
         "optimum_neuron_version": toolchain.packages.get("optimum-neuron"),
         "neuronxcc_version": toolchain.compiler_version if toolchain.compiler == "neuronxcc" else None,
         "compiler": toolchain.compiler,
@@ -91,14 +98,18 @@ def _stage(inp: PublishInput, store: ArtifactStore, prefix: str) -> Path:
     check_formats(inp.formats)
     stage = inp.work_dir / "publish" / inp.key[:12]
     shutil.rmtree(stage, ignore_errors=True)
+    cpu = inp.request.target.backend == "cpu"
     if "optimum" in inp.formats:
         shutil.copytree(inp.build_dir, stage / "optimum")
-        (stage / "optimum" / "neuron_config.json").write_text(
-            json.dumps(neuron_config(inp.request, inp.toolchain), indent=2) + "\n"
-        )
-    if "lmi" in inp.formats and inp.request.target.backend == "cpu":
-        log.info("lmi layout skipped: LMI containers serve Neuron backends only")
-    elif "lmi" in inp.formats:
+        if cpu:
+            (stage / "optimum" / "neuron_config.json").write_text(
+                json.dumps(neuron_config(inp.request, inp.toolchain), indent=2) + "\n"
+            )
+    for skipped in (f for f in NEURON_ONLY_FORMATS if f in inp.formats and cpu):
+        log.info("%s layout skipped: it is served by Neuron containers only", skipped)
+    if "tnx" in inp.formats and not cpu:
+        _stage_tnx(inp, store, stage / "tnx")
+    if "lmi" in inp.formats and not cpu:
         from neuronforge.formats.lmi import render_env, render_properties, serving_options
 
         if inp.checkpoint_dir is None:
@@ -113,6 +124,55 @@ def _stage(inp: PublishInput, store: ArtifactStore, prefix: str) -> Path:
     (stage / "smoke.json").parent.mkdir(parents=True, exist_ok=True)
     (stage / "smoke.json").write_text(json.dumps(inp.smoke, indent=2) + "\n")
     return stage
+
+
+def tnx_neuron_block(request: CompileRequest, toolchain: Toolchain) -> dict[str, Any]:
+    """The `"neuron"` block of an optimum-neuron <= 0.0.28 `config.json` (transformers-neuronx era)."""
+    t = request.target.normalized()
+    return {
+        "task": "text-generation",
+        "batch_size": t.batch_size,
+        "num_cores": t.tp_degree,
+        "auto_cast_type": t.dtype,
+        "sequence_length": t.sequence_length,
+        "compiler_type": "neuronx-cc",
+        "compiler_version": toolchain.compiler_version,
+        "checkpoint_id": request.source.location,
+        "checkpoint_revision": request.source.resolved_revision,
+    }
+
+
+def _stage_tnx(inp: PublishInput, store: ArtifactStore, out: Path) -> None:
+    """`config.json` with the `"neuron"` block and no root weights (so the TNX loader treats the
+    folder as compiled), the checkpoint under `checkpoint/`, and every NEFF the compile used under
+    `compiled/<graph hash>.neff`, taken from the compile cache (local, else the store's copy)."""
+    from neuronforge.backends.cpu import TOKENIZER_FILES
+    from neuronforge.stages.compile import compile_cache
+
+    if inp.checkpoint_dir is None:
+        raise InvalidInput("the tnx format needs the checkpoint to publish")
+    graphs = [g["entry"] for g in inp.compile.get("graphs", [])]
+    if not graphs:
+        raise InvalidInput("the tnx format needs the compiled graphs (no cache entry recorded by the compile)")
+    config = json.loads((inp.checkpoint_dir / "config.json").read_text())
+    config["neuron"] = tnx_neuron_block(inp.request, inp.toolchain)
+    (out / "compiled").mkdir(parents=True)
+    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    shutil.copytree(
+        inp.checkpoint_dir,
+        out / "checkpoint",
+        ignore=shutil.ignore_patterns(layout.MANIFEST, *TOKENIZER_FILES),
+    )
+    for name in TOKENIZER_FILES:
+        if (inp.checkpoint_dir / name).exists():
+            shutil.copyfile(inp.checkpoint_dir / name, out / name)
+    cache = compile_cache(inp.work_dir, inp.toolchain, store)
+    for entry in graphs:
+        path = cache.lookup(entry)
+        if path is None or not (path / "model.neff").exists():
+            raise StoreError(f"tnx format: compile-cache entry {entry} is neither local nor in the store")
+        graph_hash = entry.removeprefix("MODULE_").split("+", 1)[0]
+        shutil.copyfile(path / "model.neff", out / "compiled" / f"{graph_hash}.neff")
 
 
 def publish(inp: PublishInput, store: ArtifactStore) -> Published:

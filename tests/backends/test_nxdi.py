@@ -11,7 +11,7 @@ import pytest
 
 from neuronforge.backends.child import ChildFailed
 from neuronforge.backends.nxdi import compile_nxdi, neuron_config_kwargs
-from neuronforge.compile_cache import CompileCache
+from neuronforge.compile_cache import CacheUse, CompileCache
 from neuronforge.errors import InvalidInput
 from neuronforge.request import CompileRequest, cache_key
 from neuronforge.source import ModelSource
@@ -100,11 +100,11 @@ def test_toolchain_is_detected_and_keyed(fake_neuron: Path) -> None:
     assert cache_key(request, tc) != cache_key(request, bumped)
 
 
-def _compile(tiny_llama: Path, root: Path, store, t: TargetSpec) -> tuple[list[str], CompileCache, Path]:
+def _compile(tiny_llama: Path, root: Path, store, t: TargetSpec) -> tuple[CacheUse, CompileCache, Path]:
     cache = CompileCache(root, "neuronxcc", VERSION, store)
     out = root.parent / "out"
-    created = compile_nxdi(tiny_llama, "llama", t, out, cache, ("-O1",), timeout_s=300)
-    return created, cache, out
+    use = compile_nxdi(tiny_llama, "llama", t, out, cache, ("-O1",), timeout_s=300)
+    return use, cache, out
 
 
 def test_compile_in_a_child_writes_the_cache_and_sync_uploads_only_complete_entries(
@@ -112,7 +112,8 @@ def test_compile_in_a_child_writes_the_cache_and_sync_uploads_only_complete_entr
 ) -> None:
     store = open_store(f"file://{tmp_path / 'store'}")
     t = target(tp_degree=2, instance_type="inf2.xlarge")
-    created, cache, out = _compile(tiny_llama, tmp_path / "a" / "cache", store, t)
+    use, cache, out = _compile(tiny_llama, tmp_path / "a" / "cache", store, t)
+    assert use.failed == ["MODULE_00000000000000000bad+00000000"] and use.reused == []
     record = json.loads((out / "neuron_config.json").read_text())
     assert record["class"] == "NeuronLlamaForCausalLM" and record["neuron_config_class"] == "NeuronConfig"
     assert record["neuron_config"]["tp_degree"] == 2 and record["neuron_config"]["torch_dtype"] == "torch.bfloat16"
@@ -120,7 +121,7 @@ def test_compile_in_a_child_writes_the_cache_and_sync_uploads_only_complete_entr
         "tp0_sharded_checkpoint.safetensors",
         "tp1_sharded_checkpoint.safetensors",
     ]
-    good = [c for c in created if not c.startswith("MODULE_0000")]
+    good = use.created
     assert len(good) == 2 and all(c.endswith("+" + hashlib.md5(b"-O1").hexdigest()[:8]) for c in good)
 
     report = cache.sync_to_store()
@@ -137,12 +138,12 @@ def test_compile_in_a_child_writes_the_cache_and_sync_uploads_only_complete_entr
 def test_a_second_worker_is_preseeded_and_never_recompiles(fake_neuron: Path, tiny_llama: Path, tmp_path: Path) -> None:
     store = open_store(f"file://{tmp_path / 'store'}")
     t = target(tp_degree=2, instance_type="inf2.xlarge")
-    _, first, _ = _compile(tiny_llama, tmp_path / "a" / "cache", store, t)
+    first_use, first, _ = _compile(tiny_llama, tmp_path / "a" / "cache", store, t)
     first.sync_to_store()
     assert len(fake_neuron.read_text().splitlines()) == 2
-    created, _, _ = _compile(tiny_llama, tmp_path / "b" / "cache", store, t)
+    second, _, _ = _compile(tiny_llama, tmp_path / "b" / "cache", store, t)
     assert len(fake_neuron.read_text().splitlines()) == 2  # no new compiler invocation
-    assert [c for c in created if not c.startswith("MODULE_0000")] == []
+    assert second.created == [] and second.reused == first_use.created  # named in the compiler's log
 
 
 def test_moe_models_get_the_moe_config(fake_neuron: Path, tmp_path: Path) -> None:

@@ -1,0 +1,175 @@
+"""The `optimum` backend: optimum-neuron's export on Neuron workers.
+
+Written against optimum-neuron 0.4.5 (huggingface/optimum-neuron, tag v0.4.5):
+
+    neuron_config = NeuronModelForCausalLM.get_neuron_config(model_path, config=config,
+        instance_type=…, batch_size=…, sequence_length=…, tensor_parallel_size=…)
+    model = NeuronModelForCausalLM.export(model_path, neuron_config, config=config, load_weights=False)
+    model.save_pretrained(out)              # neuron_config.json, config.json, model.pt, checkpoint/weights/
+    NeuronModelForCausalLM.from_pretrained(out).generate(…)
+
+Its output directory *is* the published Optimum-format artifact. optimum-neuron's export and load
+paths need the Neuron SDK (`neuronx_distributed`), so they run only in child processes
+(`python -m neuronforge.backends.optimum`), never in the Airflow worker; this module imports
+anywhere. What `get_neuron_config` cannot express (buckets, a context length below the sequence
+length, quantization, a non-default logical core config, extra options) is refused at plan time by
+`unsupported`, with the backend that can do it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from neuronforge.compile_cache import CacheUse, compile_through_cache
+from neuronforge.errors import InvalidInput
+from neuronforge.target import TORCH_DTYPE_NAMES, TargetSpec
+
+log = logging.getLogger(__name__)
+
+
+def unsupported(target: TargetSpec) -> list[str]:
+    """Target fields optimum-neuron 0.4.5's export API has no parameter for, each with the fix."""
+    t = target.normalized()
+    problems = []
+    if t.context_encoding_buckets or t.token_generation_buckets:
+        problems.append("optimum backend: get_neuron_config has no bucket parameters; use backend nxdi for buckets")
+    if t.max_context_length != t.sequence_length:
+        problems.append(
+            f"optimum backend: max_context_length={t.max_context_length} must equal sequence_length "
+            f"({t.sequence_length}) in optimum-neuron's export; drop it or use backend nxdi"
+        )
+    if t.quantization.enabled:
+        problems.append(
+            f"optimum backend: optimum-neuron 0.4.5 does not export quantized decoders "
+            f"({t.quantization.slug}); use backend nxdi"
+        )
+    if t.logical_nc_config != t.instance.default_lnc:
+        problems.append(
+            f"optimum backend: logical_nc_config={t.logical_nc_config} is not configurable in optimum-neuron; "
+            f"use the default ({t.instance.default_lnc}) or backend nxdi"
+        )
+    if t.backend_options:
+        problems.append(f"optimum backend: takes no backend_options (got {sorted(t.backend_options)})")
+    return problems
+
+
+def export_kwargs(target: TargetSpec) -> dict[str, Any]:
+    """`get_neuron_config` keyword arguments (plus the dtype it reads from the model config)."""
+    problems = unsupported(target)
+    if problems:
+        raise InvalidInput("; ".join(problems))
+    t = target.normalized()
+    return {
+        "instance_type": t.instance.family,  # optimum normalises inf2/trn1n to its trn1 target itself
+        "batch_size": t.batch_size,
+        "sequence_length": t.sequence_length,
+        "tensor_parallel_size": t.tp_degree,
+        "dtype": TORCH_DTYPE_NAMES[t.dtype],
+    }
+
+
+def child_env(target: TargetSpec, cache_root: Path, flags: tuple[str, ...]) -> dict[str, str]:
+    """optimum's export refuses to compile for another platform unless NEURON_PLATFORM_TARGET_OVERRIDE
+    names the target, so cross-compiling (e.g. trn2 graphs on a trn1 worker) sets it explicitly."""
+    return {
+        "NEURON_COMPILE_CACHE_URL": str(cache_root),
+        "NEURON_CC_FLAGS": " ".join(flags),
+        "NEURON_PLATFORM_TARGET_OVERRIDE": target.instance.compile_target,
+    }
+
+
+def compile_optimum(
+    checkpoint: Path, target: TargetSpec, out: Path, cache, flags: tuple[str, ...], timeout_s: float
+) -> CacheUse:
+    """Export in a child process against the local persistent cache (pre-seeded from the store)."""
+    from neuronforge.backends.child import run_child
+
+    spec = {"model_path": str(checkpoint), "out": str(out), "export": export_kwargs(target)}
+    out.mkdir(parents=True, exist_ok=True)
+    spec_path = out.parent / f"{out.name}.optimum-spec.json"
+    spec_path.write_text(json.dumps(spec))
+    return compile_through_cache(
+        cache,
+        lambda: run_child(
+            "neuronforge.backends.optimum",
+            ["compile", str(spec_path)],
+            env=child_env(target, cache.local.parent, flags),
+            timeout_s=timeout_s,
+            what=f"optimum export {target.slug}",
+        ),
+    )
+
+
+def generate_optimum(
+    compiled: Path, prompt_ids: list[list[int]], max_new_tokens: int, timeout_s: float
+) -> list[dict[str, Any]]:
+    """Load the exported model in a fresh child (the runtime holds cores until exit) and generate."""
+    from neuronforge.backends.child import run_child
+
+    spec_path = compiled.parent / f"{compiled.name}.optimum-generate.json"
+    spec_path.write_text(json.dumps({"out": str(compiled), "prompt_ids": prompt_ids, "max_new_tokens": max_new_tokens}))
+    lines = run_child(
+        "neuronforge.backends.optimum", ["generate", str(spec_path)], timeout_s=timeout_s, what="optimum smoke load"
+    )
+    return [json.loads(line.removeprefix("RESULT ")) for line in lines if line.startswith("RESULT ")]
+
+
+# -- in the child process only ---------------------------------------------------------------------
+def _compile(spec: dict[str, Any]) -> None:
+    import shutil
+
+    import torch
+    from optimum.neuron import NeuronModelForCausalLM
+    from transformers import AutoConfig
+
+    kw = dict(spec["export"])
+    config = AutoConfig.from_pretrained(spec["model_path"]).get_text_config()
+    config.dtype = getattr(torch, kw.pop("dtype"))  # get_neuron_config takes the dtype from the config
+    neuron_config = NeuronModelForCausalLM.get_neuron_config(spec["model_path"], config=config, **kw)
+    print(f"exporting with {neuron_config}", flush=True)
+    model = NeuronModelForCausalLM.export(spec["model_path"], neuron_config, config=config, load_weights=False)
+    model.save_pretrained(spec["out"])
+    from neuronforge.backends.cpu import TOKENIZER_FILES
+
+    for name in TOKENIZER_FILES:  # the tokenizer travels with the artifact, as optimum-cli does
+        if (Path(spec["model_path"]) / name).exists():
+            shutil.copyfile(Path(spec["model_path"]) / name, Path(spec["out"]) / name)
+    print("export finished", flush=True)
+
+
+def _generate(spec: dict[str, Any]) -> None:
+    """Load the exported model and greedily generate; prints one JSON line per prompt."""
+    import time
+
+    import torch
+    from optimum.neuron import NeuronModelForCausalLM
+
+    t0 = time.perf_counter()
+    model = NeuronModelForCausalLM.from_pretrained(spec["out"])
+    load_s = time.perf_counter() - t0
+    for ids in spec["prompt_ids"]:
+        t1 = time.perf_counter()
+        out = model.generate(
+            torch.tensor([ids]),
+            attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+            max_new_tokens=spec["max_new_tokens"],
+            do_sample=False,
+        )
+        seconds = time.perf_counter() - t1
+        tokens = out[0, len(ids) :].tolist()
+        print("RESULT " + json.dumps({"tokens": tokens, "load_s": load_s, "seconds": seconds}), flush=True)
+
+
+def main(argv: list[str]) -> int:
+    action, spec_path = argv
+    spec = json.loads(Path(spec_path).read_text())
+    {"compile": _compile, "generate": _generate}[action](spec)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,48 @@
+"""FAKE `neuronxcc` (the Neuron compiler's Python package) — a test double, compiles nothing.
+
+`__version__` is what optimum-neuron's `get_neuronxcc_version()` reads (it stamps it into
+`neuron_config.json` and checks it on load). `write_cache_entries` stands in for the compiler
+behind `NEURON_COMPILE_CACHE_URL`: one persistent-cache entry per graph, in the real layout
+(`neuronxcc-<ver>/MODULE_<hash>+<flags hash>/{model.hlo_module.pb, compile_flags.json, model.neff,
+model.done}`), reusing entries that are complete, plus one failed entry (`model.log`, no
+`model.done`) and stale `*.lock` files like crashed compiles leave behind.
+"""
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+__version__ = "2.21.33363.0"
+
+
+def write_cache_entries(material: str, graphs: list[str], progress: str = "") -> list[Path]:
+    """Compile (pretend) each graph of a model whose graph-changing inputs are `material`."""
+    if os.environ.get("FAKE_NEURON_SLEEP"):
+        time.sleep(float(os.environ["FAKE_NEURON_SLEEP"]))
+    root = Path(os.environ.get("NEURON_COMPILE_CACHE_URL", "/var/tmp/neuron-compile-cache"))
+    base = root / f"neuronxcc-{__version__}"
+    flags = os.environ.get("NEURON_CC_FLAGS", "")
+    flags_hash = hashlib.md5(flags.encode()).hexdigest()[:8]
+    entries = []
+    for graph in graphs:
+        entry = base / f"MODULE_{hashlib.sha256((material + graph).encode()).hexdigest()[:20]}+{flags_hash}"
+        entries.append(entry)
+        if (entry / "model.done").exists():
+            print(f"Using a cached neff for {graph} at {entry}", flush=True)
+            continue
+        entry.mkdir(parents=True, exist_ok=True)
+        print(f"Compiling {graph} {progress}".rstrip(), flush=True)
+        (entry / "model.hlo_module.pb").write_bytes(b"HLO " + graph.encode())
+        (entry / "compile_flags.json").write_text(json.dumps(flags.split()))
+        (entry / "model.neff").write_bytes(b"NEFF " + graph.encode())
+        (entry / f"{graph}.lock").write_text("stale lock")  # locks left behind by crashed compiles
+        (entry / "model.done").write_text("")
+        if os.environ.get("FAKE_NEURON_COMPILE_LOG"):
+            with open(os.environ["FAKE_NEURON_COMPILE_LOG"], "a") as f:
+                f.write(f"{entry.name}\n")
+    failed = base / "MODULE_00000000000000000bad+00000000"
+    failed.mkdir(parents=True, exist_ok=True)
+    (failed / "model.log").write_text("ERROR: Estimated peak HBM usage exceeds 16GB")
+    return entries

@@ -1,0 +1,127 @@
+"""FAKE `NeuronModelForCausalLM` with optimum-neuron 0.4.5's public signatures.
+
+- `get_neuron_config` builds the REAL `NxDNeuronConfig` the way 0.4.5's decoder classes do
+  (`_get_neuron_config`: on-device sampling, fused QKV, continuous batching when batch > 1).
+- `export` checks the compilation target like the real `_export` (the real
+  `align_compilation_target`, so `NEURON_PLATFORM_TARGET_OVERRIDE` must agree) and "compiles" with
+  the fake `neuronxcc.write_cache_entries`.
+- `save_pretrained` writes the real layout: `neuron_config.json` (real serializer), `config.json`,
+  `model.pt` (a placeholder), `checkpoint/weights/tp{rank}_sharded_checkpoint.safetensors` (the fake
+  keeps every weight in rank 0 so it can generate).
+- `from_pretrained` reads `neuron_config.json` with the real reader (version checks included) and
+  `generate` runs the weights greedily with transformers on the CPU.
+"""
+
+import json
+import os
+from pathlib import Path
+
+import torch
+from optimum.neuron.models.inference.backend.config import NxDNeuronConfig
+from optimum.neuron.utils.instance import align_compilation_target, normalize_instance_type
+
+# optimum-neuron 0.4.5 registers these model types for text-generation inference (auto_models.py)
+SUPPORTED = {"granite", "llama", "llama4_text", "mixtral", "phi3", "qwen2", "qwen3", "qwen3_moe", "smollm3"}
+GRAPHS = ["context_encoding", "token_generation"]
+
+
+class NeuronModelForCausalLM:
+    task = "text-generation"
+
+    def __init__(self, config, neuron_config, model_id=None, model=None):
+        self.config = config
+        self.neuron_config = neuron_config
+        self.model_id = model_id
+        self.model = model
+
+    @classmethod
+    def get_neuron_config(
+        cls,
+        model_name_or_path,
+        config=None,
+        token=None,
+        revision=None,
+        instance_type=None,
+        batch_size=None,
+        sequence_length=None,
+        tensor_parallel_size=None,
+    ):
+        from transformers import AutoConfig
+
+        if config is None:
+            config = AutoConfig.from_pretrained(model_name_or_path).get_text_config()
+        if config.model_type not in SUPPORTED:
+            raise ValueError(f"Model type {config.model_type} is not supported for task text-generation in inference.")
+        batch_size = batch_size or 1
+        return NxDNeuronConfig(
+            checkpoint_id=None,
+            checkpoint_revision=None,
+            batch_size=batch_size,
+            sequence_length=sequence_length or 4096,
+            tp_degree=tensor_parallel_size or 2,
+            torch_dtype=config.dtype or torch.float32,
+            target=normalize_instance_type(instance_type or "trn1"),
+            on_device_sampling=True,
+            fused_qkv=True,
+            continuous_batching=batch_size > 1,
+        )
+
+    @classmethod
+    def export(cls, model_id, neuron_config, config=None, token=None, revision=None, load_weights=False, **kwargs):
+        from neuronxcc import write_cache_entries
+        from transformers import AutoConfig
+
+        target = align_compilation_target(neuron_config.target, override=False)
+        if target != neuron_config.target:
+            raise ValueError(
+                f"The compilation target is {neuron_config.target} but the NEURON_PLATFORM_TARGET_OVERRIDE"
+                f" environment variable is set to {target}, Please set it to the correct value."
+            )
+        if config is None:
+            config = AutoConfig.from_pretrained(model_id).get_text_config()
+        config.torch_dtype = neuron_config.torch_dtype
+        material = json.dumps([config.to_dict(), neuron_config.to_dict()], sort_keys=True, default=str)
+        write_cache_entries(material, GRAPHS, f"(tp {neuron_config.tp_degree}, seq {neuron_config.sequence_length})")
+        return cls(config, neuron_config, model_id=str(model_id))
+
+    def save_pretrained(self, save_directory):
+        from safetensors.torch import load_file, save_file
+
+        out = Path(save_directory)
+        out.mkdir(parents=True, exist_ok=True)
+        self.neuron_config.save_pretrained(out)
+        self.config.save_pretrained(out)
+        (out / "model.pt").write_bytes(b"FAKE TorchScript with NEFFs")
+        if self.model_id and os.path.isdir(self.model_id):
+            weights = out / "checkpoint" / "weights"
+            weights.mkdir(parents=True, exist_ok=True)
+            state = {}
+            for f in sorted(Path(self.model_id).glob("*.safetensors")):
+                state.update(load_file(f))
+            for rank in range(self.neuron_config.tp_degree):
+                shard = state if rank == 0 else {"rank": torch.tensor([rank])}
+                shard = {k: v.contiguous() for k, v in shard.items()}
+                save_file(shard, weights / f"tp{rank}_sharded_checkpoint.safetensors")
+
+    @classmethod
+    def from_pretrained(cls, model_id, **kwargs):
+        from safetensors.torch import load_file
+        from transformers import AutoConfig, AutoModelForCausalLM
+
+        neuron_config = NxDNeuronConfig.from_pretrained(model_id)  # real: checks versions
+        if not (Path(model_id) / "model.pt").exists():
+            raise FileNotFoundError(f"{model_id}/model.pt")
+        config = AutoConfig.from_pretrained(model_id)
+        model = AutoModelForCausalLM.from_config(config, torch_dtype=neuron_config.torch_dtype).eval()
+        state = load_file(Path(model_id) / "checkpoint/weights/tp0_sharded_checkpoint.safetensors")
+        model.load_state_dict(state, strict=False)
+        model.tie_weights()
+        return cls(config, neuron_config, model=model)
+
+    @torch.no_grad()
+    def generate(self, input_ids, attention_mask=None, max_new_tokens=16, do_sample=False, **kwargs):
+        ids = input_ids
+        for _ in range(max_new_tokens):
+            logits = self.model(ids).logits[:, -1, :]
+            ids = torch.cat([ids, logits.argmax(-1, keepdim=True)], dim=1)
+        return ids
