@@ -124,3 +124,29 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> Compiled:
     target = TargetSpec.parse(TARGET)
     first = run_target(str(checkpoint), target, store, base / "work")
     return Compiled(checkpoint, base / "work", store, first, target)
+
+
+FAKES = Path(__file__).resolve().parent / "fakes"
+
+
+def _prepend_pythonpath(monkeypatch: pytest.MonkeyPatch, *dirs: Path) -> None:
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([*map(str, dirs), *filter(None, [os.environ.get("PYTHONPATH")])]))
+
+
+@pytest.fixture
+def fake_neuron(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The FAKE Neuron SDK (tests/fakes/neuron_toolchain) on the path of this process (package
+    metadata, `neuronxcc.__version__`) and of child processes; returns the compile log it appends to."""
+    monkeypatch.syspath_prepend(str(FAKES / "neuron_toolchain"))
+    _prepend_pythonpath(monkeypatch, FAKES / "neuron_toolchain")
+    log = tmp_path / "compiles.log"
+    monkeypatch.setenv("FAKE_NEURON_COMPILE_LOG", str(log))
+    return log
+
+
+@pytest.fixture
+def fake_optimum(fake_neuron: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Also the FAKE `optimum.neuron` entry point (tests/fakes/optimum_neuron), in child processes
+    only: this process keeps the real optimum-neuron, which reads what the children wrote."""
+    _prepend_pythonpath(monkeypatch, FAKES / "optimum_neuron")
+    return fake_neuron

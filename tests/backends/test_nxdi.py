@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -19,18 +18,7 @@ from neuronforge.stores import open_store
 from neuronforge.target import TargetSpec
 from neuronforge.toolchain import detect_toolchain
 
-FAKE = Path(__file__).resolve().parents[1] / "fakes" / "neuron_toolchain"
 VERSION = "2.21.33363.0"
-
-
-@pytest.fixture
-def fake_neuron(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """Put the fake toolchain on the path of this process (metadata) and of child processes."""
-    monkeypatch.syspath_prepend(str(FAKE))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(FAKE), os.environ.get("PYTHONPATH")])))
-    log = tmp_path / "compiles.log"
-    monkeypatch.setenv("FAKE_NEURON_COMPILE_LOG", str(log))
-    return log
 
 
 def target(**kw) -> TargetSpec:

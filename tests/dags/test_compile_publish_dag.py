@@ -45,6 +45,8 @@ def _states(run) -> dict[tuple[str, int], str]:
 
 def test_dag_parses_with_routing_and_form(dag) -> None:
     tasks = {t.task_id: t for t in dag.tasks}
+    # Toolchain detection runs where the toolchain is: on the Neuron workers for Neuron targets.
+    assert tasks["cpu_target.prepare"].queue == "default" and tasks["neuron_target.prepare"].queue == "neuron"
     for name in ("compile_graphs", "smoke"):
         assert tasks[f"cpu_target.{name}"].queue == "default" and tasks[f"cpu_target.{name}"].pool == "neuron_cores"
         assert (
@@ -125,14 +127,9 @@ def test_a_rejected_target_publishes_nothing_and_does_not_block_others(
 
 
 def test_nxdi_backend_end_to_end_with_the_fake_toolchain(
-    dag, compiled: Compiled, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    dag, compiled: Compiled, home: Path, tmp_path: Path, fake_neuron: Path
 ) -> None:
     """Backend nxdi through the whole DAG, the Neuron SDK replaced by tests/fakes (a test double)."""
-    import os
-
-    fake = Path(__file__).resolve().parents[1] / "fakes" / "neuron_toolchain"
-    monkeypatch.syspath_prepend(str(fake))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(fake), os.environ.get("PYTHONPATH")])))
     store_uri = f"file://{tmp_path / 'store'}"
     conf = {
         **_conf(compiled, store_uri, [{**TARGET, "tp_degree": 2}]),
@@ -170,6 +167,32 @@ def test_nxdi_backend_end_to_end_with_the_fake_toolchain(
     done = [o.key for o in store.list("neuron-cache/neuronxcc-2.21.33363.0") if o.key.endswith("model.done")]
     assert len(done) == 2
     assert manifest["smoke"]["passed"] and manifest["smoke"]["prompts"][0]["matching_prefix"] == 6
+
+
+def test_optimum_backend_end_to_end_with_the_fake_toolchain(
+    dag, compiled: Compiled, home: Path, tmp_path: Path, fake_optimum: Path
+) -> None:
+    """Backend optimum through the whole DAG: the real optimum-neuron package around a FAKE
+    `NeuronModelForCausalLM` and a FAKE compiler (tests/fakes), in the compile and smoke children."""
+    store_uri = f"file://{tmp_path / 'store'}"
+    optimum_target = {k: v for k, v in TARGET.items() if k != "max_context_length"}  # not in optimum's API
+    conf = {
+        **_conf(compiled, store_uri, [{**optimum_target, "tp_degree": 2}]),
+        "backend": "optimum",
+        "publish_formats": ["optimum", "lmi", "tnx"],
+    }
+    run = dag.test(run_conf=conf)
+    states = _states(run)
+    assert str(run.state) == "success", states
+    store = open_store(store_uri)
+    (index,) = store.list("index")
+    manifest = store.read_json(store.read_json(index.key)["manifest"])
+    paths = {f["path"] for f in manifest["files"]}
+    assert {"optimum/neuron_config.json", "optimum/model.pt", "lmi/serving.properties", "tnx/config.json"} <= paths
+    assert len([p for p in paths if p.startswith("tnx/compiled/")]) == 2
+    assert manifest["toolchain"]["packages"]["optimum-neuron"] == "0.4.5"
+    assert manifest["smoke"]["passed"] and manifest["compile"]["compiler_invocations"] == 2
+    assert manifest["formats"].keys() == {"optimum", "lmi", "tnx"}
 
 
 def test_cold_run_and_hit_against_the_s3_endpoint(dag, compiled: Compiled, home: Path, s3_bucket: str) -> None:

@@ -80,7 +80,9 @@ class NeuronModelForCausalLM:
         if config is None:
             config = AutoConfig.from_pretrained(model_id).get_text_config()
         config.torch_dtype = neuron_config.torch_dtype
-        material = json.dumps([config.to_dict(), neuron_config.to_dict()], sort_keys=True, default=str)
+        # Like an HLO hash: what shapes the graphs, not where the checkpoint lies.
+        graph_config = {k: v for k, v in config.to_dict().items() if k != "_name_or_path"}
+        material = json.dumps([graph_config, neuron_config.to_dict()], sort_keys=True, default=str)
         write_cache_entries(material, GRAPHS, f"(tp {neuron_config.tp_degree}, seq {neuron_config.sequence_length})")
         return cls(config, neuron_config, model_id=str(model_id))
 

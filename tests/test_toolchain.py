@@ -1,0 +1,49 @@
+"""Toolchain detection on a worker: pip packages (keyed), OS runtime packages and the library's
+model types (recorded in the manifest, never keyed)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from neuronforge.request import CompileRequest, Toolchain, cache_key, cache_key_material
+from neuronforge.source import ModelSource
+from neuronforge.target import TargetSpec
+from neuronforge.toolchain import detect_runtime, detect_toolchain
+
+
+def _fake_dpkg(bin_dir: Path, versions: dict[str, str]) -> None:
+    """A stand-in `dpkg-query` that knows only `versions` (a test double on PATH)."""
+    bin_dir.mkdir()
+    cases = "".join(f'  {pkg}) echo -n "{v}"; exit 0;;\n' for pkg, v in versions.items())
+    script = bin_dir / "dpkg-query"
+    script.write_text(f'#!/bin/sh\ncase "$3" in\n{cases}  *) exit 1;;\nesac\n')
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+
+
+def test_runtime_versions_come_from_the_os_packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_dpkg(tmp_path / "bin", {"aws-neuronx-runtime-lib": "2.28.23.0-dd5879008"})
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    assert detect_runtime()["aws-neuronx-runtime-lib"] == "2.28.23.0-dd5879008"
+    assert "aws-neuronx-collectives" not in detect_runtime()
+
+
+def test_worker_facts_are_recorded_but_not_keyed(
+    fake_neuron: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_dpkg(tmp_path / "bin", {"aws-neuronx-runtime-lib": "2.28.23.0"})
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    tc = detect_toolchain("nxdi")
+    assert tc.worker["runtime"] == {"aws-neuronx-runtime-lib": "2.28.23.0"}
+    assert tc.worker["architectures"] == ["llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe"]
+    assert Toolchain.from_json(tc.to_json()) == tc and tc.to_json()["worker"] == tc.worker
+    request = CompileRequest(
+        ModelSource.parse("org/m").pinned("a" * 40),
+        TargetSpec.parse({"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 64, "backend": "nxdi"}),
+    )
+    upgraded_runtime = Toolchain.from_json({**tc.to_json(), "worker": {"runtime": {"aws-neuronx-runtime-lib": "9"}}})
+    assert cache_key(request, tc) == cache_key(request, upgraded_runtime)
+    assert "worker" not in cache_key_material(request, tc)["toolchain"]
