@@ -21,11 +21,13 @@ demo: setup
 test: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/hadolint docker/*.Dockerfile
 	$(PY) -m pytest
 
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/hadolint docker/*.Dockerfile
 
 format: setup
 	$(VENV)/bin/ruff check --fix .

@@ -27,6 +27,7 @@ from operators.compile_publish import (
     smoke,
     sync_compile_cache,
 )
+from operators.kubernetes import pod_tasks, runner
 
 
 def _chain(ticket, prepare_task, compile_task, smoke_task):
@@ -48,7 +49,11 @@ def cpu_target(ticket):
 @task_group
 def neuron_target(ticket):
     """Targets of the Neuron backends: toolchain detection, compile and smoke on Neuron workers
-    (queue `neuron`), so the key and the plan's toolchain check use what those workers have."""
+    (queue `neuron`), so the key and the plan's toolchain check use what those workers have; or,
+    with NEURONFORGE_NEURON_RUNNER=kubernetes, compile and smoke in pods of the neuron worker image."""
+    if runner() == "kubernetes":
+        compile_pod, smoke_pod = pod_tasks()
+        return _chain(ticket, prepare.override(queue=NEURON_QUEUE), compile_pod, smoke_pod)
     return _chain(
         ticket,
         prepare.override(queue=NEURON_QUEUE),

@@ -2,11 +2,16 @@
 ARG AIRFLOW_VERSION=3.3.2
 FROM apache/airflow:${AIRFLOW_VERSION}-python3.11
 
-USER root
+USER 0
+# g++ is what AOTInductor (cpu backend) compiles with; Debian's security updates replace exact
+# package versions, so pinning one would break rebuilds.
+# hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends g++ \
-    && rm -rf /var/lib/apt/lists/*
-USER airflow
+    && rm -rf /var/lib/apt/lists/* \
+    && mkdir -p /var/lib/neuronforge && chown 50000:0 /var/lib/neuronforge
+# the image's `airflow` user
+USER 50000
 
 WORKDIR /opt/neuronforge
 COPY --chown=airflow:root requirements.txt constraints.txt pyproject.toml README.md ./

@@ -14,8 +14,9 @@ COPY requirements-neuron.txt pyproject.toml README.md ./
 # AWS's repository (never PyPI's placeholders of the same names).
 RUN pip install --no-cache-dir --extra-index-url https://pip.repos.neuron.amazonaws.com \
         -r requirements-neuron.txt \
-    && pip install --no-cache-dir "apache-airflow[celery]==${AIRFLOW_VERSION}" \
-        apache-airflow-providers-amazon "celery<5.7" asyncpg psycopg2-binary
+    && pip install --no-cache-dir "apache-airflow[celery,postgres]==${AIRFLOW_VERSION}" \
+        apache-airflow-providers-amazon==9.39.0 \
+        --constraint "https://raw.githubusercontent.com/apache/airflow/constraints-${AIRFLOW_VERSION}/constraints-3.11.txt"
 COPY neuronforge ./neuronforge
 COPY operators ./operators
 COPY dags /opt/airflow/dags

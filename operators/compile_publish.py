@@ -109,8 +109,11 @@ def prepare(ticket: dict[str, Any]) -> dict[str, Any]:
     target = TargetSpec.model_validate(ticket["target"])
     prep = prepare_stage(ticket["model"], target, Path(ticket["work_dir"]))
     hit = lookup(_store(ticket), prep.key)
+    from operators.kubernetes import neuron_devices
+
     ticket = {
         **ticket,
+        "neuron_devices": neuron_devices(target) if target.backend != "cpu" else 0,
         "source": _source_json(prep.request.source),
         "toolchain": prep.toolchain.to_json(),
         "key": prep.key,
@@ -154,6 +157,11 @@ def plan_target(ticket: dict[str, Any]) -> dict[str, Any]:
 
 @task(queue="default", pool=POOL, pool_slots=1)
 def compile_graphs(ticket: dict[str, Any]) -> dict[str, Any]:
+    return compile_ticket(ticket)
+
+
+def compile_ticket(ticket: dict[str, Any]) -> dict[str, Any]:
+    """The compile task's body (also run inside a Kubernetes pod, see operators/kubernetes.py)."""
     if "hit" in ticket:
         return ticket
     from neuronforge.stages.compile import CompileInput, compile_target
@@ -191,6 +199,11 @@ def sync_compile_cache(ticket: dict[str, Any]) -> dict[str, Any]:
 
 @task(queue="default", pool=POOL, pool_slots=1)
 def smoke(ticket: dict[str, Any]) -> dict[str, Any]:
+    return smoke_ticket(ticket)
+
+
+def smoke_ticket(ticket: dict[str, Any]) -> dict[str, Any]:
+    """The smoke task's body (also run inside a Kubernetes pod, see operators/kubernetes.py)."""
     if "hit" in ticket:
         return ticket
     from neuronforge.stages.smoke import DEFAULT_PROMPTS, SmokeInput, smoke_test

@@ -1,0 +1,81 @@
+"""Neuron compile and smoke tasks as Kubernetes pods: a per-deployment alternative to Celery
+workers on queue `neuron`.
+
+With `NEURONFORGE_NEURON_RUNNER=kubernetes` the `neuron_target` group's compile and smoke tasks are
+KubernetesPodOperators (`@task.kubernetes`) running the neuron worker image
+(`NEURONFORGE_NEURON_IMAGE`, built from docker/neuron-worker.Dockerfile) with
+`aws.amazon.com/neuron` device requests sized for the target (tp × logical-core size over the
+cores per device), in `NEURONFORGE_K8S_NAMESPACE`, shaped by an optional pod template
+(`NEURONFORGE_K8S_POD_TEMPLATE`: service account, the shared work-dir volume, store credentials).
+The pod runs the same task body as the Celery task (`compile_ticket` / `smoke_ticket`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+from neuronforge.errors import InvalidInput
+from neuronforge.target import TargetSpec
+
+RUNNERS = ("celery", "kubernetes")
+NEURON_RESOURCE = "aws.amazon.com/neuron"
+# Physical NeuronCores per Neuron device (what the Neuron device plugin counts as one `neuron`).
+CORES_PER_DEVICE = {"inf2": 2, "trn1": 2, "trn1n": 2, "trn2": 8}
+DEFAULT_IMAGE = "neuronforge-neuron-worker:latest"
+
+
+def runner() -> str:
+    value = os.environ.get("NEURONFORGE_NEURON_RUNNER", "celery")
+    if value not in RUNNERS:
+        raise InvalidInput(f"NEURONFORGE_NEURON_RUNNER={value!r}; use one of {list(RUNNERS)}")
+    return value
+
+
+def neuron_devices(target: TargetSpec) -> int:
+    """Neuron devices a pod needs for the target: its tp degree in physical cores, rounded up."""
+    t = target.normalized()
+    return math.ceil(t.tp_degree * t.logical_nc_config / CORES_PER_DEVICE[t.instance.family])
+
+
+def _devices_template(group: str) -> str:
+    # Rendered per mapped task: the device count the prepare task of the same target recorded.
+    return f"{{{{ ti.xcom_pull(task_ids='{group}.prepare', map_indexes=ti.map_index)['neuron_devices'] }}}}"
+
+
+def pod_settings(group: str = "neuron_target") -> dict[str, Any]:
+    """KubernetesPodOperator arguments shared by the compile and smoke pods."""
+    devices = _devices_template(group)
+    settings: dict[str, Any] = {
+        "image": os.environ.get("NEURONFORGE_NEURON_IMAGE", DEFAULT_IMAGE),
+        "namespace": os.environ.get("NEURONFORGE_K8S_NAMESPACE", "airflow"),
+        "container_resources": {"requests": {NEURON_RESOURCE: devices}, "limits": {NEURON_RESOURCE: devices}},
+        "env_vars": {"NEURONFORGE_HOME": os.environ.get("NEURONFORGE_HOME", "/var/lib/neuronforge")},
+        "get_logs": True,
+        "on_finish_action": "delete_succeeded_pod",
+    }
+    if os.environ.get("NEURONFORGE_K8S_POD_TEMPLATE"):
+        settings["pod_template_file"] = os.environ["NEURONFORGE_K8S_POD_TEMPLATE"]
+    return settings
+
+
+def pod_tasks():
+    """(compile, smoke) as `@task.kubernetes` tasks; their bodies run in the pod."""
+    from airflow.sdk import task
+
+    from operators.compile_publish import POOL
+
+    @task.kubernetes(task_id="compile_graphs", pool=POOL, **pod_settings())
+    def compile_graphs(ticket: dict[str, Any]) -> dict[str, Any]:
+        from operators.compile_publish import compile_ticket
+
+        return compile_ticket(ticket)
+
+    @task.kubernetes(task_id="smoke", pool=POOL, **pod_settings())
+    def smoke(ticket: dict[str, Any]) -> dict[str, Any]:
+        from operators.compile_publish import smoke_ticket
+
+        return smoke_ticket(ticket)
+
+    return compile_graphs, smoke
