@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lint format bench-transfer bench-pipeline clean
+.PHONY: setup demo test lint format bench-transfer bench-pipeline bench-cache-seed clean
 
 setup: $(STAMP)
 
@@ -35,6 +35,9 @@ format: setup
 
 bench-pipeline: setup
 	$(PY) bench/pipeline.py
+
+bench-cache-seed: setup
+	$(PY) bench/cache_seed.py
 
 bench-transfer: setup
 	$(PY) bench/transfer.py

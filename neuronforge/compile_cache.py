@@ -20,16 +20,21 @@ import json
 import logging
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from neuronforge import layout
-from neuronforge.stores import ArtifactStore
+from neuronforge.errors import StoreError
+from neuronforge.stores import ArtifactStore, NotFound
 
 log = logging.getLogger(__name__)
 DONE = "model.done"
+PULL_THREADS = 4
+# config.json fields that record where a model came from, not what its graphs are
+GRAPH_SET_IGNORED = frozenset({"_name_or_path", "transformers_version"})
 # How the compiler names an entry in its log ("Using a cached neff at …/MODULE_<hash>+<flags>/model.neff",
 # "Compilation Successfully Completed for model.MODULE_<hash>+<flags>.hlo_module.pb").
 ENTRY_NAME = re.compile(r"MODULE_[0-9A-Za-z]+\+[0-9a-f]{8}")
@@ -55,9 +60,10 @@ class SyncReport:
     already_present: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)  # compiles that left model.log without model.done
     incomplete: list[str] = field(default_factory=list)  # in progress (lock) or interrupted
+    graph_set_recorded: bool = False
 
-    def to_json(self) -> dict[str, list[str]]:
-        return {k: list(v) for k, v in self.__dict__.items()}
+    def to_json(self) -> dict[str, Any]:
+        return {k: (list(v) if isinstance(v, list) else v) for k, v in self.__dict__.items()}
 
 
 class CompileCache:
@@ -110,16 +116,40 @@ class CompileCache:
     def entries(self) -> list[Path]:
         return sorted(p for p in self.local.glob("MODULE_*") if p.is_dir()) if self.local.is_dir() else []
 
-    def preseed(self) -> list[str]:
-        """Pull every complete entry of this compiler version the store has and the local cache
-        lacks, so the compiler finds them (a second worker never rebuilds a graph)."""
+    def preseed(self, names: Iterable[str] | None = None) -> list[str]:
+        """Pull complete entries the local cache lacks, in parallel, so the compiler finds them on
+        local disk: `names` (a graph set's entries), or every entry of this compiler version when
+        None — which costs time in proportion to the whole store (bench/cache_seed.py)."""
         if self.store is None:
             return []
-        names = sorted({o.key.split("/")[2] for o in self.store.list(self.store_prefix) if o.key.endswith(f"/{DONE}")})
-        pulled = [n for n in names if not (self.entry(n) / DONE).exists() and self.lookup(n) is not None]
+        if names is None:
+            listing = self.store.list(self.store_prefix)
+            names = {o.key.split("/")[2] for o in listing if o.key.endswith(f"/{DONE}")}
+        missing = sorted(n for n in set(names) if not (self.entry(n) / DONE).exists())
+        with ThreadPoolExecutor(max_workers=PULL_THREADS) as pool:
+            found = list(pool.map(self.lookup, missing))
+        pulled = [n for n, path in zip(missing, found, strict=True) if path is not None]
         if pulled:
             log.info("compile cache: pre-seeded %d entries from %s", len(pulled), self.store.uri(self.store_prefix))
         return pulled
+
+    def graph_set(self, key: str) -> list[str] | None:
+        """The entries a compile of graph set `key` used, as recorded in the store; None if unknown."""
+        if self.store is None:
+            return None
+        try:
+            return list(self.store.read_json(layout.neuron_graph_set(self.compiler, self.version, key))["entries"])
+        except (NotFound, KeyError, StoreError):
+            return None
+
+    def record_graph_set(self, key: str, entries: list[str]) -> bool:
+        """Record which entries graph set `key` compiles into — only once all are in the store."""
+        if self.store is None or not entries:
+            return False
+        if not all(self.store.exists(f"{self.store_prefix}/{n}/{DONE}") for n in entries):
+            return False
+        self.store.write_json(layout.neuron_graph_set(self.compiler, self.version, key), {"entries": sorted(entries)})
+        return True
 
     def sync_to_store(self) -> SyncReport:
         """Upload complete local entries the store lacks: files first, `model.done` last."""
@@ -179,6 +209,8 @@ def prune_store(
             if e.complete:
                 store.delete_prefix(f"{base}/{DONE}")
             store.delete_prefix(base)
+        if compiler_dir and not incomplete_only:  # the graph-set records of that version go too
+            store.delete_prefix(f"{layout.NEURON_CACHE_SETS}/{compiler_dir}")
     return doomed
 
 
@@ -195,10 +227,23 @@ class CacheUse:
         return sorted({*self.created, *self.reused})
 
 
-def compile_through_cache(cache: CompileCache, run: Callable[[], list[str]]) -> CacheUse:
-    """Pre-seed the local cache from the store, run a compiler child (`run` returns its log lines)
-    and tell which complete entries it created and which it reused."""
-    cache.preseed()
+def graph_set_key(model_config: dict[str, Any], target_json: dict[str, Any], toolchain_json: dict[str, Any]) -> str:
+    """What decides the compiled graphs but not the weights: the model config (without provenance
+    fields), the target and the toolchain. NEFFs carry no weights, so other revisions and
+    fine-tunes of a model with the same config share a graph set and its cache entries."""
+    config = {k: v for k, v in model_config.items() if k not in GRAPH_SET_IGNORED}
+    material = json.dumps([config, target_json, toolchain_json], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+def compile_through_cache(
+    cache: CompileCache, run: Callable[[], list[str]], preseed: list[str] | None = None
+) -> CacheUse:
+    """Pre-seed the local cache with `preseed` (the entries a previous compile of the same graph
+    set recorded), run a compiler child (`run` returns its log lines) and tell which complete
+    entries it created and which it reused."""
+    if preseed:
+        cache.preseed(preseed)
     cache.local.mkdir(parents=True, exist_ok=True)
     before = {p.name for p in cache.entries()}
     lines = run()

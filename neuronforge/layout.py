@@ -18,6 +18,7 @@ from neuronforge.target import Quantization, TargetSpec
 MANIFEST = "MANIFEST.json"  # checkpoint manifests (file list with sha256)
 ARTIFACT_MANIFEST = "manifest.json"  # published artifact manifests, written last
 NEURON_CACHE = "neuron-cache"
+NEURON_CACHE_SETS = "neuron-cache-sets"
 
 
 def _model_prefix(kind: str, source: ModelSource) -> str:
@@ -37,6 +38,12 @@ def checkpoint_manifest(source: ModelSource) -> str:
 
 def quantized_prefix(source: ModelSource, quantization: Quantization) -> str:
     return f"{_model_prefix('quantized', source)}/{quantization.slug}"
+
+
+def neuron_graph_set(compiler: str, compiler_version: str, graph_set: str) -> str:
+    """The cache entries one graph set (model config × target × toolchain) compiled into; kept
+    outside `neuron-cache/` so that prefix stays exactly the compiler's own layout."""
+    return f"{NEURON_CACHE_SETS}/{safe_component(compiler)}-{safe_component(compiler_version)}/{graph_set}.json"
 
 
 def neuron_cache_prefix(compiler: str, compiler_version: str) -> str:

@@ -134,7 +134,13 @@ def run_target(
             CompileInput(prep.request, prep.toolchain, prep.key, fetched.local_dir, work_dir), store
         ),
     )
-    step("sync_cache", lambda: sync_cache(work_dir, prep.toolchain, store))
+    compile_info = {
+        "graphs": built.graphs,
+        "compiler_invocations": built.compiler_invocations,
+        "seconds": built.seconds,
+        "graph_set": built.graph_set,
+    }
+    step("sync_cache", lambda: sync_cache(work_dir, prep.toolchain, store, compile_info))
     smoke = step(
         "smoke",
         lambda: smoke_test(
@@ -150,11 +156,6 @@ def run_target(
     )
     if not smoke.passed:
         raise SmokeFailed(f"{target.slug}: smoke test failed: {smoke.reason}")
-    compile_info = {
-        "graphs": built.graphs,
-        "compiler_invocations": built.compiler_invocations,
-        "seconds": built.seconds,
-    }
     publish_input = PublishInput(
         prep.request,
         prep.toolchain,

@@ -182,7 +182,12 @@ def compile_ticket(ticket: dict[str, Any]) -> dict[str, Any]:
             "cache hit" if g["cached"] else "compiled",
             g["seconds"] or 0.0,
         )
-    compiled = {"graphs": out.graphs, "compiler_invocations": out.compiler_invocations, "seconds": out.seconds}
+    compiled = {
+        "graphs": out.graphs,
+        "compiler_invocations": out.compiler_invocations,
+        "seconds": out.seconds,
+        "graph_set": out.graph_set,
+    }
     return {**ticket, "build_dir": str(out.build_dir), "compile": compiled}
 
 
@@ -192,7 +197,9 @@ def sync_compile_cache(ticket: dict[str, Any]) -> dict[str, Any]:
         return ticket
     from neuronforge.stages.compile import sync_cache
 
-    report = sync_cache(Path(ticket["work_dir"]), Toolchain.from_json(ticket["toolchain"]), _store(ticket))
+    report = sync_cache(
+        Path(ticket["work_dir"]), Toolchain.from_json(ticket["toolchain"]), _store(ticket), ticket["compile"]
+    )
     log.info("compile cache sync: %s", report.to_json())
     return {**ticket, "cache_sync": report.to_json()}
 

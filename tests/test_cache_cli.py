@@ -49,9 +49,13 @@ def test_prune_a_compiler_version_and_incomplete_entries(capsys, tmp_path: Path)
     assert len(store.list("neuron-cache")) == 8
     assert main(["cache", "prune", store.root_uri, "--incomplete"]) == 0
     assert not store.list("neuron-cache/neuronxcc-2.21.33363.0/MODULE_bbbb+d41d8cd9")
+    store.write_json("neuron-cache-sets/neuronxcc-2.21.33363.0/g.json", {"entries": ["MODULE_aaaa+d41d8cd9"]})
+    store.write_json("neuron-cache-sets/neuronxcc-2.22.12471.0/g.json", {"entries": []})
     assert main(["cache", "prune", store.root_uri, "--compiler-version", "2.21.33363.0"]) == 0
     assert not store.list("neuron-cache/neuronxcc-2.21.33363.0")
+    assert not store.list("neuron-cache-sets/neuronxcc-2.21.33363.0")  # its graph-set records go too
     assert store.list("neuron-cache/neuronxcc-2.22.12471.0") and store.exists("index/k.json")
+    assert store.exists("neuron-cache-sets/neuronxcc-2.22.12471.0/g.json")
 
 
 def test_prune_without_a_selection_is_a_usage_error(capsys, tmp_path: Path) -> None:

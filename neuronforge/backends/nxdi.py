@@ -107,9 +107,16 @@ def child_spec(model_type: str, model_path: Path, out: Path, kwargs: dict[str, A
 
 
 def compile_nxdi(
-    checkpoint: Path, model_type: str, target: TargetSpec, out: Path, cache, flags: tuple[str, ...], timeout_s: float
+    checkpoint: Path,
+    model_type: str,
+    target: TargetSpec,
+    out: Path,
+    cache,
+    flags: tuple[str, ...],
+    timeout_s: float,
+    preseed: list[str] | None = None,
 ) -> CacheUse:
-    """Compile in a child process against the local persistent cache (pre-seeded from the store)."""
+    """Compile in a child process against the local persistent cache, pre-seeded with `preseed`."""
     from neuronforge.backends.child import run_child
 
     out.mkdir(parents=True, exist_ok=True)
@@ -125,6 +132,7 @@ def compile_nxdi(
             timeout_s=timeout_s,
             what=f"nxdi compile {target.slug}",
         ),
+        preseed,
     )
 
 

@@ -83,9 +83,15 @@ def child_env(target: TargetSpec, cache_root: Path, flags: tuple[str, ...]) -> d
 
 
 def compile_optimum(
-    checkpoint: Path, target: TargetSpec, out: Path, cache, flags: tuple[str, ...], timeout_s: float
+    checkpoint: Path,
+    target: TargetSpec,
+    out: Path,
+    cache,
+    flags: tuple[str, ...],
+    timeout_s: float,
+    preseed: list[str] | None = None,
 ) -> CacheUse:
-    """Export in a child process against the local persistent cache (pre-seeded from the store)."""
+    """Export in a child process against the local persistent cache, pre-seeded with `preseed`."""
     from neuronforge.backends.child import run_child
 
     spec = {"model_path": str(checkpoint), "out": str(out), "export": export_kwargs(target)}
@@ -101,6 +107,7 @@ def compile_optimum(
             timeout_s=timeout_s,
             what=f"optimum export {target.slug}",
         ),
+        preseed,
     )
 
 

@@ -8,17 +8,20 @@ after the cache key, so a re-run never mixes outputs of two attempts.
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from neuronforge.compile_cache import CacheUse, CompileCache, SyncReport
+from neuronforge.compile_cache import CacheUse, CompileCache, SyncReport, graph_set_key
 from neuronforge.errors import InvalidInput
 from neuronforge.request import CompileRequest, Toolchain
 from neuronforge.stores import ArtifactStore
 
+log = logging.getLogger(__name__)
 # A Neuron compile of a large model takes tens of minutes; past this the child is killed.
 COMPILE_TIMEOUT_S = float(os.environ.get("NEURONFORGE_COMPILE_TIMEOUT_S", 4 * 3600))
 
@@ -38,6 +41,7 @@ class CompileOutput:
     graphs: list[dict] = field(default_factory=list)
     compiler_invocations: int = 0
     seconds: float = 0.0
+    graph_set: str | None = None  # Neuron backends: the graph-set key its entries are recorded under
 
 
 def compile_cache(work_dir: Path, toolchain: Toolchain, store: ArtifactStore | None) -> CompileCache:
@@ -50,6 +54,14 @@ def compile_target(inp: CompileInput, store: ArtifactStore | None = None) -> Com
     build = inp.work_dir / "build" / inp.key[:12]
     shutil.rmtree(build, ignore_errors=True)
     cache = compile_cache(inp.work_dir, inp.toolchain, store)
+    graph_set = None
+    if target.backend != "cpu":
+        config = json.loads((inp.checkpoint_dir / "config.json").read_text())
+        graph_set = graph_set_key(config, target.normalized().model_dump(mode="json"), inp.toolchain.keyed_json())
+        # Scoped pre-seed: only the entries a compile of the same graphs recorded; pulling every
+        # entry of the compiler version grows with the store (bench/cache_seed.py).
+        preseed = cache.graph_set(graph_set)
+        log.info("graph set %s: %s", graph_set[:12], f"{len(preseed)} recorded entries" if preseed else "new")
     if target.backend == "cpu":
         from neuronforge.backends.cpu import compile_cpu
 
@@ -60,24 +72,28 @@ def compile_target(inp: CompileInput, store: ArtifactStore | None = None) -> Com
         from neuronforge.backends.optimum import compile_optimum
 
         use = compile_optimum(
-            inp.checkpoint_dir, target, build, cache, inp.toolchain.compiler_flags, timeout_s=COMPILE_TIMEOUT_S
-        )
-        graphs, invocations = _graphs(use), len(use.created)
-    elif target.backend == "nxdi":
-        import json
-
-        from neuronforge.backends.cpu import TOKENIZER_FILES
-        from neuronforge.backends.nxdi import compile_nxdi
-
-        model_type = json.loads((inp.checkpoint_dir / "config.json").read_text())["model_type"]
-        use = compile_nxdi(
             inp.checkpoint_dir,
-            model_type,
             target,
             build,
             cache,
             inp.toolchain.compiler_flags,
             timeout_s=COMPILE_TIMEOUT_S,
+            preseed=preseed,
+        )
+        graphs, invocations = _graphs(use), len(use.created)
+    elif target.backend == "nxdi":
+        from neuronforge.backends.cpu import TOKENIZER_FILES
+        from neuronforge.backends.nxdi import compile_nxdi
+
+        use = compile_nxdi(
+            inp.checkpoint_dir,
+            config["model_type"],
+            target,
+            build,
+            cache,
+            inp.toolchain.compiler_flags,
+            timeout_s=COMPILE_TIMEOUT_S,
+            preseed=preseed,
         )
         # NxD's output (neuron_config.json, model.pt, weights/) plus the HF config and tokenizer.
         for name in ("config.json", *TOKENIZER_FILES):
@@ -86,7 +102,7 @@ def compile_target(inp: CompileInput, store: ArtifactStore | None = None) -> Com
         graphs, invocations = _graphs(use), len(use.created)
     else:
         raise InvalidInput(f"unknown backend {target.backend!r}; use cpu, optimum or nxdi")
-    return CompileOutput(build, graphs, invocations, round(time.monotonic() - started, 3))
+    return CompileOutput(build, graphs, invocations, round(time.monotonic() - started, 3), graph_set)
 
 
 def _graphs(use: CacheUse) -> list[dict]:
@@ -94,6 +110,13 @@ def _graphs(use: CacheUse) -> list[dict]:
     return [{"name": n, "entry": n, "cached": n not in use.created, "seconds": None} for n in use.used]
 
 
-def sync_cache(work_dir: Path, toolchain: Toolchain, store: ArtifactStore) -> SyncReport:
-    """Upload the compile-cache entries this host built that the store lacks (model.done last)."""
-    return compile_cache(work_dir, toolchain, store).sync_to_store()
+def sync_cache(work_dir: Path, toolchain: Toolchain, store: ArtifactStore, compiled: dict | None = None) -> SyncReport:
+    """Upload the compile-cache entries this host built that the store lacks (model.done last),
+    then record which entries the compile's graph set uses (`compiled`: the compile stage's
+    summary), so the next worker compiling the same graphs pre-seeds exactly those."""
+    cache = compile_cache(work_dir, toolchain, store)
+    report = cache.sync_to_store()
+    if compiled and compiled.get("graph_set"):
+        entries = [g["entry"] for g in compiled.get("graphs", [])]
+        report.graph_set_recorded = cache.record_graph_set(compiled["graph_set"], entries)
+    return report

@@ -88,10 +88,12 @@ def test_toolchain_is_detected_and_keyed(fake_neuron: Path) -> None:
     assert cache_key(request, tc) != cache_key(request, bumped)
 
 
-def _compile(tiny_llama: Path, root: Path, store, t: TargetSpec) -> tuple[CacheUse, CompileCache, Path]:
+def _compile(
+    tiny_llama: Path, root: Path, store, t: TargetSpec, preseed: list[str] | None = None
+) -> tuple[CacheUse, CompileCache, Path]:
     cache = CompileCache(root, "neuronxcc", VERSION, store)
     out = root.parent / "out"
-    use = compile_nxdi(tiny_llama, "llama", t, out, cache, ("-O1",), timeout_s=300)
+    use = compile_nxdi(tiny_llama, "llama", t, out, cache, ("-O1",), timeout_s=300, preseed=preseed)
     return use, cache, out
 
 
@@ -123,15 +125,49 @@ def test_compile_in_a_child_writes_the_cache_and_sync_uploads_only_complete_entr
     assert cache.sync_to_store().already_present == sorted(good)
 
 
-def test_a_second_worker_is_preseeded_and_never_recompiles(fake_neuron: Path, tiny_llama: Path, tmp_path: Path) -> None:
+def test_a_second_worker_is_preseeded_with_the_graph_set_and_never_recompiles(
+    fake_neuron: Path, tiny_llama: Path, tmp_path: Path
+) -> None:
     store = open_store(f"file://{tmp_path / 'store'}")
     t = target(tp_degree=2, instance_type="inf2.xlarge")
+    unrelated = tmp_path / "other" / f"neuronxcc-{VERSION}" / "MODULE_11111111111111111111+d41d8cd9"
+    unrelated.mkdir(parents=True)
+    (unrelated / "model.neff").write_bytes(b"another model's graph")
+    (unrelated / "model.done").write_text("")
+    store.put_tree(tmp_path / "other", "neuron-cache")
     first_use, first, _ = _compile(tiny_llama, tmp_path / "a" / "cache", store, t)
+    assert not (first.entry(unrelated.name)).exists()  # nothing recorded for these graphs: no pre-seed
     first.sync_to_store()
+    assert first.record_graph_set("g" * 64, first_use.used)
     assert len(fake_neuron.read_text().splitlines()) == 2
-    second, _, _ = _compile(tiny_llama, tmp_path / "b" / "cache", store, t)
+
+    second_cache = CompileCache(tmp_path / "b" / "cache", "neuronxcc", VERSION, store)
+    recorded = second_cache.graph_set("g" * 64)
+    assert recorded == first_use.created
+    second, cache_b, _ = _compile(tiny_llama, tmp_path / "b" / "cache", store, t, preseed=recorded)
     assert len(fake_neuron.read_text().splitlines()) == 2  # no new compiler invocation
     assert second.created == [] and second.reused == first_use.created  # named in the compiler's log
+    assert not cache_b.entry(unrelated.name).exists()  # only the graph set's entries were pulled
+
+
+def test_graph_sets_are_shared_by_fine_tunes_but_not_by_other_shapes() -> None:
+    from neuronforge.compile_cache import graph_set_key
+
+    config = {"model_type": "llama", "hidden_size": 4096, "_name_or_path": "/a", "transformers_version": "4.57.6"}
+    tc = {"compiler_version": VERSION}
+    t = target().normalized().model_dump(mode="json")
+    same = graph_set_key({**config, "_name_or_path": "/b", "transformers_version": "4.58"}, t, tc)
+    assert graph_set_key(config, t, tc) == same
+    assert graph_set_key(config, target(batch_size=8).normalized().model_dump(mode="json"), tc) != same
+    assert graph_set_key({**config, "hidden_size": 2048}, t, tc) != same
+    assert graph_set_key(config, t, {"compiler_version": "2.22.12471.0"}) != same
+
+
+def test_a_graph_set_is_recorded_only_when_all_its_entries_are_in_the_store(tmp_path: Path) -> None:
+    store = open_store(f"file://{tmp_path / 'store'}")
+    cache = CompileCache(tmp_path / "cache", "neuronxcc", VERSION, store)
+    assert not cache.record_graph_set("k" * 64, ["MODULE_22222222222222222222+d41d8cd9"])
+    assert cache.graph_set("k" * 64) is None
 
 
 def test_moe_models_get_the_moe_config(fake_neuron: Path, tmp_path: Path) -> None:
