@@ -140,7 +140,8 @@ def run_target(
         "seconds": built.seconds,
         "graph_set": built.graph_set,
     }
-    step("sync_cache", lambda: sync_cache(work_dir, prep.toolchain, store, compile_info))
+    synced = step("sync_cache", lambda: sync_cache(work_dir, prep.toolchain, store, compile_info))
+    compile_info["cache_sync"] = synced.to_json()  # failed entries are listed in the manifest
     smoke = step(
         "smoke",
         lambda: smoke_test(

@@ -255,7 +255,7 @@ def publish_artifact(ticket: dict[str, Any]) -> dict[str, Any]:
                 ticket["key"],
                 Path(ticket["build_dir"]),
                 ticket["smoke"],
-                ticket["compile"],
+                {**ticket["compile"], "cache_sync": ticket.get("cache_sync")},  # failed entries listed
                 Path(ticket["work_dir"]),
                 tuple(ticket["formats"]),
                 Path(ticket["checkpoint_dir"]),

@@ -87,6 +87,8 @@ def test_export_smoke_and_publish_read_back_by_the_real_optimum_neuron(
         ["granite", "llama", "llama4_text", "mixtral", "phi3", "qwen2", "qwen3", "qwen3_moe", "smollm3"]
     )
     assert manifest["smoke"]["passed"], manifest["smoke"]
+    sync = manifest["compile"]["cache_sync"]  # the failed entry the fake compiler leaves is reported
+    assert sync["failed"] == ["MODULE_00000000000000000bad+00000000"] and sync["graph_set_recorded"]
 
     dl = tmp_path / "dl"
     store.get_tree(out.published.prefix, dl)

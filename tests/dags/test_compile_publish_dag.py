@@ -193,6 +193,7 @@ def test_optimum_backend_end_to_end_with_the_fake_toolchain(
     assert manifest["toolchain"]["packages"]["optimum-neuron"] == "0.4.5"
     assert manifest["smoke"]["passed"] and manifest["compile"]["compiler_invocations"] == 2
     assert manifest["formats"].keys() == {"optimum", "lmi", "tnx"}
+    assert manifest["compile"]["cache_sync"]["failed"] == ["MODULE_00000000000000000bad+00000000"]
 
 
 def test_cold_run_and_hit_against_the_s3_endpoint(dag, compiled: Compiled, home: Path, s3_bucket: str) -> None:
