@@ -36,8 +36,10 @@ def checkpoint_manifest(source: ModelSource) -> str:
     return f"{checkpoint_prefix(source)}/{MANIFEST}"
 
 
-def quantized_prefix(source: ModelSource, quantization: Quantization) -> str:
-    return f"{_model_prefix('quantized', source)}/{quantization.slug}"
+def quantized_prefix(source: ModelSource, quantization: Quantization, variant: str = "") -> str:
+    """`variant` names what else changes the quantized files (the dtype kept tensors are cast to,
+    the modules left unquantized), e.g. `bf16`."""
+    return f"{_model_prefix('quantized', source)}/{quantization.slug}" + (f"-{variant}" if variant else "")
 
 
 def neuron_graph_set(compiler: str, compiler_version: str, graph_set: str) -> str:

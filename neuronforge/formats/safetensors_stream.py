@@ -1,0 +1,138 @@
+"""Write HF-style sharded safetensors tensor by tensor, with bounded memory.
+
+`safetensors.torch.save_file` takes a whole state dict: writing a 10 GB shard that way holds
+10 GB. Here the layout of every shard (names, dtypes, shapes, byte offsets) is planned first from
+shapes alone, each file's header is written up front, and tensor data is then appended chunk by
+chunk in the planned order, hashed (sha256) as it is written. The result is ordinary safetensors
+(8-byte little-endian header size, JSON header padded to 8 bytes, one contiguous byte buffer) that
+`safetensors.safe_open` reads; tests check it does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from math import prod
+from pathlib import Path
+
+import torch
+
+from neuronforge.errors import InvalidInput
+
+DTYPE_NAMES: dict[torch.dtype, str] = {
+    torch.float32: "F32",
+    torch.float16: "F16",
+    torch.bfloat16: "BF16",
+    torch.int8: "I8",
+    torch.float8_e4m3fn: "F8_E4M3",
+    torch.float8_e5m2: "F8_E5M2",
+}
+INDEX = "model.safetensors.index.json"
+
+
+@dataclass
+class PlannedTensor:
+    name: str
+    dtype: torch.dtype
+    shape: tuple[int, ...]
+
+    @property
+    def nbytes(self) -> int:
+        return prod(self.shape) * torch.empty((), dtype=self.dtype).element_size()
+
+
+@dataclass
+class Shard:
+    file: str
+    tensors: list[PlannedTensor] = field(default_factory=list)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.nbytes for t in self.tensors)
+
+
+def plan_shards(tensors: Iterable[PlannedTensor], max_shard_bytes: int) -> list[Shard]:
+    """Tensors in order into shards of at most `max_shard_bytes` (a bigger tensor gets its own)."""
+    shards: list[Shard] = []
+    for t in tensors:
+        if not shards or (shards[-1].tensors and shards[-1].nbytes + t.nbytes > max_shard_bytes):
+            shards.append(Shard(""))
+        shards[-1].tensors.append(t)
+    for i, shard in enumerate(shards, 1):
+        shard.file = "model.safetensors" if len(shards) == 1 else f"model-{i:05d}-of-{len(shards):05d}.safetensors"
+    return shards
+
+
+def header_bytes(shard: Shard) -> bytes:
+    header: dict[str, object] = {"__metadata__": {"format": "pt"}}
+    offset = 0
+    for t in shard.tensors:
+        header[t.name] = {
+            "dtype": DTYPE_NAMES[t.dtype],
+            "shape": list(t.shape),
+            "data_offsets": [offset, offset + t.nbytes],
+        }
+        offset += t.nbytes
+    raw = json.dumps(header, separators=(",", ":")).encode()
+    raw += b" " * (-len(raw) % 8)
+    return struct.pack("<Q", len(raw)) + raw
+
+
+class ShardWriter:
+    """Appends the planned tensors of one shard, in order, checking each tensor's byte count."""
+
+    def __init__(self, folder: Path, shard: Shard) -> None:
+        self.shard = shard
+        self.path = folder / shard.file
+        self._f = open(self.path, "wb")  # noqa: SIM115 - closed in close()
+        self.sha256 = hashlib.sha256()
+        self._write(header_bytes(shard))
+        self._next = 0
+        self._written = 0
+
+    def _write(self, data) -> None:
+        self._f.write(data)
+        self.sha256.update(data)
+
+    def begin(self, name: str) -> PlannedTensor:
+        planned = self.shard.tensors[self._next]
+        if planned.name != name:
+            raise InvalidInput(f"{self.shard.file}: expected tensor {planned.name!r} next, got {name!r}")
+        self._written = 0
+        return planned
+
+    def write(self, chunk: torch.Tensor) -> None:
+        """Append a chunk (rows of the current tensor, in the planned dtype)."""
+        planned = self.shard.tensors[self._next]
+        if chunk.dtype != planned.dtype:
+            raise InvalidInput(f"{planned.name}: chunk dtype {chunk.dtype} != planned {planned.dtype}")
+        data = chunk.contiguous().reshape(-1).view(torch.uint8).numpy()
+        self._write(data)
+        self._written += data.nbytes
+
+    def end(self) -> None:
+        planned = self.shard.tensors[self._next]
+        if self._written != planned.nbytes:
+            raise InvalidInput(f"{planned.name}: wrote {self._written} bytes, planned {planned.nbytes}")
+        self._next += 1
+
+    def close(self) -> str:
+        """Close the file; returns its sha256. Every planned tensor must have been written."""
+        self._f.close()
+        if self._next != len(self.shard.tensors):
+            raise InvalidInput(f"{self.shard.file}: {len(self.shard.tensors) - self._next} tensors never written")
+        return self.sha256.hexdigest()
+
+
+def write_index(folder: Path, shards: list[Shard]) -> None:
+    """`model.safetensors.index.json` as transformers writes it (only when there are several shards)."""
+    if len(shards) < 2:
+        return
+    index = {
+        "metadata": {"total_size": sum(s.nbytes for s in shards)},
+        "weight_map": {t.name: s.file for s in shards for t in s.tensors},
+    }
+    (folder / INDEX).write_text(json.dumps(index, indent=2) + "\n")

@@ -1,0 +1,92 @@
+"""Weight quantization numerics, bit-identical to what NxD Inference's checkpoint quantizer produces,
+and its key naming.
+
+NxD Inference (`save_quantized_state_dict`) runs `torch.ao.quantization.quantize_dynamic` over the
+whole model in host memory:
+- int8 per tensor: torch's `default_dynamic_qconfig` — a symmetric `MinMaxObserver` (qint8):
+  scale = max(|min|, |max|) / 127.5 (half the [-128, 127] range), at least float32 eps; then
+  `quantize_per_tensor`: q = clamp(round_half_even(w * (1 / scale)), -128, 127) in float32.
+- int8 per channel: neuronx-distributed's `PerChannelAbsMaxObserver(ch_axis=0)`: scale_row =
+  max(absmax_row / 127, eps); then `quantize_per_channel`, which multiplies by 1/scale too.
+- fp8 (float8_e4m3fn / float8_e5m2): scale = absmax / finfo.max (per tensor, or per row with a
+  1e-5 floor); q = clamp(w / scale, -max, max) cast to the fp8 dtype.
+These functions compute the same numbers elementwise, so they can run on row chunks of a tensor
+(the streaming quantizer never holds a float32 copy of a whole tensor) and do not depend on
+torch's quantized tensor types, which torch has deprecated. `tests/test_quantization.py` checks
+them bit for bit against `torch.ao.quantization` on the same tensors.
+"""
+
+from __future__ import annotations
+
+import re
+
+import torch
+
+from neuronforge.errors import InvalidInput
+from neuronforge.target import Quantization
+
+FLOAT32_EPS = torch.finfo(torch.float32).eps
+FP8_SCALE_FLOOR = 1e-5  # neuronx-distributed's floor for per-channel fp8 scales
+STORAGE_DTYPES: dict[str, torch.dtype] = {
+    "int8": torch.int8,
+    "f8e4m3": torch.float8_e4m3fn,
+    "f8e5m2": torch.float8_e5m2,
+}
+# Linear weights NxD Inference loads quantized (HF names); everything else stays in the target dtype.
+QUANTIZABLE = re.compile(
+    r"^model\.layers\.\d+\.(self_attn\.(q|k|v|o|qkv)_proj|mlp\.(gate|up|down|gate_up)_proj"
+    r"|block_sparse_moe\.experts\.\d+\.w[123]|mlp\.experts\.\d+\.(gate|up|down)_proj)\.weight$"
+)
+
+
+def storage_dtype(q: Quantization) -> torch.dtype:
+    if not q.enabled:
+        raise InvalidInput("quantization is 'none': nothing to quantize")
+    return STORAGE_DTYPES[q.dtype]
+
+
+def per_channel(q: Quantization) -> bool:
+    return q.method == "per_channel_symmetric"
+
+
+def scale_from_absmax(absmax: torch.Tensor, q: Quantization) -> torch.Tensor:
+    """float32 scale(s) from the absolute maximum — of the tensor ([1]) or of each row ([out, 1])."""
+    absmax = absmax.to(torch.float32)
+    if q.dtype == "int8":
+        scale = absmax / (127.0 if per_channel(q) else 255.0 / 2)
+        return torch.clamp(scale, min=FLOAT32_EPS)
+    scale = absmax / torch.finfo(storage_dtype(q)).max
+    if per_channel(q):
+        return torch.clamp(scale, min=FP8_SCALE_FLOOR)
+    return torch.where(absmax > 0, scale, torch.ones_like(scale))  # an all-zero tensor: no 0/0
+
+
+def absmax(chunk: torch.Tensor, per_channel: bool) -> torch.Tensor:
+    """|max| of a chunk: one value (shape [1]) or one per row (shape [rows, 1])."""
+    if per_channel:
+        return chunk.abs().amax(dim=1, keepdim=True).to(torch.float32)
+    lo, hi = torch.aminmax(chunk)
+    return torch.maximum(-lo, hi).to(torch.float32).reshape(1)
+
+
+def quantize_chunk(chunk: torch.Tensor, scale: torch.Tensor, q: Quantization) -> torch.Tensor:
+    """Rows of a weight quantized with `scale` ([1], or [rows, 1] for these rows)."""
+    x = chunk.to(torch.float32)
+    if q.dtype == "int8":
+        return torch.clamp(torch.round(x * (1.0 / scale)), -128, 127).to(torch.int8)
+    storage = storage_dtype(q)
+    bound = torch.finfo(storage).max
+    return torch.clamp(x / scale, -bound, bound).to(storage)
+
+
+def dequantize(q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    return q.to(torch.float32) * scale
+
+
+def nxd_key(hf_key: str) -> str:
+    """NxD Inference's state-dict names: decoder keys without the `model.` prefix; `lm_head.*` kept."""
+    return hf_key.removeprefix("model.")
+
+
+def hf_key(nxd: str) -> str:
+    return nxd if nxd.startswith("lm_head.") else f"model.{nxd}"

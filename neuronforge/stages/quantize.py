@@ -1,0 +1,400 @@
+"""Stage `quantize`: a verified checkpoint → the quantized checkpoint NxD Inference loads through
+`quantized_checkpoints_path`, streamed tensor by tensor with bounded memory.
+
+NxD Inference's own `save_quantized_state_dict` loads the whole model into host memory to quantize
+it (compile hosts get OOM-killed on large models). Here each tensor is read in row chunks through
+`safetensors.safe_open(...).get_slice` and written straight into its planned place in the output
+shards (`formats/safetensors_stream.py`), so memory stays around one chunk's float32 copy whatever
+the model size. The numbers are NxD's (`neuronforge/quantization.py`, bit-identical).
+
+Output, `quantized/<org>/<name>/<revision>/<quant>-<dtype>[-keep<hash>]/` in the store:
+- each quantized linear as `<p>.weight` (int8 / float8_e4m3fn / float8_e5m2) and `<p>.scale`
+  (float32, [1] per tensor or [out, 1] per channel), biases kept; every other tensor (embeddings,
+  norms, lm_head by default, and `modules_to_not_convert`) cast to the target dtype; NxD names:
+  decoder keys without `model.`, `lm_head.*` kept;
+- HF-style shards (≤ 10 GB) + `model.safetensors.index.json`, `config.json` and tokenizer files;
+- `MANIFEST.json` last: files with sha256, the inputs' sha256, per-tensor relative error of the
+  dequantized weights (‖w − deq(q)‖ / ‖w‖).
+Bad input (an already-quantized checkpoint, a non-2D tensor to quantize, NaN/Inf weights, a
+checkpoint whose files change under us) fails before anything reaches the final location.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import safe_open
+
+import neuronforge
+from neuronforge import layout
+from neuronforge.checkpoint import TensorInfo, verify_checkpoint
+from neuronforge.errors import CheckpointError, InvalidInput
+from neuronforge.formats.safetensors_stream import PlannedTensor, ShardWriter, plan_shards, write_index
+from neuronforge.quantization import (
+    QUANTIZABLE,
+    absmax,
+    dequantize,
+    hf_key,
+    nxd_key,
+    per_channel,
+    quantize_chunk,
+    scale_from_absmax,
+    storage_dtype,
+)
+from neuronforge.source import FileEntry, ModelSource, list_relative, sha256_file
+from neuronforge.stores import ArtifactStore, NotFound
+from neuronforge.target import Quantization
+
+log = logging.getLogger(__name__)
+MIB = 1024**2
+MANIFEST_SCHEMA = 1
+TARGET_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+COPIED = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+          "special_tokens_map.json", "tokenizer.model")  # fmt: skip
+# Tensor names a quantizer leaves behind: such a checkpoint must not be quantized again.
+QUANTIZED_MARKERS = (".scale", ".weight_scale", ".qweight", ".qzeros", ".g_idx", ".input_scale")
+
+
+@dataclass
+class QuantizeRequest:
+    checkpoint_dir: Path  # verified (fetch stage); its MANIFEST.json holds the expected sha256
+    source: ModelSource  # pinned: names the store prefix
+    quantization: Quantization
+    dtype: str  # what the tensors left unquantized are cast to: bf16 | fp16 | fp32
+    work_dir: Path
+    modules_to_not_convert: tuple[str, ...] = ()  # substrings of HF module names, as NxD matches them
+    max_shard_bytes: int = 10 * 10**9
+    chunk_bytes: int = 64 * MIB  # float32 bytes of one chunk of rows
+
+    @property
+    def variant(self) -> str:
+        v = self.dtype
+        if self.modules_to_not_convert:
+            keep = hashlib.sha256(json.dumps(sorted(self.modules_to_not_convert)).encode()).hexdigest()[:8]
+            v += f"-keep{keep}"
+        return v
+
+
+@dataclass
+class QuantizeResult:
+    local_dir: Path
+    prefix: str | None
+    manifest: dict[str, Any]
+    reused: bool
+    seconds: float = 0.0
+    tensors: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class _Job:
+    info: TensorInfo
+    quantize: bool
+    outputs: list[PlannedTensor]
+
+
+def plan(tensors: dict[str, TensorInfo], req: QuantizeRequest) -> list[_Job]:
+    """Decide every tensor's fate and refuse bad input, before any tensor is read."""
+    if not req.quantization.enabled:
+        raise InvalidInput("quantize: quantization is 'none'; use int8, f8e4m3 or f8e5m2")
+    if req.dtype not in TARGET_DTYPES:
+        raise InvalidInput(
+            f"quantize: unknown dtype {req.dtype!r} for the unquantized tensors; use {list(TARGET_DTYPES)}"
+        )
+    storage = storage_dtype(req.quantization)
+    jobs = []
+    for name in sorted(tensors, key=lambda n: (tensors[n].file, n)):
+        info = tensors[name]
+        if info.dtype in ("I8", "U8", "F8_E4M3", "F8_E5M2") or name.endswith(QUANTIZED_MARKERS):
+            raise InvalidInput(
+                f"quantize: the checkpoint is already quantized ({name} is {info.dtype}); quantize the original "
+                "floating-point checkpoint"
+            )
+        module = name.rsplit(".", 1)[0]
+        quantize = bool(QUANTIZABLE.match(name)) and not any(m in module for m in req.modules_to_not_convert)
+        if quantize and len(info.shape) != 2:
+            raise InvalidInput(
+                f"quantize: {name} is to be quantized but has shape {list(info.shape)}; only 2-D weights"
+            )
+        out = nxd_key(name)
+        if quantize:
+            scale_shape = (info.shape[0], 1) if per_channel(req.quantization) else (1,)
+            outputs = [
+                PlannedTensor(out, storage, info.shape),
+                PlannedTensor(out.removesuffix(".weight") + ".scale", torch.float32, scale_shape),
+            ]
+        else:
+            outputs = [PlannedTensor(out, TARGET_DTYPES[req.dtype], info.shape)]
+        jobs.append(_Job(info, quantize, outputs))
+    return jobs
+
+
+def _chunks(sl, info: TensorInfo, chunk_bytes: int):
+    """Row chunks of a tensor read lazily from its shard (never the whole tensor in float32)."""
+    if not info.shape:
+        yield sl[:]
+        return
+    row = max(1, info.numel // max(1, info.shape[0])) * 4
+    step = max(1, chunk_bytes // row)
+    for r0 in range(0, info.shape[0], step):
+        yield sl[r0 : min(info.shape[0], r0 + step)]
+
+
+def _finite(chunk: torch.Tensor, name: str) -> None:
+    if chunk.is_floating_point() and not torch.isfinite(chunk).all():
+        raise InvalidInput(f"quantize: {name} holds NaN or Inf weights; the checkpoint is corrupt")
+
+
+def _quantize_tensor(sl, job: _Job, q: Quantization, writer: ShardWriter, chunk_bytes: int) -> dict[str, Any]:
+    info, (weight_out, scale_out) = job.info, job.outputs
+    err = ref = 0.0
+    if per_channel(q):
+        scales = []
+        writer.begin(weight_out.name)
+        for chunk in _chunks(sl, info, chunk_bytes):
+            _finite(chunk, info.name)
+            scale = scale_from_absmax(absmax(chunk, True), q)
+            qc = quantize_chunk(chunk, scale, q)
+            writer.write(qc)
+            scales.append(scale)
+            diff = chunk.to(torch.float32) - dequantize(qc, scale)
+            err, ref = err + float(diff.double().square().sum()), ref + float(chunk.double().square().sum())
+        writer.end()
+        scale = torch.cat(scales)
+    else:
+        peak = torch.zeros(1)
+        for chunk in _chunks(sl, info, chunk_bytes):  # pass 1: the tensor's absmax
+            _finite(chunk, info.name)
+            peak = torch.maximum(peak, absmax(chunk, False))
+        scale = scale_from_absmax(peak, q)
+        writer.begin(weight_out.name)
+        for chunk in _chunks(sl, info, chunk_bytes):  # pass 2: quantize (rows come from the page cache)
+            qc = quantize_chunk(chunk, scale, q)
+            writer.write(qc)
+            diff = chunk.to(torch.float32) - dequantize(qc, scale)
+            err, ref = err + float(diff.double().square().sum()), ref + float(chunk.double().square().sum())
+        writer.end()
+    writer.begin(scale_out.name)
+    writer.write(scale.reshape(scale_out.shape).to(torch.float32))
+    writer.end()
+    return {"rel_error": (err / ref) ** 0.5 if ref else 0.0, "scale_shape": list(scale_out.shape)}
+
+
+def _cast_tensor(sl, job: _Job, writer: ShardWriter, chunk_bytes: int) -> None:
+    (out,) = job.outputs
+    writer.begin(out.name)
+    for chunk in _chunks(sl, job.info, chunk_bytes):
+        _finite(chunk, job.info.name)
+        writer.write(chunk.to(out.dtype))
+    writer.end()
+
+
+class _InputHasher(threading.Thread):
+    """sha256 of the input shards on a second core while the main thread quantizes (hashlib
+    releases the GIL), compared at the end with what the fetch stage recorded."""
+
+    def __init__(self, folder: Path, files: list[str]) -> None:
+        super().__init__(daemon=True)
+        self.folder, self.files, self.digests, self.error = folder, files, {}, None
+
+    def run(self) -> None:
+        try:
+            for f in self.files:
+                self.digests[f] = sha256_file(self.folder / f)
+        except OSError as exc:
+            self.error = exc
+
+
+def _expected_digests(folder: Path) -> dict[str, str]:
+    manifest = folder / layout.MANIFEST
+    if not manifest.exists():
+        return {}
+    return {f["path"]: f["sha256"] for f in json.loads(manifest.read_text()).get("files", [])}
+
+
+def write_quantized(req: QuantizeRequest, out: Path, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Quantize `req.checkpoint_dir` into the empty folder `out`; returns the manifest (also written
+    there, last). No store involved: the benchmark calls this directly."""
+    started = time.monotonic()
+    verified = verify_checkpoint(req.checkpoint_dir)
+    jobs = plan(verified.tensors, req)
+    shards = plan_shards([t for j in jobs for t in j.outputs], req.max_shard_bytes)
+    inputs = sorted({j.info.file for j in jobs})
+    hasher = _InputHasher(req.checkpoint_dir, inputs)
+    hasher.start()
+    out.mkdir(parents=True)
+    by_output = {t.name: s for s in shards for t in s.tensors}
+    writers: dict[str, ShardWriter] = {}
+    shard_digests: dict[str, str] = {}
+    report: dict[str, dict[str, Any]] = {}
+    handles: dict[str, Any] = {}
+    try:
+        for job in jobs:
+            shard = by_output[job.outputs[0].name]
+            if shard.file not in writers:
+                for done in [w for w in writers.values() if w.shard is not shard]:  # shards are written in order
+                    shard_digests[done.shard.file] = done.close()
+                    del writers[done.shard.file]
+                writers[shard.file] = ShardWriter(out, shard)
+            if job.info.file not in handles:
+                handles.clear()  # one input shard open at a time
+                handles[job.info.file] = safe_open(str(req.checkpoint_dir / job.info.file), framework="pt")
+            sl = handles[job.info.file].get_slice(job.info.name)
+            if job.quantize:
+                report[job.outputs[0].name] = _quantize_tensor(
+                    sl, job, req.quantization, writers[shard.file], req.chunk_bytes
+                )
+            else:
+                _cast_tensor(sl, job, writers[shard.file], req.chunk_bytes)
+            if progress:
+                progress(job.info.name)
+        for w in writers.values():
+            shard_digests[w.shard.file] = w.close()
+    finally:
+        handles.clear()
+        hasher.join()
+    expected = _expected_digests(req.checkpoint_dir)
+    changed = [f for f in inputs if f in expected and hasher.digests.get(f) != expected[f]]
+    if hasher.error or changed:
+        raise CheckpointError(
+            f"quantize: the checkpoint changed while it was read ({', '.join(changed) or hasher.error}: sha256 "
+            "differs from its MANIFEST.json); fetch it again"
+        )
+    write_index(out, shards)
+    for name in COPIED:
+        if (req.checkpoint_dir / name).exists():
+            shutil.copyfile(req.checkpoint_dir / name, out / name)
+    files = [
+        FileEntry(rel, (out / rel).stat().st_size, shard_digests.get(rel) or sha256_file(out / rel)).to_json()
+        for rel in list_relative(out)
+    ]
+    manifest = {
+        "schema_version": MANIFEST_SCHEMA,
+        "format": "nxd-quantized-checkpoint",
+        "source": {"location": req.source.location, "revision": req.source.resolved_revision},
+        "quantization": {"dtype": req.quantization.dtype, "method": req.quantization.method},
+        "dtype": req.dtype,
+        "modules_to_not_convert": sorted(req.modules_to_not_convert),
+        "inputs": [{"path": f, "sha256": hasher.digests.get(f)} for f in inputs],
+        "files": files,
+        "tensors": report,
+        "max_rel_error": max((t["rel_error"] for t in report.values()), default=0.0),
+        "seconds": round(time.monotonic() - started, 3),
+        "neuronforge_version": neuronforge.__version__,
+    }
+    (out / layout.MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def _complete(folder: Path) -> dict[str, Any] | None:
+    """The folder's manifest if every file it lists is there with its size."""
+    try:
+        manifest = json.loads((folder / layout.MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    ok = all(
+        (folder / f["path"]).is_file() and (folder / f["path"]).stat().st_size == f["size"] for f in manifest["files"]
+    )
+    return manifest if ok else None
+
+
+def quantize(req: QuantizeRequest, store: ArtifactStore | None = None) -> QuantizeResult:
+    """The quantized checkpoint for the request: reused from the local work dir or the store when
+    complete there, else built in a staging folder, uploaded (MANIFEST.json last), then moved in."""
+    started = time.monotonic()
+    prefix = layout.quantized_prefix(req.source, req.quantization, req.variant)
+    final = req.work_dir / prefix
+    if (manifest := _complete(final)) is not None:
+        return QuantizeResult(final, prefix, manifest, True, 0.0, manifest["tensors"])
+    if store is not None:
+        try:
+            store.read_json(f"{prefix}/{layout.MANIFEST}")
+            pulled = final.with_name(final.name + ".pull")
+            shutil.rmtree(pulled, ignore_errors=True)
+            store.get_tree(prefix, pulled)
+            if (manifest := _complete(pulled)) is not None:
+                shutil.rmtree(final, ignore_errors=True)
+                pulled.rename(final)
+                log.info("quantized checkpoint reused from %s", store.uri(prefix))
+                return QuantizeResult(
+                    final, prefix, manifest, True, round(time.monotonic() - started, 3), manifest["tensors"]
+                )
+        except NotFound:
+            pass
+    staging = final.with_name(final.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        manifest = write_quantized(req, staging, progress=lambda name: log.debug("quantized %s", name))
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if store is not None:
+        store.put_tree(staging, prefix, exclude=(layout.MANIFEST,))
+        store.put_file(staging / layout.MANIFEST, f"{prefix}/{layout.MANIFEST}")  # last
+    shutil.rmtree(final, ignore_errors=True)
+    staging.rename(final)
+    log.info(
+        "quantized %d tensors (%s), max relative error %.2e, in %.1fs",
+        len(manifest["tensors"]),
+        req.quantization.slug,
+        manifest["max_rel_error"],
+        manifest["seconds"],
+    )
+    return QuantizeResult(final, prefix, manifest, False, round(time.monotonic() - started, 3), manifest["tensors"])
+
+
+def dequantized_checkpoint(quantized: Path, out: Path, dtype: str, chunk_bytes: int = 64 * MIB) -> Path:
+    """An HF checkpoint holding the dequantized weights (q × scale, in `dtype`) — what the cpu
+    backend compiles, so a quantized target runs end to end without Neuron hardware."""
+    if (out / "config.json").exists():
+        return out
+    tmp = out.with_name(out.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    verified_files = sorted(p.name for p in quantized.glob("*.safetensors"))
+    planned, sources = [], {}
+    for f in verified_files:
+        with safe_open(str(quantized / f), framework="pt") as h:
+            for name in h.keys():  # noqa: SIM118 - safe_open has no __iter__
+                if name.endswith(".scale"):
+                    continue
+                shape = tuple(h.get_slice(name).get_shape())
+                planned.append(PlannedTensor(hf_key(name), TARGET_DTYPES[dtype], shape))
+                sources[hf_key(name)] = (f, name)
+    shards = plan_shards(planned, 10 * 10**9)
+    for shard in shards:
+        writer = ShardWriter(tmp, shard)
+        for t in shard.tensors:
+            f, name = sources[t.name]
+            with safe_open(str(quantized / f), framework="pt") as h:
+                names = set(h.keys())
+                scale_name = name.removesuffix(".weight") + ".scale"
+                scale = h.get_tensor(scale_name) if scale_name in names and name.endswith(".weight") else None
+                sl = h.get_slice(name)
+                info = TensorInfo(name, "", t.shape, f)
+                writer.begin(t.name)
+                r0 = 0
+                for chunk in _chunks(sl, info, chunk_bytes):
+                    if scale is not None:
+                        rows = scale[r0 : r0 + chunk.shape[0]] if scale.shape[0] > 1 else scale
+                        chunk = dequantize(chunk, rows)
+                    writer.write(chunk.to(t.dtype))
+                    r0 += chunk.shape[0]
+                writer.end()
+        writer.close()
+    write_index(tmp, shards)
+    for name in COPIED:
+        if (quantized / name).exists():
+            shutil.copyfile(quantized / name, tmp / name)
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    return out
