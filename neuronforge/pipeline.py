@@ -69,10 +69,6 @@ class TargetOutcome:
 
 def prepare(source: str | ModelSource, target: TargetSpec, work_dir: Path, compiler_flags: str = "") -> Prepared:
     """Pin the source and the toolchain: everything the cache key needs."""
-    if target.quantization.enabled:
-        raise InvalidInput(
-            f"quantization {target.quantization.slug!r} is not available in this pipeline yet; use 'none'"
-        )
     pinned = resolve_source(source, work_dir=work_dir)
     toolchain = detect_toolchain(target.backend, compiler_flags)
     request = CompileRequest(pinned, target)
@@ -96,6 +92,38 @@ def check_plan(checkpoint_dir: Path, target: TargetSpec, toolchain: Toolchain | 
     if not result.ok:
         raise PlanRejected(f"{target.slug}: " + "; ".join(result.problems))
     return result
+
+
+@dataclass
+class CompileInputs:
+    """What the compile and smoke stages read for a target, after quantization if it asks for it."""
+
+    compile_dir: Path  # the checkpoint the compiler reads
+    quantized_dir: Path | None = None  # NxD-format quantized checkpoint (nxdi reads it at compile)
+    reference_dir: Path | None = None  # the weights the artifact must reproduce (dequantized)
+    unquantized_dir: Path | None = None
+    info: dict[str, Any] = field(default_factory=dict)  # for the manifest
+
+
+def quantize_for(
+    checkpoint_dir: Path, source: ModelSource, target: TargetSpec, work_dir: Path, store: ArtifactStore | None
+) -> CompileInputs:
+    """Stage `quantize` for a target: the quantized checkpoint (shared by every target asking for
+    the same quantization and dtype), and for the cpu backend its dequantized twin to compile."""
+    if not target.quantization.enabled:
+        return CompileInputs(checkpoint_dir)
+    from neuronforge.stages.quantize import QuantizeRequest, dequantized_checkpoint, quantize
+
+    result = quantize(QuantizeRequest(checkpoint_dir, source, target.quantization, target.dtype, work_dir), store)
+    dequantized = dequantized_checkpoint(result.local_dir, work_dir / "dequantized" / result.prefix, target.dtype)
+    info = {
+        "uri": store.uri(result.prefix) if store is not None else str(result.local_dir),
+        "reused": result.reused,
+        "max_rel_error": result.manifest["max_rel_error"],
+        "tensors_quantized": len(result.manifest["tensors"]),
+    }
+    compile_dir = dequantized if target.backend == "cpu" else checkpoint_dir
+    return CompileInputs(compile_dir, result.local_dir, dequantized, checkpoint_dir, info)
 
 
 def run_target(
@@ -128,10 +156,12 @@ def run_target(
     fetch_request = FetchRequest(str(prep.request.source), store.root_uri, work_dir, allow_pickle)
     fetched = step("fetch", lambda: fetch(fetch_request, store))
     step("plan", lambda: check_plan(fetched.local_dir, target, prep.toolchain))
+    inputs = step("quantize", lambda: quantize_for(fetched.local_dir, prep.request.source, target, work_dir, store))
     built = step(
         "compile",
         lambda: compile_target(
-            CompileInput(prep.request, prep.toolchain, prep.key, fetched.local_dir, work_dir), store
+            CompileInput(prep.request, prep.toolchain, prep.key, inputs.compile_dir, work_dir, inputs.quantized_dir),
+            store,
         ),
     )
     compile_info = {
@@ -140,6 +170,8 @@ def run_target(
         "seconds": built.seconds,
         "graph_set": built.graph_set,
     }
+    if inputs.info:
+        compile_info["quantized"] = inputs.info
     synced = step("sync_cache", lambda: sync_cache(work_dir, prep.toolchain, store, compile_info))
     compile_info["cache_sync"] = synced.to_json()  # failed entries are listed in the manifest
     smoke = step(
@@ -147,11 +179,13 @@ def run_target(
         lambda: smoke_test(
             SmokeInput(
                 built.build_dir,
-                fetched.local_dir,
+                inputs.compile_dir,
                 target.dtype,
                 backend=target.backend,
                 prompts=list(prompts or DEFAULT_PROMPTS),
                 max_new_tokens=max_new_tokens,
+                reference_dir=inputs.reference_dir,
+                unquantized_dir=inputs.unquantized_dir,
             )
         ),
     )

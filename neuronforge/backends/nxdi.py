@@ -115,13 +115,16 @@ def compile_nxdi(
     flags: tuple[str, ...],
     timeout_s: float,
     preseed: list[str] | None = None,
+    quantized_checkpoint: Path | None = None,
 ) -> CacheUse:
-    """Compile in a child process against the local persistent cache, pre-seeded with `preseed`."""
+    """Compile in a child process against the local persistent cache, pre-seeded with `preseed`;
+    a quantized target loads its weights from `quantized_checkpoint` (the quantize stage's output)."""
     from neuronforge.backends.child import run_child
 
     out.mkdir(parents=True, exist_ok=True)
     spec_path = out.parent / f"{out.name}.nxdi-spec.json"
-    spec_path.write_text(json.dumps(child_spec(model_type, checkpoint, out, neuron_config_kwargs(target))))
+    kwargs = neuron_config_kwargs(target, quantized_checkpoint)
+    spec_path.write_text(json.dumps(child_spec(model_type, checkpoint, out, kwargs)))
     env = {"NEURON_COMPILE_CACHE_URL": str(cache.local.parent), "NEURON_CC_FLAGS": " ".join(flags)}
     return compile_through_cache(
         cache,

@@ -31,8 +31,9 @@ class CompileInput:
     request: CompileRequest
     toolchain: Toolchain
     key: str
-    checkpoint_dir: Path
+    checkpoint_dir: Path  # what the compiler reads (for the cpu backend: dequantized when quantized)
     work_dir: Path
+    quantized_dir: Path | None = None  # the quantize stage's output, for the nxdi backend
 
 
 @dataclass
@@ -94,6 +95,7 @@ def compile_target(inp: CompileInput, store: ArtifactStore | None = None) -> Com
             inp.toolchain.compiler_flags,
             timeout_s=COMPILE_TIMEOUT_S,
             preseed=preseed,
+            quantized_checkpoint=inp.quantized_dir,
         )
         # NxD's output (neuron_config.json, model.pt, weights/) plus the HF config and tokenizer.
         for name in ("config.json", *TOKENIZER_FILES):

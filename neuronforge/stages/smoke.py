@@ -34,6 +34,10 @@ class SmokeInput:
     max_new_tokens: int = 8
     match_tokens: int = 4
     timeout_s: float = 600.0
+    # Quantized targets: the artifact must reproduce the dequantized weights (`reference_dir`); how
+    # far its tokens agree with the unquantized model (`unquantized_dir`) is reported, not judged.
+    reference_dir: Path | None = None
+    unquantized_dir: Path | None = None
 
 
 @dataclass
@@ -45,6 +49,7 @@ class SmokeResult:
     time_to_first_token_s: float | None = None
     per_token_s: float | None = None
     seconds: float = 0.0
+    unquantized_agreement: float | None = None  # share of generated tokens equal to the unquantized model's
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -180,16 +185,22 @@ def smoke_test(inp: SmokeInput) -> SmokeResult:
         return SmokeResult(False, error, seconds=round(time.monotonic() - started, 3))
 
     rows, failures = [], []
-    reference = _reference_model(inp.checkpoint_dir, inp.dtype)  # loaded once for every prompt
+    reference = _reference_model(inp.reference_dir or inp.checkpoint_dir, inp.dtype)  # once for every prompt
+    unquantized = _reference_model(inp.unquantized_dir, inp.dtype) if inp.unquantized_dir else None
+    same = total = 0
     for prompt, row in zip(inp.prompts, child["rows"], strict=True):
         ref_tokens, ref_logits = _reference(reference, row["prompt_ids"], inp.max_new_tokens)
         got = row["tokens"]
         agree = next((j for j, (a, b) in enumerate(zip(got, ref_tokens, strict=False)) if a != b), len(got))
         compared = max(1, agree)
         diff = float((row["logits"][:compared] - ref_logits[:compared]).abs().max()) if "logits" in row else None
-        rows.append(
-            {"prompt": prompt, "tokens": got, "reference": ref_tokens, "matching_prefix": agree, "max_logit_diff": diff}
-        )
+        record = {"prompt": prompt, "tokens": got, "reference": ref_tokens, "matching_prefix": agree}
+        record["max_logit_diff"] = diff
+        if unquantized is not None:
+            plain, _ = _reference(unquantized, row["prompt_ids"], inp.max_new_tokens)
+            record["unquantized"] = plain
+            same, total = same + sum(a == b for a, b in zip(got, plain, strict=False)), total + len(plain)
+        rows.append(record)
         if agree < min(inp.match_tokens, inp.max_new_tokens):
             failures.append(f"prompt {prompt!r}: first {agree} tokens match the reference, {inp.match_tokens} required")
     result = SmokeResult(
@@ -200,6 +211,7 @@ def smoke_test(inp: SmokeInput) -> SmokeResult:
         time_to_first_token_s=max((r["ttft"] for r in child["rows"] if r["ttft"] is not None), default=None),
         per_token_s=max(r["tpot"] for r in child["rows"]),
         seconds=round(time.monotonic() - started, 3),
+        unquantized_agreement=round(same / total, 4) if total else None,
     )
     return result
 

@@ -145,3 +145,39 @@ def test_unknown_publish_format_is_refused_before_any_work(compiled: Compiled, t
     with pytest.raises(InvalidInput, match=r"unknown publish format\(s\) \['tarball'\]"):
         run_target(str(compiled.checkpoint), compiled.target, store, tmp_path / "w", formats=("optimum", "tarball"))
     assert store.list() == [] and not (tmp_path / "w").exists()
+
+
+def test_a_quantized_target_runs_end_to_end_on_the_cpu_backend(compiled: Compiled, tmp_path: Path) -> None:
+    """int8 per channel: quantized once (NxD format, in the store), compiled from the dequantized
+    weights, smoke-tested against them; agreement with the unquantized model is reported."""
+    target = TargetSpec.parse({**TARGET, "quantization": "int8:per_channel"})
+    work = tmp_path / "work"
+    shutil.copytree(compiled.work_dir / "compile-cache", work / "compile-cache")
+    out = run_target(str(compiled.checkpoint), target, compiled.store, work)
+    assert out.status == "published" and out.key != compiled.first.key  # quantization is in the key
+    m = out.published.manifest
+    quantized = m["compile"]["quantized"]
+    assert not quantized["reused"] and quantized["tensors_quantized"] == 14 and quantized["max_rel_error"] < 0.02
+    assert "/quantized/" in quantized["uri"] and quantized["uri"].endswith("int8_per_channel-fp32")
+    assert m["smoke"]["passed"] and 0.0 <= m["smoke"]["unquantized_agreement"] <= 1.0
+    assert all("unquantized" in p for p in m["smoke"]["prompts"])
+    # Another target with the same quantization reuses the quantized checkpoint.
+    other = TargetSpec.parse({**TARGET, "quantization": "int8:per_channel", "max_context_length": 48})
+    again = run_target(str(compiled.checkpoint), other, compiled.store, work)
+    assert again.published.manifest["compile"]["quantized"]["reused"]
+
+
+def test_a_quantized_nxdi_target_points_neuron_config_at_the_quantized_checkpoint(
+    fake_neuron: Path, tiny_llama: Path, tmp_path: Path
+) -> None:
+    import json
+
+    store = open_store(f"file://{tmp_path / 'store'}")
+    target = TargetSpec.parse({**TARGET, "tp_degree": 2, "backend": "nxdi", "quantization": "f8e4m3:per_tensor"})
+    out = run_target(str(tiny_llama), target, store, tmp_path / "work")
+    assert out.status == "published" and out.published.manifest["smoke"]["passed"]
+    build = next(p for p in (tmp_path / "work" / "build").iterdir() if p.is_dir())
+    nc = json.loads((build / "neuron_config.json").read_text())["neuron_config"]
+    assert nc["quantized"] and (nc["quantization_dtype"], nc["quantization_type"]) == ("f8e4m3", "per_tensor_symmetric")
+    assert Path(nc["quantized_checkpoints_path"]).name == "f8e4m3_per_tensor-fp32"
+    assert (Path(nc["quantized_checkpoints_path"]) / "MANIFEST.json").exists()

@@ -43,7 +43,26 @@ class NeuronCausalLM:
         from transformers import AutoModelForCausalLM
 
         self.hf = AutoModelForCausalLM.from_pretrained(record["model_path"]).eval()
+        nc = record["neuron_config"]
+        if nc.get("quantized"):  # weights from the quantized checkpoint: q * scale, NxD names
+            self.hf.load_state_dict(_dequantized(Path(nc["quantized_checkpoints_path"])), strict=False)
 
 
 def make(model_class_name, config_class_name):
     return type(model_class_name, (NeuronCausalLM,), {}), type(config_class_name, (InferenceConfig,), {})
+
+
+def _dequantized(folder):
+    from safetensors.torch import load_file
+
+    state = {}
+    for f in sorted(folder.glob("*.safetensors")):
+        state.update(load_file(f))
+    out = {}
+    for name, t in state.items():
+        if name.endswith(".scale"):
+            continue
+        scale = state.get(name.removesuffix(".weight") + ".scale") if name.endswith(".weight") else None
+        value = t.float() * scale if scale is not None else t.float()
+        out[name if name.startswith("lm_head.") else f"model.{name}"] = value
+    return out
