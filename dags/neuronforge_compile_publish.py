@@ -24,6 +24,7 @@ from operators.compile_publish import (
     plan_target,
     prepare,
     publish_artifact,
+    quantize_weights,
     smoke,
     sync_compile_cache,
 )
@@ -34,6 +35,7 @@ def _chain(ticket, prepare_task, compile_task, smoke_task):
     t = prepare_task(ticket)
     t = fetch_checkpoint(t)
     t = plan_target(t)
+    t = quantize_weights(t)
     t = compile_task(t)
     t = sync_compile_cache(t)
     t = smoke_task(t)

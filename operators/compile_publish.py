@@ -155,6 +155,38 @@ def plan_target(ticket: dict[str, Any]) -> dict[str, Any]:
     return {**ticket, "plan": result.to_json()}
 
 
+@task
+def quantize_weights(ticket: dict[str, Any]) -> dict[str, Any]:
+    """Stage `quantize` when the target asks for it (CPU work, default queue): the quantized
+    checkpoint, reused by every target with the same quantization; a pass-through otherwise."""
+    if "hit" in ticket:
+        return ticket
+    from neuronforge.pipeline import quantize_for
+
+    target = TargetSpec.model_validate(ticket["target"])
+    inputs = quantize_for(
+        Path(ticket["checkpoint_dir"]),
+        ModelSource(**ticket["source"]),
+        target,
+        Path(ticket["work_dir"]),
+        _store(ticket),
+    )
+    if inputs.info:
+        log.info("quantized checkpoint %s: %s", target.quantization.slug, inputs.info)
+    paths = {
+        "compile_checkpoint_dir": inputs.compile_dir,
+        "quantized_dir": inputs.quantized_dir,
+        "reference_dir": inputs.reference_dir,
+        "unquantized_dir": inputs.unquantized_dir,
+    }
+    return {**ticket, **{k: str(v) for k, v in paths.items() if v}, "quantized": inputs.info}
+
+
+def _path(ticket: dict[str, Any], key: str, default: str | None = None) -> Path | None:
+    value = ticket.get(key, default)
+    return Path(value) if value else None
+
+
 @task(queue="default", pool=POOL, pool_slots=1)
 def compile_graphs(ticket: dict[str, Any]) -> dict[str, Any]:
     return compile_ticket(ticket)
@@ -170,8 +202,9 @@ def compile_ticket(ticket: dict[str, Any]) -> dict[str, Any]:
         _request(ticket),
         Toolchain.from_json(ticket["toolchain"]),
         ticket["key"],
-        Path(ticket["checkpoint_dir"]),
+        _path(ticket, "compile_checkpoint_dir", ticket["checkpoint_dir"]),
         Path(ticket["work_dir"]),
+        _path(ticket, "quantized_dir"),
     )
     out = compile_target(inp, _store(ticket))
     for g in out.graphs:
@@ -188,6 +221,8 @@ def compile_ticket(ticket: dict[str, Any]) -> dict[str, Any]:
         "seconds": out.seconds,
         "graph_set": out.graph_set,
     }
+    if ticket.get("quantized"):
+        compiled["quantized"] = ticket["quantized"]
     return {**ticket, "build_dir": str(out.build_dir), "compile": compiled}
 
 
@@ -219,11 +254,13 @@ def smoke_ticket(ticket: dict[str, Any]) -> dict[str, Any]:
     result = smoke_test(
         SmokeInput(
             Path(ticket["build_dir"]),
-            Path(ticket["checkpoint_dir"]),
+            _path(ticket, "compile_checkpoint_dir", ticket["checkpoint_dir"]),
             target.dtype,
             target.backend,
             ticket["prompts"] or list(DEFAULT_PROMPTS),
             ticket["max_new_tokens"],
+            reference_dir=_path(ticket, "reference_dir"),
+            unquantized_dir=_path(ticket, "unquantized_dir"),
         )
     )
     log.info(

@@ -196,6 +196,22 @@ def test_optimum_backend_end_to_end_with_the_fake_toolchain(
     assert manifest["compile"]["cache_sync"]["failed"] == ["MODULE_00000000000000000bad+00000000"]
 
 
+def test_a_quantized_target_through_the_dag(dag, compiled: Compiled, home: Path, tmp_path: Path, fake_neuron: Path):
+    """The trigger form's quantization reaches the quantize task, the store and the NxD config."""
+    store_uri = f"file://{tmp_path / 'store'}"
+    target = {**TARGET, "tp_degree": 2, "quantization": "int8:per_tensor_symmetric"}
+    run = dag.test(run_conf={**_conf(compiled, store_uri, [target]), "backend": "nxdi"})
+    states = _states(run)
+    assert str(run.state) == "success", states
+    assert states[("neuron_target.quantize_weights", 0)] == "success"
+    store = open_store(store_uri)
+    (index,) = store.list("index")
+    manifest = store.read_json(store.read_json(index.key)["manifest"])
+    assert manifest["compile"]["quantized"]["uri"].endswith("int8_per_tensor-fp32")
+    assert manifest["smoke"]["passed"] and manifest["smoke"]["unquantized_agreement"] is not None
+    assert [o for o in store.list("quantized") if o.key.endswith("/MANIFEST.json")]
+
+
 def test_cold_run_and_hit_against_the_s3_endpoint(dag, compiled: Compiled, home: Path, s3_bucket: str) -> None:
     store_uri = f"s3://{s3_bucket}/neuronforge"
     run = dag.test(run_conf=_conf(compiled, store_uri, [TARGET]))
