@@ -143,6 +143,51 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- quantize ---------------------------------------------------------------------------------------
+def cmd_quantize(args: argparse.Namespace) -> int:
+    import os
+
+    from neuronforge.stages.fetch import FetchRequest, fetch
+    from neuronforge.stages.quantize import QuantizeRequest, quantize
+    from neuronforge.stores import open_store
+    from neuronforge.target import Quantization
+
+    quantization = Quantization.parse(f"{args.dtype}:{args.method}")  # bad dtype/method: before any work
+    work_dir = Path(args.work_dir).expanduser()
+    store = open_store(args.store)
+    fetched = fetch(FetchRequest(args.source, args.store, work_dir, token=os.environ.get("HF_TOKEN")), store)
+    req = QuantizeRequest(
+        fetched.local_dir,
+        fetched.source,
+        quantization,
+        args.target_dtype,
+        work_dir,
+        modules_to_not_convert=tuple(args.modules_to_not_convert or ()),
+    )
+    result = quantize(req, store)
+    summary = {
+        "source": str(fetched.source),
+        "quantization": quantization.slug,
+        "uri": store.uri(result.prefix),
+        "local_dir": str(result.local_dir),
+        "reused": result.reused,
+        "tensors_quantized": len(result.manifest["tensors"]),
+        "max_rel_error": result.manifest["max_rel_error"],
+        "seconds": result.manifest["seconds"],
+    }
+    if args.json:
+        _print_json(summary)
+    else:
+        state = "already in the store" if result.reused else "quantized"
+        print(f"{summary['source']}: {state} ({summary['quantization']}, other tensors {args.target_dtype})")
+        print(f"  uri        {summary['uri']}")
+        print(
+            f"  tensors    {summary['tensors_quantized']} quantized, max relative error {summary['max_rel_error']:.3e}"
+        )
+        print(f"  local      {summary['local_dir']}")
+    return EXIT_OK
+
+
 # -- cache-key --------------------------------------------------------------------------------------
 def cmd_cache_key(args: argparse.Namespace) -> int:
     from neuronforge.request import CompileRequest, Toolchain, cache_key, cache_key_material
@@ -343,6 +388,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-pickle", action="store_true", help="accept *.bin/*.pt weights (loaded weights_only)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_fetch)
+
+    p = sub.add_parser("quantize", help="quantize a checkpoint into NxD Inference's quantized format, streaming")
+    p.add_argument("source", help="org/name[@revision], s3://bucket/prefix, or a folder")
+    p.add_argument("--dtype", required=True, help="int8, f8e4m3 or f8e5m2")
+    p.add_argument("--method", default="per_tensor", help="per_tensor or per_channel (default per_tensor)")
+    p.add_argument("--target-dtype", default="bf16", help="dtype of the tensors left unquantized (bf16, fp16, fp32)")
+    p.add_argument("--modules-to-not-convert", nargs="*", help="module name substrings to keep unquantized")
+    p.add_argument("--store", required=True, help="store URI: file:///path, a path, or s3://bucket/prefix")
+    p.add_argument("--work-dir", default=str(_default_work_dir()))
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_quantize)
 
     p = sub.add_parser("cache-key", help="print the cache key of a compile request")
     p.add_argument("--model", required=True, help="model source (resolved to an immutable revision)")

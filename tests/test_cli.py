@@ -192,3 +192,16 @@ def test_run_show_and_ls(capsys, compiled, tmp_path: Path, monkeypatch: pytest.M
     bad = ["--instance", "inf2.xlarge", "--tp", "4", "--seq-len", "64", "--dtype", "fp32"]
     code, _, err = run(capsys, "run", "--model", str(compiled.checkpoint), *bad, "--store", store)
     assert code == 3 and "tp=4 is not supported" in err
+
+
+def test_quantize_command(capsys, tiny_llama: Path, tmp_path: Path) -> None:
+    store = f"file://{tmp_path / 'store'}"
+    args = ["quantize", str(tiny_llama), "--dtype", "int8", "--method", "per_channel", "--store", store]
+    args += ["--work-dir", str(tmp_path / "w"), "--json"]
+    assert main(args) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["quantization"] == "int8_per_channel" and summary["tensors_quantized"] == 14
+    assert summary["uri"].startswith(store) and summary["uri"].endswith("/int8_per_channel-bf16")
+    assert main(args) == 0 and json.loads(capsys.readouterr().out)["reused"]
+    bad = ["quantize", str(tiny_llama), "--dtype", "int4", "--store", store, "--work-dir", str(tmp_path / "w")]
+    assert main(bad) == 2 and "unknown dtype 'int4'" in capsys.readouterr().err
