@@ -136,3 +136,50 @@ def write_index(folder: Path, shards: list[Shard]) -> None:
         "weight_map": {t.name: s.file for s in shards for t in s.tensors},
     }
     (folder / INDEX).write_text(json.dumps(index, indent=2) + "\n")
+
+
+TORCH_DTYPES = {name: dtype for dtype, name in DTYPE_NAMES.items()}
+
+
+@dataclass(frozen=True)
+class StoredTensor:
+    name: str
+    dtype: torch.dtype
+    shape: tuple[int, ...]
+    start: int  # absolute byte offset in the file
+    end: int
+
+
+def read_layout(path: Path) -> dict[str, StoredTensor]:
+    """Every tensor's dtype, shape and absolute byte range in a safetensors file (header only)."""
+    with open(path, "rb") as f:
+        (size,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(size))
+    header.pop("__metadata__", None)
+    base = 8 + size
+    out = {}
+    for name, h in header.items():
+        if h["dtype"] not in TORCH_DTYPES:
+            raise InvalidInput(f"{path.name}: tensor {name} has dtype {h['dtype']}, which neuronforge does not stream")
+        begin, end = h["data_offsets"]
+        out[name] = StoredTensor(name, TORCH_DTYPES[h["dtype"]], tuple(h["shape"]), base + begin, base + end)
+    return out
+
+
+def read_rows(f, t: StoredTensor, r0: int, r1: int) -> torch.Tensor:
+    """Rows [r0, r1) of a stored tensor, read with plain file reads into fresh memory: no mmap, so
+    the process's resident memory holds only this chunk, never the file's pages."""
+    if not t.shape:
+        r0, r1, row_bytes = 0, 1, t.end - t.start
+    else:
+        row_bytes = (t.end - t.start) // max(1, t.shape[0])
+    buf = bytearray((r1 - r0) * row_bytes)
+    f.seek(t.start + r0 * row_bytes)
+    view = memoryview(buf)
+    while view:
+        n = f.readinto(view)
+        if not n:
+            raise InvalidInput(f"{t.name}: the file ended inside the tensor (truncated shard)")
+        view = view[n:]
+    flat = torch.frombuffer(buf, dtype=torch.uint8).view(t.dtype) if buf else torch.empty(0, dtype=t.dtype)
+    return flat.reshape((r1 - r0, *t.shape[1:]) if t.shape else ())

@@ -29,17 +29,25 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from math import prod
 from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import safe_open
 
 import neuronforge
 from neuronforge import layout
 from neuronforge.checkpoint import TensorInfo, verify_checkpoint
 from neuronforge.errors import CheckpointError, InvalidInput
-from neuronforge.formats.safetensors_stream import PlannedTensor, ShardWriter, plan_shards, write_index
+from neuronforge.formats.safetensors_stream import (
+    PlannedTensor,
+    ShardWriter,
+    StoredTensor,
+    plan_shards,
+    read_layout,
+    read_rows,
+    write_index,
+)
 from neuronforge.quantization import (
     QUANTIZABLE,
     absmax,
@@ -138,15 +146,21 @@ def plan(tensors: dict[str, TensorInfo], req: QuantizeRequest) -> list[_Job]:
     return jobs
 
 
-def _chunks(sl, info: TensorInfo, chunk_bytes: int):
-    """Row chunks of a tensor read lazily from its shard (never the whole tensor in float32)."""
-    if not info.shape:
-        yield sl[:]
+def _row_step(shape: tuple[int, ...], chunk_bytes: int) -> int:
+    """Rows per chunk so that one chunk's float32 copy is about `chunk_bytes`."""
+    row = max(1, prod(shape[1:]) if len(shape) > 1 else 1) * 4
+    return max(1, chunk_bytes // row)
+
+
+def _chunks(f, t: StoredTensor, chunk_bytes: int):
+    """Row chunks of a stored tensor, read with plain file reads (never the whole tensor, and no
+    mmap'd file pages counted in our resident memory)."""
+    if not t.shape:
+        yield read_rows(f, t, 0, 1)
         return
-    row = max(1, info.numel // max(1, info.shape[0])) * 4
-    step = max(1, chunk_bytes // row)
-    for r0 in range(0, info.shape[0], step):
-        yield sl[r0 : min(info.shape[0], r0 + step)]
+    step = _row_step(t.shape, chunk_bytes)
+    for r0 in range(0, t.shape[0], step):
+        yield read_rows(f, t, r0, min(t.shape[0], r0 + step))
 
 
 def _finite(chunk: torch.Tensor, name: str) -> None:
@@ -154,13 +168,15 @@ def _finite(chunk: torch.Tensor, name: str) -> None:
         raise InvalidInput(f"quantize: {name} holds NaN or Inf weights; the checkpoint is corrupt")
 
 
-def _quantize_tensor(sl, job: _Job, q: Quantization, writer: ShardWriter, chunk_bytes: int) -> dict[str, Any]:
+def _quantize_tensor(
+    f, t: StoredTensor, job: _Job, q: Quantization, writer: ShardWriter, chunk_bytes: int
+) -> dict[str, Any]:
     info, (weight_out, scale_out) = job.info, job.outputs
     err = ref = 0.0
     if per_channel(q):
         scales = []
         writer.begin(weight_out.name)
-        for chunk in _chunks(sl, info, chunk_bytes):
+        for chunk in _chunks(f, t, chunk_bytes):
             _finite(chunk, info.name)
             scale = scale_from_absmax(absmax(chunk, True), q)
             qc = quantize_chunk(chunk, scale, q)
@@ -172,12 +188,12 @@ def _quantize_tensor(sl, job: _Job, q: Quantization, writer: ShardWriter, chunk_
         scale = torch.cat(scales)
     else:
         peak = torch.zeros(1)
-        for chunk in _chunks(sl, info, chunk_bytes):  # pass 1: the tensor's absmax
+        for chunk in _chunks(f, t, chunk_bytes):  # pass 1: the tensor's absmax
             _finite(chunk, info.name)
             peak = torch.maximum(peak, absmax(chunk, False))
         scale = scale_from_absmax(peak, q)
         writer.begin(weight_out.name)
-        for chunk in _chunks(sl, info, chunk_bytes):  # pass 2: quantize (rows come from the page cache)
+        for chunk in _chunks(f, t, chunk_bytes):  # pass 2: quantize (rows come from the page cache)
             qc = quantize_chunk(chunk, scale, q)
             writer.write(qc)
             diff = chunk.to(torch.float32) - dequantize(qc, scale)
@@ -189,10 +205,10 @@ def _quantize_tensor(sl, job: _Job, q: Quantization, writer: ShardWriter, chunk_
     return {"rel_error": (err / ref) ** 0.5 if ref else 0.0, "scale_shape": list(scale_out.shape)}
 
 
-def _cast_tensor(sl, job: _Job, writer: ShardWriter, chunk_bytes: int) -> None:
+def _cast_tensor(f, t: StoredTensor, job: _Job, writer: ShardWriter, chunk_bytes: int) -> None:
     (out,) = job.outputs
     writer.begin(out.name)
-    for chunk in _chunks(sl, job.info, chunk_bytes):
+    for chunk in _chunks(f, t, chunk_bytes):
         _finite(chunk, job.info.name)
         writer.write(chunk.to(out.dtype))
     writer.end()
@@ -237,6 +253,7 @@ def write_quantized(req: QuantizeRequest, out: Path, progress: Callable[[str], N
     shard_digests: dict[str, str] = {}
     report: dict[str, dict[str, Any]] = {}
     handles: dict[str, Any] = {}
+    layouts: dict[str, dict[str, StoredTensor]] = {}
     try:
         for job in jobs:
             shard = by_output[job.outputs[0].name]
@@ -246,21 +263,26 @@ def write_quantized(req: QuantizeRequest, out: Path, progress: Callable[[str], N
                     del writers[done.shard.file]
                 writers[shard.file] = ShardWriter(out, shard)
             if job.info.file not in handles:
-                handles.clear()  # one input shard open at a time
-                handles[job.info.file] = safe_open(str(req.checkpoint_dir / job.info.file), framework="pt")
-            sl = handles[job.info.file].get_slice(job.info.name)
+                for h in handles.values():  # one input shard open at a time
+                    h.close()
+                handles.clear()
+                path = req.checkpoint_dir / job.info.file
+                handles[job.info.file] = open(path, "rb")  # noqa: SIM115 - closed when the next shard opens
+                layouts[job.info.file] = read_layout(path)
+            f, stored = handles[job.info.file], layouts[job.info.file][job.info.name]
             if job.quantize:
                 report[job.outputs[0].name] = _quantize_tensor(
-                    sl, job, req.quantization, writers[shard.file], req.chunk_bytes
+                    f, stored, job, req.quantization, writers[shard.file], req.chunk_bytes
                 )
             else:
-                _cast_tensor(sl, job, writers[shard.file], req.chunk_bytes)
+                _cast_tensor(f, stored, job, writers[shard.file], req.chunk_bytes)
             if progress:
                 progress(job.info.name)
         for w in writers.values():
             shard_digests[w.shard.file] = w.close()
     finally:
-        handles.clear()
+        for h in handles.values():
+            h.close()
         hasher.join()
     expected = _expected_digests(req.checkpoint_dir)
     changed = [f for f in inputs if f in expected and hasher.digests.get(f) != expected[f]]
@@ -360,30 +382,27 @@ def dequantized_checkpoint(quantized: Path, out: Path, dtype: str, chunk_bytes: 
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    verified_files = sorted(p.name for p in quantized.glob("*.safetensors"))
+    layouts = {p.name: read_layout(p) for p in sorted(quantized.glob("*.safetensors"))}
     planned, sources = [], {}
-    for f in verified_files:
-        with safe_open(str(quantized / f), framework="pt") as h:
-            for name in h.keys():  # noqa: SIM118 - safe_open has no __iter__
-                if name.endswith(".scale"):
-                    continue
-                shape = tuple(h.get_slice(name).get_shape())
-                planned.append(PlannedTensor(hf_key(name), TARGET_DTYPES[dtype], shape))
+    for f, stored in layouts.items():
+        for name, t in stored.items():
+            if not name.endswith(".scale"):
+                planned.append(PlannedTensor(hf_key(name), TARGET_DTYPES[dtype], t.shape))
                 sources[hf_key(name)] = (f, name)
     shards = plan_shards(planned, 10 * 10**9)
     for shard in shards:
         writer = ShardWriter(tmp, shard)
         for t in shard.tensors:
             f, name = sources[t.name]
-            with safe_open(str(quantized / f), framework="pt") as h:
-                names = set(h.keys())
+            stored = layouts[f]
+            with open(quantized / f, "rb") as h:
+                scale = None
                 scale_name = name.removesuffix(".weight") + ".scale"
-                scale = h.get_tensor(scale_name) if scale_name in names and name.endswith(".weight") else None
-                sl = h.get_slice(name)
-                info = TensorInfo(name, "", t.shape, f)
+                if name.endswith(".weight") and scale_name in stored:
+                    scale = read_rows(h, stored[scale_name], 0, stored[scale_name].shape[0])
                 writer.begin(t.name)
                 r0 = 0
-                for chunk in _chunks(sl, info, chunk_bytes):
+                for chunk in _chunks(h, stored[name], chunk_bytes):
                     if scale is not None:
                         rows = scale[r0 : r0 + chunk.shape[0]] if scale.shape[0] > 1 else scale
                         chunk = dequantize(chunk, rows)
