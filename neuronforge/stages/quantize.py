@@ -2,10 +2,11 @@
 `quantized_checkpoints_path`, streamed tensor by tensor with bounded memory.
 
 NxD Inference's own `save_quantized_state_dict` loads the whole model into host memory to quantize
-it (compile hosts get OOM-killed on large models). Here each tensor is read in row chunks through
-`safetensors.safe_open(...).get_slice` and written straight into its planned place in the output
-shards (`formats/safetensors_stream.py`), so memory stays around one chunk's float32 copy whatever
-the model size. The numbers are NxD's (`neuronforge/quantization.py`, bit-identical).
+it (compile hosts get OOM-killed on large models). Here each tensor is read in row chunks with
+plain file reads at the offsets its safetensors header gives (no mmap, whose touched pages would
+count as our resident memory) and written straight into its planned place in the output shards
+(`formats/safetensors_stream.py`), so memory stays around one chunk's float32 copy whatever the
+model size. The input files are hashed on a second thread meanwhile, against the fetch manifest. The numbers are NxD's (`neuronforge/quantization.py`, bit-identical).
 
 Output, `quantized/<org>/<name>/<revision>/<quant>-<dtype>[-keep<hash>]/` in the store:
 - each quantized linear as `<p>.weight` (int8 / float8_e4m3fn / float8_e5m2) and `<p>.scale`
