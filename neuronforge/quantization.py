@@ -18,13 +18,17 @@ them bit for bit against `torch.ao.quantization` on the same tensors.
 
 from __future__ import annotations
 
+import functools
+import logging
 import re
+from collections.abc import Callable
 
 import torch
 
 from neuronforge.errors import InvalidInput
 from neuronforge.target import Quantization
 
+log = logging.getLogger(__name__)
 FLOAT32_EPS = torch.finfo(torch.float32).eps
 FP8_SCALE_FLOOR = 1e-5  # neuronx-distributed's floor for per-channel fp8 scales
 STORAGE_DTYPES: dict[str, torch.dtype] = {
@@ -77,6 +81,63 @@ def quantize_chunk(chunk: torch.Tensor, scale: torch.Tensor, q: Quantization) ->
     storage = storage_dtype(q)
     bound = torch.finfo(storage).max
     return torch.clamp(x / scale, -bound, bound).to(storage)
+
+
+def quantize_with_error(chunk: torch.Tensor, scale: torch.Tensor, q: Quantization) -> tuple[torch.Tensor, float, float]:
+    """`quantize_chunk` plus the chunk's squared error ‖w − deq(q)‖² and squared norm ‖w‖², in the
+    eager reference form (one tensor operation at a time)."""
+    x = chunk.to(torch.float32)
+    qc = quantize_chunk(x, scale, q)
+    err = x - dequantize(qc, scale)
+    return qc, float(torch.linalg.vector_norm(err)) ** 2, float(torch.linalg.vector_norm(x)) ** 2
+
+
+@functools.cache
+def fused_kernel(dtype: str):
+    """The same computation as `quantize_with_error`, compiled by TorchInductor into one loop per
+    chunk (about 6x faster on CPU than the eager operations, which each make a pass over memory).
+    Callers check it against the eager form on their first chunk (`kernel_for`)."""
+
+    def int8(chunk: torch.Tensor, scale: torch.Tensor):
+        x = chunk.to(torch.float32)
+        qf = torch.clamp(torch.round(x * (1.0 / scale)), -128, 127)
+        err = x - qf * scale
+        return qf.to(torch.int8), (err * err).sum(), (x * x).sum()
+
+    def fp8(chunk: torch.Tensor, scale: torch.Tensor):
+        storage = STORAGE_DTYPES[dtype]
+        bound = torch.finfo(storage).max
+        x = chunk.to(torch.float32)
+        qc = torch.clamp(x / scale, -bound, bound).to(storage)
+        err = x - qc.to(torch.float32) * scale
+        return qc, (err * err).sum(), (x * x).sum()
+
+    return torch.compile(int8 if dtype == "int8" else fp8, dynamic=True)
+
+
+Kernel = Callable[[torch.Tensor, torch.Tensor, Quantization], tuple[torch.Tensor, float, float]]
+
+
+def kernel_for(q: Quantization, sample: torch.Tensor, scale: torch.Tensor, use_compiled: bool) -> Kernel:
+    """The compiled kernel when asked for and bit-identical to the eager form on `sample` (a real
+    chunk of the run); otherwise the eager form."""
+    if not use_compiled:
+        return quantize_with_error
+    try:
+        compiled = fused_kernel(q.dtype)
+        got = compiled(sample, scale)[0]
+    except Exception as exc:  # no C++ compiler, an inductor bug: the eager form is always right
+        log.warning("quantize: compiled kernel unavailable (%s); using eager operations", exc)
+        return quantize_with_error
+    if not torch.equal(got.view(torch.uint8), quantize_chunk(sample, scale, q).view(torch.uint8)):
+        log.warning("quantize: compiled kernel differs from the eager definition; using eager operations")
+        return quantize_with_error
+
+    def run(chunk: torch.Tensor, scale: torch.Tensor, q: Quantization) -> tuple[torch.Tensor, float, float]:
+        qc, err, ref = compiled(chunk, scale)
+        return qc, float(err), float(ref)
+
+    return run
 
 
 def dequantize(q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:

@@ -6,7 +6,8 @@ it (compile hosts get OOM-killed on large models). Here each tensor is read in r
 plain file reads at the offsets its safetensors header gives (no mmap, whose touched pages would
 count as our resident memory) and written straight into its planned place in the output shards
 (`formats/safetensors_stream.py`), so memory stays around one chunk's float32 copy whatever the
-model size. The input files are hashed on a second thread meanwhile, against the fetch manifest. The numbers are NxD's (`neuronforge/quantization.py`, bit-identical).
+model size. The input files are hashed on a second thread meanwhile, against the fetch manifest.
+The numbers are NxD's (`neuronforge/quantization.py`, bit-identical).
 
 Output, `quantized/<org>/<name>/<revision>/<quant>-<dtype>[-keep<hash>]/` in the store:
 - each quantized linear as `<p>.weight` (int8 / float8_e4m3fn / float8_e5m2) and `<p>.scale`
@@ -54,9 +55,9 @@ from neuronforge.quantization import (
     absmax,
     dequantize,
     hf_key,
+    kernel_for,
     nxd_key,
     per_channel,
-    quantize_chunk,
     scale_from_absmax,
     storage_dtype,
 )
@@ -67,6 +68,7 @@ from neuronforge.target import Quantization
 log = logging.getLogger(__name__)
 MIB = 1024**2
 MANIFEST_SCHEMA = 1
+COMPILE_FROM_BYTES = 512 * MIB
 TARGET_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 COPIED = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
           "special_tokens_map.json", "tokenizer.model")  # fmt: skip
@@ -84,6 +86,9 @@ class QuantizeRequest:
     modules_to_not_convert: tuple[str, ...] = ()  # substrings of HF module names, as NxD matches them
     max_shard_bytes: int = 10 * 10**9
     chunk_bytes: int = 64 * MIB  # float32 bytes of one chunk of rows
+    # "compiled" (TorchInductor fused loop), "eager", or "auto": compiled once the weights to
+    # quantize are big enough to repay its one-time compile (~10 s, then cached on disk)
+    kernel: str = "auto"
 
     @property
     def variant(self) -> str:
@@ -164,13 +169,27 @@ def _chunks(f, t: StoredTensor, chunk_bytes: int):
         yield read_rows(f, t, r0, min(t.shape[0], r0 + step))
 
 
-def _finite(chunk: torch.Tensor, name: str) -> None:
-    if chunk.is_floating_point() and not torch.isfinite(chunk).all():
+class _KernelChoice:
+    """Picks the quantization kernel once per run, on the run's first real chunk."""
+
+    def __init__(self, use_compiled: bool) -> None:
+        self.use_compiled, self.kernel = use_compiled, None
+
+    def __call__(self, chunk: torch.Tensor, scale: torch.Tensor, q: Quantization):
+        if self.kernel is None:
+            self.kernel = kernel_for(q, chunk, scale, self.use_compiled)
+        return self.kernel(chunk, scale, q)
+
+
+def _checked_absmax(chunk: torch.Tensor, per_row: bool, name: str) -> torch.Tensor:
+    peak = absmax(chunk, per_row)
+    if not torch.isfinite(peak).all():  # amax propagates NaN and Inf: no separate pass needed
         raise InvalidInput(f"quantize: {name} holds NaN or Inf weights; the checkpoint is corrupt")
+    return peak
 
 
 def _quantize_tensor(
-    f, t: StoredTensor, job: _Job, q: Quantization, writer: ShardWriter, chunk_bytes: int
+    f, t: StoredTensor, job: _Job, q: Quantization, writer: ShardWriter, chunk_bytes: int, kernel: _KernelChoice
 ) -> dict[str, Any]:
     info, (weight_out, scale_out) = job.info, job.outputs
     err = ref = 0.0
@@ -178,27 +197,25 @@ def _quantize_tensor(
         scales = []
         writer.begin(weight_out.name)
         for chunk in _chunks(f, t, chunk_bytes):
-            _finite(chunk, info.name)
-            scale = scale_from_absmax(absmax(chunk, True), q)
-            qc = quantize_chunk(chunk, scale, q)
+            scale = scale_from_absmax(_checked_absmax(chunk, True, info.name), q)
+            qc, e, r = kernel(chunk, scale, q)
             writer.write(qc)
             scales.append(scale)
-            diff = chunk.to(torch.float32) - dequantize(qc, scale)
-            err, ref = err + float(diff.double().square().sum()), ref + float(chunk.double().square().sum())
+            err, ref = err + e, ref + r
         writer.end()
         scale = torch.cat(scales)
     else:
-        peak = torch.zeros(1)
+        peak, kept, kept_bytes = torch.zeros(1), [], 0
         for chunk in _chunks(f, t, chunk_bytes):  # pass 1: the tensor's absmax
-            _finite(chunk, info.name)
-            peak = torch.maximum(peak, absmax(chunk, False))
+            peak = torch.maximum(peak, _checked_absmax(chunk, False, info.name))
+            kept_bytes += chunk.numel() * chunk.element_size()
+            kept = [*kept, chunk] if kept_bytes <= chunk_bytes else []  # a small tensor is not read twice
         scale = scale_from_absmax(peak, q)
         writer.begin(weight_out.name)
-        for chunk in _chunks(f, t, chunk_bytes):  # pass 2: quantize (rows come from the page cache)
-            qc = quantize_chunk(chunk, scale, q)
+        for chunk in kept or _chunks(f, t, chunk_bytes):  # pass 2: quantize
+            qc, e, r = kernel(chunk, scale, q)
             writer.write(qc)
-            diff = chunk.to(torch.float32) - dequantize(qc, scale)
-            err, ref = err + float(diff.double().square().sum()), ref + float(chunk.double().square().sum())
+            err, ref = err + e, ref + r
         writer.end()
     writer.begin(scale_out.name)
     writer.write(scale.reshape(scale_out.shape).to(torch.float32))
@@ -210,7 +227,8 @@ def _cast_tensor(f, t: StoredTensor, job: _Job, writer: ShardWriter, chunk_bytes
     (out,) = job.outputs
     writer.begin(out.name)
     for chunk in _chunks(f, t, chunk_bytes):
-        _finite(chunk, job.info.name)
+        if chunk.is_floating_point() and chunk.numel():
+            _checked_absmax(chunk, False, job.info.name)
         writer.write(chunk.to(out.dtype))
     writer.end()
 
@@ -255,6 +273,8 @@ def write_quantized(req: QuantizeRequest, out: Path, progress: Callable[[str], N
     report: dict[str, dict[str, Any]] = {}
     handles: dict[str, Any] = {}
     layouts: dict[str, dict[str, StoredTensor]] = {}
+    quantized_bytes = sum(j.info.numel for j in jobs if j.quantize) * 2
+    kernel = _KernelChoice(req.kernel == "compiled" or (req.kernel == "auto" and quantized_bytes >= COMPILE_FROM_BYTES))
     try:
         for job in jobs:
             shard = by_output[job.outputs[0].name]
@@ -273,7 +293,7 @@ def write_quantized(req: QuantizeRequest, out: Path, progress: Callable[[str], N
             f, stored = handles[job.info.file], layouts[job.info.file][job.info.name]
             if job.quantize:
                 report[job.outputs[0].name] = _quantize_tensor(
-                    f, stored, job, req.quantization, writers[shard.file], req.chunk_bytes
+                    f, stored, job, req.quantization, writers[shard.file], req.chunk_bytes, kernel
                 )
             else:
                 _cast_tensor(f, stored, job, writers[shard.file], req.chunk_bytes)
