@@ -165,7 +165,7 @@ def test_dequantized_checkpoint_holds_q_times_scale(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("spec", ["int8:per_tensor", "int8:per_channel", "f8e4m3:per_channel"])
 def test_the_compiled_kernel_writes_the_same_bytes_as_the_eager_one(spec: str, tmp_path: Path) -> None:
-    store, fetched = _fetched(make_tiny_llama(tmp_path / "m"), tmp_path)
+    _store, fetched = _fetched(make_tiny_llama(tmp_path / "m"), tmp_path)
     q = Quantization.parse(spec)
     eager = quantize(_request(fetched, tmp_path, q, chunk_bytes=4096, kernel="eager"), None)
     compiled_req = _request(fetched, tmp_path, q, chunk_bytes=4096, kernel="compiled")
