@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import torch
 
@@ -96,7 +96,7 @@ def quantize_with_error(chunk: torch.Tensor, scale: torch.Tensor, q: Quantizatio
 def fused_kernel(dtype: str):
     """The same computation as `quantize_with_error`, compiled by TorchInductor into one loop per
     chunk (about 6x faster on CPU than the eager operations, which each make a pass over memory).
-    Callers check it against the eager form on their first chunk (`kernel_for`)."""
+    `KernelSwitch` checks it against the eager form before using it."""
 
     def int8(chunk: torch.Tensor, scale: torch.Tensor):
         x = chunk.to(torch.float32)
@@ -115,29 +115,53 @@ def fused_kernel(dtype: str):
     return torch.compile(int8 if dtype == "int8" else fp8, dynamic=True)
 
 
-Kernel = Callable[[torch.Tensor, torch.Tensor, Quantization], tuple[torch.Tensor, float, float]]
+class KernelSwitch:
+    """Quantizes chunks with the eager form until the compiled kernel is ready — it compiles on a
+    background thread from the start of the run, so its one-time cost (seconds) overlaps real work
+    — then switches to it after checking it bit for bit against the eager form on a real chunk.
+    Any failure (no C++ compiler, a mismatch) keeps the eager form, which is always right."""
 
+    def __init__(self, q: Quantization, input_dtype: torch.dtype, use_compiled: bool, wait: bool = False) -> None:
+        self.q, self.compiled, self.wait = q, None, wait  # wait: block on the compile at the first chunk
+        self.chunks = {"compiled": 0, "eager": 0}
+        self._future: Future | None = None
+        if use_compiled:
+            pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="quantize-compile")
+            self._future = pool.submit(self._prepare, input_dtype)
+            pool.shutdown(wait=False)
 
-def kernel_for(q: Quantization, sample: torch.Tensor, scale: torch.Tensor, use_compiled: bool) -> Kernel:
-    """The compiled kernel when asked for and bit-identical to the eager form on `sample` (a real
-    chunk of the run); otherwise the eager form."""
-    if not use_compiled:
-        return quantize_with_error
-    try:
-        compiled = fused_kernel(q.dtype)
-        got = compiled(sample, scale)[0]
-    except Exception as exc:  # no C++ compiler, an inductor bug: the eager form is always right
-        log.warning("quantize: compiled kernel unavailable (%s); using eager operations", exc)
-        return quantize_with_error
-    if not torch.equal(got.view(torch.uint8), quantize_chunk(sample, scale, q).view(torch.uint8)):
-        log.warning("quantize: compiled kernel differs from the eager definition; using eager operations")
-        return quantize_with_error
+    def _prepare(self, input_dtype: torch.dtype):
+        kernel = fused_kernel(self.q.dtype)
+        rows = 16
+        scale = torch.full((rows, 1) if per_channel(self.q) else (1,), 1e-3)
+        kernel(torch.full((rows, 64), 0.01, dtype=input_dtype), scale)  # compiles now, off the main thread
+        return kernel
 
-    def run(chunk: torch.Tensor, scale: torch.Tensor, q: Quantization) -> tuple[torch.Tensor, float, float]:
-        qc, err, ref = compiled(chunk, scale)
-        return qc, float(err), float(ref)
+    def _take_compiled(self, chunk: torch.Tensor, scale: torch.Tensor):
+        future, self._future = self._future, None
+        try:
+            kernel = future.result()
+            got = kernel(chunk, scale)
+        except Exception as exc:
+            log.warning("quantize: compiled kernel unavailable (%s); staying with eager operations", exc)
+            return None
+        if not torch.equal(got[0].view(torch.uint8), quantize_chunk(chunk, scale, self.q).view(torch.uint8)):
+            log.warning("quantize: compiled kernel differs from the eager definition; staying with eager operations")
+            return None
+        self.compiled = kernel
+        return got
 
-    return run
+    def __call__(self, chunk: torch.Tensor, scale: torch.Tensor) -> tuple[torch.Tensor, float, float]:
+        got = None
+        if self._future is not None and (self.wait or self._future.done()):
+            got = self._take_compiled(chunk, scale)
+        elif self.compiled is not None:
+            got = self.compiled(chunk, scale)
+        if got is not None:
+            self.chunks["compiled"] += 1
+            return got[0], float(got[1]), float(got[2])
+        self.chunks["eager"] += 1
+        return quantize_with_error(chunk, scale, self.q)
 
 
 def dequantize(q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:

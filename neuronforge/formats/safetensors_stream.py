@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import queue
 import struct
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from math import prod
@@ -84,18 +86,37 @@ def header_bytes(shard: Shard) -> bytes:
 class ShardWriter:
     """Appends the planned tensors of one shard, in order, checking each tensor's byte count."""
 
-    def __init__(self, folder: Path, shard: Shard) -> None:
+    def __init__(self, folder: Path, shard: Shard, depth: int = 2) -> None:
         self.shard = shard
         self.path = folder / shard.file
         self._f = open(self.path, "wb")  # noqa: SIM115 - closed in close()
         self.sha256 = hashlib.sha256()
+        # Writing and hashing run on a thread (both release the GIL) while the caller computes the
+        # next chunk; `depth` chunks at most wait in between, which bounds the memory it adds.
+        self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._drain, daemon=True)
+        self._thread.start()
         self._write(header_bytes(shard))
         self._next = 0
         self._written = 0
 
+    def _drain(self) -> None:
+        while (data := self._queue.get()) is not None:
+            try:
+                if self._error is None:
+                    self._f.write(data)
+                    self.sha256.update(data)
+            except BaseException as exc:  # reported by the caller's next write or close
+                self._error = exc
+            finally:
+                self._queue.task_done()
+        self._queue.task_done()
+
     def _write(self, data) -> None:
-        self._f.write(data)
-        self.sha256.update(data)
+        if self._error is not None:
+            raise self._error
+        self._queue.put(data)
 
     def begin(self, name: str) -> PlannedTensor:
         planned = self.shard.tensors[self._next]
@@ -119,9 +140,21 @@ class ShardWriter:
             raise InvalidInput(f"{planned.name}: wrote {self._written} bytes, planned {planned.nbytes}")
         self._next += 1
 
+    def _stop(self) -> None:
+        if not self._f.closed:
+            self._queue.put(None)
+            self._thread.join()
+            self._f.close()
+
+    def abort(self) -> None:
+        """Stop the writer thread and close the file (after an error elsewhere); idempotent."""
+        self._stop()
+
     def close(self) -> str:
         """Close the file; returns its sha256. Every planned tensor must have been written."""
-        self._f.close()
+        self._stop()
+        if self._error is not None:
+            raise self._error
         if self._next != len(self.shard.tensors):
             raise InvalidInput(f"{self.shard.file}: {len(self.shard.tensors) - self._next} tensors never written")
         return self.sha256.hexdigest()

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import shutil
 import threading
 import time
@@ -52,10 +53,10 @@ from neuronforge.formats.safetensors_stream import (
 )
 from neuronforge.quantization import (
     QUANTIZABLE,
+    KernelSwitch,
     absmax,
     dequantize,
     hf_key,
-    kernel_for,
     nxd_key,
     per_channel,
     scale_from_absmax,
@@ -69,6 +70,7 @@ log = logging.getLogger(__name__)
 MIB = 1024**2
 MANIFEST_SCHEMA = 1
 COMPILE_FROM_BYTES = 512 * MIB
+FLOAT_TORCH = {"BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32}
 TARGET_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 COPIED = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
           "special_tokens_map.json", "tokenizer.model")  # fmt: skip
@@ -86,9 +88,9 @@ class QuantizeRequest:
     modules_to_not_convert: tuple[str, ...] = ()  # substrings of HF module names, as NxD matches them
     max_shard_bytes: int = 10 * 10**9
     chunk_bytes: int = 64 * MIB  # float32 bytes of one chunk of rows
-    # "compiled" (TorchInductor fused loop), "eager", or "auto": compiled once the weights to
-    # quantize are big enough to repay its one-time compile (~10 s, then cached on disk)
-    kernel: str = "auto"
+    # "compiled" (TorchInductor fused loop; ~6 s to import and compile, cached on disk after the
+    # first time), "eager", or "auto": compiled once the weights to quantize repay that
+    kernel: str = field(default_factory=lambda: os.environ.get("NEURONFORGE_QUANT_KERNEL", "auto"))
 
     @property
     def variant(self) -> str:
@@ -169,18 +171,6 @@ def _chunks(f, t: StoredTensor, chunk_bytes: int):
         yield read_rows(f, t, r0, min(t.shape[0], r0 + step))
 
 
-class _KernelChoice:
-    """Picks the quantization kernel once per run, on the run's first real chunk."""
-
-    def __init__(self, use_compiled: bool) -> None:
-        self.use_compiled, self.kernel = use_compiled, None
-
-    def __call__(self, chunk: torch.Tensor, scale: torch.Tensor, q: Quantization):
-        if self.kernel is None:
-            self.kernel = kernel_for(q, chunk, scale, self.use_compiled)
-        return self.kernel(chunk, scale, q)
-
-
 def _checked_absmax(chunk: torch.Tensor, per_row: bool, name: str) -> torch.Tensor:
     peak = absmax(chunk, per_row)
     if not torch.isfinite(peak).all():  # amax propagates NaN and Inf: no separate pass needed
@@ -189,7 +179,7 @@ def _checked_absmax(chunk: torch.Tensor, per_row: bool, name: str) -> torch.Tens
 
 
 def _quantize_tensor(
-    f, t: StoredTensor, job: _Job, q: Quantization, writer: ShardWriter, chunk_bytes: int, kernel: _KernelChoice
+    f, t: StoredTensor, job: _Job, q: Quantization, writer: ShardWriter, chunk_bytes: int, kernel: KernelSwitch
 ) -> dict[str, Any]:
     info, (weight_out, scale_out) = job.info, job.outputs
     err = ref = 0.0
@@ -198,7 +188,7 @@ def _quantize_tensor(
         writer.begin(weight_out.name)
         for chunk in _chunks(f, t, chunk_bytes):
             scale = scale_from_absmax(_checked_absmax(chunk, True, info.name), q)
-            qc, e, r = kernel(chunk, scale, q)
+            qc, e, r = kernel(chunk, scale)
             writer.write(qc)
             scales.append(scale)
             err, ref = err + e, ref + r
@@ -213,7 +203,7 @@ def _quantize_tensor(
         scale = scale_from_absmax(peak, q)
         writer.begin(weight_out.name)
         for chunk in kept or _chunks(f, t, chunk_bytes):  # pass 2: quantize
-            qc, e, r = kernel(chunk, scale, q)
+            qc, e, r = kernel(chunk, scale)
             writer.write(qc)
             err, ref = err + e, ref + r
         writer.end()
@@ -274,7 +264,12 @@ def write_quantized(req: QuantizeRequest, out: Path, progress: Callable[[str], N
     handles: dict[str, Any] = {}
     layouts: dict[str, dict[str, StoredTensor]] = {}
     quantized_bytes = sum(j.info.numel for j in jobs if j.quantize) * 2
-    kernel = _KernelChoice(req.kernel == "compiled" or (req.kernel == "auto" and quantized_bytes >= COMPILE_FROM_BYTES))
+    use_compiled = req.kernel == "compiled" or (req.kernel == "auto" and quantized_bytes >= COMPILE_FROM_BYTES)
+    first = next((j for j in jobs if j.quantize), None)
+    input_dtype = FLOAT_TORCH.get(first.info.dtype, torch.bfloat16) if first else torch.bfloat16
+    # Waits for the compile at the first quantized chunk: compiling in the background measured
+    # slower on 2 cores (dynamo holds the GIL while the main thread has Python work to do).
+    kernel = KernelSwitch(req.quantization, input_dtype, use_compiled, wait=True)
     try:
         for job in jobs:
             shard = by_output[job.outputs[0].name]
@@ -304,6 +299,8 @@ def write_quantized(req: QuantizeRequest, out: Path, progress: Callable[[str], N
     finally:
         for h in handles.values():
             h.close()
+        for w in writers.values():
+            w.abort()
         hasher.join()
     expected = _expected_digests(req.checkpoint_dir)
     changed = [f for f in inputs if f in expected and hasher.digests.get(f) != expected[f]]
@@ -331,6 +328,7 @@ def write_quantized(req: QuantizeRequest, out: Path, progress: Callable[[str], N
         "files": files,
         "tensors": report,
         "max_rel_error": max((t["rel_error"] for t in report.values()), default=0.0),
+        "kernel_chunks": dict(kernel.chunks),
         "seconds": round(time.monotonic() - started, 3),
         "neuronforge_version": neuronforge.__version__,
     }

@@ -171,6 +171,8 @@ def test_the_compiled_kernel_writes_the_same_bytes_as_the_eager_one(spec: str, t
     compiled_req = _request(fetched, tmp_path, q, chunk_bytes=4096, kernel="compiled")
     compiled_req.work_dir = tmp_path / "work-compiled"
     compiled = quantize(compiled_req, None)
+    assert eager.manifest["kernel_chunks"]["compiled"] == 0
+    assert compiled.manifest["kernel_chunks"]["eager"] == 0 and compiled.manifest["kernel_chunks"]["compiled"] > 10
     for f in eager.local_dir.glob("*.safetensors"):
         assert f.read_bytes() == (compiled.local_dir / f.name).read_bytes()
     for name, report in eager.manifest["tensors"].items():
