@@ -43,7 +43,7 @@ class PlannedTensor:
 
     @property
     def nbytes(self) -> int:
-        return prod(self.shape) * torch.empty((), dtype=self.dtype).element_size()
+        return prod(self.shape) * self.dtype.itemsize
 
 
 @dataclass
