@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lint format bench-transfer bench-pipeline bench-cache-seed clean
+.PHONY: setup demo test lint format bench-transfer bench-pipeline bench-cache-seed bench-quantize clean
 
 setup: $(STAMP)
 
@@ -35,6 +35,9 @@ format: setup
 
 bench-pipeline: setup
 	$(PY) bench/pipeline.py
+
+bench-quantize: setup
+	$(PY) bench/quantize.py
 
 bench-cache-seed: setup
 	$(PY) bench/cache_seed.py
