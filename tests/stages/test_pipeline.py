@@ -108,15 +108,21 @@ def test_planner_rejection_publishes_nothing(compiled: Compiled, tmp_path: Path)
     assert not [o for o in store.list() if not o.key.startswith("checkpoints/")]
 
 
-def test_quantization_is_refused_before_any_work(compiled: Compiled, tmp_path: Path) -> None:
+def test_a_failed_quantization_publishes_nothing(tiny_llama: Path, tmp_path: Path) -> None:
+    """NaN weights are found by the quantize stage, after fetch and plan and before any compile."""
+    from safetensors.torch import load_file, save_file
+
     from neuronforge.errors import InvalidInput
 
+    weights = load_file(tiny_llama / "model.safetensors")
+    weights["model.layers.1.mlp.down_proj.weight"][0, 0] = float("nan")
+    save_file(weights, tiny_llama / "model.safetensors")
     store = open_store(f"file://{tmp_path / 'store'}")
-    with pytest.raises(InvalidInput, match=r"quantization 'int8_per_tensor' is not available"):
-        run_target(
-            str(compiled.checkpoint), TargetSpec.parse({**TARGET, "quantization": "int8"}), store, tmp_path / "w"
-        )
-    assert store.list() == []
+    target = TargetSpec.parse({**TARGET, "quantization": "int8"})
+    with pytest.raises(InvalidInput, match="NaN or Inf"):
+        run_target(str(tiny_llama), target, store, tmp_path / "w")
+    assert store.list("quantized") == [] and store.list("artifacts") == [] and store.list("index") == []
+    assert not (tmp_path / "w" / "build").exists()  # nothing was compiled
 
 
 def test_same_flow_against_s3(compiled: Compiled, s3_bucket: str) -> None:
