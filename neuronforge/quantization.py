@@ -75,21 +75,32 @@ def absmax(chunk: torch.Tensor, per_channel: bool) -> torch.Tensor:
 
 def quantize_chunk(chunk: torch.Tensor, scale: torch.Tensor, q: Quantization) -> torch.Tensor:
     """Rows of a weight quantized with `scale` ([1], or [rows, 1] for these rows)."""
-    x = chunk.to(torch.float32)
+    return _quantize_float(chunk.to(torch.float32, copy=True), scale, q)[0]
+
+
+def _quantize_float(x: torch.Tensor, scale: torch.Tensor, q: Quantization) -> tuple[torch.Tensor, torch.Tensor]:
+    """Quantize a float32 buffer in place (overwritten, to keep the passes over memory few): returns
+    the quantized tensor and the buffer, which then holds the rounding residual y - q (in units of
+    the scale) where y = w * (1 / scale) for int8 or w / scale (clamped) for fp8."""
     if q.dtype == "int8":
-        return torch.clamp(torch.round(x * (1.0 / scale)), -128, 127).to(torch.int8)
+        x.mul_(1.0 / scale)
+        rounded = torch.round(x).clamp_(-128, 127)
+        return rounded.to(torch.int8), x.sub_(rounded)
     storage = storage_dtype(q)
     bound = torch.finfo(storage).max
-    return torch.clamp(x / scale, -bound, bound).to(storage)
+    x.div_(scale).clamp_(-bound, bound)
+    qc = x.to(storage)
+    return qc, x.sub_(qc.to(torch.float32))
 
 
 def quantize_with_error(chunk: torch.Tensor, scale: torch.Tensor, q: Quantization) -> tuple[torch.Tensor, float, float]:
-    """`quantize_chunk` plus the chunk's squared error ‖w − deq(q)‖² and squared norm ‖w‖², in the
-    eager reference form (one tensor operation at a time)."""
-    x = chunk.to(torch.float32)
-    qc = quantize_chunk(x, scale, q)
-    err = x - dequantize(qc, scale)
-    return qc, float(torch.linalg.vector_norm(err)) ** 2, float(torch.linalg.vector_norm(x)) ** 2
+    """`quantize_chunk` plus the chunk's squared error ‖w − deq(q)‖² and squared norm ‖w‖², in
+    eager operations, mostly in place (on CPU each is a memory-bound pass)."""
+    x = chunk.to(torch.float32, copy=True)
+    ref = float(torch.linalg.vector_norm(x)) ** 2
+    qc, residual = _quantize_float(x, scale, q)
+    err = float(torch.linalg.vector_norm(residual.mul_(scale))) ** 2  # (y - q) * scale = w - deq(q)
+    return qc, err, ref
 
 
 @functools.cache

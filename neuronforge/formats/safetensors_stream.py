@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import queue
 import struct
 import threading
@@ -207,12 +208,11 @@ def read_rows(f, t: StoredTensor, r0: int, r1: int) -> torch.Tensor:
     else:
         row_bytes = (t.end - t.start) // max(1, t.shape[0])
     buf = bytearray((r1 - r0) * row_bytes)
-    f.seek(t.start + r0 * row_bytes)
-    view = memoryview(buf)
+    offset, view = t.start + r0 * row_bytes, memoryview(buf)
     while view:
-        n = f.readinto(view)
+        n = os.preadv(f.fileno(), [view], offset)  # positioned read: no seek, no userspace buffer
         if not n:
             raise InvalidInput(f"{t.name}: the file ended inside the tensor (truncated shard)")
-        view = view[n:]
+        view, offset = view[n:], offset + n
     flat = torch.frombuffer(buf, dtype=torch.uint8).view(t.dtype) if buf else torch.empty(0, dtype=t.dtype)
     return flat.reshape((r1 - r0, *t.shape[1:]) if t.shape else ())
