@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from neuronforge import leases
 from neuronforge.checkpoint import verify_checkpoint
 from neuronforge.errors import InvalidInput, NeuronforgeError
 from neuronforge.planner import Plan, plan
@@ -136,7 +137,11 @@ def run_target(
     max_new_tokens: int = 8,
     formats: tuple[str, ...] = ("optimum",),
     allow_pickle: bool = False,
+    lease_ttl_s: float = leases.DEFAULT_TTL_S,
+    lease_poll_s: float = 5.0,
 ) -> TargetOutcome:
+    """One target through every stage; an identical request already building elsewhere (its
+    lease in the store is live) is waited for and its artifact reused instead of compiled again."""
     timings: dict[str, float] = {}
     t0 = time.monotonic()
     check_formats(formats)  # bad input fails here, not after the compile
@@ -146,7 +151,31 @@ def run_target(
     if hit is not None:
         log.info("cache hit for %s: %s", prep.key[:12], hit.manifest_uri)
         return TargetOutcome(prep.key, "cache-hit", hit, 0, timings)
+    holder = leases.holder_id()
+    while (lease := leases.try_acquire(store, prep.key, holder, lease_ttl_s)) is None:
+        other = leases.current(store, prep.key)
+        log.info("%s is being built by %s; waiting for its artifact", prep.key[:12], other.holder if other else "?")
+        started = time.monotonic()
+        waited = leases.wait_for(store, prep.key, lambda: lookup(store, prep.key), poll_s=lease_poll_s)
+        timings["lease_wait"] = round(timings.get("lease_wait", 0) + time.monotonic() - started, 3)
+        if waited is not None:
+            return TargetOutcome(prep.key, "cache-hit", waited, 0, timings)
+    with leases.LeaseKeeper(store, lease, lease_ttl_s) as keeper:
+        return _build(prep, target, store, work_dir, timings, keeper, prompts, max_new_tokens, formats, allow_pickle)
 
+
+def _build(
+    prep: Prepared,
+    target: TargetSpec,
+    store: ArtifactStore,
+    work_dir: Path,
+    timings: dict[str, float],
+    keeper: leases.LeaseKeeper,
+    prompts: list[str] | None,
+    max_new_tokens: int,
+    formats: tuple[str, ...],
+    allow_pickle: bool,
+) -> TargetOutcome:
     def step(name: str, fn):
         started = time.monotonic()
         value = fn()
@@ -202,5 +231,6 @@ def run_target(
         formats,
         fetched.local_dir,
     )
+    keeper.assert_held()  # a run whose lease was taken over publishes nothing
     published = step("publish", lambda: publish(publish_input, store))
     return TargetOutcome(prep.key, "published", published, built.compiler_invocations, timings)

@@ -85,6 +85,14 @@ class ArtifactStore(ABC):
         """Create `key` with `data` unless it exists. True if this call created it."""
 
     @abstractmethod
+    def read_versioned(self, key: str) -> tuple[bytes, str]:
+        """The object's bytes and an opaque version that changes with every write (S3: the ETag)."""
+
+    @abstractmethod
+    def replace_if_version(self, data: bytes, key: str, version: str) -> bool:
+        """Overwrite `key` only if it is still at `version` (compare-and-swap). True if replaced."""
+
+    @abstractmethod
     def put_tree(self, local_dir: Path, prefix: str, exclude: tuple[str, ...] = ()) -> list[ObjectInfo]:
         """Upload every file under `local_dir` to `prefix/<relative path>`; `exclude` holds
         relative paths to skip (e.g. a manifest the caller writes last)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
 import shutil
 import uuid
@@ -104,6 +106,27 @@ class FileStore(ArtifactStore):
             return True
         finally:
             tmp.unlink(missing_ok=True)
+
+    def read_versioned(self, key: str) -> tuple[bytes, str]:
+        data = self.get_bytes(key)
+        return data, hashlib.sha256(data).hexdigest()
+
+    def replace_if_version(self, data: bytes, key: str, version: str) -> bool:
+        """Compare-and-swap under an exclusive `flock` on a sidecar lock file, then an atomic rename."""
+        final = self._path(key)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        with open(final.parent / f"{_TMP}cas-{final.name}", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                current = final.read_bytes()
+            except FileNotFoundError:
+                return False
+            if hashlib.sha256(current).hexdigest() != version:
+                return False
+            tmp = self._tmp_beside(final)
+            tmp.write_bytes(data)
+            self._publish(tmp, final)
+            return True
 
     def put_tree(self, local_dir: Path, prefix: str, exclude: tuple[str, ...] = ()) -> list[ObjectInfo]:
         out = []

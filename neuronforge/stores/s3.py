@@ -136,6 +136,27 @@ class S3Store(ArtifactStore):
                 return False
             raise self._wrap(exc, key) from None
 
+    def read_versioned(self, key: str) -> tuple[bytes, str]:
+        try:
+            obj = self.client.get_object(Bucket=self.bucket, Key=self._key(key))
+        except ClientError as exc:
+            raise self._wrap(exc, key) from None
+        return obj["Body"].read(), obj["ETag"]
+
+    def replace_if_version(self, data: bytes, key: str, version: str) -> bool:
+        """S3 conditional write: `If-Match: <ETag>` (412 when another writer got there first)."""
+        try:
+            self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, IfMatch=version)
+            return True
+        except ClientError as exc:
+            if _code(exc) in ("PreconditionFailed", "ConditionalRequestConflict", "NoSuchKey") or _status(exc) in (
+                404,
+                409,
+                412,
+            ):
+                return False
+            raise self._wrap(exc, key) from None
+
     # -- listings ---------------------------------------------------------------------------------
     def _list_full(self, full_prefix: str) -> list[ObjectInfo]:
         out = []

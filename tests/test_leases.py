@@ -1,0 +1,110 @@
+"""Compile leases on both stores (a directory and a real S3 endpoint), and the pipeline using them:
+identical concurrent requests compile once; a dead holder's lease is taken over after expiry."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from neuronforge import layout, leases
+from neuronforge.pipeline import run_target
+from neuronforge.stores import ArtifactStore, open_store
+from neuronforge.target import TargetSpec
+from tests.conftest import TARGET
+
+KEY = "k" * 64
+
+
+@pytest.fixture(params=["file", "s3"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> ArtifactStore:
+    if request.param == "file":
+        return open_store(f"file://{tmp_path / 'store'}")
+    return open_store(f"s3://{request.getfixturevalue('s3_bucket')}/nf")
+
+
+def test_one_holder_at_a_time_and_takeover_after_expiry(store: ArtifactStore) -> None:
+    first = leases.try_acquire(store, KEY, "a", ttl_s=0.5)
+    assert first is not None and leases.try_acquire(store, KEY, "b", ttl_s=0.5) is None
+    renewed = leases.renew(store, first, ttl_s=0.5)
+    assert renewed.version != first.version and renewed.expires > first.expires
+    time.sleep(0.6)  # "a" stops heart-beating: its lease expires
+    second = leases.try_acquire(store, KEY, "b", ttl_s=30)
+    assert second is not None and leases.current(store, KEY).holder == "b"
+    with pytest.raises(leases.LeaseLost):
+        leases.renew(store, renewed)  # the old holder learns it lost the lease
+    leases.release(store, second)
+    assert leases.try_acquire(store, KEY, "c", ttl_s=30) is not None  # released: no need to wait
+
+
+def test_exactly_one_waiter_takes_over_an_expired_lease(store: ArtifactStore) -> None:
+    assert leases.try_acquire(store, KEY, "dead", ttl_s=0.2) is not None
+    time.sleep(0.3)
+    barrier = threading.Barrier(8)
+
+    def contend(i: int):
+        barrier.wait()
+        return leases.try_acquire(store, KEY, f"w{i}", ttl_s=30)
+
+    with ThreadPoolExecutor(8) as pool:
+        won = [lease for lease in pool.map(contend, range(8)) if lease is not None]
+    assert len(won) == 1 and leases.current(store, KEY).holder == won[0].holder
+
+
+def test_a_keeper_heartbeats_and_notices_a_takeover(tmp_path: Path) -> None:
+    store = open_store(f"file://{tmp_path / 'store'}")
+    lease = leases.try_acquire(store, KEY, "a", ttl_s=1.5)
+    with leases.LeaseKeeper(store, lease, ttl_s=1.5) as keeper:
+        time.sleep(2.5)  # longer than the TTL: only the heartbeats (every 0.5 s) keep it alive
+        assert leases.try_acquire(store, KEY, "b", ttl_s=30) is None
+        keeper.assert_held()
+    assert not leases.current(store, KEY).live  # released on exit
+    stolen = leases.try_acquire(store, KEY, "a2", ttl_s=0.3)
+    keeper = leases.LeaseKeeper(store, stolen, ttl_s=0.3)
+    time.sleep(0.4)
+    assert leases.try_acquire(store, KEY, "thief", ttl_s=30) is not None
+    with pytest.raises(leases.LeaseLost):
+        keeper.assert_held()
+
+
+def _nxdi_target() -> TargetSpec:
+    return TargetSpec.parse({**TARGET, "tp_degree": 2, "backend": "nxdi"})
+
+
+def test_concurrent_identical_requests_compile_once(
+    store: ArtifactStore, fake_neuron: Path, tiny_llama: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_NEURON_SLEEP", "3")  # a compile long enough for the runs to overlap
+    barrier = threading.Barrier(2)
+
+    def run(i: int):
+        barrier.wait()
+        return run_target(str(tiny_llama), _nxdi_target(), store, tmp_path / f"worker{i}", lease_poll_s=0.5)
+
+    with ThreadPoolExecutor(2) as pool:
+        outcomes = list(pool.map(run, range(2)))
+    assert len(fake_neuron.read_text().splitlines()) == 2  # one compile: two graphs
+    assert sorted(o.status for o in outcomes) == ["cache-hit", "published"]
+    assert outcomes[0].published.manifest_uri == outcomes[1].published.manifest_uri
+    waiter = next(o for o in outcomes if o.status == "cache-hit")
+    assert waiter.timings["lease_wait"] > 0
+
+
+def test_a_dead_holders_lease_is_taken_over_after_expiry(fake_neuron: Path, tiny_llama: Path, tmp_path: Path) -> None:
+    from neuronforge.pipeline import prepare
+    from neuronforge.stages.publish import lookup
+
+    store = open_store(f"file://{tmp_path / 'store'}")
+    key = prepare(str(tiny_llama), _nxdi_target(), tmp_path / "w").key
+    # A worker took the lease, then was killed mid-compile: no heartbeat, no artifact.
+    assert leases.try_acquire(store, key, "killed-host:4242:dead", ttl_s=2) is not None
+    assert lookup(store, key) is None and store.list("artifacts") == []  # nothing partial is visible
+    started = time.monotonic()
+    out = run_target(str(tiny_llama), _nxdi_target(), store, tmp_path / "w", lease_poll_s=0.2)
+    assert out.status == "published" and time.monotonic() - started >= 1.5  # waited out the expiry
+    assert out.timings["lease_wait"] >= 1.5
+    assert leases.current(store, key).holder != "killed-host:4242:dead"
+    assert store.exists(layout.index_entry(key))
