@@ -13,6 +13,7 @@ from airflow.sdk import Param, dag, task_group
 
 from neuronforge import settings
 from neuronforge.stages.publish import FORMATS
+from operators.build_claim import ClaimBuildOperator
 from operators.compile_publish import (
     NEURON_QUEUE,
     TARGET_SCHEMA,
@@ -33,6 +34,8 @@ from operators.kubernetes import pod_tasks, runner
 
 def _chain(ticket, prepare_task, compile_task, smoke_task):
     t = prepare_task(ticket)
+    # Take the target's compile lease, or wait (deferred, no worker slot) for whoever holds it.
+    t = ClaimBuildOperator(task_id="claim_build", ticket=t).output
     t = fetch_checkpoint(t)
     t = plan_target(t)
     t = quantize_weights(t)

@@ -109,8 +109,10 @@ def release(store: ArtifactStore, lease: Lease) -> None:
 class LeaseKeeper:
     """Heart-beats a lease on a thread while the work runs; `assert_held` before publishing."""
 
-    def __init__(self, store: ArtifactStore, lease: Lease, ttl_s: float = DEFAULT_TTL_S) -> None:
-        self.store, self.lease, self.ttl_s = store, lease, ttl_s
+    def __init__(
+        self, store: ArtifactStore, lease: Lease, ttl_s: float = DEFAULT_TTL_S, release_on_exit: bool = True
+    ) -> None:
+        self.store, self.lease, self.ttl_s, self.release_on_exit = store, lease, ttl_s, release_on_exit
         self.lost: LeaseLost | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, daemon=True, name=f"lease-{lease.key[:8]}")
@@ -138,7 +140,7 @@ class LeaseKeeper:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
-        if self.lost is None:
+        if self.lost is None and self.release_on_exit:
             release(self.store, self.lease)
 
 

@@ -9,6 +9,9 @@ was already published carries `hit`, and the later tasks pass it through untouch
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +61,24 @@ def _store(ticket: dict[str, Any]):
     from neuronforge.stores import open_store
 
     return open_store(ticket["store_uri"])
+
+
+@contextmanager
+def _keeping_lease(ticket: dict[str, Any]) -> Iterator[None]:
+    """While a task of a run that holds the target's lease works, heart-beat the lease (and fail
+    fast if it was taken over); afterwards the ticket carries the lease's latest version, which
+    the next task renews from. A run that lost its lease stops here and publishes nothing."""
+    if "lease" not in ticket:
+        yield
+        return
+    from neuronforge import leases
+
+    keeper = leases.LeaseKeeper(_store(ticket), leases.Lease(**ticket["lease"]), release_on_exit=False)
+    with keeper:
+        keeper.assert_held()
+        yield
+    keeper.assert_held()
+    ticket["lease"] = asdict(keeper.lease)
 
 
 @task
@@ -133,7 +154,8 @@ def fetch_checkpoint(ticket: dict[str, Any]) -> dict[str, Any]:
     from neuronforge.stages.fetch import FetchRequest, fetch, fetch_summary
 
     source = ModelSource(**ticket["source"])
-    result = fetch(FetchRequest(str(source), ticket["store_uri"], Path(ticket["work_dir"])), _store(ticket))
+    with _keeping_lease(ticket):
+        result = fetch(FetchRequest(str(source), ticket["store_uri"], Path(ticket["work_dir"])), _store(ticket))
     log.info("checkpoint: %s", fetch_summary(result))
     return {**ticket, "checkpoint_dir": str(result.local_dir)}
 
@@ -206,7 +228,8 @@ def compile_ticket(ticket: dict[str, Any]) -> dict[str, Any]:
         Path(ticket["work_dir"]),
         _path(ticket, "quantized_dir"),
     )
-    out = compile_target(inp, _store(ticket))
+    with _keeping_lease(ticket):
+        out = compile_target(inp, _store(ticket))
     for g in out.graphs:
         log.info(
             "graph %s: %s (%s, %.1fs)",
@@ -251,18 +274,18 @@ def smoke_ticket(ticket: dict[str, Any]) -> dict[str, Any]:
     from neuronforge.stages.smoke import DEFAULT_PROMPTS, SmokeInput, smoke_test
 
     target = TargetSpec.model_validate(ticket["target"])
-    result = smoke_test(
-        SmokeInput(
-            Path(ticket["build_dir"]),
-            _path(ticket, "compile_checkpoint_dir", ticket["checkpoint_dir"]),
-            target.dtype,
-            target.backend,
-            ticket["prompts"] or list(DEFAULT_PROMPTS),
-            ticket["max_new_tokens"],
-            reference_dir=_path(ticket, "reference_dir"),
-            unquantized_dir=_path(ticket, "unquantized_dir"),
-        )
+    smoke_input = SmokeInput(
+        Path(ticket["build_dir"]),
+        _path(ticket, "compile_checkpoint_dir", ticket["checkpoint_dir"]),
+        target.dtype,
+        target.backend,
+        ticket["prompts"] or list(DEFAULT_PROMPTS),
+        ticket["max_new_tokens"],
+        reference_dir=_path(ticket, "reference_dir"),
+        unquantized_dir=_path(ticket, "unquantized_dir"),
     )
+    with _keeping_lease(ticket):
+        result = smoke_test(smoke_input)
     log.info(
         "smoke: %s (load %.2fs, first token %.4fs, %.5fs/token)",
         result.reason,
@@ -285,20 +308,23 @@ def publish_artifact(ticket: dict[str, Any]) -> dict[str, Any]:
     else:
         from neuronforge.stages.publish import PublishInput, publish
 
-        published = publish(
-            PublishInput(
-                _request(ticket),
-                Toolchain.from_json(ticket["toolchain"]),
-                ticket["key"],
-                Path(ticket["build_dir"]),
-                ticket["smoke"],
-                {**ticket["compile"], "cache_sync": ticket.get("cache_sync")},  # failed entries listed
-                Path(ticket["work_dir"]),
-                tuple(ticket["formats"]),
-                Path(ticket["checkpoint_dir"]),
-            ),
-            _store(ticket),
+        publish_input = PublishInput(
+            _request(ticket),
+            Toolchain.from_json(ticket["toolchain"]),
+            ticket["key"],
+            Path(ticket["build_dir"]),
+            ticket["smoke"],
+            {**ticket["compile"], "cache_sync": ticket.get("cache_sync")},  # failed entries listed
+            Path(ticket["work_dir"]),
+            tuple(ticket["formats"]),
+            Path(ticket["checkpoint_dir"]),
         )
+        with _keeping_lease(ticket):  # a run whose lease was taken over publishes nothing
+            published = publish(publish_input, _store(ticket))
+        if "lease" in ticket:
+            from neuronforge import leases
+
+            leases.release(_store(ticket), leases.Lease(**ticket["lease"]))
         info = {"manifest_uri": published.manifest_uri, "prefix": published.prefix, "uris": published.uris}
         log.info("published %s", published.manifest_uri)
     root = info["manifest_uri"].rsplit("/", 1)[0]

@@ -40,6 +40,7 @@ import torch
 
 import neuronforge
 from neuronforge import layout
+from neuronforge.backends.cpu import TOKENIZER_FILES
 from neuronforge.checkpoint import TensorInfo, verify_checkpoint
 from neuronforge.errors import CheckpointError, InvalidInput
 from neuronforge.formats.safetensors_stream import (
@@ -72,8 +73,7 @@ MANIFEST_SCHEMA = 1
 COMPILE_FROM_BYTES = 8 * 1024 * MIB  # the compiled kernel's ~4 s fixed cost pays off above ~4 GB
 FLOAT_TORCH = {"BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32}
 TARGET_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
-COPIED = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-          "special_tokens_map.json", "tokenizer.model")  # fmt: skip
+COPIED = ("config.json", *TOKENIZER_FILES)  # beside the weights, as the checkpoint had them
 # Tensor names a quantizer leaves behind: such a checkpoint must not be quantized again.
 QUANTIZED_MARKERS = (".scale", ".weight_scale", ".qweight", ".qzeros", ".g_idx", ".input_scale")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -210,6 +211,33 @@ def test_a_quantized_target_through_the_dag(dag, compiled: Compiled, home: Path,
     assert manifest["compile"]["quantized"]["uri"].endswith("int8_per_tensor-fp32")
     assert manifest["smoke"]["passed"] and manifest["smoke"]["unquantized_agreement"] is not None
     assert [o for o in store.list("quantized") if o.key.endswith("/MANIFEST.json")]
+
+
+def test_a_target_whose_lease_is_held_waits_deferred_then_takes_over(
+    dag, compiled: Compiled, home: Path, tmp_path: Path, fake_neuron: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another worker holds the target's lease and dies: claim_build defers (no worker slot) until
+    the lease lapses, then takes it over and the run builds and publishes."""
+    from neuronforge import leases
+    from neuronforge.pipeline import prepare
+    from neuronforge.target import TargetSpec
+
+    monkeypatch.setenv("NEURONFORGE_LEASE_POLL_S", "0.5")
+    store_uri = f"file://{tmp_path / 'store'}"
+    target = {**TARGET, "tp_degree": 2}
+    key = prepare(str(compiled.checkpoint), TargetSpec.parse({**target, "backend": "nxdi"}), tmp_path / "w").key
+    store = open_store(store_uri)
+    dead = leases.try_acquire(store, key, "worker-that-died", ttl_s=15)  # outlives the run's start-up
+    assert dead is not None
+    run = dag.test(run_conf={**_conf(compiled, store_uri, [target]), "backend": "nxdi"})
+    states = _states(run)
+    assert str(run.state) == "success", states
+    assert states[("neuron_target.claim_build", 0)] == "success"
+    manifest = store.read_json(store.read_json(f"index/{key}.json")["manifest"])
+    published = time.mktime(time.strptime(manifest["published_at"], "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+    assert published >= dead.expires - 1  # it waited the dead holder's lease out before building
+    lease = leases.current(store, key)
+    assert lease.holder.startswith("airflow:") and not lease.live  # taken over, then released
 
 
 def test_cold_run_and_hit_against_the_s3_endpoint(dag, compiled: Compiled, home: Path, s3_bucket: str) -> None:

@@ -1,0 +1,99 @@
+"""The DAG's side of compile leases: `claim_build` takes the target's lease or, while another run
+holds it, defers to the triggerer (no worker slot held) until that run publishes — then the target
+is a cache hit — or its lease lapses, and then tries again. See `neuronforge/leases.py`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import AsyncIterator
+from dataclasses import asdict
+from typing import Any
+
+from airflow.sdk import BaseOperator
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from neuronforge import leases
+
+log = logging.getLogger(__name__)
+
+
+def poll_s() -> float:
+    """How often a waiting target looks at the store (NEURONFORGE_LEASE_POLL_S, default 10 s)."""
+    return float(os.environ.get("NEURONFORGE_LEASE_POLL_S", 10))
+
+
+def _published(store_uri: str, key: str) -> dict[str, Any] | None:
+    from neuronforge.stages.publish import lookup
+    from neuronforge.stores import open_store
+
+    hit = lookup(open_store(store_uri), key)
+    return None if hit is None else {"manifest_uri": hit.manifest_uri, "prefix": hit.prefix, "uris": hit.uris}
+
+
+def _lease_live(store_uri: str, key: str) -> bool:
+    from neuronforge.stores import open_store
+
+    lease = leases.current(open_store(store_uri), key)
+    return lease is not None and lease.live
+
+
+class BuildFinishedTrigger(BaseTrigger):
+    """Fires when the artifact for `key` is published, or when nobody holds a live lease on it."""
+
+    def __init__(self, store_uri: str, key: str, poll_s: float = 10.0) -> None:
+        super().__init__()
+        self.store_uri, self.key, self.poll_s = store_uri, key, poll_s
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{__name__}.BuildFinishedTrigger",
+            {"store_uri": self.store_uri, "key": self.key, "poll_s": self.poll_s},
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        while True:
+            hit = await asyncio.to_thread(_published, self.store_uri, self.key)  # store calls block
+            if hit is not None:
+                yield TriggerEvent({"status": "published", "hit": hit})
+                return
+            if not await asyncio.to_thread(_lease_live, self.store_uri, self.key):
+                yield TriggerEvent({"status": "free"})
+                return
+            await asyncio.sleep(self.poll_s)
+
+
+class ClaimBuildOperator(BaseOperator):
+    """Passes a hit through; otherwise returns the ticket with `lease` (this run builds) or `hit`
+    (another run built it while this one waited, deferred)."""
+
+    template_fields = ("ticket",)
+
+    def __init__(self, *, ticket: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.ticket = ticket
+
+    def _claim(self, context: Any) -> dict[str, Any]:
+        from neuronforge.stores import open_store
+
+        ticket = self.ticket
+        holder = f"airflow:{context['run_id']}:{self.task_id}[{context['ti'].map_index}]:{leases.holder_id()}"
+        lease = leases.try_acquire(open_store(ticket["store_uri"]), ticket["key"], holder)
+        if lease is not None:
+            log.info("lease %s taken: this run builds the target", ticket["key"][:12])
+            return {**ticket, "lease": asdict(lease)}
+        log.info("another run is building %s; waiting (deferred) for its artifact", ticket["key"][:12])
+        self.defer(trigger=BuildFinishedTrigger(ticket["store_uri"], ticket["key"], poll_s()), method_name="resume")
+        raise AssertionError("unreachable: defer() raises")
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        if "hit" in self.ticket:
+            return self.ticket
+        return self._claim(context)
+
+    def resume(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
+        if event and event.get("status") == "published":
+            log.info("built by another run: %s", event["hit"]["manifest_uri"])
+            return {**self.ticket, "hit": event["hit"]}
+        return self._claim(context)  # the holder finished without publishing or died: try to take over
