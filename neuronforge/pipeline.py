@@ -19,7 +19,7 @@ from typing import Any
 from neuronforge import leases
 from neuronforge.checkpoint import verify_checkpoint
 from neuronforge.errors import InvalidInput, NeuronforgeError
-from neuronforge.planner import Plan, plan
+from neuronforge.planner import Check, Plan, plan
 from neuronforge.request import CompileRequest, Toolchain, cache_key
 from neuronforge.source import ModelSource
 from neuronforge.stages.compile import CompileInput, compile_target, sync_cache
@@ -81,7 +81,6 @@ def check_plan(checkpoint_dir: Path, target: TargetSpec, toolchain: Toolchain | 
     toolchain detected on the compiling worker, check that it can build it; raise `PlanRejected`
     with every problem and its fix when it is invalid, does not fit or cannot be built."""
     from neuronforge.backends.support import toolchain_problems
-    from neuronforge.planner import Check
 
     verified = verify_checkpoint(checkpoint_dir)
     result = plan(verified.arch, target, tensors=verified.tensors)
