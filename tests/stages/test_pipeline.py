@@ -105,7 +105,11 @@ def test_planner_rejection_publishes_nothing(compiled: Compiled, tmp_path: Path)
     bad = TargetSpec.parse({**TARGET, "tp_degree": 4})
     with pytest.raises(PlanRejected, match=r"tp=4 is not supported on inf2\.xlarge"):
         run_target(str(compiled.checkpoint), bad, store, compiled.work_dir)
-    assert not [o for o in store.list() if not o.key.startswith("checkpoints/")]
+    assert not [o for o in store.list() if not o.key.startswith(("checkpoints/", "locks/"))]
+    from neuronforge import leases
+
+    (lock,) = store.list("locks")  # the run's compile lease, released when it failed
+    assert not leases.current(store, lock.key.removeprefix("locks/")).live
 
 
 def test_a_failed_quantization_publishes_nothing(tiny_llama: Path, tmp_path: Path) -> None:
