@@ -74,3 +74,34 @@ def run_child(
     if rc != 0:
         raise ChildFailed(f"{what} failed (exit {rc}) after {time.monotonic() - started:.0f}s", list(tail))
     return lines
+
+
+RESULT = "RESULT "
+
+
+def report_generations(generate, prompt_ids: list[list[int]], max_new_tokens: int, load_s: float) -> None:
+    """In a toolchain child: greedily generate for each prompt with `generate` (transformers'
+    `generate(input_ids, attention_mask=…, max_new_tokens=…, do_sample=False)` signature, which both
+    optimum-neuron models and NxD's HuggingFaceGenerationAdapter have) and print one RESULT line each."""
+    import json
+
+    import torch
+
+    for ids in prompt_ids:
+        started = time.perf_counter()
+        out = generate(
+            torch.tensor([ids]),
+            attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+        )
+        seconds = time.perf_counter() - started
+        tokens = out[0, len(ids) :].tolist()
+        print(RESULT + json.dumps({"tokens": tokens, "load_s": load_s, "seconds": seconds}), flush=True)
+
+
+def generation_results(lines: list[str]) -> list[dict]:
+    """The parent's side of `report_generations`: the RESULT lines of the child's output."""
+    import json
+
+    return [json.loads(line.removeprefix(RESULT)) for line in lines if line.startswith(RESULT)]

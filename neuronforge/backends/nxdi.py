@@ -148,7 +148,7 @@ def generate_nxdi(
     timeout_s: float,
 ) -> list[dict[str, Any]]:
     """Load the compiled model in a fresh child (the runtime holds cores until exit) and generate."""
-    from neuronforge.backends.child import run_child
+    from neuronforge.backends.child import generation_results, run_child
 
     spec = child_spec(model_type, checkpoint, compiled, {})
     spec.update(prompt_ids=prompt_ids, max_new_tokens=max_new_tokens)
@@ -157,7 +157,7 @@ def generate_nxdi(
     lines = run_child(
         "neuronforge.backends.nxdi", ["generate", str(spec_path)], timeout_s=timeout_s, what="nxdi smoke load"
     )
-    return [json.loads(line.removeprefix("RESULT ")) for line in lines if line.startswith("RESULT ")]
+    return generation_results(lines)
 
 
 # -- in the child process only ---------------------------------------------------------------------
@@ -189,8 +189,9 @@ def _generate(spec: dict[str, Any]) -> None:
     """Load the compiled model and greedily generate; prints one JSON line per prompt."""
     import time
 
-    import torch
     from neuronx_distributed_inference.utils.hf_adapter import HuggingFaceGenerationAdapter
+
+    from neuronforge.backends.child import report_generations
 
     t0 = time.perf_counter()
     module = importlib.import_module(spec["module"])
@@ -198,17 +199,7 @@ def _generate(spec: dict[str, Any]) -> None:
     model.load(spec["out"])
     load_s = time.perf_counter() - t0
     adapter = HuggingFaceGenerationAdapter(model)
-    for ids in spec["prompt_ids"]:
-        t1 = time.perf_counter()
-        out = adapter.generate(
-            torch.tensor([ids]),
-            attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-            max_new_tokens=spec["max_new_tokens"],
-            do_sample=False,
-        )
-        seconds = time.perf_counter() - t1
-        tokens = out[0, len(ids) :].tolist()
-        print("RESULT " + json.dumps({"tokens": tokens, "load_s": load_s, "seconds": seconds}), flush=True)
+    report_generations(adapter.generate, spec["prompt_ids"], spec["max_new_tokens"], load_s)
 
 
 def main(argv: list[str]) -> int:

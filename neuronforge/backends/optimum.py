@@ -115,14 +115,14 @@ def generate_optimum(
     compiled: Path, prompt_ids: list[list[int]], max_new_tokens: int, timeout_s: float
 ) -> list[dict[str, Any]]:
     """Load the exported model in a fresh child (the runtime holds cores until exit) and generate."""
-    from neuronforge.backends.child import run_child
+    from neuronforge.backends.child import generation_results, run_child
 
     spec_path = compiled.parent / f"{compiled.name}.optimum-generate.json"
     spec_path.write_text(json.dumps({"out": str(compiled), "prompt_ids": prompt_ids, "max_new_tokens": max_new_tokens}))
     lines = run_child(
         "neuronforge.backends.optimum", ["generate", str(spec_path)], timeout_s=timeout_s, what="optimum smoke load"
     )
-    return [json.loads(line.removeprefix("RESULT ")) for line in lines if line.startswith("RESULT ")]
+    return generation_results(lines)
 
 
 # -- in the child process only ---------------------------------------------------------------------
@@ -152,23 +152,14 @@ def _generate(spec: dict[str, Any]) -> None:
     """Load the exported model and greedily generate; prints one JSON line per prompt."""
     import time
 
-    import torch
     from optimum.neuron import NeuronModelForCausalLM
+
+    from neuronforge.backends.child import report_generations
 
     t0 = time.perf_counter()
     model = NeuronModelForCausalLM.from_pretrained(spec["out"])
     load_s = time.perf_counter() - t0
-    for ids in spec["prompt_ids"]:
-        t1 = time.perf_counter()
-        out = model.generate(
-            torch.tensor([ids]),
-            attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-            max_new_tokens=spec["max_new_tokens"],
-            do_sample=False,
-        )
-        seconds = time.perf_counter() - t1
-        tokens = out[0, len(ids) :].tolist()
-        print("RESULT " + json.dumps({"tokens": tokens, "load_s": load_s, "seconds": seconds}), flush=True)
+    report_generations(model.generate, spec["prompt_ids"], spec["max_new_tokens"], load_s)
 
 
 def main(argv: list[str]) -> int:
