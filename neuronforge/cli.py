@@ -188,6 +188,26 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- catalog ----------------------------------------------------------------------------------------
+def cmd_catalog_check(args: argparse.Namespace) -> int:
+    """Every problem with its line; exit 3 when there are any (nothing gets scheduled from it)."""
+    from neuronforge.catalog import check_catalog
+
+    report = check_catalog(Path(args.path).expanduser() if args.path else None)
+    targets = sum(len(e.targets) for e in report.entries)
+    if args.json:
+        _print_json({"path": str(report.path), "ok": report.ok, "entries": len(report.entries), "targets": targets,
+                     "problems": report.problems, "notes": report.notes})  # fmt: skip
+    else:
+        for line in report.problems:
+            print(line)
+        for line in report.notes:
+            print(f"note: {line}")
+        state = "ok" if report.ok else f"{len(report.problems)} problem(s)"
+        print(f"{report.path}: {len(report.entries)} model(s), {targets} target(s): {state}")
+    return EXIT_OK if report.ok else EXIT_REJECTED
+
+
 # -- cache-key --------------------------------------------------------------------------------------
 def cmd_cache_key(args: argparse.Namespace) -> int:
     from neuronforge.request import CompileRequest, Toolchain, cache_key, cache_key_material
@@ -433,6 +453,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("uri", help="URI of a manifest.json or of an artifact root")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("catalog", help="the model catalog the recompile schedule keeps compiled")
+    catalog_sub = p.add_subparsers(dest="catalog_command", required=True)
+    c = catalog_sub.add_parser("check", help="validate the catalog and plan every target")
+    c.add_argument("path", nargs="?", help="catalog YAML (default: NEURONFORGE_CATALOG or catalog/models.yaml)")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=cmd_catalog_check)
 
     p = sub.add_parser("cache", help="inspect and prune the store's compile cache (neuron-cache/)")
     cache_sub = p.add_subparsers(dest="cache_command", required=True)

@@ -1,0 +1,189 @@
+"""The model catalog: which models the recompile schedule keeps compiled, for which targets.
+
+`catalog/models.yaml` (or `NEURONFORGE_CATALOG`):
+
+    models:
+      - source: meta-llama/Llama-3.1-8B@<revision>     # Hub id[@rev], s3:// prefix or folder
+        config: configs/meta-llama--Llama-3.1-8B.json  # optional: plan offline from this config
+        pin: {compilers: ["2.21.33363.0"]}              # optional: keep these compiler versions
+        targets:
+          - {instance_type: inf2.xlarge, tp_degree: 2, sequence_length: 4096, dtype: bf16,
+             backend: nxdi, publish_formats: [optimum, lmi]}
+
+`check_catalog` reports every problem with its line: unknown fields, invalid targets, duplicate
+entries, and targets the planner rejects (run at check time, so an entry that can never fit is
+reported before it is ever scheduled).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from neuronforge.errors import InvalidInput
+from neuronforge.target import TargetSpec
+
+ENTRY_FIELDS = {"source", "config", "pin", "targets"}
+PIN_FIELDS = {"compilers"}
+
+
+def default_path() -> Path:
+    from neuronforge.settings import REPO_ROOT
+
+    return Path(os.environ.get("NEURONFORGE_CATALOG") or REPO_ROOT / "catalog" / "models.yaml")
+
+
+@dataclass
+class CatalogTarget:
+    spec: TargetSpec
+    formats: tuple[str, ...]
+    line: int
+
+
+@dataclass
+class CatalogEntry:
+    source: str
+    line: int
+    targets: list[CatalogTarget] = field(default_factory=list)
+    config: Path | None = None
+    pinned_compilers: tuple[str, ...] = ()
+
+
+@dataclass
+class CatalogReport:
+    path: Path
+    entries: list[CatalogEntry] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # "<file>:<line>: message"
+    notes: list[str] = field(default_factory=list)  # e.g. an entry that could not be planned offline
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _line(node: yaml.Node) -> int:
+    return node.start_mark.line + 1
+
+
+def _mapping(node: yaml.Node) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+    return {k.value: (k, v) for k, v in node.value} if isinstance(node, yaml.MappingNode) else {}
+
+
+def load_catalog(path: Path) -> CatalogReport:
+    """Parse and validate the catalog's structure and targets (no planning)."""
+    report = CatalogReport(path)
+    where = path.name
+
+    def problem(line: int, message: str) -> None:
+        report.problems.append(f"{where}:{line}: {message}")
+
+    try:
+        root = yaml.compose(path.read_text())
+    except FileNotFoundError:
+        raise InvalidInput(f"catalog {path} does not exist") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem(mark.line + 1 if mark else 1, f"not valid YAML: {getattr(exc, 'problem', exc)}")
+        return report
+    top = _mapping(root)
+    if set(top) != {"models"} or not isinstance(top["models"][1], yaml.SequenceNode):
+        problem(_line(root) if root else 1, "the catalog is a mapping with one key, `models:`, holding a list")
+        return report
+    seen: dict[tuple[str, str], int] = {}
+    for entry_node in top["models"][1].value:
+        fields = _mapping(entry_node)
+        line = _line(entry_node)
+        for name, (key_node, _) in fields.items():
+            if name not in ENTRY_FIELDS:
+                problem(_line(key_node), f"unknown field {name!r}; an entry has {sorted(ENTRY_FIELDS)}")
+        if "source" not in fields or not isinstance(fields["source"][1], yaml.ScalarNode):
+            problem(line, "an entry needs `source:` (Hub id[@revision], s3:// prefix or folder)")
+            continue
+        entry = CatalogEntry(fields["source"][1].value, line)
+        if "config" in fields:
+            entry.config = (path.parent / fields["config"][1].value).resolve()
+        if "pin" in fields:
+            pin = yaml.safe_load(yaml.serialize(fields["pin"][1]))
+            unknown = set(pin or {}) - PIN_FIELDS if isinstance(pin, dict) else {"<not a mapping>"}
+            if unknown:
+                problem(_line(fields["pin"][1]), f"pin: unknown field(s) {sorted(unknown)}; use `compilers: [...]`")
+            else:
+                entry.pinned_compilers = tuple(str(v) for v in pin.get("compilers", []))
+        target_nodes = fields.get("targets", (None, None))[1]
+        if not isinstance(target_nodes, yaml.SequenceNode) or not target_nodes.value:
+            problem(line, f"{entry.source}: `targets:` must be a non-empty list")
+            continue
+        for t_node in target_nodes.value:
+            raw = yaml.safe_load(yaml.serialize(t_node))
+            if not isinstance(raw, dict):
+                problem(_line(t_node), "a target is a mapping (instance_type, tp_degree, ...)")
+                continue
+            formats = tuple(raw.pop("publish_formats", ("optimum",)))
+            try:
+                spec = TargetSpec.parse(raw)
+            except InvalidInput as exc:
+                problem(_line(t_node), f"{entry.source}: {exc}")
+                continue
+            twin = seen.get((entry.source, spec.slug))
+            if twin is not None:
+                problem(_line(t_node), f"{entry.source} {spec.slug}: duplicate of the target at line {twin}")
+                continue
+            seen[(entry.source, spec.slug)] = _line(t_node)
+            entry.targets.append(CatalogTarget(spec, formats, _line(t_node)))
+        report.entries.append(entry)
+    return report
+
+
+def _config_for(entry: CatalogEntry) -> dict[str, Any] | None:
+    """The model's config.json: the entry's `config:`, a local folder's, or the Hub's (None offline)."""
+    if entry.config is not None:
+        return json.loads(entry.config.read_text())
+    local = Path(entry.source).expanduser()
+    if (local / "config.json").is_file():
+        return json.loads((local / "config.json").read_text())
+    if entry.source.startswith("s3://"):
+        return None
+    try:
+        from huggingface_hub import hf_hub_download
+
+        repo, _, rev = entry.source.partition("@")
+        return json.loads(Path(hf_hub_download(repo, "config.json", revision=rev or None)).read_text())
+    except Exception:
+        return None
+
+
+def check_catalog(path: Path | None = None) -> CatalogReport:
+    """Structure, targets, duplicates, and the planner on every target."""
+    from neuronforge.modelconfig import ModelArch
+    from neuronforge.planner import plan
+
+    path = path or default_path()
+    report = load_catalog(path)
+    for entry in report.entries:
+        try:
+            config = _config_for(entry)
+        except (OSError, ValueError) as exc:
+            report.problems.append(f"{path.name}:{entry.line}: {entry.source}: config unreadable: {exc}")
+            continue
+        if config is None:
+            report.notes.append(f"{path.name}:{entry.line}: {entry.source}: not planned (config.json unavailable; "
+                                "add `config:` to plan it offline)")  # fmt: skip
+            continue
+        try:
+            arch = ModelArch.from_config(config, where=entry.source)
+        except InvalidInput as exc:
+            report.problems.append(f"{path.name}:{entry.line}: {exc}")
+            continue
+        for target in entry.targets:
+            result = plan(arch, target.spec)
+            if not result.ok:
+                report.problems.append(
+                    f"{path.name}:{target.line}: {entry.source} {target.spec.slug}: the planner rejects it: "
+                    + "; ".join(result.problems)
+                )
+    return report

@@ -1,0 +1,74 @@
+"""`neuronforge catalog check`: line-numbered problems, the planner run on every target."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from neuronforge.catalog import check_catalog
+from neuronforge.cli import main
+from tests.test_planner import CONFIGS
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    shutil.copy(CONFIGS / "meta-llama--Llama-3.1-8B.json", tmp_path / "llama.json")
+    path = tmp_path / "models.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_the_shipped_catalog_is_valid(capsys) -> None:
+    assert main(["catalog", "check"]) == 0
+    assert ": ok" in capsys.readouterr().out
+
+
+def test_every_kind_of_problem_is_reported_with_its_line(tmp_path: Path, capsys) -> None:
+    path = _write(
+        tmp_path,
+        """models:
+  - source: meta-llama/Llama-3.1-8B
+    config: llama.json
+    owner: me
+    targets:
+      - {instance_type: inf2.xlarge, tp_degree: 2, sequence_length: 4096, dtype: bf16}
+      - {instance_type: inf2.xlarge, tp_degree: 2, sequence_length: 4096, dtype: bf16}
+      - {instance_type: inf2.xlarge, tp_degree: 3, sequence_length: 4096}
+      - {instance_type: inf2.xlarge, tp_degree: 1, sequence_length: 8192, dtype: bf16}
+      - {instance_type: inf2.xlarge, tp_degree: 2, sequence_length: 1024, flavour: spicy}
+""",
+    )
+    report = check_catalog(path)
+    assert not report.ok
+    text = "\n".join(report.problems)
+    assert "models.yaml:4: unknown field 'owner'" in text
+    assert (
+        "models.yaml:7: meta-llama/Llama-3.1-8B cpu-inf2.xlarge-tp2-b1-s4096-bf16: duplicate of the target at line 6"
+        in text
+    )
+    assert (
+        "models.yaml:8: meta-llama/Llama-3.1-8B cpu-inf2.xlarge-tp3-b1-s4096-bf16: the planner rejects it: tp=3" in text
+    )
+    assert "models.yaml:9: meta-llama/Llama-3.1-8B cpu-inf2.xlarge-tp1-b1-s8192-bf16: the planner rejects it" in text
+    assert "models.yaml:10:" in text and "flavour" in text
+    assert len(report.problems) == 5
+    assert main(["catalog", "check", str(path), "--json"]) == 3
+    out = json.loads(capsys.readouterr().out)
+    assert out["ok"] is False and len(out["problems"]) == 5 and out["targets"] == 3
+
+
+def test_structure_errors(tmp_path: Path) -> None:
+    assert "a mapping with one key" in check_catalog(_write(tmp_path, "- source: x\n")).problems[0]
+    assert "not valid YAML" in check_catalog(_write(tmp_path, "models: [\n")).problems[0]
+    missing = check_catalog(_write(tmp_path, "models:\n  - targets: []\n")).problems
+    assert missing == ["models.yaml:2: an entry needs `source:` (Hub id[@revision], s3:// prefix or folder)"]
+
+
+def test_an_entry_without_a_config_offline_is_noted_not_planned(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "models:\n  - source: some-org/unknown-model\n    targets:\n"
+        "      - {instance_type: inf2.xlarge, tp_degree: 2, sequence_length: 1024}\n",
+    )
+    report = check_catalog(path)
+    assert report.ok and "not planned" in report.notes[0]
