@@ -105,3 +105,12 @@ def generation_results(lines: list[str]) -> list[dict]:
     import json
 
     return [json.loads(line.removeprefix(RESULT)) for line in lines if line.startswith(RESULT)]
+
+
+def child_entry(actions: dict, argv: list[str]) -> int:
+    """`python -m <backend module> ACTION SPEC.json` in a toolchain child: run ACTION on the spec."""
+    import json
+
+    action, spec_path = argv
+    actions[action](json.loads(Path(spec_path).read_text()))
+    return 0

@@ -162,12 +162,7 @@ def _generate(spec: dict[str, Any]) -> None:
     report_generations(model.generate, spec["prompt_ids"], spec["max_new_tokens"], load_s)
 
 
-def main(argv: list[str]) -> int:
-    action, spec_path = argv
-    spec = json.loads(Path(spec_path).read_text())
-    {"compile": _compile, "generate": _generate}[action](spec)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from neuronforge.backends.child import child_entry
+
+    sys.exit(child_entry({"compile": _compile, "generate": _generate}, sys.argv[1:]))
