@@ -6,6 +6,9 @@
     artifacts/<org>/<name>/<revision>/<target-slug>/<key12>/   published artifacts + manifest.json
     index/<key>.json                                 cache key -> artifact manifest pointer
     locks/<key>                                      compile leases
+    failures/<key>.json                              the last failed build of a key (stage, error, run)
+    reports/recompile-<date>.{md,json}               what a scheduled recompile found and rebuilt
+    sdk-releases/n2-manifest.json                    optional mirror of the Neuron SDK release manifest
 
 Paths are '/'-separated keys relative to the store root; `ArtifactStore.uri(key)` makes them URIs.
 """
@@ -64,3 +67,15 @@ def index_entry(key: str) -> str:
 
 def lock_entry(key: str) -> str:
     return f"locks/{key}"
+
+
+def failure_entry(key: str) -> str:
+    return f"failures/{key}.json"
+
+
+def recompile_report(stamp: str, suffix: str) -> str:
+    """`stamp` is the run's UTC time as `YYYY-MM-DDTHH-MM-SSZ` (several runs a day keep their reports)."""
+    return f"reports/recompile-{safe_component(stamp)}.{suffix}"
+
+
+SDK_RELEASE_MANIFEST = "sdk-releases/n2-manifest.json"

@@ -8,8 +8,10 @@ was already published carries `hit`, and the later tasks pass it through untouch
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -21,6 +23,7 @@ from neuronforge import settings
 from neuronforge.instances import INSTANCES
 from neuronforge.request import CompileRequest, Toolchain
 from neuronforge.source import ModelSource
+from neuronforge.stages.publish import FORMATS
 from neuronforge.target import TargetSpec
 
 log = logging.getLogger(__name__)
@@ -45,6 +48,17 @@ TARGET_SCHEMA: dict[str, Any] = {
         "max_context_length": {"type": ["integer", "null"], "minimum": 1},
         "dtype": {"type": "string", "enum": ["bf16", "fp16", "fp32"]},
         "quantization": {"type": "string", "enum": QUANTIZATIONS},
+        # Optional per-target overrides of the run's backend and publish formats (the recompile DAG
+        # sends each catalog model's targets in one run), and the planner's finer knobs.
+        "backend": {"type": "string", "enum": ["cpu", "optimum", "nxdi"]},
+        "publish_formats": {"type": "array", "items": {"type": "string", "enum": list(FORMATS)}},
+        "logical_nc_config": {"type": ["integer", "null"], "enum": [1, 2, None]},
+        "context_encoding_buckets": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}},
+        "token_generation_buckets": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}},
+        "backend_options": {
+            "type": "object",
+            "additionalProperties": {"type": ["string", "integer", "number", "boolean"]},
+        },
     },
 }
 
@@ -81,6 +95,34 @@ def _keeping_lease(ticket: dict[str, Any]) -> Iterator[None]:
     ticket["lease"] = asdict(keeper.lease)
 
 
+def _run_id() -> str:
+    try:
+        return str(get_current_context()["run_id"])
+    except Exception:  # outside a task's context (e.g. a Kubernetes pod): Airflow's env, if any
+        return os.environ.get("AIRFLOW_CTX_DAG_RUN_ID", "")
+
+
+def _records_failure(body: Callable[[dict[str, Any]], dict[str, Any]]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A task body that, when it fails for a ticket whose key is known, records the failure in the
+    store (`failures/<key>.json`) so the recompile report can say what failed and why."""
+
+    @functools.wraps(body)
+    def wrapper(ticket: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return body(ticket)
+        except Exception as exc:
+            if ticket.get("key"):
+                from neuronforge.failures import record_failure
+
+                try:
+                    record_failure(_store(ticket), ticket["key"], body.__name__, exc, _run_id())
+                except Exception as record_exc:  # the build's own error matters more
+                    log.warning("could not record the failure of %s: %s", ticket["key"][:12], record_exc)
+            raise
+
+    return wrapper
+
+
 @task
 def expand_targets(params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Validate the whole request (every target) before any work: one ticket per target."""
@@ -89,7 +131,9 @@ def expand_targets(params: dict[str, Any] | None = None) -> list[dict[str, Any]]
     backend = params.get("backend", "cpu")
     tickets = []
     for raw in params["targets"]:
-        target = TargetSpec.parse({**raw, "backend": backend})
+        raw = dict(raw)
+        formats = raw.pop("publish_formats", None) or params.get("publish_formats") or ["optimum"]
+        target = TargetSpec.parse({**raw, "backend": raw.get("backend") or backend})
         tickets.append(
             {
                 "model": model,
@@ -98,7 +142,7 @@ def expand_targets(params: dict[str, Any] | None = None) -> list[dict[str, Any]]
                 "work_dir": str(settings.work_dir()),
                 "prompts": list(params.get("prompts") or []),
                 "max_new_tokens": int(params.get("max_new_tokens", 8)),
-                "formats": list(params.get("publish_formats") or ["optimum"]),
+                "formats": list(formats),
             }
         )
     log.info("%d target(s): %s", len(tickets), ", ".join(TargetSpec.model_validate(t["target"]).slug for t in tickets))
@@ -148,6 +192,7 @@ def prepare(ticket: dict[str, Any]) -> dict[str, Any]:
 
 
 @task
+@_records_failure
 def fetch_checkpoint(ticket: dict[str, Any]) -> dict[str, Any]:
     if "hit" in ticket:
         return ticket
@@ -161,6 +206,7 @@ def fetch_checkpoint(ticket: dict[str, Any]) -> dict[str, Any]:
 
 
 @task
+@_records_failure
 def plan_target(ticket: dict[str, Any]) -> dict[str, Any]:
     """Fail fast with the planner's messages: nothing is compiled or published."""
     if "hit" in ticket:
@@ -178,6 +224,7 @@ def plan_target(ticket: dict[str, Any]) -> dict[str, Any]:
 
 
 @task
+@_records_failure
 def quantize_weights(ticket: dict[str, Any]) -> dict[str, Any]:
     """Stage `quantize` when the target asks for it (CPU work, default queue): the quantized
     checkpoint, reused by every target with the same quantization; a pass-through otherwise."""
@@ -214,6 +261,7 @@ def compile_graphs(ticket: dict[str, Any]) -> dict[str, Any]:
     return compile_ticket(ticket)
 
 
+@_records_failure
 def compile_ticket(ticket: dict[str, Any]) -> dict[str, Any]:
     """The compile task's body (also run inside a Kubernetes pod, see operators/kubernetes.py)."""
     if "hit" in ticket:
@@ -250,6 +298,7 @@ def compile_ticket(ticket: dict[str, Any]) -> dict[str, Any]:
 
 
 @task
+@_records_failure
 def sync_compile_cache(ticket: dict[str, Any]) -> dict[str, Any]:
     if "hit" in ticket:
         return ticket
@@ -267,6 +316,7 @@ def smoke(ticket: dict[str, Any]) -> dict[str, Any]:
     return smoke_ticket(ticket)
 
 
+@_records_failure
 def smoke_ticket(ticket: dict[str, Any]) -> dict[str, Any]:
     """The smoke task's body (also run inside a Kubernetes pod, see operators/kubernetes.py)."""
     if "hit" in ticket:
@@ -301,6 +351,7 @@ def smoke_ticket(ticket: dict[str, Any]) -> dict[str, Any]:
 
 
 @task(outlets=[ARTIFACTS_ALIAS])
+@_records_failure
 def publish_artifact(ticket: dict[str, Any]) -> dict[str, Any]:
     """Publish (unless a hit) and emit the artifact's Asset event either way."""
     if "hit" in ticket:

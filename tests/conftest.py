@@ -145,6 +145,25 @@ def fake_neuron(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def upgrade_fake_neuron(fake_neuron: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """Returns `upgrade(version)`: from then on the FAKE Neuron SDK reports neuronx-cc `version`
+    (a newer dist-info first on the path of this process and of children), as after an SDK upgrade."""
+    import importlib
+
+    def upgrade(version: str) -> None:
+        root = tmp_path / f"neuron-sdk-{version}"
+        info = root / f"neuronx_cc-{version}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: neuronx-cc\nVersion: {version}\n")
+        monkeypatch.syspath_prepend(str(root))
+        _prepend_pythonpath(monkeypatch, root)
+        importlib.invalidate_caches()
+        sys.modules.pop("neuronxcc", None)  # re-read __version__ on next import
+
+    return upgrade
+
+
+@pytest.fixture
 def fake_optimum(fake_neuron: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Also the FAKE `optimum.neuron` entry point (tests/fakes/optimum_neuron), in child processes
     only: this process keeps the real optimum-neuron, which reads what the children wrote."""

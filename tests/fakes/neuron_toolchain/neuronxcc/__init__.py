@@ -1,7 +1,9 @@
 """FAKE `neuronxcc` (the Neuron compiler's Python package) — a test double, compiles nothing.
 
 `__version__` is what optimum-neuron's `get_neuronxcc_version()` reads (it stamps it into
-`neuron_config.json` and checks it on load). `write_cache_entries` stands in for the compiler
+`neuron_config.json` and checks it on load); it comes from the installed distribution's metadata, as
+for the real package, so a test can "upgrade the SDK" by putting a newer `neuronx_cc-*.dist-info`
+first on the path (the `upgrade_fake_neuron` fixture). `write_cache_entries` stands in for the compiler
 behind `NEURON_COMPILE_CACHE_URL`: one persistent-cache entry per graph, in the real layout
 (`neuronxcc-<ver>/MODULE_<hash>+<flags hash>/{model.hlo_module.pb, compile_flags.json, model.neff,
 model.done}`), reusing entries that are complete, plus one failed entry (`model.log`, no
@@ -12,9 +14,10 @@ import hashlib
 import json
 import os
 import time
+from importlib import metadata
 from pathlib import Path
 
-__version__ = "2.21.33363.0"
+__version__ = metadata.version("neuronx-cc")
 
 
 def write_cache_entries(material: str, graphs: list[str], progress: str = "") -> list[Path]:

@@ -1,0 +1,148 @@
+"""`neuronforge gc --keep-compilers N`: prune what older compiler versions published, by policy.
+
+Nothing is deleted by the recompile schedule itself: after an SDK upgrade, servers still running the
+old SDK need the old artifacts. `collect` keeps, per compiler, the N newest versions that published
+artifacts, plus every (model, compiler version) a catalog entry pins, and deletes the rest:
+- an artifact: its index entry first, then its manifest (from then on no reader trusts it), then
+  its files — the reverse of publishing;
+- a compile-cache version directory (`neuron-cache/<compiler>-<version>/`, which LMI artifacts point
+  at through `option.compiled_graph_path`) only when every artifact that version published was
+  deleted; a version that published nothing yet (a new SDK's first builds) is never touched.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from neuronforge import layout
+from neuronforge.catalog import CatalogReport
+from neuronforge.errors import InvalidInput
+from neuronforge.source import ModelSource
+from neuronforge.stores.base import ArtifactStore, NotFound, StoreError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Published:
+    key: str
+    index_key: str
+    manifest_key: str
+    prefix: str
+    location: str  # the model source's location (Hub id, s3:// prefix, folder)
+    compiler: str
+    compiler_version: str
+
+
+@dataclass
+class GcReport:
+    keep: dict[str, list[str]] = field(default_factory=dict)  # compiler -> versions kept by age
+    pinned: list[dict[str, str]] = field(default_factory=list)  # kept only because a catalog pin names them
+    deleted: list[dict[str, str]] = field(default_factory=list)
+    kept: int = 0
+    cache_dirs_deleted: list[str] = field(default_factory=list)
+    dry_run: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "keep": self.keep,
+            "kept_artifacts": self.kept,
+            "pinned": self.pinned,
+            "deleted": self.deleted,
+            "cache_dirs_deleted": self.cache_dirs_deleted,
+        }
+
+
+def _order(version: str) -> tuple[int, Any]:
+    try:
+        return (1, Version(version))
+    except InvalidVersion:
+        return (0, version)
+
+
+def published(store: ArtifactStore) -> list[Published]:
+    out = []
+    for obj in store.list("index"):
+        try:
+            index = store.read_json(obj.key)
+            m = store.read_json(index["manifest"])
+            tc = m["toolchain"]
+            out.append(
+                Published(
+                    m["cache_key"],
+                    obj.key,
+                    index["manifest"],
+                    index["prefix"],
+                    m["source"]["location"],
+                    tc["compiler"],
+                    tc["compiler_version"],
+                )
+            )
+        except (NotFound, StoreError, KeyError, TypeError):
+            continue  # an index entry without a readable manifest publishes nothing
+    return out
+
+
+def catalog_pins(catalog: CatalogReport | None) -> set[tuple[str, str]]:
+    """(model location, compiler version) pairs the catalog's `pin: {compilers: [...]}` keep."""
+    pins: set[tuple[str, str]] = set()
+    for entry in catalog.entries if catalog else ():
+        location = ModelSource.parse(entry.source).location
+        pins.update((location, v) for v in entry.pinned_compilers)
+    return pins
+
+
+def collect(
+    store: ArtifactStore, keep_compilers: int, catalog: CatalogReport | None = None, dry_run: bool = False
+) -> GcReport:
+    if keep_compilers < 1:
+        raise InvalidInput("--keep-compilers must be at least 1 (0 would delete what current servers load)")
+    if catalog is not None and not catalog.ok:
+        raise InvalidInput("the catalog has problems; fix them before collecting (its pins decide what is kept)")
+    pins = catalog_pins(catalog)
+    artifacts = published(store)
+    report = GcReport(dry_run=dry_run)
+    by_compiler: dict[str, set[str]] = {}
+    for a in artifacts:
+        by_compiler.setdefault(a.compiler, set()).add(a.compiler_version)
+    for compiler, versions in by_compiler.items():
+        report.keep[compiler] = sorted(versions, key=_order, reverse=True)[:keep_compilers]
+    kept_versions: set[tuple[str, str]] = {(c, v) for c, vs in report.keep.items() for v in vs}
+    for a in artifacts:
+        if (a.compiler, a.compiler_version) in kept_versions:
+            report.kept += 1
+            continue
+        if (a.location, a.compiler_version) in pins:
+            report.kept += 1
+            report.pinned.append({"manifest": a.manifest_key, "compiler_version": a.compiler_version})
+            kept_versions.add((a.compiler, a.compiler_version))  # its compile cache stays too
+            continue
+        report.deleted.append({"key": a.key, "prefix": a.prefix, "compiler_version": a.compiler_version})
+        if not dry_run:
+            store.delete_prefix(a.index_key)
+            store.delete_prefix(a.manifest_key)
+            store.delete_prefix(a.prefix)
+            log.info("gc: deleted %s (%s %s)", a.prefix, a.compiler, a.compiler_version)
+    doomed = {(c, v) for c, vs in by_compiler.items() for v in vs} - kept_versions
+    report.cache_dirs_deleted = _collect_cache_dirs(store, doomed, dry_run)
+    return report
+
+
+def _collect_cache_dirs(store: ArtifactStore, doomed: set[tuple[str, str]], dry_run: bool) -> list[str]:
+    """The compile-cache directories of versions whose every artifact was deleted. A version that
+    published nothing (e.g. a new SDK's first builds still running) is never touched."""
+    from neuronforge.compile_cache import prune_store
+
+    present = {o.key.split("/")[1] for o in store.list(layout.NEURON_CACHE) if o.key.count("/") >= 2}
+    out = []
+    for compiler, version in sorted(doomed):
+        cdir = layout.neuron_cache_prefix(compiler, version).split("/", 1)[1]
+        if cdir in present:
+            prune_store(store, cdir, dry_run=dry_run)
+            out.append(cdir)
+    return out

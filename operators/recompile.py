@@ -1,0 +1,218 @@
+"""Tasks of the `neuronforge_recompile_on_upgrade` DAG: thin translations between Airflow and
+`neuronforge.recompile` (the stale set, run requests, settling, the report).
+
+State travels as one JSON dict, "the plan": the catalog, the store, the toolchains the workers
+reported, every catalog target's state, and the compile runs to trigger.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk import Asset, BaseOperator, get_current_context, task
+from airflow.sdk.exceptions import AirflowSkipException
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from neuronforge import settings
+from operators.compile_publish import NEURON_QUEUE
+
+log = logging.getLogger(__name__)
+
+REPORT_ASSET = Asset(name="neuronforge-recompile-report")
+CATALOG_VARIABLE = "neuronforge_catalog"
+NEURON_BACKENDS = ("optimum", "nxdi")
+
+
+def catalog_path(explicit: str | None = None) -> Path:
+    """The run's `catalog` param, else the Airflow Variable `neuronforge_catalog`, else
+    NEURONFORGE_CATALOG, else the repository's catalog/models.yaml."""
+    from neuronforge.catalog import default_path
+
+    if explicit:
+        return Path(explicit)
+    from airflow.sdk import Variable
+
+    try:
+        value = Variable.get(CATALOG_VARIABLE, default=None)
+    except Exception:  # no Variable backend reachable (e.g. outside a task): fall through
+        value = None
+    return Path(value) if value else default_path()
+
+
+@task(queue=NEURON_QUEUE)
+def watch_toolchain() -> dict[str, Any]:
+    """On a Neuron worker: the toolchain each Neuron backend builds with there (or why none), so the
+    stale set is computed against what the workers really have."""
+    from neuronforge.errors import InvalidInput
+    from neuronforge.toolchain import detect_toolchain
+
+    found: dict[str, Any] = {}
+    for backend in NEURON_BACKENDS:
+        try:
+            tc = detect_toolchain(backend)
+            found[backend] = tc.to_json()
+            log.info("%s: %s %s, %s %s", backend, tc.backend, tc.backend_version, tc.compiler, tc.compiler_version)
+        except InvalidInput as exc:
+            found[backend] = f"not installed on the neuron workers: {exc}"
+            log.info("%s: not installed on this worker", backend)
+    return found
+
+
+@task
+def find_stale(neuron_toolchains: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Validate the catalog (a bad catalog schedules nothing), then every entry × target's key under
+    the current toolchain and whether it is published."""
+    from neuronforge import recompile
+    from neuronforge.catalog import check_catalog
+    from neuronforge.errors import InvalidInput
+    from neuronforge.request import Toolchain
+    from neuronforge.stores import open_store
+    from neuronforge.toolchain import detect_toolchain
+
+    context = get_current_context()
+    params = params or context["params"]
+    path = catalog_path(params.get("catalog"))
+    catalog = check_catalog(path)
+    for note in catalog.notes:
+        log.info("catalog: %s", note)
+    if not catalog.ok:
+        raise InvalidInput(f"catalog {path} has problems; nothing scheduled:\n" + "\n".join(catalog.problems))
+    toolchains: dict[str, Toolchain | str] = {
+        b: Toolchain.from_json(v) if isinstance(v, dict) else v for b, v in neuron_toolchains.items()
+    }
+    reported: dict[str, Any] = dict(neuron_toolchains)
+    try:  # the cpu backend compiles on the default queue: its toolchain is this worker's
+        cpu = detect_toolchain("cpu")
+        toolchains["cpu"], reported["cpu"] = cpu, cpu.to_json()
+    except InvalidInput as exc:
+        toolchains["cpu"] = reported["cpu"] = str(exc)
+    store_uri = settings.store_uri(params.get("store"))
+    store = open_store(store_uri)
+    states = recompile.find_stale(catalog, toolchains, store, settings.work_dir())
+    stamp = recompile.stamp_of(context.get("logical_date") or context["dag_run"].run_after)
+    runs = [] if params.get("dry_run") else recompile.run_requests(states, store_uri, f"recompile__{stamp}")
+    installed_cc = next((v["compiler_version"] for v in neuron_toolchains.values() if isinstance(v, dict)), None)
+    for s in states:
+        log.info("%-11s %s %s %s", s.status, s.source, s.slug, s.key[:12] or s.detail)
+    return {
+        "stamp": stamp,
+        "catalog": str(path),
+        "store_uri": store_uri,
+        "toolchains": reported,
+        "sdk": recompile.sdk_release_status(store, installed_cc),
+        "states": [s.to_json() for s in states],
+        "runs": runs,
+    }
+
+
+@task
+def rebuild_runs(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """The compile runs to trigger, in catalog order (the order the scheduler will start them in)."""
+    for run in plan["runs"]:
+        log.info("%s: %s, %d target(s)", run["trigger_run_id"], run["conf"]["model"], len(run["conf"]["targets"]))
+    return plan["runs"]
+
+
+def _settle(store_uri: str, states: list[dict[str, Any]]) -> tuple[bool, list[dict[str, Any]]]:
+    from neuronforge import recompile
+    from neuronforge.stores import open_store
+
+    parsed = [recompile.TargetState.from_json(s) for s in states]
+    done = recompile.settle(open_store(store_uri), parsed)
+    return done, [s.to_json() for s in parsed]
+
+
+class RebuildsSettledTrigger(BaseTrigger):
+    """Fires when every triggered rebuild has published or recorded a failure, or at the deadline."""
+
+    def __init__(self, store_uri: str, states: list[dict[str, Any]], deadline: float, poll_s: float = 60.0) -> None:
+        super().__init__()
+        self.store_uri, self.states, self.deadline, self.poll_s = store_uri, states, deadline, poll_s
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{__name__}.RebuildsSettledTrigger",
+            {"store_uri": self.store_uri, "states": self.states, "deadline": self.deadline, "poll_s": self.poll_s},
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        while True:
+            done, _ = await asyncio.to_thread(_settle, self.store_uri, self.states)  # store calls block
+            if done or time.time() >= self.deadline:
+                yield TriggerEvent({"settled": done})
+                return
+            await asyncio.sleep(min(self.poll_s, max(0.0, self.deadline - time.time())))
+
+
+def poll_s() -> float:
+    return float(os.environ.get("NEURONFORGE_RECOMPILE_POLL_S", 60))
+
+
+class AwaitRebuildsOperator(BaseOperator):
+    """Waits, deferred (no worker slot held), until the triggered rebuilds have all ended or
+    `wait_minutes` passed; what is still running then is reported as such."""
+
+    template_fields = ("plan", "wait_minutes")
+
+    def __init__(self, *, plan: Any, wait_minutes: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.plan, self.wait_minutes = plan, wait_minutes
+
+    def execute(self, context: Any) -> None:
+        done, _ = _settle(self.plan["store_uri"], self.plan["states"])
+        minutes = float(self.wait_minutes or 0)
+        if done or minutes <= 0 or not self.plan["runs"]:
+            return
+        deadline = time.time() + minutes * 60
+        log.info("waiting up to %.0f min for %d rebuild run(s)", minutes, len(self.plan["runs"]))
+        self.defer(
+            trigger=RebuildsSettledTrigger(self.plan["store_uri"], self.plan["states"], deadline, poll_s()),
+            method_name="resume",
+        )
+
+    def resume(self, context: Any, event: dict[str, Any] | None = None) -> None:
+        if event and not event.get("settled"):
+            log.info("deadline reached with rebuilds still running; the report lists them")
+
+
+@task(trigger_rule="all_done", outlets=[REPORT_ASSET])
+def report(plan: dict[str, Any]) -> dict[str, Any]:
+    """The run's summary: in this log, as reports/recompile-<stamp>.{md,json} in the store, and as
+    an event on the `neuronforge-recompile-report` Asset (extra: the report's URIs and counts)."""
+    from neuronforge import recompile
+    from neuronforge.stores import open_store
+
+    if plan is None:  # find_stale failed (e.g. a bad catalog): nothing was scheduled, nothing to report
+        raise AirflowSkipException("no plan: find_stale failed and scheduled nothing (its log says why)")
+    store = open_store(plan["store_uri"])
+    states = [recompile.TargetState.from_json(s) for s in plan["states"]]
+    recompile.settle(store, states)
+    rep = recompile.Report(
+        plan["stamp"],
+        plan["catalog"],
+        store.root_uri,
+        plan["toolchains"],
+        states,
+        plan.get("sdk"),
+        [r["trigger_run_id"] for r in plan["runs"]],
+    )
+    uris = recompile.write_report(store, rep)
+    log.info("recompile report (%s):\n%s", uris["markdown"], rep.to_markdown())
+    extra = {**uris, "counts": rep.counts(), "runs": rep.runs}
+    get_current_context()["outlet_events"][REPORT_ASSET].extra = extra
+    failed = [s for s in states if s.outcome == recompile.FAILED or s.status == recompile.UNRESOLVED]
+    return {**extra, "failed": [f"{s.source} {s.slug}: {s.outcome_detail or s.detail}" for s in failed]}
+
+
+@task
+def verdict(summary: dict[str, Any]) -> None:
+    """Fails the run when a rebuild failed or a catalog source could not be resolved, so the run's
+    colour says so; the report was written either way."""
+    if summary["failed"]:
+        raise RuntimeError(f"{len(summary['failed'])} catalog target(s) failed:\n" + "\n".join(summary["failed"]))

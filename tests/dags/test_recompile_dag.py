@@ -1,0 +1,139 @@
+"""The recompile DAG for real (`dag.test()`, SQLite): it triggers real `neuronforge_compile_publish`
+runs (created in the metadata DB); the test then plays the scheduler and runs each created run's conf
+through the compile DAG. The Neuron SDK is the FAKE one under tests/fakes, "upgraded" between runs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from neuronforge.stores import open_store
+from tests.conftest import TARGET, Compiled
+
+RECOMPILE = "neuronforge_recompile_on_upgrade"
+COMPILE = "neuronforge_compile_publish"
+
+
+@pytest.fixture
+def dags(airflow_db: str):
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(Path(__file__).resolve().parents[2] / "dags"))
+    assert bag.import_errors == {}
+    return bag.dags
+
+
+@pytest.fixture
+def home(compiled: Compiled, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    shutil.copytree(compiled.work_dir / "compile-cache", home / "work" / "compile-cache")
+    monkeypatch.setenv("NEURONFORGE_HOME", str(home))
+    return home
+
+
+def _catalog(tmp_path: Path, model_a: Path, model_b: Path) -> Path:
+    target = json.dumps(TARGET)
+    nxdi = json.dumps({**TARGET, "tp_degree": 2, "backend": "nxdi", "publish_formats": ["optimum", "lmi"]})
+    path = tmp_path / "models.yaml"
+    path.write_text(
+        f"models:\n  - source: {model_a}\n    targets:\n      - {target}\n"
+        f"  - source: {model_b}\n    targets:\n      - {nxdi}\n"
+    )
+    return path
+
+
+def _created_runs(seen: set[str]) -> list:
+    """compile runs the recompile DAG created (queued in the metadata DB) since `seen`."""
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        runs = session.scalars(select(DagRun).where(DagRun.dag_id == COMPILE)).all()
+        new = [(r.run_id, dict(r.conf or {})) for r in runs if r.run_id.startswith("recompile__")]
+    out = sorted((r for r in new if r[0] not in seen), key=lambda r: r[0])
+    seen.update(r[0] for r in out)
+    return out
+
+
+def _report(store_uri: str, run) -> dict:
+    store = open_store(store_uri)
+    (ti,) = [ti for ti in run.get_task_instances() if ti.task_id == "report"]
+    assert str(ti.state) == "success"
+    return store.read_json(report_key_of(store_uri, "json"))
+
+
+def _play_scheduler(dags, runs: list) -> None:
+    for _, conf in runs:
+        done = dags[COMPILE].test(run_conf={**conf, "max_new_tokens": 6})
+        assert str(done.state) == "success"
+
+
+def test_an_sdk_upgrade_rebuilds_exactly_the_stale_targets(
+    dags, compiled: Compiled, home: Path, tmp_path: Path, fake_neuron: Path, upgrade_fake_neuron
+) -> None:
+    model_b = tmp_path / "model-b"
+    shutil.copytree(compiled.checkpoint, model_b)
+    catalog = _catalog(tmp_path, compiled.checkpoint, model_b)
+    store_uri = f"file://{tmp_path / 'store'}"
+    conf = {"catalog": str(catalog), "store": store_uri, "wait_minutes": 0}
+    seen: set[str] = set()
+
+    # 1. Nothing published yet: both targets stale, one compile run per model, in catalog order.
+    first = dags[RECOMPILE].test(run_conf=conf)
+    assert str(first.state) == "success"
+    created = _created_runs(seen)
+    assert [c["model"] for _, c in created] == [str(compiled.checkpoint), str(model_b)]
+    assert [t["backend"] for _, c in created for t in c["targets"]] == ["cpu", "nxdi"]
+    report = _report(store_uri, first)
+    assert report["counts"]["stale"] == 2 and report["counts"]["queued"] == 2
+    _play_scheduler(dags, created)
+    compiles_v1 = fake_neuron.read_text().count("\n")
+    assert compiles_v1 >= 1
+
+    # 2. The workers get a newer compiler: only the Neuron target is stale; the cpu one is skipped.
+    upgrade_fake_neuron("2.22.12471.0")
+    second = dags[RECOMPILE].test(run_conf=conf)
+    created = _created_runs(seen)
+    assert len(created) == 1
+    ((_, rebuild),) = created
+    assert rebuild["model"] == str(model_b) and [t["backend"] for t in rebuild["targets"]] == ["nxdi"]
+    report = _report(store_uri, second)
+    by_slug = {t["slug"]: t for t in report["targets"]}
+    assert [t["status"] for t in report["targets"]] == ["fresh", "stale"]
+    assert report["toolchains"]["nxdi"]["compiler_version"] == "2.22.12471.0"
+    stale = next(t for t in by_slug.values() if t["status"] == "stale")
+    assert stale["run_id"] == created[0][0] and stale["outcome"] == "queued"
+    md = open_store(store_uri).get_bytes(report_key_of(store_uri, "md")).decode()
+    assert "**1 stale**" in md and stale["slug"] in md
+    _play_scheduler(dags, created)
+    assert fake_neuron.read_text().count("\n") > compiles_v1  # the rebuild compiled again
+    neffs = {o.key.split("/")[1] for o in open_store(store_uri).list("neuron-cache") if o.key.endswith("model.done")}
+    assert {"neuronxcc-2.21.33363.0", "neuronxcc-2.22.12471.0"} <= neffs  # nothing old deleted
+
+    # 3. Everything is current: nothing stale, nothing triggered.
+    third = dags[RECOMPILE].test(run_conf=conf)
+    assert _created_runs(seen) == []
+    report = _report(store_uri, third)
+    assert report["counts"] == {"fresh": 2} and report["runs"] == []
+
+
+def report_key_of(store_uri: str, suffix: str) -> str:
+    keys = sorted(o.key for o in open_store(store_uri).list("reports") if o.key.endswith(f".{suffix}"))
+    return keys[-1]
+
+
+def test_a_bad_catalog_schedules_nothing(dags, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEURONFORGE_HOME", str(tmp_path / "home"))
+    catalog = tmp_path / "models.yaml"
+    catalog.write_text(
+        "models:\n  - source: org/model\n    targets:\n      - {instance_type: inf9.huge, tp_degree: 2}\n"
+    )
+    store_uri = f"file://{tmp_path / 'store'}"
+    run = dags[RECOMPILE].test(run_conf={"catalog": str(catalog), "store": store_uri, "wait_minutes": 0})
+    states = {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
+    assert states["find_stale"] == "failed" and states["trigger_rebuilds"] == "upstream_failed"
+    assert states["report"] == "skipped" and not open_store(store_uri).list("reports")
