@@ -5,6 +5,7 @@ Exit codes (a contract later tooling relies on):
   1  a store or environment failure
   2  usage error: unknown instance, malformed value, missing file
   3  `plan`: the configuration is invalid or does not fit; `fetch`: the checkpoint failed verification
+  4  `catalog stale`: some catalog target has no artifact for the current toolchain
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from neuronforge.errors import CheckpointError, InvalidInput, NeuronforgeError
 
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_REJECTED = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_REJECTED, EXIT_STALE = 0, 1, 2, 3, 4
 
 
 def _default_work_dir() -> Path:
@@ -206,6 +207,59 @@ def cmd_catalog_check(args: argparse.Namespace) -> int:
         state = "ok" if report.ok else f"{len(report.problems)} problem(s)"
         print(f"{report.path}: {len(report.entries)} model(s), {targets} target(s): {state}")
     return EXIT_OK if report.ok else EXIT_REJECTED
+
+
+def cmd_catalog_stale(args: argparse.Namespace) -> int:
+    """The recompile DAG's stale set, computed here with this machine's toolchains (a Neuron
+    backend that is not installed here is listed as unavailable). Exit 4 when something is stale."""
+    from neuronforge import recompile, settings
+    from neuronforge.catalog import check_catalog
+    from neuronforge.stores import open_store
+    from neuronforge.toolchain import detect_toolchain
+
+    catalog = check_catalog(Path(args.path).expanduser() if args.path else None)
+    if not catalog.ok:
+        raise InvalidInput(f"catalog {catalog.path} has problems (run `neuronforge catalog check`)")
+    toolchains: dict[str, Any] = {}
+    for backend in recompile.backends_of(catalog):
+        try:
+            toolchains[backend] = detect_toolchain(backend)
+        except InvalidInput as exc:
+            toolchains[backend] = str(exc)
+    states = recompile.find_stale(catalog, toolchains, open_store(args.store), settings.work_dir())
+    if args.json:
+        _print_json([s.to_json() for s in states])
+    else:
+        for s in states:
+            why = f"  ({s.detail})" if s.status != recompile.FRESH and s.detail else ""
+            print(f"{s.status:<11} {s.key[:12] or '-':<12} {s.slug:<44} {s.source}{why}")
+        stale = sum(s.status == recompile.STALE for s in states)
+        print(f"{stale} stale of {len(states)} catalog target(s) in {args.store}")
+    return EXIT_STALE if any(s.status == recompile.STALE for s in states) else EXIT_OK
+
+
+# -- gc ---------------------------------------------------------------------------------------------
+def cmd_gc(args: argparse.Namespace) -> int:
+    from neuronforge.catalog import check_catalog
+    from neuronforge.gc import collect
+    from neuronforge.stores import open_store
+
+    catalog = check_catalog(Path(args.catalog).expanduser() if args.catalog else None)
+    report = collect(open_store(args.store), args.keep_compilers, catalog, dry_run=args.dry_run)
+    if args.json:
+        _print_json(report.to_json())
+        return EXIT_OK
+    verb = "would delete" if args.dry_run else "deleted"
+    for compiler, versions in sorted(report.keep.items()):
+        print(f"keep {compiler}: {', '.join(versions)}")
+    for p in report.pinned:
+        print(f"kept (catalog pin {p['compiler_version']}): {p['manifest']}")
+    for d in report.deleted:
+        print(f"{verb} {d['prefix']} ({d['compiler_version']})")
+    for cdir in report.cache_dirs_deleted:
+        print(f"{verb} compile cache {cdir}")
+    print(f"{len(report.deleted)} artifact(s) {verb}, {report.kept} kept")
+    return EXIT_OK
 
 
 # -- cache-key --------------------------------------------------------------------------------------
@@ -460,6 +514,21 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("path", nargs="?", help="catalog YAML (default: NEURONFORGE_CATALOG or catalog/models.yaml)")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_catalog_check)
+    c = catalog_sub.add_parser("stale", help="which catalog targets have no artifact for this machine's toolchain")
+    c.add_argument("path", nargs="?", help="catalog YAML (default: NEURONFORGE_CATALOG or catalog/models.yaml)")
+    c.add_argument("--store", required=True, help="store URI")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=cmd_catalog_stale)
+
+    p = sub.add_parser("gc", help="prune artifacts of older compiler versions (catalog pins are kept)")
+    p.add_argument("store", help="store URI")
+    p.add_argument("--keep-compilers", type=int, required=True, metavar="N", help="newest compiler versions to keep")
+    p.add_argument(
+        "--catalog", help="catalog whose pins are kept (default: NEURONFORGE_CATALOG or catalog/models.yaml)"
+    )
+    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_gc)
 
     p = sub.add_parser("cache", help="inspect and prune the store's compile cache (neuron-cache/)")
     cache_sub = p.add_subparsers(dest="cache_command", required=True)

@@ -113,6 +113,7 @@ def collect(
     for compiler, versions in by_compiler.items():
         report.keep[compiler] = sorted(versions, key=_order, reverse=True)[:keep_compilers]
     kept_versions: set[tuple[str, str]] = {(c, v) for c, vs in report.keep.items() for v in vs}
+    in_use = set(kept_versions)  # versions whose compile cache a kept artifact may point at
     for a in artifacts:
         if (a.compiler, a.compiler_version) in kept_versions:
             report.kept += 1
@@ -120,7 +121,7 @@ def collect(
         if (a.location, a.compiler_version) in pins:
             report.kept += 1
             report.pinned.append({"manifest": a.manifest_key, "compiler_version": a.compiler_version})
-            kept_versions.add((a.compiler, a.compiler_version))  # its compile cache stays too
+            in_use.add((a.compiler, a.compiler_version))  # its compile cache stays too
             continue
         report.deleted.append({"key": a.key, "prefix": a.prefix, "compiler_version": a.compiler_version})
         if not dry_run:
@@ -128,7 +129,7 @@ def collect(
             store.delete_prefix(a.manifest_key)
             store.delete_prefix(a.prefix)
             log.info("gc: deleted %s (%s %s)", a.prefix, a.compiler, a.compiler_version)
-    doomed = {(c, v) for c, vs in by_compiler.items() for v in vs} - kept_versions
+    doomed = {(c, v) for c, vs in by_compiler.items() for v in vs} - in_use
     report.cache_dirs_deleted = _collect_cache_dirs(store, doomed, dry_run)
     return report
 
