@@ -102,9 +102,19 @@ def _run_id() -> str:
         return os.environ.get("AIRFLOW_CTX_DAG_RUN_ID", "")
 
 
+def _final_attempt() -> bool:
+    try:
+        context = get_current_context()
+        return context["ti"].try_number > (context["task"].retries or 0)
+    except Exception:  # outside a task's context: no retry will follow
+        return True
+
+
 def _records_failure(body: Callable[[dict[str, Any]], dict[str, Any]]) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """A task body that, when it fails for a ticket whose key is known, records the failure in the
-    store (`failures/<key>.json`) so the recompile report can say what failed and why."""
+    store (`failures/<key>.json`) so the recompile report can say what failed and why, and, on the
+    last attempt, releases the run's compile lease so the next request for the key need not wait
+    for it to expire."""
 
     @functools.wraps(body)
     def wrapper(ticket: dict[str, Any]) -> dict[str, Any]:
@@ -112,10 +122,15 @@ def _records_failure(body: Callable[[dict[str, Any]], dict[str, Any]]) -> Callab
             return body(ticket)
         except Exception as exc:
             if ticket.get("key"):
+                from neuronforge import leases
                 from neuronforge.failures import record_failure
 
                 try:
                     record_failure(_store(ticket), ticket["key"], body.__name__, exc, _run_id())
+                    current = leases.current(_store(ticket), ticket["key"]) if "lease" in ticket else None
+                    # Ours if the holder matches (heartbeats moved its version past the ticket's).
+                    if current and current.holder == ticket["lease"]["holder"] and _final_attempt():
+                        leases.release(_store(ticket), current)
                 except Exception as record_exc:  # the build's own error matters more
                     log.warning("could not record the failure of %s: %s", ticket["key"][:12], record_exc)
             raise

@@ -125,6 +125,15 @@ def test_a_rejected_target_publishes_nothing_and_does_not_block_others(
     published = [o.key for o in store.list("artifacts") if o.key.endswith("/manifest.json")]
     assert len(published) == 1 and "-tp1-" in published[0]
     assert json.loads(store.get_bytes(published[0]))["smoke"]["passed"]
+    # The failure is recorded under the target's key: what failed, why, in which run.
+    (record,) = store.list("failures")
+    failure = store.read_json(record.key)
+    assert failure["stage"] == "plan_target" and failure["run_id"] == run.run_id
+    assert "PlanRejected" in failure["error"] and "tp=4 is not supported" in failure["error"]
+    from neuronforge import leases
+
+    lease = leases.current(store, record.key.removeprefix("failures/").removesuffix(".json"))
+    assert lease is not None and not lease.live  # released: a retry of the key need not wait
 
 
 def test_nxdi_backend_end_to_end_with_the_fake_toolchain(

@@ -34,6 +34,17 @@ def home(compiled: Compiled, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     return home
 
 
+def test_dag_parses_daily_with_the_toolchain_watch_on_neuron_workers(dags) -> None:
+    dag = dags[RECOMPILE]
+    tasks = {t.task_id: t for t in dag.tasks}
+    assert tasks["watch_toolchain"].queue == "neuron" and tasks["find_stale"].queue == "default"
+    assert [o.name for o in tasks["report"].outlets] == ["neuronforge-recompile-report"]
+    assert tasks["report"].trigger_rule == "all_done"
+    assert tasks["trigger_rebuilds"].partial_kwargs["trigger_dag_id"] == COMPILE
+    assert set(dag.params) == {"catalog", "store", "dry_run", "wait_minutes"} and dag.max_active_runs == 1
+    assert dag.timetable.expression == "0 0 * * *"
+
+
 def _catalog(tmp_path: Path, model_a: Path, model_b: Path) -> Path:
     target = json.dumps(TARGET)
     nxdi = json.dumps({**TARGET, "tp_degree": 2, "backend": "nxdi", "publish_formats": ["optimum", "lmi"]})
@@ -111,6 +122,8 @@ def test_an_sdk_upgrade_rebuilds_exactly_the_stale_targets(
     assert "**1 stale**" in md and stale["slug"] in md
     _play_scheduler(dags, created)
     assert fake_neuron.read_text().count("\n") > compiles_v1  # the rebuild compiled again
+    lmi = [o.key for o in open_store(store_uri).list("artifacts") if o.key.endswith("lmi/serving.properties")]
+    assert len(lmi) == 2  # the catalog's per-target publish formats reached the compile runs
     neffs = {o.key.split("/")[1] for o in open_store(store_uri).list("neuron-cache") if o.key.endswith("model.done")}
     assert {"neuronxcc-2.21.33363.0", "neuronxcc-2.22.12471.0"} <= neffs  # nothing old deleted
 
