@@ -20,6 +20,8 @@ RUN pip install --no-cache-dir --extra-index-url https://download.pytorch.org/wh
         -r requirements.txt -c constraints.txt
 COPY --chown=airflow:root neuronforge ./neuronforge
 COPY --chown=airflow:root operators ./operators
+# The recompile DAG's default model catalog (override: Airflow Variable neuronforge_catalog).
+COPY --chown=airflow:root catalog ./catalog
 COPY --chown=airflow:root dags /opt/airflow/dags
 COPY docker/airflow_local_settings.py /opt/airflow/config/airflow_local_settings.py
 RUN pip install --no-cache-dir --no-deps -e .
