@@ -64,10 +64,12 @@ def watch_toolchain() -> dict[str, Any]:
     return found
 
 
-@task
-def find_stale(neuron_toolchains: dict[str, Any], params: dict[str, Any] | None = None) -> dict[str, Any]:
+@task(trigger_rule="all_done")
+def find_stale(neuron_toolchains: dict[str, Any] | None, params: dict[str, Any] | None = None) -> dict[str, Any]:
     """Validate the catalog (a bad catalog schedules nothing), then every entry × target's key under
-    the current toolchain and whether it is published."""
+    the current toolchain and whether it is published. Runs even when no Neuron worker answered
+    (`watch_toolchain` failed, e.g. at the scheduler's queued-task timeout): the Neuron targets are
+    then reported `unavailable` and the cpu ones are still kept current."""
     from neuronforge import recompile
     from neuronforge.catalog import check_catalog
     from neuronforge.errors import InvalidInput
@@ -83,6 +85,9 @@ def find_stale(neuron_toolchains: dict[str, Any], params: dict[str, Any] | None 
         log.info("catalog: %s", note)
     if not catalog.ok:
         raise InvalidInput(f"catalog {path} has problems; nothing scheduled:\n" + "\n".join(catalog.problems))
+    if neuron_toolchains is None:
+        log.warning("no toolchain report from a neuron worker (watch_toolchain did not succeed)")
+        neuron_toolchains = dict.fromkeys(NEURON_BACKENDS, "no neuron worker reported its toolchain")
     toolchains: dict[str, Toolchain | str] = {
         b: Toolchain.from_json(v) if isinstance(v, dict) else v for b, v in neuron_toolchains.items()
     }

@@ -39,7 +39,7 @@ def test_dag_parses_daily_with_the_toolchain_watch_on_neuron_workers(dags) -> No
     tasks = {t.task_id: t for t in dag.tasks}
     assert tasks["watch_toolchain"].queue == "neuron" and tasks["find_stale"].queue == "default"
     assert [o.name for o in tasks["report"].outlets] == ["neuronforge-recompile-report"]
-    assert tasks["report"].trigger_rule == "all_done"
+    assert tasks["report"].trigger_rule == "all_done" and tasks["find_stale"].trigger_rule == "all_done"
     assert tasks["trigger_rebuilds"].partial_kwargs["trigger_dag_id"] == COMPILE
     assert set(dag.params) == {"catalog", "store", "dry_run", "wait_minutes"} and dag.max_active_runs == 1
     assert dag.timetable.expression == "0 0 * * *"
