@@ -150,3 +150,30 @@ def test_a_bad_catalog_schedules_nothing(dags, tmp_path: Path, monkeypatch: pyte
     states = {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
     assert states["find_stale"] == "failed" and states["trigger_rebuilds"] == "upstream_failed"
     assert states["report"] == "skipped" and not open_store(store_uri).list("reports")
+
+
+def test_without_a_neuron_worker_the_cpu_targets_are_still_checked(
+    dags, compiled: Compiled, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import neuronforge.toolchain
+
+    real = neuronforge.toolchain.detect_toolchain
+
+    def detect(backend: str, *args):
+        if backend != "cpu":  # watch_toolchain fails, as at the scheduler's queued-task timeout
+            raise RuntimeError("no worker on queue neuron")
+        return real(backend, *args)
+
+    monkeypatch.setattr(neuronforge.toolchain, "detect_toolchain", detect)
+    catalog = _catalog(tmp_path, compiled.checkpoint, compiled.checkpoint)
+    shutil.copytree(compiled.store.root_uri.removeprefix("file://"), tmp_path / "store")  # not the shared one
+    store_uri = f"file://{tmp_path / 'store'}"
+    run = dags[RECOMPILE].test(run_conf={"catalog": str(catalog), "store": store_uri, "dry_run": True})
+    states = {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
+    assert states["watch_toolchain"] == "failed" and states["find_stale"] == "success"
+    report = _report(store_uri, run)
+    assert [(t["backend"], t["status"]) for t in (x["target"] | x for x in report["targets"])] == [
+        ("cpu", "fresh"),
+        ("nxdi", "unavailable"),
+    ]
+    assert report["runs"] == [] and "no neuron worker" in report["targets"][1]["detail"]
