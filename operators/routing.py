@@ -7,8 +7,9 @@ scheduler calls as it creates each mapped instance, with the `dag_run` (and so `
 `docker/airflow_local_settings.py` installs `task_instance_mutation_hook` below; copy it to
 `$AIRFLOW_HOME/config/` (the images and `make demo` do).
 
-Map index i of the `neuron_target` group is target i of the run: `neuron_tickets` keeps the order of
-`conf["targets"]`, and a run has one backend.
+Map index i of the `neuron_target` group is the run's i-th target of a Neuron backend:
+`neuron_tickets` keeps the order of `conf["targets"]` and drops the cpu ones (a target's own
+`backend`, else the run's, else the form's default `cpu`).
 """
 
 from __future__ import annotations
@@ -23,10 +24,14 @@ def pool_slots_for(task_id: str, map_index: int, conf: dict[str, Any] | None) ->
     """The pool slots a task instance needs, or None to leave it as declared."""
     if task_id not in SIZED_TASKS or map_index is None or map_index < 0:
         return None
-    targets = (conf or {}).get("targets")
-    if not isinstance(targets, list) or map_index >= len(targets):
+    conf = conf or {}
+    targets = conf.get("targets")
+    if not isinstance(targets, list):
         return None
-    tp = targets[map_index].get("tp_degree") if isinstance(targets[map_index], dict) else None
+    neuron = [t for t in targets if isinstance(t, dict) and (t.get("backend") or conf.get("backend") or "cpu") != "cpu"]
+    if map_index >= len(neuron):
+        return None
+    tp = neuron[map_index].get("tp_degree")
     return tp if isinstance(tp, int) and tp >= 1 else None
 
 

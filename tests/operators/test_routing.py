@@ -9,6 +9,8 @@ import pytest
 from operators.routing import DAG_ID, pool_slots_for, task_instance_mutation_hook
 
 CONF = {"targets": [{"tp_degree": 8}, {"tp_degree": 2}], "backend": "nxdi"}
+# Per-target backends (as the recompile DAG sends them): the neuron group maps only the Neuron ones.
+MIXED = {"targets": [{"tp_degree": 1}, {"tp_degree": 8, "backend": "nxdi"}, {"tp_degree": 2, "backend": "optimum"}]}
 
 
 @pytest.mark.parametrize(
@@ -21,7 +23,10 @@ CONF = {"targets": [{"tp_degree": 8}, {"tp_degree": 2}], "backend": "nxdi"}
         ("neuron_target.compile_graphs", -1, CONF, None),  # not yet expanded
         ("neuron_target.compile_graphs", 5, CONF, None),  # beyond the conf: leave as declared
         ("neuron_target.compile_graphs", 0, {}, None),  # defaults from the form's Params
-        ("neuron_target.compile_graphs", 0, {"targets": [{"tp_degree": "8"}]}, None),
+        ("neuron_target.compile_graphs", 0, {"targets": [{"tp_degree": "8", "backend": "nxdi"}]}, None),
+        ("neuron_target.compile_graphs", 0, MIXED, 8),
+        ("neuron_target.smoke", 1, MIXED, 2),
+        ("neuron_target.smoke", 2, MIXED, None),
     ],
 )
 def test_pool_slots_follow_the_targets_tp(task_id, map_index, conf, expected) -> None:
