@@ -347,16 +347,12 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    from neuronforge.stores import NotFound, open_store
+    from neuronforge.stages.publish import published_manifests
+    from neuronforge.stores import open_store
 
     store = open_store(args.store)
     rows = []
-    for obj in store.list("index"):
-        try:
-            index = store.read_json(obj.key)
-            m = store.read_json(index["manifest"])
-        except (NotFound, KeyError):
-            continue  # an index entry whose manifest is gone: not a published artifact
+    for _, index, m in published_manifests(store):
         rows.append(
             {
                 "cache_key": m["cache_key"],

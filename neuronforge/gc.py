@@ -22,7 +22,7 @@ from neuronforge import layout
 from neuronforge.catalog import CatalogReport
 from neuronforge.errors import InvalidInput
 from neuronforge.source import ModelSource
-from neuronforge.stores.base import ArtifactStore, NotFound, StoreError
+from neuronforge.stores.base import ArtifactStore
 
 log = logging.getLogger(__name__)
 
@@ -66,16 +66,16 @@ def _order(version: str) -> tuple[int, Any]:
 
 
 def published(store: ArtifactStore) -> list[Published]:
+    from neuronforge.stages.publish import published_manifests
+
     out = []
-    for obj in store.list("index"):
+    for index_key, index, m in published_manifests(store):
         try:
-            index = store.read_json(obj.key)
-            m = store.read_json(index["manifest"])
             tc = m["toolchain"]
             out.append(
                 Published(
                     m["cache_key"],
-                    obj.key,
+                    index_key,
                     index["manifest"],
                     index["prefix"],
                     m["source"]["location"],
@@ -83,8 +83,8 @@ def published(store: ArtifactStore) -> list[Published]:
                     tc["compiler_version"],
                 )
             )
-        except (NotFound, StoreError, KeyError, TypeError):
-            continue  # an index entry without a readable manifest publishes nothing
+        except (KeyError, TypeError):
+            continue  # not a manifest this version of neuronforge can judge: leave it alone
     return out
 
 

@@ -21,6 +21,7 @@ import json
 import logging
 import shutil
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -233,6 +234,18 @@ def lookup(store: ArtifactStore, key: str) -> Published | None:
         log.warning("index/%s points at an incomplete artifact (%s missing); ignoring it", key[:12], missing[0])
         return None
     return Published(key, index["prefix"], store.uri(index["manifest"]), manifest.get("formats", {}), manifest)
+
+
+def published_manifests(store: ArtifactStore) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(index key, index entry, manifest) of every index entry whose manifest is readable; an entry
+    whose manifest is gone or unreadable publishes nothing and is skipped."""
+    for obj in store.list("index"):
+        try:
+            index = store.read_json(obj.key)
+            manifest = store.read_json(index["manifest"])
+        except (StoreError, KeyError, TypeError):
+            continue
+        yield obj.key, index, manifest
 
 
 def verify_manifest(store: ArtifactStore, manifest_key: str, download_to: Path | None = None) -> list[str]:
