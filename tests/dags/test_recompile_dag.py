@@ -127,6 +127,17 @@ def test_an_sdk_upgrade_rebuilds_exactly_the_stale_targets(
     neffs = {o.key.split("/")[1] for o in open_store(store_uri).list("neuron-cache") if o.key.endswith("model.done")}
     assert {"neuronxcc-2.21.33363.0", "neuronxcc-2.22.12471.0"} <= neffs  # nothing old deleted
 
+    # Consumers subscribed to the report's Asset get the report's URIs and counts.
+    from airflow.models.asset import AssetEvent
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        (event,) = session.query(AssetEvent).filter(AssetEvent.source_run_id == second.run_id).all()
+        assert event.asset.name == "neuronforge-recompile-report"
+        extra = dict(event.extra)
+    assert extra["json"] == f"{store_uri}/{report_key_of(store_uri, 'json')}" and extra["counts"]["stale"] == 1
+    assert extra["runs"] == [created[0][0]]
+
     # 3. Everything is current: nothing stale, nothing triggered.
     third = dags[RECOMPILE].test(run_conf=conf)
     assert _created_runs(seen) == []
