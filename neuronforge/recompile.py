@@ -159,28 +159,32 @@ def run_requests(states: list[TargetState], store_uri: str, run_prefix: str) -> 
 def settle(store: ArtifactStore, states: list[TargetState]) -> bool:
     """Fill in how each stale target's rebuild ended, from the store; True when none is still
     queued or running. A failure counts only if the run triggered for it recorded it."""
-    from neuronforge import leases
-    from neuronforge.failures import read_failure
-    from neuronforge.stages.publish import lookup
-
     pending = False
     for s in states:
         if s.status != STALE:
             continue
-        hit = lookup(store, s.key)
-        failure = read_failure(store, s.key)
-        lease = leases.current(store, s.key)
-        if hit is not None:
-            s.outcome, s.outcome_detail = REBUILT, hit.manifest_uri
-        elif failure is not None and (not s.run_id or failure.run_id == s.run_id):
-            s.outcome, s.outcome_detail = FAILED, f"{failure.stage}: {failure.error}"
-        elif lease is not None and lease.live:
-            s.outcome, s.outcome_detail = RUNNING, f"lease held by {lease.holder}"
-            pending = True
-        else:
-            s.outcome, s.outcome_detail = QUEUED, "not started yet" if s.run_id else "no run was triggered"
-            pending = True
+        s.outcome, s.outcome_detail = _outcome(store, s)
+        pending = pending or s.outcome in (RUNNING, QUEUED)
     return not pending
+
+
+def _outcome(store: ArtifactStore, s: TargetState) -> tuple[str, str]:
+    """The first store fact that decides: published, its run's failure, a live lease; each read
+    only when the ones before it decided nothing (the deferred wait runs this every poll)."""
+    from neuronforge import leases
+    from neuronforge.failures import read_failure
+    from neuronforge.stages.publish import lookup
+
+    hit = lookup(store, s.key)
+    if hit is not None:
+        return REBUILT, hit.manifest_uri
+    failure = read_failure(store, s.key)
+    if failure is not None and (not s.run_id or failure.run_id == s.run_id):
+        return FAILED, f"{failure.stage}: {failure.error}"
+    lease = leases.current(store, s.key)
+    if lease is not None and lease.live:
+        return RUNNING, f"lease held by {lease.holder}"
+    return QUEUED, "not started yet" if s.run_id else "no run was triggered"
 
 
 def _version(text: str) -> Version | None:

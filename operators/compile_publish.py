@@ -126,11 +126,12 @@ def _records_failure(body: Callable[[dict[str, Any]], dict[str, Any]]) -> Callab
                 from neuronforge.failures import record_failure
 
                 try:
-                    record_failure(_store(ticket), ticket["key"], body.__name__, exc, _run_id())
-                    current = leases.current(_store(ticket), ticket["key"]) if "lease" in ticket else None
+                    store = _store(ticket)
+                    record_failure(store, ticket["key"], body.__name__, exc, _run_id())
+                    current = leases.current(store, ticket["key"]) if "lease" in ticket else None
                     # Ours if the holder matches (heartbeats moved its version past the ticket's).
                     if current and current.holder == ticket["lease"]["holder"] and _final_attempt():
-                        leases.release(_store(ticket), current)
+                        leases.release(store, current)
                 except Exception as record_exc:  # the build's own error matters more
                     log.warning("could not record the failure of %s: %s", ticket["key"][:12], record_exc)
             raise
