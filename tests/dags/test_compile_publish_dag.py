@@ -27,15 +27,6 @@ def dag(airflow_db: str):
     return bag.dags[DAG_ID]
 
 
-@pytest.fixture
-def home(compiled: Compiled, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A NEURONFORGE_HOME whose compile cache already holds the session's graphs (no recompiling)."""
-    home = tmp_path / "home"
-    shutil.copytree(compiled.work_dir / "compile-cache", home / "work" / "compile-cache")
-    monkeypatch.setenv("NEURONFORGE_HOME", str(home))
-    return home
-
-
 def _conf(compiled: Compiled, store: str, targets: list[dict]) -> dict:
     return {"model": str(compiled.checkpoint), "store": store, "targets": targets, "max_new_tokens": 6}
 

@@ -26,14 +26,6 @@ def dags(airflow_db: str):
     return bag.dags
 
 
-@pytest.fixture
-def home(compiled: Compiled, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    shutil.copytree(compiled.work_dir / "compile-cache", home / "work" / "compile-cache")
-    monkeypatch.setenv("NEURONFORGE_HOME", str(home))
-    return home
-
-
 def test_dag_parses_daily_with_the_toolchain_watch_on_neuron_workers(dags) -> None:
     dag = dags[RECOMPILE]
     tasks = {t.task_id: t for t in dag.tasks}
