@@ -17,15 +17,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from neuronforge import settings
 from neuronforge.errors import CheckpointError, InvalidInput, NeuronforgeError
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_REJECTED, EXIT_STALE = 0, 1, 2, 3, 4
 
 
 def _default_work_dir() -> Path:
-    import os
-
-    return Path(os.environ.get("NEURONFORGE_HOME", "~/.cache/neuronforge")).expanduser() / "work"
+    """The one default work dir, the same the DAG's tasks use (`settings.work_dir()`)."""
+    return settings.work_dir()
 
 
 def _add_target_args(p: argparse.ArgumentParser, backend_default: str) -> None:
@@ -372,7 +372,6 @@ def cmd_ls(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_run(args: argparse.Namespace) -> int:
     from neuronforge import settings
     from neuronforge.pipeline import PlanRejected, SmokeFailed, run_target
     from neuronforge.stores import open_store

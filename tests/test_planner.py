@@ -1,4 +1,4 @@
-"""The planner on real published configs (shared/model-configs) and on generated checkpoints."""
+"""The planner on real published configs (tests/data/model-configs) and on generated checkpoints."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from neuronforge.modelconfig import ModelArch
 from neuronforge.planner import RUNTIME_RESERVE, kv_cache_bytes, plan
 from neuronforge.target import TargetSpec
 
-# Real published configs; shared/ sits beside the repository (also in CI's fresh clone).
-CONFIGS = Path(__file__).resolve().parents[2] / "shared" / "model-configs"
+# Real published configs (config.json of each Hub repo, copied into the repo; see its README).
+CONFIGS = Path(__file__).resolve().parent / "data" / "model-configs"
 
 
 def arch(name: str) -> ModelArch:
