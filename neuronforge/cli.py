@@ -212,7 +212,7 @@ def cmd_catalog_check(args: argparse.Namespace) -> int:
 def cmd_catalog_stale(args: argparse.Namespace) -> int:
     """The recompile DAG's stale set, computed here with this machine's toolchains (a Neuron
     backend that is not installed here is listed as unavailable). Exit 4 when something is stale."""
-    from neuronforge import recompile, settings
+    from neuronforge import recompile
     from neuronforge.catalog import check_catalog
     from neuronforge.stores import open_store
     from neuronforge.toolchain import detect_toolchain
@@ -372,7 +372,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-    from neuronforge import settings
+def cmd_run(args: argparse.Namespace) -> int:
     from neuronforge.pipeline import PlanRejected, SmokeFailed, run_target
     from neuronforge.stores import open_store
 
