@@ -35,6 +35,9 @@ class NotFound(StoreError, KeyError):
 class ObjectInfo:
     key: str  # relative to the store root
     size: int
+    # What the store says identifies this version of the object without reading it (S3: the
+    # ETag; file store: empty). Pins an s3:// checkpoint from its listing alone.
+    etag: str = ""
 
 
 def clean_key(key: str) -> str:
@@ -62,6 +65,11 @@ class ArtifactStore(ABC):
 
     @abstractmethod
     def get_file(self, key: str, local: Path) -> None: ...
+
+    def get_files(self, pairs: list[tuple[str, Path]]) -> None:
+        """Download several objects (key -> local path); stores override it to transfer in parallel."""
+        for key, local in pairs:
+            self.get_file(key, local)
 
     @abstractmethod
     def put_bytes(self, data: bytes, key: str) -> None: ...

@@ -12,6 +12,8 @@ Airflow operators build from an `aws_default`-style connection. Nothing here log
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,38 @@ from neuronforge.errors import StoreError
 from neuronforge.stores.base import ArtifactStore, NotFound, ObjectInfo, clean_key, join, local_files
 
 MIB = 1024 * 1024
+_CLIENTS: dict[tuple[Any, ...], Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def _shared_client(endpoint_url: str | None, max_concurrency: int) -> Any:
+    """One client per endpoint and pool size for the process (boto3 clients are thread-safe): the
+    credential chain is walked once, not once per store opened — each walk costs a lookup and
+    logs which provider answered."""
+    with _CLIENTS_LOCK:
+        # Which identity the environment names now: a changed profile or key gets its own client.
+        identity = (os.environ.get("AWS_PROFILE"), os.environ.get("AWS_ACCESS_KEY_ID"))
+        key = (endpoint_url, max_concurrency, *identity)
+        if key not in _CLIENTS:
+            _CLIENTS[key] = boto3.session.Session().client(
+                "s3", endpoint_url=endpoint_url, config=_config(max_concurrency)
+            )
+        return _CLIENTS[key]
+
+
+def _config(max_concurrency: int) -> Config:
+    return Config(
+        max_pool_connections=max(10, max_concurrency * 2),
+        retries={"mode": "standard", "max_attempts": 5},
+        request_checksum_calculation="when_supported",
+        response_checksum_validation="when_supported",
+    )
+
+
+def _env_endpoint() -> str | None:
+    """The endpoint the environment names now (part of the shared client's identity, so a changed
+    AWS_ENDPOINT_URL — tests, several endpoints in one process — gets its own client)."""
+    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
 
 
 def _code(exc: ClientError) -> str:
@@ -50,14 +84,10 @@ class S3Store(ArtifactStore):
     ) -> None:
         self.bucket = bucket
         self.prefix = prefix.strip("/")
-        if client is None:
-            config = Config(
-                max_pool_connections=max(10, max_concurrency * 2),
-                retries={"mode": "standard", "max_attempts": 5},
-                request_checksum_calculation="when_supported",
-                response_checksum_validation="when_supported",
-            )
-            client = (session or boto3.session.Session()).client("s3", endpoint_url=endpoint_url, config=config)
+        if client is None and session is not None:
+            client = session.client("s3", endpoint_url=endpoint_url, config=_config(max_concurrency))
+        elif client is None:
+            client = _shared_client(endpoint_url or _env_endpoint(), max_concurrency)
         self.client = client
         self.transfer_config = TransferConfig(
             multipart_threshold=multipart_threshold,
@@ -164,7 +194,7 @@ class S3Store(ArtifactStore):
         try:
             for page in paginator.paginate(Bucket=self.bucket, Prefix=full_prefix):
                 for obj in page.get("Contents", []):
-                    out.append(ObjectInfo(self._rel(obj["Key"]), int(obj["Size"])))
+                    out.append(ObjectInfo(self._rel(obj["Key"]), int(obj["Size"]), obj.get("ETag", "").strip('"')))
         except ClientError as exc:
             raise self._wrap(exc, full_prefix) from None
         return out
@@ -176,7 +206,7 @@ class S3Store(ArtifactStore):
         out = self._list_full(key + "/")
         if not out and self.exists(prefix):
             head = self.client.head_object(Bucket=self.bucket, Key=key)
-            out = [ObjectInfo(clean_key(prefix), int(head["ContentLength"]))]
+            out = [ObjectInfo(clean_key(prefix), int(head["ContentLength"]), head.get("ETag", "").strip('"'))]
         return sorted(out, key=lambda o: o.key)
 
     def delete_prefix(self, prefix: str) -> int:
@@ -194,6 +224,18 @@ class S3Store(ArtifactStore):
             for future in futures:
                 future.result()
         return [ObjectInfo(join(prefix, rel), path.stat().st_size) for path, rel in files]
+
+    def get_files(self, pairs: list[tuple[str, Path]]) -> None:
+        try:
+            with create_transfer_manager(self.client, self.transfer_config) as mgr:
+                futures = []
+                for key, dest in pairs:
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    futures.append(mgr.download(self.bucket, self._key(key), str(dest)))
+                for future in futures:
+                    future.result()
+        except ClientError as exc:
+            raise self._wrap(exc, pairs[0][0] if pairs else "") from None
 
     def get_tree(self, prefix: str, local_dir: Path) -> list[ObjectInfo]:
         objects = self.list(prefix)
