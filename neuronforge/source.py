@@ -1,10 +1,12 @@
 """`ModelSource`: where a checkpoint comes from, and the immutable revision it resolves to.
 
 Accepted spellings: `org/name`, `org/name@revision`, `hf://org/name@rev` (Hugging Face Hub),
-`s3://bucket/prefix`, and local folders (absolute, `./relative`, `~/…`, `file://…`, or any path that
-exists). Resolution pins what was meant *now*, so that everything derived from it is
-content-addressed: the Hub commit sha for Hub sources; for S3 and local sources a digest over
-(relative path, size, sha256) of the checkpoint files (`files_digest`).
+`s3://bucket/prefix`, `builtin:tiny-llama` (the embedded default, generated on each host), and
+local folders (absolute, `./relative`, `~/…`, `file://…`, or any path that exists). Resolution pins
+what was meant *now*, so that everything derived from it is
+content-addressed: the Hub commit sha for Hub sources; for local and built-in sources a digest over
+(relative path, size, sha256) of the checkpoint files (`files_digest`); for S3 sources a digest over
+what the listing says of them (key, size, ETag: `listing_digest`), so pinning downloads nothing.
 """
 
 from __future__ import annotations
@@ -77,8 +79,8 @@ def safe_component(text: str) -> str:
 
 @dataclass(frozen=True)
 class ModelSource:
-    kind: str  # "hf" | "s3" | "local"
-    location: str  # repo id, s3://bucket/prefix, or absolute folder path
+    kind: str  # "hf" | "s3" | "local" | "builtin"
+    location: str  # repo id, s3://bucket/prefix, absolute folder path, or built-in model name
     revision: str | None = None  # what the user asked for (branch, tag, sha); Hub only
     resolved_revision: str | None = None  # immutable: Hub commit sha or files digest
 
@@ -92,6 +94,12 @@ class ModelSource:
             if len(bucket) < 3:
                 raise InvalidInput(f"model source {text!r}: S3 bucket name missing or too short")
             return cls("s3", f"s3://{bucket}/{prefix.strip('/')}".rstrip("/"))
+        if text.startswith("builtin:"):
+            # The embedded models (settings.BUILTIN_MODELS): generated on each host, same bytes.
+            name = text.removeprefix("builtin:").strip("/")
+            if not _HUB_ID.match(name) or "/" in name:
+                raise InvalidInput(f"model source {text!r}: use builtin:<name>, e.g. builtin:tiny-llama")
+            return cls("builtin", name)
         if text.startswith("file://"):
             return cls("local", str(Path(text[7:]).expanduser().resolve()))
         if text.startswith("hf://"):
@@ -119,6 +127,8 @@ class ModelSource:
         if self.kind == "s3":
             bucket, _, prefix = self.location[5:].partition("/")
             return ("s3", safe_component(f"{bucket}--{prefix.rsplit('/', 1)[-1]}" if prefix else bucket))
+        if self.kind == "builtin":
+            return ("builtin", safe_component(self.location))
         return ("local", safe_component(Path(self.location).name))
 
     @property
@@ -129,7 +139,7 @@ class ModelSource:
         return replace(self, resolved_revision=resolved_revision)
 
     def __str__(self) -> str:
-        base = f"hf://{self.location}" if self.kind == "hf" else self.location
+        base = {"hf": f"hf://{self.location}", "builtin": f"builtin:{self.location}"}.get(self.kind, self.location)
         rev = self.resolved_revision or self.revision
         return f"{base}@{rev}" if rev and self.kind == "hf" else base
 
@@ -157,6 +167,13 @@ def files_digest(entries: Iterable[FileEntry]) -> str:
     sorted by path. Independent of where the files live, so a copy resolves to the same revision."""
     rows = sorted([e.path, e.size, e.sha256] for e in entries)
     return hashlib.sha256(json.dumps(rows, separators=(",", ":")).encode()).hexdigest()
+
+
+def listing_digest(rows: Iterable[tuple[str, int, str]]) -> str:
+    """Revision of an S3 checkpoint from its listing: sha256 over (relative key, size, ETag), sorted.
+    An object rewritten with other content gets another ETag, so the revision changes with it."""
+    canon = sorted([path, int(size), etag] for path, size, etag in rows)
+    return "s3-" + hashlib.sha256(json.dumps(canon, separators=(",", ":")).encode()).hexdigest()[:56]
 
 
 def scan_folder(folder: Path, allow_pickle: bool = False) -> list[FileEntry]:

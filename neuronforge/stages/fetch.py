@@ -1,11 +1,14 @@
 """Stage `fetch`: bring a checkpoint into the work dir, verified, and mirror it into the store.
 
 Hub sources come through `huggingface_hub.snapshot_download` pinned to the resolved sha and
-limited to checkpoint files; S3 and local sources are copied. The copy is verified
-(`neuronforge.checkpoint.verify_checkpoint`) in a staging folder and only then moved into place,
-with a `MANIFEST.json` (file, size, sha256). The store gets the files first and the manifest last
-under `checkpoints/<org>/<name>/<revision>/`, so Neuron workers read checkpoints from the store,
-never from the Hub. Fetching a revision the store already has is a no-op that checks the manifest.
+limited to checkpoint files; S3 objects are downloaded once each, straight into staging (the
+listing must still say what the pin said); local and built-in folders are copied. The copy is
+verified (`neuronforge.checkpoint.verify_checkpoint`) in a staging folder, described by a
+`MANIFEST.json` (file, size, sha256), uploaded to the store under
+`checkpoints/<org>/<name>/<revision>/` (files first, manifest last) and then adopted into this
+host's verified cache (`neuronforge.localcache`). Later stages, on any host, materialize the
+checkpoint from the store by its `TreeRef`, never from the Hub or the source. Fetching a revision
+the store already has downloads it only to a host that has not verified it yet.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 from neuronforge import layout
 from neuronforge.checkpoint import verify_checkpoint
 from neuronforge.errors import CheckpointError
+from neuronforge.localcache import TreeRef, adopt, materialize, publish_tree, ref_of
 from neuronforge.source import (
     FileEntry,
     ModelSource,
@@ -32,8 +36,8 @@ from neuronforge.source import (
     select_checkpoint_files,
     sha256_file,
 )
-from neuronforge.stages.resolve import hub_offline, hub_snapshot, resolve_source, stage_s3
-from neuronforge.stores import ArtifactStore, NotFound, open_store
+from neuronforge.stages.resolve import hub_offline, hub_snapshot, local_folder, resolve_source, s3_listing, s3_revision
+from neuronforge.stores import ArtifactStore, open_store
 
 log = logging.getLogger(__name__)
 MANIFEST_SCHEMA = 1
@@ -59,6 +63,7 @@ class FetchResult:
     reused: bool
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    ref: TreeRef | None = None  # what later stages (on any host) materialize
 
 
 def _manifest(source: ModelSource, entries: list[FileEntry], arch: str, model_type: str, warnings: list[str]) -> dict:
@@ -117,7 +122,10 @@ def _download_into(source: ModelSource, staging: Path, req: FetchRequest) -> lis
             (staging / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src.resolve(), staging / rel)  # the cache holds symlinks to blobs
         return None
-    folder = Path(source.location) if source.kind == "local" else stage_s3(source, req.work_dir, req.allow_pickle)
+    if source.kind == "s3":
+        _download_s3(source, staging, req)
+        return None
+    folder = local_folder(source)
     for rel in select_checkpoint_files(list_relative(folder), req.allow_pickle):
         (staging / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(folder / rel, staging / rel)
@@ -126,16 +134,26 @@ def _download_into(source: ModelSource, staging: Path, req: FetchRequest) -> lis
     digest = files_digest(entries)
     if digest != source.resolved_revision:
         raise CheckpointError(
-            f"{source.location} changed while it was being fetched (digest {digest[:12]} != resolved "
+            f"{source} changed while it was being fetched (digest {digest[:12]} != resolved "
             f"{source.resolved_revision[:12]}); fetch again once it is stable"
         )
     return entries
 
 
-def _publish(store: ArtifactStore, local: Path, prefix: str) -> None:
-    """Data first, manifest last: readers trust only a checkpoint whose manifest exists."""
-    store.put_tree(local, prefix, exclude=(layout.MANIFEST,))
-    store.put_file(local / layout.MANIFEST, f"{prefix}/{layout.MANIFEST}")
+def _download_s3(source: ModelSource, staging: Path, req: FetchRequest) -> None:
+    """Each checkpoint object once, straight into `staging`; the listing (keys, sizes, ETags) must
+    say the same before and after as when the source was pinned."""
+    from neuronforge.stores import open_store
+
+    objects = s3_listing(source, req.allow_pickle)
+    if s3_revision(objects) != source.resolved_revision:
+        raise CheckpointError(
+            f"{source.location} changed since the run pinned it (objects added, removed or rewritten); "
+            "trigger the run again to build the current checkpoint"
+        )
+    open_store(source.location).get_files([(o.key, staging / o.key) for o in objects])
+    if s3_revision(s3_listing(source, req.allow_pickle)) != source.resolved_revision:
+        raise CheckpointError(f"{source.location} changed while it was being fetched; fetch again once it is stable")
 
 
 def fetch(req: FetchRequest, store: ArtifactStore | None = None) -> FetchResult:
@@ -144,38 +162,23 @@ def fetch(req: FetchRequest, store: ArtifactStore | None = None) -> FetchResult:
     work_dir = req.work_dir.resolve()
     source = resolve_source(req.source, work_dir=work_dir, allow_pickle=req.allow_pickle, token=req.token)
     prefix = layout.checkpoint_prefix(source)
-    local = work_dir / prefix
-    manifest_key = f"{prefix}/{layout.MANIFEST}"
 
-    try:
-        manifest = store.read_json(manifest_key)
-    except NotFound:
-        manifest = None
-    if manifest is not None:
-        if not _local_matches(local, manifest):
-            log.info("checkpoint %s is in the store; downloading it into %s", source, local)
-            tmp = local.with_name(f".{local.name}.{uuid.uuid4().hex[:8]}")
-            store.get_tree(prefix, tmp)
-            if not _local_matches(tmp, manifest):
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise CheckpointError(
-                    f"{store.uri(prefix)} does not match its MANIFEST.json (sizes or sha256 differ); "
-                    "delete that prefix and fetch again"
-                )
-            shutil.rmtree(local, ignore_errors=True)
-            tmp.rename(local)
-        else:
-            log.info("checkpoint %s already fetched and verified against its manifest", source)
+    ref = ref_of(store, prefix)
+    if ref is not None:
+        local = materialize(store, ref, work_dir, deep=True)  # no download when this host has it intact
+        manifest = json.loads((local / layout.MANIFEST).read_text())
+        log.info("checkpoint %s is in the store (%s); local copy verified", source, store.uri(prefix))
         return FetchResult(
             source=source,
             local_dir=local,
             store_prefix=prefix,
-            manifest_uri=store.uri(manifest_key),
+            manifest_uri=store.uri(ref.manifest_key),
             files=_entries(manifest),
             architecture=manifest["architecture"],
             reused=True,
             warnings=list(manifest.get("warnings", [])),
             seconds=time.monotonic() - started,
+            ref=ref,
         )
 
     staging = work_dir / "staging" / f"{uuid.uuid4().hex}"
@@ -186,13 +189,11 @@ def fetch(req: FetchRequest, store: ArtifactStore | None = None) -> FetchResult:
         rehash = hashed is None or any(is_pickle_file(e.path) for e in hashed)
         entries = scan_folder(staging) if rehash else hashed
         manifest = _manifest(source, entries, verified.arch.architecture, verified.arch.model_type, verified.warnings)
-        (staging / layout.MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-        shutil.rmtree(local, ignore_errors=True)
-        local.parent.mkdir(parents=True, exist_ok=True)
-        staging.rename(local)
+        # Data first, manifest last: readers trust only a checkpoint whose manifest exists.
+        ref = publish_tree(store, staging, prefix, manifest)
+        local = adopt(staging, ref, work_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    _publish(store, local, prefix)
     for w in verified.warnings:
         log.warning("%s: %s", source, w)
     log.info("fetched %s: %d files, published to %s", source, len(entries), store.uri(prefix))
@@ -200,12 +201,13 @@ def fetch(req: FetchRequest, store: ArtifactStore | None = None) -> FetchResult:
         source=source,
         local_dir=local,
         store_prefix=prefix,
-        manifest_uri=store.uri(manifest_key),
+        manifest_uri=store.uri(ref.manifest_key),
         files=entries,
         architecture=verified.arch.architecture,
         reused=False,
         warnings=verified.warnings,
         seconds=time.monotonic() - started,
+        ref=ref,
     )
 
 

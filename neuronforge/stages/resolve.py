@@ -4,20 +4,29 @@
   commit sha the branch or tag points at now, or, with `HF_HUB_OFFLINE=1`, read it from the local
   Hugging Face cache.
 - local folder: `files_digest` over the checkpoint files (path, size, sha256).
-- S3 prefix: the objects are staged into the work dir (the fetch stage reuses that copy) and
-  digested the same way, so a copy of a folder on S3 resolves to the same revision as the folder.
+- built-in (`builtin:tiny-llama`): generated on this host (same bytes on every host), digested
+  like a local folder.
+- S3 prefix: pinned from one listing (key, size, ETag of the checkpoint objects; `listing_digest`)
+  without downloading anything; the fetch stage downloads each file once and checks that the
+  listing still says the same.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
-import shutil
 from pathlib import Path
 
 from neuronforge.errors import CheckpointError, InvalidInput
-from neuronforge.source import HUB_SHA, ModelSource, files_digest, scan_folder, select_checkpoint_files
+from neuronforge.source import (
+    HUB_SHA,
+    ModelSource,
+    files_digest,
+    listing_digest,
+    scan_folder,
+    select_checkpoint_files,
+)
+from neuronforge.stores.base import ObjectInfo
 
 log = logging.getLogger(__name__)
 
@@ -94,26 +103,31 @@ def resolve_hub(source: ModelSource, token: str | None = None) -> ModelSource:
     return source.pinned(info.sha)
 
 
-def s3_staging_dir(source: ModelSource, work_dir: Path) -> Path:
-    return work_dir / "staging" / "s3" / hashlib.sha256(source.location.encode()).hexdigest()[:16]
-
-
-def stage_s3(source: ModelSource, work_dir: Path, allow_pickle: bool, store_kwargs: dict | None = None) -> Path:
-    """Mirror the checkpoint files under an s3:// source prefix into the work dir."""
+def s3_listing(source: ModelSource, allow_pickle: bool, store_kwargs: dict | None = None) -> list[ObjectInfo]:
+    """The checkpoint objects under an s3:// source prefix (keys relative to it), from one listing."""
     from neuronforge.stores import open_store
 
-    src = open_store(source.location, **(store_kwargs or {}))
-    dest = s3_staging_dir(source, work_dir)
-    tmp = dest.with_name(dest.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    keys = select_checkpoint_files([o.key for o in src.list()], allow_pickle)
-    if not keys:
+    objects = {o.key: o for o in open_store(source.location, **(store_kwargs or {})).list()}
+    chosen = select_checkpoint_files(objects, allow_pickle)
+    if not chosen:
         raise CheckpointError(f"{source.location} holds no checkpoint files (config.json, *.safetensors)")
-    for key in keys:
-        src.get_file(key, tmp / key)
-    shutil.rmtree(dest, ignore_errors=True)
-    tmp.rename(dest)
-    return dest
+    return [objects[k] for k in chosen]
+
+
+def s3_revision(objects: list[ObjectInfo]) -> str:
+    return listing_digest((o.key, o.size, o.etag) for o in objects)
+
+
+def local_folder(source: ModelSource) -> Path:
+    """The folder a local or built-in source reads on this host (built-in: generated on first use)."""
+    if source.kind == "builtin":
+        from neuronforge import settings
+
+        return settings.builtin_model(source.location)
+    folder = Path(source.location)
+    if not folder.is_dir():
+        raise InvalidInput(f"model folder {folder} does not exist on this host")
+    return folder
 
 
 def resolve_source(
@@ -131,15 +145,10 @@ def resolve_source(
         return source
     if source.kind == "hf":
         return resolve_hub(source, token)
-    if source.kind == "local":
-        folder = Path(source.location)
-        if not folder.is_dir():
-            raise InvalidInput(f"model folder {folder} does not exist")
-        entries = scan_folder(folder, allow_pickle)
-    else:
-        if work_dir is None:
-            raise InvalidInput("resolving an s3:// source needs a work dir to stage it in")
-        entries = scan_folder(stage_s3(source, work_dir, allow_pickle, store_kwargs), allow_pickle)
+    if source.kind == "s3":
+        return source.pinned(s3_revision(s3_listing(source, allow_pickle, store_kwargs)))
+    folder = local_folder(source)
+    entries = scan_folder(folder, allow_pickle)
     if not entries:
         raise CheckpointError(f"{source.location} holds no checkpoint files (config.json, *.safetensors)")
     return source.pinned(files_digest(entries))
