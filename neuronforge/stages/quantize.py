@@ -30,6 +30,7 @@ import os
 import shutil
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from math import prod
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from filelock import FileLock
 
 import neuronforge
 from neuronforge import layout
@@ -52,6 +54,7 @@ from neuronforge.formats.safetensors_stream import (
     read_rows,
     write_index,
 )
+from neuronforge.localcache import TreeRef, adopt, materialize, publish_tree, ref_of
 from neuronforge.quantization import (
     QUANTIZABLE,
     KernelSwitch,
@@ -64,7 +67,7 @@ from neuronforge.quantization import (
     storage_dtype,
 )
 from neuronforge.source import FileEntry, ModelSource, list_relative, sha256_file
-from neuronforge.stores import ArtifactStore, NotFound
+from neuronforge.stores import ArtifactStore
 from neuronforge.target import Quantization
 
 log = logging.getLogger(__name__)
@@ -111,6 +114,7 @@ class QuantizeResult:
     reused: bool
     seconds: float = 0.0
     tensors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ref: TreeRef | None = None  # the store copy later stages (on any host) materialize
 
 
 @dataclass
@@ -351,40 +355,32 @@ def _complete(folder: Path) -> dict[str, Any] | None:
 
 
 def quantize(req: QuantizeRequest, store: ArtifactStore | None = None) -> QuantizeResult:
-    """The quantized checkpoint for the request: reused from the local work dir or the store when
-    complete there, else built in a staging folder, uploaded (MANIFEST.json last), then moved in."""
+    """The quantized checkpoint for the request: materialized from the store when it holds it
+    complete (any host may have built it), else built in a unique staging folder and uploaded
+    (MANIFEST.json last; the first complete upload wins). Without a store: the work dir's copy."""
     started = time.monotonic()
     prefix = layout.quantized_prefix(req.source, req.quantization, req.variant)
+    if store is not None and (ref := ref_of(store, prefix)) is not None:
+        local = materialize(store, ref, req.work_dir)
+        manifest = json.loads((local / layout.MANIFEST).read_text())
+        log.info("quantized checkpoint reused from %s", store.uri(prefix))
+        elapsed = round(time.monotonic() - started, 3)
+        return QuantizeResult(local, prefix, manifest, True, elapsed, manifest["tensors"], ref)
     final = req.work_dir / prefix
-    if (manifest := _complete(final)) is not None:
+    if store is None and (manifest := _complete(final)) is not None:
         return QuantizeResult(final, prefix, manifest, True, 0.0, manifest["tensors"])
-    if store is not None:
-        try:
-            store.read_json(f"{prefix}/{layout.MANIFEST}")
-            pulled = final.with_name(final.name + ".pull")
-            shutil.rmtree(pulled, ignore_errors=True)
-            store.get_tree(prefix, pulled)
-            if (manifest := _complete(pulled)) is not None:
-                shutil.rmtree(final, ignore_errors=True)
-                pulled.rename(final)
-                log.info("quantized checkpoint reused from %s", store.uri(prefix))
-                return QuantizeResult(
-                    final, prefix, manifest, True, round(time.monotonic() - started, 3), manifest["tensors"]
-                )
-        except NotFound:
-            pass
-    staging = final.with_name(final.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
+    staging = final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}")
     try:
         manifest = write_quantized(req, staging, progress=lambda name: log.debug("quantized %s", name))
-    except BaseException:
+        ref = None
+        if store is not None:
+            ref = publish_tree(store, staging, prefix, manifest)
+            final = adopt(staging, ref, req.work_dir)
+        else:
+            shutil.rmtree(final, ignore_errors=True)
+            staging.rename(final)
+    finally:
         shutil.rmtree(staging, ignore_errors=True)
-        raise
-    if store is not None:
-        store.put_tree(staging, prefix, exclude=(layout.MANIFEST,))
-        store.put_file(staging / layout.MANIFEST, f"{prefix}/{layout.MANIFEST}")  # last
-    shutil.rmtree(final, ignore_errors=True)
-    staging.rename(final)
     log.info(
         "quantized %d tensors (%s), max relative error %.2e, in %.1fs",
         len(manifest["tensors"]),
@@ -392,7 +388,8 @@ def quantize(req: QuantizeRequest, store: ArtifactStore | None = None) -> Quanti
         manifest["max_rel_error"],
         manifest["seconds"],
     )
-    return QuantizeResult(final, prefix, manifest, False, round(time.monotonic() - started, 3), manifest["tensors"])
+    elapsed = round(time.monotonic() - started, 3)
+    return QuantizeResult(final, prefix, manifest, False, elapsed, manifest["tensors"], ref)
 
 
 def dequantized_checkpoint(quantized: Path, out: Path, dtype: str, chunk_bytes: int = 8 * MIB) -> Path:
@@ -400,8 +397,21 @@ def dequantized_checkpoint(quantized: Path, out: Path, dtype: str, chunk_bytes: 
     backend compiles, so a quantized target runs end to end without Neuron hardware."""
     if (out / "config.json").exists():
         return out
-    tmp = out.with_name(out.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(out.with_name(out.name + ".lock"))):
+        if (out / "config.json").exists():
+            return out  # another task on this host wrote it while we waited
+        tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex[:8]}")
+        try:
+            _write_dequantized(quantized, tmp, dtype, chunk_bytes)
+            shutil.rmtree(out, ignore_errors=True)
+            tmp.rename(out)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def _write_dequantized(quantized: Path, tmp: Path, dtype: str, chunk_bytes: int) -> None:
     tmp.mkdir(parents=True)
     layouts = {p.name: read_layout(p) for p in sorted(quantized.glob("*.safetensors"))}
     planned, sources = [], {}
@@ -435,6 +445,3 @@ def dequantized_checkpoint(quantized: Path, out: Path, dtype: str, chunk_bytes: 
     for name in COPIED:
         if (quantized / name).exists():
             shutil.copyfile(quantized / name, tmp / name)
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.rename(out)
-    return out

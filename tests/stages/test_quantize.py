@@ -12,6 +12,7 @@ from safetensors.torch import load_file, save_file
 
 from neuronforge import layout
 from neuronforge.errors import CheckpointError, InvalidInput
+from neuronforge.localcache import MARKER, lookup_local
 from neuronforge.quantization import QUANTIZABLE, absmax, quantize_chunk, scale_from_absmax
 from neuronforge.stages.fetch import FetchRequest, fetch
 from neuronforge.stages.quantize import QuantizeRequest, dequantized_checkpoint, quantize
@@ -45,7 +46,7 @@ def test_streamed_output_is_nxd_format_and_matches_whole_tensor_quantization(tmp
     # Tiny shards and chunks force the multi-shard and multi-chunk paths.
     result = quantize(_request(fetched, tmp_path, max_shard_bytes=40_000, chunk_bytes=1024), store)
     out = result.local_dir
-    assert not result.reused and out == tmp_path / "work" / result.prefix
+    assert not result.reused and result.ref is not None and out == lookup_local(result.ref, tmp_path / "work")
     assert result.prefix.endswith("/int8_per_channel-bf16")
     index = json.loads((out / "model.safetensors.index.json").read_text())
     assert len(set(index["weight_map"].values())) > 1
@@ -65,7 +66,7 @@ def test_streamed_output_is_nxd_format_and_matches_whole_tensor_quantization(tmp
     assert "embed_tokens.weight" in got and "lm_head.weight" in got and "norm.weight" in got
     assert (out / "config.json").exists()
     listed = {f["path"] for f in result.manifest["files"]}
-    assert listed == {p.name for p in out.iterdir()} - {layout.MANIFEST}
+    assert listed == {p.name for p in out.iterdir()} - {layout.MANIFEST, MARKER}
     assert store.exists(f"{result.prefix}/{layout.MANIFEST}")
 
     again = quantize(_request(fetched, tmp_path, max_shard_bytes=40_000, chunk_bytes=1024), store)
@@ -115,7 +116,7 @@ def test_bad_input_is_refused_and_nothing_reaches_the_final_location(change, mes
         quantize(req, store)
     prefix = layout.quantized_prefix(source, PER_CHANNEL, "bf16")
     assert store.list(prefix) == [] and not (tmp_path / "work" / prefix).exists()
-    assert not list((tmp_path / "work").rglob("*.partial"))
+    assert not [p for p in (tmp_path / "work").rglob("*") if p.is_file()]  # no staging leftovers
 
 
 def test_a_non_2d_tensor_to_quantize_is_refused_before_reading_anything(tmp_path: Path) -> None:
