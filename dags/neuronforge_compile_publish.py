@@ -1,9 +1,10 @@
-"""neuronforge_compile_publish: checkpoint -> plan -> compile -> cache -> smoke test -> publish.
+"""neuronforge_compile_publish: checkpoint -> plan -> quantize -> compile -> smoke test -> publish.
 
-Only wiring: the tasks live in `operators/compile_publish.py`, the logic in `neuronforge/`.
-Each target of a run is one mapped instance of a task group (`cpu_target`, or `neuron_target` whose
-compile and smoke tasks go to the `neuron` queue), so targets are independent: one failing target
-does not stop the others from publishing.
+Only wiring: the stages are declared once in `neuronforge.pipeline.STAGES` (the CLI runs the same
+list); `operators/compile_publish.py` turns each into a task. Each target of a run is one mapped
+instance of a task group (`cpu_target`, or `neuron_target` whose backend stages go to the `neuron`
+queue), so targets are independent: one failing target does not stop the others from publishing.
+Tasks hand each other store references, so any worker may run any task.
 """
 
 from __future__ import annotations
@@ -12,43 +13,36 @@ import pendulum
 from airflow.sdk import Param, dag, task_group
 
 from neuronforge import settings
+from neuronforge.pipeline import STAGES
 from neuronforge.stages.publish import FORMATS
 from operators.build_claim import ClaimBuildOperator
 from operators.compile_publish import (
     NEURON_QUEUE,
     TARGET_SCHEMA,
-    compile_graphs,
     cpu_tickets,
     expand_targets,
-    fetch_checkpoint,
     neuron_tickets,
-    plan_target,
-    prepare,
-    publish_artifact,
-    quantize_weights,
-    smoke,
-    sync_compile_cache,
+    stage_task,
 )
 from operators.kubernetes import pod_tasks, runner
 
 
-def _chain(ticket, prepare_task, compile_task, smoke_task):
-    t = prepare_task(ticket)
-    # Take the target's compile lease, or wait (deferred, no worker slot) for whoever holds it.
-    t = ClaimBuildOperator(task_id="claim_build", ticket=t).output
-    t = fetch_checkpoint(t)
-    t = plan_target(t)
-    t = quantize_weights(t)
-    t = compile_task(t)
-    t = sync_compile_cache(t)
-    t = smoke_task(t)
-    return publish_artifact(t)
+def _chain(state, queue: str, pods: dict | None = None):
+    """The stages in declaration order; backend stages on `queue`, or in pods (`pods`)."""
+    for stage in STAGES:
+        if stage.run is None:  # the claim: deferred while another run holds the lease
+            state = ClaimBuildOperator(task_id=stage.name, ticket=state).output
+        elif pods and stage.name in pods:
+            state = pods[stage.name](state)
+        else:
+            state = stage_task(stage, queue if stage.on_backend_worker else "default")(state)
+    return state
 
 
 @task_group
 def cpu_target(ticket):
-    """Targets of the cpu backend: compile and smoke on the default queue."""
-    return _chain(ticket, prepare, compile_graphs, smoke)
+    """Targets of the cpu backend: every stage on the default queue."""
+    return _chain(ticket, "default")
 
 
 @task_group
@@ -58,13 +52,8 @@ def neuron_target(ticket):
     with NEURONFORGE_NEURON_RUNNER=kubernetes, compile and smoke in pods of the neuron worker image."""
     if runner() == "kubernetes":
         compile_pod, smoke_pod = pod_tasks()
-        return _chain(ticket, prepare.override(queue=NEURON_QUEUE), compile_pod, smoke_pod)
-    return _chain(
-        ticket,
-        prepare.override(queue=NEURON_QUEUE),
-        compile_graphs.override(queue=NEURON_QUEUE),
-        smoke.override(queue=NEURON_QUEUE),
-    )
+        return _chain(ticket, NEURON_QUEUE, {"compile_graphs": compile_pod, "smoke": smoke_pod})
+    return _chain(ticket, NEURON_QUEUE)
 
 
 @dag(

@@ -4,6 +4,7 @@
     quantized/<org>/<name>/<revision>/<quant>/       quantized checkpoint (NxD Inference format)
     neuron-cache/<compiler>-<version>/MODULE_<graph hash>+<flags hash>/   persistent compile cache
     artifacts/<org>/<name>/<revision>/<target-slug>/<key12>/   published artifacts + manifest.json
+    builds/<key>/<manifest sha256[:16]>/             a compile's output, handed to smoke + publish
     index/<key>.json                                 cache key -> artifact manifest pointer
     locks/<key>                                      compile leases
     failures/<key>.json                              the last failed build of a key (stage, error, run)
@@ -59,6 +60,12 @@ def neuron_cache_prefix(compiler: str, compiler_version: str) -> str:
 
 def artifact_prefix(source: ModelSource, target: TargetSpec, key: str) -> str:
     return f"{_model_prefix('artifacts', source)}/{target.slug}/{key[:12]}"
+
+
+def build_prefix(key: str, manifest_sha256: str) -> str:
+    """A compiled build staged for the smoke and publish stages (which may run on other hosts);
+    named by the sha256 of its manifest, so an attempt never overwrites another's files."""
+    return f"builds/{key}/{manifest_sha256[:16]}"
 
 
 def index_entry(key: str) -> str:

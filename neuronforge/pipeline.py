@@ -1,32 +1,45 @@
-"""The compile-and-publish pipeline for one target, as plain function calls.
+"""The compile-and-publish pipeline, declared once.
 
-    resolve -> index lookup (hit: stop) -> fetch -> plan -> quantize -> compile -> sync cache
-            -> smoke test -> publish
+    prepare -> claim_build -> fetch_checkpoint -> plan_target -> quantize_weights
+            -> compile_graphs (+ compile-cache sync) -> smoke -> publish_artifact
 
-The Airflow DAG runs the same stages as separate tasks (`operators/`); `run_target` chains them in
-one process for the CLI (`neuronforge run`), the benchmark and the tests. Every step is a function
-of typed inputs; re-running any of them is safe.
+`STAGES` lists them with what each needs from where it runs: whether it runs where the target's
+backend is (queue `neuron` for the Neuron backends), takes accelerator cores (pool
+`neuron_cores`), holds the target's compile lease. The CLI (`run_target`) runs the list in one
+process; the DAG is generated from the same list by one task factory (`operators/compile_publish.py`).
+Every stage is a function `(BuildState, Context) -> BuildState`: the state carries store
+references, and each stage materializes what it needs on its own host (`neuronforge.localcache`),
+so consecutive stages may run on different hosts that share nothing but the store.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from neuronforge import leases
+from neuronforge import layout, leases
+from neuronforge.buildstate import (
+    BuildState,
+    CompiledRef,
+    LeaseRef,
+    PublishedRef,
+    QuantizedRef,
+    SourcePin,
+)
 from neuronforge.checkpoint import verify_checkpoint
 from neuronforge.errors import InvalidInput, NeuronforgeError
-from neuronforge.planner import Check, Plan, plan
+from neuronforge.localcache import adopt, file_entries, manifest_bytes, materialize, publish_tree
+from neuronforge.planner import Check, Plan, plan, static_problems
 from neuronforge.request import CompileRequest, Toolchain, cache_key
 from neuronforge.source import ModelSource
-from neuronforge.stages.compile import CompileInput, compile_target, sync_cache
-from neuronforge.stages.fetch import FetchRequest, fetch
-from neuronforge.stages.publish import Published, PublishInput, check_formats, lookup, publish
+from neuronforge.stages.publish import Published, check_formats, lookup
 from neuronforge.stages.resolve import resolve_source
-from neuronforge.stages.smoke import DEFAULT_PROMPTS, SmokeInput, smoke_test
 from neuronforge.stores import ArtifactStore
 from neuronforge.target import TargetSpec
 from neuronforge.toolchain import detect_toolchain
@@ -43,29 +56,20 @@ class SmokeFailed(NeuronforgeError):
 
 
 @dataclass
+class Context:
+    """Where a stage runs: the store (shared by every host) and this host's work dir."""
+
+    store: ArtifactStore
+    work_dir: Path
+    keeper: leases.LeaseKeeper | None = None  # the CLI's lease heartbeat, checked before publishing
+
+
+# -- helpers the stages (and tests) share ------------------------------------------------------------
+@dataclass
 class Prepared:
     request: CompileRequest
     toolchain: Toolchain
     key: str
-
-
-@dataclass
-class TargetOutcome:
-    key: str
-    status: str  # "published" | "cache-hit"
-    published: Published
-    compiler_invocations: int = 0
-    timings: dict[str, float] = field(default_factory=dict)
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "cache_key": self.key,
-            "manifest_uri": self.published.manifest_uri,
-            "uris": self.published.uris,
-            "compiler_invocations": self.compiler_invocations,
-            "timings": self.timings,
-        }
 
 
 def prepare(source: str | ModelSource, target: TargetSpec, work_dir: Path, compiler_flags: str = "") -> Prepared:
@@ -94,6 +98,50 @@ def check_plan(checkpoint_dir: Path, target: TargetSpec, toolchain: Toolchain | 
     return result
 
 
+def check_static(source: ModelSource | None, target: TargetSpec) -> None:
+    """The planner's structural checks before any lease or download: without a model (the form's
+    targets) tp vs the instance; with one, also heads and sequence length vs its config.json,
+    read alone (a few KB) from wherever the source is."""
+    arch = None
+    if source is not None:
+        from neuronforge.modelconfig import ModelArch
+
+        config = _read_config(source)
+        arch = ModelArch.from_config(config) if config is not None else None
+    problems = static_problems(arch, target)
+    if problems:
+        raise PlanRejected(f"{target.slug}: " + "; ".join(problems))
+
+
+def _read_config(source: ModelSource) -> dict[str, Any] | None:
+    """The source's config.json alone, or None when it cannot be had cheaply (the full plan on the
+    fetched checkpoint still runs)."""
+    try:
+        if source.kind == "s3":
+            from neuronforge.stores import open_store
+
+            return json.loads(open_store(source.location).get_bytes("config.json"))
+        if source.kind == "hf":
+            from huggingface_hub import hf_hub_download
+
+            from neuronforge.stages.resolve import hub_cache_dir, hub_offline
+
+            path = hf_hub_download(
+                source.location,
+                "config.json",
+                revision=source.resolved_revision,
+                cache_dir=hub_cache_dir(),
+                local_files_only=hub_offline(),
+            )
+            return json.loads(Path(path).read_text())
+        from neuronforge.stages.resolve import local_folder
+
+        return json.loads((local_folder(source) / "config.json").read_text())
+    except Exception as exc:
+        log.info("config.json of %s not read before fetching (%s); planning after the fetch", source, exc)
+        return None
+
+
 @dataclass
 class CompileInputs:
     """What the compile and smoke stages read for a target, after quantization if it asks for it."""
@@ -102,28 +150,244 @@ class CompileInputs:
     quantized_dir: Path | None = None  # NxD-format quantized checkpoint (nxdi reads it at compile)
     reference_dir: Path | None = None  # the weights the artifact must reproduce (dequantized)
     unquantized_dir: Path | None = None
-    info: dict[str, Any] = field(default_factory=dict)  # for the manifest
 
 
-def quantize_for(
-    checkpoint_dir: Path, source: ModelSource, target: TargetSpec, work_dir: Path, store: ArtifactStore | None
-) -> CompileInputs:
-    """Stage `quantize` for a target: the quantized checkpoint (shared by every target asking for
-    the same quantization and dtype), and for the cpu backend its dequantized twin to compile."""
-    if not target.quantization.enabled:
-        return CompileInputs(checkpoint_dir)
-    from neuronforge.stages.quantize import QuantizeRequest, dequantized_checkpoint, quantize
+def compile_inputs(state: BuildState, ctx: Context) -> CompileInputs:
+    """Materialize on this host what the compiler and the smoke test read."""
+    checkpoint = materialize(ctx.store, state.need("checkpoint"), ctx.work_dir)
+    if state.quantized is None:
+        return CompileInputs(checkpoint)
+    from neuronforge.stages.quantize import dequantized_checkpoint
 
-    result = quantize(QuantizeRequest(checkpoint_dir, source, target.quantization, target.dtype, work_dir), store)
-    dequantized = dequantized_checkpoint(result.local_dir, work_dir / "dequantized" / result.prefix, target.dtype)
+    ref = state.quantized.checkpoint
+    quantized = materialize(ctx.store, ref, ctx.work_dir)
+    dequantized = dequantized_checkpoint(
+        quantized, ctx.work_dir / "dequantized" / ref.manifest_sha256, state.target.dtype
+    )
+    compile_dir = dequantized if state.target.backend == "cpu" else checkpoint
+    return CompileInputs(compile_dir, quantized, dequantized, checkpoint)
+
+
+# -- the stages ----------------------------------------------------------------------------------
+def _prepare(state: BuildState, ctx: Context) -> BuildState:
+    """Pin the source, detect the toolchain, compute the key, look it up; a miss must pass the
+    planner's structural checks before anything is claimed or downloaded."""
+    check_formats(state.formats)
+    source = resolve_source(state.model, allow_pickle=state.allow_pickle)
+    toolchain = detect_toolchain(state.target.backend)
+    key = cache_key(CompileRequest(source, state.target), toolchain)
+    update: dict[str, Any] = {"source": SourcePin.of(source), "toolchain": toolchain.to_json(), "key": key}
+    if state.target.backend != "cpu":
+        from neuronforge.devices import neuron_devices
+
+        update["neuron_devices"] = neuron_devices(state.target)
+    hit = lookup(ctx.store, key)
+    if hit is not None:
+        log.info("cache hit for %s: %s", key[:12], hit.manifest_uri)
+        update["hit"] = PublishedRef(manifest_uri=hit.manifest_uri, prefix=hit.prefix, uris=hit.uris)
+    else:
+        check_static(source, state.target)
+        log.info("no published artifact for key %s: building %s", key[:12], state.target.slug)
+    return state.model_copy(update=update)
+
+
+def _claim(state: BuildState, ctx: Context, ttl_s: float, poll_s: float) -> BuildState:
+    """The CLI's claim: take the key's lease, or wait (blocking) for whoever holds it to publish."""
+    key = state.need("key")
+    holder = leases.holder_id()
+    while (lease := leases.try_acquire(ctx.store, key, holder, ttl_s)) is None:
+        other = leases.current(ctx.store, key)
+        log.info("%s is being built by %s; waiting for its artifact", key[:12], other.holder if other else "?")
+        waited = leases.wait_for(ctx.store, key, lambda: lookup(ctx.store, key), poll_s=poll_s)
+        if waited is not None:
+            hit = PublishedRef(manifest_uri=waited.manifest_uri, prefix=waited.prefix, uris=waited.uris)
+            return state.model_copy(update={"hit": hit})
+    return state.model_copy(update={"lease": LeaseRef.of(lease)})
+
+
+def _fetch(state: BuildState, ctx: Context) -> BuildState:
+    from neuronforge.stages.fetch import FetchRequest, fetch, fetch_summary
+
+    req = FetchRequest(state.pinned_source(), ctx.store.root_uri, ctx.work_dir, state.allow_pickle)
+    result = fetch(req, ctx.store)
+    summary = fetch_summary(result)
+    log.info(
+        "checkpoint %s: %d files, %d bytes, %s",
+        summary["source"],
+        summary["files"],
+        summary["bytes"],
+        "reused" if result.reused else "fetched",
+    )
+    return state.model_copy(update={"checkpoint": result.ref})
+
+
+def _plan(state: BuildState, ctx: Context) -> BuildState:
+    checkpoint = materialize(ctx.store, state.need("checkpoint"), ctx.work_dir)
+    result = check_plan(checkpoint, state.target, state.pinned_toolchain())
+    for c in result.checks:
+        log.info("plan %s: %s", c.name, c.message)
+    return state.model_copy(update={"plan": [c.message for c in result.checks]})
+
+
+def _quantize(state: BuildState, ctx: Context) -> BuildState:
+    """The quantized checkpoint (shared by every target asking for the same quantization and
+    dtype); a pass-through for targets that do not quantize."""
+    if not state.target.quantization.enabled:
+        return state
+    from neuronforge.stages.quantize import QuantizeRequest, quantize
+
+    checkpoint = materialize(ctx.store, state.need("checkpoint"), ctx.work_dir)
+    t = state.target
+    result = quantize(
+        QuantizeRequest(checkpoint, state.pinned_source(), t.quantization, t.dtype, ctx.work_dir), ctx.store
+    )
     info = {
-        "uri": store.uri(result.prefix) if store is not None else str(result.local_dir),
+        "uri": ctx.store.uri(result.prefix),
         "reused": result.reused,
         "max_rel_error": result.manifest["max_rel_error"],
         "tensors_quantized": len(result.manifest["tensors"]),
     }
-    compile_dir = dequantized if target.backend == "cpu" else checkpoint_dir
-    return CompileInputs(compile_dir, result.local_dir, dequantized, checkpoint_dir, info)
+    log.info("quantized checkpoint %s: %s", t.quantization.slug, info)
+    return state.model_copy(update={"quantized": QuantizedRef(checkpoint=result.ref, info=info)})
+
+
+def _compile(state: BuildState, ctx: Context) -> BuildState:
+    """Compile, stage the build in the store for smoke and publish (any host), and sync the new
+    compile-cache entries — on this host, where the compiler left them."""
+    from neuronforge.stages.compile import CompileInput, compile_target, sync_cache
+
+    inputs = compile_inputs(state, ctx)
+    toolchain, key = state.pinned_toolchain(), state.need("key")
+    out = compile_target(
+        CompileInput(state.request(), toolchain, key, inputs.compile_dir, ctx.work_dir, inputs.quantized_dir),
+        ctx.store,
+    )
+    for g in out.graphs:
+        log.info(
+            "graph %s: %s (%s, %.1fs)",
+            g["name"],
+            g["entry"],
+            "cache hit" if g["cached"] else "compiled",
+            g["seconds"] or 0.0,
+        )
+    record: dict[str, Any] = {
+        "graphs": out.graphs,
+        "compiler_invocations": out.compiler_invocations,
+        "seconds": out.seconds,
+        "graph_set": out.graph_set,
+    }
+    if state.quantized is not None:
+        record["quantized"] = state.quantized.info
+    record["cache_sync"] = sync_cache(ctx.work_dir, toolchain, ctx.store, record).to_json()  # failures listed
+    manifest = {"schema_version": 1, "cache_key": key, "files": file_entries(out.build_dir)}
+
+    prefix = layout.build_prefix(key, hashlib.sha256(manifest_bytes(manifest)).hexdigest())
+    ref = publish_tree(ctx.store, out.build_dir, prefix, manifest)
+    adopt(out.build_dir, ref, ctx.work_dir)  # smoke and publish on this host download nothing
+    return state.model_copy(update={"compiled": CompiledRef(build=ref, record=record)})
+
+
+def _smoke(state: BuildState, ctx: Context) -> BuildState:
+    from neuronforge.stages.smoke import DEFAULT_PROMPTS, SmokeInput, smoke_test
+
+    build = materialize(ctx.store, state.need("compiled").build, ctx.work_dir)
+    inputs = compile_inputs(state, ctx)
+    result = smoke_test(
+        SmokeInput(
+            build,
+            inputs.compile_dir,
+            state.target.dtype,
+            backend=state.target.backend,
+            prompts=list(state.prompts or DEFAULT_PROMPTS),
+            max_new_tokens=state.max_new_tokens,
+            reference_dir=inputs.reference_dir,
+            unquantized_dir=inputs.unquantized_dir,
+        )
+    )
+    log.info(
+        "smoke: %s (load %.2fs, first token %.4fs, %.5fs/token)",
+        result.reason,
+        result.load_s or 0,
+        result.time_to_first_token_s or 0,
+        result.per_token_s or 0,
+    )
+    if not result.passed:
+        raise SmokeFailed(f"{state.target.slug}: smoke test failed: {result.reason}")
+    return state.model_copy(update={"smoke": result.to_json()})
+
+
+def _publish(state: BuildState, ctx: Context) -> BuildState:
+    from neuronforge.stages.publish import NEURON_ONLY_FORMATS, PublishInput, publish
+
+    compiled = state.need("compiled")
+    build = materialize(ctx.store, compiled.build, ctx.work_dir)
+    split_model = state.target.backend != "cpu" and any(f in NEURON_ONLY_FORMATS for f in state.formats)
+    checkpoint = materialize(ctx.store, state.need("checkpoint"), ctx.work_dir) if split_model else None
+    inp = PublishInput(
+        state.request(),
+        state.pinned_toolchain(),
+        state.need("key"),
+        build,
+        state.need("smoke"),
+        compiled.record,
+        ctx.work_dir,
+        tuple(state.formats),
+        checkpoint,
+    )
+    if ctx.keeper is not None:
+        ctx.keeper.assert_held()  # a run whose lease was taken over publishes nothing
+    published = publish(inp, ctx.store)
+    log.info("published %s", published.manifest_uri)
+    ref = PublishedRef(manifest_uri=published.manifest_uri, prefix=published.prefix, uris=published.uris)
+    return state.model_copy(update={"published": ref})
+
+
+# -- the declaration -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Stage:
+    """One stage and what it needs from where it runs (the DAG turns this into task settings)."""
+
+    name: str  # the task id in the DAG
+    run: Callable[[BuildState, Context], BuildState] | None  # None: the claim (CLI/DAG specific)
+    doc: str
+    on_backend_worker: bool = False  # runs where the target's backend is (Neuron: queue `neuron`)
+    uses_accelerator: bool = False  # takes `tp` slots of pool `neuron_cores` (Neuron backends)
+    holds_lease: bool = True  # runs under the target's compile lease (heart-beats it)
+    skip_on_hit: bool = True  # a cache hit passes through it untouched
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("prepare", _prepare, "pin source and toolchain, key, index lookup, static plan", True, False, False, False),
+    Stage("claim_build", None, "take the key's compile lease or wait for whoever holds it", holds_lease=False),
+    Stage("fetch_checkpoint", _fetch, "checkpoint verified and mirrored into the store"),
+    Stage("plan_target", _plan, "planner on the exact tensor sizes + toolchain check"),
+    Stage("quantize_weights", _quantize, "quantized checkpoint, when the target asks for one"),
+    Stage("compile_graphs", _compile, "compile, stage the build, sync the compile cache", True, True),
+    Stage("smoke", _smoke, "load and generate in a separate process, compare with the reference", True, True),
+    Stage("publish_artifact", _publish, "publish the formats, manifest last"),
+)
+STAGE_BY_NAME = {s.name: s for s in STAGES}
+
+
+# -- the CLI's runner ----------------------------------------------------------------------------
+@dataclass
+class TargetOutcome:
+    key: str
+    status: str  # "published" | "cache-hit"
+    published: Published
+    compiler_invocations: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+    state: BuildState | None = None
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "cache_key": self.key,
+            "manifest_uri": self.published.manifest_uri,
+            "uris": self.published.uris,
+            "compiler_invocations": self.compiler_invocations,
+            "timings": self.timings,
+        }
 
 
 def run_target(
@@ -139,97 +403,66 @@ def run_target(
     lease_ttl_s: float = leases.DEFAULT_TTL_S,
     lease_poll_s: float = 5.0,
 ) -> TargetOutcome:
-    """One target through every stage; an identical request already building elsewhere (its
-    lease in the store is live) is waited for and its artifact reused instead of compiled again."""
+    """One target through `STAGES` in this process; an identical request already building
+    elsewhere (its lease in the store is live) is waited for and its artifact reused."""
+    state = BuildState(
+        model=source,
+        target=target,
+        store_uri=store.root_uri,
+        formats=list(formats),
+        prompts=list(prompts or []),
+        max_new_tokens=max_new_tokens,
+        allow_pickle=allow_pickle,
+    )
+    ctx = Context(store, work_dir)
     timings: dict[str, float] = {}
-    t0 = time.monotonic()
-    check_formats(formats)  # bad input fails here, not after the compile
-    prep = prepare(source, target, work_dir)
-    hit = lookup(store, prep.key)
-    timings["resolve_lookup"] = round(time.monotonic() - t0, 3)
-    if hit is not None:
-        log.info("cache hit for %s: %s", prep.key[:12], hit.manifest_uri)
-        return TargetOutcome(prep.key, "cache-hit", hit, 0, timings)
-    holder = leases.holder_id()
-    while (lease := leases.try_acquire(store, prep.key, holder, lease_ttl_s)) is None:
-        other = leases.current(store, prep.key)
-        log.info("%s is being built by %s; waiting for its artifact", prep.key[:12], other.holder if other else "?")
-        started = time.monotonic()
-        waited = leases.wait_for(store, prep.key, lambda: lookup(store, prep.key), poll_s=lease_poll_s)
-        timings["lease_wait"] = round(timings.get("lease_wait", 0) + time.monotonic() - started, 3)
-        if waited is not None:
-            return TargetOutcome(prep.key, "cache-hit", waited, 0, timings)
-    with leases.LeaseKeeper(store, lease, lease_ttl_s) as keeper:
-        return _build(prep, target, store, work_dir, timings, keeper, prompts, max_new_tokens, formats, allow_pickle)
+    state = _timed(STAGE_BY_NAME["prepare"], state, ctx, timings)
+    if state.hit is None:
+        state = _timed_call("claim_build", lambda: _claim(state, ctx, lease_ttl_s, lease_poll_s), timings)
+    if state.hit is not None:
+        hit = lookup(store, state.need("key"))
+        if hit is None:  # pragma: no cover - the index entry vanished between two reads
+            raise NeuronforgeError(f"{state.key}: the published artifact disappeared from the store")
+        return TargetOutcome(state.need("key"), "cache-hit", hit, 0, timings, state)
+    with leases.LeaseKeeper(store, state.need("lease").lease(), lease_ttl_s) as keeper:
+        ctx.keeper = keeper
+        for stage in STAGES:
+            if stage.run is None or stage.name == "prepare":
+                continue
+            state = _timed(stage, state, ctx, timings)
+    published = lookup(store, state.need("key"))
+    if published is None:  # pragma: no cover - publish wrote the index entry just now
+        raise NeuronforgeError(f"{state.key}: published but not found in the index")
+    invocations = int(state.need("compiled").record.get("compiler_invocations", 0))
+    return TargetOutcome(state.need("key"), "published", published, invocations, timings, state)
 
 
-def _build(
-    prep: Prepared,
-    target: TargetSpec,
-    store: ArtifactStore,
-    work_dir: Path,
-    timings: dict[str, float],
-    keeper: leases.LeaseKeeper,
-    prompts: list[str] | None,
-    max_new_tokens: int,
-    formats: tuple[str, ...],
-    allow_pickle: bool,
-) -> TargetOutcome:
-    def step(name: str, fn):
-        started = time.monotonic()
-        value = fn()
-        timings[name] = round(time.monotonic() - started, 3)
-        return value
+def _timed(stage: Stage, state: BuildState, ctx: Context, timings: dict[str, float]) -> BuildState:
+    return _timed_call(stage.name, lambda: execute(stage, state, ctx), timings)
 
-    fetch_request = FetchRequest(str(prep.request.source), store.root_uri, work_dir, allow_pickle)
-    fetched = step("fetch", lambda: fetch(fetch_request, store))
-    step("plan", lambda: check_plan(fetched.local_dir, target, prep.toolchain))
-    inputs = step("quantize", lambda: quantize_for(fetched.local_dir, prep.request.source, target, work_dir, store))
-    built = step(
-        "compile",
-        lambda: compile_target(
-            CompileInput(prep.request, prep.toolchain, prep.key, inputs.compile_dir, work_dir, inputs.quantized_dir),
-            store,
-        ),
-    )
-    compile_info = {
-        "graphs": built.graphs,
-        "compiler_invocations": built.compiler_invocations,
-        "seconds": built.seconds,
-        "graph_set": built.graph_set,
-    }
-    if inputs.info:
-        compile_info["quantized"] = inputs.info
-    synced = step("sync_cache", lambda: sync_cache(work_dir, prep.toolchain, store, compile_info))
-    compile_info["cache_sync"] = synced.to_json()  # failed entries are listed in the manifest
-    smoke = step(
-        "smoke",
-        lambda: smoke_test(
-            SmokeInput(
-                built.build_dir,
-                inputs.compile_dir,
-                target.dtype,
-                backend=target.backend,
-                prompts=list(prompts or DEFAULT_PROMPTS),
-                max_new_tokens=max_new_tokens,
-                reference_dir=inputs.reference_dir,
-                unquantized_dir=inputs.unquantized_dir,
-            )
-        ),
-    )
-    if not smoke.passed:
-        raise SmokeFailed(f"{target.slug}: smoke test failed: {smoke.reason}")
-    publish_input = PublishInput(
-        prep.request,
-        prep.toolchain,
-        prep.key,
-        built.build_dir,
-        smoke.to_json(),
-        compile_info,
-        work_dir,
-        formats,
-        fetched.local_dir,
-    )
-    keeper.assert_held()  # a run whose lease was taken over publishes nothing
-    published = step("publish", lambda: publish(publish_input, store))
-    return TargetOutcome(prep.key, "published", published, built.compiler_invocations, timings)
+
+def execute(stage: Stage, state: BuildState, ctx: Context, run_id: str = "") -> BuildState:
+    """Run one stage for a state (CLI and DAG alike): a hit passes through; a failure of a build
+    whose key is known is recorded in the store (`failures/<key>.json`) for the recompile report."""
+    if stage.run is None:
+        raise RuntimeError(f"{stage.name} is run by the CLI's or the DAG's own claim")
+    if state.hit is not None and stage.skip_on_hit:
+        return state
+    try:
+        return stage.run(state, ctx)
+    except Exception as exc:
+        if state.key and stage.holds_lease:
+            from neuronforge.failures import record_failure
+
+            try:
+                record_failure(ctx.store, state.key, stage.name, exc, run_id)
+            except Exception as record_exc:
+                log.warning("could not record the failure of %s: %s", state.key[:12], record_exc)
+        raise
+
+
+def _timed_call(name: str, fn: Callable[[], BuildState], timings: dict[str, float]) -> BuildState:
+    started = time.monotonic()
+    value = fn()
+    timings[name] = round(time.monotonic() - started, 3)
+    return value

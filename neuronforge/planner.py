@@ -181,6 +181,25 @@ def per_core_bytes(weights: int, kv: int, activations: int, tp: int) -> int:
 
 
 # -- the plan -------------------------------------------------------------------------------------
+STRUCTURAL_CHECKS = ("tp_degree", "heads_divisible", "sequence_length", "backend")
+
+
+def static_problems(arch: ModelArch | None, target: TargetSpec) -> list[str]:
+    """What makes `target` invalid whatever the weights: tp vs the instance, heads vs tp,
+    sequence length vs the model (with its config), the backend. Checked before any lease or
+    download; memory is judged later on the fetched checkpoint's exact tensor sizes."""
+    if arch is None:
+        inst, tp = target.instance, target.tp_degree
+        supported = inst.supported_tp(target.lnc)
+        if tp in supported and tp <= inst.cores(target.lnc):
+            return []
+        return [
+            f"tp={tp} is not supported on {inst.name} ({inst.cores(target.lnc)} cores); use tp in {list(supported)}"
+        ]
+    result = plan(arch, target)
+    return [c.message for c in result.checks if not c.ok and c.name in STRUCTURAL_CHECKS]
+
+
 def plan(
     arch: ModelArch,
     target: TargetSpec,

@@ -8,7 +8,6 @@ import asyncio
 import logging
 import os
 from collections.abc import AsyncIterator
-from dataclasses import asdict
 from typing import Any
 
 from airflow.sdk import BaseOperator
@@ -65,35 +64,45 @@ class BuildFinishedTrigger(BaseTrigger):
 
 
 class ClaimBuildOperator(BaseOperator):
-    """Passes a hit through; otherwise returns the ticket with `lease` (this run builds) or `hit`
-    (another run built it while this one waited, deferred)."""
+    """Passes a hit through; otherwise returns the build state with `lease` (this run builds) or
+    `hit` (another run built it while this one waited, deferred)."""
 
     template_fields = ("ticket",)
 
     def __init__(self, *, ticket: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.ticket = ticket
+        self.ticket = ticket  # the prepare task's BuildState (JSON), rendered from its XCom
+
+    def _state(self):
+        from neuronforge.buildstate import BuildState
+
+        return BuildState.model_validate(self.ticket)
 
     def _claim(self, context: Any) -> dict[str, Any]:
+        from neuronforge.buildstate import LeaseRef
         from neuronforge.stores import open_store
 
-        ticket = self.ticket
+        state = self._state()
+        key = state.need("key")
         holder = f"airflow:{context['run_id']}:{self.task_id}[{context['ti'].map_index}]:{leases.holder_id()}"
-        lease = leases.try_acquire(open_store(ticket["store_uri"]), ticket["key"], holder)
+        lease = leases.try_acquire(open_store(state.store_uri), key, holder)
         if lease is not None:
-            log.info("lease %s taken: this run builds the target", ticket["key"][:12])
-            return {**ticket, "lease": asdict(lease)}
-        log.info("another run is building %s; waiting (deferred) for its artifact", ticket["key"][:12])
-        self.defer(trigger=BuildFinishedTrigger(ticket["store_uri"], ticket["key"], poll_s()), method_name="resume")
+            log.info("lease %s taken: this run builds %s", key[:12], state.target.slug)
+            return state.model_copy(update={"lease": LeaseRef.of(lease)}).model_dump(mode="json")
+        log.info("another run is building %s; waiting (deferred) for its artifact", key[:12])
+        self.defer(trigger=BuildFinishedTrigger(state.store_uri, key, poll_s()), method_name="resume")
         raise AssertionError("unreachable: defer() raises")
 
     def execute(self, context: Any) -> dict[str, Any]:
-        if "hit" in self.ticket:
+        if self._state().hit is not None:
             return self.ticket
         return self._claim(context)
 
     def resume(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
         if event and event.get("status") == "published":
+            from neuronforge.buildstate import PublishedRef
+
             log.info("built by another run: %s", event["hit"]["manifest_uri"])
-            return {**self.ticket, "hit": event["hit"]}
+            hit = PublishedRef.model_validate(event["hit"])
+            return self._state().model_copy(update={"hit": hit}).model_dump(mode="json")
         return self._claim(context)  # the holder finished without publishing or died: try to take over

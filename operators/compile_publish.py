@@ -1,28 +1,27 @@
-"""TaskFlow tasks of the `neuronforge_compile_publish` DAG: thin translations between Airflow (params,
-XCom, outlet events, logs) and the core stages in `neuronforge.stages`. No pipeline logic here.
+"""The `neuronforge_compile_publish` DAG's tasks, generated from the pipeline's one declaration
+(`neuronforge.pipeline.STAGES`) by one task factory (`stage_task`). Only Airflow concerns live
+here: the trigger's params become build states (`expand_targets`), stage settings become queues
+and pools, the lease is heart-beaten while a task works, failures are recorded, and the publish
+task emits the artifact's Asset event. The claim is a deferrable operator (operators/build_claim.py).
 
-State travels between tasks as one JSON-serializable dict per target ("the ticket"): the pinned
-source, the target, the toolchain and cache key, and what each stage produced. A ticket whose key
-was already published carries `hit`, and the later tasks pass it through untouched.
+Tasks hand each other a `BuildState` as JSON: store references and small results, never a local
+path; every task works in its own worker's NEURONFORGE_HOME (`settings.work_dir()`).
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from airflow.sdk import Asset, AssetAlias, get_current_context, task
 
 from neuronforge import settings
+from neuronforge.buildstate import BuildState, LeaseRef
 from neuronforge.instances import INSTANCES
-from neuronforge.request import CompileRequest, Toolchain
-from neuronforge.source import ModelSource
+from neuronforge.pipeline import STAGE_BY_NAME, Context, Stage, execute
 from neuronforge.stages.publish import FORMATS
 from neuronforge.target import TargetSpec
 
@@ -63,36 +62,10 @@ TARGET_SCHEMA: dict[str, Any] = {
 }
 
 
-def _source_json(s: ModelSource) -> dict[str, Any]:
-    return {"kind": s.kind, "location": s.location, "revision": s.revision, "resolved_revision": s.resolved_revision}
-
-
-def _request(ticket: dict[str, Any]) -> CompileRequest:
-    return CompileRequest(ModelSource(**ticket["source"]), TargetSpec.model_validate(ticket["target"]))
-
-
-def _store(ticket: dict[str, Any]):
+def _store(state: BuildState):
     from neuronforge.stores import open_store
 
-    return open_store(ticket["store_uri"])
-
-
-@contextmanager
-def _keeping_lease(ticket: dict[str, Any]) -> Iterator[None]:
-    """While a task of a run that holds the target's lease works, heart-beat the lease (and fail
-    fast if it was taken over); afterwards the ticket carries the lease's latest version, which
-    the next task renews from. A run that lost its lease stops here and publishes nothing."""
-    if "lease" not in ticket:
-        yield
-        return
-    from neuronforge import leases
-
-    keeper = leases.LeaseKeeper(_store(ticket), leases.Lease(**ticket["lease"]), release_on_exit=False)
-    with keeper:
-        keeper.assert_held()
-        yield
-    keeper.assert_held()
-    ticket["lease"] = asdict(keeper.lease)
+    return open_store(state.store_uri)
 
 
 def _run_id() -> str:
@@ -110,299 +83,149 @@ def _final_attempt() -> bool:
         return True
 
 
-def _records_failure(body: Callable[[dict[str, Any]], dict[str, Any]]) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """A task body that, when it fails for a ticket whose key is known, records the failure in the
-    store (`failures/<key>.json`) so the recompile report can say what failed and why, and, on the
-    last attempt, releases the run's compile lease so the next request for the key need not wait
-    for it to expire."""
+@contextmanager
+def _keeping_lease(state: BuildState, store) -> Iterator[list[BuildState]]:
+    """While a stage of a run that holds the target's lease works, heart-beat the lease (and fail
+    fast if it was taken over). The caller puts the stage's result in the yielded list; it leaves
+    carrying the lease's latest version, which the next task renews from."""
+    from neuronforge import leases
 
-    @functools.wraps(body)
-    def wrapper(ticket: dict[str, Any]) -> dict[str, Any]:
-        try:
-            return body(ticket)
-        except Exception as exc:
-            if ticket.get("key"):
-                from neuronforge import leases
-                from neuronforge.failures import record_failure
-
-                try:
-                    store = _store(ticket)
-                    record_failure(store, ticket["key"], body.__name__, exc, _run_id())
-                    current = leases.current(store, ticket["key"]) if "lease" in ticket else None
-                    # Ours if the holder matches (heartbeats moved its version past the ticket's).
-                    if current and current.holder == ticket["lease"]["holder"] and _final_attempt():
-                        leases.release(store, current)
-                except Exception as record_exc:  # the build's own error matters more
-                    log.warning("could not record the failure of %s: %s", ticket["key"][:12], record_exc)
-            raise
-
-    return wrapper
+    out: list[BuildState] = []
+    keeper = leases.LeaseKeeper(store, state.need("lease").lease(), release_on_exit=False)
+    with keeper:
+        keeper.assert_held()
+        yield out
+    keeper.assert_held()
+    if out:
+        out[0] = out[0].model_copy(update={"lease": LeaseRef.of(keeper.lease)})
 
 
-@task
+def run_stage_task(name: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """The body of every generated task (also run inside a Kubernetes pod): one stage of the
+    pipeline on this worker, under the lease when the stage needs it."""
+    stage = STAGE_BY_NAME[name]
+    state = BuildState.model_validate(payload)
+    if state.hit is not None and stage.skip_on_hit:
+        log.info("%s: cache hit, nothing to do (%s)", stage.name, state.hit.manifest_uri)
+        return payload
+    store = _store(state)
+    ctx = Context(store, settings.work_dir())
+    try:
+        if stage.holds_lease and state.lease is not None:
+            with _keeping_lease(state, store) as out:
+                out.append(execute(stage, state, ctx, _run_id()))
+            result = out[0]
+        else:
+            result = execute(stage, state, ctx, _run_id())
+    except Exception:
+        _release_on_last_attempt(state, store)
+        raise
+    if name == "publish_artifact" and result.lease is not None:
+        from neuronforge import leases
+
+        leases.release(store, result.lease.lease())
+    log.info("%s: %s", stage.name, result.summary())
+    return result.model_dump(mode="json")
+
+
+def _release_on_last_attempt(state: BuildState, store) -> None:
+    """On the last attempt of a failed stage, release the run's compile lease so the next request
+    for the key need not wait for it to expire."""
+    if state.lease is None or not _final_attempt():
+        return
+    from neuronforge import leases
+
+    try:
+        current = leases.current(store, state.lease.key)
+        # Ours if the holder matches (heartbeats moved its version past the state's).
+        if current and current.holder == state.lease.holder:
+            leases.release(store, current)
+    except Exception as exc:
+        log.warning("could not release the lease of %s: %s", state.lease.key[:12], exc)
+
+
+def stage_task(stage: Stage, queue: str = "default"):
+    """The TaskFlow task for one stage: its queue, its pool, and (publish) its outlet."""
+
+    def body(state: dict[str, Any]) -> dict[str, Any]:
+        return run_stage_task(stage.name, state)
+
+    body.__name__ = body.__qualname__ = stage.name
+    body.__doc__ = stage.doc
+    options: dict[str, Any] = {"task_id": stage.name, "queue": queue, "show_return_value_in_logs": False}
+    if stage.uses_accelerator:
+        options |= {"pool": POOL, "pool_slots": 1}  # sized per target by the cluster policy
+    if stage.name == "publish_artifact":
+        return task(outlets=[ARTIFACTS_ALIAS], **options)(_with_asset_event(body))
+    return task(**options)(body)
+
+
+def _with_asset_event(body):
+    def publish_artifact(state: dict[str, Any]) -> dict[str, Any]:
+        """Publish (unless a hit) and emit the artifact's Asset event either way."""
+        done = BuildState.model_validate(body(state))
+        info = done.artifact
+        assert info is not None and done.key is not None
+        root = info.manifest_uri.rsplit("/", 1)[0]
+        org, name = done.pinned_source().org_name
+        asset = Asset(name=f"neuronforge/{org}/{name}/{done.target.slug}/{done.key[:12]}", uri=root)
+        extra = {
+            "cache_key": done.key,
+            "manifest_uri": info.manifest_uri,
+            "uris": info.uris,
+            "status": "cache-hit" if done.hit is not None else "published",
+        }
+        get_current_context()["outlet_events"][ARTIFACTS_ALIAS].add(asset, extra=extra)
+        log.info("%s %s: %s", extra["status"], done.target.slug, info.manifest_uri)
+        return {"slug": done.target.slug, **extra}
+
+    return publish_artifact
+
+
+@task(show_return_value_in_logs=False)
 def expand_targets(params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Validate the whole request (every target) before any work: one ticket per target."""
+    """Validate the whole request (every target, its static plan) before any work: one build
+    state per target."""
+    from neuronforge.pipeline import check_static
+
     params = params or get_current_context()["params"]
-    model = params.get("model") or str(settings.demo_model())
-    backend = params.get("backend", "cpu")
-    tickets = []
+    model = params.get("model") or settings.DEFAULT_MODEL
+    backend = params.get("backend") or "cpu"
+    states = []
     for raw in params["targets"]:
         raw = dict(raw)
         formats = raw.pop("publish_formats", None) or params.get("publish_formats") or ["optimum"]
         target = TargetSpec.parse({**raw, "backend": raw.get("backend") or backend})
-        tickets.append(
-            {
-                "model": model,
-                "target": target.model_dump(mode="json"),
-                "store_uri": settings.store_uri(params.get("store")),
-                "work_dir": str(settings.work_dir()),
-                "prompts": list(params.get("prompts") or []),
-                "max_new_tokens": int(params.get("max_new_tokens", 8)),
-                "formats": list(formats),
-            }
+        check_static(None, target)  # tp vs instance, before any lease or download
+        state = BuildState(
+            model=model,
+            target=target,
+            store_uri=settings.store_uri(params.get("store")),
+            formats=list(formats),
+            prompts=list(params.get("prompts") or []),
+            max_new_tokens=int(params.get("max_new_tokens") or 8),
         )
-    log.info("%d target(s): %s", len(tickets), ", ".join(TargetSpec.model_validate(t["target"]).slug for t in tickets))
-    return tickets
-
-
-def _route(ticket: dict[str, Any]) -> str:
-    return "cpu" if ticket["target"]["backend"] == "cpu" else "neuron"
-
-
-@task
-def cpu_tickets(tickets: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The tickets that run on the default queue (cpu backend)."""
-    return [t for t in tickets if _route(t) == "cpu"]
-
-
-@task
-def neuron_tickets(tickets: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The tickets that need Neuron workers (queue `neuron`)."""
-    return [t for t in tickets if _route(t) == "neuron"]
-
-
-@task
-def prepare(ticket: dict[str, Any]) -> dict[str, Any]:
-    """Resolve the source, detect the toolchain, compute the key, look it up in the index."""
-    from neuronforge.pipeline import prepare as prepare_stage
-    from neuronforge.stages.publish import lookup
-
-    target = TargetSpec.model_validate(ticket["target"])
-    prep = prepare_stage(ticket["model"], target, Path(ticket["work_dir"]))
-    hit = lookup(_store(ticket), prep.key)
-    from operators.kubernetes import neuron_devices
-
-    ticket = {
-        **ticket,
-        "neuron_devices": neuron_devices(target) if target.backend != "cpu" else 0,
-        "source": _source_json(prep.request.source),
-        "toolchain": prep.toolchain.to_json(),
-        "key": prep.key,
-    }
-    if hit is not None:
-        log.info("cache hit for %s: %s %s", prep.key[:12], hit.manifest_uri, hit.uris)
-        ticket["hit"] = {"manifest_uri": hit.manifest_uri, "prefix": hit.prefix, "uris": hit.uris}
-    else:
-        log.info("no published artifact for key %s: building %s", prep.key[:12], target.slug)
-    return ticket
-
-
-@task
-@_records_failure
-def fetch_checkpoint(ticket: dict[str, Any]) -> dict[str, Any]:
-    if "hit" in ticket:
-        return ticket
-    from neuronforge.stages.fetch import FetchRequest, fetch, fetch_summary
-
-    source = ModelSource(**ticket["source"])
-    with _keeping_lease(ticket):
-        result = fetch(FetchRequest(str(source), ticket["store_uri"], Path(ticket["work_dir"])), _store(ticket))
-    log.info("checkpoint: %s", fetch_summary(result))
-    return {**ticket, "checkpoint_dir": str(result.local_dir)}
-
-
-@task
-@_records_failure
-def plan_target(ticket: dict[str, Any]) -> dict[str, Any]:
-    """Fail fast with the planner's messages: nothing is compiled or published."""
-    if "hit" in ticket:
-        return ticket
-    from neuronforge.pipeline import check_plan
-
-    result = check_plan(
-        Path(ticket["checkpoint_dir"]),
-        TargetSpec.model_validate(ticket["target"]),
-        Toolchain.from_json(ticket["toolchain"]),  # as detected on the worker that compiles
-    )
-    for c in result.checks:
-        log.info("plan %s: %s", c.name, c.message)
-    return {**ticket, "plan": result.to_json()}
-
-
-@task
-@_records_failure
-def quantize_weights(ticket: dict[str, Any]) -> dict[str, Any]:
-    """Stage `quantize` when the target asks for it (CPU work, default queue): the quantized
-    checkpoint, reused by every target with the same quantization; a pass-through otherwise."""
-    if "hit" in ticket:
-        return ticket
-    from neuronforge.pipeline import quantize_for
-
-    target = TargetSpec.model_validate(ticket["target"])
-    inputs = quantize_for(
-        Path(ticket["checkpoint_dir"]),
-        ModelSource(**ticket["source"]),
-        target,
-        Path(ticket["work_dir"]),
-        _store(ticket),
-    )
-    if inputs.info:
-        log.info("quantized checkpoint %s: %s", target.quantization.slug, inputs.info)
-    paths = {
-        "compile_checkpoint_dir": inputs.compile_dir,
-        "quantized_dir": inputs.quantized_dir,
-        "reference_dir": inputs.reference_dir,
-        "unquantized_dir": inputs.unquantized_dir,
-    }
-    return {**ticket, **{k: str(v) for k, v in paths.items() if v}, "quantized": inputs.info}
-
-
-def _path(ticket: dict[str, Any], key: str, default: str | None = None) -> Path | None:
-    value = ticket.get(key, default)
-    return Path(value) if value else None
-
-
-@task(queue="default", pool=POOL, pool_slots=1)
-def compile_graphs(ticket: dict[str, Any]) -> dict[str, Any]:
-    return compile_ticket(ticket)
-
-
-@_records_failure
-def compile_ticket(ticket: dict[str, Any]) -> dict[str, Any]:
-    """The compile task's body (also run inside a Kubernetes pod, see operators/kubernetes.py)."""
-    if "hit" in ticket:
-        return ticket
-    from neuronforge.stages.compile import CompileInput, compile_target
-
-    inp = CompileInput(
-        _request(ticket),
-        Toolchain.from_json(ticket["toolchain"]),
-        ticket["key"],
-        _path(ticket, "compile_checkpoint_dir", ticket["checkpoint_dir"]),
-        Path(ticket["work_dir"]),
-        _path(ticket, "quantized_dir"),
-    )
-    with _keeping_lease(ticket):
-        out = compile_target(inp, _store(ticket))
-    for g in out.graphs:
-        log.info(
-            "graph %s: %s (%s, %.1fs)",
-            g["name"],
-            g["entry"],
-            "cache hit" if g["cached"] else "compiled",
-            g["seconds"] or 0.0,
-        )
-    compiled = {
-        "graphs": out.graphs,
-        "compiler_invocations": out.compiler_invocations,
-        "seconds": out.seconds,
-        "graph_set": out.graph_set,
-    }
-    if ticket.get("quantized"):
-        compiled["quantized"] = ticket["quantized"]
-    return {**ticket, "build_dir": str(out.build_dir), "compile": compiled}
-
-
-@task
-@_records_failure
-def sync_compile_cache(ticket: dict[str, Any]) -> dict[str, Any]:
-    if "hit" in ticket:
-        return ticket
-    from neuronforge.stages.compile import sync_cache
-
-    report = sync_cache(
-        Path(ticket["work_dir"]), Toolchain.from_json(ticket["toolchain"]), _store(ticket), ticket["compile"]
-    )
-    log.info("compile cache sync: %s", report.to_json())
-    return {**ticket, "cache_sync": report.to_json()}
-
-
-@task(queue="default", pool=POOL, pool_slots=1)
-def smoke(ticket: dict[str, Any]) -> dict[str, Any]:
-    return smoke_ticket(ticket)
-
-
-@_records_failure
-def smoke_ticket(ticket: dict[str, Any]) -> dict[str, Any]:
-    """The smoke task's body (also run inside a Kubernetes pod, see operators/kubernetes.py)."""
-    if "hit" in ticket:
-        return ticket
-    from neuronforge.stages.smoke import DEFAULT_PROMPTS, SmokeInput, smoke_test
-
-    target = TargetSpec.model_validate(ticket["target"])
-    smoke_input = SmokeInput(
-        Path(ticket["build_dir"]),
-        _path(ticket, "compile_checkpoint_dir", ticket["checkpoint_dir"]),
-        target.dtype,
-        target.backend,
-        ticket["prompts"] or list(DEFAULT_PROMPTS),
-        ticket["max_new_tokens"],
-        reference_dir=_path(ticket, "reference_dir"),
-        unquantized_dir=_path(ticket, "unquantized_dir"),
-    )
-    with _keeping_lease(ticket):
-        result = smoke_test(smoke_input)
+        states.append(state.model_dump(mode="json"))
     log.info(
-        "smoke: %s (load %.2fs, first token %.4fs, %.5fs/token)",
-        result.reason,
-        result.load_s or 0,
-        result.time_to_first_token_s or 0,
-        result.per_token_s or 0,
+        "%d target(s) of %s: %s",
+        len(states),
+        model,
+        ", ".join(BuildState.model_validate(s).target.slug for s in states),
     )
-    if not result.passed:
-        from neuronforge.pipeline import SmokeFailed
-
-        raise SmokeFailed(f"{target.slug}: {result.reason}")
-    return {**ticket, "smoke": result.to_json()}
+    return states
 
 
-@task(outlets=[ARTIFACTS_ALIAS])
-@_records_failure
-def publish_artifact(ticket: dict[str, Any]) -> dict[str, Any]:
-    """Publish (unless a hit) and emit the artifact's Asset event either way."""
-    if "hit" in ticket:
-        info = ticket["hit"]
-    else:
-        from neuronforge.stages.publish import PublishInput, publish
+def _route(state: dict[str, Any]) -> str:
+    return "cpu" if state["target"]["backend"] == "cpu" else "neuron"
 
-        publish_input = PublishInput(
-            _request(ticket),
-            Toolchain.from_json(ticket["toolchain"]),
-            ticket["key"],
-            Path(ticket["build_dir"]),
-            ticket["smoke"],
-            {**ticket["compile"], "cache_sync": ticket.get("cache_sync")},  # failed entries listed
-            Path(ticket["work_dir"]),
-            tuple(ticket["formats"]),
-            Path(ticket["checkpoint_dir"]),
-        )
-        with _keeping_lease(ticket):  # a run whose lease was taken over publishes nothing
-            published = publish(publish_input, _store(ticket))
-        if "lease" in ticket:
-            from neuronforge import leases
 
-            leases.release(_store(ticket), leases.Lease(**ticket["lease"]))
-        info = {"manifest_uri": published.manifest_uri, "prefix": published.prefix, "uris": published.uris}
-        log.info("published %s", published.manifest_uri)
-    root = info["manifest_uri"].rsplit("/", 1)[0]
-    target = TargetSpec.model_validate(ticket["target"])
-    org, name = ModelSource(**ticket["source"]).org_name
-    asset = Asset(name=f"neuronforge/{org}/{name}/{target.slug}/{ticket['key'][:12]}", uri=root)
-    extra = {
-        "cache_key": ticket["key"],
-        "manifest_uri": info["manifest_uri"],
-        "uris": info["uris"],
-        "status": "cache-hit" if "hit" in ticket else "published",
-    }
-    get_current_context()["outlet_events"][ARTIFACTS_ALIAS].add(asset, extra=extra)
-    return {"slug": target.slug, **extra}
+@task(show_return_value_in_logs=False)
+def cpu_tickets(states: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The targets that run on the default queue (cpu backend)."""
+    return [t for t in states if _route(t) == "cpu"]
+
+
+@task(show_return_value_in_logs=False)
+def neuron_tickets(states: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The targets that need Neuron workers (queue `neuron`), in the order of `conf["targets"]`."""
+    return [t for t in states if _route(t) == "neuron"]

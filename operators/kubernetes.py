@@ -7,22 +7,19 @@ KubernetesPodOperators (`@task.kubernetes`) running the neuron worker image
 `aws.amazon.com/neuron` device requests sized for the target (tp × logical-core size over the
 cores per device), in `NEURONFORGE_K8S_NAMESPACE`, shaped by an optional pod template
 (`NEURONFORGE_K8S_POD_TEMPLATE`: service account, the shared work-dir volume, store credentials).
-The pod runs the same task body as the Celery task (`compile_ticket` / `smoke_ticket`).
+The pod runs the same stage as the Celery task (`operators.compile_publish.run_stage_task`).
 """
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any
 
+from neuronforge.devices import CORES_PER_DEVICE, neuron_devices  # noqa: F401 (re-exported)
 from neuronforge.errors import InvalidInput
-from neuronforge.target import TargetSpec
 
 RUNNERS = ("celery", "kubernetes")
 NEURON_RESOURCE = "aws.amazon.com/neuron"
-# Physical NeuronCores per Neuron device (what the Neuron device plugin counts as one `neuron`).
-CORES_PER_DEVICE = {"inf2": 2, "trn1": 2, "trn1n": 2, "trn2": 8}
 DEFAULT_IMAGE = "neuronforge-neuron-worker:latest"
 
 
@@ -31,12 +28,6 @@ def runner() -> str:
     if value not in RUNNERS:
         raise InvalidInput(f"NEURONFORGE_NEURON_RUNNER={value!r}; use one of {list(RUNNERS)}")
     return value
-
-
-def neuron_devices(target: TargetSpec) -> int:
-    """Neuron devices a pod needs for the target: its tp degree in physical cores, rounded up."""
-    t = target.normalized()
-    return math.ceil(t.tp_degree * t.logical_nc_config / CORES_PER_DEVICE[t.instance.family])
 
 
 def _devices_template(group: str) -> str:
@@ -61,21 +52,21 @@ def pod_settings(group: str = "neuron_target") -> dict[str, Any]:
 
 
 def pod_tasks():
-    """(compile, smoke) as `@task.kubernetes` tasks; their bodies run in the pod."""
+    """(compile, smoke) as `@task.kubernetes` tasks; their stages run in the pod."""
     from airflow.sdk import task
 
     from operators.compile_publish import POOL
 
     @task.kubernetes(task_id="compile_graphs", pool=POOL, **pod_settings())
-    def compile_graphs(ticket: dict[str, Any]) -> dict[str, Any]:
-        from operators.compile_publish import compile_ticket
+    def compile_graphs(state: dict[str, Any]) -> dict[str, Any]:
+        from operators.compile_publish import run_stage_task
 
-        return compile_ticket(ticket)
+        return run_stage_task("compile_graphs", state)
 
     @task.kubernetes(task_id="smoke", pool=POOL, **pod_settings())
-    def smoke(ticket: dict[str, Any]) -> dict[str, Any]:
-        from operators.compile_publish import smoke_ticket
+    def smoke(state: dict[str, Any]) -> dict[str, Any]:
+        from operators.compile_publish import run_stage_task
 
-        return smoke_ticket(ticket)
+        return run_stage_task("smoke", state)
 
     return compile_graphs, smoke

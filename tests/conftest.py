@@ -114,6 +114,16 @@ class Compiled:
     first: TargetOutcome
     target: TargetSpec
 
+    @property
+    def build_dir(self) -> Path:
+        """The first run's build, as this host's verified local cache holds it."""
+        from neuronforge.localcache import lookup_local
+
+        assert self.first.state is not None and self.first.state.compiled is not None
+        found = lookup_local(self.first.state.compiled.build, self.work_dir)
+        assert found is not None
+        return found
+
 
 @pytest.fixture(scope="session")
 def compiled(tmp_path_factory: pytest.TempPathFactory) -> Compiled:

@@ -29,6 +29,7 @@ from typing import Any
 
 from neuronforge.compile_cache import CompileCache, entry_name, flags_hash, graph_hash
 from neuronforge.errors import InvalidInput
+from neuronforge.progress import heartbeat
 from neuronforge.target import TORCH_DTYPE_NAMES, TargetSpec
 
 log = logging.getLogger(__name__)
@@ -165,11 +166,12 @@ def compile_cpu(
             log.info("compiling %s (%s)", name, entry)
             path = cache.begin(entry, INDUCTOR_CONFIGS)
             try:
-                torch._inductor.aoti_compile_and_package(
-                    ep,
-                    package_path=str(path / "model.pt2"),
-                    inductor_configs=dict(INDUCTOR_CONFIGS),  # it mutates the dict
-                )
+                with heartbeat(f"compiling graph {name}", logger=log):
+                    torch._inductor.aoti_compile_and_package(
+                        ep,
+                        package_path=str(path / "model.pt2"),
+                        inductor_configs=dict(INDUCTOR_CONFIGS),  # it mutates the dict
+                    )
             except Exception as exc:
                 cache.fail(path, f"{type(exc).__name__}: {exc}")
                 raise

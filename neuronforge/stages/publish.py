@@ -95,13 +95,24 @@ def neuron_config(request: CompileRequest, toolchain: Toolchain) -> dict[str, An
     }
 
 
+def _not_ours(root: Path):
+    """copytree filter: leave out the top-level bookkeeping of a materialized folder (its store
+    manifest and the local cache's marker), which describe the folder, not the artifact."""
+    from neuronforge.localcache import MARKER
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        return {n for n in names if n in (layout.MANIFEST, MARKER)} if Path(folder) == root else set()
+
+    return ignore
+
+
 def _stage(inp: PublishInput, store: ArtifactStore, prefix: str) -> Path:
     check_formats(inp.formats)
     stage = inp.work_dir / "publish" / inp.key[:12]
     shutil.rmtree(stage, ignore_errors=True)
     cpu = inp.request.target.backend == "cpu"
     if "optimum" in inp.formats:
-        shutil.copytree(inp.build_dir, stage / "optimum")
+        shutil.copytree(inp.build_dir, stage / "optimum", ignore=_not_ours(inp.build_dir))
         if cpu:
             (stage / "optimum" / "neuron_config.json").write_text(
                 json.dumps(neuron_config(inp.request, inp.toolchain), indent=2) + "\n"
@@ -116,7 +127,7 @@ def _stage(inp: PublishInput, store: ArtifactStore, prefix: str) -> Path:
         if inp.checkpoint_dir is None:
             raise InvalidInput("the lmi format needs the checkpoint (split model) to publish")
         split = stage / "split" / "model"
-        shutil.copytree(inp.checkpoint_dir, split, ignore=shutil.ignore_patterns(layout.MANIFEST))
+        shutil.copytree(inp.checkpoint_dir, split, ignore=_not_ours(inp.checkpoint_dir))
         neff_cache = store.uri(layout.neuron_cache_prefix(inp.toolchain.compiler, inp.toolchain.compiler_version))
         options = serving_options(inp.request.target, store.uri(f"{prefix}/split/model"), neff_cache)
         (stage / "lmi").mkdir()

@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from neuronforge.progress import heartbeat
+
 DEFAULT_PROMPTS = ("Hello, my name is", "The capital of France is")
 SMOKE_JSON = "smoke.json"
 
@@ -124,7 +126,8 @@ def _run_cpu(inp: SmokeInput) -> tuple[dict[str, Any] | None, str]:
             str(out),
         ]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=inp.timeout_s, check=False)
+            with heartbeat("smoke test: loading the artifact and generating in a child process"):
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=inp.timeout_s, check=False)
         except subprocess.TimeoutExpired:
             return None, f"loading and generating did not finish within {inp.timeout_s:.0f}s"
         if proc.returncode != 0:

@@ -36,7 +36,7 @@ def test_second_run_is_a_cache_hit_without_compiling(compiled: Compiled) -> None
     again = run_target(str(compiled.checkpoint), compiled.target, compiled.store, compiled.work_dir)
     assert again.status == "cache-hit" and again.compiler_invocations == 0
     assert again.published.manifest_uri == compiled.first.published.manifest_uri
-    assert set(again.timings) == {"resolve_lookup"}  # no fetch, no compile
+    assert set(again.timings) == {"prepare"}  # no fetch, no compile
 
 
 def test_compile_cache_entries_are_in_the_store_in_neuron_layout(compiled: Compiled) -> None:
@@ -66,7 +66,7 @@ def test_another_worker_reuses_graphs_from_the_store(compiled: Compiled, tmp_pat
 
 def test_corrupted_graph_fails_the_smoke_test_and_nothing_is_published(compiled: Compiled, tmp_path: Path) -> None:
     build = tmp_path / "build"
-    shutil.copytree(compiled.work_dir / "build" / compiled.first.key[:12], build)
+    shutil.copytree(compiled.build_dir, build)
     graph = build / "graphs" / "decode.pt2"
     graph.write_bytes(graph.read_bytes()[: graph.stat().st_size // 2])  # a truncated upload
     smoke = smoke_test(SmokeInput(build, compiled.checkpoint, "fp32", max_new_tokens=4, timeout_s=300))
@@ -85,7 +85,7 @@ def test_wrong_weights_fail_the_smoke_test(compiled: Compiled, tmp_path: Path) -
     from safetensors.torch import load_file, save_file
 
     build = tmp_path / "build"
-    shutil.copytree(compiled.work_dir / "build" / compiled.first.key[:12], build)
+    shutil.copytree(compiled.build_dir, build)
     weights = load_file(build / "weights.safetensors")
     weights = {k: (-v if k.endswith("lm_head.weight") else v) for k, v in weights.items()}
     save_file(weights, build / "weights.safetensors")
@@ -105,11 +105,18 @@ def test_planner_rejection_publishes_nothing(compiled: Compiled, tmp_path: Path)
     bad = TargetSpec.parse({**TARGET, "tp_degree": 4})
     with pytest.raises(PlanRejected, match=r"tp=4 is not supported on inf2\.xlarge"):
         run_target(str(compiled.checkpoint), bad, store, compiled.work_dir)
-    assert not [o for o in store.list() if not o.key.startswith(("checkpoints/", "locks/"))]
-    from neuronforge import leases
+    # Refused by the static checks in `prepare`: no lease taken, nothing fetched.
+    assert store.list() == []
 
-    (lock,) = store.list("locks")  # the run's compile lease, released when it failed
-    assert not leases.current(store, lock.key.removeprefix("locks/")).live
+
+def test_a_sequence_longer_than_the_model_is_refused_from_its_config_alone(compiled: Compiled, tmp_path: Path) -> None:
+    """The model's config.json (read alone) decides heads and sequence length before any lease or
+    download; the message names the limit."""
+    store = open_store(f"file://{tmp_path / 'store'}")
+    bad = TargetSpec.parse({**TARGET, "sequence_length": 4096, "max_context_length": 1024})
+    with pytest.raises(PlanRejected, match=r"exceeds the model's max_position_embeddings 256"):
+        run_target(str(compiled.checkpoint), bad, store, compiled.work_dir)
+    assert store.list() == []
 
 
 def test_a_failed_quantization_publishes_nothing(tiny_llama: Path, tmp_path: Path) -> None:
@@ -186,8 +193,12 @@ def test_a_quantized_nxdi_target_points_neuron_config_at_the_quantized_checkpoin
     target = TargetSpec.parse({**TARGET, "tp_degree": 2, "backend": "nxdi", "quantization": "f8e4m3:per_tensor"})
     out = run_target(str(tiny_llama), target, store, tmp_path / "work")
     assert out.status == "published" and out.published.manifest["smoke"]["passed"]
-    build = next(p for p in (tmp_path / "work" / "build").iterdir() if p.is_dir())
+    from neuronforge.localcache import lookup_local
+
+    build = lookup_local(out.state.compiled.build, tmp_path / "work")
     nc = json.loads((build / "neuron_config.json").read_text())["neuron_config"]
     assert nc["quantized"] and (nc["quantization_dtype"], nc["quantization_type"]) == ("f8e4m3", "per_tensor_symmetric")
-    assert Path(nc["quantized_checkpoints_path"]).name == "f8e4m3_per_tensor-fp32"
-    assert (Path(nc["quantized_checkpoints_path"]) / "MANIFEST.json").exists()
+    # The quantized checkpoint as the compile host materialized it from the store (verified copy).
+    quantized = json.loads((Path(nc["quantized_checkpoints_path"]) / "MANIFEST.json").read_text())
+    assert quantized["quantization"] == {"dtype": "f8e4m3", "method": "per_tensor_symmetric"}
+    assert Path(nc["quantized_checkpoints_path"]).name == out.state.quantized.checkpoint.manifest_sha256
