@@ -8,10 +8,11 @@ STAMP  := $(VENV)/.installed
 
 setup: $(STAMP)
 
-$(STAMP): requirements.txt constraints.txt pyproject.toml
+$(STAMP): requirements.txt requirements-deploy.txt constraints.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip>=24"
-	$(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
+	# requirements-deploy.txt: the Celery + PostgreSQL extras (the deployment tests start one)
+	$(PY) -m pip install --quiet -r requirements.txt -r requirements-deploy.txt -c constraints.txt
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
