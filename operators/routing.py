@@ -10,14 +10,33 @@ scheduler calls as it creates each mapped instance, with the `dag_run` (and so `
 Map index i of the `neuron_target` group is the run's i-th target of a Neuron backend:
 `neuron_tickets` keeps the order of `conf["targets"]` and drops the cpu ones (a target's own
 `backend`, else the run's, else the form's default `cpu`).
+
+The hook also leaves the run-start deployment check (`operators/deployment_checks.py`) what a
+task cannot see in Airflow 3: workers have no metadata-DB access and the Task SDK's execution API
+has no pool endpoint. The hook runs where task instances are created, which has the DB (the
+api-server for a triggered run, the scheduler for a scheduled one, `dag.test()`): when it creates
+the `expand_targets` instance of a run it records the `neuron_cores` pool's slots (None: no such
+pool) in the Airflow Variable `neuronforge_deployment`, in the caller's own DB transaction, and the
+task reads it back through the Task SDK. A missing or old record means the policy does not run
+where runs are created.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+from datetime import UTC, datetime
 from typing import Any
 
 DAG_ID = "neuronforge_compile_publish"
 SIZED_TASKS = ("neuron_target.compile_graphs", "neuron_target.smoke")
+POOL = "neuron_cores"
+# The first task of a run: its creation is when the deployment record is refreshed.
+RECORDING_TASK = "expand_targets"
+RECORD_VARIABLE = "neuronforge_deployment"
+POLICY = f"{__name__}.task_instance_mutation_hook"
+
+log = logging.getLogger(__name__)
 
 
 def pool_slots_for(task_id: str, map_index: int, conf: dict[str, Any] | None) -> int | None:
@@ -35,9 +54,51 @@ def pool_slots_for(task_id: str, map_index: int, conf: dict[str, Any] | None) ->
     return tp if isinstance(tp, int) and tp >= 1 else None
 
 
+def deployment_record(pool_slots: int | None, dag_id: str, run_id: str, now: datetime | None = None) -> dict[str, Any]:
+    """What the hook leaves the run-start check: the pool as seen from the DB, and who saw it when."""
+    return {
+        "policy": POLICY,
+        "pools": {POOL: pool_slots},
+        "dag_id": dag_id,
+        "run_id": run_id,
+        "recorded_at": (now or datetime.now(UTC)).isoformat(),
+    }
+
+
+def record_deployment(dag_run: Any) -> None:
+    """Upsert the `neuronforge_deployment` Variable in the session `dag_run` belongs to (the caller's
+    transaction: no second connection, which SQLite would lock out). Never fails the caller."""
+    try:
+        from airflow.models.pool import Pool
+        from airflow.models.variable import Variable
+        from sqlalchemy import select
+        from sqlalchemy.orm import object_session
+
+        session = object_session(dag_run)
+        if session is None:  # a detached run: nothing to write with
+            return
+        with session.no_autoflush:
+            slots = session.scalar(select(Pool.slots).where(Pool.pool == POOL))
+            value = json.dumps(deployment_record(slots, dag_run.dag_id, dag_run.run_id))
+            with session.begin_nested():
+                var = session.scalar(select(Variable).where(Variable.key == RECORD_VARIABLE))
+                if var is None:
+                    description = "Written by the neuronforge cluster policy (operators/routing.py) at each run start"
+                    session.add(Variable(key=RECORD_VARIABLE, val=value, description=description))
+                else:
+                    var.set_val(value)
+    except Exception:  # the policy must never stop task instances from being created
+        log.warning("neuronforge: could not record the deployment state for %s", dag_run.run_id, exc_info=True)
+
+
 def task_instance_mutation_hook(task_instance: Any, dag_run: Any = None) -> None:
-    """Cluster policy: size the Neuron compile / smoke task instances by their target's tp degree."""
-    if getattr(task_instance, "dag_id", None) != DAG_ID or dag_run is None:
+    """Cluster policy: size the Neuron compile / smoke task instances by their target's tp degree;
+    at a run's first task, record the deployment state for the run-start check."""
+    if dag_run is None:
+        return
+    if getattr(task_instance, "task_id", None) == RECORDING_TASK and getattr(task_instance, "map_index", -1) == -1:
+        record_deployment(dag_run)
+    if getattr(task_instance, "dag_id", None) != DAG_ID:
         return
     slots = pool_slots_for(task_instance.task_id, task_instance.map_index, getattr(dag_run, "conf", None))
     if slots is not None:

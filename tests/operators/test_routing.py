@@ -64,3 +64,25 @@ def test_airflow_loads_the_policy_from_airflow_home(tmp_path) -> None:
     env = {**os.environ, "AIRFLOW_HOME": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False ['AirflowLocalSettingsPolicy']"
+
+
+def test_deployment_record_names_the_pool_and_who_saw_it() -> None:
+    from datetime import UTC, datetime
+
+    from operators.routing import deployment_record
+
+    at = datetime(2026, 5, 1, tzinfo=UTC)
+    assert deployment_record(None, "d", "r", now=at) == {
+        "policy": "operators.routing.task_instance_mutation_hook",
+        "pools": {"neuron_cores": None},
+        "dag_id": "d",
+        "run_id": "r",
+        "recorded_at": "2026-05-01T00:00:00+00:00",
+    }
+
+
+def test_recording_never_breaks_task_instance_creation() -> None:
+    """A run without a DB session (or any failure to record) leaves the task instance as it is."""
+    ti = SimpleNamespace(dag_id=DAG_ID, task_id="expand_targets", map_index=-1, pool_slots=1)
+    task_instance_mutation_hook(ti, dag_run=SimpleNamespace(conf=CONF, dag_id=DAG_ID, run_id="r"))
+    assert ti.pool_slots == 1
