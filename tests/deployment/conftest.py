@@ -1,0 +1,50 @@
+"""The deployment fixture: one real deployment (PostgreSQL, redis, S3, Airflow with two Celery
+workers) per module, every process stopped by PID at the end. Skipped, with the reason, on a machine
+without the PostgreSQL / redis binaries or the deployment packages (requirements-deploy.txt)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.deployment.services import missing_requirements
+
+MISSING = missing_requirements()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not MISSING:
+        return
+    skip = pytest.mark.skip(reason="deployment test needs " + "; ".join(MISSING))
+    for item in items:
+        if "tests/deployment/" in item.nodeid:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="module")
+def deployment(request: pytest.FixtureRequest) -> Iterator:
+    from tests.deployment.airflow_deploy import deploy, teardown
+
+    # Not under pytest's 0700 tmp dirs: PostgreSQL may run as another account and must reach its dir.
+    root = Path(tempfile.mkdtemp(prefix="nf-deploy-"))
+    root.chmod(0o755)
+    dep = deploy(root)
+    print(
+        f"\ndeployment up in {dep.timings['deployment total']:.0f}s at {root}: workers "
+        f"{[w.name for w in dep.workers]} isolated by {dep.isolation}; timings {dep.timings}"
+    )
+    failed_before = request.session.testsfailed
+    try:
+        yield dep
+    finally:
+        teardown(dep)
+        keep = os.environ.get("NF_DEPLOY_KEEP") or request.session.testsfailed > failed_before
+        if keep:
+            print(f"\ndeployment files kept at {root} (logs/, airflow/logs/)")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
