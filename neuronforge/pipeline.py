@@ -62,6 +62,7 @@ class Context:
     store: ArtifactStore
     work_dir: Path
     keeper: leases.LeaseKeeper | None = None  # the CLI's lease heartbeat, checked before publishing
+    run_id: str = ""  # the Airflow run, for failure records
 
 
 # -- helpers the stages (and tests) share ------------------------------------------------------------
@@ -186,7 +187,13 @@ def _prepare(state: BuildState, ctx: Context) -> BuildState:
         log.info("cache hit for %s: %s", key[:12], hit.manifest_uri)
         update["hit"] = PublishedRef(manifest_uri=hit.manifest_uri, prefix=hit.prefix, uris=hit.uris)
     else:
-        check_static(source, state.target)
+        try:
+            check_static(source, state.target)
+        except PlanRejected as exc:
+            from neuronforge.failures import record_failure
+
+            record_failure(ctx.store, key, "prepare", exc, ctx.run_id)  # for the recompile report
+            raise
         log.info("no published artifact for key %s: building %s", key[:12], state.target.slug)
     return state.model_copy(update=update)
 
@@ -441,7 +448,7 @@ def _timed(stage: Stage, state: BuildState, ctx: Context, timings: dict[str, flo
     return _timed_call(stage.name, lambda: execute(stage, state, ctx), timings)
 
 
-def execute(stage: Stage, state: BuildState, ctx: Context, run_id: str = "") -> BuildState:
+def execute(stage: Stage, state: BuildState, ctx: Context) -> BuildState:
     """Run one stage for a state (CLI and DAG alike): a hit passes through; a failure of a build
     whose key is known is recorded in the store (`failures/<key>.json`) for the recompile report."""
     if stage.run is None:
@@ -455,7 +462,7 @@ def execute(stage: Stage, state: BuildState, ctx: Context, run_id: str = "") -> 
             from neuronforge.failures import record_failure
 
             try:
-                record_failure(ctx.store, state.key, stage.name, exc, run_id)
+                record_failure(ctx.store, state.key, stage.name, exc, ctx.run_id)
             except Exception as record_exc:
                 log.warning("could not record the failure of %s: %s", state.key[:12], record_exc)
         raise

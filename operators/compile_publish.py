@@ -109,14 +109,14 @@ def run_stage_task(name: str, payload: dict[str, Any]) -> dict[str, Any]:
         log.info("%s: cache hit, nothing to do (%s)", stage.name, state.hit.manifest_uri)
         return payload
     store = _store(state)
-    ctx = Context(store, settings.work_dir())
+    ctx = Context(store, settings.work_dir(), run_id=_run_id())
     try:
         if stage.holds_lease and state.lease is not None:
             with _keeping_lease(state, store) as out:
-                out.append(execute(stage, state, ctx, _run_id()))
+                out.append(execute(stage, state, ctx))
             result = out[0]
         else:
-            result = execute(stage, state, ctx, _run_id())
+            result = execute(stage, state, ctx)
     except Exception:
         _release_on_last_attempt(state, store)
         raise
@@ -186,8 +186,6 @@ def _with_asset_event(body):
 def expand_targets(params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Validate the whole request (every target, its static plan) before any work: one build
     state per target."""
-    from neuronforge.pipeline import check_static
-
     params = params or get_current_context()["params"]
     model = params.get("model") or settings.DEFAULT_MODEL
     backend = params.get("backend") or "cpu"
@@ -196,7 +194,6 @@ def expand_targets(params: dict[str, Any] | None = None) -> list[dict[str, Any]]
         raw = dict(raw)
         formats = raw.pop("publish_formats", None) or params.get("publish_formats") or ["optimum"]
         target = TargetSpec.parse({**raw, "backend": raw.get("backend") or backend})
-        check_static(None, target)  # tp vs instance, before any lease or download
         state = BuildState(
             model=model,
             target=target,

@@ -79,12 +79,13 @@ def test_cold_run_publishes_then_second_run_is_a_hit(dag, compiled: Compiled, ho
     manifest_key = store.read_json(layout.index_entry(key))["manifest"]
     manifest = store.read_json(manifest_key)
     assert manifest["smoke"]["passed"] and manifest["compile"]["compiler_invocations"] == 0  # graphs from the cache
-    build = home / "work" / "build" / key[:12]
-    shutil.rmtree(build)  # a second run that built anything would recreate it
+    objects = home / "work" / "objects"
+    assert objects.is_dir()  # the worker's verified cache of what the run handed between tasks
+    shutil.rmtree(objects)  # a second run that fetched or built anything would recreate it
 
     again = dag.test(run_conf=_conf(compiled, store_uri, [TARGET]))
     assert str(again.state) == "success"
-    assert not build.exists()
+    assert not objects.exists()
     assert store.read_json(manifest_key)["published_at"] == manifest["published_at"]
 
 
@@ -109,8 +110,9 @@ def test_a_rejected_target_publishes_nothing_and_does_not_block_others(
     bad = {**TARGET, "tp_degree": 4}  # inf2.xlarge has 2 cores
     run = dag.test(run_conf=_conf(compiled, store_uri, [bad, TARGET]))
     states = _states(run)
-    assert states[("cpu_target.plan_target", 0)] == "failed"
-    assert states[("cpu_target.compile_graphs", 0)] == "upstream_failed"
+    # Refused by the planner's static checks in `prepare`: before any lease or download.
+    assert states[("cpu_target.prepare", 0)] == "failed"
+    assert states[("cpu_target.claim_build", 0)] == "upstream_failed"
     assert states[("cpu_target.publish_artifact", 1)] == "success"
     store = open_store(store_uri)
     published = [o.key for o in store.list("artifacts") if o.key.endswith("/manifest.json")]
@@ -119,12 +121,16 @@ def test_a_rejected_target_publishes_nothing_and_does_not_block_others(
     # The failure is recorded under the target's key: what failed, why, in which run.
     (record,) = store.list("failures")
     failure = store.read_json(record.key)
-    assert failure["stage"] == "plan_target" and failure["run_id"] == run.run_id
+    assert failure["stage"] == "prepare" and failure["run_id"] == run.run_id
     assert "PlanRejected" in failure["error"] and "tp=4 is not supported" in failure["error"]
+    assert (
+        store.list("locks") == [f for f in store.list("locks") if "-tp1-" not in f.key]
+        and len({o.key.split("/")[1] for o in store.list("checkpoints")}) == 1
+    )  # only the good target fetched
     from neuronforge import leases
 
-    lease = leases.current(store, record.key.removeprefix("failures/").removesuffix(".json"))
-    assert lease is not None and not lease.live  # released: a retry of the key need not wait
+    bad_key = record.key.removeprefix("failures/").removesuffix(".json")
+    assert leases.current(store, bad_key) is None  # the rejected target never took a lease
 
 
 def test_nxdi_backend_end_to_end_with_the_fake_toolchain(
