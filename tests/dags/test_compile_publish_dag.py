@@ -123,10 +123,7 @@ def test_a_rejected_target_publishes_nothing_and_does_not_block_others(
     failure = store.read_json(record.key)
     assert failure["stage"] == "prepare" and failure["run_id"] == run.run_id
     assert "PlanRejected" in failure["error"] and "tp=4 is not supported" in failure["error"]
-    assert (
-        store.list("locks") == [f for f in store.list("locks") if "-tp1-" not in f.key]
-        and len({o.key.split("/")[1] for o in store.list("checkpoints")}) == 1
-    )  # only the good target fetched
+    assert len(store.list("locks")) == 1  # only the good target took a lease
     from neuronforge import leases
 
     bad_key = record.key.removeprefix("failures/").removesuffix(".json")
