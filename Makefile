@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 
 setup: $(STAMP)
 
-$(STAMP): requirements.txt requirements-deploy.txt constraints.txt pyproject.toml
+$(STAMP): requirements.txt requirements-runtime.txt requirements-deploy.txt constraints.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip>=24"
 	# requirements-deploy.txt: the Celery + PostgreSQL extras (the deployment tests start one)

