@@ -30,7 +30,7 @@ def core(home: Path) -> tuple[float, float, int, int]:
     from neuronforge.target import TargetSpec
 
     os.environ["NEURONFORGE_HOME"] = str(home)
-    model = str(settings.demo_model())
+    model = settings.DEFAULT_MODEL
     target = TargetSpec.parse({k: v for k, v in DEMO_TARGET.items()})
     store = open_store(settings.store_uri())
     t = time.perf_counter()
@@ -50,7 +50,7 @@ def airflow(home: Path) -> tuple[float, float, int, int]:
 
     os.environ["NEURONFORGE_HOME"] = str(home)
     run_airflow("db", "migrate")
-    conf = json.dumps({"model": str(settings.demo_model()), "targets": [DEMO_TARGET]})
+    conf = json.dumps({"model": settings.DEFAULT_MODEL, "targets": [DEMO_TARGET]})
     times, invocations = [], []
     for i in (1, 2):
         log = home / f"run-{i}.log"

@@ -378,7 +378,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     target = _target(args)
     store = open_store(settings.store_uri(args.store))
-    model = args.model or str(settings.demo_model())
+    model = args.model or settings.DEFAULT_MODEL
     try:
         outcome = run_target(
             model, target, store, settings.work_dir(), prompts=args.prompt or None, max_new_tokens=args.max_new_tokens

@@ -71,8 +71,7 @@ def main() -> int:
         print("error: airflow db migrate failed", file=sys.stderr)
         return 1
     airflow("pools", "set", "neuron_cores", "2", "NeuronCores of this host (compile and smoke tasks)")
-    model = settings.demo_model()
-    conf = json.dumps({"model": str(model), "targets": [DEMO_TARGET]})
+    conf = json.dumps({"model": settings.DEFAULT_MODEL, "targets": [DEMO_TARGET]})
 
     for attempt in (1, 2):
         log = home / "airflow" / f"demo-run-{attempt}.log"
