@@ -150,3 +150,50 @@ def test_different_content_gets_a_different_revision(tmp_path: Path) -> None:
     assert ra.source.resolved_revision != rb.source.resolved_revision
     manifest = json.loads((rb.local_dir / "MANIFEST.json").read_text())
     assert manifest["source"]["revision"] == rb.source.resolved_revision
+
+
+def _count_gets(store) -> list[str]:
+    """Keys of the GetObject calls the store's (shared, real) boto3 client makes from now on."""
+    seen: list[str] = []
+    store.client.meta.events.register(
+        "provide-client-params.s3.GetObject", lambda params, **_: seen.append(params["Key"])
+    )
+    return seen
+
+
+def test_s3_source_is_pinned_from_its_listing_without_downloading(tiny_llama: Path, s3_bucket: str) -> None:
+    from neuronforge.stages.resolve import resolve_source
+
+    src = open_store(f"s3://{s3_bucket}/models")
+    src.put_tree(tiny_llama, "m")
+    gets = _count_gets(src)
+    first = resolve_source(f"s3://{s3_bucket}/models/m")
+    assert gets == [] and first.resolved_revision.startswith("s3-")
+    assert resolve_source(f"s3://{s3_bucket}/models/m").resolved_revision == first.resolved_revision
+    # Other content under the same key (another ETag) is another revision.
+    src.put_bytes((tiny_llama / "config.json").read_bytes() + b"\n", "m/config.json")
+    assert resolve_source(f"s3://{s3_bucket}/models/m").resolved_revision != first.resolved_revision
+
+
+def test_an_s3_source_that_changed_after_its_pin_is_refused(tiny_llama: Path, tmp_path: Path, s3_bucket: str) -> None:
+    from neuronforge.stages.resolve import resolve_source
+
+    src = open_store(f"s3://{s3_bucket}/models")
+    src.put_tree(tiny_llama, "m")
+    pinned = resolve_source(f"s3://{s3_bucket}/models/m")
+    src.put_bytes(b"{}", "m/extra.json")  # a checkpoint file added after the run pinned it
+    req = FetchRequest(pinned, f"file://{tmp_path / 'store'}", tmp_path / "work")
+    with pytest.raises(CheckpointError, match="changed since the run pinned it"):
+        fetch(req)
+    assert open_store(f"file://{tmp_path / 'store'}").list() == []
+
+
+def test_s3_fetch_downloads_each_file_once(tiny_llama: Path, tmp_path: Path, s3_bucket: str) -> None:
+    src = open_store(f"s3://{s3_bucket}/models")
+    src.put_tree(tiny_llama, "m")
+    gets = _count_gets(src)
+    fetch(_req(f"s3://{s3_bucket}/models/m", f"file://{tmp_path / 'store'}", tmp_path / "work"))
+    assert sorted(gets) == sorted(f"models/m/{p.name}" for p in tiny_llama.iterdir())
+    gets.clear()
+    fetch(_req(f"s3://{s3_bucket}/models/m", f"file://{tmp_path / 'store'}", tmp_path / "work"))
+    assert gets == []  # the store has it and this host verified it: nothing downloaded
