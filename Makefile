@@ -8,10 +8,10 @@ STAMP  := $(VENV)/.installed
 
 setup: $(STAMP)
 
+# requirements-deploy.txt: the Celery + PostgreSQL extras (the deployment tests start a real deployment)
 $(STAMP): requirements.txt requirements-runtime.txt requirements-deploy.txt constraints.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip>=24"
-	# requirements-deploy.txt: the Celery + PostgreSQL extras (the deployment tests start one)
 	$(PY) -m pip install --quiet -r requirements.txt -r requirements-deploy.txt -c constraints.txt
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
