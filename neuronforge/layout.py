@@ -5,6 +5,7 @@
     neuron-cache/<compiler>-<version>/MODULE_<graph hash>+<flags hash>/   persistent compile cache
     artifacts/<org>/<name>/<revision>/<target-slug>/<key12>/   published artifacts + manifest.json
     builds/<key>/<manifest sha256[:16]>/             a compile's output, handed to smoke + publish
+                                                     (deleted once the key is published)
     index/<key>.json                                 cache key -> artifact manifest pointer
     locks/<key>                                      compile leases
     failures/<key>.json                              the last failed build of a key (stage, error, run)
@@ -65,7 +66,7 @@ def artifact_prefix(source: ModelSource, target: TargetSpec, key: str) -> str:
 def build_prefix(key: str, manifest_sha256: str) -> str:
     """A compiled build staged for the smoke and publish stages (which may run on other hosts);
     named by the sha256 of its manifest, so an attempt never overwrites another's files."""
-    return f"builds/{key}/{manifest_sha256[:16]}"
+    return f"builds/{key}/{manifest_sha256[:16]}".rstrip("/")
 
 
 def index_entry(key: str) -> str:

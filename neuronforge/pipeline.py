@@ -345,6 +345,8 @@ def _publish(state: BuildState, ctx: Context) -> BuildState:
         ctx.keeper.assert_held()  # a run whose lease was taken over publishes nothing
     published = publish(inp, ctx.store)
     log.info("published %s", published.manifest_uri)
+    # The staged build served its purpose: the artifact holds it now (a retry finds the key published).
+    ctx.store.delete_prefix(layout.build_prefix(inp.key, "").rstrip("/"))
     ref = PublishedRef(manifest_uri=published.manifest_uri, prefix=published.prefix, uris=published.uris)
     return state.model_copy(update={"published": ref})
 

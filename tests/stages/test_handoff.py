@@ -55,6 +55,7 @@ def test_every_stage_on_another_host(compiled: Compiled, tmp_path: Path) -> None
     assert lookup_local(state.compiled.build, by_name["publish_artifact"]) is not None
     assert lookup_local(state.need("checkpoint"), by_name["compile_graphs"]) is not None
     assert not (by_name["prepare"] / "objects").exists()  # prepare downloads nothing
+    assert store.list("builds") == []  # the staged build is dropped once published
 
 
 def test_a_damaged_store_copy_is_refused_not_used(compiled: Compiled, tmp_path: Path) -> None:
