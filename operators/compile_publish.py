@@ -153,7 +153,7 @@ def stage_task(stage: Stage, queue: str = "default"):
     body.__name__ = body.__qualname__ = stage.name
     body.__doc__ = stage.doc
     options: dict[str, Any] = {"task_id": stage.name, "queue": queue, "show_return_value_in_logs": False}
-    if stage.uses_accelerator:
+    if stage.uses_accelerator and queue == NEURON_QUEUE:
         options |= {"pool": POOL, "pool_slots": 1}  # sized per target by the cluster policy
     if stage.name == "publish_artifact":
         return task(outlets=[ARTIFACTS_ALIAS], **options)(_with_asset_event(body))
@@ -189,11 +189,12 @@ def expand_targets(params: dict[str, Any] | None = None) -> list[dict[str, Any]]
     params = params or get_current_context()["params"]
     model = params.get("model") or settings.DEFAULT_MODEL
     backend = params.get("backend") or "cpu"
-    states = []
+    states, targets = [], []
     for raw in params["targets"]:
         raw = dict(raw)
         formats = raw.pop("publish_formats", None) or params.get("publish_formats") or ["optimum"]
         target = TargetSpec.parse({**raw, "backend": raw.get("backend") or backend})
+        targets.append(target)
         state = BuildState(
             model=model,
             target=target,
@@ -203,6 +204,10 @@ def expand_targets(params: dict[str, Any] | None = None) -> list[dict[str, Any]]
             max_new_tokens=int(params.get("max_new_tokens") or 8),
         )
         states.append(state.model_dump(mode="json"))
+    from operators.deployment_checks import check_deployment
+
+    neuron = [t for t in targets if t.backend != "cpu"]  # pool + policy, before any lease or download
+    check_deployment(needs_neuron=bool(neuron), max_tp=max((t.tp_degree for t in neuron), default=1))
     log.info(
         "%d target(s) of %s: %s",
         len(states),

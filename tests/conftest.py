@@ -179,3 +179,35 @@ def fake_optimum(fake_neuron: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     only: this process keeps the real optimum-neuron, which reads what the children wrote."""
     _prepend_pythonpath(monkeypatch, FAKES / "optimum_neuron")
     return fake_neuron
+
+
+@pytest.fixture
+def policy(monkeypatch: pytest.MonkeyPatch):
+    """docker/airflow_local_settings.py installed in this process the way Airflow's settings do it
+    at start-up (`import airflow_local_settings`, then `make_plugin_from_local_settings`), removed after."""
+    import importlib.util
+
+    from airflow import policies, settings
+
+    spec = importlib.util.spec_from_file_location(
+        "airflow_local_settings", Path(__file__).resolve().parents[1] / "docker" / "airflow_local_settings.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setitem(sys.modules, "airflow_local_settings", module)
+    pm = settings.get_policy_plugin_manager()
+    before = set(pm.get_plugins())
+    policies.make_plugin_from_local_settings(pm, module, set(module.__all__))
+    monkeypatch.setattr(settings.task_instance_mutation_hook, "is_noop", False)
+    yield
+    for plugin in set(pm.get_plugins()) - before:
+        pm.unregister(plugin)
+
+
+@pytest.fixture
+def neuron_deployment(airflow_db: str, policy) -> None:
+    """What the README's deploy steps set up for Neuron targets: the cluster policy and the
+    `neuron_cores` pool (8 slots), as the run-start check requires."""
+    from airflow.models.pool import Pool
+
+    Pool.create_or_update_pool("neuron_cores", 8, "NeuronCores of the Neuron workers", include_deferred=False)

@@ -17,7 +17,7 @@ DAG_ID = "neuronforge_compile_publish"
 
 
 @pytest.fixture
-def dag(airflow_db: str):
+def dag(airflow_db: str, neuron_deployment: None):
     """Parsed afresh for every test: `dag.test(run_conf=...)` leaves the conf in the DAG object's
     params, which would leak one test's backend into the next."""
     from airflow.dag_processing.dagbag import DagBag
@@ -40,7 +40,8 @@ def test_dag_parses_with_routing_and_form(dag) -> None:
     # Toolchain detection runs where the toolchain is: on the Neuron workers for Neuron targets.
     assert tasks["cpu_target.prepare"].queue == "default" and tasks["neuron_target.prepare"].queue == "neuron"
     for name in ("compile_graphs", "smoke"):
-        assert tasks[f"cpu_target.{name}"].queue == "default" and tasks[f"cpu_target.{name}"].pool == "neuron_cores"
+        # cpu compiles take no NeuronCores: a deployment without Neuron workers needs no pool.
+        assert tasks[f"cpu_target.{name}"].queue == "default" and tasks[f"cpu_target.{name}"].pool == "default_pool"
         assert (
             tasks[f"neuron_target.{name}"].queue == "neuron" and tasks[f"neuron_target.{name}"].pool == "neuron_cores"
         )
@@ -66,6 +67,22 @@ def test_invalid_params_are_refused_before_any_task(dag, bad: dict) -> None:
 
     with pytest.raises(ParamValidationError):
         dag.test(run_conf={"targets": [TARGET], **bad})
+
+
+def test_a_neuron_target_without_the_pool_fails_at_the_start_with_the_fix(
+    dag, compiled: Compiled, home: Path, tmp_path: Path
+) -> None:
+    """Without the `neuron_cores` pool the compile task would wait forever; the run fails in its
+    first task instead, naming the command that fixes it, before any lease or download."""
+    from airflow.models.pool import Pool
+
+    Pool.delete_pool("neuron_cores")
+    store_uri = f"file://{tmp_path / 'store'}"
+    run = dag.test(run_conf=_conf(compiled, store_uri, [{**TARGET, "backend": "nxdi", "tp_degree": 2}]))
+    states = _states(run)
+    assert states[("expand_targets", -1)] == "failed"
+    assert open_store(store_uri).list() == []
+    # (the message itself, with the `airflow pools set` command: tests/operators/test_deployment_checks.py)
 
 
 def test_cold_run_publishes_then_second_run_is_a_hit(dag, compiled: Compiled, home: Path, tmp_path: Path) -> None:

@@ -8,9 +8,7 @@ reads the record through the Task SDK.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -59,27 +57,6 @@ def test_the_fix_is_in_the_message() -> None:
 
 
 # --- real Airflow ---------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def policy(monkeypatch: pytest.MonkeyPatch):
-    """docker/airflow_local_settings.py installed in this process the way Airflow's settings do it
-    at start-up (`import airflow_local_settings`, then `make_plugin_from_local_settings`), removed after."""
-    from airflow import policies, settings
-
-    spec = importlib.util.spec_from_file_location(
-        "airflow_local_settings", REPO / "docker" / "airflow_local_settings.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    monkeypatch.setitem(sys.modules, "airflow_local_settings", module)
-    pm = settings.get_policy_plugin_manager()
-    before = set(pm.get_plugins())
-    policies.make_plugin_from_local_settings(pm, module, set(module.__all__))
-    monkeypatch.setattr(settings.task_instance_mutation_hook, "is_noop", False)
-    yield
-    for plugin in set(pm.get_plugins()) - before:
-        pm.unregister(plugin)
 
 
 @pytest.fixture
