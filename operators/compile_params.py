@@ -1,0 +1,194 @@
+"""The trigger forms of both DAGs (their Params) and the check that refuses a conf with unknown keys.
+
+Airflow validates each Param of a conf against its JSON schema when a run is created (REST
+`POST /api/v2/dags/{id}/dagRuns`, the UI's trigger form, `airflow dags trigger`,
+TriggerDagRunOperator, `dag.test`), but a top-level key that is not a Param is taken as a new,
+schema-less Param: `{"target": [...]}` instead of `targets` would silently build the default target.
+Airflow 3.3 has no setting or Params feature that rejects extra keys (`SerializedParamsDict.deep_merge`
+adds them unchecked). The one hook every path calls synchronously inside `create_dagrun`, before the
+run is committed, is the `task_instance_mutation_hook` cluster policy (`DagRun.verify_integrity`
+runs it for each new task instance): `refuse_unknown_conf` below raises there, so the REST API and
+the UI answer 400 with its sentence and no run exists; TriggerDagRunOperator's task fails with it.
+Where the policy is not installed, the DAGs' first task calls `validate_conf` /
+`validate_recompile_conf` and fails the run before any work.
+
+Optional params are nullable (`type: ["null", "string"]`, default None): the Airflow 3 trigger form
+marks a Param required when its schema type does not include "null", and refuses an empty value for
+it; code reading them treats None like "".
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from airflow.sdk import Param
+
+from neuronforge import settings
+from neuronforge.errors import InvalidInput
+from neuronforge.instances import INSTANCES
+from neuronforge.stages.publish import FORMATS
+
+COMPILE_DAG = "neuronforge_compile_publish"
+RECOMPILE_DAG = "neuronforge_recompile_on_upgrade"
+
+QUANTIZATIONS = ["none"] + [
+    f"{d}:{m}" for d in ("int8", "f8e4m3", "f8e5m2") for m in ("per_tensor_symmetric", "per_channel_symmetric")
+]
+
+# JSON schema of one target in the trigger form (Airflow validates it before any task runs).
+TARGET_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["instance_type", "tp_degree", "sequence_length"],
+    "properties": {
+        "instance_type": {"type": "string", "enum": list(INSTANCES)},
+        "tp_degree": {"type": "integer", "minimum": 1, "maximum": 128},
+        "batch_size": {"type": "integer", "minimum": 1, "maximum": 1024},
+        "sequence_length": {"type": "integer", "minimum": 8, "maximum": 1048576},
+        "max_context_length": {"type": ["integer", "null"], "minimum": 1},
+        "dtype": {"type": "string", "enum": ["bf16", "fp16", "fp32"]},
+        "quantization": {"type": "string", "enum": QUANTIZATIONS},
+        # Optional per-target overrides of the run's backend and publish formats (the recompile DAG
+        # sends each catalog model's targets in one run), and the planner's finer knobs.
+        "backend": {"type": "string", "enum": ["cpu", "optimum", "nxdi"]},
+        "publish_formats": {"type": "array", "items": {"type": "string", "enum": list(FORMATS)}},
+        "logical_nc_config": {"type": ["integer", "null"], "enum": [1, 2, None]},
+        "context_encoding_buckets": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}},
+        "token_generation_buckets": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}},
+        "backend_options": {
+            "type": "object",
+            "additionalProperties": {"type": ["string", "integer", "number", "boolean"]},
+        },
+    },
+}
+
+OPTIONAL_STRING = ["null", "string"]
+
+# The compile DAG's trigger form: `@dag(params=PARAMS)`.
+PARAMS: dict[str, Param] = {
+    "model": Param(
+        None,
+        type=OPTIONAL_STRING,
+        title="Model",
+        description="org/name[@revision], s3://bucket/prefix or a folder; empty: the embedded tiny Llama",
+    ),
+    "targets": Param(
+        [settings.DEFAULT_TARGET],
+        type="array",
+        minItems=1,
+        items=TARGET_SCHEMA,
+        title="Targets",
+        description="One compile per target (instance, tp, batch size, sequence length, dtype, quantization)",
+    ),
+    "backend": Param("cpu", type="string", enum=["cpu", "optimum", "nxdi"], title="Backend"),
+    "publish_formats": Param(
+        ["optimum"],
+        type="array",
+        items={"type": "string", "enum": list(FORMATS)},
+        title="Publish formats",
+        description="optimum: the compiled model; lmi: serving.properties + split model; tnx: older Optimum layout",
+    ),
+    "store": Param(
+        None, type=OPTIONAL_STRING, title="Store URI", description="empty: NEURONFORGE_STORE or the local store"
+    ),
+    "prompts": Param(
+        ["Hello, my name is", "The capital of France is"],
+        type="array",
+        minItems=1,
+        items={"type": "string", "minLength": 1},
+        title="Smoke-test prompts",
+    ),
+    "max_new_tokens": Param(8, type="integer", minimum=1, maximum=256, title="Smoke-test tokens"),
+}
+
+# The recompile DAG's trigger form.
+RECOMPILE_PARAMS: dict[str, Param] = {
+    "catalog": Param(
+        None,
+        type=OPTIONAL_STRING,
+        title="Catalog",
+        description="path of the catalog YAML; empty: Variable neuronforge_catalog, NEURONFORGE_CATALOG, "
+        "or catalog/models.yaml",
+    ),
+    "store": Param(
+        None, type=OPTIONAL_STRING, title="Store URI", description="empty: NEURONFORGE_STORE or the local store"
+    ),
+    "dry_run": Param(False, type="boolean", title="Dry run", description="report the stale set, trigger nothing"),
+    "wait_minutes": Param(
+        720,
+        type="integer",
+        minimum=0,
+        title="Wait for rebuilds (minutes)",
+        description="how long the report waits (deferred) for the triggered runs; 0: report at once "
+        "(with throttled rebuilds the triggers already waited for every run to end)",
+    ),
+    "throttle_rebuilds": Param(
+        True,
+        type="boolean",
+        title="Throttle rebuilds",
+        description="keep at most 2 rebuild runs of neuronforge_compile_publish in flight, the next one "
+        "triggered when one ends, so the compile DAG's other run slots stay free for manual runs; "
+        "off: trigger every rebuild at once",
+    ),
+}
+
+ALLOWED_KEYS: dict[str, frozenset[str]] = {
+    COMPILE_DAG: frozenset(PARAMS),
+    RECOMPILE_DAG: frozenset(RECOMPILE_PARAMS),
+}
+
+
+def refuse_unknown_keys(conf: Mapping[str, Any] | None, allowed: Iterable[str], dag_id: str) -> None:
+    """Raise InvalidInput, in one sentence, when `conf` has a top-level key that is not a Param."""
+    allowed = sorted(allowed)
+    unknown = sorted(k for k in (conf or {}) if k not in allowed)
+    if not unknown:
+        return
+    hints = []
+    for key in unknown:
+        close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+        hints.append(f"'{key}' (did you mean '{close[0]}'?)" if close else f"'{key}'")
+    noun = "key" if len(unknown) == 1 else "keys"
+    raise InvalidInput(
+        f"{dag_id} does not take the conf {noun} {', '.join(hints)}; its conf keys are: {', '.join(allowed)}."
+    )
+
+
+def validate_conf(conf: Mapping[str, Any] | None) -> None:
+    """The compile DAG's conf: refuse unknown top-level keys (Airflow checks the known ones)."""
+    refuse_unknown_keys(conf, ALLOWED_KEYS[COMPILE_DAG], COMPILE_DAG)
+
+
+def validate_recompile_conf(conf: Mapping[str, Any] | None) -> None:
+    """The recompile DAG's conf: refuse unknown top-level keys."""
+    refuse_unknown_keys(conf, ALLOWED_KEYS[RECOMPILE_DAG], RECOMPILE_DAG)
+
+
+def _being_created(task_instance: Any) -> bool:
+    """True while `DagRun.verify_integrity` creates the instance of a root task (no upstream),
+    unmapped: that happens only when the run itself is created (`create_dagrun`), never when the
+    scheduler later expands mapped tasks or re-verifies a running run, where raising would break
+    the scheduler loop instead of refusing a trigger."""
+    from sqlalchemy import inspect
+
+    task = getattr(task_instance, "task", None)
+    if task is None or getattr(task_instance, "map_index", -1) != -1 or task.upstream_task_ids:
+        return False
+    try:
+        return bool(inspect(task_instance).transient)
+    except Exception:  # not an ORM object: nothing to refuse
+        return False
+
+
+def refuse_unknown_conf(task_instance: Any, dag_run: Any = None) -> None:
+    """Cluster-policy part (`task_instance_mutation_hook`): refuse, at trigger time, a run of either
+    neuronforge DAG whose conf has an unknown top-level key. Raising InvalidInput (a ValueError)
+    inside `create_dagrun` rolls the run back; the REST API answers 400 with the message."""
+    allowed = ALLOWED_KEYS.get(getattr(task_instance, "dag_id", None))
+    if allowed is None or dag_run is None or not _being_created(task_instance):
+        return
+    conf = getattr(dag_run, "conf", None)
+    if isinstance(conf, Mapping):
+        refuse_unknown_keys(conf, allowed, task_instance.dag_id)
