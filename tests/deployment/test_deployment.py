@@ -1,0 +1,284 @@
+"""Issue 11's proof: the pipeline under a real deployment (PostgreSQL, redis, an S3 endpoint,
+api-server + scheduler + dag-processor + triggerer with CeleryExecutor, two Celery workers that share
+nothing but the store), driven through the REST API only.
+
+The scenarios run in file order against one deployment (tests/deployment/conftest.py): a cold run,
+its repeat, the trigger form's conf checks, an s3:// model with two targets, two identical runs at
+once, and the recompile DAG. Task logs of a failed run are printed with the failure.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from neuronforge.settings import DEFAULT_TARGET
+from tests.deployment.airflow_deploy import COMPILE_DAG, RECOMPILE_DAG, WORKERS, Deployment
+
+pytestmark = pytest.mark.slow
+
+PUBLISH = "cpu_target.publish_artifact"
+CLAIM = "cpu_target.claim_build"
+# The tasks that do build work (after the claim); a refused conf must not reach any of them.
+BUILD_TASKS = (
+    "cpu_target.claim_build",
+    "cpu_target.fetch_checkpoint",
+    "cpu_target.plan_target",
+    "cpu_target.quantize_weights",
+    "cpu_target.compile_graphs",
+    "cpu_target.smoke",
+    "cpu_target.publish_artifact",
+)
+# Object data a cache hit must not download (metadata such as index entries, leases and manifests
+# may be read).
+DATA_PREFIXES = ("checkpoints/", "quantized/", "builds/", "neuron-cache/", "artifacts/", "models/")
+METADATA_NAMES = ("manifest.json", "MANIFEST.json")
+# Another decode graph (a longer KV cache), the same prefill bucket (the smoke prompts need 17 tokens).
+SECOND_TARGET = {**DEFAULT_TARGET, "sequence_length": 48}
+RUN_TIMEOUT = 420
+
+# What one scenario leaves for the next (they run in file order on one deployment).
+state: dict[str, Any] = {}
+
+
+def _run_id(tag: str) -> str:
+    return f"deploy-{tag}-{int(time.time() * 1000)}"
+
+
+def _fail(dep: Deployment, dag_id: str, run_id: str, message: str) -> None:
+    pytest.fail(f"{message}\n{dep.describe(dag_id, run_id)}", pytrace=False)
+
+
+def _run(dep: Deployment, dag_id: str, conf: dict[str, Any], tag: str, timeout: float = RUN_TIMEOUT) -> dict:
+    run_id = _run_id(tag)
+    r = dep.trigger(dag_id, conf, run_id)
+    assert r.status_code in (200, 201), f"trigger {dag_id} {conf} answered {r.status_code}: {r.text}"
+    return dep.wait_run(dag_id, run_id, timeout)
+
+
+def _succeeded(dep: Deployment, dag_id: str, run: dict[str, Any]) -> None:
+    if run["state"] != "success":
+        _fail(dep, dag_id, run["dag_run_id"], f"{dag_id} {run['dag_run_id']} ended {run['state']}")
+
+
+def _published(dep: Deployment, run_id: str, targets: int = 1) -> list[dict[str, Any]]:
+    out = []
+    for i in range(targets):
+        value = dep.xcom(COMPILE_DAG, run_id, PUBLISH, i)
+        assert isinstance(value, dict), f"{PUBLISH}[{i}] of {run_id} returned {value!r}"
+        out.append(value)
+    return out
+
+
+def _data_downloads(dep: Deployment, start: float, end: float) -> list[tuple[str, int]]:
+    prefix = dep.store.split("/", 3)[3] + "/"
+    out = []
+    for r in dep.s3.between(start, end):
+        if r.method != "GET" or r.status >= 300 or not r.key:
+            continue
+        key = r.key[len(prefix) :] if r.key.startswith(prefix) else r.key
+        if key.startswith(DATA_PREFIXES) and key.rsplit("/", 1)[-1] not in METADATA_NAMES:
+            out.append((r.key, r.bytes))
+    return out
+
+
+def _s3(dep: Deployment):
+    import boto3
+
+    return boto3.client(
+        "s3",
+        endpoint_url=dep.s3.endpoint,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    )
+
+
+def _upload_model(dep: Deployment, tmp: Path, seed: int) -> str:
+    """A tiny Llama (own seed: own revision, same graphs) uploaded to the bucket; its s3:// URI.
+    Its size in bytes is kept in `state["model_bytes"][uri]`."""
+    from tests.checkpoints import make_tiny_llama
+
+    folder = make_tiny_llama(tmp / f"tiny-llama-{seed}", seed=seed, tokenizer=True)
+    client = _s3(dep)
+    prefix = f"models/tiny-llama-seed{seed}"
+    files = [p for p in sorted(folder.rglob("*")) if p.is_file()]
+    for path in files:
+        client.upload_file(str(path), dep.bucket, f"{prefix}/{path.relative_to(folder)}")
+    uri = f"s3://{dep.bucket}/{prefix}"
+    state.setdefault("model_bytes", {})[uri] = sum(p.stat().st_size for p in files)
+    return uri
+
+
+def _watch(dep: Deployment, dag_id: str, run_ids: list[str], timeout: float) -> tuple[dict, dict]:
+    """Poll runs to their end, recording every state each task instance was seen in."""
+    seen: dict[tuple[str, str, int], set[str]] = {}
+    deadline = time.monotonic() + timeout
+    runs: dict[str, dict] = {}
+    while time.monotonic() < deadline:
+        for run_id in run_ids:
+            for ti in dep.task_instances(dag_id, run_id):
+                seen.setdefault((run_id, ti["task_id"], ti["map_index"]), set()).add(ti["state"] or "none")
+            runs[run_id] = dep.run(dag_id, run_id)
+        if all(r["state"] in ("success", "failed") for r in runs.values()):
+            return runs, seen
+        time.sleep(1)
+    pending = [r for r, v in runs.items() if v["state"] not in ("success", "failed")]
+    _fail(dep, dag_id, pending[0], f"{pending} still running after {timeout:.0f}s")
+    raise AssertionError("unreachable")
+
+
+# -- (1) cold run -------------------------------------------------------------------------------------
+def test_cold_run_with_form_defaults_publishes_on_both_workers(deployment: Deployment) -> None:
+    dep = deployment
+    t0 = time.time()
+    run = _run(dep, COMPILE_DAG, {}, "cold")
+    _succeeded(dep, COMPILE_DAG, run)
+    run_id = run["dag_run_id"]
+    (published,) = _published(dep, run_id)
+    assert published["status"] == "published", published
+    tis = dep.task_instances(COMPILE_DAG, run_id)
+    hosts = {ti["hostname"] for ti in tis if ti["state"] == "success"}
+    assert hosts == set(WORKERS), f"tasks ran on {hosts}, expected both workers {WORKERS} ({dep.isolation})"
+    for w in dep.workers:  # each worker worked in its own home
+        assert any(w.home.iterdir()), f"{w.name} wrote nothing under its NEURONFORGE_HOME {w.home}"
+    state["cold"] = published
+    print(f"\n(1) cold run {time.time() - t0:.0f}s, hosts {sorted(hosts)}, isolation {dep.isolation}")
+
+
+# -- (2) repeat: a hit that downloads nothing, triggered with the form's defaults ----------------------
+def test_repeat_with_form_defaults_is_a_hit_that_downloads_nothing(deployment: Deployment) -> None:
+    dep = deployment
+    if "cold" not in state:
+        pytest.skip("needs the cold run's artifact (scenario 1 failed)")
+    details = dep.get(f"/api/v2/dags/{COMPILE_DAG}/details")
+    conf = {name: spec.get("value") for name, spec in details["params"].items()}  # what the form submits
+    t0 = time.time()
+    run = _run(dep, COMPILE_DAG, conf, "hit")
+    _succeeded(dep, COMPILE_DAG, run)
+    (published,) = _published(dep, run["dag_run_id"])
+    assert published["status"] == "cache-hit", published
+    assert published["cache_key"] == state["cold"]["cache_key"]
+    end = time.time()
+    downloads = _data_downloads(dep, t0, end)
+    assert downloads == [], f"the hit downloaded {sum(b for _, b in downloads)} bytes: {downloads}"
+    print(f"\n(2) hit {end - t0:.0f}s with the form's defaults {json.dumps(conf)}; data downloaded: 0 bytes")
+
+
+# -- (6) the trigger's conf checks ------------------------------------------------------------------
+def test_unknown_top_level_conf_key_is_refused(deployment: Deployment) -> None:
+    dep = deployment
+    run_id = _run_id("unknown-key")
+    t0 = time.time()
+    r = dep.trigger(COMPILE_DAG, {"target": [DEFAULT_TARGET]}, run_id)
+    if 400 <= r.status_code < 500:
+        assert "target" in r.text, r.text
+        print(f"\n(6) unknown key refused at trigger time: HTTP {r.status_code} {r.text[:300]}")
+        return
+    assert r.status_code in (200, 201), r.text
+    run = dep.wait_run(COMPILE_DAG, run_id, RUN_TIMEOUT)
+    ran = [
+        f"{ti['task_id']}[{ti['map_index']}]"
+        for ti in dep.task_instances(COMPILE_DAG, run_id)
+        if ti["task_id"] in BUILD_TASKS and ti["state"] not in (None, "skipped", "upstream_failed", "removed")
+    ]
+    if run["state"] != "failed" or ran:
+        _fail(
+            dep,
+            COMPILE_DAG,
+            run_id,
+            f"a conf with the unknown key 'target' was accepted (HTTP {r.status_code}) and the run ended "
+            f"{run['state']} with build tasks {ran}; expected a 4xx at trigger time or a failure before any build task",
+        )
+    print(
+        f"\n(6) unknown key accepted at trigger time but the run failed before any build task ({time.time() - t0:.0f}s)"
+    )
+
+
+# -- (3) an s3:// model, two targets ------------------------------------------------------------------
+def test_s3_model_with_two_targets(deployment: Deployment, tmp_path: Path) -> None:
+    dep = deployment
+    model = _upload_model(dep, tmp_path, seed=1)
+    t0 = time.time()
+    run = _run(dep, COMPILE_DAG, {"model": model, "targets": [DEFAULT_TARGET, SECOND_TARGET]}, "s3-two")
+    _succeeded(dep, COMPILE_DAG, run)
+    published = _published(dep, run["dag_run_id"], targets=2)
+    assert [p["status"] for p in published] == ["published", "published"], published
+    assert len({p["cache_key"] for p in published}) == 2
+    downloads = _data_downloads(dep, t0, time.time())
+    size = state["model_bytes"][model]
+    source_bytes = sum(b for k, b in downloads if k.startswith("models/"))
+    # Pinning the source reads its listing only; the checkpoint is fetched at most once per host.
+    assert source_bytes <= len(dep.workers) * size, f"read {source_bytes} bytes of a {size}-byte checkpoint"
+    print(
+        f"\n(3) s3:// model, two targets: {time.time() - t0:.0f}s; read {source_bytes} bytes of the source "
+        f"({source_bytes / size:.2f}x its {size} bytes)"
+    )
+
+
+# -- (4) two identical runs at once compile once -------------------------------------------------------
+def test_two_identical_runs_compile_once(deployment: Deployment, tmp_path: Path) -> None:
+    dep = deployment
+    model = _upload_model(dep, tmp_path, seed=2)
+    conf = {"model": model, "targets": [DEFAULT_TARGET]}
+    t0 = time.time()
+    run_ids = []
+    for tag in ("pair-a", "pair-b"):
+        run_id = _run_id(tag)
+        r = dep.trigger(COMPILE_DAG, conf, run_id)
+        assert r.status_code in (200, 201), r.text
+        run_ids.append(run_id)
+    runs, seen = _watch(dep, COMPILE_DAG, run_ids, RUN_TIMEOUT)
+    for run in runs.values():
+        _succeeded(dep, COMPILE_DAG, run)
+    results = {run_id: _published(dep, run_id)[0] for run_id in run_ids}
+    statuses = sorted(p["status"] for p in results.values())
+    assert statuses == ["cache-hit", "published"], results
+    waiter = next(r for r, p in results.items() if p["status"] == "cache-hit")
+    claim_states = seen.get((waiter, CLAIM, 0), set())
+    log = dep.task_log(COMPILE_DAG, waiter, CLAIM, 0)
+    assert "deferred" in claim_states or "waiting (deferred)" in log, (claim_states, log)
+    (key,) = {p["cache_key"] for p in results.values()}
+    # Every compile stages its build as builds/<key>/<digest>/ (deleted once published): count them.
+    staged = {
+        r.key.split("/")[3]
+        for r in dep.s3.between(t0, time.time())
+        if r.method == "PUT" and r.key.startswith(f"store/builds/{key}/") and r.key.endswith("/MANIFEST.json")
+    }
+    assert len(staged) == 1, f"{len(staged)} builds staged for {key[:12]}: {staged}"
+    print(f"\n(4) two identical runs: one built, one waited {sorted(claim_states)}; {time.time() - t0:.0f}s")
+
+
+# -- (5) the recompile DAG -----------------------------------------------------------------------------
+def test_recompile_dag_rebuilds_and_its_wait_is_resumed_by_the_triggerer(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    dep = deployment
+    stale_model = _upload_model(dep, tmp_path, seed=3)
+    catalog = dep.root / "catalog.yaml"  # on the disk every worker sees (not under a worker's home)
+    entries = [f"  - source: {stale_model}\n    targets:\n      - {json.dumps(DEFAULT_TARGET)}\n"]
+    if "cold" in state:  # the cold run's model and target: published, so fresh
+        entries.append(f"  - source: builtin:tiny-llama\n    targets:\n      - {json.dumps(DEFAULT_TARGET)}\n")
+    catalog.write_text("models:\n" + "".join(entries))
+    t0 = time.time()
+    run_id = _run_id("recompile")
+    conf = {"catalog": str(catalog), "store": dep.store, "dry_run": False, "wait_minutes": 10}
+    r = dep.trigger(RECOMPILE_DAG, conf, run_id)
+    assert r.status_code in (200, 201), r.text
+    runs, seen = _watch(dep, RECOMPILE_DAG, [run_id], RUN_TIMEOUT)
+    _succeeded(dep, RECOMPILE_DAG, runs[run_id])
+    assert "deferred" in seen.get((run_id, "await_rebuilds", -1), set()), seen
+    summary = dep.xcom(RECOMPILE_DAG, run_id, "report")
+    assert summary["counts"].get("stale") == 1 and summary["counts"].get("rebuilt") == 1, summary
+    if "cold" in state:
+        assert summary["counts"].get("fresh") == 1, summary
+    (rebuild,) = summary["runs"]
+    rebuilt = dep.run(COMPILE_DAG, rebuild)
+    _succeeded(dep, COMPILE_DAG, rebuilt)
+    (published,) = _published(dep, rebuild)
+    assert published["status"] == "published", published
+    print(f"\n(5) recompile: rebuilt via {rebuild}, wait resumed by the triggerer; {time.time() - t0:.0f}s")
