@@ -12,9 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.deployment.services import missing_requirements
+from tests.deployment.services import SUMMARY, missing_requirements, note
 
 MISSING = missing_requirements()
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if SUMMARY:
+        terminalreporter.section("neuronforge deployment")
+        for line in SUMMARY:
+            terminalreporter.write_line(line)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -34,9 +41,10 @@ def deployment(request: pytest.FixtureRequest) -> Iterator:
     root = Path(tempfile.mkdtemp(prefix="nf-deploy-"))
     root.chmod(0o755)
     dep = deploy(root)
-    print(
-        f"\ndeployment up in {dep.timings['deployment total']:.0f}s at {root}: workers "
-        f"{[w.name for w in dep.workers]} isolated by {dep.isolation}; timings {dep.timings}"
+    note(
+        f"deployment up in {dep.timings['deployment total']:.0f}s at {root}: workers "
+        f"{[w.name for w in dep.workers]} isolated by {dep.isolation}; "
+        + ", ".join(f"{k} {v:.0f}s" for k, v in dep.timings.items())
     )
     failed_before = request.session.testsfailed
     try:

@@ -24,6 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 VENV_BIN = Path(sys.executable).parent
+# What the run showed (isolation mode, per-scenario timings): printed at the end of the pytest run.
+SUMMARY: list[str] = []
+
+
+def note(line: str) -> None:
+    print(f"\n{line}")
+    SUMMARY.append(line)
 
 
 def free_port() -> int:

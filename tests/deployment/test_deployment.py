@@ -18,6 +18,7 @@ import pytest
 
 from neuronforge.settings import DEFAULT_TARGET
 from tests.deployment.airflow_deploy import COMPILE_DAG, RECOMPILE_DAG, WORKERS, Deployment
+from tests.deployment.services import note
 
 pytestmark = pytest.mark.slow
 
@@ -147,7 +148,7 @@ def test_cold_run_with_form_defaults_publishes_on_both_workers(deployment: Deplo
     for w in dep.workers:  # each worker worked in its own home
         assert any(w.home.iterdir()), f"{w.name} wrote nothing under its NEURONFORGE_HOME {w.home}"
     state["cold"] = published
-    print(f"\n(1) cold run {time.time() - t0:.0f}s, hosts {sorted(hosts)}, isolation {dep.isolation}")
+    note(f"(1) cold run {time.time() - t0:.0f}s, hosts {sorted(hosts)}, isolation {dep.isolation}")
 
 
 # -- (2) repeat: a hit that downloads nothing, triggered with the form's defaults ----------------------
@@ -166,7 +167,7 @@ def test_repeat_with_form_defaults_is_a_hit_that_downloads_nothing(deployment: D
     end = time.time()
     downloads = _data_downloads(dep, t0, end)
     assert downloads == [], f"the hit downloaded {sum(b for _, b in downloads)} bytes: {downloads}"
-    print(f"\n(2) hit {end - t0:.0f}s with the form's defaults {json.dumps(conf)}; data downloaded: 0 bytes")
+    note(f"(2) hit {end - t0:.0f}s with the form's defaults {json.dumps(conf)}; data downloaded: 0 bytes")
 
 
 # -- (6) the trigger's conf checks ------------------------------------------------------------------
@@ -177,7 +178,7 @@ def test_unknown_top_level_conf_key_is_refused(deployment: Deployment) -> None:
     r = dep.trigger(COMPILE_DAG, {"target": [DEFAULT_TARGET]}, run_id)
     if 400 <= r.status_code < 500:
         assert "target" in r.text, r.text
-        print(f"\n(6) unknown key refused at trigger time: HTTP {r.status_code} {r.text[:300]}")
+        note(f"(6) unknown key refused at trigger time: HTTP {r.status_code} {r.text[:300]}")
         return
     assert r.status_code in (200, 201), r.text
     run = dep.wait_run(COMPILE_DAG, run_id, RUN_TIMEOUT)
@@ -194,9 +195,7 @@ def test_unknown_top_level_conf_key_is_refused(deployment: Deployment) -> None:
             f"a conf with the unknown key 'target' was accepted (HTTP {r.status_code}) and the run ended "
             f"{run['state']} with build tasks {ran}; expected a 4xx at trigger time or a failure before any build task",
         )
-    print(
-        f"\n(6) unknown key accepted at trigger time but the run failed before any build task ({time.time() - t0:.0f}s)"
-    )
+    note(f"(6) unknown key accepted at trigger time but the run failed before any build task ({time.time() - t0:.0f}s)")
 
 
 # -- (3) an s3:// model, two targets ------------------------------------------------------------------
@@ -214,8 +213,8 @@ def test_s3_model_with_two_targets(deployment: Deployment, tmp_path: Path) -> No
     source_bytes = sum(b for k, b in downloads if k.startswith("models/"))
     # Pinning the source reads its listing only; the checkpoint is fetched at most once per host.
     assert source_bytes <= len(dep.workers) * size, f"read {source_bytes} bytes of a {size}-byte checkpoint"
-    print(
-        f"\n(3) s3:// model, two targets: {time.time() - t0:.0f}s; read {source_bytes} bytes of the source "
+    note(
+        f"(3) s3:// model, two targets: {time.time() - t0:.0f}s; read {source_bytes} bytes of the source "
         f"({source_bytes / size:.2f}x its {size} bytes)"
     )
 
@@ -250,7 +249,7 @@ def test_two_identical_runs_compile_once(deployment: Deployment, tmp_path: Path)
         if r.method == "PUT" and r.key.startswith(f"store/builds/{key}/") and r.key.endswith("/MANIFEST.json")
     }
     assert len(staged) == 1, f"{len(staged)} builds staged for {key[:12]}: {staged}"
-    print(f"\n(4) two identical runs: one built, one waited {sorted(claim_states)}; {time.time() - t0:.0f}s")
+    note(f"(4) two identical runs: one built, one waited {sorted(claim_states)}; {time.time() - t0:.0f}s")
 
 
 # -- (5) the recompile DAG -----------------------------------------------------------------------------
@@ -281,4 +280,4 @@ def test_recompile_dag_rebuilds_and_its_wait_is_resumed_by_the_triggerer(
     _succeeded(dep, COMPILE_DAG, rebuilt)
     (published,) = _published(dep, rebuild)
     assert published["status"] == "published", published
-    print(f"\n(5) recompile: rebuilt via {rebuild}, wait resumed by the triggerer; {time.time() - t0:.0f}s")
+    note(f"(5) recompile: rebuilt via {rebuild}, wait resumed by the triggerer; {time.time() - t0:.0f}s")
