@@ -210,12 +210,22 @@ def test_s3_model_with_two_targets(deployment: Deployment, tmp_path: Path) -> No
     assert len({p["cache_key"] for p in published}) == 2
     downloads = _data_downloads(dep, t0, time.time())
     size = state["model_bytes"][model]
-    source_bytes = sum(b for k, b in downloads if k.startswith("models/"))
-    # Pinning the source reads its listing only; the checkpoint is fetched at most once per host.
-    assert source_bytes <= len(dep.workers) * size, f"read {source_bytes} bytes of a {size}-byte checkpoint"
+    source_bytes = sum(b for k, b in downloads if k.startswith("models/tiny-llama-seed1/"))
+    fetch_hosts = {
+        ti["hostname"]
+        for ti in dep.task_instances(COMPILE_DAG, run["dag_run_id"])
+        if ti["task_id"] == "cpu_target.fetch_checkpoint"
+    }
+    # Pinning the source reads its listing (and config.json, for the static plan), not the weights;
+    # the checkpoint is downloaded at most once per host that fetches it.
+    allowed = len(fetch_hosts) * size + 64 * 1024
+    assert source_bytes <= allowed, (
+        f"read {source_bytes} bytes of a {size}-byte checkpoint fetched on {sorted(fetch_hosts)}: "
+        + ", ".join(f"{k} {b}" for k, b in downloads if k.startswith("models/"))
+    )
     note(
         f"(3) s3:// model, two targets: {time.time() - t0:.0f}s; read {source_bytes} bytes of the source "
-        f"({source_bytes / size:.2f}x its {size} bytes)"
+        f"({source_bytes / size:.2f}x its {size} bytes; fetched on {len(fetch_hosts)} host(s))"
     )
 
 
@@ -270,7 +280,15 @@ def test_recompile_dag_rebuilds_and_its_wait_is_resumed_by_the_triggerer(
     assert r.status_code in (200, 201), r.text
     runs, seen = _watch(dep, RECOMPILE_DAG, [run_id], RUN_TIMEOUT)
     _succeeded(dep, RECOMPILE_DAG, runs[run_id])
-    assert "deferred" in seen.get((run_id, "await_rebuilds", -1), set()), seen
+    # The wait for the rebuilds is deferred (no worker slot held) and resumed by the triggerer.
+    deferred = sorted(f"{t}[{m}]" for (r, t, m), states in seen.items() if r == run_id and "deferred" in states)
+    assert deferred, f"no task of {run_id} was seen deferred: {seen}"
+    fired = [
+        p
+        for p in (dep.airflow_home / "logs" / f"dag_id={RECOMPILE_DAG}" / f"run_id={run_id}").rglob("*.trigger.*.log")
+        if "Trigger fired event" in p.read_text(errors="replace")
+    ]
+    assert fired, f"{deferred} deferred, but no trigger log of {run_id} says its trigger fired"
     summary = dep.xcom(RECOMPILE_DAG, run_id, "report")
     assert summary["counts"].get("stale") == 1 and summary["counts"].get("rebuilt") == 1, summary
     if "cold" in state:
@@ -280,4 +298,6 @@ def test_recompile_dag_rebuilds_and_its_wait_is_resumed_by_the_triggerer(
     _succeeded(dep, COMPILE_DAG, rebuilt)
     (published,) = _published(dep, rebuild)
     assert published["status"] == "published", published
-    note(f"(5) recompile: rebuilt via {rebuild}, wait resumed by the triggerer; {time.time() - t0:.0f}s")
+    note(
+        f"(5) recompile: rebuilt via {rebuild}; {deferred} deferred, resumed by the triggerer; {time.time() - t0:.0f}s"
+    )
