@@ -3,6 +3,11 @@
 
 State travels as one JSON dict, "the plan": the catalog, the store, the toolchains the workers
 reported, every catalog target's state, and the compile runs to trigger.
+
+Without a Neuron worker the run decides in seconds: `check_workers` (default queue) asks Celery
+which queues have consumers and skips `watch_toolchain` (queue `neuron`) when nobody consumes it,
+instead of leaving it queued until the scheduler's `task_queued_timeout` (10 min, re-queued twice:
+about 30 min).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +26,7 @@ from airflow.sdk.exceptions import AirflowSkipException
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from neuronforge import settings
+from operators.compile_params import validate_recompile_conf
 from operators.compile_publish import NEURON_QUEUE
 
 log = logging.getLogger(__name__)
@@ -27,11 +34,15 @@ log = logging.getLogger(__name__)
 REPORT_ASSET = Asset(name="neuronforge-recompile-report")
 CATALOG_VARIABLE = "neuronforge_catalog"
 NEURON_BACKENDS = ("optimum", "nxdi")
+# Rebuild runs of the compile DAG in flight at once when throttled (the compile DAG's
+# max_active_runs is 4: the other slots stay free for manual runs).
+REBUILD_SLOTS = 2
+WORKERS_XCOM = "workers"
 
 
 def catalog_path(explicit: str | None = None) -> Path:
     """The run's `catalog` param, else the Airflow Variable `neuronforge_catalog`, else
-    NEURONFORGE_CATALOG, else the repository's catalog/models.yaml."""
+    NEURONFORGE_CATALOG, else the repository's catalog/models.yaml. None and "" mean unset."""
     from neuronforge.catalog import default_path
 
     if explicit:
@@ -45,7 +56,64 @@ def catalog_path(explicit: str | None = None) -> Path:
     return Path(value) if value else default_path()
 
 
-@task(queue=NEURON_QUEUE)
+def default_executor() -> str:
+    """The class name of the deployment's default executor (`[core] executor`, first entry; an
+    `alias:module.Class` entry gives `Class`), which runs tasks that name no executor."""
+    from airflow.configuration import conf
+
+    first = (conf.get("core", "executor", fallback="") or "LocalExecutor").split(",")[0].strip()
+    return first.split(":")[-1].rsplit(".", 1)[-1]
+
+
+def celery_active_queues(timeout: float = 5.0) -> dict[str, list[dict[str, Any]]] | None:
+    """Celery's answer to "which queues does each worker consume" (None: no worker answered)."""
+    from airflow.providers.celery.executors.celery_executor import app
+
+    return app.control.inspect(timeout=timeout).active_queues()
+
+
+def queue_served(executor: str, active_queues: Any, queue: str) -> tuple[bool, str]:
+    """Whether a task on `queue` can start, and why. Only Celery routes by queue: every other
+    executor (Local, Kubernetes, ...) runs a task whatever its queue. `active_queues` is Celery's
+    inspect answer, or the exception asking raised (then the queue is assumed served, and the
+    watch's own timeouts bound the wait)."""
+    if "Celery" not in executor:
+        return True, f"{executor} runs tasks of every queue"
+    if isinstance(active_queues, BaseException):
+        return True, f"could not ask Celery which queues have workers ({active_queues}); trying queue {queue!r}"
+    if not active_queues:
+        return False, f"no Celery worker answered, so nothing consumes queue {queue!r}"
+    consumers = sorted(w for w, qs in active_queues.items() if any(q.get("name") == queue for q in qs or []))
+    if consumers:
+        return True, f"queue {queue!r} is consumed by {', '.join(consumers)}"
+    seen = "; ".join(
+        f"{w}: {', '.join(sorted(q.get('name', '?') for q in qs or [])) or 'none'}"
+        for w, qs in sorted(active_queues.items())
+    )
+    return False, f"no Celery worker consumes queue {queue!r} (workers and their queues: {seen})"
+
+
+@task.branch
+def check_workers(params: dict[str, Any] | None = None) -> list[str]:
+    """On the default queue, first: refuse a conf with unknown keys, then decide whether a worker
+    consumes the `neuron` queue. If none does, `watch_toolchain` is skipped (never queued) and the
+    Neuron targets are reported unavailable with the reason; the cpu ones are still rebuilt."""
+    context = get_current_context()
+    validate_recompile_conf(context["dag_run"].conf)
+    executor = default_executor()
+    answer: Any = None
+    if "Celery" in executor:
+        try:
+            answer = celery_active_queues()
+        except Exception as exc:  # broker unreachable, provider missing: let the watch try
+            answer = exc
+    served, detail = queue_served(executor, answer, NEURON_QUEUE)
+    log.info("neuron workers: %s", detail)
+    context["ti"].xcom_push(key=WORKERS_XCOM, value={"served": served, "detail": detail})
+    return ["watch_toolchain", "find_stale"] if served else ["find_stale"]
+
+
+@task(queue=NEURON_QUEUE, retries=0, execution_timeout=timedelta(minutes=5))
 def watch_toolchain() -> dict[str, Any]:
     """On a Neuron worker: the toolchain each Neuron backend builds with there (or why none), so the
     stale set is computed against what the workers really have."""
@@ -78,6 +146,7 @@ def find_stale(neuron_toolchains: dict[str, Any] | None, params: dict[str, Any] 
     from neuronforge.toolchain import detect_toolchain
 
     context = get_current_context()
+    validate_recompile_conf(context["dag_run"].conf)  # check_workers failed on it too
     params = params or context["params"]
     path = catalog_path(params.get("catalog"))
     catalog = check_catalog(path)
@@ -86,8 +155,13 @@ def find_stale(neuron_toolchains: dict[str, Any] | None, params: dict[str, Any] 
     if not catalog.ok:
         raise InvalidInput(f"catalog {path} has problems; nothing scheduled:\n" + "\n".join(catalog.problems))
     if neuron_toolchains is None:
-        log.warning("no toolchain report from a neuron worker (watch_toolchain did not succeed)")
-        neuron_toolchains = dict.fromkeys(NEURON_BACKENDS, "no neuron worker reported its toolchain")
+        workers = context["ti"].xcom_pull(task_ids="check_workers", key=WORKERS_XCOM) or {}
+        if workers.get("served") is False:
+            why = f"no neuron worker: {workers['detail']}"
+        else:
+            why = "no neuron worker reported its toolchain (watch_toolchain did not succeed)"
+        log.warning("%s; the Neuron targets are unavailable", why)
+        neuron_toolchains = dict.fromkeys(NEURON_BACKENDS, why)
     toolchains: dict[str, Toolchain | str] = {
         b: Toolchain.from_json(v) if isinstance(v, dict) else v for b, v in neuron_toolchains.items()
     }
@@ -117,11 +191,16 @@ def find_stale(neuron_toolchains: dict[str, Any] | None, params: dict[str, Any] 
 
 
 @task
-def rebuild_runs(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    """The compile runs to trigger, in catalog order (the order the scheduler will start them in)."""
+def rebuild_runs(plan: dict[str, Any], params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The compile runs to trigger, in catalog order (the order the scheduler will start them in).
+    Throttled (the default), each trigger waits, deferred, for its run to end, and at most
+    REBUILD_SLOTS triggers are in flight: the rest of the compile DAG's run slots stay free."""
+    throttle = bool((params or get_current_context()["params"]).get("throttle_rebuilds", True))
     for run in plan["runs"]:
         log.info("%s: %s, %d target(s)", run["trigger_run_id"], run["conf"]["model"], len(run["conf"]["targets"]))
-    return plan["runs"]
+    if throttle and plan["runs"]:
+        log.info("throttled: at most %d rebuild run(s) in flight at once", REBUILD_SLOTS)
+    return [{**run, "wait_for_completion": throttle} for run in plan["runs"]]
 
 
 def _settle(store_uri: str, states: list[dict[str, Any]]) -> tuple[bool, list[dict[str, Any]]]:

@@ -71,7 +71,7 @@ def synced(airflow_db: str):
 
 
 @pytest.fixture
-def policy() -> Iterator[None]:
+def conf_policy() -> Iterator[None]:
     """`refuse_unknown_conf` installed as Airflow installs airflow_local_settings' hook."""
     from airflow import settings
     from airflow.policies import hookimpl
@@ -94,7 +94,7 @@ def policy() -> Iterator[None]:
 
 
 @pytest.fixture
-def api(synced, policy, monkeypatch: pytest.MonkeyPatch):
+def api(synced, conf_policy, monkeypatch: pytest.MonkeyPatch):
     """The real API server app (in process) with every request an admin."""
     from airflow.api_fastapi.app import create_app
     from fastapi.testclient import TestClient
@@ -148,7 +148,7 @@ def test_rest_trigger_accepts_the_defaults_and_refuses_an_unknown_key(
         assert all(resolved[name] is None for name in optional)
 
 
-def test_dag_test_refuses_an_unknown_key_before_any_task(synced, policy) -> None:
+def test_dag_test_refuses_an_unknown_key_before_any_task(synced, conf_policy) -> None:
     with pytest.raises(InvalidInput, match="did you mean 'targets'"):
         synced[COMPILE_DAG].test(run_conf={"target": []})
     from airflow import settings

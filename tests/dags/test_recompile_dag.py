@@ -30,11 +30,20 @@ def test_dag_parses_daily_with_the_toolchain_watch_on_neuron_workers(dags) -> No
     dag = dags[RECOMPILE]
     tasks = {t.task_id: t for t in dag.tasks}
     assert tasks["watch_toolchain"].queue == "neuron" and tasks["find_stale"].queue == "default"
+    # The worker check runs first, on the default queue, and gates the Neuron watch.
+    assert tasks["check_workers"].queue == "default" and not tasks["check_workers"].upstream_task_ids
+    assert tasks["check_workers"].downstream_task_ids == {"watch_toolchain", "find_stale"}
+    assert tasks["watch_toolchain"].retries == 0 and tasks["watch_toolchain"].execution_timeout.total_seconds() <= 600
     assert [o.name for o in tasks["report"].outlets] == ["neuronforge-recompile-report"]
     assert tasks["report"].trigger_rule == "all_done" and tasks["find_stale"].trigger_rule == "all_done"
-    assert tasks["trigger_rebuilds"].partial_kwargs["trigger_dag_id"] == COMPILE
-    assert set(dag.params) == {"catalog", "store", "dry_run", "wait_minutes"} and dag.max_active_runs == 1
-    assert dag.timetable.expression == "0 0 * * *"
+    trigger = tasks["trigger_rebuilds"].partial_kwargs
+    assert trigger["trigger_dag_id"] == COMPILE
+    # Throttled rebuilds: deferred waits, at most 2 in flight, a failed rebuild ends its wait too.
+    assert trigger["deferrable"] is True and trigger["max_active_tis_per_dagrun"] == 2
+    assert trigger["failed_states"] == [] and set(trigger["allowed_states"]) == {"success", "failed"}
+    assert set(dag.params) == {"catalog", "store", "dry_run", "wait_minutes", "throttle_rebuilds"}
+    assert dag.max_active_runs == 1 and dag.timetable.expression == "0 0 * * *"
+    assert dag.params["catalog"] is None and dag.params["store"] is None  # the form's defaults trigger
 
 
 def _catalog(tmp_path: Path, model_a: Path, model_b: Path) -> Path:
@@ -76,13 +85,14 @@ def _play_scheduler(dags, runs: list) -> None:
 
 
 def test_an_sdk_upgrade_rebuilds_exactly_the_stale_targets(
-    dags, compiled: Compiled, home: Path, tmp_path: Path, fake_neuron: Path, upgrade_fake_neuron
+    dags, compiled: Compiled, home: Path, tmp_path: Path, fake_neuron: Path, upgrade_fake_neuron, neuron_deployment
 ) -> None:
     model_b = tmp_path / "model-b"
     shutil.copytree(compiled.checkpoint, model_b)
     catalog = _catalog(tmp_path, compiled.checkpoint, model_b)
     store_uri = f"file://{tmp_path / 'store'}"
-    conf = {"catalog": str(catalog), "store": store_uri, "wait_minutes": 0}
+    # Unthrottled: dag.test has no scheduler to run the compile runs a throttled trigger would wait for.
+    conf = {"catalog": str(catalog), "store": store_uri, "wait_minutes": 0, "throttle_rebuilds": False}
     seen: set[str] = set()
 
     # 1. Nothing published yet: both targets stale, one compile run per model, in catalog order.
@@ -180,3 +190,46 @@ def test_without_a_neuron_worker_the_cpu_targets_are_still_checked(
         ("nxdi", "unavailable"),
     ]
     assert report["runs"] == [] and "no neuron worker" in report["targets"][1]["detail"]
+
+
+def test_without_a_celery_worker_on_queue_neuron_the_watch_is_skipped_not_queued(
+    dags, compiled: Compiled, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CeleryExecutor with workers on the default queue only: `check_workers` decides at once,
+    `watch_toolchain` is never queued (skipped), the Neuron target is unavailable with the reason."""
+    import operators.recompile
+
+    asked: list[float] = []
+
+    def active_queues(timeout: float = 5.0):
+        asked.append(timeout)
+        return {"celery@cpu-1": [{"name": "default", "exchange": {"name": "default"}}]}
+
+    monkeypatch.setattr(operators.recompile, "default_executor", lambda: "CeleryExecutor")
+    monkeypatch.setattr(operators.recompile, "celery_active_queues", active_queues)
+    catalog = _catalog(tmp_path, compiled.checkpoint, compiled.checkpoint)
+    shutil.copytree(compiled.store.root_uri.removeprefix("file://"), tmp_path / "store")
+    store_uri = f"file://{tmp_path / 'store'}"
+    run = dags[RECOMPILE].test(run_conf={"catalog": str(catalog), "store": store_uri, "dry_run": True})
+    tis = {ti.task_id: ti for ti in run.get_task_instances()}
+    assert asked and str(tis["check_workers"].state) == "success"
+    assert str(tis["watch_toolchain"].state) == "skipped" and tis["watch_toolchain"].try_number == 0
+    assert str(tis["find_stale"].state) == "success" and str(run.state) == "success"
+    report = _report(store_uri, run)
+    (neuron,) = [t for t in report["targets"] if t["target"]["backend"] == "nxdi"]
+    assert neuron["status"] == "unavailable"
+    assert (
+        "no Celery worker consumes queue 'neuron' (workers and their queues: celery@cpu-1: default)"
+        in (neuron["detail"])
+    )
+    assert [t["status"] for t in report["targets"] if t["target"]["backend"] == "cpu"] == ["fresh"]
+
+
+def test_an_unknown_conf_key_fails_the_first_task_and_schedules_nothing(dags, tmp_path: Path) -> None:
+    """Without the cluster policy (which refuses the trigger itself, tests/dags/test_params.py)."""
+    store_uri = f"file://{tmp_path / 'store'}"
+    run = dags[RECOMPILE].test(run_conf={"store": store_uri, "wait_minute": 0})
+    states = {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
+    assert states["check_workers"] == "failed" and states["watch_toolchain"] == "upstream_failed"
+    assert states["find_stale"] == "failed" and states["trigger_rebuilds"] == "upstream_failed"
+    assert states["report"] == "skipped" and not open_store(store_uri).list("reports")
