@@ -10,15 +10,13 @@ Tasks hand each other store references, so any worker may run any task.
 from __future__ import annotations
 
 import pendulum
-from airflow.sdk import Param, dag, task_group
+from airflow.sdk import dag, task_group
 
-from neuronforge import settings
 from neuronforge.pipeline import STAGES
-from neuronforge.stages.publish import FORMATS
 from operators.build_claim import ClaimBuildOperator
+from operators.compile_params import PARAMS
 from operators.compile_publish import (
     NEURON_QUEUE,
-    TARGET_SCHEMA,
     cpu_tickets,
     expand_targets,
     neuron_tickets,
@@ -64,39 +62,7 @@ def neuron_target(ticket):
     max_active_runs=4,
     tags=["neuronforge"],
     doc_md=__doc__,
-    params={
-        "model": Param(
-            "",
-            type="string",
-            title="Model",
-            description="org/name[@revision], s3://bucket/prefix or a folder; empty: the embedded tiny Llama",
-        ),
-        "targets": Param(
-            [settings.DEFAULT_TARGET],
-            type="array",
-            minItems=1,
-            items=TARGET_SCHEMA,
-            title="Targets",
-            description="One compile per target (instance, tp, batch size, sequence length, dtype, quantization)",
-        ),
-        "backend": Param("cpu", type="string", enum=["cpu", "optimum", "nxdi"], title="Backend"),
-        "publish_formats": Param(
-            ["optimum"],
-            type="array",
-            items={"type": "string", "enum": list(FORMATS)},
-            title="Publish formats",
-            description="optimum: the compiled model; lmi: serving.properties + split model; tnx: older Optimum layout",
-        ),
-        "store": Param("", type="string", title="Store URI", description="empty: NEURONFORGE_STORE or the local store"),
-        "prompts": Param(
-            ["Hello, my name is", "The capital of France is"],
-            type="array",
-            minItems=1,
-            items={"type": "string", "minLength": 1},
-            title="Smoke-test prompts",
-        ),
-        "max_new_tokens": Param(8, type="integer", minimum=1, maximum=256, title="Smoke-test tokens"),
-    },
+    params=PARAMS,
 )
 def neuronforge_compile_publish():
     tickets = expand_targets()

@@ -20,9 +20,7 @@ from airflow.sdk import Asset, AssetAlias, get_current_context, task
 
 from neuronforge import settings
 from neuronforge.buildstate import BuildState, LeaseRef
-from neuronforge.instances import INSTANCES
 from neuronforge.pipeline import STAGE_BY_NAME, Context, Stage, execute
-from neuronforge.stages.publish import FORMATS
 from neuronforge.target import TargetSpec
 
 log = logging.getLogger(__name__)
@@ -30,36 +28,6 @@ log = logging.getLogger(__name__)
 ARTIFACTS_ALIAS = AssetAlias(name="neuronforge-artifacts")
 POOL = "neuron_cores"
 NEURON_QUEUE = "neuron"
-QUANTIZATIONS = ["none"] + [
-    f"{d}:{m}" for d in ("int8", "f8e4m3", "f8e5m2") for m in ("per_tensor_symmetric", "per_channel_symmetric")
-]
-
-# JSON schema of one target in the trigger form (Airflow validates it before any task runs).
-TARGET_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["instance_type", "tp_degree", "sequence_length"],
-    "properties": {
-        "instance_type": {"type": "string", "enum": list(INSTANCES)},
-        "tp_degree": {"type": "integer", "minimum": 1, "maximum": 128},
-        "batch_size": {"type": "integer", "minimum": 1, "maximum": 1024},
-        "sequence_length": {"type": "integer", "minimum": 8, "maximum": 1048576},
-        "max_context_length": {"type": ["integer", "null"], "minimum": 1},
-        "dtype": {"type": "string", "enum": ["bf16", "fp16", "fp32"]},
-        "quantization": {"type": "string", "enum": QUANTIZATIONS},
-        # Optional per-target overrides of the run's backend and publish formats (the recompile DAG
-        # sends each catalog model's targets in one run), and the planner's finer knobs.
-        "backend": {"type": "string", "enum": ["cpu", "optimum", "nxdi"]},
-        "publish_formats": {"type": "array", "items": {"type": "string", "enum": list(FORMATS)}},
-        "logical_nc_config": {"type": ["integer", "null"], "enum": [1, 2, None]},
-        "context_encoding_buckets": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}},
-        "token_generation_buckets": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}},
-        "backend_options": {
-            "type": "object",
-            "additionalProperties": {"type": ["string", "integer", "number", "boolean"]},
-        },
-    },
-}
 
 
 def _store(state: BuildState):
@@ -186,7 +154,12 @@ def _with_asset_event(body):
 def expand_targets(params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Validate the whole request (every target, its static plan) before any work: one build
     state per target."""
-    params = params or get_current_context()["params"]
+    if params is None:
+        from operators.compile_params import validate_conf
+
+        context = get_current_context()
+        validate_conf(context["dag_run"].conf)  # without the cluster policy: refused here, before any work
+        params = context["params"]
     model = params.get("model") or settings.DEFAULT_MODEL
     backend = params.get("backend") or "cpu"
     states, targets = [], []

@@ -92,10 +92,14 @@ def record_deployment(dag_run: Any) -> None:
 
 
 def task_instance_mutation_hook(task_instance: Any, dag_run: Any = None) -> None:
-    """Cluster policy: size the Neuron compile / smoke task instances by their target's tp degree;
-    at a run's first task, record the deployment state for the run-start check."""
+    """Cluster policy: refuse a run whose conf has unknown keys; size the Neuron compile / smoke task
+    instances by their target's tp degree; at a run's first task, record the deployment state for
+    the run-start check."""
     if dag_run is None:
         return
+    from operators.compile_params import refuse_unknown_conf
+
+    refuse_unknown_conf(task_instance, dag_run)  # a misspelt conf key: HTTP 400, no run created
     if getattr(task_instance, "task_id", None) == RECORDING_TASK and getattr(task_instance, "map_index", -1) == -1:
         record_deployment(dag_run)
     if getattr(task_instance, "dag_id", None) != DAG_ID:

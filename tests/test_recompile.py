@@ -15,7 +15,7 @@ from neuronforge.failures import read_failure, record_failure
 from neuronforge.stores import open_store
 from neuronforge.target import TargetSpec
 from neuronforge.toolchain import detect_toolchain
-from operators.compile_publish import TARGET_SCHEMA
+from operators.compile_params import TARGET_SCHEMA
 from tests.conftest import TARGET, Compiled
 
 

@@ -47,6 +47,14 @@ def test_kubernetes_runner_makes_neuron_tasks_pods(airflow_db: str, monkeypatch:
         limit = pod.container_resources["limits"][NEURON_RESOURCE]
         assert "neuron_target.prepare" in limit and "['neuron_devices']" in limit
         assert not isinstance(tasks[f"cpu_target.{name}"], KubernetesPodOperator)
-    # The pod runs the Celery task's body: a ticket that hit the index passes through untouched.
-    hit = {"hit": {"manifest_uri": "s3://b/m.json"}}
+    # The pod runs the Celery task's body: a build state that hit the index passes through untouched.
+    from neuronforge.buildstate import BuildState, PublishedRef
+    from neuronforge.target import TargetSpec
+
+    target = TargetSpec.parse(
+        {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 64, "backend": "nxdi"}
+    )
+    hit = BuildState(
+        model="org/m", target=target, store_uri="s3://b", hit=PublishedRef(manifest_uri="s3://b/m.json", prefix="m")
+    ).model_dump(mode="json")
     assert tasks["neuron_target.compile_graphs"].python_callable(hit) == hit
