@@ -183,7 +183,7 @@ class Deployment:
                 f" try {ti.get('try_number')}"
             )
         for ti in tis:
-            if ti["state"] in ("failed", "upstream_failed", "up_for_retry") and ti["state"] != "upstream_failed":
+            if ti["state"] in ("failed", "up_for_retry"):
                 lines.append(f"\nlog of failed task {ti['task_id']}[{ti['map_index']}]:")
                 lines.append(self.task_log(dag_id, run_id, ti["task_id"], ti["map_index"]))
         return "\n".join(lines)
