@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lint format bench-transfer bench-pipeline bench-cache-seed bench-quantize clean
+.PHONY: setup demo test lint format bench-transfer bench-pipeline bench-cache-seed bench-quantize bench-bytes clean
 
 setup: $(STAMP)
 
@@ -42,6 +42,9 @@ bench-quantize: setup
 
 bench-cache-seed: setup
 	$(PY) bench/cache_seed.py
+
+bench-bytes: setup
+	$(PY) bench/bytes_moved.py
 
 bench-transfer: setup
 	$(PY) bench/transfer.py
