@@ -73,9 +73,11 @@ class Prepared:
     key: str
 
 
-def prepare(source: str | ModelSource, target: TargetSpec, work_dir: Path, compiler_flags: str = "") -> Prepared:
+def prepare(
+    source: str | ModelSource, target: TargetSpec, work_dir: Path, compiler_flags: str = "", allow_pickle: bool = False
+) -> Prepared:
     """Pin the source and the toolchain: everything the cache key needs."""
-    pinned = resolve_source(source, work_dir=work_dir)
+    pinned = resolve_source(source, work_dir=work_dir, allow_pickle=allow_pickle)
     toolchain = detect_toolchain(target.backend, compiler_flags)
     request = CompileRequest(pinned, target)
     return Prepared(request, toolchain, cache_key(request, toolchain))
@@ -174,10 +176,9 @@ def _prepare(state: BuildState, ctx: Context) -> BuildState:
     """Pin the source, detect the toolchain, compute the key, look it up; a miss must pass the
     planner's structural checks before anything is claimed or downloaded."""
     check_formats(state.formats)
-    source = resolve_source(state.model, allow_pickle=state.allow_pickle)
-    toolchain = detect_toolchain(state.target.backend)
-    key = cache_key(CompileRequest(source, state.target), toolchain)
-    update: dict[str, Any] = {"source": SourcePin.of(source), "toolchain": toolchain.to_json(), "key": key}
+    prep = prepare(state.model, state.target, ctx.work_dir, allow_pickle=state.allow_pickle)
+    source, key = prep.request.source, prep.key
+    update: dict[str, Any] = {"source": SourcePin.of(source), "toolchain": prep.toolchain.to_json(), "key": key}
     if state.target.backend != "cpu":
         from neuronforge.devices import neuron_devices
 

@@ -105,8 +105,8 @@ def test_planner_rejection_publishes_nothing(compiled: Compiled, tmp_path: Path)
     bad = TargetSpec.parse({**TARGET, "tp_degree": 4})
     with pytest.raises(PlanRejected, match=r"tp=4 is not supported on inf2\.xlarge"):
         run_target(str(compiled.checkpoint), bad, store, compiled.work_dir)
-    # Refused by the static checks in `prepare`: no lease taken, nothing fetched.
-    assert store.list() == []
+    # Refused by the static checks in `prepare`: no lease taken, nothing fetched; the failure recorded.
+    assert [o.key.split("/")[0] for o in store.list()] == ["failures"]
 
 
 def test_a_sequence_longer_than_the_model_is_refused_from_its_config_alone(compiled: Compiled, tmp_path: Path) -> None:
@@ -116,7 +116,7 @@ def test_a_sequence_longer_than_the_model_is_refused_from_its_config_alone(compi
     bad = TargetSpec.parse({**TARGET, "sequence_length": 4096, "max_context_length": 1024})
     with pytest.raises(PlanRejected, match=r"exceeds the model's max_position_embeddings 256"):
         run_target(str(compiled.checkpoint), bad, store, compiled.work_dir)
-    assert store.list() == []
+    assert [o.key.split("/")[0] for o in store.list()] == ["failures"]  # no lease, no fetch
 
 
 def test_a_failed_quantization_publishes_nothing(tiny_llama: Path, tmp_path: Path) -> None:
