@@ -16,6 +16,7 @@ from neuronforge.leases import Lease
 from neuronforge.localcache import TreeRef
 from neuronforge.request import CompileRequest, Toolchain
 from neuronforge.source import ModelSource
+from neuronforge.stages.publish import Published
 from neuronforge.target import TargetSpec
 
 
@@ -37,6 +38,10 @@ class PublishedRef(BaseModel):
     manifest_uri: str
     prefix: str
     uris: dict[str, str] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, published: Published) -> PublishedRef:
+        return cls(manifest_uri=published.manifest_uri, prefix=published.prefix, uris=published.uris)
 
 
 class LeaseRef(BaseModel):

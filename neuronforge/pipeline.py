@@ -186,7 +186,7 @@ def _prepare(state: BuildState, ctx: Context) -> BuildState:
     hit = lookup(ctx.store, key)
     if hit is not None:
         log.info("cache hit for %s: %s", key[:12], hit.manifest_uri)
-        update["hit"] = PublishedRef(manifest_uri=hit.manifest_uri, prefix=hit.prefix, uris=hit.uris)
+        update["hit"] = PublishedRef.of(hit)
     else:
         try:
             check_static(source, state.target)
@@ -208,8 +208,7 @@ def _claim(state: BuildState, ctx: Context, ttl_s: float, poll_s: float) -> Buil
         log.info("%s is being built by %s; waiting for its artifact", key[:12], other.holder if other else "?")
         waited = leases.wait_for(ctx.store, key, lambda: lookup(ctx.store, key), poll_s=poll_s)
         if waited is not None:
-            hit = PublishedRef(manifest_uri=waited.manifest_uri, prefix=waited.prefix, uris=waited.uris)
-            return state.model_copy(update={"hit": hit})
+            return state.model_copy(update={"hit": PublishedRef.of(waited)})
     return state.model_copy(update={"lease": LeaseRef.of(lease)})
 
 
@@ -348,8 +347,7 @@ def _publish(state: BuildState, ctx: Context) -> BuildState:
     log.info("published %s", published.manifest_uri)
     # The staged build served its purpose: the artifact holds it now (a retry finds the key published).
     ctx.store.delete_prefix(layout.build_prefix(inp.key, "").rstrip("/"))
-    ref = PublishedRef(manifest_uri=published.manifest_uri, prefix=published.prefix, uris=published.uris)
-    return state.model_copy(update={"published": ref})
+    return state.model_copy(update={"published": PublishedRef.of(published)})
 
 
 # -- the declaration -----------------------------------------------------------------------------
@@ -364,6 +362,7 @@ class Stage:
     uses_accelerator: bool = False  # takes `tp` slots of pool `neuron_cores` (Neuron backends)
     holds_lease: bool = True  # runs under the target's compile lease (heart-beats it)
     skip_on_hit: bool = True  # a cache hit passes through it untouched
+    final: bool = False  # ends the build: its result is the artifact, and the lease is released after it
 
 
 STAGES: tuple[Stage, ...] = (
@@ -374,7 +373,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("quantize_weights", _quantize, "quantized checkpoint, when the target asks for one"),
     Stage("compile_graphs", _compile, "compile, stage the build, sync the compile cache", True, True),
     Stage("smoke", _smoke, "load and generate in a separate process, compare with the reference", True, True),
-    Stage("publish_artifact", _publish, "publish the formats, manifest last"),
+    Stage("publish_artifact", _publish, "publish the formats, manifest last", final=True),
 )
 STAGE_BY_NAME = {s.name: s for s in STAGES}
 

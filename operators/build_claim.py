@@ -24,11 +24,12 @@ def poll_s() -> float:
 
 
 def _published(store_uri: str, key: str) -> dict[str, Any] | None:
+    from neuronforge.buildstate import PublishedRef
     from neuronforge.stages.publish import lookup
     from neuronforge.stores import open_store
 
     hit = lookup(open_store(store_uri), key)
-    return None if hit is None else {"manifest_uri": hit.manifest_uri, "prefix": hit.prefix, "uris": hit.uris}
+    return None if hit is None else PublishedRef.of(hit).model_dump()
 
 
 def _lease_live(store_uri: str, key: str) -> bool:

@@ -88,7 +88,7 @@ def run_stage_task(name: str, payload: dict[str, Any]) -> dict[str, Any]:
     except Exception:
         _release_on_last_attempt(state, store)
         raise
-    if name == "publish_artifact" and result.lease is not None:
+    if stage.final and result.lease is not None:
         from neuronforge import leases
 
         leases.release(store, result.lease.lease())
@@ -123,7 +123,7 @@ def stage_task(stage: Stage, queue: str = "default"):
     options: dict[str, Any] = {"task_id": stage.name, "queue": queue, "show_return_value_in_logs": False}
     if stage.uses_accelerator and queue == NEURON_QUEUE:
         options |= {"pool": POOL, "pool_slots": 1}  # sized per target by the cluster policy
-    if stage.name == "publish_artifact":
+    if stage.final:  # its result is the artifact: announce it as an Asset event
         return task(outlets=[ARTIFACTS_ALIAS], **options)(_with_asset_event(body))
     return task(**options)(body)
 

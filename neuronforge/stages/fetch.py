@@ -45,7 +45,7 @@ MANIFEST_SCHEMA = 1
 
 @dataclass
 class FetchRequest:
-    source: str
+    source: str | ModelSource  # as given, or already pinned (then it is fetched exactly as pinned)
     store_uri: str
     work_dir: Path
     allow_pickle: bool = False
