@@ -9,7 +9,9 @@ the compiled output. Inputs IN the key, and why:
   tp degree, logical NeuronCore config, batch size, sequence length, max context length, buckets,
   dtype — each one changes the traced graphs or their sharding.
 - `quantization` (dtype and method): changes the weights and the graphs' weight dtype.
-- `backend` and `backend_options`: different exporters emit different graphs.
+- the serving `profile` (name, version and its pins: SDK release, compiler version with its local
+  label, library versions), the `backend` it compiles with and `backend_options`: different
+  exporters and consumer settings emit different graphs.
 - the `Toolchain`: backend library version, compiler name and version, and the versions of the
   packages whose modeling code is traced (torch, transformers, neuronx-distributed, …). NEFFs are
   tied to the compiler version; an SDK upgrade must produce new keys.
@@ -32,7 +34,7 @@ from neuronforge.errors import InvalidInput
 from neuronforge.source import ModelSource
 from neuronforge.target import TargetSpec
 
-KEY_SCHEMA = 1
+KEY_SCHEMA = 2  # 2: the serving profile (name, version, pins) replaced the bare backend
 
 
 def normalize_flags(flags: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
@@ -112,20 +114,23 @@ def cache_key_material(request: CompileRequest, toolchain: Toolchain) -> dict[st
         raise InvalidInput(
             f"cannot compute a cache key for {request.source}: resolve it to an immutable revision first"
         )
-    if toolchain.backend != request.target.backend:
+    profile = request.target.serving_profile
+    if toolchain.backend != profile.backend.name:
         raise InvalidInput(
-            f"toolchain is for backend {toolchain.backend!r} but the target asks for {request.target.backend!r}"
+            f"toolchain is for backend {toolchain.backend!r} but profile {profile.ref} compiles with "
+            f"{profile.backend.name!r}"
         )
     target = request.target.normalized().model_dump(mode="json")
     quantization = target.pop("quantization")
-    backend = target.pop("backend")
+    target.pop("profile")
     backend_options = target.pop("backend_options")
     return {
         "key_schema": KEY_SCHEMA,
         "model_revision": request.source.resolved_revision,
         "target": target,
         "quantization": quantization,
-        "backend": backend,
+        "profile": profile.key_material(),
+        "backend": profile.backend.name,
         "backend_options": backend_options,
         "toolchain": toolchain.keyed_json(),
     }

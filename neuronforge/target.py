@@ -1,4 +1,5 @@
-"""`TargetSpec`: what to compile a model for (instance, parallelism, shapes, dtype, quantization, backend).
+"""`TargetSpec`: what to compile a model for (instance, parallelism, shapes, dtype, quantization, and
+the serving profile: the stack that will load it, which fixes the backend and the toolchain).
 
 Validation here rejects values that are impossible whatever the model (a zero batch size, a
 logical-core config the instance does not have, buckets longer than the sequence). Whether a
@@ -20,7 +21,8 @@ TORCH_DTYPE_NAMES: dict[str, str] = {"bf16": "bfloat16", "fp16": "float16", "fp3
 
 QuantDType = Literal["none", "int8", "f8e4m3", "f8e5m2"]
 QuantMethod = Literal["per_tensor_symmetric", "per_channel_symmetric"]
-KNOWN_BACKENDS = ("cpu", "optimum", "nxdi")
+# The `backend` field of earlier releases, and the profile that now says the same and more.
+LEGACY_BACKENDS = {"cpu": "cpu", "optimum": "optimum-neuron", "nxdi": "vllm-neuron"}
 
 _METHOD_ALIASES = {
     "per_tensor": "per_tensor_symmetric",
@@ -37,13 +39,31 @@ class Quantization(BaseModel):
 
     dtype: QuantDType = "none"
     method: QuantMethod | None = None
+    # Modules kept in the checkpoint dtype. `lm_head` always is (our quantizer never converts it),
+    # and NxD Inference must be told every one of them (NeuronConfig.modules_to_not_convert), else
+    # it builds quantized layers for them and fails on the missing scales.
+    modules_to_not_convert: tuple[str, ...] = ()
 
     @model_validator(mode="after")
     def _method_matches_dtype(self) -> Quantization:
         if self.dtype == "none" and self.method is not None:
             raise ValueError(f"quantization method {self.method!r} given without a quantization dtype")
+        if self.dtype == "none" and self.modules_to_not_convert:
+            raise ValueError("modules_to_not_convert given without a quantization dtype")
         if self.dtype != "none" and self.method is None:
             object.__setattr__(self, "method", "per_tensor_symmetric")
+        if self.dtype != "none":
+            bad = [
+                m
+                for m in self.modules_to_not_convert
+                if not m or not all(p.isidentifier() or p.isdigit() for p in m.split("."))
+            ]
+            if bad:
+                raise ValueError(
+                    f"modules_to_not_convert: {bad} are not module names (e.g. lm_head, model.layers.0.mlp)"
+                )
+            kept = tuple(sorted({"lm_head", *self.modules_to_not_convert}))
+            object.__setattr__(self, "modules_to_not_convert", kept)
         return self
 
     @property
@@ -88,8 +108,21 @@ class TargetSpec(BaseModel):
     token_generation_buckets: tuple[int, ...] | None = None
     dtype: DType = "bf16"
     quantization: Quantization = Quantization()
-    backend: str = "cpu"
+    profile: str = "cpu"  # a registered serving profile: `name` (newest version) or `name@version`
     backend_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_backend_field(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "backend" in data:
+            suggestion = LEGACY_BACKENDS.get(str(data["backend"]))
+            hint = f"; for backend {data['backend']!r} use profile {suggestion!r}" if suggestion else ""
+            raise ValueError(
+                "`backend` was replaced by `profile` (the serving stack decides the backend and toolchain)"
+                + hint
+                + " — `neuronforge profiles` lists them"
+            )
+        return data
 
     @field_validator("instance_type")
     @classmethod
@@ -98,12 +131,16 @@ class TargetSpec(BaseModel):
             raise ValueError(f"unknown instance type {v!r}; known: {', '.join(INSTANCES)}")
         return v
 
-    @field_validator("backend")
+    @field_validator("profile")
     @classmethod
-    def _known_backend(cls, v: str) -> str:
-        if v not in KNOWN_BACKENDS:
-            raise ValueError(f"unknown backend {v!r}; known backends: {', '.join(KNOWN_BACKENDS)}")
-        return v
+    def _known_profile(cls, v: str) -> str:
+        from neuronforge.profiles.registry import get_profile
+
+        try:
+            get_profile(v)
+        except InvalidInput as exc:
+            raise ValueError(str(exc)) from None
+        return v.strip()
 
     @field_validator("quantization", mode="before")
     @classmethod
@@ -160,21 +197,40 @@ class TargetSpec(BaseModel):
     def dtype_bytes(self) -> int:
         return DTYPE_BYTES[self.dtype]
 
+    @property
+    def serving_profile(self):  # -> ServingProfile
+        from neuronforge.profiles.registry import get_profile
+
+        return get_profile(self.profile)
+
     def normalized(self) -> TargetSpec:
-        """Spell every default out, so equal targets compare (and hash) equal."""
+        """Spell every default out (the profile as `name@version`), so equal targets compare (and
+        hash) equal."""
         return self.model_copy(
             update={
                 "max_context_length": self.context_length,
                 "logical_nc_config": self.lnc,
+                "profile": self.serving_profile.ref,
                 "backend_options": dict(sorted(self.backend_options.items())),
             }
         )
+
+    @classmethod
+    def from_key_material(cls, material: dict[str, Any]) -> TargetSpec:
+        """The target a cache key's material (`request.cache_key_material`) was computed for."""
+        data = dict(material["target"])
+        data.update(
+            quantization=material["quantization"],
+            profile=f"{material['profile']['name']}@{material['profile']['version']}",
+            backend_options=material.get("backend_options", {}),
+        )
+        return cls.parse(data)
 
     @property
     def slug(self) -> str:
         """A readable, path-safe name for this target (the cache key disambiguates the rest)."""
         parts = [
-            self.backend,
+            self.serving_profile.name,
             self.instance_type,
             f"tp{self.tp_degree}",
             f"b{self.batch_size}",

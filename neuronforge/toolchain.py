@@ -15,12 +15,8 @@ from neuronforge.errors import InvalidInput
 from neuronforge.request import Toolchain
 
 # Packages whose versions change the compiled graphs, per backend.
-_NEURON_SDK = ("neuronx-cc", "libneuronxla", "torch-neuronx", "neuronx-distributed", "torch", "transformers")
-BACKEND_PACKAGES: dict[str, tuple[str, ...]] = {
-    "cpu": ("torch", "transformers"),
-    "optimum": ("optimum-neuron", *_NEURON_SDK),
-    "nxdi": ("neuronx-distributed-inference", *_NEURON_SDK),
-}
+# Packages of the Neuron SDK whose versions change the compiled graphs (every Neuron backend adds its library).
+NEURON_SDK_PACKAGES = ("neuronx-cc", "libneuronxla", "torch-neuronx", "neuronx-distributed", "torch", "transformers")
 
 
 def installed_version(package: str) -> str | None:
@@ -56,22 +52,7 @@ def detect_runtime() -> dict[str, str]:
 
 
 def detect_toolchain(backend: str, compiler_flags: str | tuple[str, ...] = ()) -> Toolchain:
-    """The toolchain installed in this Python environment for `backend`."""
-    packages = {p: v for p in BACKEND_PACKAGES.get(backend, ()) if (v := installed_version(p))}
-    if backend == "cpu":
-        torch_version = packages.get("torch")
-        if torch_version is None:
-            raise InvalidInput("the cpu backend needs torch: run `make setup`")
-        return Toolchain("cpu", torch_version, "torch-inductor", torch_version, packages, compiler_flags)
-    lib = "optimum-neuron" if backend == "optimum" else "neuronx-distributed-inference"
-    missing = [p for p in (lib, "neuronx-cc") if p not in packages]
-    if missing:
-        raise InvalidInput(
-            f"backend {backend!r} needs {', '.join(missing)} from the AWS Neuron repository (worker image "
-            "docker/neuron-worker.Dockerfile); off a Neuron worker pass the versions explicitly "
-            "(--backend-version, --compiler-version)"
-        )
-    from neuronforge.backends.support import installed_architectures
+    """The toolchain installed in this Python environment for backend `backend`."""
+    from neuronforge.backends import get_backend
 
-    worker = {"runtime": detect_runtime(), "architectures": installed_architectures(backend)}
-    return Toolchain(backend, packages[lib], "neuronxcc", packages["neuronx-cc"], packages, compiler_flags, worker)
+    return get_backend(backend).detect_toolchain(compiler_flags)

@@ -1,7 +1,27 @@
-"""Compile backends. Each declares the architectures it can build; the planner checks that before
-any compile (`supported_architectures`). The backends themselves import their heavy toolchains
-lazily, so this package imports anywhere."""
+"""Compile backends behind one interface (`neuronforge.backends.base.Backend`): `cpu`
+(AOTInductor, here), `optimum` (optimum-neuron's exporter) and `nxdi` (NxD Inference). Serving
+profiles pick one; nothing else branches on a backend's name. The backends import their heavy
+toolchains lazily, so this package imports anywhere."""
 
-from neuronforge.backends.support import BACKEND_ARCHITECTURES, supported_architectures
+from __future__ import annotations
 
-__all__ = ["BACKEND_ARCHITECTURES", "supported_architectures"]
+from neuronforge.backends.base import Backend
+
+
+def all_backends() -> dict[str, Backend]:
+    """Every backend by name: the one place they are registered."""
+    from neuronforge.backends import cpu, nxdi, optimum
+
+    return {b.name: b for b in (cpu.BACKEND, optimum.BACKEND, nxdi.BACKEND)}
+
+
+def get_backend(name: str) -> Backend:
+    from neuronforge.errors import InvalidInput
+
+    backends = all_backends()
+    if name not in backends:
+        raise InvalidInput(f"unknown backend {name!r}; known: {', '.join(backends)}")
+    return backends[name]
+
+
+__all__ = ["Backend", "all_backends", "get_backend"]

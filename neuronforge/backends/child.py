@@ -114,3 +114,17 @@ def child_entry(actions: dict, argv: list[str]) -> int:
     action, spec_path = argv
     actions[action](json.loads(Path(spec_path).read_text()))
     return 0
+
+
+def generation_rows(prompt_ids: list[list[int]], results: list[dict]) -> dict:
+    """A Neuron child's results in the shape the smoke judge reads (tokens only, no logits)."""
+    rows = [
+        {"prompt_ids": ids, "tokens": r["tokens"], "ttft": None, "tpot": r["seconds"] / max(1, len(r["tokens"]))}
+        for ids, r in zip(prompt_ids, results, strict=True)
+    ]
+    return {"load_s": results[0]["load_s"] if results else None, "rows": rows}
+
+
+def cache_graphs(use) -> list[dict]:
+    """One record per persistent-cache entry a Neuron compile used (graph = cache entry)."""
+    return [{"name": n, "entry": n, "cached": n not in use.created, "seconds": None} for n in use.used]

@@ -27,9 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from neuronforge.backends.base import Backend, CompileJob, CompileResult, Generation, GenerateJob
 from neuronforge.compile_cache import CompileCache, entry_name, flags_hash, graph_hash
 from neuronforge.errors import InvalidInput
 from neuronforge.progress import heartbeat
+from neuronforge.request import Toolchain
 from neuronforge.target import TORCH_DTYPE_NAMES, TargetSpec
 
 log = logging.getLogger(__name__)
@@ -268,3 +270,84 @@ class CpuModel:
             "time_to_first_token_s": first_token,
             "per_token_s": decode / max(1, max_new_tokens - 1),
         }
+
+
+class CpuBackend(Backend):
+    """PyTorch AOTInductor on this host: the embedded default, runnable anywhere."""
+
+    name = "cpu"
+    library = None
+    compiler = COMPILER
+    packages = ("torch", "transformers")
+    # transformers' own modeling code for the dense Llama-layout families.
+    architectures = frozenset({"llama", "mistral", "qwen2", "qwen3"})
+    uses_neuron = False
+
+    def detect_toolchain(self, compiler_flags: str | tuple[str, ...] = ()) -> Toolchain:
+        from neuronforge.toolchain import installed_version
+
+        packages = {p: v for p in self.packages if (v := installed_version(p))}
+        if "torch" not in packages:
+            raise InvalidInput("the cpu backend needs torch: run `make setup`")
+        return Toolchain(self.name, packages["torch"], COMPILER, packages["torch"], packages, compiler_flags)
+
+    def compile(self, job: CompileJob) -> CompileResult:
+        result = compile_cpu(job.checkpoint_dir, job.target, job.out, job.cache, job.work_dir)
+        return CompileResult([g.__dict__ for g in result.graphs], result.compiler_invocations)
+
+    def generate(self, job: GenerateJob) -> Generation:
+        """Load the build with `CpuModel` in a child process (as a consumer would) and generate;
+        the rows carry each step's logits for the smoke judge."""
+        import subprocess
+        import sys
+        import tempfile
+
+        from safetensors.torch import load_file
+
+        from neuronforge.backends.child import ChildFailed
+
+        with tempfile.TemporaryDirectory(prefix="nf-generate-") as tmp:
+            out = Path(tmp)
+            spec = {"build": str(job.build_dir), "prompt_ids": job.prompt_ids, "max_new_tokens": job.max_new_tokens}
+            (out / "spec.json").write_text(json.dumps(spec))
+            cmd = [sys.executable, "-m", "neuronforge.backends.cpu", "generate", str(out)]
+            try:
+                with heartbeat("loading the artifact and generating in a child process"):
+                    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=job.timeout_s, check=False)
+            except subprocess.TimeoutExpired:
+                raise ChildFailed(f"loading and generating did not finish within {job.timeout_s:.0f}s", []) from None
+            if proc.returncode != 0:
+                raise ChildFailed(f"exit {proc.returncode}", proc.stderr.strip().splitlines()[-5:])
+            child = json.loads((out / "child.json").read_text())
+            logits = load_file(out / "logits.safetensors")
+        for i, row in enumerate(child["rows"]):
+            row["logits"] = logits[f"p{i}"]
+        return child
+
+
+def _child_generate(out: Path) -> None:
+    """In the child: load the build, generate, write the tokens and the per-step logits."""
+    import torch
+    from safetensors.torch import save_file
+
+    spec = json.loads((out / "spec.json").read_text())
+    model = CpuModel(Path(spec["build"]))
+    rows, logits = [], {}
+    for i, ids in enumerate(spec["prompt_ids"]):
+        g = model.generate(ids, spec["max_new_tokens"])
+        rows.append(
+            {"prompt_ids": ids, "tokens": g["tokens"], "ttft": g["time_to_first_token_s"], "tpot": g["per_token_s"]}
+        )
+        logits[f"p{i}"] = g["logits"].to(torch.float32).contiguous()
+    save_file(logits, out / "logits.safetensors")
+    (out / "child.json").write_text(json.dumps({"load_s": model.load_seconds, "rows": rows}))
+
+
+BACKEND = CpuBackend()
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:2] != ["generate"] or len(sys.argv) != 3:
+        sys.exit("usage: python -m neuronforge.backends.cpu generate SPEC_DIR")
+    _child_generate(Path(sys.argv[2]))

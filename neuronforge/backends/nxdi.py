@@ -22,9 +22,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from neuronforge.backends.base import Backend, CompileJob, CompileResult, Generation, GenerateJob
+from neuronforge.backends.child import cache_graphs, generation_rows
 from neuronforge.compile_cache import CacheUse, compile_through_cache
 from neuronforge.errors import InvalidInput
 from neuronforge.target import TORCH_DTYPE_NAMES, TargetSpec
+from neuronforge.toolchain import NEURON_SDK_PACKAGES
 
 log = logging.getLogger(__name__)
 PACKAGE = "neuronx_distributed_inference"
@@ -115,15 +118,15 @@ def compile_nxdi(
     flags: tuple[str, ...],
     timeout_s: float,
     preseed: list[str] | None = None,
-    quantized_checkpoint: Path | None = None,
+    neuron_config: dict[str, Any] | None = None,
 ) -> CacheUse:
-    """Compile in a child process against the local persistent cache, pre-seeded with `preseed`;
-    a quantized target loads its weights from `quantized_checkpoint` (the quantize stage's output)."""
+    """Compile in a child process against the local persistent cache, pre-seeded with `preseed`,
+    with the NeuronConfig keyword arguments `neuron_config` (default: `neuron_config_kwargs`)."""
     from neuronforge.backends.child import run_child
 
     out.mkdir(parents=True, exist_ok=True)
     spec_path = out.parent / f"{out.name}.nxdi-spec.json"
-    kwargs = neuron_config_kwargs(target, quantized_checkpoint)
+    kwargs = neuron_config if neuron_config is not None else neuron_config_kwargs(target)
     spec_path.write_text(json.dumps(child_spec(model_type, checkpoint, out, kwargs)))
     env = {"NEURON_COMPILE_CACHE_URL": str(cache.local.parent), "NEURON_CC_FLAGS": " ".join(flags)}
     return compile_through_cache(
@@ -201,6 +204,53 @@ def _generate(spec: dict[str, Any]) -> None:
     adapter = HuggingFaceGenerationAdapter(model)
     report_generations(adapter.generate, spec["prompt_ids"], spec["max_new_tokens"], load_s)
 
+
+class NxdiBackend(Backend):
+    """NxD Inference (`Neuron<Arch>ForCausalLM.compile/load`), in child processes. What it is told
+    to build (the NeuronConfig) comes from the serving profile (`settings["neuron_config"]`)."""
+
+    name = "nxdi"
+    library = "neuronx-distributed-inference"
+    packages = ("neuronx-distributed-inference", *NEURON_SDK_PACKAGES)
+    architectures = frozenset(ARCHITECTURES)
+
+    def installed_architectures(self) -> list[str] | None:
+        from neuronforge.backends.support import installed_architectures
+
+        return installed_architectures("nxdi")
+
+    def compile(self, job: CompileJob) -> CompileResult:
+        import shutil
+
+        from neuronforge.backends.cpu import TOKENIZER_FILES
+
+        kwargs = job.settings.get("neuron_config") or neuron_config_kwargs(job.target, job.quantized_dir)
+        use = compile_nxdi(
+            job.checkpoint_dir,
+            job.model_type,
+            job.target,
+            job.out,
+            job.cache,
+            job.flags,
+            timeout_s=job.timeout_s,
+            preseed=job.preseed,
+            neuron_config=kwargs,
+        )
+        # NxD's output (neuron_config.json, model.pt, weights/) plus the HF config and tokenizer,
+        # which vLLM and the HF generation adapter read from the same folder.
+        for name in ("config.json", *TOKENIZER_FILES):
+            if (job.checkpoint_dir / name).exists():
+                shutil.copyfile(job.checkpoint_dir / name, job.out / name)
+        return CompileResult(cache_graphs(use), len(use.created))
+
+    def generate(self, job: GenerateJob) -> Generation:
+        results = generate_nxdi(
+            job.checkpoint_dir, job.model_type, job.build_dir, job.prompt_ids, job.max_new_tokens, job.timeout_s
+        )
+        return generation_rows(job.prompt_ids, results)
+
+
+BACKEND = NxdiBackend()
 
 if __name__ == "__main__":
     from neuronforge.backends.child import child_entry

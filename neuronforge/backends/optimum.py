@@ -24,9 +24,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from neuronforge.backends.base import Backend, CompileJob, CompileResult, Generation, GenerateJob
+from neuronforge.backends.child import cache_graphs, generation_rows
 from neuronforge.compile_cache import CacheUse, compile_through_cache
 from neuronforge.errors import InvalidInput
 from neuronforge.target import TORCH_DTYPE_NAMES, TargetSpec
+from neuronforge.toolchain import NEURON_SDK_PACKAGES
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +164,35 @@ def _generate(spec: dict[str, Any]) -> None:
     load_s = time.perf_counter() - t0
     report_generations(model.generate, spec["prompt_ids"], spec["max_new_tokens"], load_s)
 
+
+class OptimumBackend(Backend):
+    """optimum-neuron's exporter (`NeuronModelForCausalLM.export`), in child processes."""
+
+    name = "optimum"
+    library = "optimum-neuron"
+    packages = ("optimum-neuron", *NEURON_SDK_PACKAGES)
+    # optimum-neuron 0.4.5 registers these for `text-generation` inference
+    # (optimum/neuron/models/inference/auto_models.py; note: no `mistral` there).
+    architectures = frozenset(
+        {"granite", "llama", "llama4_text", "mixtral", "phi3", "qwen2", "qwen3", "qwen3_moe", "smollm3"}
+    )
+
+    def installed_architectures(self) -> list[str] | None:
+        from neuronforge.backends.support import installed_architectures
+
+        return installed_architectures("optimum")
+
+    def compile(self, job: CompileJob) -> CompileResult:
+        use = compile_optimum(job.checkpoint_dir, job.target, job.out, job.cache, job.flags, job.timeout_s, job.preseed)
+        return CompileResult(cache_graphs(use), len(use.created))
+
+    def generate(self, job: GenerateJob) -> Generation:
+        return generation_rows(
+            job.prompt_ids, generate_optimum(job.build_dir, job.prompt_ids, job.max_new_tokens, job.timeout_s)
+        )
+
+
+BACKEND = OptimumBackend()
 
 if __name__ == "__main__":
     from neuronforge.backends.child import child_entry

@@ -1,0 +1,17 @@
+"""Serving profiles: the stack that will serve a model decides how it is compiled, published,
+launched and checked. See `neuronforge.profiles.base` and the registry."""
+
+from neuronforge.profiles.base import Artifact, AssembleJob, LaunchContext, Pins, ServingProfile
+from neuronforge.profiles.registry import all_profiles, get_profile, neuron_queues, profile_names
+
+__all__ = [
+    "Artifact",
+    "AssembleJob",
+    "LaunchContext",
+    "Pins",
+    "ServingProfile",
+    "all_profiles",
+    "get_profile",
+    "neuron_queues",
+    "profile_names",
+]

@@ -1,0 +1,60 @@
+"""The one place serving profiles are registered. The form's enum, the CLI, the planner, the DAGs'
+routing and the catalog read this module; adding a profile is one module plus one line here."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from neuronforge.errors import InvalidInput
+from neuronforge.profiles.base import RefusedStack, ServingProfile
+
+
+@cache
+def all_profiles() -> tuple[ServingProfile, ...]:
+    """Every registered profile version (imported on first use: profiles import the backends)."""
+    from neuronforge.profiles import cpu, optimum_neuron, vllm_neuron
+
+    return (cpu.PROFILE, optimum_neuron.PROFILE, vllm_neuron.PROFILE)
+
+
+@cache
+def refused_stacks() -> tuple[RefusedStack, ...]:
+    from neuronforge.profiles.unsupported import STACKS
+
+    return STACKS
+
+
+def profile_names() -> list[str]:
+    """Names users type, in registry order (each resolves to its newest version)."""
+    return list(dict.fromkeys(p.name for p in all_profiles()))
+
+
+def get_profile(spec: str) -> ServingProfile:
+    """`name` (its newest version) or `name@version`; a refused stack or an unknown name raises
+    `InvalidInput` with the reason and what to use instead."""
+    name, _, version = spec.strip().partition("@")
+    versions = [p for p in all_profiles() if p.name == name]
+    if not versions:
+        refused = next((s for s in refused_stacks() if s.name == name), None)
+        if refused is not None:
+            raise InvalidInput(refused.message())
+        raise InvalidInput(f"unknown profile {spec!r}; known profiles: {', '.join(profile_names())}")
+    if not version:
+        return max(versions, key=lambda p: _version_key(p.version))
+    for p in versions:
+        if p.version == version:
+            return p
+    raise InvalidInput(f"profile {name!r} has no version {version!r}; registered: {', '.join(p.ref for p in versions)}")
+
+
+def profiles_for(model_type: str) -> list[ServingProfile]:
+    return [p for p in all_profiles() if model_type in p.architectures]
+
+
+def neuron_queues() -> list[str]:
+    """The Celery queues the Neuron profiles' compile and smoke tasks go to (one per SDK release)."""
+    return sorted({p.queue for p in all_profiles() if p.queue})
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(x) if x.isdigit() else -1 for x in version.split("."))

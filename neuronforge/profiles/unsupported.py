@@ -1,0 +1,29 @@
+"""Serving stacks people ask for that neuronforge does not build for: the planner refuses them by
+name with the reason and the nearest supported profile (sources: shared/reference/CONSUMERS.md)."""
+
+from __future__ import annotations
+
+from neuronforge.profiles.base import RefusedStack
+
+STACKS: tuple[RefusedStack, ...] = (
+    RefusedStack(
+        "lmi-neuronx",
+        "LMI (DJL Serving) loads transformers-neuronx graphs compiled by its own image's toolchain "
+        "(SDK 2.21.1, neuronx-cc 2.16.372.0); that backend is not built yet, and NxD graphs cannot stand in "
+        "for them (djl-serving removed Neuron support in 1132e3ab)",
+        "vllm-neuron",
+    ),
+    RefusedStack(
+        "vllm-neuron-plugin",
+        "the vLLM Neuron plugin of SDK >= 2.31 compiles with torch.compile into its own cache "
+        "($VLLM_CACHE_ROOT/neuron/compile_cache), not NEFFs from the Neuron persistent cache, and runs on "
+        "Trn2/Trn3 only",
+        "vllm-neuron",
+    ),
+    RefusedStack(
+        "tgi-neuron",
+        "TGI's Neuron backend loads only exports made by its image's own pinned optimum-neuron (0.3.0) and "
+        "compiler, with equality checks on both",
+        "optimum-neuron",
+    ),
+)
