@@ -11,7 +11,6 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-from neuronforge.errors import InvalidInput
 from neuronforge.request import Toolchain
 
 # Packages whose versions change the compiled graphs, per backend.

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from neuronforge.backends.base import Backend, CompileJob, CompileResult, Generation, GenerateJob
+from neuronforge.backends.base import Backend, CompileJob, CompileResult, GenerateJob, Generation
 from neuronforge.compile_cache import CompileCache, entry_name, flags_hash, graph_hash
 from neuronforge.errors import InvalidInput
 from neuronforge.progress import heartbeat

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from neuronforge.backends.base import Backend, CompileJob, CompileResult, Generation, GenerateJob
+from neuronforge.backends.base import Backend, CompileJob, CompileResult, GenerateJob, Generation
 from neuronforge.backends.child import cache_graphs, generation_rows
 from neuronforge.compile_cache import CacheUse, compile_through_cache
 from neuronforge.errors import InvalidInput

@@ -15,7 +15,10 @@ class OptimumNeuronProfile(ServingProfile):
     backend = BACKEND
     instance_families = frozenset({"inf2", "trn1", "trn1n", "trn2"})
     folder = "optimum-neuron"
-    publishes = "optimum-neuron/: the export as optimum writes it (config, neuron_config, model.pt, checkpoint/weights, tokenizer)"
+    publishes = (
+        "optimum-neuron/: the export as optimum writes it "
+        "(config, neuron_config, model.pt, checkpoint/weights, tokenizer)"
+    )
 
     def problems(self, target, model_type=None) -> list[str]:
         from neuronforge.backends.optimum import unsupported
