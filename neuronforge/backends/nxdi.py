@@ -24,6 +24,7 @@ from typing import Any
 
 from neuronforge.backends.base import Backend, CompileJob, CompileResult, GenerateJob, Generation
 from neuronforge.backends.child import cache_graphs, generation_rows
+from neuronforge.backends.nxdi_quantization import neuron_config_quantization
 from neuronforge.compile_cache import CacheUse, compile_through_cache
 from neuronforge.errors import InvalidInput
 from neuronforge.target import TORCH_DTYPE_NAMES, TargetSpec
@@ -83,15 +84,7 @@ def neuron_config_kwargs(target: TargetSpec, quantized_checkpoint: Path | None =
         kw["context_encoding_buckets"] = list(t.context_encoding_buckets)
     if t.token_generation_buckets:
         kw["token_generation_buckets"] = list(t.token_generation_buckets)
-    if t.quantization.enabled:
-        if quantized_checkpoint is None:
-            raise InvalidInput("nxdi backend: a quantized target needs the quantized checkpoint (quantize stage)")
-        kw.update(
-            quantized=True,
-            quantized_checkpoints_path=str(quantized_checkpoint),
-            quantization_dtype=t.quantization.dtype,
-            quantization_type=t.quantization.method,
-        )
+    kw.update(neuron_config_quantization(t, quantized_checkpoint))
     kw.update(options)
     return kw
 
