@@ -79,7 +79,6 @@ class BuildState(BaseModel):
     model: str
     target: TargetSpec
     store_uri: str
-    formats: list[str] = Field(default_factory=lambda: ["optimum"])
     prompts: list[str] = Field(default_factory=list)
     max_new_tokens: int = 8
     allow_pickle: bool = False

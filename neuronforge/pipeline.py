@@ -4,8 +4,8 @@
             -> compile_graphs (+ compile-cache sync) -> smoke -> publish_artifact
 
 `STAGES` lists them with what each needs from where it runs: whether it runs where the target's
-backend is (queue `neuron` for the Neuron backends), takes accelerator cores (pool
-`neuron_cores`), holds the target's compile lease. The CLI (`run_target`) runs the list in one
+serving profile compiles (queue `neuron-<sdk release>` for the Neuron profiles), takes accelerator
+cores (pool `neuron_cores`), holds the target's compile lease. The CLI (`run_target`) runs the list in one
 process; the DAG is generated from the same list by one task factory (`operators/compile_publish.py`).
 Every stage is a function `(BuildState, Context) -> BuildState`: the state carries store
 references, and each stage materializes what it needs on its own host (`neuronforge.localcache`),
@@ -38,11 +38,10 @@ from neuronforge.localcache import adopt, file_entries, manifest_bytes, material
 from neuronforge.planner import Check, Plan, plan, static_problems
 from neuronforge.request import CompileRequest, Toolchain, cache_key
 from neuronforge.source import ModelSource
-from neuronforge.stages.publish import Published, check_formats, lookup
+from neuronforge.stages.publish import Published, lookup
 from neuronforge.stages.resolve import resolve_source
 from neuronforge.stores import ArtifactStore
 from neuronforge.target import TargetSpec
-from neuronforge.toolchain import detect_toolchain
 
 log = logging.getLogger(__name__)
 
@@ -76,25 +75,35 @@ class Prepared:
 def prepare(
     source: str | ModelSource, target: TargetSpec, work_dir: Path, compiler_flags: str = "", allow_pickle: bool = False
 ) -> Prepared:
-    """Pin the source and the toolchain: everything the cache key needs."""
+    """Pin the source and the toolchain (the profile's backend, as installed here): everything the
+    cache key needs."""
     pinned = resolve_source(source, work_dir=work_dir, allow_pickle=allow_pickle)
-    toolchain = detect_toolchain(target.backend, compiler_flags)
+    toolchain = target.serving_profile.backend.detect_toolchain(compiler_flags)
     request = CompileRequest(pinned, target)
     return Prepared(request, toolchain, cache_key(request, toolchain))
 
 
 def check_plan(checkpoint_dir: Path, target: TargetSpec, toolchain: Toolchain | None = None) -> Plan:
     """Plan `target` for a fetched checkpoint (exact weight sizes from its headers) and, given the
-    toolchain detected on the compiling worker, check that it can build it; raise `PlanRejected`
+    toolchain detected on the compiling worker, check that it is the profile's pinned one and can
+    build it; raise `PlanRejected`
     with every problem and its fix when it is invalid, does not fit or cannot be built."""
     from neuronforge.backends.support import toolchain_problems
 
     verified = verify_checkpoint(checkpoint_dir)
     result = plan(verified.arch, target, tensors=verified.tensors)
     if toolchain is not None:
-        problems = toolchain_problems(target, toolchain, verified.arch.model_type)
+        profile = target.serving_profile
+        problems = profile.toolchain_problems(toolchain) + toolchain_problems(
+            target, toolchain, verified.arch.model_type
+        )
         result.checks += [Check("toolchain", False, p) for p in problems] or [
-            Check("toolchain", True, f"{toolchain.backend} {toolchain.backend_version} can build it")
+            Check(
+                "toolchain",
+                True,
+                f"{toolchain.backend} {toolchain.backend_version} with {toolchain.compiler} "
+                f"{toolchain.compiler_version} is what {profile.ref} pins and can build it",
+            )
         ]
     if not result.ok:
         raise PlanRejected(f"{target.slug}: " + "; ".join(result.problems))
@@ -167,7 +176,9 @@ def compile_inputs(state: BuildState, ctx: Context) -> CompileInputs:
     dequantized = dequantized_checkpoint(
         quantized, ctx.work_dir / "dequantized" / ref.manifest_sha256, state.target.dtype
     )
-    compile_dir = dequantized if state.target.backend == "cpu" else checkpoint
+    # A backend that reads the quantized checkpoint itself compiles from the original config; the
+    # others compile the dequantized weights (the numbers the quantized model computes with).
+    compile_dir = checkpoint if state.target.serving_profile.backend.reads_quantized else dequantized
     return CompileInputs(compile_dir, quantized, dequantized, checkpoint)
 
 
@@ -175,11 +186,10 @@ def compile_inputs(state: BuildState, ctx: Context) -> CompileInputs:
 def _prepare(state: BuildState, ctx: Context) -> BuildState:
     """Pin the source, detect the toolchain, compute the key, look it up; a miss must pass the
     planner's structural checks before anything is claimed or downloaded."""
-    check_formats(state.formats)
     prep = prepare(state.model, state.target, ctx.work_dir, allow_pickle=state.allow_pickle)
     source, key = prep.request.source, prep.key
     update: dict[str, Any] = {"source": SourcePin.of(source), "toolchain": prep.toolchain.to_json(), "key": key}
-    if state.target.backend != "cpu":
+    if state.target.serving_profile.neuron:
         from neuronforge.devices import neuron_devices
 
         update["neuron_devices"] = neuron_devices(state.target)
@@ -304,7 +314,7 @@ def _smoke(state: BuildState, ctx: Context) -> BuildState:
             build,
             inputs.compile_dir,
             state.target.dtype,
-            backend=state.target.backend,
+            backend=state.target.serving_profile.backend.name,
             prompts=list(state.prompts or DEFAULT_PROMPTS),
             max_new_tokens=state.max_new_tokens,
             reference_dir=inputs.reference_dir,
@@ -324,12 +334,12 @@ def _smoke(state: BuildState, ctx: Context) -> BuildState:
 
 
 def _publish(state: BuildState, ctx: Context) -> BuildState:
-    from neuronforge.stages.publish import NEURON_ONLY_FORMATS, PublishInput, publish
+    from neuronforge.stages.publish import PublishInput, publish
 
     compiled = state.need("compiled")
     build = materialize(ctx.store, compiled.build, ctx.work_dir)
-    split_model = state.target.backend != "cpu" and any(f in NEURON_ONLY_FORMATS for f in state.formats)
-    checkpoint = materialize(ctx.store, state.need("checkpoint"), ctx.work_dir) if split_model else None
+    needs_checkpoint = state.target.serving_profile.needs_checkpoint
+    checkpoint = materialize(ctx.store, state.need("checkpoint"), ctx.work_dir) if needs_checkpoint else None
     inp = PublishInput(
         state.request(),
         state.pinned_toolchain(),
@@ -338,7 +348,6 @@ def _publish(state: BuildState, ctx: Context) -> BuildState:
         state.need("smoke"),
         compiled.record,
         ctx.work_dir,
-        tuple(state.formats),
         checkpoint,
     )
     if ctx.keeper is not None:
@@ -358,8 +367,8 @@ class Stage:
     name: str  # the task id in the DAG
     run: Callable[[BuildState, Context], BuildState] | None  # None: the claim (CLI/DAG specific)
     doc: str
-    on_backend_worker: bool = False  # runs where the target's backend is (Neuron: queue `neuron`)
-    uses_accelerator: bool = False  # takes `tp` slots of pool `neuron_cores` (Neuron backends)
+    on_backend_worker: bool = False  # runs where the profile compiles (Neuron: queue `neuron-<sdk>`)
+    uses_accelerator: bool = False  # takes `tp` slots of pool `neuron_cores` (Neuron profiles)
     holds_lease: bool = True  # runs under the target's compile lease (heart-beats it)
     skip_on_hit: bool = True  # a cache hit passes through it untouched
     final: bool = False  # ends the build: its result is the artifact, and the lease is released after it
@@ -373,7 +382,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("quantize_weights", _quantize, "quantized checkpoint, when the target asks for one"),
     Stage("compile_graphs", _compile, "compile, stage the build, sync the compile cache", True, True),
     Stage("smoke", _smoke, "load and generate in a separate process, compare with the reference", True, True),
-    Stage("publish_artifact", _publish, "publish the formats, manifest last", final=True),
+    Stage("publish_artifact", _publish, "assemble the profile's layout, preflight, manifest last", final=True),
 )
 STAGE_BY_NAME = {s.name: s for s in STAGES}
 
@@ -407,7 +416,6 @@ def run_target(
     *,
     prompts: list[str] | None = None,
     max_new_tokens: int = 8,
-    formats: tuple[str, ...] = ("optimum",),
     allow_pickle: bool = False,
     lease_ttl_s: float = leases.DEFAULT_TTL_S,
     lease_poll_s: float = 5.0,
@@ -418,7 +426,6 @@ def run_target(
         model=source,
         target=target,
         store_uri=store.root_uri,
-        formats=list(formats),
         prompts=list(prompts or []),
         max_new_tokens=max_new_tokens,
         allow_pickle=allow_pickle,

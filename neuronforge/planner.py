@@ -26,7 +26,6 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from neuronforge.backends.support import BACKEND_ARCHITECTURES, supported_architectures
 from neuronforge.checkpoint import SAFETENSORS_DTYPES, TensorInfo
 from neuronforge.instances import GIB, INSTANCES, InstanceType
 from neuronforge.modelconfig import QUANTIZED_LINEAR, ModelArch
@@ -181,21 +180,24 @@ def per_core_bytes(weights: int, kv: int, activations: int, tp: int) -> int:
 
 
 # -- the plan -------------------------------------------------------------------------------------
-STRUCTURAL_CHECKS = ("tp_degree", "heads_divisible", "sequence_length", "backend")
+STRUCTURAL_CHECKS = ("tp_degree", "heads_divisible", "sequence_length", "profile")
 
 
 def static_problems(arch: ModelArch | None, target: TargetSpec) -> list[str]:
     """What makes `target` invalid whatever the weights: tp vs the instance, heads vs tp,
-    sequence length vs the model (with its config), the backend. Checked before any lease or
+    sequence length vs the model (with its config), the serving profile. Checked before any lease or
     download; memory is judged later on the fetched checkpoint's exact tensor sizes."""
     if arch is None:
         inst, tp = target.instance, target.tp_degree
         supported = inst.supported_tp(target.lnc)
-        if tp in supported and tp <= inst.cores(target.lnc):
-            return []
-        return [
-            f"tp={tp} is not supported on {inst.name} ({inst.cores(target.lnc)} cores); use tp in {list(supported)}"
-        ]
+        problems = target.serving_profile.problems(target)
+        if tp not in supported or tp > inst.cores(target.lnc):
+            problems.insert(
+                0,
+                f"tp={tp} is not supported on {inst.name} ({inst.cores(target.lnc)} cores); "
+                f"use tp in {list(supported)}",
+            )
+        return problems
     result = plan(arch, target)
     return [c.message for c in result.checks if not c.ok and c.name in STRUCTURAL_CHECKS]
 
@@ -268,17 +270,11 @@ def plan(
             )
         )
 
-    backends = supported_architectures(target.backend)
-    if arch.model_type in backends:
-        checks.append(Check("backend", True, f"backend {target.backend!r} supports {arch.model_type}"))
-    else:
-        others = sorted(b for b, archs in BACKEND_ARCHITECTURES.items() if arch.model_type in archs)
-        fix = f"use backend {' or '.join(others)}" if others else "no backend supports it yet"
-        checks.append(Check("backend", False, f"backend {target.backend!r} does not support {arch.model_type}; {fix}"))
-    if target.backend == "optimum":
-        from neuronforge.backends.optimum import unsupported
-
-        checks += [Check("backend", False, problem) for problem in unsupported(target)]
+    profile = target.serving_profile
+    problems = profile.problems(target, arch.model_type)
+    checks += [Check("profile", False, p) for p in problems] or [
+        Check("profile", True, f"profile {profile.ref} serves {arch.model_type} on {inst.family}")
+    ]
 
     detail = f"weights {gib(w_bytes / tp)} + KV cache {gib(kv / tp)} + activations {gib(act / tp)} at tp={tp}"
     if fits:

@@ -75,6 +75,8 @@ class Backend(ABC):
     packages: ClassVar[tuple[str, ...]] = ()  # versions recorded in the toolchain (and the key)
     architectures: ClassVar[frozenset[str]] = frozenset()  # model types it can compile
     uses_neuron: ClassVar[bool] = True  # runs on Neuron workers and takes NeuronCores
+    # Reads a quantized checkpoint itself (NxD Inference); the others compile the dequantized weights.
+    reads_quantized: ClassVar[bool] = False
 
     def detect_toolchain(self, compiler_flags: str | tuple[str, ...] = ()) -> Toolchain:
         """The toolchain installed in this Python environment (the Neuron ones exist only on

@@ -206,6 +206,7 @@ class NxdiBackend(Backend):
     library = "neuronx-distributed-inference"
     packages = ("neuronx-distributed-inference", *NEURON_SDK_PACKAGES)
     architectures = frozenset(ARCHITECTURES)
+    reads_quantized = True
 
     def installed_architectures(self) -> list[str] | None:
         from neuronforge.backends.support import installed_architectures

@@ -1,27 +1,8 @@
-"""Which model types each backend can compile.
-
-- `optimum`: optimum-neuron 0.4.5 registers these for `text-generation` inference
-  (`optimum/neuron/models/inference/auto_models.py`; note: no `mistral` there).
-- `nxdi`: NxD Inference model classes in its demo map (llama, mistral, mixtral, qwen2, qwen3,
-  qwen3_moe; dbrx and gemma3 exist but neuronforge does not plan them yet).
-- `cpu`: the local ahead-of-time backend, over transformers' own modeling code for the dense
-  Llama-layout families.
+"""What the installed Neuron libraries can build: asked on the worker that will compile (each
+backend class declares the model types it supports; `neuronforge.backends.base.Backend`).
 """
 
 from __future__ import annotations
-
-BACKEND_ARCHITECTURES: dict[str, frozenset[str]] = {
-    "optimum": frozenset(
-        {"granite", "llama", "llama4_text", "mixtral", "phi3", "qwen2", "qwen3", "qwen3_moe", "smollm3"}
-    ),
-    "nxdi": frozenset({"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe"}),
-    "cpu": frozenset({"llama", "mistral", "qwen2", "qwen3"}),
-}
-
-
-def supported_architectures(backend: str) -> frozenset[str]:
-    return BACKEND_ARCHITECTURES.get(backend, frozenset())
-
 
 # Trn2 (NeuronCore-v3) arrived with Neuron SDK 2.21 (Dec 2024), whose compiler is neuronx-cc 2.16;
 # an older compiler cannot emit trn2 NEFFs however the target is spelled.

@@ -68,7 +68,7 @@ class LaunchContext:
 @dataclass
 class AssembleJob:
     build_dir: Path  # the compile's output (materialized)
-    checkpoint_dir: Path  # the verified checkpoint (config.json, tokenizer, weights)
+    checkpoint_dir: Path | None  # the verified checkpoint, for profiles that set `needs_checkpoint`
     out: Path  # the artifact root being staged
     launch: LaunchContext
 
@@ -99,6 +99,7 @@ class ServingProfile(ABC):
     instance_families: ClassVar[frozenset[str]] = frozenset()  # empty: no Neuron instance needed
     consumer_architectures: ClassVar[frozenset[str] | None] = None  # None: whatever the backend builds
     folder: ClassVar[str]  # the model's folder in the artifact, named for what it holds
+    needs_checkpoint: ClassVar[bool] = False  # publishes checkpoint files beside the build (e.g. a split model)
     publishes: ClassVar[str]  # one line: what the artifact holds
 
     # -- identity ------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """Stage `compile`: turn a verified checkpoint into compiled graphs for one target, through the
 compile cache, and stage `sync_cache`: mirror new cache entries into the store.
 
-Backends: `cpu` (`neuronforge.backends.cpu`, runs here), `optimum` and `nxdi` (Neuron workers; the
-toolchain runs in child processes) behind the same call. The build goes to a fresh folder named
+The target's serving profile picks the backend (`neuronforge.backends`: `cpu` runs here; the Neuron
+ones run their toolchain in child processes) and the settings its consumer needs. The build goes to a fresh folder named
 after the cache key, so a re-run never mixes outputs of two attempts.
 """
 
@@ -16,8 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from neuronforge.compile_cache import CacheUse, CompileCache, SyncReport, graph_set_key
-from neuronforge.errors import InvalidInput
+from neuronforge.compile_cache import CompileCache, SyncReport, graph_set_key
 from neuronforge.request import CompileRequest, Toolchain
 from neuronforge.stores import ArtifactStore
 
@@ -33,7 +32,7 @@ class CompileInput:
     key: str
     checkpoint_dir: Path  # what the compiler reads (for the cpu backend: dequantized when quantized)
     work_dir: Path
-    quantized_dir: Path | None = None  # the quantize stage's output, for the nxdi backend
+    quantized_dir: Path | None = None  # the quantize stage's output (NxD Inference reads it)
 
 
 @dataclass
@@ -50,66 +49,40 @@ def compile_cache(work_dir: Path, toolchain: Toolchain, store: ArtifactStore | N
 
 
 def compile_target(inp: CompileInput, store: ArtifactStore | None = None) -> CompileOutput:
+    """Compile through the target's serving profile: its backend, told what the consumer needs."""
+    from neuronforge.backends.base import CompileJob
+
     started = time.monotonic()
     target = inp.request.target
+    profile = target.serving_profile
     build = inp.work_dir / "build" / inp.key[:12]
     shutil.rmtree(build, ignore_errors=True)
     cache = compile_cache(inp.work_dir, inp.toolchain, store)
-    graph_set = None
-    if target.backend != "cpu":
-        config = json.loads((inp.checkpoint_dir / "config.json").read_text())
+    config = json.loads((inp.checkpoint_dir / "config.json").read_text())
+    graph_set, preseed = None, None
+    if profile.neuron:
         graph_set = graph_set_key(config, target.normalized().model_dump(mode="json"), inp.toolchain.keyed_json())
         # Scoped pre-seed: only the entries a compile of the same graphs recorded; pulling every
         # entry of the compiler version grows with the store (bench/cache_seed.py).
         preseed = cache.graph_set(graph_set)
         log.info("graph set %s: %s", graph_set[:12], f"{len(preseed)} recorded entries" if preseed else "new")
-    if target.backend == "cpu":
-        from neuronforge.backends.cpu import compile_cpu
-
-        result = compile_cpu(inp.checkpoint_dir, target, build, cache, inp.work_dir)
-        graphs = [g.__dict__ for g in result.graphs]
-        invocations = result.compiler_invocations
-    elif target.backend == "optimum":
-        from neuronforge.backends.optimum import compile_optimum
-
-        use = compile_optimum(
-            inp.checkpoint_dir,
-            target,
-            build,
-            cache,
-            inp.toolchain.compiler_flags,
-            timeout_s=COMPILE_TIMEOUT_S,
-            preseed=preseed,
-        )
-        graphs, invocations = _graphs(use), len(use.created)
-    elif target.backend == "nxdi":
-        from neuronforge.backends.cpu import TOKENIZER_FILES
-        from neuronforge.backends.nxdi import compile_nxdi
-
-        use = compile_nxdi(
-            inp.checkpoint_dir,
-            config["model_type"],
-            target,
-            build,
-            cache,
-            inp.toolchain.compiler_flags,
-            timeout_s=COMPILE_TIMEOUT_S,
-            preseed=preseed,
-            quantized_checkpoint=inp.quantized_dir,
-        )
-        # NxD's output (neuron_config.json, model.pt, weights/) plus the HF config and tokenizer.
-        for name in ("config.json", *TOKENIZER_FILES):
-            if (inp.checkpoint_dir / name).exists():
-                shutil.copyfile(inp.checkpoint_dir / name, build / name)
-        graphs, invocations = _graphs(use), len(use.created)
-    else:
-        raise InvalidInput(f"unknown backend {target.backend!r}; use cpu, optimum or nxdi")
-    return CompileOutput(build, graphs, invocations, round(time.monotonic() - started, 3), graph_set)
-
-
-def _graphs(use: CacheUse) -> list[dict]:
-    """One record per persistent-cache entry the Neuron compile used (graph = cache entry)."""
-    return [{"name": n, "entry": n, "cached": n not in use.created, "seconds": None} for n in use.used]
+    job = CompileJob(
+        checkpoint_dir=inp.checkpoint_dir,
+        model_type=config["model_type"],
+        target=target,
+        out=build,
+        cache=cache,
+        flags=inp.toolchain.compiler_flags,
+        timeout_s=COMPILE_TIMEOUT_S,
+        work_dir=inp.work_dir,
+        settings=profile.compile_settings(target, config["model_type"], inp.quantized_dir),
+        preseed=preseed,
+        quantized_dir=inp.quantized_dir,
+    )
+    result = profile.backend.compile(job)
+    return CompileOutput(
+        build, result.graphs, result.compiler_invocations, round(time.monotonic() - started, 3), graph_set
+    )
 
 
 def sync_cache(work_dir: Path, toolchain: Toolchain, store: ArtifactStore, compiled: dict | None = None) -> SyncReport:

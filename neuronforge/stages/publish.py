@@ -1,18 +1,16 @@
 """Stage `publish`, and the index lookup that lets a request skip everything when already published.
 
-Under `artifacts/<org>/<name>/<revision>/<target-slug>/<key12>/`:
-- `optimum/`: the compiled model as its loader reads it — optimum-neuron's export output as is
-  (`config.json`, `neuron_config.json`, `model.pt`, `checkpoint/weights/`, tokenizer), NxD
-  Inference's compile output (its own `neuron_config.json`, `model.pt`, `weights/`) plus the HF
-  config and tokenizer, or for the cpu backend the same skeleton holding its own graphs;
-- `lmi/` + `split/model/` (Neuron backends): `serving.properties`/`lmi.env` for LMI containers;
-- `tnx/` (Neuron backends, on request): the older Optimum layout LMI's transformers-neuronx loader
-  detects — `config.json` with a `"neuron"` block, `checkpoint/`, `compiled/<graph hash>.neff`;
+Under `artifacts/<org>/<name>/<revision>/<target-slug>/<key12>/`, as the target's serving profile
+assembles it (`neuronforge.profiles`):
+- `<folder>/`: the model as its consumer loads it, under a folder named for what it holds
+  (`cpu-aoti/`, `optimum-neuron/`, `nxdi/`);
+- `launch/`: the launch spec rendered from the target (env file, command line);
 - `smoke.json`: the smoke-test result;
-- `manifest.json`, written LAST: cache key, request, revision, toolchain, flags, every file with
-  size and sha256, the smoke result, timestamps, neuronforge version.
-Then `index/<key>.json` is created with `put_if_absent`. Readers trust only a complete manifest:
-`lookup` follows the index to the manifest and checks that every file it lists exists.
+- `manifest.json`, written LAST: cache key, request, revision, profile (name, version, pins),
+  toolchain, flags, every file with size and sha256, the smoke result, timestamps.
+The profile's preflight (its consumer's load-time rules) runs on the staged artifact before any
+byte is uploaded. Then `index/<key>.json` is created with `put_if_absent`. Readers trust only a
+complete manifest: `lookup` follows the index to the manifest and checks every file it lists exists.
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ from typing import Any
 
 import neuronforge
 from neuronforge import layout
-from neuronforge.errors import InvalidInput, StoreError
+from neuronforge.errors import InvalidInput, NeuronforgeError, StoreError
 from neuronforge.request import CompileRequest, Toolchain, cache_key_material
 from neuronforge.source import FileEntry, list_relative, sha256_file
 from neuronforge.stores import ArtifactStore, NotFound
@@ -36,8 +34,10 @@ from neuronforge.stores import ArtifactStore, NotFound
 log = logging.getLogger(__name__)
 MANIFEST_SCHEMA = 1
 INDEX_SCHEMA = 1
-FORMATS = ("optimum", "lmi", "tnx")
-NEURON_ONLY_FORMATS = ("lmi", "tnx")
+
+
+class PreflightFailed(NeuronforgeError):
+    """The assembled artifact breaks a rule its consumer checks at load time; nothing was published."""
 
 
 @dataclass
@@ -49,8 +49,7 @@ class PublishInput:
     smoke: dict[str, Any]
     compile: dict[str, Any]
     work_dir: Path
-    formats: tuple[str, ...] = ("optimum",)
-    checkpoint_dir: Path | None = None  # the split model LMI loads (Neuron backends)
+    checkpoint_dir: Path | None = None  # for profiles that publish checkpoint files (`needs_checkpoint`)
 
 
 @dataclass
@@ -58,143 +57,44 @@ class Published:
     key: str
     prefix: str
     manifest_uri: str
-    uris: dict[str, str] = field(default_factory=dict)  # format -> URI
+    uris: dict[str, str] = field(default_factory=dict)  # output (model folder, launch) -> URI
     manifest: dict[str, Any] = field(default_factory=dict)
 
 
-def check_formats(formats: tuple[str, ...] | list[str]) -> None:
-    """Refuse unknown publish formats (called before any work, and again at publish time)."""
-    unknown = set(formats) - set(FORMATS)
-    if unknown:
-        raise InvalidInput(f"unknown publish format(s) {sorted(unknown)}; use {list(FORMATS)}")
+def _stage(inp: PublishInput, store: ArtifactStore, prefix: str) -> tuple[Path, dict[str, str]]:
+    """Assemble the artifact locally as the profile lays it out, and run its preflight on it."""
+    from neuronforge.profiles.base import Artifact, AssembleJob, LaunchContext
 
-
-def neuron_config(request: CompileRequest, toolchain: Toolchain) -> dict[str, Any]:
-    """The cpu backend's `neuron_config.json`: the fields optimum-neuron writes, filled from the
-    target. (The Neuron backends' own loaders write and read theirs; it is published untouched.)"""
-    t = request.target.normalized()
-    return {
-        "_serialized_key": "NeuronforgeCpuConfig",
-        "optimum_neuron_version": toolchain.packages.get("optimum-neuron"),
-        "neuronxcc_version": toolchain.compiler_version if toolchain.compiler == "neuronxcc" else None,
-        "compiler": toolchain.compiler,
-        "compiler_version": toolchain.compiler_version,
-        "target": t.instance.compile_target,
-        "instance_type": t.instance_type,
-        "batch_size": t.batch_size,
-        "sequence_length": t.sequence_length,
-        "max_context_length": t.max_context_length,
-        "tp_degree": t.tp_degree,
-        "logical_nc_config": t.logical_nc_config,
-        "torch_dtype": t.dtype,
-        "quantized": t.quantization.enabled,
-        "quantization_dtype": t.quantization.dtype if t.quantization.enabled else None,
-        "quantization_type": t.quantization.method,
-        "checkpoint_id": request.source.location,
-        "checkpoint_revision": request.source.resolved_revision,
-    }
-
-
-def _not_ours(root: Path):
-    """copytree filter: leave out the top-level bookkeeping of a materialized folder (its store
-    manifest and the local cache's marker), which describe the folder, not the artifact."""
-    from neuronforge.localcache import MARKER
-
-    def ignore(folder: str, names: list[str]) -> set[str]:
-        return {n for n in names if n in (layout.MANIFEST, MARKER)} if Path(folder) == root else set()
-
-    return ignore
-
-
-def _stage(inp: PublishInput, store: ArtifactStore, prefix: str) -> Path:
-    check_formats(inp.formats)
+    profile = inp.request.target.serving_profile
     stage = inp.work_dir / "publish" / inp.key[:12]
     shutil.rmtree(stage, ignore_errors=True)
-    cpu = inp.request.target.backend == "cpu"
-    if "optimum" in inp.formats:
-        shutil.copytree(inp.build_dir, stage / "optimum", ignore=_not_ours(inp.build_dir))
-        if cpu:
-            (stage / "optimum" / "neuron_config.json").write_text(
-                json.dumps(neuron_config(inp.request, inp.toolchain), indent=2) + "\n"
-            )
-    for skipped in (f for f in NEURON_ONLY_FORMATS if f in inp.formats and cpu):
-        log.info("%s layout skipped: it is served by Neuron containers only", skipped)
-    if "tnx" in inp.formats and not cpu:
-        _stage_tnx(inp, store, stage / "tnx")
-    if "lmi" in inp.formats and not cpu:
-        from neuronforge.formats.lmi import render_env, render_properties, serving_options
-
-        if inp.checkpoint_dir is None:
-            raise InvalidInput("the lmi format needs the checkpoint (split model) to publish")
-        split = stage / "split" / "model"
-        shutil.copytree(inp.checkpoint_dir, split, ignore=_not_ours(inp.checkpoint_dir))
-        neff_cache = store.uri(layout.neuron_cache_prefix(inp.toolchain.compiler, inp.toolchain.compiler_version))
-        options = serving_options(inp.request.target, store.uri(f"{prefix}/split/model"), neff_cache)
-        (stage / "lmi").mkdir()
-        (stage / "lmi" / "serving.properties").write_text(render_properties(options))
-        (stage / "lmi" / "lmi.env").write_text(render_env(options))
-    (stage / "smoke.json").parent.mkdir(parents=True, exist_ok=True)
-    (stage / "smoke.json").write_text(json.dumps(inp.smoke, indent=2) + "\n")
-    return stage
-
-
-def tnx_neuron_block(request: CompileRequest, toolchain: Toolchain) -> dict[str, Any]:
-    """The `"neuron"` block of an optimum-neuron <= 0.0.28 `config.json` (transformers-neuronx era)."""
-    t = request.target.normalized()
-    return {
-        "task": "text-generation",
-        "batch_size": t.batch_size,
-        "num_cores": t.tp_degree,
-        "auto_cast_type": t.dtype,
-        "sequence_length": t.sequence_length,
-        "compiler_type": "neuronx-cc",
-        "compiler_version": toolchain.compiler_version,
-        "checkpoint_id": request.source.location,
-        "checkpoint_revision": request.source.resolved_revision,
-    }
-
-
-def _stage_tnx(inp: PublishInput, store: ArtifactStore, out: Path) -> None:
-    """`config.json` with the `"neuron"` block and no root weights (so the TNX loader treats the
-    folder as compiled), the checkpoint under `checkpoint/`, and every NEFF the compile used under
-    `compiled/<graph hash>.neff`, taken from the compile cache (local, else the store's copy)."""
-    from neuronforge.backends.cpu import TOKENIZER_FILES
-    from neuronforge.stages.compile import compile_cache
-
-    if inp.checkpoint_dir is None:
-        raise InvalidInput("the tnx format needs the checkpoint to publish")
-    graphs = [g["entry"] for g in inp.compile.get("graphs", [])]
-    if not graphs:
-        raise InvalidInput("the tnx format needs the compiled graphs (no cache entry recorded by the compile)")
-    config = json.loads((inp.checkpoint_dir / "config.json").read_text())
-    config["neuron"] = tnx_neuron_block(inp.request, inp.toolchain)
-    (out / "compiled").mkdir(parents=True)
-    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-    shutil.copytree(
-        inp.checkpoint_dir,
-        out / "checkpoint",
-        ignore=shutil.ignore_patterns(layout.MANIFEST, *TOKENIZER_FILES),
+    stage.mkdir(parents=True)
+    config = json.loads((inp.build_dir / "config.json").read_text())
+    launch = LaunchContext(
+        target=inp.request.target.normalized(),
+        toolchain=inp.toolchain,
+        artifact_uri=store.uri(prefix),
+        cache_uri=store.uri(layout.NEURON_CACHE),
+        model_type=config.get("model_type", ""),
     )
-    for name in TOKENIZER_FILES:
-        if (inp.checkpoint_dir / name).exists():
-            shutil.copyfile(inp.checkpoint_dir / name, out / name)
-    cache = compile_cache(inp.work_dir, inp.toolchain, store)
-    for entry in graphs:
-        path = cache.lookup(entry)
-        if path is None or not (path / "model.neff").exists():
-            raise StoreError(f"tnx format: compile-cache entry {entry} is neither local nor in the store")
-        graph_hash = entry.removeprefix("MODULE_").split("+", 1)[0]
-        shutil.copyfile(path / "model.neff", out / "compiled" / f"{graph_hash}.neff")
+    outputs = profile.assemble(AssembleJob(inp.build_dir, inp.checkpoint_dir, stage, launch))
+    (stage / "smoke.json").write_text(json.dumps(inp.smoke, indent=2) + "\n")
+    problems = profile.preflight(Artifact(stage, launch.target, inp.toolchain))
+    if problems:
+        raise PreflightFailed(
+            f"refusing to publish {inp.key[:12]}: {profile.ref}'s consumer would not load it: " + "; ".join(problems)
+        )
+    return stage, outputs
 
 
 def publish(inp: PublishInput, store: ArtifactStore) -> Published:
     if not inp.smoke.get("passed"):
         raise InvalidInput(f"refusing to publish {inp.key[:12]}: the smoke test failed ({inp.smoke.get('reason')})")
     prefix = layout.artifact_prefix(inp.request.source, inp.request.target, inp.key)
-    stage = _stage(inp, store, prefix)
+    stage, outputs = _stage(inp, store, prefix)
     files = _file_list(stage)
     store.put_tree(stage, prefix)
-    uris = {f: store.uri(f"{prefix}/{f}") for f in inp.formats if (stage / f).is_dir()}
+    uris = {name: store.uri(f"{prefix}/{rel}") for name, rel in outputs.items()}
     manifest = {
         "schema_version": MANIFEST_SCHEMA,
         "cache_key": inp.key,
@@ -205,6 +105,7 @@ def publish(inp: PublishInput, store: ArtifactStore) -> Published:
             "revision": inp.request.source.resolved_revision,
         },
         "target_slug": inp.request.target.slug,
+        "profile": inp.request.target.serving_profile.describe(),
         "toolchain": inp.toolchain.to_json(),
         "compiler_flags": list(inp.toolchain.compiler_flags),
         "files": files,

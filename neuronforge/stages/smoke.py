@@ -2,19 +2,16 @@
 timeout, generate tokens greedily for fixed prompts, and compare with transformers eager on the
 same weights. A failed smoke test means nothing is published for that target.
 
-The child (`python -m neuronforge.stages.smoke CHILD_ARGS`) imports only the artifact's own loader
-and the `tokenizers` library, like a serving process would; it writes the generated tokens and the
-per-step logits. The parent computes the reference (`transformers`, eager, CPU, the target dtype)
-and judges: the first `match_tokens` tokens must be equal; the largest logit difference over the
-steps before the first disagreement is reported.
+The target's backend (`Backend.generate`) runs the child, which imports only the artifact's own
+loader, like a serving process would; the cpu backend also returns the per-step logits. The
+parent computes the reference (`transformers`, eager, CPU, the target dtype) and judges: the
+first `match_tokens` tokens must be equal; the largest logit difference over the steps
+before the first disagreement is reported.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,7 +28,7 @@ class SmokeInput:
     artifact_dir: Path
     checkpoint_dir: Path
     dtype: str
-    backend: str = "cpu"
+    backend: str = "cpu"  # the backend (name) whose loader generates: the target's profile's
     prompts: list[str] = field(default_factory=lambda: list(DEFAULT_PROMPTS))
     max_new_tokens: int = 8
     match_tokens: int = 4
@@ -68,28 +65,6 @@ def _encode(folder: Path, prompts: list[str]) -> list[list[int]]:
     return [tok.encode(p).ids for p in prompts]
 
 
-def child_main(argv: list[str]) -> int:
-    """Runs in the child: load the artifact, generate, write tokens + logits."""
-    import torch
-    from safetensors.torch import save_file
-
-    from neuronforge.backends.cpu import CpuModel
-
-    artifact, prompts_json, n_tokens, out = Path(argv[0]), argv[1], int(argv[2]), Path(argv[3])
-    prompts = json.loads(prompts_json)
-    model = CpuModel(artifact)
-    rows, logits = [], {}
-    for i, ids in enumerate(_encode(artifact, prompts)):
-        g = model.generate(ids, n_tokens)
-        rows.append(
-            {"prompt_ids": ids, "tokens": g["tokens"], "ttft": g["time_to_first_token_s"], "tpot": g["per_token_s"]}
-        )
-        logits[f"p{i}"] = g["logits"].to(torch.float32).contiguous()
-    save_file(logits, out / "logits.safetensors")
-    (out / "child.json").write_text(json.dumps({"load_s": model.load_seconds, "rows": rows}))
-    return 0
-
-
 def _reference_model(checkpoint: Path, dtype: str):
     """transformers eager on the CPU, in the target dtype: the reference the artifact must match."""
     import torch
@@ -113,77 +88,33 @@ def _reference(model, prompt_ids: list[int], n_tokens: int):
     return ids[0, len(prompt_ids) :].tolist(), torch.stack(steps)
 
 
-def _run_cpu(inp: SmokeInput) -> tuple[dict[str, Any] | None, str]:
-    with tempfile.TemporaryDirectory(prefix="nf-smoke-") as tmp:
-        out = Path(tmp)
-        cmd = [
-            sys.executable,
-            "-m",
-            "neuronforge.stages.smoke",
-            str(inp.artifact_dir),
-            json.dumps(inp.prompts),
-            str(inp.max_new_tokens),
-            str(out),
-        ]
-        try:
-            with heartbeat("smoke test: loading the artifact and generating in a child process"):
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=inp.timeout_s, check=False)
-        except subprocess.TimeoutExpired:
-            return None, f"loading and generating did not finish within {inp.timeout_s:.0f}s"
-        if proc.returncode != 0:
-            tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
-            return None, f"the artifact failed to load or run (exit {proc.returncode}): {tail}"
-        child = json.loads((out / "child.json").read_text())
-        from safetensors.torch import load_file
-
-        logits = load_file(out / "logits.safetensors")
-    for i, row in enumerate(child["rows"]):
-        row["logits"] = logits[f"p{i}"]
-    return child, ""
-
-
-def _run_nxdi(inp: SmokeInput) -> tuple[dict[str, Any] | None, str]:
+def _generate(inp: SmokeInput) -> tuple[dict[str, Any] | None, str]:
+    """The backend loads the build as its consumer does, in a child process, and generates."""
+    from neuronforge.backends import get_backend
+    from neuronforge.backends.base import GenerateJob
     from neuronforge.backends.child import ChildFailed
-    from neuronforge.backends.nxdi import generate_nxdi
 
-    model_type = json.loads((inp.checkpoint_dir / "config.json").read_text())["model_type"]
-    prompt_ids = _encode(inp.checkpoint_dir, inp.prompts)
+    config = json.loads((inp.checkpoint_dir / "config.json").read_text())
+    # The artifact's own tokenizer when it carries one (as a server would use), else the checkpoint's.
+    tokenizer_dir = inp.artifact_dir if (inp.artifact_dir / "tokenizer.json").exists() else inp.checkpoint_dir
+    job = GenerateJob(
+        build_dir=inp.artifact_dir,
+        checkpoint_dir=inp.checkpoint_dir,
+        model_type=config["model_type"],
+        prompt_ids=_encode(tokenizer_dir, inp.prompts),
+        max_new_tokens=inp.max_new_tokens,
+        timeout_s=inp.timeout_s,
+    )
     try:
-        results = generate_nxdi(
-            inp.checkpoint_dir, model_type, inp.artifact_dir, prompt_ids, inp.max_new_tokens, inp.timeout_s
-        )
+        with heartbeat("smoke test: loading the artifact and generating in a child process"):
+            return get_backend(inp.backend).generate(job), ""
     except ChildFailed as exc:
         return None, f"the artifact failed to load or run: {exc}"
-    return _rows(prompt_ids, results), ""
-
-
-def _rows(prompt_ids: list[list[int]], results: list[dict[str, Any]]) -> dict[str, Any]:
-    """A Neuron child's RESULT lines in the shape the judge reads (no logits: tokens only)."""
-    rows = [
-        {"prompt_ids": ids, "tokens": r["tokens"], "ttft": None, "tpot": r["seconds"] / max(1, len(r["tokens"]))}
-        for ids, r in zip(prompt_ids, results, strict=True)
-    ]
-    return {"load_s": results[0]["load_s"] if results else None, "rows": rows}
-
-
-def _run_optimum(inp: SmokeInput) -> tuple[dict[str, Any] | None, str]:
-    from neuronforge.backends.child import ChildFailed
-    from neuronforge.backends.optimum import generate_optimum
-
-    prompt_ids = _encode(inp.artifact_dir, inp.prompts)  # the exported artifact carries the tokenizer
-    try:
-        results = generate_optimum(inp.artifact_dir, prompt_ids, inp.max_new_tokens, inp.timeout_s)
-    except ChildFailed as exc:
-        return None, f"the artifact failed to load or run: {exc}"
-    return _rows(prompt_ids, results), ""
 
 
 def smoke_test(inp: SmokeInput) -> SmokeResult:
     started = time.monotonic()
-    runner = {"cpu": _run_cpu, "optimum": _run_optimum, "nxdi": _run_nxdi}.get(inp.backend)
-    if runner is None:
-        return SmokeResult(False, f"no smoke test for backend {inp.backend!r}")
-    child, error = runner(inp)
+    child, error = _generate(inp)
     if child is None:
         return SmokeResult(False, error, seconds=round(time.monotonic() - started, 3))
 
@@ -217,7 +148,3 @@ def smoke_test(inp: SmokeInput) -> SmokeResult:
         unquantized_agreement=round(same / total, 4) if total else None,
     )
     return result
-
-
-if __name__ == "__main__":
-    sys.exit(child_main(sys.argv[1:]))
