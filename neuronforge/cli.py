@@ -5,6 +5,7 @@ Exit codes (a contract later tooling relies on):
   1  a store or environment failure
   2  usage error: unknown instance, malformed value, missing file
   3  `plan`: the configuration is invalid or does not fit; `fetch`: the checkpoint failed verification
+  3  `verify`: a file does not match the manifest, or the profile's consumer would refuse the artifact
   4  `catalog stale`: some catalog target has no artifact for the current toolchain
 """
 
@@ -28,7 +29,7 @@ def _default_work_dir() -> Path:
     return settings.work_dir()
 
 
-def _add_target_args(p: argparse.ArgumentParser, backend_default: str) -> None:
+def _add_target_args(p: argparse.ArgumentParser, profile_default: str = "cpu") -> None:
     p.add_argument("--instance", required=True, help="instance type, e.g. inf2.xlarge")
     p.add_argument("--tp", type=int, required=True, help="tensor-parallel degree")
     p.add_argument("--batch-size", type=int, default=1)
@@ -37,7 +38,18 @@ def _add_target_args(p: argparse.ArgumentParser, backend_default: str) -> None:
     p.add_argument("--lnc", type=int, default=None, help="logical NeuronCore config (trn2: 1 or 2)")
     p.add_argument("--dtype", default="bf16", help="bf16 | fp16 | fp32")
     p.add_argument("--quant", default=None, help="none | int8[:per_tensor|per_channel] | f8e4m3[...] | f8e5m2[...]")
-    p.add_argument("--backend", default=backend_default, help="cpu | optimum | nxdi")
+    p.add_argument(
+        "--modules-to-not-convert",
+        nargs="+",
+        default=None,
+        metavar="MODULE",
+        help="modules kept unquantized besides lm_head (passed to NxD Inference as modules_to_not_convert)",
+    )
+    p.add_argument(
+        "--profile",
+        default=profile_default,
+        help="serving profile: the stack that will load the artifact (`neuronforge profiles` lists them)",
+    )
 
 
 def _target(args: argparse.Namespace):
@@ -53,8 +65,9 @@ def _target(args: argparse.Namespace):
             "logical_nc_config": args.lnc,
             "dtype": args.dtype,
             "quantization": args.quant,
-            "backend": args.backend,
+            "profile": args.profile,
         }
+        | ({"modules_to_not_convert": args.modules_to_not_convert} if args.modules_to_not_convert else {})
     )
 
 
@@ -266,21 +279,21 @@ def cmd_gc(args: argparse.Namespace) -> int:
 def cmd_cache_key(args: argparse.Namespace) -> int:
     from neuronforge.request import CompileRequest, Toolchain, cache_key, cache_key_material
     from neuronforge.stages.resolve import resolve_source
-    from neuronforge.toolchain import detect_toolchain
 
     target = _target(args)
+    backend = target.serving_profile.backend
     if args.toolchain:
         toolchain = Toolchain.from_json(json.loads(Path(args.toolchain).read_text()))
     elif args.compiler_version or args.backend_version:
         if not (args.compiler_version and args.backend_version):
             raise InvalidInput("give both --backend-version and --compiler-version (or neither, to detect them)")
         packages = dict(kv.split("=", 1) for kv in args.package)
-        compiler = args.compiler or ("torch-inductor" if target.backend == "cpu" else "neuronxcc")
+        compiler = args.compiler or backend.compiler
         toolchain = Toolchain(
-            target.backend, args.backend_version, compiler, args.compiler_version, packages, args.compiler_flags or ()
+            backend.name, args.backend_version, compiler, args.compiler_version, packages, args.compiler_flags or ()
         )
     else:
-        toolchain = detect_toolchain(target.backend, args.compiler_flags or ())
+        toolchain = backend.detect_toolchain(args.compiler_flags or ())
     source = resolve_source(args.model, work_dir=Path(args.work_dir).expanduser())
     request = CompileRequest(source, target)
     key = cache_key(request, toolchain)
@@ -330,6 +343,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"cache key  {m['cache_key']}")
     print(f"model      {m['source']['location']} @ {m['source']['revision']}")
     print(f"target     {m['target_slug']} (batch {target['batch_size']}, sequence {target['sequence_length']})")
+    if "profile" in m:
+        prof = m["profile"]
+        print(f"profile    {prof['ref']} (SDK {prof['sdk_release']}): {prof['title']}")
     tc = m["toolchain"]
     print(f"toolchain  {tc['backend']} {tc['backend_version']}, {tc['compiler']} {tc['compiler_version']}")
     print(f"flags      {' '.join(m['compiler_flags']) or '(none)'}")
@@ -390,6 +406,45 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_profiles(args: argparse.Namespace) -> int:
+    from neuronforge.profiles import all_profiles
+    from neuronforge.profiles.registry import refused_stacks
+
+    rows = [p.describe() for p in all_profiles()]
+    refused = [{"name": s.name, "reason": s.reason, "nearest": s.nearest} for s in refused_stacks()]
+    if args.json:
+        _print_json({"profiles": rows, "not_supported": refused})
+        return EXIT_OK
+    for r in rows:
+        print(f"{r['ref']:<24} {r['title']}")
+        print(
+            f"  SDK {r['sdk_release']}, compiler {r['compiler_version'] or '(as installed)'}, backend {r['backend']}, "
+            f"queue {r['queue'] or 'default'}"
+        )
+        print(f"  instances: {', '.join(r['instance_families']) or 'any (CPU)'}")
+        print(f"  publishes: {r['publishes']}")
+    for s in refused:
+        print(f"not supported: {s['name']}: {s['reason']} (nearest: {s['nearest']})")
+    return EXIT_OK
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from neuronforge.verify import verify_artifact
+
+    store, key = _open_manifest(args.uri)
+    result = verify_artifact(store, key, Path(args.work_dir).expanduser())
+    if args.json:
+        _print_json(result.to_json())
+    else:
+        print(f"artifact  {result.artifact_uri}")
+        print(f"profile   {result.profile}")
+        print(f"files     {result.files} checked against the manifest (size and sha256)")
+        for problem in result.problems:
+            print(f"  FAIL {problem}")
+        print("ok: the files match and the consumer's load-time rules hold" if result.ok else "FAILED")
+    return EXIT_OK if result.ok else EXIT_REJECTED
+
+
 def _compiler_dir(args: argparse.Namespace) -> str | None:
     if not args.compiler_version:
         return None
@@ -445,7 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plan", help="check before compiling that a model fits a target, and why not")
     p.add_argument("--model", required=True, help="folder with config.json (and safetensors), or a config.json")
-    _add_target_args(p, backend_default="nxdi")
+    _add_target_args(p, profile_default="vllm-neuron")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--suggest", action="store_true", help="also list feasible (tp, batch, seq-len) on the instance")
     p.set_defaults(func=cmd_plan)
@@ -471,7 +526,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("cache-key", help="print the cache key of a compile request")
     p.add_argument("--model", required=True, help="model source (resolved to an immutable revision)")
-    _add_target_args(p, backend_default="cpu")
+    _add_target_args(p)
     p.add_argument("--toolchain", help="JSON file with the toolchain (as recorded in a manifest)")
     p.add_argument("--backend-version")
     p.add_argument("--compiler", help="compiler name (default: neuronxcc, or torch-inductor for cpu)")
@@ -492,7 +547,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run the whole pipeline for one target in this process (no Airflow)")
     p.add_argument("--model", default="", help="model source (default: the embedded tiny Llama)")
-    _add_target_args(p, backend_default="cpu")
+    _add_target_args(p)
     p.add_argument("--store", default=None, help="store URI (default: NEURONFORGE_STORE or the local store)")
     p.add_argument("--prompt", action="append", help="smoke-test prompt (repeatable)")
     p.add_argument("--max-new-tokens", type=int, default=8)
@@ -542,6 +597,18 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             c.add_argument("--json", action="store_true")
         c.set_defaults(func=cmd_cache)
+
+    p = sub.add_parser(
+        "profiles", help="list the serving profiles: SDK, compiler, backend, instances, what is published"
+    )
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_profiles)
+
+    p = sub.add_parser("verify", help="re-hash a published artifact and run its profile's consumer preflight")
+    p.add_argument("uri", help="URI of a manifest.json or of an artifact root")
+    p.add_argument("--work-dir", default=str(_default_work_dir()))
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("ls", help="list the published artifacts of a store")
     p.add_argument("store", help="store URI")

@@ -99,13 +99,16 @@ def main() -> int:
     )
     print()
     cli(["show", store.uri(latest["manifest"])])
-    print("\nserving.properties / lmi.env are published for Neuron backends (optimum, nxdi) only.")
+    print("\nIts consumer's load-time rules, re-checked on a downloaded copy:")
+    cli(["verify", store.uri(latest["manifest"])])
+    print("\nThe serving profiles (the Neuron ones compile on Neuron workers):")
+    cli(["profiles"])
 
     big = ModelArch.from_config(LLAMA_3_1_8B)
     print("\nThe planner on a real config (meta-llama/Llama-3.1-8B, bf16, 4096 tokens):")
     for tp in (1, 2):
         t = TargetSpec.parse(
-            {"instance_type": "inf2.xlarge", "tp_degree": tp, "sequence_length": 4096, "backend": "nxdi"}
+            {"instance_type": "inf2.xlarge", "tp_degree": tp, "sequence_length": 4096, "profile": "vllm-neuron"}
         )
         memory = next(c for c in plan(big, t).checks if c.name == "memory")
         print(f"  tp={tp}: {memory.message}")

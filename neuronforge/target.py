@@ -113,6 +113,18 @@ class TargetSpec(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
+    def _modules_to_not_convert(cls, data: Any) -> Any:
+        """The form and the CLI spell `modules_to_not_convert` beside `quantization`; it belongs to it."""
+        if isinstance(data, dict) and "modules_to_not_convert" in data:
+            data = dict(data)
+            modules = tuple(data.pop("modules_to_not_convert") or ())
+            q = data.get("quantization")
+            q = Quantization.parse(q) if isinstance(q, str) or q is None else Quantization.model_validate(q)
+            data["quantization"] = {**q.model_dump(), "modules_to_not_convert": modules + q.modules_to_not_convert}
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
     def _no_backend_field(cls, data: Any) -> Any:
         if isinstance(data, dict) and "backend" in data:
             suggestion = LEGACY_BACKENDS.get(str(data["backend"]))

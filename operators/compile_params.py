@@ -28,7 +28,7 @@ from airflow.sdk import Param
 from neuronforge import settings
 from neuronforge.errors import InvalidInput
 from neuronforge.instances import INSTANCES
-from neuronforge.stages.publish import FORMATS
+from neuronforge.profiles import all_profiles, profile_names
 
 COMPILE_DAG = "neuronforge_compile_publish"
 RECOMPILE_DAG = "neuronforge_recompile_on_upgrade"
@@ -36,6 +36,10 @@ RECOMPILE_DAG = "neuronforge_recompile_on_upgrade"
 QUANTIZATIONS = ["none"] + [
     f"{d}:{m}" for d in ("int8", "f8e4m3", "f8e5m2") for m in ("per_tensor_symmetric", "per_channel_symmetric")
 ]
+
+# The form's profile choices, read from the registry: each name (its newest version) and each
+# `name@version` a registered profile has.
+PROFILE_CHOICES = profile_names() + [p.ref for p in all_profiles()]
 
 # JSON schema of one target in the trigger form (Airflow validates it before any task runs).
 TARGET_SCHEMA: dict[str, Any] = {
@@ -50,10 +54,10 @@ TARGET_SCHEMA: dict[str, Any] = {
         "max_context_length": {"type": ["integer", "null"], "minimum": 1},
         "dtype": {"type": "string", "enum": ["bf16", "fp16", "fp32"]},
         "quantization": {"type": "string", "enum": QUANTIZATIONS},
-        # Optional per-target overrides of the run's backend and publish formats (the recompile DAG
-        # sends each catalog model's targets in one run), and the planner's finer knobs.
-        "backend": {"type": "string", "enum": ["cpu", "optimum", "nxdi"]},
-        "publish_formats": {"type": "array", "items": {"type": "string", "enum": list(FORMATS)}},
+        "modules_to_not_convert": {"type": ["array", "null"], "items": {"type": "string", "minLength": 1}},
+        # Optional per-target override of the run's serving profile (the recompile DAG sends each
+        # catalog model's targets in one run), and the planner's finer knobs.
+        "profile": {"type": "string", "enum": PROFILE_CHOICES},
         "logical_nc_config": {"type": ["integer", "null"], "enum": [1, 2, None]},
         "context_encoding_buckets": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}},
         "token_generation_buckets": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}},
@@ -82,13 +86,13 @@ PARAMS: dict[str, Param] = {
         title="Targets",
         description="One compile per target (instance, tp, batch size, sequence length, dtype, quantization)",
     ),
-    "backend": Param("cpu", type="string", enum=["cpu", "optimum", "nxdi"], title="Backend"),
-    "publish_formats": Param(
-        ["optimum"],
-        type="array",
-        items={"type": "string", "enum": list(FORMATS)},
-        title="Publish formats",
-        description="optimum: the compiled model; lmi: serving.properties + split model; tnx: older Optimum layout",
+    "profile": Param(
+        "cpu",
+        type="string",
+        enum=PROFILE_CHOICES,
+        title="Serving profile",
+        description="the stack that will serve the model: it fixes the SDK, the backend, what is published "
+        "and the launch spec (`neuronforge profiles` lists them)",
     ),
     "store": Param(
         None, type=OPTIONAL_STRING, title="Store URI", description="empty: NEURONFORGE_STORE or the local store"

@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 ARTIFACTS_ALIAS = AssetAlias(name="neuronforge-artifacts")
 POOL = "neuron_cores"
-NEURON_QUEUE = "neuron"
+DEFAULT_QUEUE = "default"
 
 
 def _store(state: BuildState):
@@ -121,7 +121,7 @@ def stage_task(stage: Stage, queue: str = "default"):
     body.__name__ = body.__qualname__ = stage.name
     body.__doc__ = stage.doc
     options: dict[str, Any] = {"task_id": stage.name, "queue": queue, "show_return_value_in_logs": False}
-    if stage.uses_accelerator and queue == NEURON_QUEUE:
+    if stage.uses_accelerator and queue != DEFAULT_QUEUE:
         options |= {"pool": POOL, "pool_slots": 1}  # sized per target by the cluster policy
     if stage.final:  # its result is the artifact: announce it as an Asset event
         return task(outlets=[ARTIFACTS_ALIAS], **options)(_with_asset_event(body))
@@ -161,25 +161,21 @@ def expand_targets(params: dict[str, Any] | None = None) -> list[dict[str, Any]]
         validate_conf(context["dag_run"].conf)  # without the cluster policy: refused here, before any work
         params = context["params"]
     model = params.get("model") or settings.DEFAULT_MODEL
-    backend = params.get("backend") or "cpu"
     states, targets = [], []
     for raw in params["targets"]:
-        raw = dict(raw)
-        formats = raw.pop("publish_formats", None) or params.get("publish_formats") or ["optimum"]
-        target = TargetSpec.parse({**raw, "backend": raw.get("backend") or backend})
+        target = TargetSpec.parse(target_conf(raw, params))
         targets.append(target)
         state = BuildState(
             model=model,
             target=target,
             store_uri=settings.store_uri(params.get("store")),
-            formats=list(formats),
             prompts=list(params.get("prompts") or []),
             max_new_tokens=int(params.get("max_new_tokens") or 8),
         )
         states.append(state.model_dump(mode="json"))
     from operators.deployment_checks import check_deployment
 
-    neuron = [t for t in targets if t.backend != "cpu"]  # pool + policy, before any lease or download
+    neuron = [t for t in targets if t.serving_profile.neuron]  # pool + policy, before any lease or download
     check_deployment(needs_neuron=bool(neuron), max_tp=max((t.tp_degree for t in neuron), default=1))
     log.info(
         "%d target(s) of %s: %s",
@@ -190,17 +186,33 @@ def expand_targets(params: dict[str, Any] | None = None) -> list[dict[str, Any]]
     return states
 
 
-def _route(state: dict[str, Any]) -> str:
-    return "cpu" if state["target"]["backend"] == "cpu" else "neuron"
+def target_conf(raw: dict[str, Any], conf: dict[str, Any]) -> dict[str, Any]:
+    """One target of a conf: its own `profile`, else the run's, else the form's default `cpu`."""
+    return {**raw, "profile": raw.get("profile") or conf.get("profile") or "cpu"}
 
 
-@task(show_return_value_in_logs=False)
-def cpu_tickets(states: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The targets that run on the default queue (cpu backend)."""
-    return [t for t in states if _route(t) == "cpu"]
+def queue_of(target: TargetSpec) -> str:
+    """Where a target's worker stages run: its profile's queue (`neuron-<sdk release>`) or default."""
+    return target.serving_profile.queue or DEFAULT_QUEUE
 
 
-@task(show_return_value_in_logs=False)
-def neuron_tickets(states: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The targets that need Neuron workers (queue `neuron`), in the order of `conf["targets"]`."""
-    return [t for t in states if _route(t) == "neuron"]
+def group_id(queue: str) -> str:
+    """The task group of a queue's targets: `cpu_target`, `neuron_2_26_1_target`, …"""
+    return "cpu_target" if queue == DEFAULT_QUEUE else queue.replace("-", "_").replace(".", "_") + "_target"
+
+
+def queues() -> list[str]:
+    """Every queue a registered profile routes to: one task group each (read from the registry)."""
+    from neuronforge.profiles import neuron_queues
+
+    return [DEFAULT_QUEUE, *neuron_queues()]
+
+
+def tickets_for(queue: str):
+    """The task that keeps a run's targets routed to `queue`, in the order of `conf["targets"]`."""
+
+    @task(task_id=f"tickets_{group_id(queue).removesuffix('_target')}", show_return_value_in_logs=False)
+    def tickets(states: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [s for s in states if queue_of(BuildState.model_validate(s).target) == queue]
+
+    return tickets

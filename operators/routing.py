@@ -7,9 +7,9 @@ scheduler calls as it creates each mapped instance, with the `dag_run` (and so `
 `docker/airflow_local_settings.py` installs `task_instance_mutation_hook` below; copy it to
 `$AIRFLOW_HOME/config/` (the images and `make demo` do).
 
-Map index i of the `neuron_target` group is the run's i-th target of a Neuron backend:
-`neuron_tickets` keeps the order of `conf["targets"]` and drops the cpu ones (a target's own
-`backend`, else the run's, else the form's default `cpu`).
+Map index i of a Neuron queue's group (`neuron_2_26_1_target`, …) is the run's i-th target whose
+serving profile routes to that queue: `tickets_for(queue)` keeps the order of `conf["targets"]`
+(a target's own `profile`, else the run's, else the form's default `cpu`).
 
 The hook also leaves the run-start deployment check (`operators/deployment_checks.py`) what a
 task cannot see in Airflow 3: workers have no metadata-DB access and the Task SDK's execution API
@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 DAG_ID = "neuronforge_compile_publish"
-SIZED_TASKS = ("neuron_target.compile_graphs", "neuron_target.smoke")
+SIZED_STAGES = ("compile_graphs", "smoke")
 POOL = "neuron_cores"
 # The first task of a run: its creation is when the deployment record is refreshed.
 RECORDING_TASK = "expand_targets"
@@ -41,17 +41,31 @@ log = logging.getLogger(__name__)
 
 def pool_slots_for(task_id: str, map_index: int, conf: dict[str, Any] | None) -> int | None:
     """The pool slots a task instance needs, or None to leave it as declared."""
-    if task_id not in SIZED_TASKS or map_index is None or map_index < 0:
+    group, _, stage = task_id.rpartition(".")
+    if stage not in SIZED_STAGES or map_index is None or map_index < 0:
         return None
     conf = conf or {}
     targets = conf.get("targets")
     if not isinstance(targets, list):
         return None
-    neuron = [t for t in targets if isinstance(t, dict) and (t.get("backend") or conf.get("backend") or "cpu") != "cpu"]
-    if map_index >= len(neuron):
+    routed = [t for t in targets if isinstance(t, dict) and _group_of(t, conf) == group]
+    if map_index >= len(routed):
         return None
-    tp = neuron[map_index].get("tp_degree")
+    tp = routed[map_index].get("tp_degree")
     return tp if isinstance(tp, int) and tp >= 1 else None
+
+
+def _group_of(target: dict[str, Any], conf: dict[str, Any]) -> str | None:
+    """The task group a conf's target is mapped into (None: an unknown profile; the run fails anyway)."""
+    from neuronforge.errors import InvalidInput
+    from neuronforge.profiles import get_profile
+    from operators.compile_publish import DEFAULT_QUEUE, group_id
+
+    try:
+        profile = get_profile(str(target.get("profile") or conf.get("profile") or "cpu"))
+    except InvalidInput:
+        return None
+    return group_id(profile.queue or DEFAULT_QUEUE)
 
 
 def deployment_record(pool_slots: int | None, dag_id: str, run_id: str, now: datetime | None = None) -> dict[str, Any]:

@@ -1,0 +1,89 @@
+"""`neuronforge verify`: does a published artifact still hold what its manifest says, and would its
+consumer load it?
+
+Two independent checks, both offline: every file the manifest lists is downloaded and re-hashed
+(size and sha256), and the profile the artifact was built for runs its preflight — the consumer's
+load-time rules (required files, version equality, config fields that must match the launch spec)
+— on the downloaded copy. The same preflight ran before the artifact was published; running it
+again catches a store that was edited since, or a manifest made by another neuronforge.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from neuronforge.errors import InvalidInput, StoreError
+from neuronforge.source import sha256_file
+from neuronforge.stores import ArtifactStore, NotFound
+
+
+@dataclass
+class Verification:
+    artifact_uri: str
+    profile: str
+    files: int
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "ok": self.ok}
+
+
+def verify_artifact(store: ArtifactStore, manifest_key: str, work_dir: Path) -> Verification:
+    """Re-hash every file of the artifact whose manifest is `manifest_key`, then run its profile's
+    preflight on the downloaded copy."""
+    from neuronforge.profiles import get_profile
+    from neuronforge.profiles.base import Artifact
+
+    try:
+        manifest = store.read_json(manifest_key)
+    except NotFound:
+        raise InvalidInput(
+            f"{store.uri(manifest_key)}: no manifest there (give an artifact root or its manifest.json)"
+        ) from None
+    prefix = manifest_key.rpartition("/")[0]
+    files = manifest.get("files")
+    if not isinstance(files, list) or "profile" not in manifest or "request" not in manifest:
+        raise InvalidInput(f"{store.uri(manifest_key)} is not a neuronforge artifact manifest with a profile")
+    result = Verification(
+        store.uri(prefix) if prefix else store.root_uri, manifest["profile"].get("ref", "?"), len(files)
+    )
+    work_dir.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="nf-verify-", dir=work_dir))
+    try:
+        for f in files:
+            rel = Path(f["path"])
+            if rel.is_absolute() or ".." in rel.parts:  # a manifest never points outside its artifact
+                result.problems.append(f"{f['path']}: path escapes the artifact folder")
+                continue
+            dest = root / rel
+            try:
+                store.get_file(f"{prefix}/{f['path']}" if prefix else f["path"], dest)
+            except (NotFound, StoreError) as exc:
+                result.problems.append(f"{f['path']}: missing from the store ({exc})")
+                continue
+            if dest.stat().st_size != f["size"]:
+                result.problems.append(f"{f['path']}: {dest.stat().st_size} bytes, the manifest says {f['size']}")
+            elif sha256_file(dest) != f["sha256"]:
+                result.problems.append(f"{f['path']}: sha256 differs from the manifest")
+        try:
+            profile = get_profile(result.profile)
+        except InvalidInput as exc:
+            result.problems.append(f"profile {result.profile}: {exc}")
+            return result
+        try:
+            artifact = Artifact.from_manifest(root, manifest)
+        except (InvalidInput, KeyError) as exc:
+            result.problems.append(f"manifest: the target it records cannot be read ({exc})")
+            return result
+        result.problems += [f"preflight ({profile.ref}): {p}" for p in profile.preflight(artifact)]
+        return result
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
