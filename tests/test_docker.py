@@ -174,11 +174,13 @@ def test_production_images_carry_no_test_tools() -> None:
     airflow = _requirement_files(DOCKER / "airflow.Dockerfile")
     assert airflow == ["requirements-runtime.txt", "requirements-deploy.txt"]
     assert _requirement_files(DOCKER / "neuron-worker.Dockerfile") == [
-        "requirements-neuron.txt",
+        "requirements-neuron.txt",  # COPY'd from docker/neuron-sdk/<release>.txt
         "requirements-deploy.txt",
     ]
-    for name in {*airflow, "requirements-neuron.txt"}:
+    for name in airflow:
         assert not _names(REPO / name) & TEST_TOOLS, name
+    for pins in (DOCKER / "neuron-sdk").glob("*.txt"):
+        assert not _names(pins) & TEST_TOOLS, pins.name
     for dockerfile in DOCKER.glob("*.Dockerfile"):
         instructions = [line for line in dockerfile.read_text().splitlines() if not line.lstrip().startswith("#")]
         assert not re.search(r"(?<![-\w])requirements\.txt\b", "\n".join(instructions)), dockerfile.name
@@ -203,3 +205,30 @@ def test_deployment_requirements_are_pinned_as_locked() -> None:
             assert locked[name] == version, name
     celery = tuple(int(p) for p in locked["celery"].split(".")[:2])
     assert celery < (5, 7)  # 5.7.0 breaks the Celery provider
+
+
+def test_each_neuron_profile_has_a_worker_image_for_its_sdk_release_and_queue() -> None:
+    """A profile's compile and smoke tasks go to queue `neuron-<sdk release>`; the worker image built
+    with that release as NEURON_SDK_VERSION installs the profile's pins and consumes that queue."""
+    from packaging.requirements import Requirement
+
+    from neuronforge.profiles import all_profiles
+
+    dockerfile = (DOCKER / "neuron-worker.Dockerfile").read_text()
+    assert "COPY docker/neuron-sdk/${NEURON_SDK_VERSION}.txt ./requirements-neuron.txt" in dockerfile
+    cmd = next(line for line in dockerfile.splitlines() if line.startswith("CMD"))
+    assert '-q \\"neuron-${NEURON_SDK_VERSION}\\"' in cmd
+    for profile in (p for p in all_profiles() if p.neuron):
+        assert profile.queue == f"neuron-{profile.version}"
+        pins_file = DOCKER / "neuron-sdk" / f"{profile.pins.sdk_release}.txt"
+        assert pins_file.exists(), f"{profile.ref}: no {pins_file.relative_to(REPO)}"
+        reqs = {
+            (r := Requirement(line.split("#", 1)[0].strip())).name: r.specifier
+            for line in pins_file.read_text().splitlines()
+            if line.split("#", 1)[0].strip()
+        }
+        # The pinned compiler (with its local label) satisfies the image's pin (PEP 440 ignores the
+        # label of a candidate when the specifier has none), and so does every pinned library.
+        assert reqs["neuronx-cc"].contains(profile.pins.compiler_version), profile.ref
+        for package, version in profile.pins.packages.items():
+            assert package in reqs and reqs[package].contains(version), (profile.ref, package)
