@@ -40,7 +40,7 @@ def target_group(queue: str):
 
     def targets(ticket):
         if queue != DEFAULT_QUEUE and runner() == "kubernetes":
-            compile_pod, smoke_pod = pod_tasks()
+            compile_pod, smoke_pod = pod_tasks(queue)
             return _chain(ticket, queue, {"compile_graphs": compile_pod, "smoke": smoke_pod})
         return _chain(ticket, queue)
 

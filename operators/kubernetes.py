@@ -1,9 +1,10 @@
 """Neuron compile and smoke tasks as Kubernetes pods: a per-deployment alternative to Celery
-workers on queue `neuron`.
+workers on queue `neuron-<sdk release>`.
 
-With `NEURONFORGE_NEURON_RUNNER=kubernetes` the `neuron_target` group's compile and smoke tasks are
-KubernetesPodOperators (`@task.kubernetes`) running the neuron worker image
-(`NEURONFORGE_NEURON_IMAGE`, built from docker/neuron-worker.Dockerfile) with
+With `NEURONFORGE_NEURON_RUNNER=kubernetes` the compile and smoke tasks of each Neuron queue's group
+(`neuron_2_26_1_target`, …) are KubernetesPodOperators (`@task.kubernetes`) running the neuron
+worker image of that SDK release (`NEURONFORGE_NEURON_IMAGE`, `{sdk}` replaced by the release;
+built from docker/neuron-worker.Dockerfile with NEURON_SDK_VERSION=<release>) with
 `aws.amazon.com/neuron` device requests sized for the target (tp × logical-core size over the
 cores per device), in `NEURONFORGE_K8S_NAMESPACE`, shaped by an optional pod template
 (`NEURONFORGE_K8S_POD_TEMPLATE`: service account, the shared work-dir volume, store credentials).
@@ -20,7 +21,7 @@ from neuronforge.errors import InvalidInput
 
 RUNNERS = ("celery", "kubernetes")
 NEURON_RESOURCE = "aws.amazon.com/neuron"
-DEFAULT_IMAGE = "neuronforge-neuron-worker:latest"
+DEFAULT_IMAGE = "neuronforge-neuron-worker:{sdk}"
 
 
 def runner() -> str:
@@ -35,11 +36,16 @@ def _devices_template(group: str) -> str:
     return f"{{{{ ti.xcom_pull(task_ids='{group}.prepare', map_indexes=ti.map_index)['neuron_devices'] }}}}"
 
 
-def pod_settings(group: str = "neuron_target") -> dict[str, Any]:
-    """KubernetesPodOperator arguments shared by the compile and smoke pods."""
+def image_for(sdk_release: str) -> str:
+    """The worker image of an SDK release: NEURONFORGE_NEURON_IMAGE with `{sdk}` replaced."""
+    return os.environ.get("NEURONFORGE_NEURON_IMAGE", DEFAULT_IMAGE).replace("{sdk}", sdk_release)
+
+
+def pod_settings(group: str, sdk_release: str) -> dict[str, Any]:
+    """KubernetesPodOperator arguments shared by the compile and smoke pods of one queue's group."""
     devices = _devices_template(group)
     settings: dict[str, Any] = {
-        "image": os.environ.get("NEURONFORGE_NEURON_IMAGE", DEFAULT_IMAGE),
+        "image": image_for(sdk_release),
         "namespace": os.environ.get("NEURONFORGE_K8S_NAMESPACE", "airflow"),
         "container_resources": {"requests": {NEURON_RESOURCE: devices}, "limits": {NEURON_RESOURCE: devices}},
         "env_vars": {"NEURONFORGE_HOME": os.environ.get("NEURONFORGE_HOME", "/var/lib/neuronforge")},
@@ -51,19 +57,22 @@ def pod_settings(group: str = "neuron_target") -> dict[str, Any]:
     return settings
 
 
-def pod_tasks():
-    """(compile, smoke) as `@task.kubernetes` tasks; their stages run in the pod."""
+def pod_tasks(queue: str):
+    """(compile, smoke) of queue `neuron-<sdk release>`'s group as `@task.kubernetes` tasks; their
+    stages run in a pod of that release's image."""
     from airflow.sdk import task
 
-    from operators.compile_publish import POOL
+    from operators.compile_publish import POOL, group_id
 
-    @task.kubernetes(task_id="compile_graphs", pool=POOL, **pod_settings())
+    settings = pod_settings(group_id(queue), queue.removeprefix("neuron-"))
+
+    @task.kubernetes(task_id="compile_graphs", pool=POOL, **settings)
     def compile_graphs(state: dict[str, Any]) -> dict[str, Any]:
         from operators.compile_publish import run_stage_task
 
         return run_stage_task("compile_graphs", state)
 
-    @task.kubernetes(task_id="smoke", pool=POOL, **pod_settings())
+    @task.kubernetes(task_id="smoke", pool=POOL, **settings)
     def smoke(state: dict[str, Any]) -> dict[str, Any]:
         from operators.compile_publish import run_stage_task
 

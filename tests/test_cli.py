@@ -129,7 +129,7 @@ def test_fetch_store_ls_and_cache_key(capsys, tiny_llama: Path, tmp_path: Path) 
 
 
 def test_cache_key_for_a_neuron_backend_needs_versions_off_a_worker(capsys, tiny_llama: Path, tmp_path: Path) -> None:
-    target = ["--instance", "inf2.xlarge", "--tp", "1", "--seq-len", "256", "--backend", "nxdi"]
+    target = ["--instance", "inf2.xlarge", "--tp", "1", "--seq-len", "256", "--profile", "vllm-neuron"]
     code, _, err = run(capsys, "cache-key", "--model", str(tiny_llama), *target)
     assert code == 2 and "neuronx-distributed-inference" in err and "AWS Neuron repository" in err
     code, out, _ = run(capsys, "cache-key", "--model", str(tiny_llama), *target,

@@ -24,7 +24,7 @@ def arch(name: str) -> ModelArch:
 
 
 def target(**kw) -> TargetSpec:
-    base = {"instance_type": "inf2.xlarge", "tp_degree": 1, "sequence_length": 4096, "backend": "nxdi"}
+    base = {"instance_type": "inf2.xlarge", "tp_degree": 1, "sequence_length": 4096, "profile": "vllm-neuron"}
     return TargetSpec.parse({**base, **kw})
 
 
@@ -113,8 +113,8 @@ def test_sequence_longer_than_the_model_allows() -> None:
 
 
 def test_backend_that_lacks_the_architecture() -> None:
-    p = plan(arch("mistralai--Mistral-7B-v0.1"), target(tp_degree=2, backend="optimum"))
-    assert failing(p)["backend"] == "backend 'optimum' does not support mistral; use backend cpu or nxdi"
+    p = plan(arch("mistralai--Mistral-7B-v0.1"), target(tp_degree=2, profile="optimum-neuron"))
+    assert failing(p)["profile"] == "profile 'optimum-neuron' does not support mistral; use profile cpu or vllm-neuron"
 
 
 def test_quantization_shrinks_weights_and_can_be_the_fix() -> None:
@@ -131,7 +131,7 @@ def test_quantization_shrinks_weights_and_can_be_the_fix() -> None:
 
 def test_headers_give_exact_weight_bytes(tiny_llama: Path) -> None:
     v = verify_checkpoint(tiny_llama)
-    t = target(backend="cpu", sequence_length=256)
+    t = target(profile="cpu", sequence_length=256)
     from_headers = plan(v.arch, t, tensors=v.tensors)
     from_config = plan(v.arch, t)
     exact = sum(info.numel for info in v.tensors.values())

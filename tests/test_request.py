@@ -9,13 +9,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neuronforge.errors import InvalidInput
-from neuronforge.request import CompileRequest, Toolchain, cache_key, cache_key_material, normalize_flags
+from neuronforge.request import (
+    CompileRequest,
+    Toolchain,
+    cache_key,
+    cache_key_material,
+    canonical_json,
+    normalize_flags,
+)
 from neuronforge.source import ModelSource
 from neuronforge.target import TargetSpec
 
 SHA = "a" * 40
 SRC = ModelSource.parse("org/model").pinned(SHA)
-BASE_TARGET = {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 2048, "backend": "nxdi"}
+BASE_TARGET = {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 2048, "profile": "vllm-neuron"}
 TC = Toolchain("nxdi", "0.6.1", "neuronxcc", "2.21.33363.0", {"torch": "2.8.0", "transformers": "4.57.6"}, ())
 
 
@@ -70,7 +77,7 @@ def test_every_toolchain_field_changes_the_key(toolchain: Toolchain) -> None:
 def test_revision_and_backend_change_the_key() -> None:
     assert key(source=ModelSource.parse("org/model").pinned("b" * 40)) != key()
     cpu_tc = Toolchain("cpu", "2.13.0", "torch-inductor", "2.13.0")
-    assert key({"backend": "cpu"}, toolchain=cpu_tc) != key()
+    assert key({"profile": "cpu"}, toolchain=cpu_tc) != key()
 
 
 def test_defaults_spelled_out_do_not_change_the_key() -> None:
@@ -102,8 +109,8 @@ def test_repo_name_is_not_in_the_key() -> None:
 def test_unresolved_source_or_mismatched_backend_is_refused() -> None:
     with pytest.raises(InvalidInput, match="resolve it to an immutable revision"):
         key(source=ModelSource.parse("org/model"))
-    with pytest.raises(InvalidInput, match="toolchain is for backend 'nxdi'"):
-        key({"backend": "cpu"})
+    with pytest.raises(InvalidInput, match="toolchain is for backend 'nxdi' but profile cpu@local compiles with 'cpu'"):
+        key({"profile": "cpu"})
 
 
 def test_material_is_canonical_json_and_roundtrips_the_toolchain() -> None:
@@ -129,7 +136,7 @@ targets = st.fixed_dictionaries(
         "sequence_length": st.integers(128, 8192),
         "dtype": st.sampled_from(["bf16", "fp16", "fp32"]),
         "quantization": st.sampled_from(["none", "int8", "int8:per_channel", "f8e4m3", "f8e5m2:per_channel"]),
-        "backend": st.just("nxdi"),
+        "profile": st.just("vllm-neuron"),
     }
 )
 
@@ -147,3 +154,32 @@ def test_key_is_stable_under_dict_order(target: dict, rnd) -> None:
 def test_distinct_targets_have_distinct_keys(a: dict, b: dict) -> None:
     same = TargetSpec.parse({**BASE_TARGET, **a}).normalized() == TargetSpec.parse({**BASE_TARGET, **b}).normalized()
     assert (key(a) == key(b)) == same
+
+
+def test_the_profile_and_its_pins_are_in_the_key(monkeypatch) -> None:
+    """The serving profile decides what the artifact is compiled for: another profile with the same
+    backend, or the same profile at another SDK release (new pins), is another key; naming the
+    newest version explicitly is the same key as naming the profile."""
+    from neuronforge.profiles import registry
+    from neuronforge.profiles.base import Pins
+    from neuronforge.profiles.vllm_neuron import VllmNeuronProfile
+
+    base = key()
+    assert key({"profile": "vllm-neuron@2.26.1"}) == base
+    material = cache_key_material(CompileRequest(SRC, TargetSpec.parse(BASE_TARGET)), TC)
+    assert material["profile"]["name"] == "vllm-neuron" and material["profile"]["version"] == "2.26.1"
+    assert material["profile"]["pins"]["compiler_version"] == "2.21.33363.0+82129205"
+
+    class Newer(VllmNeuronProfile):
+        pins = Pins("2.27.0", "2.22.0.0+abcdef12", {"neuronx-distributed-inference": "0.7.0"})
+
+    registered = registry.all_profiles()
+    monkeypatch.setattr(registry, "all_profiles", lambda: (*registered, Newer()))
+    assert key() != base  # the bare name now means the newest version
+    assert key({"profile": "vllm-neuron@2.26.1"}) == base
+
+
+def test_the_target_is_read_back_from_the_key_material() -> None:
+    target = TargetSpec.parse({**BASE_TARGET, "quantization": "int8:per_channel", "batch_size": 4})
+    material = cache_key_material(CompileRequest(SRC, target), TC)
+    assert TargetSpec.from_key_material(json.loads(canonical_json(material))) == target.normalized()

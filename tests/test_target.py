@@ -13,7 +13,8 @@ BASE = {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 2048}
 
 def test_defaults_and_normalization() -> None:
     t = TargetSpec.parse(BASE)
-    assert (t.batch_size, t.dtype, t.backend, t.quantization.enabled) == (1, "bf16", "cpu", False)
+    assert (t.batch_size, t.dtype, t.profile, t.quantization.enabled) == (1, "bf16", "cpu", False)
+    assert t.normalized().profile == "cpu@local"
     n = t.normalized()
     assert n.max_context_length == 2048 and n.logical_nc_config == 1
     assert TargetSpec.parse({**BASE, "instance_type": "trn2.48xlarge"}).lnc == 2
@@ -26,7 +27,9 @@ def test_defaults_and_normalization() -> None:
         ({"batch_size": 0}, "target.batch_size", "greater than or equal to 1"),
         ({"instance_type": "inf3.xlarge"}, "target.instance_type", "unknown instance type 'inf3.xlarge'"),
         ({"dtype": "int4"}, "target.dtype", "'bf16', 'fp16' or 'fp32'"),
-        ({"backend": "tensorrt"}, "target.backend", "unknown backend 'tensorrt'"),
+        ({"profile": "tensorrt"}, "target.profile", "unknown profile 'tensorrt'"),
+        ({"backend": "nxdi"}, "target", "`backend` was replaced by `profile`"),
+        ({"profile": "tgi-neuron"}, "target.profile", "nearest supported profile is optimum-neuron"),
         ({"max_context_length": 4096}, "target", "max_context_length=4096 exceeds sequence_length=2048"),
         ({"logical_nc_config": 2}, "target", "logical_nc_config=2 is not available on inf2.xlarge"),
         ({"context_encoding_buckets": [512, 256]}, "target.context_encoding_buckets", "strictly increasing"),
@@ -56,7 +59,7 @@ def test_quantization_parsing_and_slug() -> None:
 
 
 def test_slug_names_the_target() -> None:
-    t = TargetSpec.parse({**BASE, "backend": "nxdi", "quantization": "int8:per_channel"})
-    assert t.slug == "nxdi-inf2.xlarge-tp2-b1-s2048-bf16-int8_per_channel"
+    t = TargetSpec.parse({**BASE, "profile": "vllm-neuron", "quantization": "int8:per_channel"})
+    assert t.slug == "vllm-neuron-inf2.xlarge-tp2-b1-s2048-bf16-int8_per_channel"
     t2 = TargetSpec.parse({**BASE, "instance_type": "trn2.48xlarge", "logical_nc_config": 1})
     assert t2.slug.endswith("-lnc1")

@@ -38,17 +38,26 @@ def _states(run) -> dict[tuple[str, int], str]:
 def test_dag_parses_with_routing_and_form(dag) -> None:
     tasks = {t.task_id: t for t in dag.tasks}
     # Toolchain detection runs where the toolchain is: on the Neuron workers for Neuron targets.
-    assert tasks["cpu_target.prepare"].queue == "default" and tasks["neuron_target.prepare"].queue == "neuron"
+    # One group per queue a registered profile routes to; the SDK 2.26.1 profiles share one.
+    assert {t.task_group.group_id for t in dag.tasks if t.task_group.group_id} == {
+        "cpu_target",
+        "neuron_2_26_1_target",
+    }
+    neuron = "neuron_2_26_1_target"
+    assert tasks["cpu_target.prepare"].queue == "default" and tasks[f"{neuron}.prepare"].queue == "neuron-2.26.1"
     for name in ("compile_graphs", "smoke"):
         # cpu compiles take no NeuronCores: a deployment without Neuron workers needs no pool.
         assert tasks[f"cpu_target.{name}"].queue == "default" and tasks[f"cpu_target.{name}"].pool == "default_pool"
-        assert (
-            tasks[f"neuron_target.{name}"].queue == "neuron" and tasks[f"neuron_target.{name}"].pool == "neuron_cores"
-        )
+        assert tasks[f"{neuron}.{name}"].queue == "neuron-2.26.1" and tasks[f"{neuron}.{name}"].pool == "neuron_cores"
+    assert tasks[f"{neuron}.fetch_checkpoint"].queue == "default"  # only the worker stages go to the SDK's queue
     assert [o.name for o in tasks["cpu_target.publish_artifact"].outlets] == ["neuronforge-artifacts"]
-    assert set(dag.params) == {"model", "targets", "backend", "publish_formats", "store", "prompts", "max_new_tokens"}
+    assert set(dag.params) == {"model", "targets", "profile", "store", "prompts", "max_new_tokens"}
+    # The form's profile choices are the registry's.
+    assert set(dag.params.get_param("profile").schema["enum"]) >= {"cpu", "optimum-neuron", "vllm-neuron"}
+    assert "vllm-neuron@2.26.1" in dag.params.get_param("profile").schema["enum"]
     schema = dag.params.get_param("targets").schema
     assert "inf2.xlarge" in schema["items"]["properties"]["instance_type"]["enum"]
+    assert "optimum-neuron" in schema["items"]["properties"]["profile"]["enum"]
 
 
 @pytest.mark.parametrize(
@@ -58,7 +67,8 @@ def test_dag_parses_with_routing_and_form(dag) -> None:
         {"targets": [{**TARGET, "instance_type": "inf9.xlarge"}]},
         {"targets": []},
         {"targets": [{**TARGET, "colour": "red"}]},
-        {"backend": "tensorrt"},
+        {"profile": "tensorrt"},
+        {"profile": "tgi-neuron"},  # refused stacks are not in the form's enum either
         {"max_new_tokens": 0},
     ],
 )
@@ -78,7 +88,7 @@ def test_a_neuron_target_without_the_pool_fails_at_the_start_with_the_fix(
 
     Pool.delete_pool("neuron_cores")
     store_uri = f"file://{tmp_path / 'store'}"
-    run = dag.test(run_conf=_conf(compiled, store_uri, [{**TARGET, "backend": "nxdi", "tp_degree": 2}]))
+    run = dag.test(run_conf=_conf(compiled, store_uri, [{**TARGET, "profile": "vllm-neuron", "tp_degree": 2}]))
     states = _states(run)
     assert states[("expand_targets", -1)] == "failed"
     assert open_store(store_uri).list() == []
@@ -147,61 +157,55 @@ def test_a_rejected_target_publishes_nothing_and_does_not_block_others(
     assert leases.current(store, bad_key) is None  # the rejected target never took a lease
 
 
-def test_nxdi_backend_end_to_end_with_the_fake_toolchain(
+def test_vllm_neuron_profile_end_to_end_with_the_fake_toolchain(
     dag, compiled: Compiled, home: Path, tmp_path: Path, fake_neuron: Path
 ) -> None:
-    """Backend nxdi through the whole DAG, the Neuron SDK replaced by tests/fakes (a test double)."""
+    """Profile vllm-neuron through the whole DAG, the Neuron SDK replaced by tests/fakes (a test
+    double of SDK 2.26.1: neuronx-cc 2.21.33363.0+82129205, NxD Inference 0.6.10598)."""
     store_uri = f"file://{tmp_path / 'store'}"
-    conf = {
-        **_conf(compiled, store_uri, [{**TARGET, "tp_degree": 2}]),
-        "backend": "nxdi",
-        "publish_formats": ["optimum", "lmi"],
-    }
+    conf = {**_conf(compiled, store_uri, [{**TARGET, "tp_degree": 2}]), "profile": "vllm-neuron"}
     run = dag.test(run_conf=conf)
     states = _states(run)
     assert str(run.state) == "success", states
-    assert states[("neuron_target.publish_artifact", 0)] == "success"
+    assert states[("neuron_2_26_1_target.publish_artifact", 0)] == "success"
     store = open_store(store_uri)
     (index,) = store.list("index")
     manifest_key = store.read_json(index.key)["manifest"]
-    prefix = manifest_key.rsplit("/", 1)[0]
     manifest = store.read_json(manifest_key)
     paths = {f["path"] for f in manifest["files"]}
+    # `neuronforge verify`: every file re-hashed, the profile's preflight passes on a downloaded copy.
+    from neuronforge.verify import verify_artifact
+
+    assert verify_artifact(store, manifest_key, tmp_path / "verify").problems == []
+    # An NxD Inference compile output is published as what it is (`nxdi/`), never as `optimum/`:
+    # NxDI's load(dir) reads neuron_config.json, model.pt and the pre-sharded weights
+    # (aws-neuron/neuronx-distributed-inference v0.6.10598, models/application_base.py).
+    assert {"nxdi/model.pt", "nxdi/neuron_config.json", "nxdi/config.json", "nxdi/tokenizer.json"} <= paths
     assert {
-        "optimum/model.pt",
-        "optimum/neuron_config.json",
-        "optimum/config.json",
-        "split/model/config.json",
-        "split/model/model.safetensors",
-        "lmi/serving.properties",
-        "lmi/lmi.env",
+        "nxdi/weights/tp0_sharded_checkpoint.safetensors",
+        "nxdi/weights/tp1_sharded_checkpoint.safetensors",
     } <= paths
-    assert manifest["toolchain"]["compiler_version"] == "2.21.33363.0"
+    assert not any(p.startswith(("optimum", "lmi/", "split/", "tnx/")) for p in paths)
+    assert any(p.startswith("launch/") for p in paths)
+    assert manifest["formats"].keys() == {"nxdi", "launch"}
+    assert manifest["profile"]["ref"] == "vllm-neuron@2.26.1"
+    assert manifest["toolchain"]["compiler_version"] == "2.21.33363.0+82129205"
     assert manifest["toolchain"]["packages"]["neuronx-distributed-inference"] == "0.6.10598"
-    props = dict(
-        line.split("=", 1) for line in store.get_bytes(f"{prefix}/lmi/serving.properties").decode().splitlines()
-    )
-    neff_cache = store.uri("neuron-cache/neuronxcc-2.21.33363.0")
-    assert props["option.compiled_graph_path"] == neff_cache
-    assert props["option.model_id"] == store.uri(f"{prefix}/split/model")
-    assert props["option.tensor_parallel_degree"] == "2" and props["option.model_loader"] == "nxdi"
-    done = [o.key for o in store.list("neuron-cache/neuronxcc-2.21.33363.0") if o.key.endswith("model.done")]
+    # The compile cache keeps the compiler's full version with its local label (libneuronxla's
+    # `neuronxcc-<version>/`; optimum-neuron 0.4.5 cache/hub_cache.py: "extended compiler version").
+    done = [o.key for o in store.list("neuron-cache/neuronxcc-2.21.33363.0+82129205/") if o.key.endswith("model.done")]
     assert len(done) == 2
     assert manifest["smoke"]["passed"] and manifest["smoke"]["prompts"][0]["matching_prefix"] == 6
 
 
-def test_optimum_backend_end_to_end_with_the_fake_toolchain(
+def test_optimum_neuron_profile_end_to_end_with_the_fake_toolchain(
     dag, compiled: Compiled, home: Path, tmp_path: Path, fake_optimum: Path
 ) -> None:
-    """Backend optimum through the whole DAG: the real optimum-neuron package around a FAKE
+    """Profile optimum-neuron through the whole DAG: the real optimum-neuron package around a FAKE
     `NeuronModelForCausalLM` and a FAKE compiler (tests/fakes), in the compile and smoke children."""
     store_uri = f"file://{tmp_path / 'store'}"
     optimum_target = {k: v for k, v in TARGET.items() if k != "max_context_length"}  # not in optimum's API
-    conf = {
-        **_conf(compiled, store_uri, [{**optimum_target, "tp_degree": 2}]),
-        "backend": "optimum",
-        "publish_formats": ["optimum", "lmi", "tnx"],
-    }
+    conf = {**_conf(compiled, store_uri, [{**optimum_target, "tp_degree": 2}]), "profile": "optimum-neuron"}
     run = dag.test(run_conf=conf)
     states = _states(run)
     assert str(run.state) == "success", states
@@ -209,11 +213,12 @@ def test_optimum_backend_end_to_end_with_the_fake_toolchain(
     (index,) = store.list("index")
     manifest = store.read_json(store.read_json(index.key)["manifest"])
     paths = {f["path"] for f in manifest["files"]}
-    assert {"optimum/neuron_config.json", "optimum/model.pt", "lmi/serving.properties", "tnx/config.json"} <= paths
-    assert len([p for p in paths if p.startswith("tnx/compiled/")]) == 2
+    assert {"optimum-neuron/neuron_config.json", "optimum-neuron/model.pt", "optimum-neuron/config.json"} <= paths
+    assert any(p.startswith("launch/") for p in paths)
     assert manifest["toolchain"]["packages"]["optimum-neuron"] == "0.4.5"
+    assert manifest["profile"]["ref"] == "optimum-neuron@2.26.1"
     assert manifest["smoke"]["passed"] and manifest["compile"]["compiler_invocations"] == 2
-    assert manifest["formats"].keys() == {"optimum", "lmi", "tnx"}
+    assert manifest["formats"].keys() == {"optimum-neuron", "launch"}
     assert manifest["compile"]["cache_sync"]["failed"] == ["MODULE_00000000000000000bad+00000000"]
 
 
@@ -221,10 +226,10 @@ def test_a_quantized_target_through_the_dag(dag, compiled: Compiled, home: Path,
     """The trigger form's quantization reaches the quantize task, the store and the NxD config."""
     store_uri = f"file://{tmp_path / 'store'}"
     target = {**TARGET, "tp_degree": 2, "quantization": "int8:per_tensor_symmetric"}
-    run = dag.test(run_conf={**_conf(compiled, store_uri, [target]), "backend": "nxdi"})
+    run = dag.test(run_conf={**_conf(compiled, store_uri, [target]), "profile": "vllm-neuron"})
     states = _states(run)
     assert str(run.state) == "success", states
-    assert states[("neuron_target.quantize_weights", 0)] == "success"
+    assert states[("neuron_2_26_1_target.quantize_weights", 0)] == "success"
     store = open_store(store_uri)
     (index,) = store.list("index")
     manifest = store.read_json(store.read_json(index.key)["manifest"])
@@ -245,14 +250,14 @@ def test_a_target_whose_lease_is_held_waits_deferred_then_takes_over(
     monkeypatch.setenv("NEURONFORGE_LEASE_POLL_S", "0.5")
     store_uri = f"file://{tmp_path / 'store'}"
     target = {**TARGET, "tp_degree": 2}
-    key = prepare(str(compiled.checkpoint), TargetSpec.parse({**target, "backend": "nxdi"}), tmp_path / "w").key
+    key = prepare(str(compiled.checkpoint), TargetSpec.parse({**target, "profile": "vllm-neuron"}), tmp_path / "w").key
     store = open_store(store_uri)
     dead = leases.try_acquire(store, key, "worker-that-died", ttl_s=15)  # outlives the run's start-up
     assert dead is not None
-    run = dag.test(run_conf={**_conf(compiled, store_uri, [target]), "backend": "nxdi"})
+    run = dag.test(run_conf={**_conf(compiled, store_uri, [target]), "profile": "vllm-neuron"})
     states = _states(run)
     assert str(run.state) == "success", states
-    assert states[("neuron_target.claim_build", 0)] == "success"
+    assert states[("neuron_2_26_1_target.claim_build", 0)] == "success"
     manifest = store.read_json(store.read_json(f"index/{key}.json")["manifest"])
     published = time.mktime(time.strptime(manifest["published_at"], "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
     assert published >= dead.expires - 1  # it waited the dead holder's lease out before building

@@ -13,7 +13,7 @@ from operators.kubernetes import NEURON_RESOURCE, neuron_devices, runner
 
 def _t(instance: str, tp: int, **kw) -> TargetSpec:
     return TargetSpec.parse(
-        {"instance_type": instance, "tp_degree": tp, "sequence_length": 64, "backend": "nxdi", **kw}
+        {"instance_type": instance, "tp_degree": tp, "sequence_length": 64, "profile": "vllm-neuron", **kw}
     )
 
 
@@ -36,25 +36,25 @@ def test_kubernetes_runner_makes_neuron_tasks_pods(airflow_db: str, monkeypatch:
     from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
 
     monkeypatch.setenv("NEURONFORGE_NEURON_RUNNER", "kubernetes")
-    monkeypatch.setenv("NEURONFORGE_NEURON_IMAGE", "123.dkr.ecr.us-east-1.amazonaws.com/nf-neuron:2.26.1")
+    monkeypatch.setenv("NEURONFORGE_NEURON_IMAGE", "123.dkr.ecr.us-east-1.amazonaws.com/nf-neuron:{sdk}")
     bag = DagBag(dag_folder=str(Path(__file__).resolve().parents[2] / "dags"))
     assert bag.import_errors == {}
     tasks = {t.task_id: t for t in bag.dags["neuronforge_compile_publish"].tasks}
     for name in ("compile_graphs", "smoke"):
-        pod = tasks[f"neuron_target.{name}"]
+        pod = tasks[f"neuron_2_26_1_target.{name}"]
         assert isinstance(pod, KubernetesPodOperator) and pod.pool == "neuron_cores"
         assert pod.image == "123.dkr.ecr.us-east-1.amazonaws.com/nf-neuron:2.26.1"
         limit = pod.container_resources["limits"][NEURON_RESOURCE]
-        assert "neuron_target.prepare" in limit and "['neuron_devices']" in limit
+        assert "neuron_2_26_1_target.prepare" in limit and "['neuron_devices']" in limit
         assert not isinstance(tasks[f"cpu_target.{name}"], KubernetesPodOperator)
     # The pod runs the Celery task's body: a build state that hit the index passes through untouched.
     from neuronforge.buildstate import BuildState, PublishedRef
     from neuronforge.target import TargetSpec
 
     target = TargetSpec.parse(
-        {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 64, "backend": "nxdi"}
+        {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 64, "profile": "vllm-neuron"}
     )
     hit = BuildState(
         model="org/m", target=target, store_uri="s3://b", hit=PublishedRef(manifest_uri="s3://b/m.json", prefix="m")
     ).model_dump(mode="json")
-    assert tasks["neuron_target.compile_graphs"].python_callable(hit) == hit
+    assert tasks["neuron_2_26_1_target.compile_graphs"].python_callable(hit) == hit

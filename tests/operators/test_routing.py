@@ -8,25 +8,31 @@ import pytest
 
 from operators.routing import DAG_ID, pool_slots_for, task_instance_mutation_hook
 
-CONF = {"targets": [{"tp_degree": 8}, {"tp_degree": 2}], "backend": "nxdi"}
+CONF = {"targets": [{"tp_degree": 8}, {"tp_degree": 2}], "profile": "vllm-neuron"}
 # Per-target backends (as the recompile DAG sends them): the neuron group maps only the Neuron ones.
-MIXED = {"targets": [{"tp_degree": 1}, {"tp_degree": 8, "backend": "nxdi"}, {"tp_degree": 2, "backend": "optimum"}]}
+MIXED = {
+    "targets": [
+        {"tp_degree": 1},
+        {"tp_degree": 8, "profile": "vllm-neuron"},
+        {"tp_degree": 2, "profile": "optimum-neuron"},
+    ]
+}
 
 
 @pytest.mark.parametrize(
     ("task_id", "map_index", "conf", "expected"),
     [
-        ("neuron_target.compile_graphs", 0, CONF, 8),
-        ("neuron_target.smoke", 1, CONF, 2),
-        ("neuron_target.fetch_checkpoint", 0, CONF, None),  # not a NeuronCore user
+        ("neuron_2_26_1_target.compile_graphs", 0, CONF, 8),
+        ("neuron_2_26_1_target.smoke", 1, CONF, 2),
+        ("neuron_2_26_1_target.fetch_checkpoint", 0, CONF, None),  # not a NeuronCore user
         ("cpu_target.compile_graphs", 0, CONF, None),
-        ("neuron_target.compile_graphs", -1, CONF, None),  # not yet expanded
-        ("neuron_target.compile_graphs", 5, CONF, None),  # beyond the conf: leave as declared
-        ("neuron_target.compile_graphs", 0, {}, None),  # defaults from the form's Params
-        ("neuron_target.compile_graphs", 0, {"targets": [{"tp_degree": "8", "backend": "nxdi"}]}, None),
-        ("neuron_target.compile_graphs", 0, MIXED, 8),
-        ("neuron_target.smoke", 1, MIXED, 2),
-        ("neuron_target.smoke", 2, MIXED, None),
+        ("neuron_2_26_1_target.compile_graphs", -1, CONF, None),  # not yet expanded
+        ("neuron_2_26_1_target.compile_graphs", 5, CONF, None),  # beyond the conf: leave as declared
+        ("neuron_2_26_1_target.compile_graphs", 0, {}, None),  # defaults from the form's Params
+        ("neuron_2_26_1_target.compile_graphs", 0, {"targets": [{"tp_degree": "8", "profile": "vllm-neuron"}]}, None),
+        ("neuron_2_26_1_target.compile_graphs", 0, MIXED, 8),
+        ("neuron_2_26_1_target.smoke", 1, MIXED, 2),
+        ("neuron_2_26_1_target.smoke", 2, MIXED, None),
     ],
 )
 def test_pool_slots_follow_the_targets_tp(task_id, map_index, conf, expected) -> None:
@@ -34,13 +40,13 @@ def test_pool_slots_follow_the_targets_tp(task_id, map_index, conf, expected) ->
 
 
 def test_hook_mutates_only_this_dags_sized_task_instances() -> None:
-    ti = SimpleNamespace(dag_id=DAG_ID, task_id="neuron_target.compile_graphs", map_index=0, pool_slots=1)
+    ti = SimpleNamespace(dag_id=DAG_ID, task_id="neuron_2_26_1_target.compile_graphs", map_index=0, pool_slots=1)
     task_instance_mutation_hook(ti, dag_run=SimpleNamespace(conf=CONF))
     assert ti.pool_slots == 8
-    other = SimpleNamespace(dag_id="other", task_id="neuron_target.compile_graphs", map_index=0, pool_slots=1)
+    other = SimpleNamespace(dag_id="other", task_id="neuron_2_26_1_target.compile_graphs", map_index=0, pool_slots=1)
     task_instance_mutation_hook(other, dag_run=SimpleNamespace(conf=CONF))
     assert other.pool_slots == 1
-    early = SimpleNamespace(dag_id=DAG_ID, task_id="neuron_target.smoke", map_index=1, pool_slots=1)
+    early = SimpleNamespace(dag_id=DAG_ID, task_id="neuron_2_26_1_target.smoke", map_index=1, pool_slots=1)
     task_instance_mutation_hook(early, dag_run=None)  # before the instance is bound to a run
     assert early.pool_slots == 1
 
