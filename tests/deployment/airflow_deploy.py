@@ -384,9 +384,9 @@ def deploy(root: Path) -> Deployment:
 
         workers = [
             Worker(WORKERS[0], root / WORKERS[0], root / WORKERS[0] / "home", log_port, "default"),
-            # The recompile DAG asks a `neuron` queue worker for its toolchain: the second worker
+            # The recompile DAG asks a `neuron-2.26.1` queue worker for its toolchain: the second worker
             # answers (it has no Neuron SDK, so it reports the Neuron backends unavailable).
-            Worker(WORKERS[1], root / WORKERS[1], root / WORKERS[1] / "home", free_port(), "default,neuron"),
+            Worker(WORKERS[1], root / WORKERS[1], root / WORKERS[1] / "home", free_port(), "default,neuron-2.26.1"),
         ]
         for w in workers:
             w.home.mkdir(parents=True)

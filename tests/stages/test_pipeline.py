@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 from pathlib import Path
 
@@ -24,9 +26,14 @@ def test_cold_run_publishes_a_verifiable_artifact(compiled: Compiled, tmp_path: 
     assert verify_manifest(compiled.store, manifest_key, download_to=tmp_path) == []
     m = out.published.manifest
     paths = {f["path"] for f in m["files"]}
-    assert {"optimum/config.json", "optimum/neuron_config.json", "optimum/tokenizer.json", "optimum/compiled.json",
-            "optimum/graphs/prefill-32.pt2", "optimum/graphs/decode.pt2", "optimum/weights.safetensors",
-            "smoke.json"} <= paths  # fmt: skip
+    assert {"cpu-aoti/config.json", "cpu-aoti/tokenizer.json", "cpu-aoti/compiled.json",
+            "cpu-aoti/graphs/prefill-32.pt2", "cpu-aoti/graphs/decode.pt2", "cpu-aoti/weights.safetensors",
+            "launch/load.py", "smoke.json"} <= paths  # fmt: skip
+    # A CPU artifact says what it is: no `neuron_config.json` a Neuron loader could take for an
+    # Optimum export, no folder named after one.
+    assert not any(p.endswith("neuron_config.json") or p.startswith("optimum") for p in paths)
+    assert m["formats"].keys() == {"cpu-aoti", "launch"}
+    assert m["profile"]["ref"] == "cpu@local" and m["profile"]["backend"] == "cpu"
     assert m["cache_key"] == out.key and m["smoke"]["passed"] is True
     assert m["toolchain"]["compiler"] == "torch-inductor"
     assert compiled.store.exists(layout.index_entry(out.key))
@@ -151,17 +158,52 @@ def test_lookup_ignores_an_index_pointing_at_an_incomplete_artifact(compiled: Co
     for o in compiled.store.list():
         store.put_bytes(compiled.store.get_bytes(o.key), o.key)
     assert lookup(store, compiled.first.key) is not None
-    store.delete_prefix(f"{compiled.first.published.prefix}/optimum/graphs")
+    store.delete_prefix(f"{compiled.first.published.prefix}/cpu-aoti/graphs")
     assert lookup(store, compiled.first.key) is None
 
 
-def test_unknown_publish_format_is_refused_before_any_work(compiled: Compiled, tmp_path: Path) -> None:
-    from neuronforge.errors import InvalidInput
+def test_an_artifact_its_consumer_would_refuse_is_not_published(
+    compiled: Compiled, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The profile's preflight runs on the assembled artifact before any byte is uploaded: a
+    failing rule leaves no artifact, no manifest and no index entry behind."""
+    from neuronforge.profiles.cpu import CpuProfile
+    from neuronforge.stages.publish import PreflightFailed
 
+    monkeypatch.setattr(CpuProfile, "preflight", lambda self, artifact: ["compiled.json: a rule the loader checks"])
     store = open_store(f"file://{tmp_path / 'store'}")
-    with pytest.raises(InvalidInput, match=r"unknown publish format\(s\) \['tarball'\]"):
-        run_target(str(compiled.checkpoint), compiled.target, store, tmp_path / "w", formats=("optimum", "tarball"))
-    assert store.list() == [] and not (tmp_path / "w").exists()
+    work = tmp_path / "w"
+    shutil.copytree(compiled.work_dir / "compile-cache", work / "compile-cache")
+    with pytest.raises(
+        PreflightFailed, match=re.escape("cpu@local's consumer would not load it: compiled.json: a rule")
+    ):
+        run_target(str(compiled.checkpoint), compiled.target, store, work)
+    assert store.list("artifacts") == [] and store.list("index") == []
+    assert store.read_json(store.list("failures")[0].key)["stage"] == "publish_artifact"
+
+
+def test_verify_rehashes_the_files_and_runs_the_preflight(compiled: Compiled, tmp_path: Path) -> None:
+    """`neuronforge verify`: exit 0 on the published artifact; 3 with the reasons once a file
+    changed (sha256) or the consumer's rule breaks (compiled.json vs the target)."""
+    from neuronforge.cli import main
+
+    store = open_store(f"file://{tmp_path / 'copy'}")
+    for o in compiled.store.list(compiled.first.published.prefix):
+        store.put_bytes(compiled.store.get_bytes(o.key), o.key)
+    manifest_uri = store.uri(f"{compiled.first.published.prefix}/manifest.json")
+    assert main(["verify", manifest_uri, "--work-dir", str(tmp_path / "v")]) == 0
+    key = f"{compiled.first.published.prefix}/cpu-aoti/compiled.json"
+    meta = store.read_json(key)
+    store.write_json(key, {**meta, "sequence_length": meta["sequence_length"] * 2})
+    assert main(["verify", manifest_uri.rsplit("/", 1)[0], "--work-dir", str(tmp_path / "v")]) == 3
+    from neuronforge.verify import verify_artifact
+
+    problems = verify_artifact(store, f"{compiled.first.published.prefix}/manifest.json", tmp_path / "v").problems
+    assert len(problems) == 2 and problems[0].startswith("cpu-aoti/compiled.json: ")  # size or sha256
+    assert problems[1] == (
+        f"preflight (cpu@local): cpu-aoti/compiled.json: sequence_length={meta['sequence_length'] * 2}, "
+        f"the target says {meta['sequence_length']}"
+    )
 
 
 def test_a_quantized_target_runs_end_to_end_on_the_cpu_backend(compiled: Compiled, tmp_path: Path) -> None:
@@ -187,10 +229,8 @@ def test_a_quantized_target_runs_end_to_end_on_the_cpu_backend(compiled: Compile
 def test_a_quantized_nxdi_target_points_neuron_config_at_the_quantized_checkpoint(
     fake_neuron: Path, tiny_llama: Path, tmp_path: Path
 ) -> None:
-    import json
-
     store = open_store(f"file://{tmp_path / 'store'}")
-    target = TargetSpec.parse({**TARGET, "tp_degree": 2, "backend": "nxdi", "quantization": "f8e4m3:per_tensor"})
+    target = TargetSpec.parse({**TARGET, "tp_degree": 2, "profile": "vllm-neuron", "quantization": "f8e4m3:per_tensor"})
     out = run_target(str(tiny_llama), target, store, tmp_path / "work")
     assert out.status == "published" and out.published.manifest["smoke"]["passed"]
     from neuronforge.localcache import lookup_local
