@@ -71,7 +71,7 @@ def test_a_keeper_heartbeats_and_notices_a_takeover(tmp_path: Path) -> None:
 
 
 def _nxdi_target() -> TargetSpec:
-    return TargetSpec.parse({**TARGET, "tp_degree": 2, "backend": "nxdi"})
+    return TargetSpec.parse({**TARGET, "tp_degree": 2, "profile": "vllm-neuron"})
 
 
 def test_concurrent_identical_requests_compile_once(

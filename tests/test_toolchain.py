@@ -42,7 +42,9 @@ def test_worker_facts_are_recorded_but_not_keyed(
     assert Toolchain.from_json(tc.to_json()) == tc and tc.to_json()["worker"] == tc.worker
     request = CompileRequest(
         ModelSource.parse("org/m").pinned("a" * 40),
-        TargetSpec.parse({"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 64, "backend": "nxdi"}),
+        TargetSpec.parse(
+            {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 64, "profile": "vllm-neuron"}
+        ),
     )
     upgraded_runtime = Toolchain.from_json({**tc.to_json(), "worker": {"runtime": {"aws-neuronx-runtime-lib": "9"}}})
     assert cache_key(request, tc) == cache_key(request, upgraded_runtime)
