@@ -200,6 +200,11 @@ def _prepare(state: BuildState, ctx: Context) -> BuildState:
     else:
         try:
             check_static(source, state.target)
+            # This worker's toolchain must be the one the profile pins (its consumer checks the
+            # versions at load time): refused here, before any lease or download.
+            pinned = state.target.serving_profile.toolchain_problems(prep.toolchain)
+            if pinned:
+                raise PlanRejected(f"{state.target.slug}: " + "; ".join(pinned))
         except PlanRejected as exc:
             from neuronforge.failures import record_failure
 

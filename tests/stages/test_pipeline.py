@@ -242,3 +242,22 @@ def test_a_quantized_nxdi_target_points_neuron_config_at_the_quantized_checkpoin
     quantized = json.loads((Path(nc["quantized_checkpoints_path"]) / "MANIFEST.json").read_text())
     assert quantized["quantization"] == {"dtype": "f8e4m3", "method": "per_tensor_symmetric"}
     assert Path(nc["quantized_checkpoints_path"]).name == out.state.quantized.checkpoint.manifest_sha256
+
+
+def test_a_worker_whose_toolchain_is_not_the_profiles_pins_is_refused_before_any_download(
+    upgrade_fake_neuron, tiny_llama: Path, tmp_path: Path
+) -> None:
+    """The consumer checks the compiler version at load time (optimum-neuron 0.4.5 compares
+    `neuronxcc_version` with `neuronxcc.__version__`), so a worker of another SDK release must not
+    build for the profile: prepare refuses, naming both versions, before any lease or download."""
+    upgrade_fake_neuron("2.22.12471.0+3c3b1e8d")
+    store = open_store(f"file://{tmp_path / 'store'}")
+    target = TargetSpec.parse({**TARGET, "tp_degree": 2, "profile": "vllm-neuron"})
+    with pytest.raises(PlanRejected) as err:
+        run_target(str(tiny_llama), target, store, tmp_path / "work")
+    assert (
+        "profile vllm-neuron@2.26.1 needs neuronx-cc 2.21.33363.0+82129205; the worker has 2.22.12471.0+3c3b1e8d"
+        in (str(err.value))
+    )
+    assert store.list("checkpoints") == [] and store.list("locks") == []
+    assert store.read_json(store.list("failures")[0].key)["stage"] == "prepare"
