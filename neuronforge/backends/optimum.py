@@ -35,28 +35,31 @@ log = logging.getLogger(__name__)
 
 
 def unsupported(target: TargetSpec) -> list[str]:
-    """Target fields optimum-neuron 0.4.5's export API has no parameter for, each with the fix."""
+    """Target fields optimum-neuron 0.4.5's export API (`get_neuron_config`) has no parameter for,
+    each with the fix: profile vllm-neuron (NxD Inference) expresses all of them."""
     t = target.normalized()
     problems = []
     if t.context_encoding_buckets or t.token_generation_buckets:
-        problems.append("optimum backend: get_neuron_config has no bucket parameters; use backend nxdi for buckets")
+        problems.append(
+            "optimum-neuron: get_neuron_config has no bucket parameters; use profile vllm-neuron for buckets"
+        )
     if t.max_context_length != t.sequence_length:
         problems.append(
-            f"optimum backend: max_context_length={t.max_context_length} must equal sequence_length "
-            f"({t.sequence_length}) in optimum-neuron's export; drop it or use backend nxdi"
+            f"optimum-neuron: max_context_length={t.max_context_length} must equal sequence_length "
+            f"({t.sequence_length}) in optimum-neuron's export; drop it or use profile vllm-neuron"
         )
     if t.quantization.enabled:
         problems.append(
-            f"optimum backend: optimum-neuron 0.4.5 does not export quantized decoders "
-            f"({t.quantization.slug}); use backend nxdi"
+            f"optimum-neuron: optimum-neuron 0.4.5 does not export quantized decoders "
+            f"({t.quantization.slug}); use profile vllm-neuron"
         )
     if t.logical_nc_config != t.instance.default_lnc:
         problems.append(
-            f"optimum backend: logical_nc_config={t.logical_nc_config} is not configurable in optimum-neuron; "
-            f"use the default ({t.instance.default_lnc}) or backend nxdi"
+            f"optimum-neuron: logical_nc_config={t.logical_nc_config} is not configurable in optimum-neuron; "
+            f"use the default ({t.instance.default_lnc}) or profile vllm-neuron"
         )
     if t.backend_options:
-        problems.append(f"optimum backend: takes no backend_options (got {sorted(t.backend_options)})")
+        problems.append(f"optimum-neuron: takes no backend_options (got {sorted(t.backend_options)})")
     return problems
 
 

@@ -1,7 +1,7 @@
 """FAKE `NeuronModelForCausalLM` with optimum-neuron 0.4.5's public signatures.
 
 - `get_neuron_config` builds the REAL `NxDNeuronConfig` the way 0.4.5's decoder classes do
-  (`_get_neuron_config`: on-device sampling, fused QKV, continuous batching when batch > 1).
+  (each model class's `_get_neuron_config`: see MODEL_OPTIONS).
 - `export` checks the compilation target like the real `_export` (the real
   `align_compilation_target`, so `NEURON_PLATFORM_TARGET_OVERRIDE` must agree) and "compiles" with
   the fake `neuronxcc.write_cache_entries`.
@@ -20,8 +20,24 @@ import torch
 from optimum.neuron.models.inference.backend.config import NxDNeuronConfig
 from optimum.neuron.utils.instance import align_compilation_target, normalize_instance_type
 
-# optimum-neuron 0.4.5 registers these model types for text-generation inference (auto_models.py)
-SUPPORTED = {"granite", "llama", "llama4_text", "mixtral", "phi3", "qwen2", "qwen3", "qwen3_moe", "smollm3"}
+# The model types optimum-neuron 0.4.5 registers for text-generation inference (auto_models.py), with
+# what each class's `_get_neuron_config` sets beyond the shape (models/inference/<model>/modeling_*.py):
+# Llama and its subclasses (granite, phi3, smollm3): on-device sampling + fused QKV; qwen2/qwen3
+# (also Llama subclasses) drop on-device sampling with continuous batching at tp 2; mixtral keeps
+# NxDNeuronConfig's defaults (no continuous batching at any batch size).
+_LLAMA = {"on_device_sampling": True, "fused_qkv": True}
+MODEL_OPTIONS = {
+    "llama": _LLAMA,
+    "granite": _LLAMA,
+    "phi3": _LLAMA,
+    "smollm3": _LLAMA,
+    "llama4_text": {"on_device_sampling": True},
+    "mixtral": {"continuous_batching": False},
+    "qwen2": {"on_device_sampling": True, "fused_qkv": False, "no_sampling_on_device_at_tp2_cb": True},
+    "qwen3": {"on_device_sampling": True, "fused_qkv": True, "no_sampling_on_device_at_tp2_cb": True},
+    "qwen3_moe": {"on_device_sampling": True},
+}
+SUPPORTED = set(MODEL_OPTIONS)
 GRAPHS = ["context_encoding", "token_generation"]
 
 
@@ -46,24 +62,34 @@ class NeuronModelForCausalLM:
         sequence_length=None,
         tensor_parallel_size=None,
     ):
+        """0.4.5's `NeuronPreTrainedModel.get_neuron_config` (modeling_utils.py) for a local folder:
+        no checkpoint id, dtype from the config, then the model class's own `_get_neuron_config`."""
         from transformers import AutoConfig
 
         if config is None:
             config = AutoConfig.from_pretrained(model_name_or_path).get_text_config()
-        if config.model_type not in SUPPORTED:
+        if config.model_type not in MODEL_OPTIONS:
             raise ValueError(f"Model type {config.model_type} is not supported for task text-generation in inference.")
         batch_size = batch_size or 1
+        if sequence_length is None:
+            sequence_length = min(getattr(config, "max_position_embeddings", 1024), 4096)
+        tp = tensor_parallel_size or 2
+        continuous_batching = batch_size > 1
+        options = dict(MODEL_OPTIONS[config.model_type])
+        if options.pop("continuous_batching", True) is False:
+            continuous_batching = False
+        if options.pop("no_sampling_on_device_at_tp2_cb", False) and continuous_batching and tp == 2:
+            options["on_device_sampling"] = False  # qwen2/qwen3: "Neuron SDK 2.24 bug" workaround
         return NxDNeuronConfig(
             checkpoint_id=None,
             checkpoint_revision=None,
             batch_size=batch_size,
-            sequence_length=sequence_length or 4096,
-            tp_degree=tensor_parallel_size or 2,
+            sequence_length=sequence_length,
+            tp_degree=tp,
             torch_dtype=config.dtype or torch.float32,
             target=normalize_instance_type(instance_type or "trn1"),
-            on_device_sampling=True,
-            fused_qkv=True,
-            continuous_batching=batch_size > 1,
+            continuous_batching=continuous_batching,
+            **options,
         )
 
     @classmethod
