@@ -31,16 +31,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.transfer import BUCKET, KEY, SECRET, start_endpoint
+from neuronforge import layout
 from neuronforge.compile_cache import CompileCache
 from neuronforge.stores.s3 import S3Store
 
-VERSION = "2.21.33363.0"
+VERSION = "2.21.33363.0+82129205"  # neuronx-cc of SDK 2.26.1 as it names its cache folder (local label kept)
 MIB = 1024**2
 
 
 def make_entry(root: Path, i: int, neff_bytes: int) -> str:
     name = f"MODULE_{i:020d}+d41d8cd9"
-    entry = root / f"neuronxcc-{VERSION}" / name
+    entry = root / layout.compiler_dir("neuronxcc", VERSION) / name
     entry.mkdir(parents=True)
     (entry / "model.hlo_module.pb").write_bytes(os.urandom(64 * 1024))
     (entry / "compile_flags.json").write_text("[]")
@@ -51,7 +52,7 @@ def make_entry(root: Path, i: int, neff_bytes: int) -> str:
 
 def direct(store: S3Store, names: list[str], dest: Path, rtt: float) -> None:
     """What the compiler does against an s3:// cache URL: per graph, check then fetch, serially."""
-    prefix = f"neuron-cache/neuronxcc-{VERSION}"
+    prefix = layout.neuron_cache_prefix("neuronxcc", VERSION)  # neuron-cache/neuronxcc-2.21.33363.0+82129205
     for name in names:
         time.sleep(rtt)
         assert store.exists(f"{prefix}/{name}/model.done")

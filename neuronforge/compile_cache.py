@@ -1,6 +1,6 @@
 """A compile cache in the Neuron persistent-cache layout, local and mirrored in the store.
 
-    <root>/<compiler>-<version>/MODULE_<graph hash>+<flags hash>/
+    <root>/<compiler>-<full version>/MODULE_<graph hash>+<flags hash>/
         model.pt2 (or model.neff + model.hlo_module.pb)   the compiled graph
         compile_flags.json                                 the flags it was compiled with
         model.done                                         written last: the entry is complete
@@ -11,6 +11,12 @@ Graph hash: 20 hex chars of sha256 over the graph; flags hash: 8 hex chars of md
 `model.done` are ever read; uploads put `model.done` last, and `*.lock` files never leave the host.
 The store's copy lives under `neuron-cache/` (`layout.neuron_cache_prefix`), so for Neuron backends
 `NEURON_COMPILE_CACHE_URL=<store>/neuron-cache` is the very same cache.
+
+`<full version>` is the compiler's version exactly as it reports it, local label included
+(`neuronxcc-2.21.33363.0+82129205` for SDK 2.26.1): that is the folder libneuronxla reads and
+writes, so the local folder, the store prefix, pre-seeding and sync all use it verbatim
+(`layout.compiler_dir`). `NEURON_COMPILE_CACHE_URL` names the ROOT (`CompileCache.root`); the
+compiler appends `neuronxcc-<full version>/` itself.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from typing import Any
 
 from neuronforge import layout
 from neuronforge.errors import StoreError
-from neuronforge.stores import ArtifactStore, NotFound
+from neuronforge.stores import ArtifactStore, NotFound, ObjectInfo
 
 log = logging.getLogger(__name__)
 DONE = "model.done"
@@ -70,9 +76,13 @@ class CompileCache:
     """One compiler version's directory of a local cache, optionally backed by a store."""
 
     def __init__(self, root: Path, compiler: str, version: str, store: ArtifactStore | None = None) -> None:
+        """`root` is what `NEURON_COMPILE_CACHE_URL` names; `version` the compiler's full version
+        (`neuronxcc.__version__`, with its local label). A version that cannot be one path
+        component raises InvalidInput (layout.compiler_dir) before anything touches the disk."""
         self.compiler, self.version = compiler, version
-        self.dir_name = layout.neuron_cache_prefix(compiler, version).split("/", 1)[1]
-        self.local = root / self.dir_name
+        self.dir_name = layout.compiler_dir(compiler, version)
+        self.root = root
+        self.local = root / self.dir_name  # one component below the root, as the compiler lays it out
         self.store = store
         self.store_prefix = layout.neuron_cache_prefix(compiler, version)
 
@@ -124,7 +134,8 @@ class CompileCache:
             return []
         if names is None:
             listing = self.store.list(self.store_prefix)
-            names = {o.key.split("/")[2] for o in listing if o.key.endswith(f"/{DONE}")}
+            base = len(self.store_prefix) + 1
+            names = {o.key[base:].split("/")[0] for o in listing if o.key.endswith(f"/{DONE}")}
         missing = sorted(n for n in set(names) if not (self.entry(n) / DONE).exists())
         with ThreadPoolExecutor(max_workers=PULL_THREADS) as pool:
             found = list(pool.map(self.lookup, missing))
@@ -177,20 +188,48 @@ class CompileCache:
 # -- the store's cache, for `neuronforge cache ls|stats|prune` ------------------------------------------
 @dataclass
 class StoredEntry:
-    compiler_dir: str  # e.g. neuronxcc-2.21.33363.0
+    compiler_dir: str  # e.g. neuronxcc-2.21.33363.0+82129205
     name: str  # MODULE_<graph>+<flags>
     files: int
     bytes: int
     complete: bool  # has model.done
 
 
-def stored_entries(store: ArtifactStore, compiler_dir: str | None = None) -> list[StoredEntry]:
-    prefix = f"{layout.NEURON_CACHE}/{compiler_dir}" if compiler_dir else layout.NEURON_CACHE
+def selects(compiler_dir: str, present: str) -> bool:
+    """Whether `--compiler-version` naming `compiler_dir` selects the stored folder `present`.
+
+    Exactly, or — when the selection has no local label — every local label of that public
+    version, as PEP 440 `==2.21.33363.0` matches `2.21.33363.0+82129205`: the compiler's folders
+    always carry the label, while people know the version pip pins."""
+    return present == compiler_dir or ("+" not in compiler_dir and present.startswith(f"{compiler_dir}+"))
+
+
+def _selected_objects(
+    store: ArtifactStore, top: str, compiler_dir: str | None, exact: bool
+) -> list[tuple[str, ObjectInfo]]:
+    """(compiler folder, object) under `top/` for the selected compiler folders."""
+    if compiler_dir is not None and exact:
+        return [(compiler_dir, o) for o in store.list(f"{top}/{compiler_dir}") if o.key.count("/") >= 2]
+    if compiler_dir is None or "+" in compiler_dir:  # one folder, listed alone
+        listing = store.list(f"{top}/{compiler_dir}" if compiler_dir else top)
+    else:  # its labelled siblings share no folder-like prefix with it: list the whole top level
+        listing = store.list(top)
+    out = []
+    for obj in listing:
+        cdir = obj.key.split("/")[1] if obj.key.count("/") >= 2 else ""
+        if cdir and (compiler_dir is None or selects(compiler_dir, cdir)):
+            out.append((cdir, obj))
+    return out
+
+
+def stored_entries(store: ArtifactStore, compiler_dir: str | None = None, exact: bool = False) -> list[StoredEntry]:
+    """The store's cache entries: all, those of the compiler folders `compiler_dir` selects, or
+    with `exact` only the folder named `compiler_dir` (what `gc` deletes: never a sibling)."""
     grouped: dict[tuple[str, str], list[tuple[str, int]]] = {}
-    for obj in store.list(prefix):
+    for cdir, obj in _selected_objects(store, layout.NEURON_CACHE, compiler_dir, exact):
         parts = obj.key.split("/")
         if len(parts) >= 4 and parts[2].startswith("MODULE_"):
-            grouped.setdefault((parts[1], parts[2]), []).append((parts[-1], obj.size))
+            grouped.setdefault((cdir, parts[2]), []).append((parts[-1], obj.size))
     return [
         StoredEntry(cdir, name, len(files), sum(size for _, size in files), any(f == DONE for f, _ in files))
         for (cdir, name), files in sorted(grouped.items())
@@ -198,11 +237,16 @@ def stored_entries(store: ArtifactStore, compiler_dir: str | None = None) -> lis
 
 
 def prune_store(
-    store: ArtifactStore, compiler_dir: str | None = None, incomplete_only: bool = False, dry_run: bool = False
+    store: ArtifactStore,
+    compiler_dir: str | None = None,
+    incomplete_only: bool = False,
+    dry_run: bool = False,
+    exact: bool = False,
 ) -> list[StoredEntry]:
-    """Delete cache entries: all of one compiler version, or only incomplete ones (no model.done).
+    """Delete cache entries: all of the compiler folders `compiler_dir` selects (`selects`; with
+    `exact` only that very folder), or only incomplete ones (no model.done).
     `model.done` goes first, so a reader never trusts an entry being deleted."""
-    doomed = [e for e in stored_entries(store, compiler_dir) if not (incomplete_only and e.complete)]
+    doomed = [e for e in stored_entries(store, compiler_dir, exact) if not (incomplete_only and e.complete)]
     if not dry_run:
         for e in doomed:
             base = f"{layout.NEURON_CACHE}/{e.compiler_dir}/{e.name}"
@@ -210,7 +254,8 @@ def prune_store(
                 store.delete_prefix(f"{base}/{DONE}")
             store.delete_prefix(base)
         if compiler_dir and not incomplete_only:  # the graph-set records of that version go too
-            store.delete_prefix(f"{layout.NEURON_CACHE_SETS}/{compiler_dir}")
+            for cdir in sorted({c for c, _ in _selected_objects(store, layout.NEURON_CACHE_SETS, compiler_dir, exact)}):
+                store.delete_prefix(f"{layout.NEURON_CACHE_SETS}/{cdir}")
     return doomed
 
 

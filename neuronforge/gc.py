@@ -5,7 +5,8 @@ old SDK need the old artifacts. `collect` keeps, per compiler, the N newest vers
 artifacts, plus every (model, compiler version) a catalog entry pins, and deletes the rest:
 - an artifact: its index entry first, then its manifest (from then on no reader trusts it), then
   its files — the reverse of publishing;
-- a compile-cache version directory (`neuron-cache/<compiler>-<version>/`, which LMI artifacts point
+- a compile-cache version directory (`neuron-cache/<compiler>-<full version>/`, e.g.
+  `neuronxcc-2.21.33363.0+82129205` with the compiler's local label, which LMI artifacts point
   at through `option.compiled_graph_path`) only when every artifact that version published was
   deleted; a version that published nothing yet (a new SDK's first builds) is never touched.
 """
@@ -88,6 +89,17 @@ def published(store: ArtifactStore) -> list[Published]:
     return out
 
 
+def pin_matches(pin: str, version: str) -> bool:
+    """A catalog pin keeps `version` when equal, or when the pin has no local label and `version`
+    is that public version with one (PEP 440 `==`): the compiler reports `2.21.33363.0+82129205`
+    while a catalog may pin what pip pins, `2.21.33363.0` — missing that would delete a pinned artifact."""
+    return version == pin or ("+" not in pin and version.startswith(f"{pin}+"))
+
+
+def _pinned(pins: set[tuple[str, str]], location: str, version: str) -> bool:
+    return any(loc == location and pin_matches(pin, version) for loc, pin in pins)
+
+
 def catalog_pins(catalog: CatalogReport | None) -> set[tuple[str, str]]:
     """(model location, compiler version) pairs the catalog's `pin: {compilers: [...]}` keep."""
     pins: set[tuple[str, str]] = set()
@@ -118,7 +130,7 @@ def collect(
         if (a.compiler, a.compiler_version) in kept_versions:
             report.kept += 1
             continue
-        if (a.location, a.compiler_version) in pins:
+        if _pinned(pins, a.location, a.compiler_version):
             report.kept += 1
             report.pinned.append({"manifest": a.manifest_key, "compiler_version": a.compiler_version})
             in_use.add((a.compiler, a.compiler_version))  # its compile cache stays too
@@ -142,8 +154,13 @@ def _collect_cache_dirs(store: ArtifactStore, doomed: set[tuple[str, str]], dry_
     present = {o.key.split("/")[1] for o in store.list(layout.NEURON_CACHE) if o.key.count("/") >= 2}
     out = []
     for compiler, version in sorted(doomed):
-        cdir = layout.neuron_cache_prefix(compiler, version).split("/", 1)[1]
+        try:
+            cdir = layout.compiler_dir(compiler, version)  # the full version: neuronxcc-2.21.33363.0+82129205
+        except InvalidInput:
+            log.warning("gc: %s %r cannot name a compile-cache folder; none to delete", compiler, version)
+            continue
         if cdir in present:
-            prune_store(store, cdir, dry_run=dry_run)
+            # exact: `2.21.0.0` doomed must not take a kept `2.21.0.0+<label>` sibling with it
+            prune_store(store, cdir, dry_run=dry_run, exact=True)
             out.append(cdir)
     return out

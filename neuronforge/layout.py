@@ -3,6 +3,8 @@
     checkpoints/<org>/<name>/<revision>/            verified checkpoint + MANIFEST.json
     quantized/<org>/<name>/<revision>/<quant>/       quantized checkpoint (NxD Inference format)
     neuron-cache/<compiler>-<version>/MODULE_<graph hash>+<flags hash>/   persistent compile cache
+                                                     (full version: neuronxcc-2.21.33363.0+82129205)
+    neuron-cache-sets/<compiler>-<version>/<graph set>.json   entries a graph set compiled into
     artifacts/<org>/<name>/<revision>/<target-slug>/<key12>/   published artifacts + manifest.json
     builds/<key>/<manifest sha256[:16]>/             a compile's output, handed to smoke + publish
                                                      (deleted once the key is published)
@@ -17,6 +19,9 @@ Paths are '/'-separated keys relative to the store root; `ArtifactStore.uri(key)
 
 from __future__ import annotations
 
+import re
+
+from neuronforge.errors import InvalidInput
 from neuronforge.source import ModelSource, safe_component
 from neuronforge.target import Quantization, TargetSpec
 
@@ -47,16 +52,53 @@ def quantized_prefix(source: ModelSource, quantization: Quantization, variant: s
     return f"{_model_prefix('quantized', source)}/{quantization.slug}" + (f"-{variant}" if variant else "")
 
 
+# What a compiler name or version may hold to be used verbatim as one path component (local folder
+# and store key): PEP 440 versions with their local label (`2.21.33363.0+82129205`, `2.13.0+cpu`),
+# plus `_`, `-` and `!` of unnormalised spellings. No separators, no whitespace, no leading dot.
+_CACHE_COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+!-]*")
+
+
+def compiler_dir(compiler: str, compiler_version: str) -> str:
+    """`<compiler>-<FULL version>`, the folder the Neuron persistent cache keeps one compiler
+    version's entries in, e.g. `neuronxcc-2.21.33363.0+82129205`.
+
+    The version is kept verbatim, local label included: libneuronxla names the folder after
+    `neuronxcc.__version__` (which carries `+<commit>`; optimum-neuron 0.4.5
+    `optimum/neuron/cache/hub_cache.py::hub_registry_path`: "the actual path uses the extended
+    compiler version (with commit hash)"), so any rewriting (`+` -> `-`) makes every lookup miss.
+    Because the result is a path component, anything that could leave its folder or alias
+    another one (separators, `.`/`..`, whitespace, control characters) is refused rather than
+    cleaned: a cleaned name would silently be a different cache.
+    """
+    for what, value in (("compiler", compiler), ("compiler version", compiler_version)):
+        if _CACHE_COMPONENT.fullmatch(value) and ".." not in value:
+            continue
+        if not value:
+            why = "is empty"
+        elif "/" in value or "\\" in value:
+            why = "holds a path separator"
+        elif ".." in value or value.startswith("."):
+            why = "holds '..' or starts with '.'"
+        else:
+            why = "holds characters other than letters, digits and . _ + ! -"
+        raise InvalidInput(
+            f"{what} {value!r} {why}; it names a compile-cache folder (one path component, e.g. "
+            "neuronxcc-2.21.33363.0+82129205), so it cannot be used"
+        )
+    return f"{compiler}-{compiler_version}"
+
+
 def neuron_graph_set(compiler: str, compiler_version: str, graph_set: str) -> str:
     """The cache entries one graph set (model config × target × toolchain) compiled into; kept
     outside `neuron-cache/` so that prefix stays exactly the compiler's own layout."""
-    return f"{NEURON_CACHE_SETS}/{safe_component(compiler)}-{safe_component(compiler_version)}/{graph_set}.json"
+    return f"{NEURON_CACHE_SETS}/{compiler_dir(compiler, compiler_version)}/{graph_set}.json"
 
 
 def neuron_cache_prefix(compiler: str, compiler_version: str) -> str:
-    """Same directory naming as the Neuron persistent cache (`neuronxcc-<version>`), so that
-    `NEURON_COMPILE_CACHE_URL=<store>/neuron-cache` is a cache the compiler reads directly."""
-    return f"{NEURON_CACHE}/{safe_component(compiler)}-{safe_component(compiler_version)}"
+    """Same directory naming as the Neuron persistent cache (`neuronxcc-<full version>`), so that
+    `NEURON_COMPILE_CACHE_URL=<store>/neuron-cache` (the cache ROOT; the compiler appends the
+    folder itself) is a cache the compiler reads directly."""
+    return f"{NEURON_CACHE}/{compiler_dir(compiler, compiler_version)}"
 
 
 def artifact_prefix(source: ModelSource, target: TargetSpec, key: str) -> str:

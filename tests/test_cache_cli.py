@@ -19,9 +19,9 @@ def _entry(store, cdir: str, name: str, complete: bool) -> None:
 
 def _store(tmp_path: Path):
     store = open_store(f"file://{tmp_path / 'store'}")
-    _entry(store, "neuronxcc-2.21.33363.0", "MODULE_aaaa+d41d8cd9", True)
-    _entry(store, "neuronxcc-2.21.33363.0", "MODULE_bbbb+d41d8cd9", False)
-    _entry(store, "neuronxcc-2.22.12471.0", "MODULE_cccc+d41d8cd9", True)
+    _entry(store, "neuronxcc-2.21.33363.0+82129205", "MODULE_aaaa+d41d8cd9", True)
+    _entry(store, "neuronxcc-2.21.33363.0+82129205", "MODULE_bbbb+d41d8cd9", False)
+    _entry(store, "neuronxcc-2.22.12471.0+b4a00d10", "MODULE_cccc+d41d8cd9", True)
     store.put_bytes(b"x", "index/k.json")  # not cache: never touched
     return store
 
@@ -37,9 +37,12 @@ def test_ls_and_stats(capsys, tmp_path: Path) -> None:
     ]
     assert main(["cache", "stats", store.root_uri, "--json"]) == 0
     stats = json.loads(capsys.readouterr().out)
-    assert stats["neuronxcc-2.21.33363.0"] == {"entries": 2, "complete": 1, "incomplete": 1, "bytes": 84}
-    assert main(["cache", "ls", store.root_uri, "--compiler-version", "2.22.12471.0"]) == 0
+    assert stats["neuronxcc-2.21.33363.0+82129205"] == {"entries": 2, "complete": 1, "incomplete": 1, "bytes": 84}
+    assert main(["cache", "ls", store.root_uri, "--compiler-version", "2.22.12471.0+b4a00d10"]) == 0
     assert capsys.readouterr().out.count("MODULE_") == 1
+    # the version pip pins (no local label) selects the compiler's labelled folder
+    assert main(["cache", "ls", store.root_uri, "--compiler-version", "2.22.12471.0", "--json"]) == 0
+    assert [r["compiler_dir"] for r in json.loads(capsys.readouterr().out)] == ["neuronxcc-2.22.12471.0+b4a00d10"]
 
 
 def test_prune_a_compiler_version_and_incomplete_entries(capsys, tmp_path: Path) -> None:
@@ -48,14 +51,14 @@ def test_prune_a_compiler_version_and_incomplete_entries(capsys, tmp_path: Path)
     assert "would delete 1 entries" in capsys.readouterr().out
     assert len(store.list("neuron-cache")) == 8
     assert main(["cache", "prune", store.root_uri, "--incomplete"]) == 0
-    assert not store.list("neuron-cache/neuronxcc-2.21.33363.0/MODULE_bbbb+d41d8cd9")
-    store.write_json("neuron-cache-sets/neuronxcc-2.21.33363.0/g.json", {"entries": ["MODULE_aaaa+d41d8cd9"]})
-    store.write_json("neuron-cache-sets/neuronxcc-2.22.12471.0/g.json", {"entries": []})
-    assert main(["cache", "prune", store.root_uri, "--compiler-version", "2.21.33363.0"]) == 0
-    assert not store.list("neuron-cache/neuronxcc-2.21.33363.0")
-    assert not store.list("neuron-cache-sets/neuronxcc-2.21.33363.0")  # its graph-set records go too
-    assert store.list("neuron-cache/neuronxcc-2.22.12471.0") and store.exists("index/k.json")
-    assert store.exists("neuron-cache-sets/neuronxcc-2.22.12471.0/g.json")
+    assert not store.list("neuron-cache/neuronxcc-2.21.33363.0+82129205/MODULE_bbbb+d41d8cd9")
+    store.write_json("neuron-cache-sets/neuronxcc-2.21.33363.0+82129205/g.json", {"entries": ["MODULE_aaaa+d41d8cd9"]})
+    store.write_json("neuron-cache-sets/neuronxcc-2.22.12471.0+b4a00d10/g.json", {"entries": []})
+    assert main(["cache", "prune", store.root_uri, "--compiler-version", "2.21.33363.0+82129205"]) == 0
+    assert not store.list("neuron-cache/neuronxcc-2.21.33363.0+82129205")
+    assert not store.list("neuron-cache-sets/neuronxcc-2.21.33363.0+82129205")  # its graph-set records go too
+    assert store.list("neuron-cache/neuronxcc-2.22.12471.0+b4a00d10") and store.exists("index/k.json")
+    assert store.exists("neuron-cache-sets/neuronxcc-2.22.12471.0+b4a00d10/g.json")
 
 
 def test_prune_without_a_selection_is_a_usage_error(capsys, tmp_path: Path) -> None:
@@ -63,3 +66,10 @@ def test_prune_without_a_selection_is_a_usage_error(capsys, tmp_path: Path) -> N
     assert main(["cache", "prune", store.root_uri]) == 2
     assert "needs --compiler-version" in capsys.readouterr().err
     assert len(store.list("neuron-cache")) == 8
+
+
+def test_prune_refuses_a_version_that_is_not_one_folder(capsys, tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    assert main(["cache", "prune", store.root_uri, "--compiler-version", "../../index"]) == 2
+    assert "holds a path separator" in capsys.readouterr().err
+    assert len(store.list("neuron-cache")) == 8 and store.exists("index/k.json")

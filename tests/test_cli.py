@@ -133,7 +133,7 @@ def test_cache_key_for_a_neuron_backend_needs_versions_off_a_worker(capsys, tiny
     code, _, err = run(capsys, "cache-key", "--model", str(tiny_llama), *target)
     assert code == 2 and "neuronx-distributed-inference" in err and "AWS Neuron repository" in err
     code, out, _ = run(capsys, "cache-key", "--model", str(tiny_llama), *target,
-                       "--backend-version", "0.6.1", "--compiler-version", "2.21.33363.0")  # fmt: skip
+                       "--backend-version", "0.6.1", "--compiler-version", "2.21.33363.0+82129205")  # fmt: skip
     assert code == 0 and len(out.strip()) == 64
 
 

@@ -112,3 +112,26 @@ def test_cli(store, tmp_path: Path, capsys) -> None:
     assert main([*args, "--json"]) == EXIT_OK
     assert len(json.loads(capsys.readouterr().out)["deleted"]) == 2
     assert main(["gc", store.root_uri, "--keep-compilers", "0"]) == EXIT_USAGE
+
+
+def test_labelled_compiler_versions(tmp_path: Path) -> None:
+    """Real compilers report their local label (`2.21.33363.0+82129205`, SDK 2.26.1) and name their
+    cache folder with it. A catalog pin of the version pip pins (`2.21.33363.0`) keeps those
+    artifacts; a doomed version's folder is found under its full name and deleted alone."""
+    store = open_store(f"file://{tmp_path / 'store'}")
+    old = _publish(store, "org/x", "2.20.0.0+0badc0de")
+    pinned = _publish(store, "org/x", "2.21.33363.0+82129205")
+    new = _publish(store, "org/x", "2.22.12471.0+b4a00d10")
+    # a sibling that only shares the public version of the doomed one: not gc's to delete
+    store.put_bytes(b"done", "neuron-cache/neuronxcc-2.20.0.0/MODULE_bbbbbbbbbbbbbbbbbbbb+d41d8cd9/model.done")
+    report = collect(store, 1, load_catalog(_catalog(tmp_path, "2.21.33363.0")))
+    assert report.keep == {"neuronxcc": ["2.22.12471.0+b4a00d10"]}
+    assert [p["compiler_version"] for p in report.pinned] == ["2.21.33363.0+82129205"]
+    assert [d["key"] for d in report.deleted] == [old]
+    assert lookup(store, pinned) and lookup(store, new) and not lookup(store, old)
+    assert report.cache_dirs_deleted == ["neuronxcc-2.20.0.0+0badc0de"]
+    assert {o.key.split("/")[1] for o in store.list("neuron-cache")} == {
+        "neuronxcc-2.20.0.0",
+        "neuronxcc-2.21.33363.0+82129205",
+        "neuronxcc-2.22.12471.0+b4a00d10",
+    }

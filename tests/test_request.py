@@ -23,7 +23,8 @@ from neuronforge.target import TargetSpec
 SHA = "a" * 40
 SRC = ModelSource.parse("org/model").pinned(SHA)
 BASE_TARGET = {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 2048, "profile": "vllm-neuron"}
-TC = Toolchain("nxdi", "0.6.1", "neuronxcc", "2.21.33363.0", {"torch": "2.8.0", "transformers": "4.57.6"}, ())
+CC = "2.21.33363.0+82129205"  # neuronx-cc of SDK 2.26.1 as it reports itself (local label included)
+TC = Toolchain("nxdi", "0.6.1", "neuronxcc", CC, {"torch": "2.8.0", "transformers": "4.57.6"}, ())
 
 
 def key(target: dict | None = None, toolchain: Toolchain = TC, source: ModelSource = SRC) -> str:
@@ -63,11 +64,12 @@ def test_logical_core_config_changes_the_key() -> None:
 @pytest.mark.parametrize(
     "toolchain",
     [
-        Toolchain("nxdi", "0.6.2", "neuronxcc", "2.21.33363.0", TC.packages),
-        Toolchain("nxdi", "0.6.1", "neuronxcc", "2.22.12471.0", TC.packages),
-        Toolchain("nxdi", "0.6.1", "neuronxcc", "2.21.33363.0", {**TC.packages, "torch": "2.9.0"}),
-        Toolchain("nxdi", "0.6.1", "neuronxcc", "2.21.33363.0", TC.packages, ("-O1",)),
-        Toolchain("nxdi", "0.6.1", "otherc", "2.21.33363.0", TC.packages),
+        Toolchain("nxdi", "0.6.2", "neuronxcc", CC, TC.packages),
+        Toolchain("nxdi", "0.6.1", "neuronxcc", "2.22.12471.0+b4a00d10", TC.packages),
+        Toolchain("nxdi", "0.6.1", "neuronxcc", "2.21.33363.0", TC.packages),  # the label is part of it
+        Toolchain("nxdi", "0.6.1", "neuronxcc", CC, {**TC.packages, "torch": "2.9.0"}),
+        Toolchain("nxdi", "0.6.1", "neuronxcc", CC, TC.packages, ("-O1",)),
+        Toolchain("nxdi", "0.6.1", "otherc", CC, TC.packages),
     ],
 )
 def test_every_toolchain_field_changes_the_key(toolchain: Toolchain) -> None:
@@ -115,7 +117,7 @@ def test_unresolved_source_or_mismatched_backend_is_refused() -> None:
 
 def test_material_is_canonical_json_and_roundtrips_the_toolchain() -> None:
     material = cache_key_material(CompileRequest(SRC, TargetSpec.parse(BASE_TARGET)), TC)
-    assert material["model_revision"] == SHA and material["toolchain"]["compiler_version"] == "2.21.33363.0"
+    assert material["model_revision"] == SHA and material["toolchain"]["compiler_version"] == CC
     assert Toolchain.from_json(json.loads(json.dumps(material["toolchain"]))) == TC
 
 

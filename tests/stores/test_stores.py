@@ -88,6 +88,43 @@ def test_tree_round_trip_with_exclude(store, tmp_path: Path) -> None:
     assert (dest / "sub" / "b.txt").read_text() == "bb" and (dest / "a.txt").read_text() == "a"
 
 
+def test_keys_with_plus_are_kept_verbatim(store, tmp_path: Path) -> None:
+    """The compiler's cache folder carries its version's local label (`neuronxcc-2.21.33363.0+82129205`,
+    SDK 2.26.1): a `+` in a key must never become a space or `%2B`, in keys, listing prefixes,
+    trees, existence checks, conditional writes or deletes (S3: boto3 URL-encodes keys and
+    prefixes itself, and decodes listings it asked for with EncodingType=url)."""
+    cdir = "neuron-cache/neuronxcc-2.21.33363.0+82129205"
+    entry = f"{cdir}/MODULE_16389337710168549518+e30acd3a"
+    src = tmp_path / "entry"
+    src.mkdir()
+    (src / "model.neff").write_bytes(b"neff")
+    (src / "compile_flags.json").write_text("[]")
+    store.put_tree(src, entry)
+    store.put_bytes(b"", f"{entry}/model.done")
+    store.put_bytes(b"other", "neuron-cache/neuronxcc-2.21.33363.0 82129205/MODULE_x+00000000/model.done")
+    store.put_bytes(b"other", "neuron-cache/neuronxcc-2.21.33363.0%2B82129205/MODULE_x+00000000/model.done")
+    assert store.exists(f"{entry}/model.done") and store.get_bytes(f"{entry}/model.neff") == b"neff"
+    assert [o.key for o in store.list(cdir)] == [
+        f"{entry}/{n}" for n in ("compile_flags.json", "model.done", "model.neff")
+    ]
+    assert {o.key.split("/")[1] for o in store.list("neuron-cache")} == {
+        "neuronxcc-2.21.33363.0+82129205",
+        "neuronxcc-2.21.33363.0 82129205",
+        "neuronxcc-2.21.33363.0%2B82129205",
+    }
+    assert sorted(o.key for o in store.get_tree(entry, tmp_path / "back")) == [o.key for o in store.list(entry)]
+    assert (tmp_path / "back" / "model.neff").read_bytes() == b"neff"
+    assert store.put_if_absent(b"1", f"{cdir}/lock+1") and not store.put_if_absent(b"2", f"{cdir}/lock+1")
+    assert store.read_versioned(f"{cdir}/lock+1")[0] == b"1"
+    version = store.read_versioned(f"{cdir}/lock+1")[1]
+    assert store.replace_if_version(b"3", f"{cdir}/lock+1", version) and store.get_bytes(f"{cdir}/lock+1") == b"3"
+    assert store.uri(entry).endswith(
+        "/neuron-cache/neuronxcc-2.21.33363.0+82129205/MODULE_16389337710168549518+e30acd3a"
+    )
+    assert store.delete_prefix(cdir) == 4
+    assert len(store.list("neuron-cache")) == 2 and not store.exists(f"{entry}/model.done")
+
+
 def test_delete_prefix_removes_only_that_prefix(store) -> None:
     for key in ("p/1", "p/2/3", "pq/4"):
         store.put_bytes(b"x", key)

@@ -1,10 +1,15 @@
 """FAKE `neuronxcc` (the Neuron compiler's Python package) — a test double, compiles nothing.
 
 `__version__` is what optimum-neuron's `get_neuronxcc_version()` reads (it stamps it into
-`neuron_config.json` and checks it on load); it comes from the installed distribution's metadata, as
-for the real package, so a test can "upgrade the SDK" by putting a newer `neuronx_cc-*.dist-info`
-first on the path (the `upgrade_fake_neuron` fixture). `write_cache_entries` stands in for the compiler
-behind `NEURON_COMPILE_CACHE_URL`: one persistent-cache entry per graph, in the real layout
+`neuron_config.json` and checks it on load). It is real-shaped: the full version with its local
+label, `2.21.33363.0+82129205` for SDK 2.26.1, which a real wheel reports both as
+`neuronxcc.__version__` and as `importlib.metadata.version("neuronx-cc")` (the dist-info folder pip
+installs is `neuronx_cc-2.21.33363.0+82129205.dist-info`, as for `torch-2.13.0+cpu.dist-info`). It is
+read from the installed distribution's metadata (the fake dist-info says exactly that), so a test can
+"upgrade the SDK" by putting a newer `neuronx_cc-*.dist-info` first on the path (the
+`upgrade_fake_neuron` fixture). `write_cache_entries` stands in for the compiler
+behind `NEURON_COMPILE_CACHE_URL` (the cache ROOT: the folder `neuronxcc-<full version>/`, `+` and all,
+is appended here as libneuronxla does): one persistent-cache entry per graph, in the real layout
 (`neuronxcc-<ver>/MODULE_<hash>+<flags hash>/{model.hlo_module.pb, compile_flags.json, model.neff,
 model.done}`), reusing entries that are complete, plus one failed entry (`model.log`, no
 `model.done`) and stale `*.lock` files like crashed compiles leave behind.
