@@ -8,8 +8,14 @@ whole model in host memory:
   `quantize_per_tensor`: q = clamp(round_half_even(w * (1 / scale)), -128, 127) in float32.
 - int8 per channel: neuronx-distributed's `PerChannelAbsMaxObserver(ch_axis=0)`: scale_row =
   max(absmax_row / 127, eps); then `quantize_per_channel`, which multiplies by 1/scale too.
-- fp8 (float8_e4m3fn / float8_e5m2): scale = absmax / finfo.max (per tensor, or per row with a
-  1e-5 floor); q = clamp(w / scale, -max, max) cast to the fp8 dtype.
+- fp8 (float8_e4m3fn / float8_e5m2): scale = absmax / bound (per tensor, or per row with a 1e-5
+  floor); q = clamp(w / scale, -bound, bound) cast to the fp8 dtype. The bound is neuronx-distributed's
+  `DtypeBound` (quantization/quantization_config.py @ v2.26.0): ±240 for e4m3 — Neuron's FP8_EXP4,
+  whose range is ±240, not the OCP e4m3fn's ±448 (values beyond ±240 may become NaN on the device;
+  quantization/README_rescaling_fp8_for_neuron.md) — and torch's finfo max (57344) for e5m2. NxD
+  Inference stores e4m3 weights as float8_e4m3fn and compiles with
+  `--experimental-unsafe-fp8e4m3fn-as-fp8e4m3` (models/model_wrapper.py @ v0.6.10598), so the bits
+  are the same; only the range differs.
 These functions compute the same numbers elementwise, so they can run on row chunks of a tensor
 (the streaming quantizer never holds a float32 copy of a whole tensor) and do not depend on
 torch's quantized tensor types, which torch has deprecated. `tests/test_quantization.py` checks
@@ -43,6 +49,11 @@ QUANTIZABLE = re.compile(
 )
 
 
+# neuronx-distributed v2.26.0 quantization/quantization_config.py `DtypeBound`: the largest value an
+# fp8 weight may hold after scaling. e4m3 is Neuron's ±240 (README_rescaling_fp8_for_neuron.md).
+FP8_BOUNDS: dict[str, float] = {"f8e4m3": 240.0, "f8e5m2": float(torch.finfo(torch.float8_e5m2).max)}
+
+
 def storage_dtype(q: Quantization) -> torch.dtype:
     if not q.enabled:
         raise InvalidInput("quantization is 'none': nothing to quantize")
@@ -53,13 +64,19 @@ def per_channel(q: Quantization) -> bool:
     return q.method == "per_channel_symmetric"
 
 
+def fp8_bound(dtype: str) -> float:
+    """The range an fp8 weight is scaled into: Neuron's, not the storage dtype's finfo (whose e4m3fn
+    max, 448, overflows Neuron's ±240 e4m3)."""
+    return FP8_BOUNDS[dtype]
+
+
 def scale_from_absmax(absmax: torch.Tensor, q: Quantization) -> torch.Tensor:
     """float32 scale(s) from the absolute maximum — of the tensor ([1]) or of each row ([out, 1])."""
     absmax = absmax.to(torch.float32)
     if q.dtype == "int8":
         scale = absmax / (127.0 if per_channel(q) else 255.0 / 2)
         return torch.clamp(scale, min=FLOAT32_EPS)
-    scale = absmax / torch.finfo(storage_dtype(q)).max
+    scale = absmax / fp8_bound(q.dtype)  # neuronx-distributed quantize_fp8_per_{tensor,channel}
     if per_channel(q):
         return torch.clamp(scale, min=FP8_SCALE_FLOOR)
     return torch.where(absmax > 0, scale, torch.ones_like(scale))  # an all-zero tensor: no 0/0
@@ -86,8 +103,7 @@ def _quantize_float(x: torch.Tensor, scale: torch.Tensor, q: Quantization) -> tu
         x.mul_(1.0 / scale)
         rounded = torch.round(x).clamp_(-128, 127)
         return rounded.to(torch.int8), x.sub_(rounded)
-    storage = storage_dtype(q)
-    bound = torch.finfo(storage).max
+    storage, bound = storage_dtype(q), fp8_bound(q.dtype)
     x.div_(scale).clamp_(-bound, bound)
     qc = x.to(storage)
     return qc, x.sub_(qc.to(torch.float32))
@@ -116,8 +132,7 @@ def fused_kernel(dtype: str):
         return qf.to(torch.int8), (err * err).sum(), (x * x).sum()
 
     def fp8(chunk: torch.Tensor, scale: torch.Tensor):
-        storage = STORAGE_DTYPES[dtype]
-        bound = torch.finfo(storage).max
+        storage, bound = STORAGE_DTYPES[dtype], fp8_bound(dtype)
         x = chunk.to(torch.float32)
         qc = torch.clamp(x / scale, -bound, bound).to(storage)
         err = x - qc.to(torch.float32) * scale
@@ -177,6 +192,56 @@ class KernelSwitch:
 
 def dequantize(q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     return q.to(torch.float32) * scale
+
+
+# Where each quantizable HF weight lives in NxD Inference 0.6's own model (the module tree that
+# neuronx-distributed's `convert` walks): GroupQueryAttention_QKV holds q/k/v as `qkv_proj.Wqkv`
+# (fused_qkv, neuronforge's default) or `qkv_proj.{q,k,v}_proj`, GroupQueryAttention_O holds
+# `o_proj.o_proj` (modules/attention/gqa.py, attention_base.py @ v0.6.10598); an MoE layer's experts
+# are two fused modules, `mlp.expert_mlps.mlp_op.{gate_up,down}_proj` (the converters in
+# models/mixtral/modeling_mixtral.py and models/qwen3_moe/modeling_qwen3_moe.py @ v0.6.10598).
+_NEURON_MODULES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
+    (re.compile(r"^(layers\.\d+\.self_attn)\.([qkv]_proj)$"), (r"\1.qkv_proj.Wqkv", r"\1.qkv_proj.\2")),
+    (re.compile(r"^(layers\.\d+\.self_attn)\.o_proj$"), (r"\1.o_proj.o_proj",)),
+    (
+        re.compile(r"^(layers\.\d+)\.block_sparse_moe\.experts\.\d+\.w[13]$"),
+        (r"\1.mlp.expert_mlps.mlp_op.gate_up_proj",),
+    ),
+    (re.compile(r"^(layers\.\d+)\.block_sparse_moe\.experts\.\d+\.w2$"), (r"\1.mlp.expert_mlps.mlp_op.down_proj",)),
+    (re.compile(r"^(layers\.\d+\.mlp)\.experts\.\d+\.(gate|up)_proj$"), (r"\1.expert_mlps.mlp_op.gate_up_proj",)),
+    (re.compile(r"^(layers\.\d+\.mlp)\.experts\.\d+\.down_proj$"), (r"\1.expert_mlps.mlp_op.down_proj",)),
+)
+EXPERT_WEIGHT = re.compile(r"\.(block_sparse_moe|mlp)\.experts\.\d+\.")
+QKV_WEIGHT = re.compile(r"^(?:model\.)?(layers\.\d+\.self_attn)\.[qkv]_proj\.weight$")
+
+
+def module_name(name: str) -> str:
+    """A `modules_to_not_convert` entry in the form NxD matches it: without HF's `model.` prefix.
+
+    neuronx-distributed's `convert` (quantization/quantize.py @ v2.26.0) matches each entry as a
+    substring of the module's dotted path in the Neuron model, which has no `model.` (that model
+    *is* the decoder); NxD Inference's own quantizer matches the same list against the HF names
+    (quantization_utils.py `_normalize_modules_to_not_convert_paths`), which contain the prefix-less
+    form too. `model.layers.0.mlp` would match only the latter: NxD Inference would then build
+    quantized layers for weights left unquantized and fail on the missing scales."""
+    return name.removeprefix("model.")
+
+
+def neuron_modules(hf_weight: str) -> tuple[str, ...]:
+    """The dotted path(s) in NxD Inference's model of the module a quantizable HF weight loads into:
+    two for q/k/v (fused Wqkv, or not), else one. `modules_to_not_convert` is matched against these."""
+    module = nxd_key(hf_weight).removesuffix(".weight")
+    for pattern, paths in _NEURON_MODULES:
+        if pattern.match(module):
+            return tuple(pattern.sub(p, module) for p in paths)
+    return (module,)
+
+
+def matches(path: str, modules_to_not_convert: tuple[str, ...]) -> bool:
+    """Whether NxD leaves the module at `path` unconverted: any entry is a substring of the path
+    (neuronx-distributed quantization/quantize.py @ v2.26.0,
+    `_convert_initialized_float_to_initialized_quantized`)."""
+    return any(m in path for m in modules_to_not_convert)
 
 
 def nxd_key(hf_key: str) -> str:

@@ -55,9 +55,14 @@ def _reference_int8_per_channel(w: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     return qw.int_repr(), qw.q_per_channel_scales().to(torch.float32).view(-1, 1)
 
 
+# neuronx-distributed v2.26.0 quantization/quantization_config.py `DtypeBound`, re-stated: Neuron's
+# e4m3 (FP8_EXP4) is bounded at ±240, not the OCP e4m3fn's 448 (README_rescaling_fp8_for_neuron.md).
+_DTYPE_BOUND = {torch.float8_e4m3fn: 240.0, torch.float8_e5m2: torch.finfo(torch.float8_e5m2).max}
+
+
 def _reference_fp8(w: torch.Tensor, dtype: torch.dtype, per_channel: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """neuronx-distributed's quantize_fp8_per_tensor / quantize_fp8_per_channel."""
-    fmax = torch.finfo(dtype).max
+    """neuronx-distributed v2.26.0 quantization_utils.py quantize_fp8_per_tensor / quantize_fp8_per_channel."""
+    fmax = _DTYPE_BOUND[dtype]
     if per_channel:
         t = w.to(torch.float32)
         scales = torch.max(torch.amax(torch.abs(t), dim=1, keepdim=True) / fmax, torch.ones(w.shape[0], 1) * 1e-05)
@@ -118,6 +123,23 @@ def test_fp8_matches_neuronx_distributed(dtype: str, method: str, shape, rows_pe
     got_q, got_scale = _ours(w, q, rows_per_chunk)
     assert got_q.dtype == storage
     assert torch.equal(got_q.view(torch.uint8), ref_q.view(torch.uint8)) and torch.equal(got_scale, ref_scale)
+
+
+@pytest.mark.parametrize("method", ["per_tensor_symmetric", "per_channel_symmetric"])
+def test_f8e4m3_uses_neurons_240_range_not_ocp_448(method: str) -> None:
+    """neuronx-distributed v2.26.0 quantization/README_rescaling_fp8_for_neuron.md: values beyond ±240
+    may become NaN on Neuron; DtypeBound.F8E4M3_MAX = 240 for both per-tensor and per-channel scales."""
+    q = Quantization(dtype="f8e4m3", method=method)
+    w = _weights(32, 64, 7, 0.02)
+    got_q, scale = _ours(w, q, 8)
+    peak = w.abs().amax(dim=1, keepdim=True) if method == "per_channel_symmetric" else w.abs().max().reshape(1)
+    assert torch.equal(scale, torch.clamp(peak / 240.0, min=1e-5) if method == "per_channel_symmetric" else peak / 240)
+    values = got_q.to(torch.float32)
+    assert values.abs().max() == 240.0  # the tensor's (or each row's) peak lands on the bound
+    assert (values.abs() <= 240.0).all()
+    # Values scaled past the bound clamp to ±240 (they would reach 448 in e4m3fn otherwise).
+    clamped = quantize_chunk(torch.tensor([[1.0, -3.0, 0.5]]), torch.tensor([1 / 240]), q)
+    assert clamped.to(torch.float32).tolist() == [[240.0, -240.0, 120.0]]
 
 
 def test_round_trip_error_is_small_and_reported_in_scale_units() -> None:

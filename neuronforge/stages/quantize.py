@@ -9,14 +9,18 @@ count as our resident memory) and written straight into its planned place in the
 model size. The input files are hashed on a second thread meanwhile, against the fetch manifest.
 The numbers are NxD's (`neuronforge/quantization.py`, bit-identical).
 
-Output, `quantized/<org>/<name>/<revision>/<quant>-<dtype>[-keep<hash>]/` in the store:
+Output, `quantized/<org>/<name>/<revision>/<quant>-<dtype>[-keep<hash>][-fp8max240]/` in the store:
 - each quantized linear as `<p>.weight` (int8 / float8_e4m3fn / float8_e5m2) and `<p>.scale`
   (float32, [1] per tensor or [out, 1] per channel), biases kept; every other tensor (embeddings,
-  norms, lm_head by default, and `modules_to_not_convert`) cast to the target dtype; NxD names:
-  decoder keys without `model.`, `lm_head.*` kept;
+  norms, lm_head always, and the linears `modules_to_not_convert` names) cast to the target dtype;
+  an entry names every linear whose NxD Inference module path contains it, exactly as NxD's
+  `convert` decides which layers to build quantized (`neuronforge.quantization.neuron_modules`), so
+  the checkpoint holds unquantized weights for exactly the layers NxD Inference builds unquantized;
+  NxD names: decoder keys without `model.`, `lm_head.*` kept;
 - HF-style shards (≤ 10 GB) + `model.safetensors.index.json`, `config.json` and tokenizer files;
 - `MANIFEST.json` last: files with sha256, the inputs' sha256, per-tensor relative error of the
-  dequantized weights (‖w − deq(q)‖ / ‖w‖).
+  dequantized weights (‖w − deq(q)‖ / ‖w‖), the `modules_to_not_convert` list NeuronConfig must be
+  given, the modules it kept, and the fp8 bound the scales were computed for.
 Bad input (an already-quantized checkpoint, a non-2D tensor to quantize, NaN/Inf weights, a
 checkpoint whose files change under us) fails before anything reaches the final location.
 """
@@ -56,11 +60,16 @@ from neuronforge.formats.safetensors_stream import (
 )
 from neuronforge.localcache import TreeRef, adopt, materialize, publish_tree, ref_of
 from neuronforge.quantization import (
+    FP8_BOUNDS,
+    QKV_WEIGHT,
     QUANTIZABLE,
     KernelSwitch,
     absmax,
     dequantize,
     hf_key,
+    matches,
+    module_name,
+    neuron_modules,
     nxd_key,
     per_channel,
     scale_from_absmax,
@@ -72,7 +81,7 @@ from neuronforge.target import Quantization
 
 log = logging.getLogger(__name__)
 MIB = 1024**2
-MANIFEST_SCHEMA = 1
+MANIFEST_SCHEMA = 2  # 2: modules_to_not_convert matched as NxD does, kept_modules, fp8_max
 COMPILE_FROM_BYTES = 8 * 1024 * MIB  # the compiled kernel's ~4 s fixed cost pays off above ~4 GB
 FLOAT_TORCH = {"BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32}
 TARGET_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
@@ -88,7 +97,8 @@ class QuantizeRequest:
     quantization: Quantization
     dtype: str  # what the tensors left unquantized are cast to: bf16 | fp16 | fp32
     work_dir: Path
-    modules_to_not_convert: tuple[str, ...] = ()  # substrings of HF module names, as NxD matches them
+    # Added to `quantization.modules_to_not_convert` (the CLI passes them here); see `not_converted`.
+    modules_to_not_convert: tuple[str, ...] = ()
     max_shard_bytes: int = 10 * 10**9
     # float32 bytes of one chunk of rows: small enough that the eager operations' passes stay in
     # the CPU caches (8 MiB ran 3.5x faster than 44 MiB here), big enough to amortize per-op costs
@@ -98,11 +108,26 @@ class QuantizeRequest:
     kernel: str = field(default_factory=lambda: os.environ.get("NEURONFORGE_QUANT_KERNEL", "auto"))
 
     @property
+    def not_converted(self) -> tuple[str, ...]:
+        """Every entry left unquantized, in NxD's form (no `model.` prefix), sorted, with `lm_head`
+        (never quantized here; NxD Inference converts it unless told). NeuronConfig must be given
+        exactly this list: what the quantizer keeps and what NxD Inference builds unquantized are
+        then the same modules."""
+        names = {*self.quantization.modules_to_not_convert, *self.modules_to_not_convert, "lm_head"}
+        return tuple(sorted({module_name(m) for m in names}))
+
+    @property
     def variant(self) -> str:
+        """What else changes the files (`layout.quantized_prefix`): the dtype kept tensors are cast
+        to; the kept list (hashed with its matching rule, so a list matched the old way — substrings
+        of HF names — never reuses a checkpoint matched the new way); the e4m3 bound (checkpoints
+        scaled to the OCP ±448 must not be reused)."""
         v = self.dtype
-        if self.modules_to_not_convert:
-            keep = hashlib.sha256(json.dumps(sorted(self.modules_to_not_convert)).encode()).hexdigest()[:8]
-            v += f"-keep{keep}"
+        if self.not_converted != ("lm_head",):  # lm_head alone: the files every earlier version wrote
+            material = {"modules_to_not_convert": self.not_converted, "match": "nxd-module-path-substring"}
+            v += "-keep" + hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:8]
+        if self.quantization.dtype == "f8e4m3":
+            v += f"-fp8max{FP8_BOUNDS['f8e4m3']:g}"
         return v
 
 
@@ -133,6 +158,8 @@ def plan(tensors: dict[str, TensorInfo], req: QuantizeRequest) -> list[_Job]:
             f"quantize: unknown dtype {req.dtype!r} for the unquantized tensors; use {list(TARGET_DTYPES)}"
         )
     storage = storage_dtype(req.quantization)
+    keep = req.not_converted
+    used: set[str] = set()
     jobs = []
     for name in sorted(tensors, key=lambda n: (tensors[n].file, n)):
         info = tensors[name]
@@ -141,8 +168,7 @@ def plan(tensors: dict[str, TensorInfo], req: QuantizeRequest) -> list[_Job]:
                 f"quantize: the checkpoint is already quantized ({name} is {info.dtype}); quantize the original "
                 "floating-point checkpoint"
             )
-        module = name.rsplit(".", 1)[0]
-        quantize = bool(QUANTIZABLE.match(name)) and not any(m in module for m in req.modules_to_not_convert)
+        quantize = bool(QUANTIZABLE.match(name)) and not _kept(name, keep, used)
         if quantize and len(info.shape) != 2:
             raise InvalidInput(
                 f"quantize: {name} is to be quantized but has shape {list(info.shape)}; only 2-D weights"
@@ -157,7 +183,51 @@ def plan(tensors: dict[str, TensorInfo], req: QuantizeRequest) -> list[_Job]:
         else:
             outputs = [PlannedTensor(out, TARGET_DTYPES[req.dtype], info.shape)]
         jobs.append(_Job(info, quantize, outputs))
+    unused = [m for m in keep if m not in used and m != "lm_head"]  # lm_head: absent when tied
+    if unused:
+        raise InvalidInput(
+            f"quantize: modules_to_not_convert {unused} match no quantized linear; an entry is matched as NxD "
+            "Inference matches it, as a substring of the module path in its model (e.g. layers.0.mlp.gate_proj, "
+            "layers.0.self_attn.o_proj.o_proj, layers.0.mlp.expert_mlps.mlp_op.gate_up_proj; HF-only names such "
+            "as block_sparse_moe or experts.3 never match)"
+        )
     return jobs
+
+
+def _kept(name: str, keep: tuple[str, ...], used: set[str]) -> bool:
+    """Whether a quantizable weight stays unquantized: as NxD Inference decides for its module
+    (`neuronforge.quantization.matches`). An entry that keeps part of one NxD module (q but not
+    k, say: q/k/v are one fused Wqkv) is refused, and so is keeping q/k/v under any entry but
+    `layers.<i>.self_attn`: NxD Inference's fused-QKV converter concatenates the q/k/v scales
+    unless exactly that entry is in the list (models/llama/modeling_llama.py
+    `convert_state_dict_to_fused_qkv` @ v0.6.10598), and would fail on the missing scales."""
+    paths = neuron_modules(name)
+    hits = [matches(p, keep) for p in paths]
+    if any(hits) != all(hits):
+        raise InvalidInput(
+            f"quantize: modules_to_not_convert {list(keep)} keep part of {paths[0]} (NxD Inference fuses "
+            "q, k and v into it) but not all of it; keep the layer's attention whole with "
+            + paths[0].split(".qkv_proj")[0]
+        )
+    if not hits[0]:
+        return False
+    used.update(m for m in keep for p in paths if m in p)
+    if (qkv := QKV_WEIGHT.match(name)) and qkv[1] not in keep:
+        raise InvalidInput(
+            f"quantize: modules_to_not_convert {list(keep)} keep {qkv[1]}'s q/k/v projections without naming "
+            f"{qkv[1]} itself; NxD Inference's fused-QKV converter needs exactly {qkv[1]!r} in the list to skip "
+            "their scales — list it (once per layer)"
+        )
+    return True
+
+
+def _kept_modules(jobs: list[_Job]) -> list[str]:
+    """The NxD Inference module paths the checkpoint holds unquantized that NxD would otherwise
+    convert: the quantizable linears kept, and lm_head when the checkpoint has one."""
+    kept = {p for j in jobs if not j.quantize and QUANTIZABLE.match(j.info.name) for p in neuron_modules(j.info.name)}
+    if any(j.info.name == "lm_head.weight" for j in jobs):
+        kept.add("lm_head")
+    return sorted(kept)
 
 
 def _row_step(shape: tuple[int, ...], chunk_bytes: int) -> int:
@@ -329,7 +399,9 @@ def write_quantized(req: QuantizeRequest, out: Path, progress: Callable[[str], N
         "source": {"location": req.source.location, "revision": req.source.resolved_revision},
         "quantization": {"dtype": req.quantization.dtype, "method": req.quantization.method},
         "dtype": req.dtype,
-        "modules_to_not_convert": sorted(req.modules_to_not_convert),
+        "modules_to_not_convert": list(req.not_converted),  # what NeuronConfig must be given
+        "kept_modules": _kept_modules(jobs),
+        "fp8_max": FP8_BOUNDS.get(req.quantization.dtype),
         "inputs": [{"path": f, "sha256": hasher.digests.get(f)} for f in inputs],
         "files": files,
         "tensors": report,

@@ -14,6 +14,7 @@ from neuronforge import layout
 from neuronforge.errors import CheckpointError, InvalidInput
 from neuronforge.localcache import MARKER, lookup_local
 from neuronforge.quantization import QUANTIZABLE, absmax, quantize_chunk, scale_from_absmax
+from neuronforge.source import ModelSource
 from neuronforge.stages.fetch import FetchRequest, fetch
 from neuronforge.stages.quantize import QuantizeRequest, dequantized_checkpoint, quantize
 from neuronforge.stores import open_store
@@ -178,3 +179,92 @@ def test_the_compiled_kernel_writes_the_same_bytes_as_the_eager_one(spec: str, t
         assert f.read_bytes() == (compiled.local_dir / f.name).read_bytes()
     for name, report in eager.manifest["tensors"].items():
         assert compiled.manifest["tensors"][name]["rel_error"] == pytest.approx(report["rel_error"], rel=1e-4)
+
+
+def _quantization(spec: str = "int8:per_channel", keep: tuple[str, ...] = ()) -> Quantization:
+    parsed = Quantization.parse(spec)
+    return Quantization(dtype=parsed.dtype, method=parsed.method, modules_to_not_convert=keep)
+
+
+def test_the_targets_modules_to_not_convert_are_kept_and_recorded(tmp_path: Path) -> None:
+    """The pipeline passes only the target's Quantization: its list is what NeuronConfig is given
+    (neuronx-distributed v2.26.0 quantization/quantize.py matches each entry as a substring of the
+    module path, which has no `model.`), so the quantizer keeps exactly those modules."""
+    store, fetched = _fetched(make_tiny_llama(tmp_path / "m"), tmp_path)
+    q = _quantization(keep=("model.layers.1.mlp",))
+    result = quantize(QuantizeRequest(fetched.local_dir, fetched.source, q, "bf16", tmp_path / "work"), store)
+    got = _load_all(result.local_dir)
+    for proj in ("gate_proj", "up_proj", "down_proj"):
+        assert got[f"layers.1.mlp.{proj}.weight"].dtype == torch.bfloat16 and f"layers.1.mlp.{proj}.scale" not in got
+        assert got[f"layers.0.mlp.{proj}.weight"].dtype == torch.int8 and f"layers.0.mlp.{proj}.scale" in got
+    assert got["layers.1.self_attn.q_proj.weight"].dtype == torch.int8
+    assert got["lm_head.weight"].dtype == torch.bfloat16 and "lm_head.scale" not in got
+    assert result.manifest["modules_to_not_convert"] == ["layers.1.mlp", "lm_head"]
+    assert result.manifest["kept_modules"] == [
+        "layers.1.mlp.down_proj",
+        "layers.1.mlp.gate_proj",
+        "layers.1.mlp.up_proj",
+        "lm_head",
+    ]
+    assert result.manifest["schema_version"] == 2 and "-keep" in result.prefix
+
+
+def test_the_store_prefix_tells_kept_lists_and_the_fp8_range_apart(tmp_path: Path) -> None:
+    def variant(spec: str = "int8:per_channel", keep: tuple[str, ...] = (), extra: tuple[str, ...] = ()) -> str:
+        q = _quantization(spec, keep)
+        return QuantizeRequest(tmp_path, ModelSource.parse(str(tmp_path)), q, "bf16", tmp_path, extra).variant
+
+    assert variant() == variant(keep=("lm_head",)) == "bf16"  # what earlier versions wrote for int8
+    lists = [("mlp",), ("layers.0.mlp",), ("layers.1.mlp",), ("layers.0.self_attn", "layers.1.self_attn")]
+    assert len({variant(keep=k) for k in lists} | {variant()}) == len(lists) + 1
+    # Spellings NxD Inference matches the same way share the files; the CLI's list adds to the target's.
+    assert variant(keep=("model.layers.0.mlp",)) == variant(keep=("layers.0.mlp", "lm_head"))
+    assert variant(extra=("layers.0.mlp",)) == variant(keep=("layers.0.mlp",))
+    # e4m3 checkpoints scaled to the OCP ±448 (earlier versions) are never reused.
+    assert variant("f8e4m3") == "bf16-fp8max240" and variant("f8e5m2") == "bf16"
+
+
+@pytest.mark.parametrize(
+    ("keep", "message"),
+    [
+        (("q_proj",), "keep part of layers.0.self_attn.qkv_proj.Wqkv"),  # q/k/v are one fused module
+        (("self_attn",), "needs exactly 'layers.0.self_attn'"),  # modeling_llama.py convert_state_dict_to_fused_qkv
+        (("block_sparse_moe",), "match no quantized linear"),  # an HF-only name NxD never matches
+    ],
+)
+def test_lists_nxd_inference_would_load_wrongly_are_refused(keep, message, tmp_path: Path) -> None:
+    from neuronforge.checkpoint import verify_checkpoint
+    from neuronforge.stages.quantize import plan
+
+    src = make_tiny_llama(tmp_path / "m")
+    req = QuantizeRequest(src, ModelSource.parse(str(src)), _quantization(keep=keep), "bf16", tmp_path)
+    with pytest.raises(InvalidInput, match=message):
+        plan(verify_checkpoint(src).tensors, req)
+
+
+@pytest.mark.parametrize("method", ["per_tensor_symmetric", "per_channel_symmetric"])
+def test_f8e4m3_checkpoint_and_its_dequantized_reference_use_the_240_range(method: str, tmp_path: Path) -> None:
+    """neuronx-distributed v2.26.0 README_rescaling_fp8_for_neuron.md / DtypeBound: e4m3 on Neuron is
+    ±240; the cpu smoke test's dequantized reference is q × the same scales."""
+    store, fetched = _fetched(make_tiny_llama(tmp_path / "m"), tmp_path)
+    original = _load_all(fetched.local_dir)
+    q = Quantization(dtype="f8e4m3", method=method)
+    result = quantize(_request(fetched, tmp_path, q, dtype="fp32"), store)
+    assert result.manifest["fp8_max"] == 240.0 and result.prefix.endswith("-fp8max240")
+    got = _load_all(result.local_dir)
+    deq = dequantized_checkpoint(result.local_dir, tmp_path / "deq", "fp32")
+    with safe_open(str(deq / "model.safetensors"), framework="pt") as f:
+        for name, w in original.items():
+            if not QUANTIZABLE.match(name):
+                continue
+            nxd = name.removeprefix("model.")
+            qw, scale = got[nxd].to(torch.float32), got[nxd.replace(".weight", ".scale")]
+            peak = (
+                w.float().abs().amax(dim=1, keepdim=True)
+                if q.method == "per_channel_symmetric"
+                else w.float().abs().max()
+            )
+            assert torch.allclose(scale, torch.clamp(peak / 240, min=1e-5).reshape(scale.shape))
+            assert qw.abs().max() == 240.0 and (qw.abs() <= 240).all()
+            assert torch.equal(f.get_tensor(name), qw * scale)
+            assert torch.allclose(f.get_tensor(name), w.float(), rtol=0.07, atol=float(scale.max()) * 8)
