@@ -43,7 +43,8 @@ def _add_target_args(p: argparse.ArgumentParser, profile_default: str = "cpu") -
         nargs="+",
         default=None,
         metavar="MODULE",
-        help="modules kept unquantized besides lm_head (passed to NxD Inference as modules_to_not_convert)",
+        help="modules kept unquantized besides lm_head, as NxD Inference names them (substrings of its module "
+        "paths: layers.0.mlp, layers.3.self_attn, expert_mlps); passed to NeuronConfig.modules_to_not_convert",
     )
     p.add_argument(
         "--profile",
@@ -223,29 +224,24 @@ def cmd_catalog_check(args: argparse.Namespace) -> int:
 
 
 def cmd_catalog_stale(args: argparse.Namespace) -> int:
-    """The recompile DAG's stale set, computed here with this machine's toolchains (a Neuron
-    backend that is not installed here is listed as unavailable). Exit 4 when something is stale."""
+    """The recompile DAG's stale set, computed here with this machine's toolchains for the profile
+    versions the catalog uses (one whose backend is not installed here, or is not its pins, is
+    listed as unavailable). Exit 4 when something is stale."""
     from neuronforge import recompile
     from neuronforge.catalog import check_catalog
     from neuronforge.stores import open_store
-    from neuronforge.toolchain import detect_toolchain
 
     catalog = check_catalog(Path(args.path).expanduser() if args.path else None)
     if not catalog.ok:
         raise InvalidInput(f"catalog {catalog.path} has problems (run `neuronforge catalog check`)")
-    toolchains: dict[str, Any] = {}
-    for backend in recompile.backends_of(catalog):
-        try:
-            toolchains[backend] = detect_toolchain(backend)
-        except InvalidInput as exc:
-            toolchains[backend] = str(exc)
+    toolchains = recompile.detect_toolchains(recompile.profiles_of(catalog), "on this machine")
     states = recompile.find_stale(catalog, toolchains, open_store(args.store), settings.work_dir())
     if args.json:
         _print_json([s.to_json() for s in states])
     else:
         for s in states:
             why = f"  ({s.detail})" if s.status != recompile.FRESH and s.detail else ""
-            print(f"{s.status:<11} {s.key[:12] or '-':<12} {s.slug:<44} {s.source}{why}")
+            print(f"{s.status:<11} {s.key[:12] or '-':<12} {s.slug:<44} {s.profile:<22} {s.source}{why}")
         stale = sum(s.status == recompile.STALE for s in states)
         print(f"{stale} stale of {len(states)} catalog target(s) in {args.store}")
     return EXIT_STALE if any(s.status == recompile.STALE for s in states) else EXIT_OK
