@@ -1,15 +1,19 @@
-"""neuronforge_recompile_on_upgrade: keep the model catalog compiled for the toolchain the workers run.
+"""neuronforge_recompile_on_upgrade: keep the model catalog compiled for its serving profiles.
 
-Daily and on demand: `check_workers` (default queue) refuses a conf with unknown keys and asks
-whether any worker consumes the `neuron` queue (Celery only; other executors serve every queue);
-if one does, a Neuron worker reports its toolchain, otherwise that watch is skipped at once and the
-Neuron targets are reported unavailable. Every catalog entry × target whose key under the toolchain
-has no complete manifest is stale; one `neuronforge_compile_publish` run per model rebuilds its
-stale targets (in catalog order; throttled by default: at most 2 rebuild runs in flight, each
-trigger waiting deferred for its run, so the compile DAG keeps run slots for manual runs), and the
-report — stale, rebuilt, failed and why,
-still running — goes to this run's last task log, `reports/recompile-<stamp>.{md,json}` in the
-store, and the `neuronforge-recompile-report` Asset.
+A new Neuron SDK release is a new profile version, served by its own queue (`neuron-<release>`,
+one worker image per release); a catalog target naming a bare profile follows its newest version.
+Daily and on demand: `check_workers` (default queue) refuses a conf with unknown keys and asks, for
+every Neuron queue the catalog's profile versions need, whether a worker consumes it (Celery only;
+other executors serve every queue). Each served queue's `watch_toolchain_<queue>` runs there and
+reports the toolchain of every profile version routed to it, checked against the profile's pins;
+an unserved queue's watch is skipped at once and its targets are reported unavailable, naming the
+queue. Every catalog entry × target whose key (profile version + toolchain) has no complete
+manifest is stale for that version; one `neuronforge_compile_publish` run per model rebuilds its
+stale targets, each pinned to the version it is stale for (in catalog order; throttled by default:
+at most 2 rebuild runs in flight, each trigger waiting deferred for its run, so the compile DAG
+keeps run slots for manual runs), and the report — per entry × target the profile versions it is
+published for and stale for, rebuilt, failed and why, still running — goes to this run's last task
+log, `reports/recompile-<stamp>.{md,json}` in the store, and the `neuronforge-recompile-report` Asset.
 
 Only wiring: the tasks live in `operators/recompile.py`, the logic in `neuronforge/recompile.py`.
 """
@@ -20,6 +24,7 @@ import pendulum
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import dag
 
+from neuronforge.profiles import neuron_queues
 from neuronforge.recompile import COMPILE_DAG
 from operators.compile_params import RECOMPILE_PARAMS
 from operators.recompile import (
@@ -46,9 +51,9 @@ from operators.recompile import (
 )
 def neuronforge_recompile_on_upgrade():
     workers = check_workers()
-    toolchains = watch_toolchain()
-    workers >> toolchains
-    plan = find_stale(toolchains)
+    plan = find_stale()
+    for queue in neuron_queues():  # one watch per SDK release's queue, on that queue
+        workers >> watch_toolchain(queue) >> plan
     workers >> plan
     triggered = TriggerDagRunOperator.partial(
         task_id="trigger_rebuilds",

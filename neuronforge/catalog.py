@@ -5,14 +5,22 @@
     models:
       - source: meta-llama/Llama-3.1-8B@<revision>     # Hub id[@rev], s3:// prefix or folder
         config: configs/meta-llama--Llama-3.1-8B.json  # optional: plan offline from this config
-        pin: {compilers: ["2.21.33363.0"]}              # optional: keep these compiler versions
+        pin: {compilers: ["2.21.33363.0+82129205"]}     # optional: keep these compiler versions
         targets:
           - {instance_type: inf2.xlarge, tp_degree: 2, sequence_length: 4096, dtype: bf16,
-             backend: nxdi, publish_formats: [optimum, lmi]}
+             profile: vllm-neuron}                       # newest registered version
+          - {instance_type: inf2.xlarge, tp_degree: 2, sequence_length: 4096, dtype: bf16,
+             profile: optimum-neuron@2.26.1}             # this version only
 
-`check_catalog` reports every problem with its line: unknown fields, invalid targets, duplicate
-entries, and targets the planner rejects (run at check time, so an entry that can never fit is
-reported before it is ever scheduled).
+A target names the serving `profile` it is kept built for. A bare name follows the newest
+registered version, so registering a new version (a new Neuron SDK release) makes the target stale
+until the recompile schedule rebuilds it; `name@version` stays on that version. The profile decides
+what is published, so a target has no `publish_formats`, and no `backend` (the profile fixes it).
+
+`check_catalog` reports every problem with its line: unknown fields, invalid targets (the removed
+`backend` and `publish_formats` with what replaces them), duplicate entries, and targets the
+planner rejects (run at check time, so an entry that can never fit is reported before it is ever
+scheduled).
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from typing import Any
 import yaml
 
 from neuronforge.errors import InvalidInput
-from neuronforge.target import TargetSpec
+from neuronforge.target import LEGACY_BACKENDS, TargetSpec
 
 ENTRY_FIELDS = {"source", "config", "pin", "targets"}
 PIN_FIELDS = {"compilers"}
@@ -40,8 +48,7 @@ def default_path() -> Path:
 
 @dataclass
 class CatalogTarget:
-    spec: TargetSpec
-    formats: tuple[str, ...]
+    spec: TargetSpec  # its `profile` as written: a bare name follows the newest version
     line: int
 
 
@@ -123,7 +130,10 @@ def load_catalog(path: Path) -> CatalogReport:
             if not isinstance(raw, dict):
                 problem(_line(t_node), "a target is a mapping (instance_type, tp_degree, ...)")
                 continue
-            formats = tuple(raw.pop("publish_formats", ("optimum",)))
+            removed = _removed_fields(raw)
+            if removed:
+                problem(_line(t_node), f"{entry.source}: " + "; ".join(removed))
+                continue
             try:
                 spec = TargetSpec.parse(raw)
             except InvalidInput as exc:
@@ -134,9 +144,25 @@ def load_catalog(path: Path) -> CatalogReport:
                 problem(_line(t_node), f"{entry.source} {spec.slug}: duplicate of the target at line {twin}")
                 continue
             seen[(entry.source, spec.slug)] = _line(t_node)
-            entry.targets.append(CatalogTarget(spec, formats, _line(t_node)))
+            entry.targets.append(CatalogTarget(spec, _line(t_node)))
         report.entries.append(entry)
     return report
+
+
+def _removed_fields(raw: dict[str, Any]) -> list[str]:
+    """Fields of earlier catalogs, each with what replaces it: catalogs outlive releases, and a bare
+    "unknown field" would not say that the serving profile took over both."""
+    out = []
+    if "backend" in raw:
+        legacy = LEGACY_BACKENDS.get(str(raw["backend"]))
+        fix = f"write `profile: {legacy}`" if legacy else "name a `profile` (`neuronforge profiles` lists them)"
+        out.append(f"`backend: {raw['backend']}` was replaced by `profile` (it fixes the backend and toolchain); {fix}")
+    if "publish_formats" in raw:
+        out.append(
+            "`publish_formats` was removed: the target's profile decides what is published "
+            "(`neuronforge profiles` shows what each publishes); drop the field"
+        )
+    return out
 
 
 def _config_for(entry: CatalogEntry) -> dict[str, Any] | None:

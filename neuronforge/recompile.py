@@ -1,14 +1,28 @@
-"""Keeping the catalog compiled across Neuron SDK upgrades: the stale set, the runs that rebuild it,
-and the report of what happened.
+"""Keeping the catalog compiled across Neuron SDK upgrades, in serving profiles: the stale set, the
+runs that rebuild it, and the report of what happened.
 
-A published artifact is addressed by a cache key that includes the toolchain's versions, so after an
-SDK upgrade every catalog target's key changes and nothing is published under the new keys: the
-target is *stale*. `find_stale` computes, for every catalog entry × target, its key under the
-toolchain the workers have now and whether a complete manifest exists for it. `run_requests` turns
-the stale targets into one `neuronforge_compile_publish` run per model (catalog order = the order
-the runs are created in, which is the order the scheduler starts them in). `settle` looks in the
-store for how each rebuild ended (published, failed and why, still running, not started), and
-`Report` renders all of it as JSON and Markdown.
+A new Neuron SDK release is a new version of a serving profile (`vllm-neuron@2.27.0`): its pins
+name the release's toolchain and its compile and smoke tasks go to that release's queue
+(`neuron-2.27.0`). A catalog target names a profile; a bare name resolves to the newest registered
+version, so registering a version makes the target's cache key change (the profile and its pins
+are in the key) and nothing is published under the new key: the target is *stale* for that
+version until it is rebuilt. `name@version` keeps a target on one version.
+
+`find_stale` computes, for every catalog entry × target, its key for the profile version it
+resolves to, with the toolchain the workers of that version's queue reported, and whether a
+complete manifest exists for it. The key needs a worker's report: it hashes every package version
+the backend records (torch, transformers, ...), which the pins do not list, so a key made from the
+pins alone would match no artifact and mark everything stale. Without a report, or when the report
+differs from the pins (the consumer checks those versions at load; the compile run's planner would
+refuse the rebuild), the target is `unavailable` and the reason names the queue. Whatever the
+workers say, the store says which profile versions each entry × target is published for
+(`published_for`, from the manifests' `profile`).
+
+`run_requests` turns the stale targets into one `neuronforge_compile_publish` run per model, each
+target pinned to the profile version it is stale for (catalog order = the order the runs are
+created in, which is the order the scheduler starts them in). `settle` looks in the store for how
+each rebuild ended (published, failed and why, still running, not started), and `Report` renders
+all of it as JSON and Markdown.
 
 Airflow-free: the `neuronforge_recompile_on_upgrade` DAG and `neuronforge catalog stale` both call
 these functions.
@@ -19,6 +33,7 @@ from __future__ import annotations
 import datetime
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,13 +42,16 @@ from packaging.version import InvalidVersion, Version
 
 from neuronforge import layout
 from neuronforge.catalog import CatalogEntry, CatalogReport
-from neuronforge.errors import NeuronforgeError
+from neuronforge.errors import InvalidInput, NeuronforgeError
+from neuronforge.profiles import ServingProfile, get_profile, registry
 from neuronforge.request import CompileRequest, Toolchain, cache_key
+from neuronforge.source import ModelSource
 from neuronforge.stores.base import ArtifactStore, NotFound, StoreError
 from neuronforge.target import TargetSpec
 
 COMPILE_DAG = "neuronforge_compile_publish"
-REPORT_SCHEMA = 1
+REPORT_SCHEMA = 2  # 2: per-target profile, published_for and stale_for; toolchains keyed by profile ref
+DEFAULT_QUEUE = "default"  # where the cpu profile's tasks (and its toolchain detection) run
 
 # Status of a catalog target under the current toolchain.
 FRESH, STALE, UNAVAILABLE, UNRESOLVED = "fresh", "stale", "unavailable", "unresolved"
@@ -47,10 +65,13 @@ class TargetState:
     source: str  # as written in the catalog
     line: int
     slug: str
-    target: dict[str, Any]  # the trigger form's spelling (see `form_target`)
-    status: str  # fresh | stale | unavailable | unresolved
+    target: dict[str, Any]  # the trigger form's spelling (see `form_target`), profile as `name@version`
+    status: str  # fresh | stale | unavailable | unresolved, for the profile version in `profile`
     key: str = ""
     pinned: str = ""  # the source pinned to the revision the key was computed for
+    profile: str = ""  # the profile version the target resolves to now (`name@version`)
+    published_for: list[str] = field(default_factory=list)  # versions of its profile with a complete artifact
+    stale_for: list[str] = field(default_factory=list)  # versions it must be rebuilt for
     detail: str = ""  # fresh: the manifest URI; unavailable / unresolved: why
     run_id: str = ""  # the compile run triggered for it
     outcome: str = ""  # stale ones, after `settle`: rebuilt | failed | running | queued
@@ -64,8 +85,10 @@ class TargetState:
         return cls(**data)
 
 
-def form_target(spec: TargetSpec, formats: tuple[str, ...] | list[str]) -> dict[str, Any]:
-    """A target as the compile DAG's trigger form spells it (its `targets` items)."""
+def form_target(spec: TargetSpec) -> dict[str, Any]:
+    """A target as the compile DAG's trigger form spells it (its `targets` items). The profile is
+    given as written in `spec`: `find_stale` passes it resolved to `name@version`, so a rebuild
+    builds the version the target was found stale for even if another is registered meanwhile."""
     q = spec.quantization
     out: dict[str, Any] = {
         "instance_type": spec.instance_type,
@@ -74,10 +97,10 @@ def form_target(spec: TargetSpec, formats: tuple[str, ...] | list[str]) -> dict[
         "sequence_length": spec.sequence_length,
         "dtype": spec.dtype,
         "quantization": f"{q.dtype}:{q.method}" if q.enabled else "none",
-        "backend": spec.backend,
-        "publish_formats": list(formats),
+        "profile": spec.profile,
     }
     optional = {
+        "modules_to_not_convert": [m for m in q.modules_to_not_convert if m != "lm_head"] or None,
         "max_context_length": spec.max_context_length,
         "logical_nc_config": spec.logical_nc_config,
         "context_encoding_buckets": list(spec.context_encoding_buckets or ()) or None,
@@ -87,8 +110,58 @@ def form_target(spec: TargetSpec, formats: tuple[str, ...] | list[str]) -> dict[
     return {**out, **{k: v for k, v in optional.items() if v is not None}}
 
 
-def backends_of(catalog: CatalogReport) -> list[str]:
-    return sorted({t.spec.backend for e in catalog.entries for t in e.targets})
+def profiles_of(catalog: CatalogReport) -> list[ServingProfile]:
+    """The profile versions the catalog's targets are kept built for now (a bare name: its newest
+    registered version), in registry order."""
+    refs = {t.spec.serving_profile.ref for e in catalog.entries for t in e.targets}
+    return [p for p in registry.all_profiles() if p.ref in refs]  # read at call time: the registry may grow
+
+
+def queues_of(catalog: CatalogReport) -> list[str]:
+    """The Neuron queues whose workers the catalog's profiles need (one per SDK release)."""
+    return sorted({p.queue for p in profiles_of(catalog) if p.queue})
+
+
+def queue_name(profile: ServingProfile) -> str:
+    return profile.queue or DEFAULT_QUEUE
+
+
+def no_worker(profile: ServingProfile, why: str = "") -> str:
+    """Why a profile version has no toolchain: the sentence names the queue to start a worker on."""
+    text = f"no worker of queue {queue_name(profile)!r} reported the toolchain of {profile.ref}"
+    return f"{text}: {why}" if why else text
+
+
+def detect_toolchains(profiles: Iterable[ServingProfile], where: str = "here") -> dict[str, Toolchain | str]:
+    """Profile ref -> the toolchain its backend finds in this environment, or why it cannot be used
+    (not installed, or not the profile's pins). Run where the profile's tasks run: on a worker of
+    its queue (the DAG's toolchain watch), or locally (`neuronforge catalog stale`)."""
+    out: dict[str, Toolchain | str] = {}
+    for profile in profiles:
+        try:
+            toolchain = profile.backend.detect_toolchain()
+        except InvalidInput as exc:
+            out[profile.ref] = f"{profile.backend.name} is not installed {where}: {exc}"
+            continue
+        problems = profile.toolchain_problems(toolchain)
+        out[profile.ref] = (
+            f"the toolchain {where} is not the pinned one: {'; '.join(problems)}" if problems else toolchain
+        )
+    return out
+
+
+def usable_toolchain(profile: ServingProfile, reported: Toolchain | str | None) -> Toolchain | str:
+    """The toolchain the profile's keys are computed with, or why there is none. Only a worker's
+    report will do (see the module's docstring: the pins do not describe every keyed version), and
+    only one equal to the pins (else the rebuild would be refused by the planner)."""
+    if reported is None:
+        return no_worker(profile)
+    if isinstance(reported, str):
+        return reported
+    problems = profile.toolchain_problems(reported)
+    if problems:
+        return f"the workers of queue {queue_name(profile)!r} do not have the pinned toolchain: {'; '.join(problems)}"
+    return reported
 
 
 def _resolve(entry: CatalogEntry, work_dir: Path):
@@ -97,16 +170,81 @@ def _resolve(entry: CatalogEntry, work_dir: Path):
     return resolve_source(entry.source, work_dir=work_dir)
 
 
+@dataclass(frozen=True)
+class PublishedBuild:
+    """What one published manifest was built for, as far as the report needs it."""
+
+    revision: str
+    target: TargetSpec  # normalized, its profile as `name@version`
+    profile: str  # `name@version`
+    key: str
+
+
+def published_builds(store: ArtifactStore) -> list[PublishedBuild]:
+    """Every manifest in the store's index this version can read (older key schemas, without a
+    serving profile, are left out: they were built for no profile version)."""
+    from neuronforge.stages.publish import published_manifests
+
+    out = []
+    for _, _, manifest in published_manifests(store):
+        try:
+            request = manifest["request"]
+            profile = request["profile"]
+            ref = (manifest.get("profile") or {}).get("ref") or f"{profile['name']}@{profile['version']}"
+            try:
+                target = TargetSpec.from_key_material(request)
+            except InvalidInput:  # built for a version no longer registered: still published for it
+                target = TargetSpec.parse(
+                    {
+                        **request["target"],
+                        "quantization": request["quantization"],
+                        "profile": profile["name"],
+                        "backend_options": request.get("backend_options", {}),
+                    }
+                ).normalized()
+            out.append(PublishedBuild(request["model_revision"], target, ref, manifest["cache_key"]))
+        except (KeyError, TypeError, ValueError, NeuronforgeError):
+            continue
+    return out
+
+
+def published_for(
+    store: ArtifactStore, builds: list[PublishedBuild], pinned: ModelSource, spec: TargetSpec
+) -> list[str]:
+    """The versions of `spec`'s profile a complete artifact of this revision × target is published
+    for, oldest first. Only the few matching manifests get the completeness check (a listing each)."""
+    from neuronforge.stages.publish import lookup
+
+    name = spec.serving_profile.name
+    want = spec.normalized().model_copy(update={"profile": ""})
+    refs = {
+        b.profile
+        for b in builds
+        if b.revision == pinned.resolved_revision
+        and b.profile.partition("@")[0] == name
+        and b.target.model_copy(update={"profile": ""}) == want
+        and lookup(store, b.key) is not None
+    }
+    return sorted(refs, key=_ref_order)
+
+
+def _ref_order(ref: str) -> tuple[int, ...]:
+    return tuple(int(x) if x.isdigit() else -1 for x in ref.partition("@")[2].split("."))
+
+
 def find_stale(
     catalog: CatalogReport,
     toolchains: dict[str, Toolchain | str],
     store: ArtifactStore,
     work_dir: Path,
 ) -> list[TargetState]:
-    """Every catalog entry × target with its key under `toolchains` (backend → the toolchain the
-    workers have, or why there is none) and whether a complete manifest is published for it."""
+    """Every catalog entry × target with the profile version it resolves to, its key under
+    `toolchains` (profile ref → the toolchain the workers of its queue reported, or why there is
+    none; a missing ref is "no worker of its queue"), whether a complete manifest is published for
+    it, and which versions of its profile the store has it for."""
     from neuronforge.stages.publish import lookup
 
+    builds = published_builds(store)
     states: list[TargetState] = []
     order = 0
     for entry in catalog.entries:
@@ -116,24 +254,30 @@ def find_stale(
         except (NeuronforgeError, OSError) as exc:
             pinned, unresolved = None, f"cannot resolve the source: {exc}"
         for t in entry.targets:
+            profile = t.spec.serving_profile
+            spec = t.spec.model_copy(update={"profile": profile.ref})
             state = TargetState(
-                order, entry.source, t.line, t.spec.slug, form_target(t.spec, t.formats), UNRESOLVED, detail=unresolved
+                order, entry.source, t.line, spec.slug, form_target(spec), UNRESOLVED, detail=unresolved
             )
+            state.profile = profile.ref
             order += 1
             states.append(state)
             if pinned is None:
                 continue
             state.pinned = str(pinned)
-            toolchain = toolchains.get(t.spec.backend, f"no worker reported a {t.spec.backend} toolchain")
+            state.published_for = published_for(store, builds, pinned, spec)
+            toolchain = usable_toolchain(profile, toolchains.get(profile.ref))
             if isinstance(toolchain, str):
                 state.status, state.detail = UNAVAILABLE, toolchain
                 continue
-            state.key = cache_key(CompileRequest(pinned, t.spec), toolchain)
+            state.key = cache_key(CompileRequest(pinned, spec), toolchain)
             hit = lookup(store, state.key)
             if hit is None:
-                state.status = STALE
+                state.status, state.stale_for = STALE, [profile.ref]
             else:
                 state.status, state.detail = FRESH, hit.manifest_uri
+                if profile.ref not in state.published_for:  # e.g. indexed after the scan
+                    state.published_for = sorted({*state.published_for, profile.ref}, key=_ref_order)
     return states
 
 
@@ -187,11 +331,28 @@ def _outcome(store: ArtifactStore, s: TargetState) -> tuple[str, str]:
     return QUEUED, "not started yet" if s.run_id else "no run was triggered"
 
 
-def _version(text: str) -> Version | None:
+def _version(text: str | None) -> Version | None:
     try:
         return Version(text)
     except (InvalidVersion, TypeError):
         return None
+
+
+def _public(text: str | None) -> str | None:
+    """A compiler version without its local label (`2.21.33363.0+82129205` -> `2.21.33363.0`): the
+    workers and the pins carry the label, the SDK's release manifest does not."""
+    v = _version(text)
+    return v.public if v is not None else text
+
+
+def newest_compiler(toolchains: dict[str, Any]) -> str | None:
+    """The newest neuronx-cc among the reported Neuron toolchains (JSON), for `sdk_release_status`."""
+    found = [
+        tc["compiler_version"]
+        for tc in toolchains.values()
+        if isinstance(tc, dict) and tc.get("compiler") == "neuronxcc" and _version(tc.get("compiler_version"))
+    ]
+    return max(found, key=Version) if found else None
 
 
 def sdk_release_status(store: ArtifactStore, installed_compiler: str | None) -> dict[str, Any] | None:
@@ -212,12 +373,13 @@ def sdk_release_status(store: ArtifactStore, installed_compiler: str | None) -> 
         return {"problem": f"{layout.SDK_RELEASE_MANIFEST} lists no release with a neuronx-cc version"}
     releases.sort()
     _, latest, latest_cc = releases[-1]
-    installed_release = next((name for _, name, cc in reversed(releases) if cc == installed_compiler), None)
+    installed = _public(installed_compiler)
+    installed_release = next((name for _, name, cc in reversed(releases) if _public(cc) == installed), None)
     newer = (
-        installed_compiler is not None
+        installed is not None
         and _version(latest_cc) is not None
-        and _version(installed_compiler) is not None
-        and _version(latest_cc) > _version(installed_compiler)
+        and _version(installed) is not None
+        and _version(_public(latest_cc)) > _version(installed)
     )
     return {
         "manifest_date": manifest.get("manifest_date"),
@@ -234,7 +396,7 @@ class Report:
     stamp: str  # YYYY-MM-DDTHH-MM-SSZ
     catalog: str
     store: str
-    toolchains: dict[str, Any]  # backend -> versions, or why unavailable
+    toolchains: dict[str, Any]  # profile ref -> the toolchain its queue's workers reported (JSON), or why none
     states: list[TargetState]
     sdk: dict[str, Any] | None = None
     runs: list[str] = field(default_factory=list)
@@ -247,6 +409,18 @@ class Report:
                 out[s.outcome] = out.get(s.outcome, 0) + 1
         return out
 
+    def profiles(self) -> dict[str, dict[str, Any]]:
+        """Every profile version the report names (targets resolve to, or are published for):
+        `describe()` of the registered ones; a version no longer registered says so."""
+        refs = {s.profile for s in self.states if s.profile} | {r for s in self.states for r in s.published_for}
+        out: dict[str, dict[str, Any]] = {}
+        for ref in sorted(refs):
+            try:
+                out[ref] = {**get_profile(ref).describe(), "registered": True}
+            except InvalidInput:
+                out[ref] = {"ref": ref, "registered": False}
+        return out
+
     def to_json(self) -> dict[str, Any]:
         return {
             "schema_version": REPORT_SCHEMA,
@@ -254,6 +428,7 @@ class Report:
             "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "catalog": self.catalog,
             "store": self.store,
+            "profiles": self.profiles(),
             "toolchains": self.toolchains,
             "sdk_release": self.sdk,
             "runs": self.runs,
@@ -273,16 +448,19 @@ class Report:
             f"{c.get(UNAVAILABLE, 0)} without a toolchain, {c.get(UNRESOLVED, 0)} unresolvable; "
             f"{len(self.runs)} compile run(s) triggered.",
             "",
-            "## Toolchains on the workers",
+            "## Profile versions and their workers' toolchains",
             "",
         ]
-        for backend, tc in sorted(self.toolchains.items()):
+        profiles = self.profiles()
+        for ref, tc in sorted(self.toolchains.items()):
+            queue = profiles.get(ref, {}).get("queue") or DEFAULT_QUEUE
             if isinstance(tc, dict):
                 lines.append(
-                    f"- {backend}: {tc['backend']} {tc['backend_version']}, {tc['compiler']} {tc['compiler_version']}"
+                    f"- {ref} (queue {queue}): {tc['backend']} {tc['backend_version']}, "
+                    f"{tc['compiler']} {tc['compiler_version']}"
                 )
             else:
-                lines.append(f"- {backend}: unavailable ({tc})")
+                lines.append(f"- {ref} (queue {queue}): unavailable ({tc})")
         if self.sdk:
             lines += ["", "## Neuron SDK releases", ""]
             if "problem" in self.sdk:
@@ -294,11 +472,13 @@ class Report:
                     f"workers run neuronx-cc {self.sdk['installed_neuronx_cc']} "
                     f"(release {self.sdk['installed_release'] or 'unknown'}): {behind}"
                 )
-        lines += ["", "## Targets", "", "| # | model | target | status | outcome | detail |", "|---" * 6 + "|"]
+        header = "| # | model | target | profile | status | outcome | published for | stale for | detail |"
+        lines += ["", "## Targets", "", header, "|---" * 9 + "|"]
         for s in sorted(self.states, key=lambda s: s.order):
             detail = (s.outcome_detail or s.detail).replace("|", "\\|").replace("\n", " ")
             lines.append(
-                f"| {s.order} | {s.source} | {s.slug} | {s.status} | {s.outcome or '-'} | "
+                f"| {s.order} | {s.source} | {s.slug} | {s.profile or '-'} | {s.status} | {s.outcome or '-'} | "
+                f"{', '.join(s.published_for) or '-'} | {', '.join(s.stale_for) or '-'} | "
                 f"{(s.key[:12] + ' ') if s.key else ''}{detail} |"
             )
         return "\n".join(lines) + "\n"

@@ -1,13 +1,18 @@
 """Tasks of the `neuronforge_recompile_on_upgrade` DAG: thin translations between Airflow and
 `neuronforge.recompile` (the stale set, run requests, settling, the report).
 
-State travels as one JSON dict, "the plan": the catalog, the store, the toolchains the workers
-reported, every catalog target's state, and the compile runs to trigger.
+State travels as one JSON dict, "the plan": the catalog, the store, the toolchains the workers of
+each profile version's queue reported, every catalog target's state, and the compile runs to trigger.
+
+Neuron profiles run on one queue per SDK release (`neuron-<release>`, one worker image each), so
+there is one toolchain watch per Neuron queue (`watch_toolchain_neuron_2_26_1`, ...), on that queue:
+it detects the toolchain of every profile routed there and checks it against the profile's pins.
+The cpu profile's toolchain is this worker's, detected by `find_stale` on the default queue.
 
 Without a Neuron worker the run decides in seconds: `check_workers` (default queue) asks Celery
-which queues have consumers and skips `watch_toolchain` (queue `neuron`) when nobody consumes it,
-instead of leaving it queued until the scheduler's `task_queued_timeout` (10 min, re-queued twice:
-about 30 min).
+which queues have consumers and skips the watch of every queue the catalog needs that nobody
+consumes (and of every queue it does not need), instead of leaving it queued until the scheduler's
+`task_queued_timeout` (10 min, re-queued twice: about 30 min).
 """
 
 from __future__ import annotations
@@ -26,14 +31,13 @@ from airflow.sdk.exceptions import AirflowSkipException
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from neuronforge import settings
+from neuronforge.profiles import ServingProfile, neuron_queues, registry
 from operators.compile_params import validate_recompile_conf
-from operators.compile_publish import NEURON_QUEUE
 
 log = logging.getLogger(__name__)
 
 REPORT_ASSET = Asset(name="neuronforge-recompile-report")
 CATALOG_VARIABLE = "neuronforge_catalog"
-NEURON_BACKENDS = ("optimum", "nxdi")
 # Rebuild runs of the compile DAG in flight at once when throttled (the compile DAG's
 # max_active_runs is 4: the other slots stay free for manual runs).
 REBUILD_SLOTS = 2
@@ -93,57 +97,108 @@ def queue_served(executor: str, active_queues: Any, queue: str) -> tuple[bool, s
     return False, f"no Celery worker consumes queue {queue!r} (workers and their queues: {seen})"
 
 
+def watch_task_id(queue: str) -> str:
+    """The toolchain watch of a Neuron queue: `watch_toolchain_neuron_2_26_1`, ..."""
+    return "watch_toolchain_" + queue.replace("-", "_").replace(".", "_")
+
+
+def profiles_on(queue: str) -> list[ServingProfile]:
+    """The registered profile versions whose compile and smoke tasks go to `queue`."""
+    return [p for p in registry.all_profiles() if p.queue == queue]
+
+
+def needed_queues(explicit_catalog: str | None) -> list[str]:
+    """The Neuron queues the catalog's profile versions need; every registered one when the
+    catalog cannot be read (`find_stale` then fails on it with its problems, scheduling nothing)."""
+    from neuronforge import recompile
+    from neuronforge.catalog import load_catalog
+
+    try:
+        catalog = load_catalog(catalog_path(explicit_catalog))
+    except Exception as exc:  # missing file, unreadable: find_stale reports it
+        log.info("catalog unreadable (%s): checking every Neuron queue", exc)
+        return neuron_queues()
+    return recompile.queues_of(catalog) if catalog.ok else neuron_queues()
+
+
 @task.branch
 def check_workers(params: dict[str, Any] | None = None) -> list[str]:
-    """On the default queue, first: refuse a conf with unknown keys, then decide whether a worker
-    consumes the `neuron` queue. If none does, `watch_toolchain` is skipped (never queued) and the
-    Neuron targets are reported unavailable with the reason; the cpu ones are still rebuilt."""
+    """On the default queue, first: refuse a conf with unknown keys, then decide, for every Neuron
+    queue a profile version of the catalog needs, whether a worker consumes it. The watch of a queue
+    nobody consumes is skipped (never queued) and its profiles' targets are reported unavailable with
+    the reason; the watches of queues the catalog does not need are skipped too. The cpu targets are
+    checked either way."""
     context = get_current_context()
     validate_recompile_conf(context["dag_run"].conf)
+    params = params or context["params"]
+    queues = needed_queues(params.get("catalog"))
     executor = default_executor()
     answer: Any = None
-    if "Celery" in executor:
+    if "Celery" in executor and queues:
         try:
             answer = celery_active_queues()
-        except Exception as exc:  # broker unreachable, provider missing: let the watch try
+        except Exception as exc:  # broker unreachable, provider missing: let the watches try
             answer = exc
-    served, detail = queue_served(executor, answer, NEURON_QUEUE)
-    log.info("neuron workers: %s", detail)
-    context["ti"].xcom_push(key=WORKERS_XCOM, value={"served": served, "detail": detail})
-    return ["watch_toolchain", "find_stale"] if served else ["find_stale"]
+    workers: dict[str, dict[str, Any]] = {}
+    for queue in queues:
+        served, detail = queue_served(executor, answer, queue)
+        log.info("queue %s: %s", queue, detail)
+        workers[queue] = {"served": served, "detail": detail}
+    context["ti"].xcom_push(key=WORKERS_XCOM, value=workers)
+    return [watch_task_id(q) for q, w in workers.items() if w["served"]] + ["find_stale"]
 
 
-@task(queue=NEURON_QUEUE, retries=0, execution_timeout=timedelta(minutes=5))
-def watch_toolchain() -> dict[str, Any]:
-    """On a Neuron worker: the toolchain each Neuron backend builds with there (or why none), so the
-    stale set is computed against what the workers really have."""
-    from neuronforge.errors import InvalidInput
-    from neuronforge.toolchain import detect_toolchain
+def watch_toolchain(queue: str):
+    """The watch task of one Neuron queue (call it in the DAG: one per `neuron_queues()`)."""
 
-    found: dict[str, Any] = {}
-    for backend in NEURON_BACKENDS:
-        try:
-            tc = detect_toolchain(backend)
-            found[backend] = tc.to_json()
-            log.info("%s: %s %s, %s %s", backend, tc.backend, tc.backend_version, tc.compiler, tc.compiler_version)
-        except InvalidInput as exc:
-            found[backend] = f"not installed on the neuron workers: {exc}"
-            log.info("%s: not installed on this worker", backend)
-    return found
+    @task(task_id=watch_task_id(queue), queue=queue, retries=0, execution_timeout=timedelta(minutes=5))
+    def watch() -> dict[str, Any]:
+        """On a worker of this queue: the toolchain of every profile version routed here, as its
+        backend detects it, or why it cannot be used (not installed, or not the profile's pins: the
+        consumer checks those versions at load, so a rebuild with another toolchain is useless)."""
+        from neuronforge import recompile
+
+        found = recompile.detect_toolchains(profiles_on(queue), f"on the workers of queue {queue!r}")
+        for ref, tc in found.items():
+            log.info("%s: %s", ref, tc if isinstance(tc, str) else f"{tc.backend} {tc.backend_version}, "
+                     f"{tc.compiler} {tc.compiler_version}")  # fmt: skip
+        return {ref: tc if isinstance(tc, str) else tc.to_json() for ref, tc in found.items()}
+
+    return watch()
+
+
+def _queue_reports(ti: Any, profiles: list[ServingProfile]) -> dict[str, Any]:
+    """Profile ref -> what the watch of its queue reported (toolchain JSON or why not), or, when the
+    watch reported nothing (skipped: no worker; failed: e.g. the queued-task timeout), why."""
+    from neuronforge import recompile
+
+    workers = ti.xcom_pull(task_ids="check_workers", key=WORKERS_XCOM) or {}
+    out: dict[str, Any] = {}
+    for queue in sorted({p.queue for p in profiles if p.queue}):
+        found = ti.xcom_pull(task_ids=watch_task_id(queue)) or {}
+        checked = workers.get(queue) or {}
+        for profile in (p for p in profiles if p.queue == queue):
+            if profile.ref in found:
+                out[profile.ref] = found[profile.ref]
+            elif checked.get("served") is False:
+                out[profile.ref] = recompile.no_worker(profile, checked["detail"])
+            else:
+                out[profile.ref] = recompile.no_worker(profile, f"{watch_task_id(queue)} did not succeed")
+    return out
 
 
 @task(trigger_rule="all_done")
-def find_stale(neuron_toolchains: dict[str, Any] | None, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Validate the catalog (a bad catalog schedules nothing), then every entry × target's key under
-    the current toolchain and whether it is published. Runs even when no Neuron worker answered
-    (`watch_toolchain` failed, e.g. at the scheduler's queued-task timeout): the Neuron targets are
-    then reported `unavailable` and the cpu ones are still kept current."""
+def find_stale(params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Validate the catalog (a bad catalog schedules nothing), then every entry × target's key for
+    the profile version it resolves to, under the toolchain the workers of that version's queue
+    reported, and whether it is published. Runs even when a Neuron queue's watch did not report
+    (no worker, or the scheduler's queued-task timeout): that queue's targets are then reported
+    `unavailable` and the others are still kept current."""
     from neuronforge import recompile
     from neuronforge.catalog import check_catalog
     from neuronforge.errors import InvalidInput
     from neuronforge.request import Toolchain
     from neuronforge.stores import open_store
-    from neuronforge.toolchain import detect_toolchain
 
     context = get_current_context()
     validate_recompile_conf(context["dag_run"].conf)  # check_workers failed on it too
@@ -154,37 +209,30 @@ def find_stale(neuron_toolchains: dict[str, Any] | None, params: dict[str, Any] 
         log.info("catalog: %s", note)
     if not catalog.ok:
         raise InvalidInput(f"catalog {path} has problems; nothing scheduled:\n" + "\n".join(catalog.problems))
-    if neuron_toolchains is None:
-        workers = context["ti"].xcom_pull(task_ids="check_workers", key=WORKERS_XCOM) or {}
-        if workers.get("served") is False:
-            why = f"no neuron worker: {workers['detail']}"
-        else:
-            why = "no neuron worker reported its toolchain (watch_toolchain did not succeed)"
-        log.warning("%s; the Neuron targets are unavailable", why)
-        neuron_toolchains = dict.fromkeys(NEURON_BACKENDS, why)
+    profiles = recompile.profiles_of(catalog)
+    reported = _queue_reports(context["ti"], [p for p in profiles if p.queue])
+    # The cpu profile compiles on the default queue: its toolchain is this worker's.
+    local = recompile.detect_toolchains([p for p in profiles if not p.queue], "on the default queue's worker")
+    reported.update({ref: tc if isinstance(tc, str) else tc.to_json() for ref, tc in local.items()})
     toolchains: dict[str, Toolchain | str] = {
-        b: Toolchain.from_json(v) if isinstance(v, dict) else v for b, v in neuron_toolchains.items()
+        ref: Toolchain.from_json(v) if isinstance(v, dict) else v for ref, v in reported.items()
     }
-    reported: dict[str, Any] = dict(neuron_toolchains)
-    try:  # the cpu backend compiles on the default queue: its toolchain is this worker's
-        cpu = detect_toolchain("cpu")
-        toolchains["cpu"], reported["cpu"] = cpu, cpu.to_json()
-    except InvalidInput as exc:
-        toolchains["cpu"] = reported["cpu"] = str(exc)
+    for ref, tc in sorted(reported.items()):
+        if isinstance(tc, str):
+            log.warning("%s: %s; its targets are unavailable", ref, tc)
     store_uri = settings.store_uri(params.get("store"))
     store = open_store(store_uri)
     states = recompile.find_stale(catalog, toolchains, store, settings.work_dir())
     stamp = recompile.stamp_of(context.get("logical_date") or context["dag_run"].run_after)
     runs = [] if params.get("dry_run") else recompile.run_requests(states, store_uri, f"recompile__{stamp}")
-    installed_cc = next((v["compiler_version"] for v in neuron_toolchains.values() if isinstance(v, dict)), None)
     for s in states:
-        log.info("%-11s %s %s %s", s.status, s.source, s.slug, s.key[:12] or s.detail)
+        log.info("%-11s %s %s %s %s", s.status, s.source, s.slug, s.profile, s.key[:12] or s.detail)
     return {
         "stamp": stamp,
         "catalog": str(path),
         "store_uri": store_uri,
         "toolchains": reported,
-        "sdk": recompile.sdk_release_status(store, installed_cc),
+        "sdk": recompile.sdk_release_status(store, recompile.newest_compiler(reported)),
         "states": [s.to_json() for s in states],
         "runs": runs,
     }

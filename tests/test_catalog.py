@@ -72,3 +72,41 @@ def test_an_entry_without_a_config_offline_is_noted_not_planned(tmp_path: Path) 
     )
     report = check_catalog(path)
     assert report.ok and "not planned" in report.notes[0]
+
+
+def test_targets_name_a_profile_and_the_removed_fields_are_refused_with_the_fix(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        """models:
+  - source: meta-llama/Llama-3.1-8B
+    config: llama.json
+    targets:
+      - {instance_type: inf2.xlarge, tp_degree: 2, sequence_length: 4096, dtype: bf16, profile: vllm-neuron}
+      - {instance_type: inf2.xlarge, tp_degree: 2, sequence_length: 4096, dtype: bf16,
+         profile: optimum-neuron@2.26.1}
+      - {instance_type: inf2.xlarge, tp_degree: 2, sequence_length: 2048, backend: nxdi}
+      - {instance_type: inf2.xlarge, tp_degree: 2, sequence_length: 1024, profile: vllm-neuron,
+         publish_formats: [optimum, lmi]}
+      - {instance_type: inf2.xlarge, tp_degree: 2, sequence_length: 512, profile: triton-neuron}
+""",
+    )
+    report = check_catalog(path)
+    assert len(report.problems) == 3, report.problems
+    backend, formats, unknown = report.problems
+    assert backend.startswith("models.yaml:8: meta-llama/Llama-3.1-8B: `backend: nxdi` was replaced by `profile`")
+    assert backend.endswith("write `profile: vllm-neuron`")
+    assert formats.startswith("models.yaml:9: meta-llama/Llama-3.1-8B: `publish_formats` was removed")
+    assert "the target's profile decides what is published" in formats
+    assert unknown.startswith("models.yaml:11:") and "unknown profile 'triton-neuron'" in unknown
+    # The targets keep the profile as written: a bare name follows the newest registered version.
+    (entry,) = report.entries
+    assert [t.spec.profile for t in entry.targets] == ["vllm-neuron", "optimum-neuron@2.26.1"]
+    assert [t.line for t in entry.targets] == [5, 6]
+
+
+def test_the_shipped_catalog_names_profiles() -> None:
+    from neuronforge.catalog import default_path, load_catalog
+
+    report = load_catalog(default_path())
+    profiles = {t.spec.profile for e in report.entries for t in e.targets}
+    assert report.ok and "vllm-neuron" in profiles and "optimum-neuron@2.26.1" in profiles

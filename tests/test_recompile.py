@@ -28,17 +28,27 @@ def _catalog(tmp_path: Path, text: str) -> Path:
 def test_stale_fresh_unavailable_and_unresolved(compiled: Compiled, tmp_path: Path) -> None:
     cpu = json.dumps(TARGET)
     bigger = json.dumps({**TARGET, "batch_size": 2})
-    nxdi = json.dumps({**TARGET, "backend": "nxdi"})
+    nxdi = json.dumps({**TARGET, "profile": "vllm-neuron"})
     path = _catalog(
         tmp_path,
         f"models:\n  - source: {compiled.checkpoint}\n    targets:\n      - {cpu}\n      - {bigger}\n      - {nxdi}\n"
         f"  - source: {tmp_path / 'gone'}\n    targets:\n      - {cpu}\n",
     )
     catalog = load_catalog(path)
-    toolchains = {"cpu": detect_toolchain("cpu"), "nxdi": "not installed on the neuron workers"}
+    assert [p.ref for p in recompile.profiles_of(catalog)] == ["cpu@local", "vllm-neuron@2.26.1"]
+    assert recompile.queues_of(catalog) == ["neuron-2.26.1"]
+    toolchains = {"cpu@local": detect_toolchain("cpu")}  # no worker of queue neuron-2.26.1 reported
     states = recompile.find_stale(catalog, toolchains, compiled.store, tmp_path / "work")
     assert [s.status for s in states] == ["fresh", "stale", "unavailable", "unresolved"]
     assert states[0].key == compiled.first.key and states[0].detail.endswith("manifest.json")
+    assert [(s.profile, s.published_for, s.stale_for) for s in states] == [
+        ("cpu@local", ["cpu@local"], []),
+        ("cpu@local", [], ["cpu@local"]),
+        ("vllm-neuron@2.26.1", [], []),
+        ("cpu@local", [], []),
+    ]
+    assert states[2].detail == "no worker of queue 'neuron-2.26.1' reported the toolchain of vllm-neuron@2.26.1"
+    assert states[2].target["profile"] == "vllm-neuron@2.26.1"  # pinned to the version it was checked for
     assert "does not exist" in states[3].detail
 
     runs = recompile.run_requests(states, "file:///store", "recompile__x")
@@ -51,19 +61,21 @@ def test_stale_fresh_unavailable_and_unresolved(compiled: Compiled, tmp_path: Pa
     assert states[1].run_id == "recompile__x__00" and not states[0].run_id
     # The conf is what the compile DAG's form accepts, and means the same target.
     jsonschema.validate(states[1].target, TARGET_SCHEMA)
-    raw = {k: v for k, v in states[1].target.items() if k != "publish_formats"}
-    assert TargetSpec.parse(raw) == TargetSpec.parse({**TARGET, "batch_size": 2})
+    assert "publish_formats" not in states[1].target and states[1].target["profile"] == "cpu@local"
+    assert TargetSpec.parse(states[1].target).normalized() == TargetSpec.parse({**TARGET, "batch_size": 2}).normalized()
 
 
 def test_every_catalog_target_spelling_survives_the_trigger_form() -> None:
     spec = TargetSpec.parse(
         {"instance_type": "trn2.48xlarge", "tp_degree": 32, "sequence_length": 4096, "dtype": "bf16",
          "logical_nc_config": 2, "context_encoding_buckets": [1024, 4096], "token_generation_buckets": [4096],
-         "quantization": "f8e4m3:per_channel_symmetric", "backend": "nxdi", "backend_options": {"fused_qkv": True}}
+         "quantization": "f8e4m3:per_channel_symmetric", "modules_to_not_convert": ["model.layers.0.mlp"],
+         "profile": "vllm-neuron@2.26.1", "backend_options": {"fused_qkv": True}}
     )  # fmt: skip
-    form = recompile.form_target(spec, ["optimum", "lmi"])
+    form = recompile.form_target(spec)
     jsonschema.validate(form, TARGET_SCHEMA)
-    assert TargetSpec.parse({k: v for k, v in form.items() if k != "publish_formats"}) == spec
+    assert form["profile"] == "vllm-neuron@2.26.1" and "publish_formats" not in form and "backend" not in form
+    assert TargetSpec.parse(form) == spec
 
 
 def _state(key: str, run_id: str = "r1") -> recompile.TargetState:
@@ -105,6 +117,11 @@ def test_sdk_release_manifest_says_when_workers_are_behind(tmp_path: Path) -> No
     assert behind["latest_release"] == "2.27.0" and behind["latest_neuronx_cc"] == "2.22.12471.0"
     assert behind["installed_release"] == "2.26.1" and behind["newer_release_available"] is True
     assert recompile.sdk_release_status(store, "2.22.12471.0")["newer_release_available"] is False
+    # Workers and pins carry the compiler's local label; the release manifest may not.
+    labelled = recompile.sdk_release_status(store, "2.21.33363.0+82129205")
+    assert labelled["installed_release"] == "2.26.1" and labelled["newer_release_available"] is True
+    reported = {"a@1": {"compiler": "neuronxcc", "compiler_version": "2.21.33363.0+82129205"}, "cpu@local": "x"}
+    assert recompile.newest_compiler(reported) == "2.21.33363.0+82129205"
 
 
 def test_report_json_and_markdown(tmp_path: Path) -> None:
@@ -112,13 +129,21 @@ def test_report_json_and_markdown(tmp_path: Path) -> None:
     fresh = recompile.TargetState(0, "org/a", 3, "cpu-a", {}, recompile.FRESH, key="f" * 64, detail="file:///m")
     failed = _state("a" * 64)
     failed.outcome, failed.outcome_detail = recompile.FAILED, "smoke_ticket: SmokeFailed: tokens | differ"
-    rep = recompile.Report("2026-11-22T00-00-00Z", "c.yaml", store.root_uri, {"cpu": "missing torch"}, [fresh, failed])
+    fresh.profile, fresh.published_for = "cpu@local", ["cpu@local"]
+    failed.profile, failed.stale_for = "vllm-neuron@2.26.1", ["vllm-neuron@2.26.1"]
+    failed.published_for = ["vllm-neuron@2.0"]  # a version no longer registered
+    toolchains = {"cpu@local": "missing torch"}
+    rep = recompile.Report("2026-11-22T00-00-00Z", "c.yaml", store.root_uri, toolchains, [fresh, failed])
     uris = recompile.write_report(store, rep)
     assert uris["json"].endswith("reports/recompile-2026-11-22T00-00-00Z.json")
     data = store.read_json("reports/recompile-2026-11-22T00-00-00Z.json")
     assert data["counts"] == {"fresh": 1, "stale": 1, "failed": 1}
+    assert data["schema_version"] == 2 and data["targets"][1]["stale_for"] == ["vllm-neuron@2.26.1"]
+    assert data["profiles"]["vllm-neuron@2.26.1"]["queue"] == "neuron-2.26.1"
+    assert data["profiles"]["vllm-neuron@2.0"] == {"ref": "vllm-neuron@2.0", "registered": False}
     md = store.get_bytes("reports/recompile-2026-11-22T00-00-00Z.md").decode()
-    assert "**1 stale** (rebuilt 0, failed 1" in md and "cpu: unavailable (missing torch)" in md
+    assert "**1 stale** (rebuilt 0, failed 1" in md and "cpu@local (queue default): unavailable (missing torch)" in md
+    assert "| vllm-neuron@2.26.1 | stale | failed | vllm-neuron@2.0 | vllm-neuron@2.26.1 |" in md
     assert "tokens \\| differ" in md  # a pipe in an error does not break the table
 
 
@@ -133,3 +158,109 @@ def test_cli_catalog_stale(compiled: Compiled, tmp_path: Path, capsys, monkeypat
     assert main(["catalog", "stale", str(fresh), "--store", empty, "--json"]) == EXIT_STALE
     (state,) = json.loads(capsys.readouterr().out)
     assert state["status"] == "stale" and state["key"] == compiled.first.key
+
+
+def test_a_new_profile_version_makes_the_catalog_stale_until_rebuilt(
+    compiled: Compiled, upgrade_fake_neuron, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new SDK release is a new profile version: a catalog target naming the bare profile follows
+    it, is stale for it until rebuilt (with the toolchain of that version's queue), and the report
+    names the version it is published for and the one it is stale for; a pinned `name@version`
+    target stays fresh."""
+    from neuronforge.pipeline import run_target
+    from neuronforge.profiles import registry
+    from neuronforge.profiles.base import Pins
+    from neuronforge.profiles.vllm_neuron import PROFILE as V1
+    from neuronforge.profiles.vllm_neuron import VllmNeuronProfile
+    from neuronforge.request import Toolchain
+
+    assert V1.pins.compiler_version == "2.21.33363.0+82129205"
+    upgrade_fake_neuron(V1.pins.compiler_version)  # the SDK 2.26.1 worker image
+    store, work = open_store(f"file://{tmp_path / 'store'}"), tmp_path / "work"
+    target = {**TARGET, "tp_degree": 2, "profile": "vllm-neuron"}
+    follows = load_catalog(
+        _catalog(tmp_path, f"models:\n  - source: {compiled.checkpoint}\n    targets:\n      - {json.dumps(target)}\n")
+    )
+    pinned_path = tmp_path / "pinned" / "models.yaml"
+    pinned_path.parent.mkdir()
+    pinned_path.write_text(
+        f"models:\n  - source: {compiled.checkpoint}\n    targets:\n"
+        f"      - {json.dumps({**target, 'profile': 'vllm-neuron@2.26.1'})}\n"
+    )
+    pinned = load_catalog(pinned_path)
+    first = run_target(str(compiled.checkpoint), TargetSpec.parse(target), store, work)
+    assert first.published.manifest["profile"]["ref"] == "vllm-neuron@2.26.1"
+    v1_toolchains = recompile.detect_toolchains([V1])
+    assert isinstance(v1_toolchains[V1.ref], Toolchain)
+    (before,) = recompile.find_stale(follows, v1_toolchains, store, work)
+    assert (before.status, before.key, before.published_for, before.stale_for) == (
+        "fresh",
+        first.key,
+        ["vllm-neuron@2.26.1"],
+        [],
+    )
+
+    class Release2270(VllmNeuronProfile):
+        pins = Pins("2.27.0", "2.22.12471.0+f00dcafe", {"neuronx-distributed-inference": "0.6.10598"})
+
+    v2 = Release2270()
+    registered = registry.all_profiles()
+    monkeypatch.setattr(registry, "all_profiles", lambda: (*registered, v2))
+    assert [p.ref for p in recompile.profiles_of(follows)] == ["vllm-neuron@2.27.0"]
+    assert recompile.queues_of(follows) == ["neuron-2.27.0"] and recompile.queues_of(pinned) == ["neuron-2.26.1"]
+
+    # No worker of queue neuron-2.27.0 yet: unavailable, naming the queue; still published for 2.26.1.
+    (waiting,) = recompile.find_stale(follows, v1_toolchains, store, work)
+    assert (waiting.status, waiting.profile, waiting.published_for) == (
+        "unavailable",
+        "vllm-neuron@2.27.0",
+        ["vllm-neuron@2.26.1"],
+    )
+    assert waiting.detail == "no worker of queue 'neuron-2.27.0' reported the toolchain of vllm-neuron@2.27.0"
+    # A 2.26.1 toolchain reported for the 2.27.0 profile is not its pins: no key is computed with it.
+    (wrong,) = recompile.find_stale(follows, {v2.ref: v1_toolchains[V1.ref]}, store, work)
+    assert wrong.status == "unavailable" and not wrong.key
+    assert "needs neuronx-cc 2.22.12471.0+f00dcafe; the worker has 2.21.33363.0+82129205" in wrong.detail
+    # The pinned target stays on 2.26.1: fresh.
+    (kept,) = recompile.find_stale(pinned, v1_toolchains, store, work)
+    assert (kept.status, kept.key, kept.profile) == ("fresh", first.key, "vllm-neuron@2.26.1")
+
+    # The 2.27.0 worker image reports its toolchain: stale for 2.27.0, published for 2.26.1.
+    upgrade_fake_neuron(v2.pins.compiler_version)
+    v2_toolchains = recompile.detect_toolchains([v2], "on the workers of queue 'neuron-2.27.0'")
+    assert isinstance(v2_toolchains[v2.ref], Toolchain)
+    (stale,) = recompile.find_stale(follows, v2_toolchains, store, work)
+    assert (stale.status, stale.published_for, stale.stale_for) == (
+        "stale",
+        ["vllm-neuron@2.26.1"],
+        ["vllm-neuron@2.27.0"],
+    )
+    assert stale.key != first.key and stale.target["profile"] == "vllm-neuron@2.27.0"
+    (run,) = recompile.run_requests([stale], store.root_uri, "recompile__x")
+    assert run["conf"]["targets"] == [stale.target]
+    reported = {ref: tc.to_json() for ref, tc in v2_toolchains.items()}
+    rep = recompile.Report("2026-11-23T00-00-00Z", "models.yaml", store.root_uri, reported, [stale])
+    data = rep.to_json()
+    assert set(data["profiles"]) == {"vllm-neuron@2.26.1", "vllm-neuron@2.27.0"}
+    assert data["profiles"]["vllm-neuron@2.27.0"]["queue"] == "neuron-2.27.0"
+    (row,) = data["targets"]
+    assert row["published_for"] == ["vllm-neuron@2.26.1"] and row["stale_for"] == ["vllm-neuron@2.27.0"]
+    md = rep.to_markdown()
+    assert "| vllm-neuron@2.27.0 | stale | - | vllm-neuron@2.26.1 | vllm-neuron@2.27.0 |" in md
+    assert "- vllm-neuron@2.27.0 (queue neuron-2.27.0): nxdi" in md and "2.22.12471.0+f00dcafe" in md
+
+    # Rebuilt as the run asks: fresh for 2.27.0, published for both versions.
+    rebuilt = run_target(str(compiled.checkpoint), TargetSpec.parse(stale.target), store, work)
+    assert rebuilt.key == stale.key and rebuilt.published.manifest["profile"]["ref"] == "vllm-neuron@2.27.0"
+    (now,) = recompile.find_stale(follows, v2_toolchains, store, work)
+    assert (now.status, now.published_for, now.stale_for) == (
+        "fresh",
+        ["vllm-neuron@2.26.1", "vllm-neuron@2.27.0"],
+        [],
+    )
+    # Retiring 2.26.1 from the registry does not hide what is published for it.
+    monkeypatch.setattr(registry, "all_profiles", lambda: (*(p for p in registered if p is not V1), v2))
+    (retired,) = recompile.find_stale(follows, v2_toolchains, store, work)
+    assert retired.status == "fresh" and retired.published_for == ["vllm-neuron@2.26.1", "vllm-neuron@2.27.0"]
+    rep = recompile.Report("2026-11-24T00-00-00Z", "models.yaml", store.root_uri, reported, [retired])
+    assert rep.to_json()["profiles"]["vllm-neuron@2.26.1"] == {"ref": "vllm-neuron@2.26.1", "registered": False}

@@ -17,8 +17,8 @@ RECOMPILE = "neuronforge_recompile_on_upgrade"
 COMPILE = "neuronforge_compile_publish"
 
 
-@pytest.fixture
-def dags(airflow_db: str):
+def _parse() -> dict:
+    """The DAGs as the dag processor parses them now: they read the profile registry when parsed."""
     from airflow.dag_processing.dagbag import DagBag
 
     bag = DagBag(dag_folder=str(Path(__file__).resolve().parents[2] / "dags"))
@@ -26,14 +26,47 @@ def dags(airflow_db: str):
     return bag.dags
 
 
+@pytest.fixture
+def dags(airflow_db: str):
+    return _parse()
+
+
+def _register_release(monkeypatch: pytest.MonkeyPatch, sdk_release: str, compiler_version: str):
+    """A new SDK release as a deployment adds it: a new version of the vllm-neuron profile in the
+    registry (and so a choice of the compile DAG's form). Returns the profile."""
+    from neuronforge.profiles import registry
+    from neuronforge.profiles.base import Pins
+    from neuronforge.profiles.vllm_neuron import PROFILE, VllmNeuronProfile
+    from operators.compile_params import TARGET_SCHEMA
+
+    class Release(VllmNeuronProfile):
+        pins = Pins(sdk_release, compiler_version, dict(PROFILE.pins.packages))
+
+    profile = Release()
+    registered = registry.all_profiles()
+    monkeypatch.setattr(registry, "all_profiles", lambda: (*registered, profile))
+    choices = TARGET_SCHEMA["properties"]["profile"]
+    monkeypatch.setitem(choices, "enum", [*choices["enum"], profile.ref])
+    return profile
+
+
 def test_dag_parses_daily_with_the_toolchain_watch_on_neuron_workers(dags) -> None:
+    from neuronforge.profiles import neuron_queues
+
     dag = dags[RECOMPILE]
     tasks = {t.task_id: t for t in dag.tasks}
-    assert tasks["watch_toolchain"].queue == "neuron" and tasks["find_stale"].queue == "default"
-    # The worker check runs first, on the default queue, and gates the Neuron watch.
+    # One watch per SDK release's queue, on that queue; the registry has neuron-2.26.1.
+    assert "neuron-2.26.1" in neuron_queues()
+    watches = {f"watch_toolchain_{q.replace('-', '_').replace('.', '_')}": q for q in neuron_queues()}
+    assert {t for t in tasks if t.startswith("watch_toolchain")} == set(watches)
+    watch = tasks["watch_toolchain_neuron_2_26_1"]
+    assert watch.queue == "neuron-2.26.1" and tasks["find_stale"].queue == "default"
+    assert all(tasks[t].queue == q for t, q in watches.items())
+    # The worker check runs first, on the default queue, and gates the Neuron watches.
     assert tasks["check_workers"].queue == "default" and not tasks["check_workers"].upstream_task_ids
-    assert tasks["check_workers"].downstream_task_ids == {"watch_toolchain", "find_stale"}
-    assert tasks["watch_toolchain"].retries == 0 and tasks["watch_toolchain"].execution_timeout.total_seconds() <= 600
+    assert tasks["check_workers"].downstream_task_ids == {*watches, "find_stale"}
+    assert tasks["find_stale"].upstream_task_ids == {*watches, "check_workers"}
+    assert watch.retries == 0 and watch.execution_timeout.total_seconds() <= 600
     assert [o.name for o in tasks["report"].outlets] == ["neuronforge-recompile-report"]
     assert tasks["report"].trigger_rule == "all_done" and tasks["find_stale"].trigger_rule == "all_done"
     trigger = tasks["trigger_rebuilds"].partial_kwargs
@@ -48,7 +81,7 @@ def test_dag_parses_daily_with_the_toolchain_watch_on_neuron_workers(dags) -> No
 
 def _catalog(tmp_path: Path, model_a: Path, model_b: Path) -> Path:
     target = json.dumps(TARGET)
-    nxdi = json.dumps({**TARGET, "tp_degree": 2, "backend": "nxdi", "publish_formats": ["optimum", "lmi"]})
+    nxdi = json.dumps({**TARGET, "tp_degree": 2, "profile": "vllm-neuron"})  # its newest version
     path = tmp_path / "models.yaml"
     path.write_text(
         f"models:\n  - source: {model_a}\n    targets:\n      - {target}\n"
@@ -85,7 +118,14 @@ def _play_scheduler(dags, runs: list) -> None:
 
 
 def test_an_sdk_upgrade_rebuilds_exactly_the_stale_targets(
-    dags, compiled: Compiled, home: Path, tmp_path: Path, fake_neuron: Path, upgrade_fake_neuron, neuron_deployment
+    dags,
+    compiled: Compiled,
+    home: Path,
+    tmp_path: Path,
+    fake_neuron: Path,
+    upgrade_fake_neuron,
+    neuron_deployment,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     model_b = tmp_path / "model-b"
     shutil.copytree(compiled.checkpoint, model_b)
@@ -100,34 +140,49 @@ def test_an_sdk_upgrade_rebuilds_exactly_the_stale_targets(
     assert str(first.state) == "success"
     created = _created_runs(seen)
     assert [c["model"] for _, c in created] == [str(compiled.checkpoint), str(model_b)]
-    assert [t["backend"] for _, c in created for t in c["targets"]] == ["cpu", "nxdi"]
+    assert [t["profile"] for _, c in created for t in c["targets"]] == ["cpu@local", "vllm-neuron@2.26.1"]
     report = _report(store_uri, first)
     assert report["counts"]["stale"] == 2 and report["counts"]["queued"] == 2
+    assert report["toolchains"]["vllm-neuron@2.26.1"]["compiler_version"] == "2.21.33363.0+82129205"
     _play_scheduler(dags, created)
     compiles_v1 = fake_neuron.read_text().count("\n")
     assert compiles_v1 >= 1
 
-    # 2. The workers get a newer compiler: only the Neuron target is stale; the cpu one is skipped.
-    upgrade_fake_neuron("2.22.12471.0")
+    # 2. SDK 2.27.0 is released: a new version of the vllm-neuron profile, whose worker image (queue
+    # neuron-2.27.0) has its toolchain. The catalog's bare `vllm-neuron` follows it: only that target
+    # is stale, for 2.27.0 (published for 2.26.1); the cpu one is skipped.
+    v2 = _register_release(monkeypatch, "2.27.0", "2.22.12471.0+b4a00d10")
+    upgrade_fake_neuron("2.22.12471.0+b4a00d10")  # SDK 2.27.0's neuronx-cc, local label as pip lists it
+    dags = _parse()  # re-parsed: a toolchain watch and a compile task group for queue neuron-2.27.0
     second = dags[RECOMPILE].test(run_conf=conf)
+    tis = {ti.task_id: str(ti.state) for ti in second.get_task_instances()}
+    # Only the queue the catalog's profile versions need is watched.
+    assert tis["watch_toolchain_neuron_2_27_0"] == "success" and tis["watch_toolchain_neuron_2_26_1"] == "skipped"
     created = _created_runs(seen)
     assert len(created) == 1
     ((_, rebuild),) = created
-    assert rebuild["model"] == str(model_b) and [t["backend"] for t in rebuild["targets"]] == ["nxdi"]
+    assert rebuild["model"] == str(model_b)
+    assert [t["profile"] for t in rebuild["targets"]] == [v2.ref] == ["vllm-neuron@2.27.0"]
     report = _report(store_uri, second)
     by_slug = {t["slug"]: t for t in report["targets"]}
     assert [t["status"] for t in report["targets"]] == ["fresh", "stale"]
-    assert report["toolchains"]["nxdi"]["compiler_version"] == "2.22.12471.0"
+    assert report["toolchains"]["vllm-neuron@2.27.0"]["compiler_version"] == "2.22.12471.0+b4a00d10"
+    assert set(report["profiles"]) == {"cpu@local", "vllm-neuron@2.26.1", "vllm-neuron@2.27.0"}
     stale = next(t for t in by_slug.values() if t["status"] == "stale")
     assert stale["run_id"] == created[0][0] and stale["outcome"] == "queued"
+    assert stale["published_for"] == ["vllm-neuron@2.26.1"] and stale["stale_for"] == ["vllm-neuron@2.27.0"]
     md = open_store(store_uri).get_bytes(report_key_of(store_uri, "md")).decode()
     assert "**1 stale**" in md and stale["slug"] in md
+    assert "| vllm-neuron@2.27.0 | stale | queued | vllm-neuron@2.26.1 | vllm-neuron@2.27.0 |" in md
     _play_scheduler(dags, created)
     assert fake_neuron.read_text().count("\n") > compiles_v1  # the rebuild compiled again
-    lmi = [o.key for o in open_store(store_uri).list("artifacts") if o.key.endswith("lmi/serving.properties")]
-    assert len(lmi) == 2  # the catalog's per-target publish formats reached the compile runs
+    store = open_store(store_uri)
+    manifests = [o.key for o in store.list("artifacts") if o.key.endswith("/manifest.json")]
+    refs = sorted(store.read_json(key)["profile"]["ref"] for key in manifests)
+    assert refs == ["cpu@local", "vllm-neuron@2.26.1", "vllm-neuron@2.27.0"]  # the old version's artifact stays
     neffs = {o.key.split("/")[1] for o in open_store(store_uri).list("neuron-cache") if o.key.endswith("model.done")}
-    assert {"neuronxcc-2.21.33363.0", "neuronxcc-2.22.12471.0"} <= neffs  # nothing old deleted
+    # the compiler's own folder names, full versions: nothing old deleted
+    assert {"neuronxcc-2.21.33363.0+82129205", "neuronxcc-2.22.12471.0+b4a00d10"} <= neffs
 
     # Consumers subscribed to the report's Asset get the report's URIs and counts.
     from airflow.models.asset import AssetEvent
@@ -145,6 +200,10 @@ def test_an_sdk_upgrade_rebuilds_exactly_the_stale_targets(
     assert _created_runs(seen) == []
     report = _report(store_uri, third)
     assert report["counts"] == {"fresh": 2} and report["runs"] == []
+    assert [t["published_for"] for t in report["targets"]] == [
+        ["cpu@local"],
+        ["vllm-neuron@2.26.1", "vllm-neuron@2.27.0"],
+    ]
 
 
 def report_key_of(store_uri: str, suffix: str) -> str:
@@ -168,35 +227,36 @@ def test_a_bad_catalog_schedules_nothing(dags, tmp_path: Path, monkeypatch: pyte
 def test_without_a_neuron_worker_the_cpu_targets_are_still_checked(
     dags, compiled: Compiled, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import neuronforge.toolchain
+    from neuronforge.profiles.vllm_neuron import PROFILE
 
-    real = neuronforge.toolchain.detect_toolchain
+    def detect(self, *args):  # the queue's watch fails, as at the scheduler's queued-task timeout
+        raise RuntimeError("no worker on queue neuron-2.26.1")
 
-    def detect(backend: str, *args):
-        if backend != "cpu":  # watch_toolchain fails, as at the scheduler's queued-task timeout
-            raise RuntimeError("no worker on queue neuron")
-        return real(backend, *args)
-
-    monkeypatch.setattr(neuronforge.toolchain, "detect_toolchain", detect)
+    monkeypatch.setattr(type(PROFILE.backend), "detect_toolchain", detect)
     catalog = _catalog(tmp_path, compiled.checkpoint, compiled.checkpoint)
     shutil.copytree(compiled.store.root_uri.removeprefix("file://"), tmp_path / "store")  # not the shared one
     store_uri = f"file://{tmp_path / 'store'}"
     run = dags[RECOMPILE].test(run_conf={"catalog": str(catalog), "store": store_uri, "dry_run": True})
     states = {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
-    assert states["watch_toolchain"] == "failed" and states["find_stale"] == "success"
+    assert states["watch_toolchain_neuron_2_26_1"] == "failed" and states["find_stale"] == "success"
     report = _report(store_uri, run)
-    assert [(t["backend"], t["status"]) for t in (x["target"] | x for x in report["targets"])] == [
-        ("cpu", "fresh"),
-        ("nxdi", "unavailable"),
+    assert [(t["profile"], t["status"]) for t in report["targets"]] == [
+        ("cpu@local", "fresh"),
+        ("vllm-neuron@2.26.1", "unavailable"),
     ]
-    assert report["runs"] == [] and "no neuron worker" in report["targets"][1]["detail"]
+    assert report["runs"] == [] and report["targets"][1]["detail"] == (
+        "no worker of queue 'neuron-2.26.1' reported the toolchain of vllm-neuron@2.26.1: "
+        "watch_toolchain_neuron_2_26_1 did not succeed"
+    )
+    assert report["toolchains"]["vllm-neuron@2.26.1"] == report["targets"][1]["detail"]
 
 
 def test_without_a_celery_worker_on_queue_neuron_the_watch_is_skipped_not_queued(
     dags, compiled: Compiled, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """CeleryExecutor with workers on the default queue only: `check_workers` decides at once,
-    `watch_toolchain` is never queued (skipped), the Neuron target is unavailable with the reason."""
+    """CeleryExecutor with workers on the default queue only: `check_workers` decides at once, the
+    watch of queue neuron-2.26.1 is never queued (skipped), the Neuron target is unavailable with the
+    reason naming the queue."""
     import operators.recompile
 
     asked: list[float] = []
@@ -213,16 +273,17 @@ def test_without_a_celery_worker_on_queue_neuron_the_watch_is_skipped_not_queued
     run = dags[RECOMPILE].test(run_conf={"catalog": str(catalog), "store": store_uri, "dry_run": True})
     tis = {ti.task_id: ti for ti in run.get_task_instances()}
     assert asked and str(tis["check_workers"].state) == "success"
-    assert str(tis["watch_toolchain"].state) == "skipped" and tis["watch_toolchain"].try_number == 0
+    watch = tis["watch_toolchain_neuron_2_26_1"]
+    assert str(watch.state) == "skipped" and watch.try_number == 0
     assert str(tis["find_stale"].state) == "success" and str(run.state) == "success"
     report = _report(store_uri, run)
-    (neuron,) = [t for t in report["targets"] if t["target"]["backend"] == "nxdi"]
+    (neuron,) = [t for t in report["targets"] if t["profile"] == "vllm-neuron@2.26.1"]
     assert neuron["status"] == "unavailable"
-    assert (
-        "no Celery worker consumes queue 'neuron' (workers and their queues: celery@cpu-1: default)"
-        in (neuron["detail"])
+    assert neuron["detail"] == (
+        "no worker of queue 'neuron-2.26.1' reported the toolchain of vllm-neuron@2.26.1: no Celery worker "
+        "consumes queue 'neuron-2.26.1' (workers and their queues: celery@cpu-1: default)"
     )
-    assert [t["status"] for t in report["targets"] if t["target"]["backend"] == "cpu"] == ["fresh"]
+    assert [t["status"] for t in report["targets"] if t["profile"] == "cpu@local"] == ["fresh"]
 
 
 def test_an_unknown_conf_key_fails_the_first_task_and_schedules_nothing(dags, tmp_path: Path) -> None:
@@ -230,6 +291,6 @@ def test_an_unknown_conf_key_fails_the_first_task_and_schedules_nothing(dags, tm
     store_uri = f"file://{tmp_path / 'store'}"
     run = dags[RECOMPILE].test(run_conf={"store": store_uri, "wait_minute": 0})
     states = {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
-    assert states["check_workers"] == "failed" and states["watch_toolchain"] == "upstream_failed"
+    assert states["check_workers"] == "failed" and states["watch_toolchain_neuron_2_26_1"] == "upstream_failed"
     assert states["find_stale"] == "failed" and states["trigger_rebuilds"] == "upstream_failed"
     assert states["report"] == "skipped" and not open_store(store_uri).list("reports")

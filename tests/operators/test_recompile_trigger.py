@@ -60,14 +60,14 @@ def test_gives_up_at_the_deadline_and_says_so(tmp_path: Path) -> None:
     assert _first_event(trigger) == {"settled": False}
 
 
-# Whether a task on queue `neuron` can start: what `check_workers` decides from Celery's answer.
+# Whether a task on a Neuron queue can start: what `check_workers` decides from Celery's answer.
 
 
 def test_only_celery_routes_by_queue() -> None:
     from operators.recompile import queue_served
 
     for executor in ("LocalExecutor", "KubernetesExecutor"):
-        served, why = queue_served(executor, None, "neuron")
+        served, why = queue_served(executor, None, "neuron-2.26.1")
         assert served and executor in why
 
 
@@ -75,17 +75,61 @@ def test_celery_without_a_consumer_of_the_queue_is_not_served() -> None:
     from operators.recompile import queue_served
 
     answer = {"w1@a": [{"name": "default"}], "w2@b": [{"name": "default"}, {"name": "bulk"}]}
-    served, why = queue_served("CeleryExecutor", answer, "neuron")
-    assert not served and "no Celery worker consumes queue 'neuron'" in why and "w2@b: bulk, default" in why
-    assert queue_served("CeleryExecutor", None, "neuron") == (
+    served, why = queue_served("CeleryExecutor", answer, "neuron-2.26.1")
+    assert not served and "no Celery worker consumes queue 'neuron-2.26.1'" in why and "w2@b: bulk, default" in why
+    assert queue_served("CeleryExecutor", None, "neuron-2.26.1") == (
         False,
-        "no Celery worker answered, so nothing consumes queue 'neuron'",
+        "no Celery worker answered, so nothing consumes queue 'neuron-2.26.1'",
     )
-    served, why = queue_served("CeleryExecutor", {**answer, "w3@c": [{"name": "neuron"}]}, "neuron")
-    assert served and why == "queue 'neuron' is consumed by w3@c"
+    served, why = queue_served("CeleryExecutor", {**answer, "w3@c": [{"name": "neuron-2.26.1"}]}, "neuron-2.26.1")
+    assert served and why == "queue 'neuron-2.26.1' is consumed by w3@c"
     # Asking failed (broker down): let the watch try; its own timeouts bound the wait.
-    served, why = queue_served("CeleryExecutor", ConnectionError("refused"), "neuron")
+    served, why = queue_served("CeleryExecutor", ConnectionError("refused"), "neuron-2.26.1")
     assert served and "refused" in why
+
+
+def test_one_watch_per_neuron_queue_and_what_each_profile_gets_when_it_did_not_report(monkeypatch) -> None:
+    """A watch reports the profiles routed to its queue; a profile whose queue's watch reported
+    nothing gets why, naming the queue (no consumer, or the watch failed)."""
+    from neuronforge.profiles import neuron_queues, registry
+    from neuronforge.profiles.base import Pins
+    from neuronforge.profiles.optimum_neuron import PROFILE as OPTIMUM
+    from neuronforge.profiles.vllm_neuron import PROFILE as VLLM
+    from neuronforge.profiles.vllm_neuron import VllmNeuronProfile
+    from operators.recompile import _queue_reports, profiles_on, watch_task_id
+
+    class Release2270(VllmNeuronProfile):
+        pins = Pins("2.27.0", "2.22.12471.0+b4a00d10", dict(VLLM.pins.packages))
+
+    newer = Release2270()
+    registered = registry.all_profiles()
+    monkeypatch.setattr(registry, "all_profiles", lambda: (*registered, newer))
+    assert neuron_queues() == ["neuron-2.26.1", "neuron-2.27.0"]
+    assert watch_task_id("neuron-2.27.0") == "watch_toolchain_neuron_2_27_0"
+    assert {p.ref for p in profiles_on("neuron-2.26.1")} == {OPTIMUM.ref, VLLM.ref}
+    assert [p.ref for p in profiles_on("neuron-2.27.0")] == ["vllm-neuron@2.27.0"]
+
+    class TI:
+        def xcom_pull(self, task_ids: str, key: str = "return_value"):
+            pulls = {
+                ("check_workers", "workers"): {
+                    "neuron-2.26.1": {"served": True, "detail": "consumed by w1"},
+                    "neuron-2.27.0": {"served": False, "detail": "no Celery worker consumes queue 'neuron-2.27.0'"},
+                },
+                ("watch_toolchain_neuron_2_26_1", "return_value"): {VLLM.ref: {"backend": "nxdi"}},
+            }
+            return pulls.get((task_ids, key))
+
+    got = _queue_reports(TI(), [OPTIMUM, VLLM, newer])
+    assert got[VLLM.ref] == {"backend": "nxdi"}
+    assert got[OPTIMUM.ref] == (
+        "no worker of queue 'neuron-2.26.1' reported the toolchain of optimum-neuron@2.26.1: "
+        "watch_toolchain_neuron_2_26_1 did not succeed"
+    )
+    assert got[newer.ref] == (
+        "no worker of queue 'neuron-2.27.0' reported the toolchain of vllm-neuron@2.27.0: "
+        "no Celery worker consumes queue 'neuron-2.27.0'"
+    )
 
 
 def test_default_executor_reads_the_first_configured_one(monkeypatch) -> None:
@@ -108,9 +152,9 @@ def _free_port() -> int:
 
 
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server (Debian package) not installed")
-def test_a_real_celery_worker_on_the_default_queue_does_not_serve_neuron(tmp_path: Path) -> None:
+def test_a_real_celery_worker_on_the_default_queue_does_not_serve_a_neuron_queue(tmp_path: Path) -> None:
     """redis + a Celery worker of Airflow's Celery app consuming `default` only: the answer
-    `check_workers` gets through `celery_active_queues` says nobody consumes `neuron`."""
+    `check_workers` gets through `celery_active_queues` says nobody consumes `neuron-2.26.1`."""
     port = _free_port()
     env = {**os.environ, "AIRFLOW__CELERY__BROKER_URL": f"redis://127.0.0.1:{port}/0"}
     redis = subprocess.Popen(
@@ -129,7 +173,7 @@ def test_a_real_celery_worker_on_the_default_queue_does_not_serve_neuron(tmp_pat
         )
         probe = (
             "import json; from operators.recompile import celery_active_queues, queue_served\n"
-            "print(json.dumps(queue_served('CeleryExecutor', celery_active_queues(2.0), 'neuron')))"
+            "print(json.dumps(queue_served('CeleryExecutor', celery_active_queues(2.0), 'neuron-2.26.1')))"
         )
         deadline = time.monotonic() + 90
         while True:  # until the worker is up and answers
@@ -137,7 +181,7 @@ def test_a_real_celery_worker_on_the_default_queue_does_not_serve_neuron(tmp_pat
             served, why = json.loads(out.stdout.strip().splitlines()[-1])
             if "cpu-probe@" in why or time.monotonic() > deadline:
                 break
-        assert served is False and "no Celery worker consumes queue 'neuron'" in why
+        assert served is False and "no Celery worker consumes queue 'neuron-2.26.1'" in why
         assert "cpu-probe@" in why and ": default" in why
     finally:
         for proc in (worker, redis):
