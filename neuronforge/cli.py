@@ -468,7 +468,7 @@ def cmd_cache(args: argparse.Namespace) -> int:
         else:
             for e in entries:
                 print(
-                    f"{e.compiler_dir:<28} {e.name:<40} {e.files:>3} files {e.bytes:>12} B  "
+                    f"{e.compiler_dir:<34} {e.name:<40} {e.files:>3} files {e.bytes:>12} B  "
                     f"{'complete' if e.complete else 'INCOMPLETE'}"
                 )
         return EXIT_OK
@@ -483,7 +483,7 @@ def cmd_cache(args: argparse.Namespace) -> int:
     else:
         for cdir, s in sorted(stats.items()):
             print(
-                f"{cdir:<28} {s['entries']:>5} entries ({s['complete']} complete, {s['incomplete']} incomplete), "
+                f"{cdir:<34} {s['entries']:>5} entries ({s['complete']} complete, {s['incomplete']} incomplete), "
                 f"{s['bytes']} bytes"
             )
     return EXIT_OK
