@@ -1,0 +1,93 @@
+"""The serving-profile registry: what users can name, and what they are told when they cannot."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from neuronforge.errors import InvalidInput
+from neuronforge.profiles import all_profiles, get_profile, neuron_queues, profile_names, registry
+from neuronforge.profiles.base import Pins
+from neuronforge.profiles.vllm_neuron import VllmNeuronProfile
+
+
+def test_the_registry_ships_the_profiles_of_the_issue() -> None:
+    assert profile_names() == ["cpu", "optimum-neuron", "vllm-neuron"]
+    refs = {p.ref for p in all_profiles()}
+    assert refs == {"cpu@local", "optimum-neuron@2.26.1", "vllm-neuron@2.26.1"}
+    assert neuron_queues() == ["neuron-2.26.1"]
+    for p in all_profiles():
+        # A folder is named for what it holds: never `optimum/` for something optimum cannot load.
+        assert p.folder in {"cpu-aoti", "optimum-neuron", "nxdi"}
+        if p.neuron:
+            # The full compiler version with its local label, as a real SDK 2.26.1 wheel reports it.
+            assert p.pins.compiler_version == "2.21.33363.0+82129205"
+            assert p.queue == f"neuron-{p.pins.sdk_release}"
+        else:
+            assert p.queue is None
+
+
+def test_a_bare_name_is_the_newest_version_and_name_at_version_pins_one(monkeypatch) -> None:
+    class Newer(VllmNeuronProfile):
+        pins = Pins("2.27.0", "2.22.12471.0+b4a00d10", {"neuronx-distributed-inference": "0.7.0"})
+
+    registered = registry.all_profiles()
+    monkeypatch.setattr(registry, "all_profiles", lambda: (*registered, Newer()))
+    assert get_profile("vllm-neuron").ref == "vllm-neuron@2.27.0"
+    assert get_profile("vllm-neuron@2.26.1").ref == "vllm-neuron@2.26.1"
+    assert neuron_queues() == ["neuron-2.26.1", "neuron-2.27.0"]
+    with pytest.raises(
+        InvalidInput, match=r"has no version '2\.30\.0'; registered: vllm-neuron@2\.26\.1, vllm-neuron@2\.27\.0"
+    ):
+        get_profile("vllm-neuron@2.30.0")
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("tensorrt", "unknown profile 'tensorrt'; known profiles: cpu, optimum-neuron, vllm-neuron"),
+        ("lmi-neuronx", "not supported: LMI (DJL Serving) loads transformers-neuronx graphs"),
+        ("vllm-neuron-plugin", "Trn2/Trn3 only; the nearest supported profile is vllm-neuron"),
+        ("tgi-neuron", "pinned optimum-neuron (0.3.0)"),
+    ],
+)
+def test_unknown_and_refused_stacks_say_why_and_what_to_use(name: str, text: str) -> None:
+    with pytest.raises(InvalidInput) as err:
+        get_profile(name)
+    assert text in str(err.value)
+
+
+def test_neuronforge_profiles_lists_the_registry(capsys) -> None:
+    from neuronforge.cli import main
+
+    assert main(["profiles", "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    rows = {r["name"]: r for r in listing["profiles"]}
+    assert set(rows) == {"cpu", "optimum-neuron", "vllm-neuron"}
+    optimum = rows["optimum-neuron"]
+    assert (optimum["sdk_release"], optimum["compiler_version"], optimum["backend"]) == (
+        "2.26.1",
+        "2.21.33363.0+82129205",
+        "optimum",
+    )
+    assert optimum["instance_families"] == ["inf2", "trn1", "trn1n", "trn2"]
+    assert optimum["publishes"].startswith("optimum-neuron/") and rows["vllm-neuron"]["publishes"].startswith("nxdi/")
+    assert {s["name"] for s in listing["not_supported"]} == {"lmi-neuronx", "vllm-neuron-plugin", "tgi-neuron"}
+    assert main(["profiles"]) == 0
+    text = capsys.readouterr().out
+    assert "vllm-neuron@2.26.1" in text and "not supported: tgi-neuron" in text
+
+
+def test_a_target_for_an_instance_the_profile_does_not_serve_is_refused_by_the_planner() -> None:
+    from neuronforge.planner import static_problems
+    from neuronforge.target import TargetSpec
+
+    class Trn2Only(VllmNeuronProfile):
+        instance_families = frozenset({"trn2"})
+
+    target = TargetSpec.parse(
+        {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 64, "profile": "vllm-neuron"}
+    )
+    assert Trn2Only().problems(target) == ["profile vllm-neuron@2.26.1 serves trn2 instances, not inf2.xlarge"]
+    assert static_problems(None, target) == []
