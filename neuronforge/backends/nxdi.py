@@ -19,6 +19,7 @@ import importlib
 import json
 import logging
 import sys
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -57,14 +58,20 @@ def architecture(model_type: str) -> tuple[str, str, str]:
         ) from None
 
 
-def neuron_config_kwargs(target: TargetSpec, quantized_checkpoint: Path | None = None) -> dict[str, Any]:
-    """NeuronConfig keyword arguments for a target: every field that changes compilation."""
+def neuron_config_kwargs(
+    target: TargetSpec, quantized_checkpoint: Path | None = None, handled: Collection[str] = ()
+) -> dict[str, Any]:
+    """NeuronConfig keyword arguments for a target: every field that changes compilation.
+
+    `handled` names backend_options the caller (a serving profile) maps to NeuronConfig itself, e.g.
+    the vllm-neuron profile's `prefix_caching`: they are left out here instead of refused as unknown."""
     t = target.normalized()
-    options = dict(t.backend_options)
+    options = {k: v for k, v in t.backend_options.items() if k not in handled}
     unknown = set(options) - PASSTHROUGH_OPTIONS - {"on_device_sampling"}
     if unknown:
         raise InvalidInput(
-            f"nxdi backend: unknown backend_options {sorted(unknown)}; known: {sorted(PASSTHROUGH_OPTIONS)}"
+            f"nxdi backend: unknown backend_options {sorted(unknown)}; known: "
+            f"{sorted(PASSTHROUGH_OPTIONS | {'on_device_sampling', *handled})}"
         )
     kw: dict[str, Any] = {
         "tp_degree": t.tp_degree,

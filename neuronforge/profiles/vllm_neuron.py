@@ -1,36 +1,665 @@
-"""Profile `vllm-neuron`: vLLM on NxD Inference (vllm-neuron 0.2.x, SDK 2.26.1) (STUB: being completed)."""
+"""Profile `vllm-neuron`: vLLM on NxD Inference — vllm-neuron 0.2.0 (vLLM 0.11.0) on Neuron SDK 2.26.1
+(neuronx-cc 2.21.33363.0+82129205, neuronx-distributed-inference 0.6.10598); inf2, trn1, trn1n, trn2.
+
+How the consumer loads what we publish (vllm-project/vllm-neuron tag 0.2.0, commit a9671254, the head
+of branch release-0.2.x; `vllm_neuron/worker/neuronx_distributed_model_loader.py`):
+`get_neuron_model` builds the NeuronConfig keyword arguments from the `vllm serve` flags
+(`_get_default_neuron_config`), merges `--additional-config '{"override_neuron_config": …}'` over them
+(`_get_neuron_config_after_override`), validates (`_validate_neuron_config`), then
+`_load_compiled_model`: `NeuronXCls($NEURON_COMPILED_ARTIFACTS).load(…)`. That load reads the
+compiled `neuron_config.json` — the flags' config is NOT applied ("Using pre-compiled artifacts,
+override_neuron_config will be ignored"), and if the load fails vLLM compiles again INTO that folder.
+vLLM's scheduler, block manager and sampler still run on the flags. So the artifact must be compiled
+with exactly the NeuronConfig vLLM would build from the launch command, and the command must be the
+one it was built from: `compile_settings` computes the NeuronConfig FROM the rendered flags
+(`vllm_neuron_config`), and `preflight` parses the published `launch/serve.sh` back
+(`launch_flags`) and compares (`launch_mismatches`).
+
+The published folder, `nxdi/`, is the NxD Inference compile output (`neuron_config.json`,
+`model.pt`, `weights/tp{r}_sharded_checkpoint.safetensors`) plus `config.json` and the tokenizer,
+which vLLM reads from the `vllm serve` model folder; one folder is both `--model` and
+`NEURON_COMPILED_ARTIFACTS`. It is no optimum-neuron export and is never published as one.
+"""
 
 from __future__ import annotations
 
-from neuronforge.backends.nxdi import BACKEND
-from neuronforge.profiles.base import Artifact, LaunchContext, Pins, ServingProfile
+import contextlib
+import json
+import re
+import shlex
+from collections.abc import Mapping
+from math import ceil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-COMPILER_VERSION = "2.21.33363.0+82129205"  # neuronx-cc of SDK 2.26.1, with its local label
+from neuronforge.backends.cpu import TOKENIZER_FILES
+from neuronforge.backends.nxdi import BACKEND, PASSTHROUGH_OPTIONS, neuron_config_kwargs
+from neuronforge.backends.nxdi_quantization import quantization_problems
+from neuronforge.profiles.base import (
+    LAUNCH_DIR,
+    Artifact,
+    AssembleJob,
+    LaunchContext,
+    Pins,
+    ServingProfile,
+    copy_tree,
+    read_json,
+)
+from neuronforge.target import TORCH_DTYPE_NAMES
+
+if TYPE_CHECKING:
+    from neuronforge.target import TargetSpec
+
+SDK_RELEASE = "2.26.1"
+# SDK 2.26.1's Python packages (its update script, released 2025-10-29): neuronx-cc==2.21.33363.0
+# (a wheel whose local label makes neuronxcc.__version__ "2.21.33363.0+82129205"),
+# neuronx-distributed-inference==0.6.10598, neuronx-distributed==0.15.22404,
+# torch-neuronx==2.8.0.2.10.16998, libneuronxla==2.2.12677.0.
+COMPILER_VERSION = "2.21.33363.0+82129205"
+NXDI_VERSION = "0.6.10598"
+# The serving host's plugin: vllm-neuron 0.2.0 (README: "AWS Neuron SDK 2.26.1", Inf2/Trn1/Trn1n/Trn2;
+# not on PyPI — installed from its git tag) and the vLLM it pins (requirements/core.txt: vllm==0.11.0).
+# Not in `pins.packages`: the compile worker does not run vLLM, only the host that serves does.
+VLLM_NEURON_VERSION = "0.2.0"
+VLLM_VERSION = "0.11.0"
+VLLM_NEURON_INSTALL = f"git+https://gh.072103.xyz/vllm-project/vllm-neuron.git@{VLLM_NEURON_VERSION}"
+
+_SRC = "vllm-project/vllm-neuron 0.2.0 (a9671254)"
+_LOADER = f"{_SRC} vllm_neuron/worker/neuronx_distributed_model_loader.py"
+RULE_DEFAULTS = f"{_LOADER} _get_default_neuron_config"
+RULE_OVERRIDE = f"{_LOADER} _get_neuron_config_after_override"
+RULE_VALIDATE = f"{_LOADER} _validate_neuron_config"
+RULE_LOAD = f"{_LOADER} _get_compiled_model_path / _load_compiled_model"
+RULE_ARCH = f"{_LOADER} _get_neuron_model_cls (NxD Inference 0.6.10598 utils/constants.py MODEL_TYPES)"
+RULE_MODEL_CONFIG = f"{_LOADER} _get_model_configs"
+RULE_PLATFORM = f"{_SRC} vllm_neuron/platform.py NeuronPlatform.check_and_update_config"
+RULE_KNOWN_ISSUES = f"{_SRC} README.md, Known Issues"
+_NXDI = "aws-neuron/neuronx-distributed-inference v0.6.10598 (e07f0567)"
+RULE_NXDI_LOAD = f"{_NXDI} models/application_base.py NeuronApplicationBase.load / load_weights"
+RULE_NXDI_CONFIG = f"{_NXDI} models/config.py InferenceConfig.load, NeuronConfig._get_lnc"
+RULE_TOKENIZER = "vllm 0.11.0: the tokenizer is loaded from the served model folder when --tokenizer is not given"
+RULE_PREFIX_DEFAULT = "vllm 0.11.0 engine/arg_utils.py: V1 enables prefix caching unless --no-enable-prefix-caching"
+
+NEURON_CONFIG = "neuron_config.json"  # models/config.py CONFIG_FILE
+MODEL_FILE = "model.pt"  # models/application_base.py COMPILED_MODEL_FILE_NAME
+SHARD = "weights/tp{rank}_sharded_checkpoint.safetensors"  # NeuronApplicationBase.load_weights
+ENV_FILE = "vllm.env"
+SERVE_FILE = "serve.sh"
+
+# Model types vllm-neuron 0.2.0 can serve: `_get_neuron_model_cls` turns `config.json`'s
+# `architectures[0]` (`<Model>For<Task>`) into `MODEL_TYPES[<model lowercased>]["causal-lm"]`
+# ("qwen3moe" -> "qwen3_moe"). NxD Inference 0.6.10598's MODEL_TYPES has no "mistral": vLLM refuses
+# MistralForCausalLM although NxD Inference compiles it with its Llama model.
+MODEL_TYPES = frozenset({"llama", "llama4", "mllama", "mixtral", "dbrx", "qwen2", "qwen3", "qwen3_moe"})
+
+# backend_options this profile accepts: NeuronConfig fields vLLM can ask for through
+# override_neuron_config (passed through unchanged), and the KV-cache layout vLLM selects with flags.
+PROFILE_OPTIONS = frozenset({"prefix_caching", "block_size", "num_blocks"})
+ACCEPTED_OPTIONS = frozenset(PASSTHROUGH_OPTIONS) | PROFILE_OPTIONS
+DEFAULT_BLOCK_SIZE = 32  # the block size of vllm-neuron's README prefix-caching example
+
+# vllm-neuron's TORCH_DTYPE_TO_NEURON_AMP (worker/constants.py) for the --dtype values we render.
+SERVE_DTYPES = {
+    "bfloat16": "bfloat16",
+    "float16": "float16",
+    "half": "float16",
+    "float32": "float32",
+    "float": "float32",
+}
+# What `_get_neuron_config_after_override` fills in when override_neuron_config has `quantized`.
+QUANTIZATION_DEFAULTS = {
+    "quantized_checkpoints_path": None,
+    "quantization_type": "per_tensor_symmetric",
+    "quantization_dtype": "int8",
+}
+# Flags with a value that the parser types; every other flag is kept as given.
+_INT_FLAGS = ("tensor_parallel_size", "max_num_seqs", "max_model_len", "block_size", "num_gpu_blocks_override", "port")
+# The quantized_checkpoints_path the launch command names (see launch_command_flags); a path on the
+# host where the field is read is never comparable with the compile worker's, so it is not compared.
+QUANTIZED_ON_HOST = "/opt/neuronforge/quantized-checkpoint"
+HOST_LOCAL_FIELDS = frozenset({"quantized_checkpoints_path"})
+# Where vLLM takes each NeuronConfig field it sets from (for the mismatch messages).
+_ORIGIN = {
+    "tp_degree": "--tensor-parallel-size",
+    "batch_size": "--max-num-seqs",
+    "ctx_batch_size": "vllm-neuron (always 1)",
+    "max_context_length": "--max-model-len",
+    "seq_len": "--max-model-len",
+    "enable_bucketing": "vllm-neuron (always True)",
+    "is_continuous_batching": "--max-num-seqs > 1",
+    "quantized": "vllm-neuron (False unless override_neuron_config says quantized)",
+    "torch_dtype": "--dtype",
+    "padding_side": "vllm-neuron (always 'right')",
+    "on_device_sampling_config": "vllm-neuron (dynamic on-device sampling)",
+    "lora_config": "--enable-lora (not given)",
+    "pa_num_blocks": "--num-gpu-blocks-override + 1 (else --max-model-len // block size × --max-num-seqs)",
+    "pa_block_size": "--block-size (--max-model-len without prefix caching)",
+    "is_block_kv_layout": "--enable-prefix-caching",
+    "is_prefix_caching": "--enable-prefix-caching",
+}
 
 
+# -- the launch command <-> NeuronConfig ---------------------------------------------------------------
+def min_blocks(max_model_len: int, block_size: int, max_num_seqs: int) -> int:
+    """The KV blocks `_validate_neuron_config` requires with a block KV layout."""
+    return ceil(max_model_len / block_size) * max_num_seqs
+
+
+def serve_flags(target: TargetSpec) -> dict[str, Any]:
+    """The `vllm serve` flags for a target (without --additional-config; `compile_settings` adds it)."""
+    t = target.normalized()
+    options = t.backend_options
+    flags: dict[str, Any] = {
+        "tensor_parallel_size": t.tp_degree,
+        "max_num_seqs": t.batch_size,
+        "max_model_len": t.sequence_length,
+        "dtype": TORCH_DTYPE_NAMES[t.dtype],
+        "enable_prefix_caching": bool(options.get("prefix_caching", False)),
+    }
+    if flags["enable_prefix_caching"]:
+        block = int(options.get("block_size", DEFAULT_BLOCK_SIZE))
+        flags["block_size"] = block
+        # README Known Issues 2: always give --num-gpu-blocks-override (the platform adds 1 for
+        # vLLM's null block; pa_num_blocks follows).
+        flags["num_gpu_blocks_override"] = int(
+            options.get("num_blocks", min_blocks(t.sequence_length, block, t.batch_size))
+        )
+    return flags
+
+
+def vllm_neuron_config(flags: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The NeuronConfig keyword arguments vllm-neuron 0.2.0 builds from `vllm serve` flags (as
+    `launch_flags` returns them), and why vLLM would refuse to start or fall back on defaults.
+
+    The custom Neuron scheduler (the default) disables chunked prefill (RULE_PLATFORM), so
+    `batch_size = --max-num-seqs` and `max_context_length = seq_len = --max-model-len`; without prefix
+    caching the platform sets the block size to --max-model-len."""
+    problems = []
+    for flag in ("tensor_parallel_size", "max_num_seqs", "max_model_len", "dtype"):
+        if flags.get(flag) is None:
+            problems.append(
+                f"--{flag.replace('_', '-')} is not given: vLLM would use its own default ({RULE_DEFAULTS})"
+            )
+    tp = flags.get("tensor_parallel_size") or 1
+    seqs = flags.get("max_num_seqs") or 0
+    max_len = flags.get("max_model_len") or 0
+    dtype = flags.get("dtype")
+    if dtype is not None and dtype not in SERVE_DTYPES:
+        problems.append(f"--dtype {dtype}: vllm-neuron maps only {sorted(SERVE_DTYPES)} to a Neuron dtype")
+    prefix = flags.get("enable_prefix_caching")
+    if prefix is None:
+        prefix = True  # RULE_PREFIX_DEFAULT
+    block = flags.get("block_size")
+    override = flags.get("num_gpu_blocks_override")
+    if prefix and block is None:
+        problems.append(f"prefix caching is on but --block-size is not given ({RULE_PLATFORM})")
+    if not prefix:
+        block = max_len  # "Neuron requires block_size = max_model_len when blockwise KV cache is disabled"
+    block = block or 1
+    # check_and_update_config adds one block for vLLM's null block; the default uses integer division.
+    pa_num_blocks = override + 1 if override is not None else (max_len // block) * seqs
+    kw: dict[str, Any] = {
+        "tp_degree": tp,
+        "ctx_batch_size": 1,
+        "batch_size": seqs,
+        "max_context_length": max_len,
+        "seq_len": max_len,
+        "enable_bucketing": True,
+        "is_continuous_batching": seqs > 1,
+        "quantized": False,
+        "torch_dtype": SERVE_DTYPES.get(str(dtype), dtype),
+        "padding_side": "right",
+        "on_device_sampling_config": {"dynamic": True, "deterministic": False},
+        "lora_config": None,
+        "pa_num_blocks": pa_num_blocks,
+        "pa_block_size": block,
+        "is_block_kv_layout": bool(prefix),
+        "is_prefix_caching": bool(prefix),
+    }
+    additional = flags.get("additional_config") or {}
+    overrides = dict(additional.get("override_neuron_config") or {})
+    if "pa_num_blocks" in overrides:
+        problems.append(
+            "override_neuron_config sets pa_num_blocks: vllm-neuron then requires it to equal "
+            f"--num-gpu-blocks-override and increments it; give the flag instead ({_LOADER} _handle_pa_num_blocks)"
+        )
+    kw.update(overrides)  # RULE_OVERRIDE: the override wins
+    if "quantized" in overrides:  # ... and a quantized override brings the quantization defaults along
+        for field, default in QUANTIZATION_DEFAULTS.items():
+            kw.setdefault(field, default)
+    if prefix and flags.get("block_size") is not None:
+        effective = override if override is not None else pa_num_blocks
+        need = min_blocks(max_len, block, seqs)
+        if effective < need:
+            problems.append(
+                f"{effective} KV blocks, but --max-model-len {max_len} with --block-size {block} and "
+                f"--max-num-seqs {seqs} needs at least {need} ({RULE_VALIDATE})"
+            )
+    return kw, problems
+
+
+def _normal(key: str, value: Any) -> Any:
+    if key == "torch_dtype" and isinstance(value, str):
+        return value.removeprefix("torch.")
+    if isinstance(value, list):
+        return sorted(value) if key.endswith("_buckets") else value
+    return value
+
+
+def launch_mismatches(neuron_config: Mapping[str, Any], flags: Mapping[str, Any]) -> list[str]:
+    """Each NeuronConfig field where the compiled `neuron_config` (the `"neuron_config"` object of
+    `neuron_config.json`) differs from what vLLM builds from `flags`, naming the flag; plus the
+    flags vLLM itself would refuse. Empty: the launch matches the build."""
+    expected, problems = vllm_neuron_config(flags)
+    out = [f"vllm serve: {p}" for p in problems]
+    for key, want in expected.items():
+        if key in HOST_LOCAL_FIELDS:
+            continue
+        origin = _ORIGIN.get(key, "--additional-config override_neuron_config")
+        got = neuron_config.get(key, "<absent>")
+        if key == "on_device_sampling_config":
+            # vLLM gives only dynamic/deterministic; the other fields keep NxD Inference's defaults.
+            wrong = not isinstance(got, dict) or any(got.get(k) != v for k, v in want.items())
+        else:
+            wrong = _normal(key, got) != _normal(key, want)
+        if wrong:
+            out.append(
+                f"compiled {key}={got!r}, but vLLM builds {key}={want!r} from {origin}: the scheduler would "
+                f"run a config the loaded model was not compiled for ({RULE_DEFAULTS}; {RULE_LOAD})"
+            )
+    return out
+
+
+_VAR = re.compile(r"\$\{(\w+)\}|\$(\w+)")
+
+
+def launch_flags(serve_command: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Parse a `vllm serve MODEL --flag value …` command (or a script holding one) into flags keyed
+    the way vLLM's config names them (`--max-num-seqs` -> `max_num_seqs`); `model` is the served
+    folder. `$VAR` / `${VAR}` are expanded from `env`; `"$@"` is dropped. Raises ValueError when no
+    `vllm serve` command is found."""
+    text = serve_command.replace("\\\n", " ")
+    for line in text.splitlines():
+        words = shlex.split(line, comments=True)
+        starts = [i for i in range(len(words) - 1) if words[i].rsplit("/", 1)[-1] == "vllm" and words[i + 1] == "serve"]
+        if starts:
+            return _parse_serve_args(words[starts[0] + 2 :], env or {})
+    raise ValueError("no `vllm serve` command found")
+
+
+def _parse_serve_args(words: list[str], env: Mapping[str, str]) -> dict[str, Any]:
+    def expand(word: str) -> str:
+        return _VAR.sub(lambda m: env.get(m.group(1) or m.group(2), m.group(0)), word)
+
+    words = [expand(w) for w in words if w != "$@"]
+    flags: dict[str, Any] = {}
+    i = 0
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if not word.startswith("--"):
+            flags.setdefault("model", word)
+            continue
+        name, eq, value = word[2:].partition("=")
+        name = name.replace("-", "_")
+        if name in ("enable_prefix_caching", "no_enable_prefix_caching"):
+            flags["enable_prefix_caching"] = name == "enable_prefix_caching"
+            continue
+        if not eq:
+            if i < len(words) and not words[i].startswith("--"):
+                value = words[i]
+                i += 1
+            else:
+                flags[name] = True
+                continue
+        flags[name] = value
+    for name in _INT_FLAGS:
+        if isinstance(flags.get(name), str) and flags[name].isdigit():
+            flags[name] = int(flags[name])
+    if isinstance(flags.get("additional_config"), str):
+        with contextlib.suppress(ValueError):  # left as text otherwise: preflight reports it
+            flags["additional_config"] = json.loads(flags["additional_config"])
+    return flags
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """KEY=VALUE lines (comments and blanks skipped), as `set -a; . file` and `--env-file` read them."""
+    env = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, _, value = line.partition("=")
+            env[key.strip()] = value.strip()
+    return env
+
+
+# -- the profile ---------------------------------------------------------------------------------------
 class VllmNeuronProfile(ServingProfile):
     name = "vllm-neuron"
-    title = "vLLM on NxD Inference (vllm-neuron 0.2.x): NEURON_COMPILED_ARTIFACTS + vllm serve"
+    title = "vLLM on NxD Inference (vllm-neuron 0.2.0, vLLM 0.11.0): NEURON_COMPILED_ARTIFACTS + vllm serve"
     pins = Pins(
-        sdk_release="2.26.1",
+        sdk_release=SDK_RELEASE,
         compiler_version=COMPILER_VERSION,
-        packages={"neuronx-distributed-inference": "0.6.10598"},
+        packages={"neuronx-distributed-inference": NXDI_VERSION},
     )
     backend = BACKEND
-    instance_families = frozenset({"inf2", "trn1", "trn1n", "trn2"})
+    instance_families = frozenset({"inf2", "trn1", "trn1n", "trn2"})  # vllm-neuron 0.2.0 README
+    consumer_architectures = MODEL_TYPES
     folder = "nxdi"
-    publishes = "nxdi/: NxD Inference compile output with pre-sharded weights, config.json and tokenizer"
+    publishes = (
+        "nxdi/: the NxD Inference compile output (neuron_config.json, model.pt, "
+        "weights/tp{r}_sharded_checkpoint.safetensors) with config.json and tokenizer; launch/: vllm.env "
+        "(NEURON_COMPILED_ARTIFACTS) and serve.sh (download, then the vllm serve command it was compiled for)"
+    )
 
-    def compile_settings(self, target, model_type, quantized_dir=None):
-        from neuronforge.backends.nxdi import neuron_config_kwargs
+    # -- planning ------------------------------------------------------------------------------
+    def problems(self, target: TargetSpec, model_type: str | None = None) -> list[str]:
+        """The base checks, what vLLM cannot ask NxD Inference for, and NxD Inference 0.6's
+        quantization limits."""
+        out = super().problems(target, model_type)
+        t = target.normalized()
+        if t.max_context_length != t.sequence_length:
+            out.append(
+                f"max_context_length={t.max_context_length} with sequence_length={t.sequence_length}: vLLM sets "
+                f"max_context_length = seq_len = --max-model-len ({RULE_DEFAULTS}); leave max_context_length "
+                "unset (or equal to sequence_length), or use profile optimum-neuron"
+            )
+        options = t.backend_options
+        unknown = sorted(set(options) - ACCEPTED_OPTIONS)
+        if unknown:
+            out.append(
+                f"backend_options {unknown} are not accepted by profile {self.name}; accepted: "
+                f"{sorted(ACCEPTED_OPTIONS)} (vLLM samples on device, dynamically per request: "
+                f"on_device_sampling cannot be turned off; {RULE_DEFAULTS})"
+            )
+        prefix = options.get("prefix_caching", False)
+        if not isinstance(prefix, bool):
+            out.append(f"backend_options prefix_caching={prefix!r}: true or false")
+        elif prefix:
+            out += self._prefix_caching_problems(t)
+        elif "block_size" in options or "num_blocks" in options:
+            out.append(
+                "backend_options block_size / num_blocks need prefix_caching: true; without prefix caching "
+                f"vllm-neuron uses one block of --max-model-len per sequence ({RULE_PLATFORM})"
+            )
+        out += quantization_problems(target, model_type)
+        return out
 
-        return {"neuron_config": neuron_config_kwargs(target, quantized_dir)}
+    def _prefix_caching_problems(self, t: TargetSpec) -> list[str]:
+        options = t.backend_options
+        out = []
+        if t.batch_size == 1:
+            out.append(
+                f"prefix_caching with batch_size 1: vllm-neuron 0.2.0 generates incorrect outputs "
+                f"({RULE_KNOWN_ISSUES} 3); use batch_size > 1 or no prefix caching"
+            )
+        block = options.get("block_size", DEFAULT_BLOCK_SIZE)
+        if not isinstance(block, int) or isinstance(block, bool) or block < 1:
+            return [*out, f"backend_options block_size={block!r}: a positive integer"]
+        if t.sequence_length % block:
+            out.append(
+                f"sequence_length={t.sequence_length} is not a multiple of block_size={block}: the model runner "
+                "sizes block tables as max_model_len // block_size (vllm_neuron/worker/"
+                "neuronx_distributed_model_runner.py)"
+            )
+        need = min_blocks(t.sequence_length, block, t.batch_size)
+        blocks = options.get("num_blocks", need)
+        if not isinstance(blocks, int) or isinstance(blocks, bool) or blocks < need:
+            out.append(
+                f"backend_options num_blocks={blocks!r}: vLLM needs at least ceil({t.sequence_length}/{block}) × "
+                f"{t.batch_size} = {need} ({RULE_VALIDATE})"
+            )
+        return out
+
+    # -- compiling -----------------------------------------------------------------------------
+    def compile_settings(
+        self, target: TargetSpec, model_type: str, quantized_dir: Path | None = None
+    ) -> dict[str, Any]:
+        """`{"neuron_config": kwargs}`: exactly what vllm-neuron builds from the launch command
+        (`vllm_neuron_config` of `launch_command_flags`), i.e. its defaults for the flags merged with
+        our `override_neuron_config` (tp/batch/length/dtype from the target, pre-sharded weights,
+        logical NC config, fused QKV, buckets, quantization, passthrough options)."""
+        return {"neuron_config": vllm_neuron_config(self.launch_command_flags(target, quantized_dir))[0]}
+
+    def launch_command_flags(self, target: TargetSpec, quantized_dir: Path | None = None) -> dict[str, Any]:
+        """`serve_flags` plus `--additional-config` with the override_neuron_config: the NeuronConfig
+        fields neuronforge sets that vLLM's flags do not (or set otherwise).
+
+        For the launch files of a quantized target `quantized_dir` is None: the quantized checkpoint
+        lives on the compile worker, and the serving host has none. NeuronConfig only requires the
+        field to be set (models/config.py: "quantized_checkpoints_path is required"); vLLM reads it
+        only to recompile, which needs the original weights anyway. `QUANTIZED_ON_HOST` stands in,
+        and `launch_mismatches` does not compare this host-local path."""
+        flags = serve_flags(target)
+        if quantized_dir is None and target.quantization.enabled:
+            quantized_dir = Path(QUANTIZED_ON_HOST)
+        ours = neuron_config_kwargs(target, quantized_dir, handled=PROFILE_OPTIONS)
+        # vLLM's own choices for these replace the generic nxdi ones: dynamic sampling, bucketing on.
+        ours.pop("on_device_sampling_config", None)
+        ours.pop("enable_bucketing", None)
+        defaults, _ = vllm_neuron_config(flags)
+        overrides = {k: v for k, v in ours.items() if k not in defaults or defaults[k] != v}
+        flags["additional_config"] = {"override_neuron_config": dict(sorted(overrides.items()))}
+        return flags
+
+    # -- publishing ----------------------------------------------------------------------------
+    def assemble_model(self, job: AssembleJob, dest: Path) -> None:
+        """The build as NxD Inference wrote it (the backend has put config.json and the tokenizer
+        beside it); from the checkpoint when a build lacks them, since vLLM reads both from the
+        served folder."""
+        copy_tree(job.build_dir, dest)
+        if job.checkpoint_dir is not None:
+            for name in ("config.json", *TOKENIZER_FILES):
+                if not (dest / name).exists() and (job.checkpoint_dir / name).is_file():
+                    (dest / name).write_bytes((job.checkpoint_dir / name).read_bytes())
 
     def launch_spec(self, ctx: LaunchContext) -> dict[str, str]:
-        return {}
+        """`vllm.env` (where the folder is and where it goes, NEURON_COMPILED_ARTIFACTS, the versions
+        the host needs) and `serve.sh` (download, then the `vllm serve` command the build was
+        compiled for). The folder is always copied to MODEL_DIR, also from a `file://` store: vLLM
+        compiles INTO NEURON_COMPILED_ARTIFACTS when loading fails, which must never be the store."""
+        t = ctx.target.normalized()
+        key = ctx.artifact_uri.rstrip("/").rsplit("/", 1)[-1]
+        model_dir = f"/opt/neuronforge/models/{key}/{self.folder}"
+        env = {
+            "MODEL_URI": ctx.model_uri(self.folder),
+            "MODEL_DIR": model_dir,
+            "NEURON_COMPILED_ARTIFACTS": model_dir,
+            # NxD Inference reads the LNC from this variable before the compiled value (config.py _get_lnc).
+            "NEURON_LOGICAL_NC_CONFIG": str(t.lnc),
+            "PORT": "8000",
+            "VLLM_NEURON_VERSION": VLLM_NEURON_VERSION,
+            "VLLM_VERSION": VLLM_VERSION,
+            "NEURON_SDK_RELEASE": SDK_RELEASE,
+            "NEURONXCC_VERSION": COMPILER_VERSION,
+            "NXDI_VERSION": NXDI_VERSION,
+        }
+        families = ", ".join(sorted(self.instance_families))
+        env_text = (
+            f"# {ctx.model_type or 'model'} compiled by neuronforge for {t.slug} ({self.ref}).\n"
+            f"# Serve on {t.instance_type} (or another {t.instance.family} instance; profile families: {families})\n"
+            f"# with >= {t.tp_degree} NeuronCores at logical NC config {t.lnc}, Neuron SDK {SDK_RELEASE}\n"
+            f"# (neuronx-cc {COMPILER_VERSION}, neuronx-distributed-inference {NXDI_VERSION}), and\n"
+            f'#   pip install --extra-index-url=https://pip.repos.neuron.amazonaws.com "{VLLM_NEURON_INSTALL}"\n'
+            f"# (vllm-neuron {VLLM_NEURON_VERSION}, which installs vllm=={VLLM_VERSION}). vLLM loads the compiled\n"
+            "# model from NEURON_COMPILED_ARTIFACTS and ignores override_neuron_config once it loads;\n"
+            "# serve.sh's flags are the ones it was compiled for. VLLM_NEURON_FRAMEWORK is not read by\n"
+            "# vllm-neuron 0.2.0 (NxD Inference is its only framework). Plain KEY=VALUE lines:\n"
+            "# `docker run --env-file` and `set -a; . file` read them.\n"
+        ) + "".join(f"{k}={v}\n" for k, v in env.items())
+        return {ENV_FILE: env_text, SERVE_FILE: self._serve_sh(ctx)}
 
+    def _serve_sh(self, ctx: LaunchContext) -> str:
+        flags = self.launch_command_flags(ctx.target)
+        return (
+            "#!/usr/bin/env bash\n"
+            f"# Serve the NxD Inference build with vLLM {VLLM_VERSION} + vllm-neuron {VLLM_NEURON_VERSION} "
+            "(OpenAI API on $PORT).\n"
+            "# Usage: bash serve.sh [more vLLM options, e.g. --served-model-name NAME]. Do not repeat the\n"
+            "# flags below with other values: vLLM would schedule for a model other than the compiled one.\n"
+            "set -euo pipefail\n"
+            'here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\n'
+            f'set -a; . "$here/{ENV_FILE}"; set +a\n'
+            'mkdir -p "$MODEL_DIR"\n'
+            'case "$MODEL_URI" in\n'
+            '  s3://*) aws s3 sync --only-show-errors "$MODEL_URI" "$MODEL_DIR" ;;\n'
+            '  file://*) cp -R "${MODEL_URI#file://}/." "$MODEL_DIR/" ;;\n'
+            '  *) echo "serve.sh: cannot download $MODEL_URI" >&2; exit 2 ;;\n'
+            "esac\n"
+            f"exec {render_serve_command(flags)}\n"
+        )
+
+    # -- preflight -------------------------------------------------------------------------------
     def preflight(self, artifact: Artifact) -> list[str]:
-        return []
+        """vllm-neuron 0.2.0's and NxD Inference 0.6's load-time rules, checked offline: the files
+        `load(NEURON_COMPILED_ARTIFACTS)` reads, what vLLM reads from the served folder, the build
+        against the target, and the published launch command against the build."""
+        folder = artifact.root / self.folder
+        raw = read_json(folder / NEURON_CONFIG)
+        if not isinstance(raw, dict) or not isinstance(raw.get("neuron_config"), dict):
+            return [
+                f"{self.folder}/{NEURON_CONFIG}: missing, not JSON or without a neuron_config object "
+                f"(NeuronXCls(path) reads it first; {RULE_NXDI_CONFIG}; {RULE_LOAD})"
+            ]
+        nc = raw["neuron_config"]
+        problems = self._compiled_files(folder, nc)
+        problems += self._served_folder(folder)
+        problems += self._target_fields(nc, artifact.target)
+        problems += self._launch(artifact.root, nc)
+        return problems
+
+    def _compiled_files(self, folder: Path, nc: dict[str, Any]) -> list[str]:
+        out = []
+        if not (folder / MODEL_FILE).is_file():
+            out.append(f"{self.folder}/{MODEL_FILE}: missing (torch.jit.load; {RULE_NXDI_LOAD})")
+        if not nc.get("save_sharded_checkpoint"):
+            return [
+                *out,
+                f"{self.folder}/{NEURON_CONFIG}: save_sharded_checkpoint is not true, so load() shards the "
+                f"original checkpoint, which the artifact does not carry ({RULE_NXDI_LOAD})",
+            ]
+        first = int(nc.get("start_rank_id") or 0)
+        size = int(nc.get("local_ranks_size") or nc.get("world_size") or nc.get("tp_degree") or 1)
+        missing = [
+            SHARD.format(rank=r) for r in range(first, first + size) if not (folder / SHARD.format(rank=r)).is_file()
+        ]
+        if missing:
+            out.append(
+                f"{self.folder}/{missing[0]}: missing ({len(missing)} of {size} pre-sharded rank files; "
+                f"load_weights reads one per rank; {RULE_NXDI_LOAD})"
+            )
+        return out
+
+    def _served_folder(self, folder: Path) -> list[str]:
+        """vLLM reads config.json (the architecture, KV heads, head size) and the tokenizer from the
+        `vllm serve` folder, which is this one."""
+        out = []
+        if not any((folder / f).is_file() for f in ("tokenizer.json", "tokenizer.model")):
+            out.append(f"{self.folder}/: no tokenizer.json or tokenizer.model ({RULE_TOKENIZER})")
+        config = read_json(folder / "config.json")
+        if config is None:
+            return [*out, f"{self.folder}/config.json: missing or not JSON (vLLM's ModelConfig; {RULE_MODEL_CONFIG})"]
+        archs = config.get("architectures") or []
+        if not archs:
+            return [*out, f"{self.folder}/config.json: no architectures ({RULE_MODEL_CONFIG})"]
+        model_type = _model_type_of(archs[0])
+        if model_type not in MODEL_TYPES:
+            out.append(
+                f"{self.folder}/config.json: architectures[0]={archs[0]!r} is not served by vllm-neuron "
+                f"{VLLM_NEURON_VERSION} (supported: {sorted(MODEL_TYPES)}; {RULE_ARCH})"
+            )
+        heads = config.get("num_attention_heads") and config.get("hidden_size")
+        if not config.get("num_key_value_heads") or not (config.get("head_dim") or heads):
+            out.append(
+                f"{self.folder}/config.json: needs num_key_value_heads and head_dim (or num_attention_heads and "
+                f"hidden_size) ({RULE_MODEL_CONFIG})"
+            )
+        return out
+
+    def _target_fields(self, nc: dict[str, Any], target: TargetSpec) -> list[str]:
+        t = target.normalized()
+        out = []
+        for field, want in (
+            ("tp_degree", t.tp_degree),
+            ("batch_size", t.batch_size),
+            ("seq_len", t.sequence_length),
+            ("torch_dtype", TORCH_DTYPE_NAMES[t.dtype]),
+            ("logical_nc_config", t.lnc),
+        ):
+            if _normal(field, nc.get(field)) != want:
+                out.append(f"{self.folder}/{NEURON_CONFIG}: {field}={nc.get(field)!r}, the target says {want!r}")
+        return out
+
+    def _launch(self, root: Path, nc: dict[str, Any]) -> list[str]:
+        launch = root / LAUNCH_DIR
+        out = [f"{LAUNCH_DIR}/{n}: missing" for n in (ENV_FILE, SERVE_FILE) if not (launch / n).is_file()]
+        if out:
+            return out
+        env = read_env_file(launch / ENV_FILE)
+        where = f"{LAUNCH_DIR}/{ENV_FILE}"
+        if not env.get("MODEL_URI", "").rstrip("/").endswith(f"/{self.folder}"):
+            out.append(f"{where}: MODEL_URI={env.get('MODEL_URI')!r} is not the artifact's {self.folder}/ folder")
+        if not env.get("NEURON_COMPILED_ARTIFACTS") or env.get("NEURON_COMPILED_ARTIFACTS") != env.get("MODEL_DIR"):
+            out.append(
+                f"{where}: NEURON_COMPILED_ARTIFACTS={env.get('NEURON_COMPILED_ARTIFACTS')!r} is not MODEL_DIR="
+                f"{env.get('MODEL_DIR')!r}, where serve.sh puts the folder; without it vLLM compiles the model "
+                f"again under the model folder ({RULE_LOAD})"
+            )
+        lnc = env.get("NEURON_LOGICAL_NC_CONFIG")
+        if lnc is not None and lnc != str(nc.get("logical_nc_config")):
+            out.append(
+                f"{where}: NEURON_LOGICAL_NC_CONFIG={lnc} overrides the compiled logical_nc_config="
+                f"{nc.get('logical_nc_config')} ({RULE_NXDI_CONFIG})"
+            )
+        try:
+            flags = launch_flags((launch / SERVE_FILE).read_text(), env)
+        except ValueError as exc:
+            return [*out, f"{LAUNCH_DIR}/{SERVE_FILE}: {exc}"]
+        if flags.get("model") != env.get("MODEL_DIR"):
+            out.append(
+                f"{LAUNCH_DIR}/{SERVE_FILE}: vllm serve {flags.get('model')!r} is not MODEL_DIR: vLLM reads "
+                f"config.json and the tokenizer from the served folder ({RULE_MODEL_CONFIG})"
+            )
+        if "additional_config" in flags and not isinstance(flags["additional_config"], dict):
+            out.append(f"{LAUNCH_DIR}/{SERVE_FILE}: --additional-config is not a JSON object")
+            flags = {k: v for k, v in flags.items() if k != "additional_config"}
+        out += [f"{LAUNCH_DIR}/{SERVE_FILE}: {m}" for m in launch_mismatches(nc, flags)]
+        return out
+
+
+def render_serve_command(flags: Mapping[str, Any], model: str = '"$MODEL_DIR"') -> str:
+    """`vllm serve MODEL --flag value …` (shell-quoted; `launch_flags` parses it back)."""
+    parts = ["vllm", "serve", model]
+    for name in ("tensor_parallel_size", "max_num_seqs", "max_model_len", "dtype"):
+        parts += [f"--{name.replace('_', '-')}", str(flags[name])]
+    if flags.get("enable_prefix_caching"):
+        parts += ["--enable-prefix-caching", "--block-size", str(flags["block_size"])]
+        parts += ["--num-gpu-blocks-override", str(flags["num_gpu_blocks_override"])]
+    else:
+        parts.append("--no-enable-prefix-caching")
+    if flags.get("additional_config"):
+        parts += ["--additional-config", shlex.quote(json.dumps(flags["additional_config"], sort_keys=True))]
+    parts += ["--port", '"$PORT"', '"$@"']
+    return " \\\n  ".join(_pairs(parts))
+
+
+def _pairs(parts: list[str]) -> list[str]:
+    """One flag (with its value) per line, for a readable script."""
+    lines: list[str] = [" ".join(parts[:3])]
+    for word in parts[3:]:
+        if word.startswith("--") or word == '"$@"':
+            lines.append(word)
+        else:
+            lines[-1] += f" {word}"
+    return lines
+
+
+def _model_type_of(architecture: str) -> str | None:
+    """`_get_neuron_model_cls`'s key for an architecture name (None: not `<Model>For<Task>`)."""
+    if "For" not in architecture:
+        return None
+    model = architecture.split("For", 1)[0].lower()
+    return "qwen3_moe" if model == "qwen3moe" else model
 
 
 PROFILE = VllmNeuronProfile()

@@ -18,7 +18,7 @@ from neuronforge.stores import open_store
 from neuronforge.target import TargetSpec
 from neuronforge.toolchain import detect_toolchain
 
-VERSION = "2.21.33363.0"
+VERSION = "2.21.33363.0+82129205"  # neuronxcc.__version__ of SDK 2.26.1, local label included
 
 
 def target(**kw) -> TargetSpec:
@@ -27,7 +27,7 @@ def target(**kw) -> TargetSpec:
         "tp_degree": 8,
         "batch_size": 4,
         "sequence_length": 2048,
-        "backend": "nxdi",
+        "profile": "vllm-neuron",
     }
     return TargetSpec.parse({**base, **kw})
 
@@ -74,6 +74,11 @@ def test_quantized_target_points_at_the_quantized_checkpoint(tmp_path: Path) -> 
 def test_unknown_options_and_architectures_are_refused(tiny_llama: Path, tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="unknown backend_options"):
         neuron_config_kwargs(target(backend_options={"turbo": True}))
+    # options a serving profile maps itself are left to it, and named among the known ones
+    t = target(backend_options={"prefix_caching": True})
+    assert "prefix_caching" not in neuron_config_kwargs(t, handled={"prefix_caching"})
+    with pytest.raises(InvalidInput, match=r"known: .*'prefix_caching'"):
+        neuron_config_kwargs(target(backend_options={"turbo": True}), handled={"prefix_caching"})
     from neuronforge.backends.nxdi import architecture
 
     with pytest.raises(InvalidInput, match="no NxD Inference model class for model_type 'gpt2'"):
@@ -104,9 +109,10 @@ def test_compile_in_a_child_writes_the_cache_and_sync_uploads_only_complete_entr
     t = target(tp_degree=2, instance_type="inf2.xlarge")
     use, cache, out = _compile(tiny_llama, tmp_path / "a" / "cache", store, t)
     assert use.failed == ["MODULE_00000000000000000bad+00000000"] and use.reused == []
+    # InferenceConfig.save (models/config.py @ v0.6.10598): the whole config, dtypes by bare name
     record = json.loads((out / "neuron_config.json").read_text())
-    assert record["class"] == "NeuronLlamaForCausalLM" and record["neuron_config_class"] == "NeuronConfig"
-    assert record["neuron_config"]["tp_degree"] == 2 and record["neuron_config"]["torch_dtype"] == "torch.bfloat16"
+    assert record["architectures"] == ["LlamaForCausalLM"] and "router_config" not in record["neuron_config"]
+    assert record["neuron_config"]["tp_degree"] == 2 and record["neuron_config"]["torch_dtype"] == "bfloat16"
     assert sorted(p.name for p in (out / "weights").iterdir()) == [
         "tp0_sharded_checkpoint.safetensors",
         "tp1_sharded_checkpoint.safetensors",
@@ -176,8 +182,10 @@ def test_moe_models_get_the_moe_config(fake_neuron: Path, tmp_path: Path) -> Non
     ck = make_tiny_llama(tmp_path / "m")
     cache = CompileCache(tmp_path / "cache", "neuronxcc", VERSION, None)
     compile_nxdi(ck, "mixtral", target(), tmp_path / "out", cache, (), timeout_s=300)
+    # MixtralInferenceConfig.get_neuron_config_cls() is MoENeuronConfig: its MoE fields are saved
     record = json.loads((tmp_path / "out" / "neuron_config.json").read_text())
-    assert (record["class"], record["neuron_config_class"]) == ("NeuronMixtralForCausalLM", "MoENeuronConfig")
+    assert record["neuron_config"]["router_config"] == {"act_fn": "softmax", "dtype": "float32"}
+    assert record["neuron_config"]["moe_tp_degree"] == 1 and record["neuron_config"]["glu_mlp"] is True
 
 
 def test_a_hung_compile_is_killed_at_the_timeout(

@@ -2,4 +2,4 @@
 
 from neuronx_distributed_inference.models._fake_model import make
 
-NeuronMixtralForCausalLM, MixtralInferenceConfig = make("NeuronMixtralForCausalLM", "MixtralInferenceConfig")
+NeuronMixtralForCausalLM, MixtralInferenceConfig = make("NeuronMixtralForCausalLM", "MixtralInferenceConfig", moe=True)

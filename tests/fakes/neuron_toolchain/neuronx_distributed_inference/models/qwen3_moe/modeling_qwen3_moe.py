@@ -2,4 +2,6 @@
 
 from neuronx_distributed_inference.models._fake_model import make
 
-NeuronQwen3MoeForCausalLM, Qwen3MoeInferenceConfig = make("NeuronQwen3MoeForCausalLM", "Qwen3MoeInferenceConfig")
+NeuronQwen3MoeForCausalLM, Qwen3MoeInferenceConfig = make(
+    "NeuronQwen3MoeForCausalLM", "Qwen3MoeInferenceConfig", moe=True
+)
