@@ -104,6 +104,10 @@ TARGET = {
     "max_context_length": 32,
     "dtype": "fp32",
 }
+# A Neuron target of the embedded model: tp 2, and no max_context_length below the sequence length
+# (vLLM on Neuron compiles seq_len = max_context_length = --max-model-len; optimum-neuron's export has
+# no separate context length either).
+NEURON_TARGET = {**{k: v for k, v in TARGET.items() if k != "max_context_length"}, "tp_degree": 2}
 
 
 @dataclass

@@ -14,7 +14,7 @@ from neuronforge import layout, leases
 from neuronforge.pipeline import run_target
 from neuronforge.stores import ArtifactStore, open_store
 from neuronforge.target import TargetSpec
-from tests.conftest import TARGET
+from tests.conftest import NEURON_TARGET
 
 KEY = "k" * 64
 
@@ -71,7 +71,7 @@ def test_a_keeper_heartbeats_and_notices_a_takeover(tmp_path: Path) -> None:
 
 
 def _nxdi_target() -> TargetSpec:
-    return TargetSpec.parse({**TARGET, "tp_degree": 2, "profile": "vllm-neuron"})
+    return TargetSpec.parse({**NEURON_TARGET, "profile": "vllm-neuron"})
 
 
 def test_concurrent_identical_requests_compile_once(

@@ -16,7 +16,7 @@ from neuronforge.stores import open_store
 from neuronforge.target import TargetSpec
 from neuronforge.toolchain import detect_toolchain
 from operators.compile_params import TARGET_SCHEMA
-from tests.conftest import TARGET, Compiled
+from tests.conftest import NEURON_TARGET, TARGET, Compiled
 
 
 def _catalog(tmp_path: Path, text: str) -> Path:
@@ -177,7 +177,7 @@ def test_a_new_profile_version_makes_the_catalog_stale_until_rebuilt(
     assert V1.pins.compiler_version == "2.21.33363.0+82129205"
     upgrade_fake_neuron(V1.pins.compiler_version)  # the SDK 2.26.1 worker image
     store, work = open_store(f"file://{tmp_path / 'store'}"), tmp_path / "work"
-    target = {**TARGET, "tp_degree": 2, "profile": "vllm-neuron"}
+    target = {**NEURON_TARGET, "profile": "vllm-neuron"}
     follows = load_catalog(
         _catalog(tmp_path, f"models:\n  - source: {compiled.checkpoint}\n    targets:\n      - {json.dumps(target)}\n")
     )

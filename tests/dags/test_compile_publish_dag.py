@@ -11,7 +11,7 @@ import pytest
 
 from neuronforge import layout
 from neuronforge.stores import open_store
-from tests.conftest import TARGET, Compiled
+from tests.conftest import NEURON_TARGET, TARGET, Compiled
 
 DAG_ID = "neuronforge_compile_publish"
 
@@ -163,7 +163,7 @@ def test_vllm_neuron_profile_end_to_end_with_the_fake_toolchain(
     """Profile vllm-neuron through the whole DAG, the Neuron SDK replaced by tests/fakes (a test
     double of SDK 2.26.1: neuronx-cc 2.21.33363.0+82129205, NxD Inference 0.6.10598)."""
     store_uri = f"file://{tmp_path / 'store'}"
-    conf = {**_conf(compiled, store_uri, [{**TARGET, "tp_degree": 2}]), "profile": "vllm-neuron"}
+    conf = {**_conf(compiled, store_uri, [{**NEURON_TARGET}]), "profile": "vllm-neuron"}
     run = dag.test(run_conf=conf)
     states = _states(run)
     assert str(run.state) == "success", states
@@ -225,7 +225,7 @@ def test_optimum_neuron_profile_end_to_end_with_the_fake_toolchain(
 def test_a_quantized_target_through_the_dag(dag, compiled: Compiled, home: Path, tmp_path: Path, fake_neuron: Path):
     """The trigger form's quantization reaches the quantize task, the store and the NxD config."""
     store_uri = f"file://{tmp_path / 'store'}"
-    target = {**TARGET, "tp_degree": 2, "quantization": "int8:per_tensor_symmetric"}
+    target = {**NEURON_TARGET, "quantization": "int8:per_tensor_symmetric"}
     run = dag.test(run_conf={**_conf(compiled, store_uri, [target]), "profile": "vllm-neuron"})
     states = _states(run)
     assert str(run.state) == "success", states
@@ -249,7 +249,7 @@ def test_a_target_whose_lease_is_held_waits_deferred_then_takes_over(
 
     monkeypatch.setenv("NEURONFORGE_LEASE_POLL_S", "0.5")
     store_uri = f"file://{tmp_path / 'store'}"
-    target = {**TARGET, "tp_degree": 2}
+    target = {**NEURON_TARGET}
     key = prepare(str(compiled.checkpoint), TargetSpec.parse({**target, "profile": "vllm-neuron"}), tmp_path / "w").key
     store = open_store(store_uri)
     dead = leases.try_acquire(store, key, "worker-that-died", ttl_s=15)  # outlives the run's start-up

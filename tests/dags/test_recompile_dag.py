@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from neuronforge.stores import open_store
-from tests.conftest import TARGET, Compiled
+from tests.conftest import NEURON_TARGET, TARGET, Compiled
 
 RECOMPILE = "neuronforge_recompile_on_upgrade"
 COMPILE = "neuronforge_compile_publish"
@@ -81,7 +81,7 @@ def test_dag_parses_daily_with_the_toolchain_watch_on_neuron_workers(dags) -> No
 
 def _catalog(tmp_path: Path, model_a: Path, model_b: Path) -> Path:
     target = json.dumps(TARGET)
-    nxdi = json.dumps({**TARGET, "tp_degree": 2, "profile": "vllm-neuron"})  # its newest version
+    nxdi = json.dumps({**NEURON_TARGET, "profile": "vllm-neuron"})  # its newest version
     path = tmp_path / "models.yaml"
     path.write_text(
         f"models:\n  - source: {model_a}\n    targets:\n      - {target}\n"
