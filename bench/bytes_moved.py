@@ -15,7 +15,7 @@ subprocess, as a user would) in these scenarios:
 - two workers: two new hosts (two NEURONFORGE_HOME) build two other targets
                into a new store (`--concurrent`: at the same time). goal: GET <= 1.05x checkpoint per host
 
-Every scenario but the hit compiles (AOTInductor, cpu backend): about 3 minutes on 2 cores.
+Every scenario but the hit compiles (AOTInductor, cpu profile): about 3 minutes on 2 cores.
 
 "checkpoint bytes" are GETs of the model's files: under the source prefix, or the store's
 `checkpoints/` / `quantized/` copies. Prints a table and PASS/FAIL (exit 1 on FAIL); `--log` (or
@@ -174,7 +174,7 @@ def run_cli(host: Host, endpoint: str, store: str, seq_len: int, logs: Path) -> 
     cmd = [sys.executable, "-m", "neuronforge.cli", "run", "--model", f"s3://{BUCKET}/models/{MODEL}",
            "--store", store, "--instance", TARGET["instance"], "--tp", str(TARGET["tp"]),
            "--batch-size", str(TARGET["batch"]), "--seq-len", str(seq_len),
-           "--max-context-length", str(TARGET["ctx"]), "--dtype", TARGET["dtype"], "--backend", "cpu"]  # fmt: skip
+           "--max-context-length", str(TARGET["ctx"]), "--dtype", TARGET["dtype"], "--profile", "cpu"]  # fmt: skip
     log = logs / f"{host.name}-seq{seq_len}-{time.monotonic_ns()}.log"
     with open(log, "wb") as f:
         proc = subprocess.run(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=f)
