@@ -79,6 +79,13 @@ def tiny_llama_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_tiny_llama(tmp_path_factory.mktemp("tiny-llama") / "tiny-llama")
 
 
+@pytest.fixture(scope="session")
+def served_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny Llama with a tokenizer: what a serving stack needs beside the weights (vLLM loads the
+    tokenizer from the served folder), so Neuron profiles' preflight accepts what it publishes."""
+    return make_tiny_llama(tmp_path_factory.mktemp("served-llama") / "tiny-llama", tokenizer=True)
+
+
 @pytest.fixture
 def tiny_llama(tiny_llama_template: Path, tmp_path: Path) -> Path:
     """A fresh copy of a 2-layer Llama checkpoint the test may modify."""

@@ -75,14 +75,14 @@ def _nxdi_target() -> TargetSpec:
 
 
 def test_concurrent_identical_requests_compile_once(
-    store: ArtifactStore, fake_neuron: Path, tiny_llama: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: ArtifactStore, fake_neuron: Path, served_llama: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_NEURON_SLEEP", "3")  # a compile long enough for the runs to overlap
     barrier = threading.Barrier(2)
 
     def run(i: int):
         barrier.wait()
-        return run_target(str(tiny_llama), _nxdi_target(), store, tmp_path / f"worker{i}", lease_poll_s=0.5)
+        return run_target(str(served_llama), _nxdi_target(), store, tmp_path / f"worker{i}", lease_poll_s=0.5)
 
     with ThreadPoolExecutor(2) as pool:
         outcomes = list(pool.map(run, range(2)))
@@ -93,17 +93,17 @@ def test_concurrent_identical_requests_compile_once(
     assert waiter.timings["claim_build"] > 0
 
 
-def test_a_dead_holders_lease_is_taken_over_after_expiry(fake_neuron: Path, tiny_llama: Path, tmp_path: Path) -> None:
+def test_a_dead_holders_lease_is_taken_over_after_expiry(fake_neuron: Path, served_llama: Path, tmp_path: Path) -> None:
     from neuronforge.pipeline import prepare
     from neuronforge.stages.publish import lookup
 
     store = open_store(f"file://{tmp_path / 'store'}")
-    key = prepare(str(tiny_llama), _nxdi_target(), tmp_path / "w").key
+    key = prepare(str(served_llama), _nxdi_target(), tmp_path / "w").key
     # A worker took the lease, then was killed mid-compile: no heartbeat, no artifact.
     assert leases.try_acquire(store, key, "killed-host:4242:dead", ttl_s=2) is not None
     assert lookup(store, key) is None and store.list("artifacts") == []  # nothing partial is visible
     started = time.monotonic()
-    out = run_target(str(tiny_llama), _nxdi_target(), store, tmp_path / "w", lease_poll_s=0.2)
+    out = run_target(str(served_llama), _nxdi_target(), store, tmp_path / "w", lease_poll_s=0.2)
     assert out.status == "published" and time.monotonic() - started >= 1.5  # waited out the expiry
     assert out.timings["claim_build"] >= 1.5
     assert leases.current(store, key).holder != "killed-host:4242:dead"

@@ -227,11 +227,11 @@ def test_a_quantized_target_runs_end_to_end_on_the_cpu_backend(compiled: Compile
 
 
 def test_a_quantized_nxdi_target_points_neuron_config_at_the_quantized_checkpoint(
-    fake_neuron: Path, tiny_llama: Path, tmp_path: Path
+    fake_neuron: Path, served_llama: Path, tmp_path: Path
 ) -> None:
     store = open_store(f"file://{tmp_path / 'store'}")
     target = TargetSpec.parse({**NEURON_TARGET, "profile": "vllm-neuron", "quantization": "f8e4m3:per_tensor"})
-    out = run_target(str(tiny_llama), target, store, tmp_path / "work")
+    out = run_target(str(served_llama), target, store, tmp_path / "work")
     assert out.status == "published" and out.published.manifest["smoke"]["passed"]
     from neuronforge.localcache import lookup_local
 
