@@ -151,6 +151,9 @@ def test_an_sdk_upgrade_rebuilds_exactly_the_stale_targets(
     # 2. SDK 2.27.0 is released: a new version of the vllm-neuron profile, whose worker image (queue
     # neuron-2.27.0) has its toolchain. The catalog's bare `vllm-neuron` follows it: only that target
     # is stale, for 2.27.0 (published for 2.26.1); the cpu one is skipped.
+    # Airflow rewrites a serialized DAG at most every [core] min_serialized_dag_update_interval (30 s):
+    # the compile DAG was just written by step 1's runs, and its form must now accept the new version.
+    monkeypatch.setenv("AIRFLOW__CORE__MIN_SERIALIZED_DAG_UPDATE_INTERVAL", "0")
     v2 = _register_release(monkeypatch, "2.27.0", "2.22.12471.0+b4a00d10")
     upgrade_fake_neuron("2.22.12471.0+b4a00d10")  # SDK 2.27.0's neuronx-cc, local label as pip lists it
     dags = _parse()  # re-parsed: a toolchain watch and a compile task group for queue neuron-2.27.0
