@@ -74,6 +74,8 @@ class Backend(ABC):
     compiler: ClassVar[str] = "neuronxcc"  # also names the compile-cache folder (`neuronxcc-<ver>`)
     packages: ClassVar[tuple[str, ...]] = ()  # versions recorded in the toolchain (and the key)
     architectures: ClassVar[frozenset[str]] = frozenset()  # model types it can compile
+    # model type -> the installed library's module holding its modeling code (asked on the worker)
+    modeling_modules: ClassVar[dict[str, str]] = {}
     uses_neuron: ClassVar[bool] = True  # runs on Neuron workers and takes NeuronCores
     # Reads a quantized checkpoint itself (NxD Inference); the others compile the dequantized weights.
     reads_quantized: ClassVar[bool] = False
@@ -100,8 +102,20 @@ class Backend(ABC):
         )
 
     def installed_architectures(self) -> list[str] | None:
-        """Model types the installed library has modeling code for (None: nothing to ask)."""
-        return None
+        """Model types whose modeling code the installed library has (None: no library to ask).
+        Runs on the worker that will compile."""
+        import importlib.util
+
+        if not self.modeling_modules:
+            return None
+        found = []
+        for model_type, module in self.modeling_modules.items():
+            try:
+                if importlib.util.find_spec(module) is not None:
+                    found.append(model_type)
+            except (ImportError, ValueError):
+                pass
+        return sorted(found)
 
     @abstractmethod
     def compile(self, job: CompileJob) -> CompileResult: ...

@@ -21,7 +21,7 @@ import logging
 import sys
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from neuronforge.backends.base import Backend, CompileJob, CompileResult, GenerateJob, Generation
 from neuronforge.backends.child import cache_graphs, generation_rows
@@ -213,12 +213,11 @@ class NxdiBackend(Backend):
     library = "neuronx-distributed-inference"
     packages = ("neuronx-distributed-inference", *NEURON_SDK_PACKAGES)
     architectures = frozenset(ARCHITECTURES)
+    # the package holding each model type's modeling code (`llama.modeling_llama` -> `…models.llama`)
+    modeling_modules: ClassVar[dict[str, str]] = {
+        mt: f"{PACKAGE}.models.{module.split('.', 1)[0]}" for mt, (module, _, _) in ARCHITECTURES.items()
+    }
     reads_quantized = True
-
-    def installed_architectures(self) -> list[str] | None:
-        from neuronforge.backends.support import installed_architectures
-
-        return installed_architectures("nxdi")
 
     def compile(self, job: CompileJob) -> CompileResult:
         import shutil

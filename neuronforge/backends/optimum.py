@@ -22,7 +22,7 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from neuronforge.backends.base import Backend, CompileJob, CompileResult, GenerateJob, Generation
 from neuronforge.backends.child import cache_graphs, generation_rows
@@ -175,15 +175,22 @@ class OptimumBackend(Backend):
     library = "optimum-neuron"
     packages = ("optimum-neuron", *NEURON_SDK_PACKAGES)
     # optimum-neuron 0.4.5 registers these for `text-generation` inference
-    # (optimum/neuron/models/inference/auto_models.py; note: no `mistral` there).
-    architectures = frozenset(
-        {"granite", "llama", "llama4_text", "mixtral", "phi3", "qwen2", "qwen3", "qwen3_moe", "smollm3"}
-    )
-
-    def installed_architectures(self) -> list[str] | None:
-        from neuronforge.backends.support import installed_architectures
-
-        return installed_architectures("optimum")
+    # (optimum/neuron/models/inference/auto_models.py; note: no `mistral` there), each in its folder.
+    modeling_modules: ClassVar[dict[str, str]] = {
+        mt: f"optimum.neuron.models.inference.{folder}"
+        for mt, folder in {
+            "granite": "granite",
+            "llama": "llama",
+            "llama4_text": "llama4",
+            "mixtral": "mixtral",
+            "phi3": "phi3",
+            "qwen2": "qwen2",
+            "qwen3": "qwen3",
+            "qwen3_moe": "qwen3_moe",
+            "smollm3": "smollm3",
+        }.items()
+    }
+    architectures = frozenset(modeling_modules)
 
     def compile(self, job: CompileJob) -> CompileResult:
         use = compile_optimum(job.checkpoint_dir, job.target, job.out, job.cache, job.flags, job.timeout_s, job.preseed)

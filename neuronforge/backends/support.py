@@ -7,49 +7,6 @@ from __future__ import annotations
 # Trn2 (NeuronCore-v3) arrived with Neuron SDK 2.21 (Dec 2024), whose compiler is neuronx-cc 2.16;
 # an older compiler cannot emit trn2 NEFFs however the target is spelled.
 MIN_COMPILER_FOR_TARGET: dict[str, tuple[int, int]] = {"trn2": (2, 16)}
-# Where each library keeps a model type's modeling code, to ask the installed version whether it has it.
-MODELING_MODULES: dict[str, dict[str, str]] = {
-    "nxdi": {
-        "llama": "neuronx_distributed_inference.models.llama",
-        "mistral": "neuronx_distributed_inference.models.llama",
-        "mixtral": "neuronx_distributed_inference.models.mixtral",
-        "qwen2": "neuronx_distributed_inference.models.qwen2",
-        "qwen3": "neuronx_distributed_inference.models.qwen3",
-        "qwen3_moe": "neuronx_distributed_inference.models.qwen3_moe",
-    },
-    "optimum": {
-        mt: f"optimum.neuron.models.inference.{folder}"
-        for mt, folder in {
-            "granite": "granite",
-            "llama": "llama",
-            "llama4_text": "llama4",
-            "mixtral": "mixtral",
-            "phi3": "phi3",
-            "qwen2": "qwen2",
-            "qwen3": "qwen3",
-            "qwen3_moe": "qwen3_moe",
-            "smollm3": "smollm3",
-        }.items()
-    },
-}
-
-
-def installed_architectures(backend: str) -> list[str] | None:
-    """Model types whose modeling code the installed library has; None when the backend has no
-    library to ask (cpu). Runs on the worker that will compile."""
-    import importlib.util
-
-    modules = MODELING_MODULES.get(backend)
-    if modules is None:
-        return None
-    found = []
-    for model_type, module in modules.items():
-        try:
-            if importlib.util.find_spec(module) is not None:
-                found.append(model_type)
-        except (ImportError, ValueError):
-            pass
-    return sorted(found)
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
