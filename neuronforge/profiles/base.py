@@ -19,6 +19,7 @@ planner, the DAGs and the catalog read the registry. A new SDK release is a new 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -63,6 +64,11 @@ class LaunchContext:
 
     def model_uri(self, folder: str) -> str:
         return f"{self.artifact_uri.rstrip('/')}/{folder}"
+
+    def host_dir(self, folder: str) -> str:
+        """Where the launch files put the model folder on the serving host (one per artifact)."""
+        key = self.artifact_uri.rstrip("/").rsplit("/", 1)[-1]
+        return f"/opt/neuronforge/models/{key}/{folder}"
 
 
 @dataclass
@@ -226,6 +232,29 @@ def copy_tree(src: Path, dest: Path) -> None:
         return {n for n in names if n in (layout.MANIFEST, MARKER)} if Path(folder) == src else set()
 
     shutil.copytree(src, dest, ignore=ignore)
+
+
+# `$NAME` / `${NAME}` in a launch script, expanded from its env file.
+SHELL_VAR = re.compile(r"\$\{(\w+)\}|\$(\w+)")
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """A launch env file's KEY=VALUE lines (comments and blanks skipped), as `set -a; . file` and
+    `docker run --env-file` read them."""
+    env = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, _, value = line.partition("=")
+            env[key.strip()] = value.strip()
+    return env
+
+
+def tokenizer_problems(folder: Path, name: str, rule: str) -> list[str]:
+    """A served folder needs a tokenizer: vLLM loads it from the model folder (`rule` says whose)."""
+    if any((folder / f).is_file() for f in ("tokenizer.json", "tokenizer.model")):
+        return []
+    return [f"{name}/: no tokenizer.json or tokenizer.model ({rule})"]
 
 
 def read_json(path: Path) -> dict[str, Any] | None:

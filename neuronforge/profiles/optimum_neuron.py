@@ -33,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import re
 import shlex
 import threading
 from collections.abc import Iterator
@@ -41,7 +40,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from neuronforge.backends.optimum import BACKEND, unsupported
-from neuronforge.profiles.base import Artifact, LaunchContext, Pins, ServingProfile, read_json
+from neuronforge.profiles.base import (
+    SHELL_VAR,
+    Artifact,
+    LaunchContext,
+    Pins,
+    ServingProfile,
+    read_env_file,
+    read_json,
+    tokenizer_problems,
+)
 from neuronforge.target import TORCH_DTYPE_NAMES
 
 if TYPE_CHECKING:
@@ -112,10 +120,9 @@ class OptimumNeuronProfile(ServingProfile):
         `load.py` (`NeuronModelForCausalLM.from_pretrained`)."""
         t = ctx.target
         uri = ctx.model_uri(self.folder)
-        key = ctx.artifact_uri.rstrip("/").rsplit("/", 1)[-1]
         env = {
             "MODEL_URI": uri,
-            "MODEL_DIR": f"/opt/neuronforge/models/{key}/{self.folder}",
+            "MODEL_DIR": ctx.host_dir(self.folder),
             "PORT": "8080",
             "OPTIMUM_NEURON_VERSION": OPTIMUM_NEURON_VERSION,
             "NEURONXCC_VERSION": COMPILER_VERSION,
@@ -225,9 +232,7 @@ class OptimumNeuronProfile(ServingProfile):
             out.append(f"{self.folder}/config.json: missing (from_pretrained starts with AutoConfig; {RULE_LOAD})")
         if not (folder / MODEL_FILE).is_file():
             out.append(f"{self.folder}/{MODEL_FILE}: missing (torch.jit.load of the compiled model; {RULE_LOAD})")
-        if not any((folder / f).is_file() for f in ("tokenizer.json", "tokenizer.model")):
-            out.append(f"{self.folder}/: no tokenizer.json or tokenizer.model ({RULE_TOKENIZER})")
-        return out
+        return out + tokenizer_problems(folder, self.folder, RULE_TOKENIZER)
 
     def _version_gates(self, raw: dict[str, Any]) -> list[str]:
         """`from_dict`'s gates, with the pinned versions standing for the serving host's."""
@@ -415,9 +420,6 @@ def serve_parser() -> Any:
     return parser
 
 
-_VAR = re.compile(r"\$\{(\w+)\}|\$(\w+)")
-
-
 def parse_serve_command(script: str, env: dict[str, str]) -> tuple[Any | None, str | None]:
     """The arguments serve.sh's `optimum-cli neuron serve` line passes, parsed by the real CLI's
     parser with the env file's variables substituted. Returns (namespace, None) or (None, why)."""
@@ -433,10 +435,10 @@ def parse_serve_command(script: str, env: dict[str, str]) -> tuple[Any | None, s
     for token in tokens[start:]:
         if token == "$@":
             continue
-        unknown = [n for m in _VAR.finditer(token) if (n := m.group(1) or m.group(2)) not in env]
+        unknown = [n for m in SHELL_VAR.finditer(token) if (n := m.group(1) or m.group(2)) not in env]
         if unknown:
             return None, f"{token!r} uses {', '.join(unknown)}, which {ENV_FILE} does not set"
-        argv.append(_VAR.sub(lambda m: env[m.group(1) or m.group(2)], token))
+        argv.append(SHELL_VAR.sub(lambda m: env[m.group(1) or m.group(2)], token))
     stderr = io.StringIO()
     try:
         with contextlib.redirect_stderr(stderr):
@@ -444,16 +446,6 @@ def parse_serve_command(script: str, env: dict[str, str]) -> tuple[Any | None, s
     except SystemExit:
         return None, f"optimum-cli neuron serve rejects {shlex.join(argv)}: {stderr.getvalue().strip()}"
     return args, None
-
-
-def read_env_file(path: Path) -> dict[str, str]:
-    """KEY=VALUE lines (comments and blank lines skipped), as `docker --env-file` reads them."""
-    env = {}
-    for line in path.read_text().splitlines():
-        if line.strip() and not line.lstrip().startswith("#") and "=" in line:
-            key, _, value = line.partition("=")
-            env[key.strip()] = value
-    return env
 
 
 PROFILE = OptimumNeuronProfile()

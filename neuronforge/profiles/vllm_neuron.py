@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import shlex
 from collections.abc import Mapping
 from math import ceil
@@ -37,13 +36,16 @@ from neuronforge.backends.nxdi import BACKEND, PASSTHROUGH_OPTIONS, neuron_confi
 from neuronforge.backends.nxdi_quantization import quantization_problems
 from neuronforge.profiles.base import (
     LAUNCH_DIR,
+    SHELL_VAR,
     Artifact,
     AssembleJob,
     LaunchContext,
     Pins,
     ServingProfile,
     copy_tree,
+    read_env_file,
     read_json,
+    tokenizer_problems,
 )
 from neuronforge.target import TORCH_DTYPE_NAMES
 
@@ -270,9 +272,6 @@ def launch_mismatches(neuron_config: Mapping[str, Any], flags: Mapping[str, Any]
     return out
 
 
-_VAR = re.compile(r"\$\{(\w+)\}|\$(\w+)")
-
-
 def launch_flags(serve_command: str, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Parse a `vllm serve MODEL --flag value …` command (or a script holding one) into flags keyed
     the way vLLM's config names them (`--max-num-seqs` -> `max_num_seqs`); `model` is the served
@@ -289,7 +288,7 @@ def launch_flags(serve_command: str, env: Mapping[str, str] | None = None) -> di
 
 def _parse_serve_args(words: list[str], env: Mapping[str, str]) -> dict[str, Any]:
     def expand(word: str) -> str:
-        return _VAR.sub(lambda m: env.get(m.group(1) or m.group(2), m.group(0)), word)
+        return SHELL_VAR.sub(lambda m: env.get(m.group(1) or m.group(2), m.group(0)), word)
 
     words = [expand(w) for w in words if w != "$@"]
     flags: dict[str, Any] = {}
@@ -320,17 +319,6 @@ def _parse_serve_args(words: list[str], env: Mapping[str, str]) -> dict[str, Any
         with contextlib.suppress(ValueError):  # left as text otherwise: preflight reports it
             flags["additional_config"] = json.loads(flags["additional_config"])
     return flags
-
-
-def read_env_file(path: Path) -> dict[str, str]:
-    """KEY=VALUE lines (comments and blanks skipped), as `set -a; . file` and `--env-file` read them."""
-    env = {}
-    for line in path.read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#") and "=" in line:
-            key, _, value = line.partition("=")
-            env[key.strip()] = value.strip()
-    return env
 
 
 # -- the profile ---------------------------------------------------------------------------------------
@@ -459,8 +447,7 @@ class VllmNeuronProfile(ServingProfile):
         compiled for). The folder is always copied to MODEL_DIR, also from a `file://` store: vLLM
         compiles INTO NEURON_COMPILED_ARTIFACTS when loading fails, which must never be the store."""
         t = ctx.target.normalized()
-        key = ctx.artifact_uri.rstrip("/").rsplit("/", 1)[-1]
-        model_dir = f"/opt/neuronforge/models/{key}/{self.folder}"
+        model_dir = ctx.host_dir(self.folder)
         env = {
             "MODEL_URI": ctx.model_uri(self.folder),
             "MODEL_DIR": model_dir,
@@ -553,9 +540,7 @@ class VllmNeuronProfile(ServingProfile):
     def _served_folder(self, folder: Path) -> list[str]:
         """vLLM reads config.json (the architecture, KV heads, head size) and the tokenizer from the
         `vllm serve` folder, which is this one."""
-        out = []
-        if not any((folder / f).is_file() for f in ("tokenizer.json", "tokenizer.model")):
-            out.append(f"{self.folder}/: no tokenizer.json or tokenizer.model ({RULE_TOKENIZER})")
+        out = tokenizer_problems(folder, self.folder, RULE_TOKENIZER)
         config = read_json(folder / "config.json")
         if config is None:
             return [*out, f"{self.folder}/config.json: missing or not JSON (vLLM's ModelConfig; {RULE_MODEL_CONFIG})"]
