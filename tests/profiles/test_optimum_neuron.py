@@ -31,6 +31,7 @@ from neuronforge.profiles.base import Artifact, AssembleJob, LaunchContext
 from neuronforge.request import Toolchain
 from neuronforge.target import TargetSpec
 from neuronforge.tinymodel import make_tiny_llama
+from tests.profiles.edits import delete, edit_json, edit_text
 
 PROFILE = on.PROFILE
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
@@ -254,35 +255,12 @@ def test_load_py_calls_from_pretrained_on_the_synced_folder(staged: Path) -> Non
 
 
 # -- each rule, broken -------------------------------------------------------------------------------------
-def _edit_json(rel: str, change: Callable[[dict], None]) -> Callable[[Path], None]:
-    def apply(root: Path) -> None:
-        path = root / rel
-        data = json.loads(path.read_text())
-        change(data)
-        path.write_text(json.dumps(data))
-
-    return apply
-
-
 def _nc(**fields) -> Callable[[Path], None]:
-    return _edit_json("optimum-neuron/neuron_config.json", lambda d: d.update(fields))
+    return edit_json("optimum-neuron/neuron_config.json", lambda d: d.update(fields))
 
 
 def _drop_key(key: str) -> Callable[[Path], None]:
-    return _edit_json("optimum-neuron/neuron_config.json", lambda d: d.pop(key))
-
-
-def _delete(rel: str) -> Callable[[Path], None]:
-    return lambda root: (root / rel).unlink()
-
-
-def _replace(rel: str, old: str, new: str) -> Callable[[Path], None]:
-    def apply(root: Path) -> None:
-        text = (root / rel).read_text()
-        assert old in text
-        (root / rel).write_text(text.replace(old, new))
-
-    return apply
+    return edit_json("optimum-neuron/neuron_config.json", lambda d: d.pop(key))
 
 
 BROKEN = {
@@ -325,19 +303,19 @@ BROKEN = {
         "tp_degree=4 needs 4 NeuronCores; inf2.xlarge has 2",
         "_from_pretrained",
     ),
-    "no model.pt": (_delete("optimum-neuron/model.pt"), "optimum-neuron/model.pt: missing", "_from_pretrained"),
+    "no model.pt": (delete("optimum-neuron/model.pt"), "optimum-neuron/model.pt: missing", "_from_pretrained"),
     "no config.json": (
-        _delete("optimum-neuron/config.json"),
+        delete("optimum-neuron/config.json"),
         "optimum-neuron/config.json: missing",
         "_from_pretrained",
     ),
     "a rank shard missing": (
-        _delete("optimum-neuron/checkpoint/weights/tp1_sharded_checkpoint.safetensors"),
+        delete("optimum-neuron/checkpoint/weights/tp1_sharded_checkpoint.safetensors"),
         "checkpoint/weights/tp1_sharded_checkpoint.safetensors: missing (1 of 2 rank shards",
         "load_weights",
     ),
     "no neuron_config.json": (
-        _delete("optimum-neuron/neuron_config.json"),
+        delete("optimum-neuron/neuron_config.json"),
         "neuron_config.json: missing",
         "configuration_utils.py",
     ),
@@ -351,64 +329,64 @@ BROKEN = {
     "shorter context": (_nc(max_context_length=32), "max_context_length=32, the target says 64", "serve.py"),
     "other dtype": (_nc(torch_dtype="bfloat16"), "torch_dtype='bfloat16', the target says 'float32'", "serve.py"),
     "config.json dtype": (
-        _edit_json("optimum-neuron/config.json", lambda d: d.update(dtype="bfloat16")),
+        edit_json("optimum-neuron/config.json", lambda d: d.update(dtype="bfloat16")),
         "config.json: dtype='bfloat16'",
         "serve.py",
     ),
     # M
     "unsupported model type": (
-        _edit_json("optimum-neuron/config.json", lambda d: d.update(model_type="mistral")),
+        edit_json("optimum-neuron/config.json", lambda d: d.update(model_type="mistral")),
         "model_type='mistral'",
         "auto_models.py",
     ),
     # vLLM's tokenizer
-    "no tokenizer": (_delete("optimum-neuron/tokenizer.json"), "no tokenizer.json or tokenizer.model", "vllm"),
+    "no tokenizer": (delete("optimum-neuron/tokenizer.json"), "no tokenizer.json or tokenizer.model", "vllm"),
     # S: the launch files
     "serve.sh batch size": (
-        _replace("launch/serve.sh", "--batch_size 2", "--batch_size 4"),
+        edit_text("launch/serve.sh", "--batch_size 2", "--batch_size 4"),
         "--batch_size 4, but the export has 2",
         "serve.py",
     ),
     "serve.sh tp": (
-        _replace("launch/serve.sh", "--tensor_parallel_size 2", "--tensor_parallel_size 1"),
+        edit_text("launch/serve.sh", "--tensor_parallel_size 2", "--tensor_parallel_size 1"),
         "--tensor_parallel_size 1, but the export has 2",
         "serve.py",
     ),
     "serve.sh seq": (
-        _replace("launch/serve.sh", "--sequence_length 64", "--sequence_length 4096"),
+        edit_text("launch/serve.sh", "--sequence_length 64", "--sequence_length 4096"),
         "--sequence_length 4096, but the export has 64",
         "serve.py",
     ),
     "serve.sh bad value": (
-        _replace("launch/serve.sh", "--batch_size 2", "--batch_size two"),
+        edit_text("launch/serve.sh", "--batch_size 2", "--batch_size two"),
         "invalid int value: 'two'",
         "serve.py",
     ),
     "serve.sh no --model": (
-        _replace("launch/serve.sh", '--model "$MODEL_DIR" ', ""),
+        edit_text("launch/serve.sh", '--model "$MODEL_DIR" ', ""),
         "the following arguments are required: -m/--model",
         "serve.py",
     ),
     "serve.sh unset variable": (
-        _replace("launch/serve.sh", '"$PORT"', '"$SERVE_PORT"'),
+        edit_text("launch/serve.sh", '"$PORT"', '"$SERVE_PORT"'),
         "SERVE_PORT, which optimum-neuron.env does not set",
         "serve.py",
     ),
     "env points at the root": (
-        _replace(
+        edit_text(
             "launch/optimum-neuron.env", f"MODEL_URI={ARTIFACT_URI}/optimum-neuron\n", f"MODEL_URI={ARTIFACT_URI}\n"
         ),
         f"MODEL_URI={ARTIFACT_URI!r} is not the optimum-neuron/ folder",
         "serve.py",
     ),
     "env compiler version": (
-        _replace(
+        edit_text(
             "launch/optimum-neuron.env", "NEURONXCC_VERSION=2.21.33363.0+82129205", "NEURONXCC_VERSION=2.21.33363.0"
         ),
         "NEURONXCC_VERSION='2.21.33363.0', the export needs '2.21.33363.0+82129205'",
         "configuration_utils.py",
     ),
-    "no serve.sh": (_delete("launch/serve.sh"), "launch/serve.sh: missing", ""),
+    "no serve.sh": (delete("launch/serve.sh"), "launch/serve.sh: missing", ""),
 }
 
 

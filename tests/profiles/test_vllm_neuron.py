@@ -38,6 +38,7 @@ from neuronforge.profiles.vllm_neuron import (
 from neuronforge.request import Toolchain
 from neuronforge.target import TargetSpec
 from neuronforge.tinymodel import make_tiny_llama
+from tests.profiles.edits import delete, edit_json, edit_text
 
 FAKE_SDK = Path(__file__).resolve().parents[1] / "fakes" / "neuron_toolchain"
 VERSION = "2.21.33363.0+82129205"
@@ -309,112 +310,90 @@ def test_an_assembled_build_passes_preflight(artifact: Artifact) -> None:
     assert "--max-model-len 64 \\\n  --dtype bfloat16 \\\n  --no-enable-prefix-caching \\\n" in serve
 
 
-def _edit_json(rel: str, edit: Callable[[dict], None]) -> Callable[[Path], None]:
-    def apply(root: Path) -> None:
-        data = json.loads((root / rel).read_text())
-        edit(data)
-        (root / rel).write_text(json.dumps(data))
-
-    return apply
-
-
-def _edit_text(rel: str, old: str, new: str) -> Callable[[Path], None]:
-    def apply(root: Path) -> None:
-        text = (root / rel).read_text()
-        assert old in text, old
-        (root / rel).write_text(text.replace(old, new))
-
-    return apply
-
-
-def _delete(rel: str) -> Callable[[Path], None]:
-    return lambda root: (root / rel).unlink()
-
-
 BROKEN: dict[str, tuple[Callable[[Path], None], str]] = {
     # N/app load + N/config InferenceConfig.load
-    "no neuron_config.json": (_delete("nxdi/neuron_config.json"), "nxdi/neuron_config.json: missing"),
-    "no model.pt": (_delete("nxdi/model.pt"), "nxdi/model.pt: missing (torch.jit.load"),
+    "no neuron_config.json": (delete("nxdi/neuron_config.json"), "nxdi/neuron_config.json: missing"),
+    "no model.pt": (delete("nxdi/model.pt"), "nxdi/model.pt: missing (torch.jit.load"),
     "a missing shard": (
-        _delete("nxdi/weights/tp1_sharded_checkpoint.safetensors"),
+        delete("nxdi/weights/tp1_sharded_checkpoint.safetensors"),
         "nxdi/weights/tp1_sharded_checkpoint.safetensors: missing (1 of 2",
     ),
     "not pre-sharded": (
-        _edit_json("nxdi/neuron_config.json", lambda d: d["neuron_config"].update(save_sharded_checkpoint=False)),
+        edit_json("nxdi/neuron_config.json", lambda d: d["neuron_config"].update(save_sharded_checkpoint=False)),
         "save_sharded_checkpoint is not true",
     ),
     # V/loader _get_model_configs / _get_neuron_model_cls (N/types)
-    "no architectures": (_edit_json("nxdi/config.json", lambda d: d.pop("architectures")), "no architectures"),
+    "no architectures": (edit_json("nxdi/config.json", lambda d: d.pop("architectures")), "no architectures"),
     "Mistral": (
-        _edit_json("nxdi/config.json", lambda d: d.update(architectures=["MistralForCausalLM"])),
+        edit_json("nxdi/config.json", lambda d: d.update(architectures=["MistralForCausalLM"])),
         "'MistralForCausalLM' is not served by vllm-neuron 0.2.0",
     ),
     "no KV heads": (
-        _edit_json("nxdi/config.json", lambda d: d.pop("num_key_value_heads")),
+        edit_json("nxdi/config.json", lambda d: d.pop("num_key_value_heads")),
         "needs num_key_value_heads",
     ),
-    "no config.json": (_delete("nxdi/config.json"), "nxdi/config.json: missing"),
+    "no config.json": (delete("nxdi/config.json"), "nxdi/config.json: missing"),
     # vLLM loads the tokenizer from the served folder
-    "no tokenizer": (_delete("nxdi/tokenizer.json"), "no tokenizer.json or tokenizer.model"),
+    "no tokenizer": (delete("nxdi/tokenizer.json"), "no tokenizer.json or tokenizer.model"),
     # the scheduler settings the build must have been compiled with (V/loader)
     "static batching": (
-        _edit_json("nxdi/neuron_config.json", lambda d: d["neuron_config"].update(is_continuous_batching=False)),
+        edit_json("nxdi/neuron_config.json", lambda d: d["neuron_config"].update(is_continuous_batching=False)),
         "compiled is_continuous_batching=False, but vLLM builds is_continuous_batching=True from --max-num-seqs > 1",
     ),
     "left padding": (
-        _edit_json("nxdi/neuron_config.json", lambda d: d["neuron_config"].update(padding_side="left")),
+        edit_json("nxdi/neuron_config.json", lambda d: d["neuron_config"].update(padding_side="left")),
         "compiled padding_side='left'",
     ),
     "context batch": (
-        _edit_json("nxdi/neuron_config.json", lambda d: d["neuron_config"].update(ctx_batch_size=4)),
+        edit_json("nxdi/neuron_config.json", lambda d: d["neuron_config"].update(ctx_batch_size=4)),
         "compiled ctx_batch_size=4, but vLLM builds ctx_batch_size=1",
     ),
     "static sampling": (
-        _edit_json(
+        edit_json(
             "nxdi/neuron_config.json", lambda d: d["neuron_config"]["on_device_sampling_config"].update(dynamic=False)
         ),
         "compiled on_device_sampling_config=",
     ),
     "no on-device sampling": (
-        _edit_json("nxdi/neuron_config.json", lambda d: d["neuron_config"].update(on_device_sampling_config=None)),
+        edit_json("nxdi/neuron_config.json", lambda d: d["neuron_config"].update(on_device_sampling_config=None)),
         "compiled on_device_sampling_config=None",
     ),
     "short context": (
-        _edit_json("nxdi/neuron_config.json", lambda d: d["neuron_config"].update(max_context_length=32)),
+        edit_json("nxdi/neuron_config.json", lambda d: d["neuron_config"].update(max_context_length=32)),
         "compiled max_context_length=32, but vLLM builds max_context_length=64 from --max-model-len",
     ),
     "built for another batch": (
-        _edit_json("nxdi/neuron_config.json", lambda d: d["neuron_config"].update(batch_size=8)),
+        edit_json("nxdi/neuron_config.json", lambda d: d["neuron_config"].update(batch_size=8)),
         "nxdi/neuron_config.json: batch_size=8, the target says 4",
     ),
     # the launch files (V/loader _get_compiled_model_path; N/config _get_lnc)
-    "no serve.sh": (_delete("launch/serve.sh"), "launch/serve.sh: missing"),
+    "no serve.sh": (delete("launch/serve.sh"), "launch/serve.sh: missing"),
     "artifacts elsewhere": (
-        _edit_text("launch/vllm.env", "NEURON_COMPILED_ARTIFACTS=/opt", "NEURON_COMPILED_ARTIFACTS=/srv"),
+        edit_text("launch/vllm.env", "NEURON_COMPILED_ARTIFACTS=/opt", "NEURON_COMPILED_ARTIFACTS=/srv"),
         "launch/vllm.env: NEURON_COMPILED_ARTIFACTS='/srv/neuronforge/models/k1/nxdi' is not MODEL_DIR",
     ),
     "another LNC": (
-        _edit_text("launch/vllm.env", "NEURON_LOGICAL_NC_CONFIG=1", "NEURON_LOGICAL_NC_CONFIG=2"),
+        edit_text("launch/vllm.env", "NEURON_LOGICAL_NC_CONFIG=1", "NEURON_LOGICAL_NC_CONFIG=2"),
         "NEURON_LOGICAL_NC_CONFIG=2 overrides the compiled logical_nc_config=1",
     ),
     "serves another folder": (
-        _edit_text("launch/serve.sh", 'vllm serve "$MODEL_DIR"', "vllm serve meta-llama/Llama-3.1-8B"),
+        edit_text("launch/serve.sh", 'vllm serve "$MODEL_DIR"', "vllm serve meta-llama/Llama-3.1-8B"),
         "vllm serve 'meta-llama/Llama-3.1-8B' is not MODEL_DIR",
     ),
     "more sequences": (
-        _edit_text("launch/serve.sh", "--max-num-seqs 4", "--max-num-seqs 8"),
+        edit_text("launch/serve.sh", "--max-num-seqs 4", "--max-num-seqs 8"),
         "launch/serve.sh: compiled batch_size=4, but vLLM builds batch_size=8 from --max-num-seqs",
     ),
     "longer sequences": (
-        _edit_text("launch/serve.sh", "--max-model-len 64", "--max-model-len 128"),
+        edit_text("launch/serve.sh", "--max-model-len 64", "--max-model-len 128"),
         "launch/serve.sh: compiled seq_len=64, but vLLM builds seq_len=128 from --max-model-len",
     ),
     "prefix caching by default": (
-        _edit_text("launch/serve.sh", "--no-enable-prefix-caching \\\n  ", ""),
+        edit_text("launch/serve.sh", "--no-enable-prefix-caching \\\n  ", ""),
         "launch/serve.sh: vllm serve: prefix caching is on but --block-size is not given",
     ),
     "broken override": (
-        _edit_text("launch/serve.sh", "--additional-config '{", "--additional-config '{{"),
+        edit_text("launch/serve.sh", "--additional-config '{", "--additional-config '{{"),
         "launch/serve.sh: --additional-config is not a JSON object",
     ),
 }
