@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from neuronforge.errors import InvalidInput, StoreError
-from neuronforge.source import sha256_file
+from neuronforge.errors import InvalidInput
+from neuronforge.stages.publish import verify_files
 from neuronforge.stores import ArtifactStore, NotFound
 
 
@@ -58,21 +58,7 @@ def verify_artifact(store: ArtifactStore, manifest_key: str, work_dir: Path) -> 
     work_dir.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="nf-verify-", dir=work_dir))
     try:
-        for f in files:
-            rel = Path(f["path"])
-            if rel.is_absolute() or ".." in rel.parts:  # a manifest never points outside its artifact
-                result.problems.append(f"{f['path']}: path escapes the artifact folder")
-                continue
-            dest = root / rel
-            try:
-                store.get_file(f"{prefix}/{f['path']}" if prefix else f["path"], dest)
-            except (NotFound, StoreError) as exc:
-                result.problems.append(f"{f['path']}: missing from the store ({exc})")
-                continue
-            if dest.stat().st_size != f["size"]:
-                result.problems.append(f"{f['path']}: {dest.stat().st_size} bytes, the manifest says {f['size']}")
-            elif sha256_file(dest) != f["sha256"]:
-                result.problems.append(f"{f['path']}: sha256 differs from the manifest")
+        result.problems += verify_files(store, prefix, files, download_to=root)
         try:
             profile = get_profile(result.profile)
         except InvalidInput as exc:

@@ -141,7 +141,7 @@ def lookup(store: ArtifactStore, key: str) -> Published | None:
         return None
     if manifest.get("cache_key") != key:
         return None
-    missing = _missing_files(store, index["prefix"], manifest.get("files", []))
+    missing = _missing(_sizes(store, index["prefix"]), index["prefix"], manifest.get("files", []))
     if missing:
         log.warning("index/%s points at an incomplete artifact (%s missing); ignoring it", key[:12], missing[0])
         return None
@@ -162,21 +162,40 @@ def published_manifests(store: ArtifactStore) -> Iterator[tuple[str, dict[str, A
 
 def verify_manifest(store: ArtifactStore, manifest_key: str, download_to: Path | None = None) -> list[str]:
     """Problems with a published artifact: files missing, sizes or (when downloaded) sha256 wrong."""
-    manifest = store.read_json(manifest_key)
-    prefix = manifest_key.rsplit("/", 1)[0]
-    missing = _missing_files(store, prefix, manifest["files"])
-    problems = [f"{path}: missing or wrong size" for path in missing]
+    return verify_files(store, manifest_key.rpartition("/")[0], store.read_json(manifest_key)["files"], download_to)
+
+
+def verify_files(
+    store: ArtifactStore, prefix: str, files: list[dict[str, Any]], download_to: Path | None = None
+) -> list[str]:
+    """Problems with the files a manifest lists under `prefix` (the artifact root, "" for the store's
+    root): missing or another size, and when downloaded into `download_to`, another sha256. A path
+    that would leave the artifact folder is refused, never downloaded."""
+    escaping = [f["path"] for f in files if Path(f["path"]).is_absolute() or ".." in Path(f["path"]).parts]
+    problems = [f"{path}: path escapes the artifact folder" for path in escaping]
+    files = [f for f in files if f["path"] not in escaping]
+    present = _sizes(store, prefix)
+    missing = _missing(present, prefix, files)
+    problems += [f"{path}: missing or wrong size" for path in missing]
     if download_to is not None:
-        for f in manifest["files"]:
-            if f["path"] in missing:
+        for f in files:
+            if _under(prefix, f["path"]) not in present:
                 continue
-            store.get_file(f"{prefix}/{f['path']}", download_to / f["path"])
-            if sha256_file(download_to / f["path"]) != f["sha256"]:
+            # a file of the wrong size is still downloaded: the caller may inspect what is there
+            store.get_file(_under(prefix, f["path"]), download_to / f["path"])
+            if f["path"] not in missing and sha256_file(download_to / f["path"]) != f["sha256"]:
                 problems.append(f"{f['path']}: sha256 mismatch")
     return problems
 
 
-def _missing_files(store: ArtifactStore, prefix: str, files: list[dict[str, Any]]) -> list[str]:
-    """Manifest entries absent from the store under `prefix`, or present with another size."""
-    present = {o.key: o.size for o in store.list(prefix)}
-    return [f["path"] for f in files if present.get(f"{prefix}/{f['path']}") != f["size"]]
+def _under(prefix: str, path: str) -> str:
+    return f"{prefix}/{path}" if prefix else path
+
+
+def _sizes(store: ArtifactStore, prefix: str) -> dict[str, int]:
+    return {o.key: o.size for o in store.list(prefix)}
+
+
+def _missing(present: dict[str, int], prefix: str, files: list[dict[str, Any]]) -> list[str]:
+    """Manifest entries absent from the store listing `present` (key -> size), or with another size."""
+    return [f["path"] for f in files if present.get(_under(prefix, f["path"])) != f["size"]]

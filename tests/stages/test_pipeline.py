@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -261,3 +262,25 @@ def test_a_worker_whose_toolchain_is_not_the_profiles_pins_is_refused_before_any
     )
     assert store.list("checkpoints") == [] and store.list("locks") == []
     assert store.read_json(store.list("failures")[0].key)["stage"] == "prepare"
+
+
+def test_a_manifest_path_leaving_the_artifact_is_refused_not_downloaded(tmp_path: Path) -> None:
+    """A manifest is store content, not trusted input: `../` or an absolute path in its file list is
+    reported and never fetched outside the download folder, also for a manifest at the store root."""
+    from neuronforge.stages.publish import verify_files
+
+    store = open_store(f"file://{tmp_path / 'store'}")
+    store.put_bytes(b"ok", "ok.txt")
+    store.put_bytes(b"secret", "outside.txt")
+    files = [
+        {"path": "ok.txt", "size": 2, "sha256": hashlib.sha256(b"ok").hexdigest()},
+        {"path": "../outside.txt", "size": 6, "sha256": "0" * 64},
+        {"path": "/etc/passwd", "size": 1, "sha256": "0" * 64},
+    ]
+    dest = tmp_path / "dl" / "inner"
+    dest.mkdir(parents=True)
+    assert verify_files(store, "", files, download_to=dest) == [
+        "../outside.txt: path escapes the artifact folder",
+        "/etc/passwd: path escapes the artifact folder",
+    ]
+    assert (dest / "ok.txt").read_bytes() == b"ok" and not (tmp_path / "dl" / "outside.txt").exists()
