@@ -70,6 +70,14 @@ TARGET_SCHEMA: dict[str, Any] = {
 
 OPTIONAL_STRING = ["null", "string"]
 
+
+def store_param() -> Param:
+    """Both DAGs' `store` field (a fresh Param per form)."""
+    return Param(
+        None, type=OPTIONAL_STRING, title="Store URI", description="empty: NEURONFORGE_STORE or the local store"
+    )
+
+
 # The compile DAG's trigger form: `@dag(params=PARAMS)`.
 PARAMS: dict[str, Param] = {
     "model": Param(
@@ -94,9 +102,7 @@ PARAMS: dict[str, Param] = {
         description="the stack that will serve the model: it fixes the SDK, the backend, what is published "
         "and the launch spec (`neuronforge profiles` lists them)",
     ),
-    "store": Param(
-        None, type=OPTIONAL_STRING, title="Store URI", description="empty: NEURONFORGE_STORE or the local store"
-    ),
+    "store": store_param(),
     "prompts": Param(
         ["Hello, my name is", "The capital of France is"],
         type="array",
@@ -116,9 +122,7 @@ RECOMPILE_PARAMS: dict[str, Param] = {
         description="path of the catalog YAML; empty: Variable neuronforge_catalog, NEURONFORGE_CATALOG, "
         "or catalog/models.yaml",
     ),
-    "store": Param(
-        None, type=OPTIONAL_STRING, title="Store URI", description="empty: NEURONFORGE_STORE or the local store"
-    ),
+    "store": store_param(),
     "dry_run": Param(False, type="boolean", title="Dry run", description="report the stale set, trigger nothing"),
     "wait_minutes": Param(
         720,
