@@ -35,6 +35,7 @@ from neuronforge.pipeline import TargetOutcome, run_target  # noqa: E402
 from neuronforge.stores import ArtifactStore, open_store  # noqa: E402
 from neuronforge.target import TargetSpec  # noqa: E402
 from tests.checkpoints import make_tiny_llama  # noqa: E402
+from tests.fakes import FAKES  # noqa: E402  (tests import FAKES from here)
 
 
 def _free_port() -> int:
@@ -147,19 +148,19 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> Compiled:
     return Compiled(checkpoint, base / "work", store, first, target)
 
 
-FAKES = Path(__file__).resolve().parent / "fakes"
-
-
 def _prepend_pythonpath(monkeypatch: pytest.MonkeyPatch, *dirs: Path) -> None:
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([*map(str, dirs), *filter(None, [os.environ.get("PYTHONPATH")])]))
 
 
 @pytest.fixture
 def fake_neuron(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """The FAKE Neuron SDK (tests/fakes/neuron_toolchain) on the path of this process (package
+    """The FAKE Neuron SDK 2.26.1 (tests/fakes: neuron_toolchain + neuronx_cc) on the path of this process (package
     metadata, `neuronxcc.__version__`) and of child processes; returns the compile log it appends to."""
-    monkeypatch.syspath_prepend(str(FAKES / "neuron_toolchain"))
-    _prepend_pythonpath(monkeypatch, FAKES / "neuron_toolchain")
+    from tests.fakes import SDK_2_26_1
+
+    for folder in reversed(SDK_2_26_1):
+        monkeypatch.syspath_prepend(str(folder))
+    _prepend_pythonpath(monkeypatch, *SDK_2_26_1)
     log = tmp_path / "compiles.log"
     monkeypatch.setenv("FAKE_NEURON_COMPILE_LOG", str(log))
     return log

@@ -1,6 +1,6 @@
 """The compile cache names its folders as the Neuron compiler does: `neuronxcc-<FULL version>/`, with
 the local label (`2.21.33363.0+82129205` for SDK 2.26.1), locally, in the store, in pre-seeding,
-sync, graph-set records, listings and pruning. The FAKE compiler (tests/fakes/neuron_toolchain)
+sync, graph-set records, listings and pruning. The FAKE compiler (tests/fakes/neuronx_cc)
 reports that real-shaped version and writes where libneuronxla would, so a folder named any other
 way (e.g. `+` turned into `-`) shows up here as entries nobody finds.
 """

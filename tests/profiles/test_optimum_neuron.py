@@ -31,6 +31,7 @@ from neuronforge.profiles.base import Artifact, AssembleJob, LaunchContext
 from neuronforge.request import Toolchain
 from neuronforge.target import TargetSpec
 from neuronforge.tinymodel import make_tiny_llama
+from tests.fakes import SDK_2_26_1
 from tests.profiles.edits import delete, edit_json, edit_text
 
 PROFILE = on.PROFILE
@@ -56,7 +57,7 @@ def export(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("optimum-export")
     checkpoint = make_tiny_llama(base / "tiny-llama", tokenizer=True)
     with pytest.MonkeyPatch.context() as mp:
-        paths = [FAKES / "optimum_neuron", FAKES / "neuron_toolchain"]
+        paths = [FAKES / "optimum_neuron", *SDK_2_26_1]
         mp.setenv("PYTHONPATH", os.pathsep.join([*map(str, paths), *filter(None, [os.environ.get("PYTHONPATH")])]))
         cache = CompileCache(base / "compile-cache", "neuronxcc", on.COMPILER_VERSION)
         compile_optimum(checkpoint, target(), base / "build", cache, (), timeout_s=300)
@@ -454,7 +455,7 @@ def fake_neuron_configs() -> list[dict]:
         " sequence_length=64, tensor_parallel_size=tp)\n"
         "    print(json.dumps(nc.to_dict()))\n"
     )
-    paths = [str(FAKES / "optimum_neuron"), str(FAKES / "neuron_toolchain")]
+    paths = [str(p) for p in (FAKES / "optimum_neuron", *SDK_2_26_1)]
     out = subprocess.run(
         [sys.executable, "-c", code, json.dumps(CASES)],
         capture_output=True,

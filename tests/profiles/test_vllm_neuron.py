@@ -38,9 +38,9 @@ from neuronforge.profiles.vllm_neuron import (
 from neuronforge.request import Toolchain
 from neuronforge.target import TargetSpec
 from neuronforge.tinymodel import make_tiny_llama
+from tests.fakes import SDK_2_26_1
 from tests.profiles.edits import delete, edit_json, edit_text
 
-FAKE_SDK = Path(__file__).resolve().parents[1] / "fakes" / "neuron_toolchain"
 VERSION = "2.21.33363.0+82129205"
 
 
@@ -228,8 +228,9 @@ def staged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Tar
     checkpoint = make_tiny_llama(base / "tiny-llama", tokenizer=True)
     t = target().normalized()
     with pytest.MonkeyPatch.context() as mp:
-        mp.syspath_prepend(str(FAKE_SDK))
-        mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(FAKE_SDK), os.environ.get("PYTHONPATH")])))
+        for folder in reversed(SDK_2_26_1):
+            mp.syspath_prepend(str(folder))
+        mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [*map(str, SDK_2_26_1), os.environ.get("PYTHONPATH")])))
         cache = CompileCache(base / "cache", "neuronxcc", VERSION, None)
         job = CompileJob(
             checkpoint, "llama", t, base / "build", cache, (), 300, base, PROFILE.compile_settings(t, "llama")
@@ -288,11 +289,11 @@ def test_the_fake_drops_unknown_keywords_with_a_warning_like_nxdi(caplog: pytest
     and not kept, so they never reach neuron_config.json."""
     import sys
 
-    sys.path.insert(0, str(FAKE_SDK))
+    sys.path.insert(0, str(SDK_2_26_1[0]))
     try:
         from neuronx_distributed_inference.models.config import NeuronConfig, to_dict
     finally:
-        sys.path.remove(str(FAKE_SDK))
+        sys.path.remove(str(SDK_2_26_1[0]))
     with caplog.at_level("WARNING"):
         nc = NeuronConfig(tp_degree=2, is_continous_batching=True)
     assert "Unexpected keyword arguments: {'is_continous_batching': True}" in caplog.text
