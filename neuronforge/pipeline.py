@@ -178,7 +178,8 @@ def compile_inputs(state: BuildState, ctx: Context) -> CompileInputs:
     )
     # A backend that reads the quantized checkpoint itself compiles from the original config; the
     # others compile the dequantized weights (the numbers the quantized model computes with).
-    compile_dir = checkpoint if state.target.serving_profile.backend.reads_quantized else dequantized
+    backend = state.target.serving_profile.backend
+    compile_dir = checkpoint if backend.reads_quantized or backend.quantizes_at_load else dequantized
     return CompileInputs(compile_dir, quantized, dequantized, checkpoint)
 
 
@@ -312,7 +313,8 @@ def _compile(state: BuildState, ctx: Context) -> BuildState:
 def _smoke(state: BuildState, ctx: Context) -> BuildState:
     from neuronforge.stages.smoke import DEFAULT_PROMPTS, SmokeInput, smoke_test
 
-    build = materialize(ctx.store, state.need("compiled").build, ctx.work_dir)
+    compiled = state.need("compiled")
+    build = materialize(ctx.store, compiled.build, ctx.work_dir)
     inputs = compile_inputs(state, ctx)
     result = smoke_test(
         SmokeInput(
@@ -324,6 +326,7 @@ def _smoke(state: BuildState, ctx: Context) -> BuildState:
             max_new_tokens=state.max_new_tokens,
             reference_dir=inputs.reference_dir,
             unquantized_dir=inputs.unquantized_dir,
+            cache=_smoke_cache(state, ctx, compiled.record),
         )
     )
     log.info(
@@ -336,6 +339,24 @@ def _smoke(state: BuildState, ctx: Context) -> BuildState:
     if not result.passed:
         raise SmokeFailed(f"{state.target.slug}: smoke test failed: {result.reason}")
     return state.model_copy(update={"smoke": result.to_json()})
+
+
+def _smoke_cache(state: BuildState, ctx: Context, record: dict[str, Any]):  # -> CompileCache | None
+    """For a backend that loads from the persistent cache: a fresh cache holding exactly the entries
+    the compile recorded, pulled from the store — what the consumer will find there. An entry the
+    store lacks fails the smoke test's load (it would be compiled), so nothing unloadable is published."""
+    if not state.target.serving_profile.backend.loads_from_cache:
+        return None
+    import shutil
+
+    from neuronforge.compile_cache import CompileCache
+
+    root = ctx.work_dir / "smoke-cache" / state.need("key")[:12]
+    shutil.rmtree(root, ignore_errors=True)
+    toolchain = state.pinned_toolchain()
+    cache = CompileCache(root, toolchain.compiler, toolchain.compiler_version, ctx.store)
+    cache.preseed([g["entry"] for g in record.get("graphs", [])])
+    return cache
 
 
 def _publish(state: BuildState, ctx: Context) -> BuildState:

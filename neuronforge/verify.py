@@ -1,11 +1,13 @@
 """`neuronforge verify`: does a published artifact still hold what its manifest says, and would its
 consumer load it?
 
-Two independent checks, both offline: every file the manifest lists is downloaded and re-hashed
+Three checks, all offline: every file the manifest lists is downloaded and re-hashed
 (size and sha256), and the profile the artifact was built for runs its preflight — the consumer's
 load-time rules (required files, version equality, config fields that must match the launch spec)
 — on the downloaded copy. The same preflight ran before the artifact was published; running it
-again catches a store that was edited since, or a manifest made by another neuronforge.
+again catches a store that was edited since, or a manifest made by another neuronforge. Last, what
+the artifact points at outside its folder must be in the store (`ServingProfile.store_problems`: the
+compile-cache entries an LMI artifact's `compiled_graph_path` must hold).
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ def verify_artifact(store: ArtifactStore, manifest_key: str, work_dir: Path) -> 
             result.problems.append(f"manifest: the target it records cannot be read ({exc})")
             return result
         result.problems += [f"preflight ({profile.ref}): {p}" for p in profile.preflight(artifact)]
+        result.problems += [f"store ({profile.ref}): {p}" for p in profile.store_problems(artifact, store)]
         return result
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -1,5 +1,6 @@
 """Compile backends behind one interface (`neuronforge.backends.base.Backend`): `cpu`
-(AOTInductor, here), `optimum` (optimum-neuron's exporter) and `nxdi` (NxD Inference). Serving
+(AOTInductor, here), `optimum` (optimum-neuron's exporter), `nxdi` (NxD Inference) and `tnx`
+(transformers-neuronx, for LMI). Serving
 profiles pick one; nothing else branches on a backend's name. The backends import their heavy
 toolchains lazily, so this package imports anywhere."""
 
@@ -10,9 +11,9 @@ from neuronforge.backends.base import Backend
 
 def all_backends() -> dict[str, Backend]:
     """Every backend by name: the one place they are registered."""
-    from neuronforge.backends import cpu, nxdi, optimum
+    from neuronforge.backends import cpu, nxdi, optimum, tnx
 
-    return {b.name: b for b in (cpu.BACKEND, optimum.BACKEND, nxdi.BACKEND)}
+    return {b.name: b for b in (cpu.BACKEND, optimum.BACKEND, nxdi.BACKEND, tnx.BACKEND)}
 
 
 def get_backend(name: str) -> Backend:

@@ -59,10 +59,14 @@ class GenerateJob:
     max_new_tokens: int
     timeout_s: float
     settings: dict[str, Any] = field(default_factory=dict)
+    # Backends that load from the persistent cache (`Backend.loads_from_cache`): a cache holding only
+    # the entries the compile recorded, pulled from the store. Anything the load adds to it is a compile.
+    cache: CompileCache | None = None
 
 
 # What `Backend.generate` returns: {"load_s": float | None, "rows": [{"prompt_ids", "tokens",
-# "ttft", "tpot", optional "logits" (a [steps, vocab] tensor)}]}.
+# "ttft", "tpot", optional "logits" (a [steps, vocab] tensor)}], optional "compiled": [cache entries
+# the load had to compile — its consumer would compile them at start-up: the smoke test fails]}.
 Generation = dict[str, Any]
 
 
@@ -79,6 +83,13 @@ class Backend(ABC):
     uses_neuron: ClassVar[bool] = True  # runs on Neuron workers and takes NeuronCores
     # Reads a quantized checkpoint itself (NxD Inference); the others compile the dequantized weights.
     reads_quantized: ClassVar[bool] = False
+    # Quantizes the original weights itself while loading (transformers-neuronx `load_in_8bit`): it
+    # compiles from, and its consumer loads, the unquantized checkpoint.
+    quantizes_at_load: ClassVar[bool] = False
+    # Its consumer finds the NEFFs in the persistent compile cache at load time (transformers-neuronx
+    # behind LMI's `compiled_graph_path`), not in the build: the smoke test loads through a cache
+    # holding only the entries the compile recorded (`GenerateJob.cache`).
+    loads_from_cache: ClassVar[bool] = False
 
     def detect_toolchain(self, compiler_flags: str | tuple[str, ...] = ()) -> Toolchain:
         """The toolchain installed in this Python environment (the Neuron ones exist only on

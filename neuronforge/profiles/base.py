@@ -31,6 +31,7 @@ from neuronforge.backends.base import Backend
 
 if TYPE_CHECKING:
     from neuronforge.request import Toolchain
+    from neuronforge.stores import ArtifactStore
     from neuronforge.target import TargetSpec
 
 LAUNCH_DIR = "launch"  # the launch spec's files, next to the model folder
@@ -221,6 +222,11 @@ class ServingProfile(ABC):
     @abstractmethod
     def preflight(self, artifact: Artifact) -> list[str]:
         """The consumer's load-time rules checked offline; each problem names the rule's source."""
+
+    def store_problems(self, artifact: Artifact, store: ArtifactStore) -> list[str]:
+        """What the artifact needs from the store outside its own folder and does not find there
+        (`neuronforge verify`). Default: nothing — the artifact is self-contained."""
+        return []
 
 
 def copy_tree(src: Path, dest: Path) -> None:

@@ -37,6 +37,8 @@ class SmokeInput:
     # far its tokens agree with the unquantized model (`unquantized_dir`) is reported, not judged.
     reference_dir: Path | None = None
     unquantized_dir: Path | None = None
+    # The compile cache the consumer loads NEFFs from (backends with `loads_from_cache`).
+    cache: Any = None  # CompileCache | None
 
 
 @dataclass
@@ -104,6 +106,7 @@ def _generate(inp: SmokeInput) -> tuple[dict[str, Any] | None, str]:
         prompt_ids=_encode(tokenizer_dir, inp.prompts),
         max_new_tokens=inp.max_new_tokens,
         timeout_s=inp.timeout_s,
+        cache=inp.cache,
     )
     try:
         with heartbeat("smoke test: loading the artifact and generating in a child process"):
@@ -117,6 +120,12 @@ def smoke_test(inp: SmokeInput) -> SmokeResult:
     child, error = _generate(inp)
     if child is None:
         return SmokeResult(False, error, seconds=round(time.monotonic() - started, 3))
+    if child.get("compiled"):
+        reason = (
+            f"loading the artifact compiled {len(child['compiled'])} graph(s) the published cache lacks "
+            f"({', '.join(child['compiled'])}): its consumer would compile at start-up"
+        )
+        return SmokeResult(False, reason, seconds=round(time.monotonic() - started, 3))
 
     rows, failures = [], []
     reference = _reference_model(inp.reference_dir or inp.checkpoint_dir, inp.dtype)  # once for every prompt

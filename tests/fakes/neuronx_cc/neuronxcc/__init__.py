@@ -25,13 +25,14 @@ from pathlib import Path
 __version__ = metadata.version("neuronx-cc")
 
 
-def write_cache_entries(material: str, graphs: list[str], progress: str = "") -> list[Path]:
-    """Compile (pretend) each graph of a model whose graph-changing inputs are `material`."""
+def write_cache_entries(material: str, graphs: list[str], progress: str = "", flags: str | None = None) -> list[Path]:
+    """Compile (pretend) each graph of a model whose graph-changing inputs are `material`, with the
+    compiler flags `flags` (default: `NEURON_CC_FLAGS`, as libneuronxla passes them)."""
     if os.environ.get("FAKE_NEURON_SLEEP"):
         time.sleep(float(os.environ["FAKE_NEURON_SLEEP"]))
     root = Path(os.environ.get("NEURON_COMPILE_CACHE_URL", "/var/tmp/neuron-compile-cache"))
     base = root / f"neuronxcc-{__version__}"
-    flags = os.environ.get("NEURON_CC_FLAGS", "")
+    flags = os.environ.get("NEURON_CC_FLAGS", "") if flags is None else flags
     flags_hash = hashlib.md5(flags.encode()).hexdigest()[:8]
     entries = []
     for graph in graphs:
