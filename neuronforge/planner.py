@@ -271,7 +271,7 @@ def plan(
         )
 
     profile = target.serving_profile
-    problems = profile.problems(target, arch.model_type)
+    problems = profile.problems(target, arch.model_type) + profile.arch_problems(target, arch)
     checks += [Check("profile", False, p) for p in problems] or [
         Check("profile", True, f"profile {profile.ref} serves {arch.model_type} on {inst.family}")
     ]

@@ -167,6 +167,22 @@ def fake_neuron(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def fake_tnx(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The FAKE Neuron SDK 2.21.1 (tests/fakes: neuron_sdk_2_21_1 + neuronx_cc): transformers-neuronx
+    0.13.380 and neuronx-cc 2.16.372.0+4a9b2326, as on a `neuron-2.21.1` worker (the LMI image's
+    toolchain), on the path of this process and of child processes; returns the compile log."""
+    from tests.fakes import SDK_2_21_1
+
+    for folder in reversed(SDK_2_21_1):
+        monkeypatch.syspath_prepend(str(folder))
+    _prepend_pythonpath(monkeypatch, *SDK_2_21_1)
+    sys.modules.pop("neuronxcc", None)  # another fake SDK's compiler may be imported already
+    log = tmp_path / "compiles.log"
+    monkeypatch.setenv("FAKE_NEURON_COMPILE_LOG", str(log))
+    return log
+
+
+@pytest.fixture
 def upgrade_fake_neuron(fake_neuron: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     """Returns `upgrade(version)`: from then on the FAKE Neuron SDK reports neuronx-cc `version`
     (a newer dist-info first on the path of this process and of children), as after an SDK upgrade."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import shutil
 import sys
 from dataclasses import asdict, dataclass, field
@@ -38,7 +39,9 @@ from neuronforge.errors import InvalidInput
 from neuronforge.toolchain import NEURON_SDK_PACKAGES
 
 PACKAGE = "transformers_neuronx"
-LOAD_FILE = "tnx-load.json"  # the load settings the build was compiled for
+LOAD_FILE = "tnx-load.json"  # the load settings the build was compiled for, its flags and cache entries
+NEFF_DIR = "neff"  # the build's NEFFs in `model.save(dir)` layout (what `model.load(dir)` reads)
+NEFFS = "NEFFS "  # the generate child's line naming the NEFF files a `save` of the loaded model writes
 # model_type -> (module under transformers_neuronx, *ForSampling class): the classes LMI 0.32's
 # TNXModelLoader picks (djl-serving neuron_utils/model_loader.py), which transformers-neuronx 0.13 has.
 ARCHITECTURES: dict[str, tuple[str, str]] = {
@@ -131,8 +134,10 @@ def _build(spec: dict[str, Any]):
 
 
 def _compile(spec: dict[str, Any]) -> None:
-    _build(spec)
+    model = _build(spec)
     print("to_neuron finished", flush=True)
+    if model.serialization_enabled():  # GPT-J / GPT-NeoX cannot save (no local compiled_graph_path)
+        model.save(spec["neff_dir"])  # one `<sha256 of the HLO>[:20].neff` per graph: what load(dir) reads
 
 
 def _generate(spec: dict[str, Any]) -> None:
@@ -154,6 +159,12 @@ def _generate(spec: dict[str, Any]) -> None:
         tokens = out[0, len(ids) :].tolist()[: spec["max_new_tokens"]]
         seconds = time.perf_counter() - started
         print(RESULT + json.dumps({"tokens": tokens, "load_s": load_s, "seconds": seconds}), flush=True)
+    if model.serialization_enabled():  # the file names `load(dir)` will look for, for the same HLO
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            model.save(tmp)
+            print(NEFFS + json.dumps(sorted(os.listdir(tmp))), flush=True)
 
 
 class TnxBackend(Backend):
@@ -180,7 +191,7 @@ class TnxBackend(Backend):
         use, _ = _run(
             job.cache,
             "compile",
-            _spec(load, job.checkpoint_dir),
+            _spec(load, job.checkpoint_dir, neff_dir=str(job.out / NEFF_DIR)),
             spec_path,
             job.flags,
             job.timeout_s,
@@ -190,7 +201,7 @@ class TnxBackend(Backend):
         # The build: the load it was compiled for, plus the config and tokenizer (the weights are the
         # checkpoint's own: the profile publishes them as the split model).
         # NEURON_CC_FLAGS is part of every entry's name (`+<md5 of the flags>`): the load must use them too.
-        record = {**load.to_json(), "neuron_cc_flags": " ".join(job.flags)}
+        record = {**load.to_json(), "neuron_cc_flags": " ".join(job.flags), "cache_entries": use.used}
         (job.out / LOAD_FILE).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
         for name in ("config.json", *TOKENIZER_FILES):
             if (job.checkpoint_dir / name).exists():
@@ -216,7 +227,11 @@ class TnxBackend(Backend):
         from neuronforge.backends.child import generation_results
 
         out = generation_rows(job.prompt_ids, generation_results(lines))
-        out["compiled"] = use.created
+        # A graph the cache lacked was compiled by this load: so would the consumer's be.
+        out["compiled"] = list(use.created)
+        saved = next((json.loads(line.removeprefix(NEFFS)) for line in lines if line.startswith(NEFFS)), [])
+        present = {p.name for p in (job.build_dir / NEFF_DIR).glob("*.neff")}
+        out["compiled"] += [f"{NEFF_DIR}/{name} (model.load layout)" for name in saved if name not in present]
         return out
 
 

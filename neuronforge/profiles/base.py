@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from neuronforge.backends.base import Backend
 
 if TYPE_CHECKING:
+    from neuronforge.modelconfig import ModelArch
     from neuronforge.request import Toolchain
     from neuronforge.stores import ArtifactStore
     from neuronforge.target import TargetSpec
@@ -62,6 +63,8 @@ class LaunchContext:
     artifact_uri: str  # the store URI of the artifact's root folder
     cache_uri: str  # the store URI of the persistent compile cache's ROOT (the compiler adds neuronxcc-<ver>/)
     model_type: str
+    model_config: Mapping[str, Any] | None = None  # the model's config.json, when the launch depends on it
+    build_dir: Path | None = None  # the compile's output, when the launch names what it compiled
 
     def model_uri(self, folder: str) -> str:
         return f"{self.artifact_uri.rstrip('/')}/{folder}"
@@ -173,6 +176,11 @@ class ServingProfile(ABC):
             out.append(f"profile {self.name!r} does not support {model_type}; {fix}")
         return out
 
+    def arch_problems(self, target: TargetSpec, arch: ModelArch) -> list[str]:
+        """What the consumer cannot do with this model's shapes at this target (the planner asks
+        once the config is known). Default: nothing beyond `problems`."""
+        return []
+
     def toolchain_problems(self, toolchain: Toolchain) -> list[str]:
         """The detected toolchain must be the pinned one: the consumer checks the versions at load."""
         out = []
@@ -192,7 +200,11 @@ class ServingProfile(ABC):
 
     # -- compiling ------------------------------------------------------------------------------
     def compile_settings(
-        self, target: TargetSpec, model_type: str, quantized_dir: Path | None = None
+        self,
+        target: TargetSpec,
+        model_type: str,
+        quantized_dir: Path | None = None,
+        model_config: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """What the backend must be told to build for this consumer (empty: its defaults)."""
         return {}

@@ -35,7 +35,7 @@ import io
 import os
 import shlex
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -107,7 +107,11 @@ class OptimumNeuronProfile(ServingProfile):
         return super().problems(target, model_type) + unsupported(target)
 
     def compile_settings(
-        self, target: TargetSpec, model_type: str, quantized_dir: Path | None = None
+        self,
+        target: TargetSpec,
+        model_type: str,
+        quantized_dir: Path | None = None,
+        model_config: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Nothing beyond the target: the backend derives `get_neuron_config`'s arguments from it
         (`export_kwargs`), and 0.4.5 takes no other export option for decoders."""

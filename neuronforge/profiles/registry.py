@@ -12,9 +12,9 @@ from neuronforge.profiles.base import RefusedStack, ServingProfile
 @cache
 def all_profiles() -> tuple[ServingProfile, ...]:
     """Every registered profile version (imported on first use: profiles import the backends)."""
-    from neuronforge.profiles import cpu, optimum_neuron, vllm_neuron
+    from neuronforge.profiles import cpu, lmi_neuronx, optimum_neuron, vllm_neuron
 
-    return (cpu.PROFILE, optimum_neuron.PROFILE, vllm_neuron.PROFILE)
+    return (cpu.PROFILE, optimum_neuron.PROFILE, vllm_neuron.PROFILE, lmi_neuronx.PROFILE)
 
 
 @cache

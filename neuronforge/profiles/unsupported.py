@@ -7,13 +7,6 @@ from neuronforge.profiles.base import RefusedStack
 
 STACKS: tuple[RefusedStack, ...] = (
     RefusedStack(
-        "lmi-neuronx",
-        "LMI (DJL Serving) loads transformers-neuronx graphs compiled by its own image's toolchain "
-        "(SDK 2.21.1, neuronx-cc 2.16.372.0); that backend is not built yet, and NxD graphs cannot stand in "
-        "for them (djl-serving removed Neuron support in 1132e3ab)",
-        "vllm-neuron",
-    ),
-    RefusedStack(
         "vllm-neuron-plugin",
         "the vLLM Neuron plugin of SDK >= 2.31 compiles with torch.compile into its own cache "
         "($VLLM_CACHE_ROOT/neuron/compile_cache), not NEFFs from the Neuron persistent cache, and runs on "

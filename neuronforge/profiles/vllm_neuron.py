@@ -401,7 +401,11 @@ class VllmNeuronProfile(ServingProfile):
 
     # -- compiling -----------------------------------------------------------------------------
     def compile_settings(
-        self, target: TargetSpec, model_type: str, quantized_dir: Path | None = None
+        self,
+        target: TargetSpec,
+        model_type: str,
+        quantized_dir: Path | None = None,
+        model_config: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """`{"neuron_config": kwargs}`: exactly what vllm-neuron builds from the launch command
         (`vllm_neuron_config` of `launch_command_flags`), i.e. its defaults for the flags merged with

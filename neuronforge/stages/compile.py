@@ -75,7 +75,7 @@ def compile_target(inp: CompileInput, store: ArtifactStore | None = None) -> Com
         flags=inp.toolchain.compiler_flags,
         timeout_s=COMPILE_TIMEOUT_S,
         work_dir=inp.work_dir,
-        settings=profile.compile_settings(target, config["model_type"], inp.quantized_dir),
+        settings=profile.compile_settings(target, config["model_type"], inp.quantized_dir, model_config=config),
         preseed=preseed,
         quantized_dir=inp.quantized_dir,
     )

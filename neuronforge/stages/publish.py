@@ -76,6 +76,8 @@ def _stage(inp: PublishInput, store: ArtifactStore, prefix: str) -> tuple[Path, 
         artifact_uri=store.uri(prefix),
         cache_uri=store.uri(layout.NEURON_CACHE),
         model_type=config.get("model_type", ""),
+        model_config=config,
+        build_dir=inp.build_dir,
     )
     outputs = profile.assemble(AssembleJob(inp.build_dir, inp.checkpoint_dir, stage, launch))
     (stage / "smoke.json").write_text(json.dumps(inp.smoke, indent=2) + "\n")

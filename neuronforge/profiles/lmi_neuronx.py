@@ -1,0 +1,608 @@
+"""Profile `lmi-neuronx`: LMI (DJL Serving) on transformers-neuronx — the last LMI Neuron image,
+`deepjavalibrary/djl-serving:0.33.0-pytorch-inf2` (serving/docker/pytorch-inf2.Dockerfile at
+djl-serving 1132e3ab~1 = afece25d, the commit before Neuron support was removed): Neuron SDK 2.21.1,
+neuronx-cc 2.16.372.0 (`2.16.372.0+4a9b2326`), transformers-neuronx 0.13.380; inf2 and trn1.
+
+What LMI does with a split model and a NEFF cache (djl-serving afece25d,
+engines/python/setup/djl_python/): `transformers_neuronx.py` `set_configs` validates the
+properties (`properties_manager/tnx_properties.py` TransformerNeuronXProperties), sets
+`batch_size = max_rolling_batch_size` when rolling batch is on, and picks continuous batching for
+llama/mistral with `max_rolling_batch_size > 1`; `neuron_utils/model_loader.py` TNXModelLoader builds
+the NeuronConfig and the `from_pretrained` keyword arguments from them, loads `<Arch>ForSampling`
+from `model_id` (`load_split_model=true`) and calls `to_neuron()`. `compiled_graph_path` decides where
+the NEFFs come from:
+- an `s3://` URI becomes `NEURON_COMPILE_CACHE_URL` (the persistent cache ROOT: libneuronxla looks in
+  `neuronxcc-<full version>/MODULE_<hlo hash>+<flags hash>/`);
+- a local directory also does, and is passed to `model.load(dir)` as well, so `to_neuron()` reads
+  `<sha256 of the HLO>[:20].neff` files from it (transformers-neuronx base.py `_load_compiled_artifacts`)
+  and never compiles — the `model.save(dir)` layout, not the cache's.
+So we publish both: the cache entries in the store's `neuron-cache/` (what an S3 store's properties
+name) and the build's `split/neff/` (what a `file://` store's properties name). `file://` URIs are
+refused by LMI (only `s3://` and local paths).
+
+The NEFFs are found only if LMI's load produces the same HLO as our compile: `compile_settings`
+derives the load FROM the rendered `serving.properties` by replaying LMI's rules (`lmi_load`), and
+`preflight` parses the published properties back and compares.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from neuronforge import layout
+from neuronforge.backends.cpu import TOKENIZER_FILES
+from neuronforge.backends.tnx import BACKEND, LOAD_FILE, NEFF_DIR, NO_INT8, TnxLoad
+from neuronforge.profiles.base import (
+    LAUNCH_DIR,
+    Artifact,
+    AssembleJob,
+    LaunchContext,
+    Pins,
+    ServingProfile,
+    read_env_file,
+    read_json,
+    tokenizer_problems,
+)
+
+if TYPE_CHECKING:
+    from neuronforge.modelconfig import ModelArch
+    from neuronforge.stores import ArtifactStore
+    from neuronforge.target import TargetSpec
+
+SDK_RELEASE = "2.21.1"
+COMPILER_VERSION = "2.16.372.0+4a9b2326"  # neuronxcc.__version__ of the 2.16.372.0 wheel
+TNX_VERSION = "0.13.380"
+LMI_IMAGE = "deepjavalibrary/djl-serving:0.33.0-pytorch-inf2"  # serving/docker/README.md at afece25d
+ENTRY_POINT = "djl_python.transformers_neuronx"
+
+_SRC = "deepjavalibrary/djl-serving afece25d (1132e3ab~1) engines/python/setup/djl_python"
+RULE_PROPS = f"{_SRC}/properties_manager/tnx_properties.py"
+RULE_CONFIGS = f"{_SRC}/transformers_neuronx.py set_configs"
+RULE_LOADER = f"{_SRC}/neuron_utils/model_loader.py TNXModelLoader"
+RULE_CACHE_PATH = f"{RULE_PROPS} compiled_path_validator; {RULE_LOADER}.maybe_compile_model"
+RULE_AUTO = "djl-serving wlm LmiConfigRecommender: rolling_batch=auto is tnx below max_rolling_batch_size 12, else vllm"
+RULE_TNX_LOAD = "aws-neuron/transformers-neuronx 0.13 (1ade6d74) base.py load / _load_compiled_artifacts"
+RULE_TNX_WEIGHTS = "aws-neuron/transformers-neuronx 0.13 (1ade6d74) module.py PretrainedModel.from_pretrained"
+
+PROPERTIES_FILE = "serving.properties"
+ENV_FILE = "lmi.env"
+CACHE_FILE = "neff-cache.json"  # the cache entries and the load the build was compiled for
+MODEL_DIR = "model"  # split/model/: config, safetensors, tokenizer
+# model_loader.py MODEL_TYPE_TO_CLS_LOADER: the architectures LMI loads with transformers-neuronx
+LMI_MODEL_TYPES = frozenset({"opt", "gpt2", "gptj", "gpt_neox", "llama", "mistral", "mixtral", "bloom"})
+CONTINUOUS_BATCHING_MODELS = frozenset({"llama", "mistral"})  # transformers_neuronx.py, OPTIMUM_CAUSALLM_...
+GQA_MODELS = frozenset({"llama", "mistral", "mixtral"})  # "K/V cache sharding for llama and mistral model types"
+DTYPE_TO_AMP = {"fp32": "f32", "fp16": "f16", "bf16": "bf16"}  # tnx_properties Dtype: amp = dtype.name
+GQA_VALUES = ("shard-over-heads", "shard-over-batch", "replicated-heads", "all-gather-heads")  # TnXGQAMethods
+# The planner's GQA strategy -> the transformers-neuronx one that lays the KV heads out the same way.
+PLANNER_GQA = {"shard-over-heads": "shard-over-heads", "replicate-to-tp": "replicated-heads"}
+ROLLING_BATCH = ("tnx", "disable")  # what this profile renders (backend_options rolling_batch)
+# Properties this profile renders or LMI needs; any other option.* may change the graphs (fuse_qkv,
+# attention_layout, neuron_optimize_level, ...) and is refused by preflight.
+KNOWN_OPTIONS = frozenset(
+    {
+        "entryPoint",
+        "model_id",
+        "model_loader",
+        "load_split_model",
+        "compiled_graph_path",
+        "rolling_batch",
+        "max_rolling_batch_size",
+        "batch_size",
+        "tensor_parallel_degree",
+        "n_positions",
+        "dtype",
+        "context_length_estimate",
+        "group_query_attention",
+        "quantize",
+        "model_loading_timeout",
+    }
+)
+S3_URI = re.compile(r"^s3://([^/]+)/([\w\W]+)")  # compiled_path_validator's own pattern
+MODULE_ENTRY = re.compile(r"MODULE_[0-9a-f]+\+[0-9a-f]{8}")
+
+
+# -- the launch <-> the transformers-neuronx load --------------------------------------------------------
+def build_context_length_estimates(n_positions: int) -> list[int]:
+    """LMI's default buckets under continuous batching (neuron_utils/utils.py, INITIAL_BUCKET_SIZE 1024)."""
+    if n_positions <= 128:
+        return [n_positions]
+    out, size = [128], 1024
+    while n_positions > size:
+        out.append(size)
+        size *= 2
+    return [*out, n_positions]
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """`serving.properties` as java.util.Properties reads a simple file: `key=value` (or `key: value`),
+    `#` / `!` comments, blanks around key and value trimmed."""
+    out = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=len(line))
+        out[line[:cut].strip()] = line[cut + 1 :].strip()
+    return out
+
+
+def env_to_properties(env: Mapping[str, str]) -> dict[str, str]:
+    """LMI's environment form of the options: `HF_MODEL_ID` is option.model_id, `OPTION_<NAME>` is
+    option.<name> lower-cased (`OPTION_ENTRYPOINT` is option.entryPoint)."""
+    out = {}
+    for key, value in env.items():
+        if key == "HF_MODEL_ID":
+            out["option.model_id"] = value
+        elif key == "OPTION_ENTRYPOINT":
+            out["option.entryPoint"] = value
+        elif key.startswith("OPTION_"):
+            out["option." + key.removeprefix("OPTION_").lower()] = value
+    return out
+
+
+def _int(props: Mapping[str, str], key: str, problems: list[str], default: int | None = None) -> int | None:
+    value = props.get(f"option.{key}")
+    if value is None:
+        if default is None:
+            problems.append(f"option.{key} is not set: LMI would pick its own smart default ({RULE_CONFIGS})")
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        problems.append(f"option.{key}={value!r} is not an integer ({RULE_PROPS})")
+        return default
+
+
+def lmi_load(props: Mapping[str, str], model_type: str) -> tuple[TnxLoad | None, list[str]]:
+    """What LMI's TNXModelLoader passes to transformers-neuronx for these `serving.properties`, and
+    why LMI would refuse them or load something other than a tnx split model."""
+    problems: list[str] = []
+    if props.get("engine") != "Python":
+        problems.append(f"engine={props.get('engine')!r}: the Neuron handlers run on engine=Python")
+    if props.get("option.entryPoint") != ENTRY_POINT:
+        problems.append(f"option.entryPoint={props.get('option.entryPoint')!r}: must be {ENTRY_POINT}")
+    loader = props.get("option.model_loader")
+    if loader != "tnx":
+        problems.append(
+            f"option.model_loader={loader!r}: a split model with a NEFF cache loads with tnx ({RULE_LOADER})"
+        )
+    if props.get("option.partition_schema") == "optimum":
+        problems.append(f"option.partition_schema=optimum is refused with model_loader=tnx ({RULE_PROPS})")
+    if str(props.get("option.load_split_model", "")).lower() != "true":
+        problems.append(
+            f"option.load_split_model must be true: model_id is a split model ({RULE_LOADER}.set_neuron_model)"
+        )
+    rolling = props.get("option.rolling_batch")
+    if rolling == "auto" or rolling is None:
+        problems.append(
+            f"option.rolling_batch={rolling!r}: its meaning depends on the batch size ({RULE_AUTO}); "
+            "state tnx or disable"
+        )
+    elif rolling not in ROLLING_BATCH:
+        problems.append(f"option.rolling_batch={rolling!r}: only tnx or disable load the tnx graphs ({RULE_PROPS})")
+    dtype = props.get("option.dtype", "fp16")  # TransformerNeuronXProperties.dtype defaults to fp16
+    amp = DTYPE_TO_AMP.get(dtype)
+    if amp is None:
+        problems.append(f"option.dtype={dtype!r}: LMI accepts {sorted(DTYPE_TO_AMP)} ({RULE_PROPS} Dtype)")
+    quantize = props.get("option.quantize")
+    if quantize not in (None, "static_int8"):
+        problems.append(
+            f"option.quantize={quantize!r}: transformers-neuronx in LMI knows only static_int8 ({RULE_PROPS})"
+        )
+    gqa = props.get("option.group_query_attention")
+    if gqa is not None and gqa not in GQA_VALUES:
+        problems.append(f"option.group_query_attention={gqa!r}: one of {list(GQA_VALUES)} ({RULE_PROPS} validate_gqa)")
+    estimate = None
+    if props.get("option.context_length_estimate"):
+        try:
+            estimate = [int(x) for x in props["option.context_length_estimate"].split(",")]
+        except ValueError:
+            problems.append(
+                f"option.context_length_estimate={props['option.context_length_estimate']!r}: comma-separated integers"
+            )
+    tp = _int(props, "tensor_parallel_degree", problems)
+    n_positions = _int(props, "n_positions", problems)
+    batch = _int(props, "batch_size", problems, default=1)
+    if rolling not in (None, "disable"):
+        if batch and batch > 1:
+            problems.append(
+                f"option.batch_size={batch} with rolling batch: LMI refuses both at once "
+                f"({RULE_PROPS} validate_batch_size)"
+            )
+        batch = _int(props, "max_rolling_batch_size", problems)
+    if problems or None in (tp, n_positions, batch, amp):
+        return None, problems
+    assert tp is not None and n_positions is not None and batch is not None and amp is not None
+    if estimate is not None and max(estimate) > n_positions:
+        problems.append(
+            f"context_length_estimate {estimate} exceeds n_positions {n_positions} ({RULE_TNX_WEIGHTS} sanity check)"
+        )
+    continuous = rolling == "tnx" and model_type in CONTINUOUS_BATCHING_MODELS and batch > 1
+    neuron_config: dict[str, Any] = {"on_device_embedding": True}  # set_on_device_embedding: load_split_model
+    if continuous:
+        neuron_config["continuous_batching"] = {"batch_size_for_shared_caches": batch}
+    if quantize == "static_int8":
+        neuron_config["quant"] = {"quant_dtype": "s8", "dequant_dtype": amp}
+    if gqa is not None:
+        neuron_config["group_query_attention"] = gqa
+    kwargs: dict[str, Any] = {"batch_size": batch, "amp": amp, "tp_degree": tp, "n_positions": n_positions}
+    if estimate is not None:
+        kwargs["context_length_estimate"] = estimate
+    if continuous:  # get_model_specific_kwargs: lists under continuous batching
+        kwargs["n_positions"] = [n_positions]
+        kwargs.setdefault("context_length_estimate", build_context_length_estimates(n_positions))
+    return TnxLoad(model_type, kwargs, neuron_config), problems
+
+
+def gqa_for(target: TargetSpec, model_config: Mapping[str, Any] | None) -> str | None:
+    """The transformers-neuronx GQA strategy for the planner's choice (None: not a GQA model type)."""
+    if model_config is None or model_config.get("model_type") not in GQA_MODELS:
+        return None
+    from neuronforge.modelconfig import ModelArch
+    from neuronforge.planner import gqa_strategy
+
+    strategy, _ = gqa_strategy(ModelArch.from_config(dict(model_config)), target.tp_degree)
+    return PLANNER_GQA.get(strategy)
+
+
+def render_properties(
+    target: TargetSpec, model_config: Mapping[str, Any] | None, model_id: str, compiled_graph_path: str
+) -> dict[str, str]:
+    """`serving.properties` for a target: every value LMI uses to build the load stated explicitly."""
+    t = target.normalized()
+    rolling = str(t.backend_options.get("rolling_batch", "tnx"))
+    props = {
+        "engine": "Python",
+        "option.entryPoint": ENTRY_POINT,
+        "option.model_id": model_id,
+        "option.model_loader": "tnx",
+        "option.load_split_model": "true",
+        "option.compiled_graph_path": compiled_graph_path,
+        "option.rolling_batch": rolling,
+        "option.tensor_parallel_degree": str(t.tp_degree),
+        "option.n_positions": str(t.sequence_length),
+        "option.dtype": t.dtype,
+        "option.context_length_estimate": ",".join(
+            map(str, t.context_encoding_buckets or build_context_length_estimates(t.context_length))
+        ),
+    }
+    props["option.max_rolling_batch_size" if rolling != "disable" else "option.batch_size"] = str(t.batch_size)
+    gqa = gqa_for(t, model_config)
+    if gqa is not None:
+        props["option.group_query_attention"] = gqa
+    if t.quantization.enabled:
+        props["option.quantize"] = "static_int8"
+    return props
+
+
+# -- the profile ---------------------------------------------------------------------------------------
+class LmiNeuronxProfile(ServingProfile):
+    name = "lmi-neuronx"
+    title = f"LMI (DJL Serving, {LMI_IMAGE}) on transformers-neuronx {TNX_VERSION}: split model + NEFF cache"
+    pins = Pins(
+        sdk_release=SDK_RELEASE, compiler_version=COMPILER_VERSION, packages={"transformers-neuronx": TNX_VERSION}
+    )
+    backend = BACKEND
+    instance_families = frozenset({"inf2", "trn1", "trn1n"})  # the pytorch-inf2 image
+    consumer_architectures = LMI_MODEL_TYPES
+    folder = "split"
+    needs_checkpoint = True
+    publishes = (
+        "split/model/: the checkpoint (config.json, safetensors, tokenizer) LMI loads with load_split_model; "
+        "split/neff/: the NEFFs in model.save layout (compiled_graph_path for local paths); the NEFF cache "
+        "entries in the store's neuron-cache/ (compiled_graph_path for s3://); launch/: serving.properties, "
+        "lmi.env, neff-cache.json"
+    )
+
+    # -- planning ------------------------------------------------------------------------------
+    def problems(self, target: TargetSpec, model_type: str | None = None) -> list[str]:
+        out = super().problems(target, model_type)
+        t = target.normalized()
+        unknown = sorted(set(t.backend_options) - {"rolling_batch"})
+        if unknown:
+            out.append(
+                f"backend_options {unknown} are not accepted by profile {self.name}; accepted: ['rolling_batch']"
+            )
+        rolling = t.backend_options.get("rolling_batch", "tnx")
+        if rolling not in ROLLING_BATCH:
+            out.append(
+                f"backend_options rolling_batch={rolling!r}: tnx (rolling batch) or disable (dynamic batching); "
+                f"auto depends on the batch size ({RULE_AUTO}) and vllm loads no tnx graphs"
+            )
+        if t.token_generation_buckets:
+            out.append(
+                "token_generation_buckets cannot be expressed in LMI: it passes n_positions as one value "
+                f"({RULE_LOADER}.get_model_specific_kwargs); leave them unset"
+            )
+        if t.context_encoding_buckets and t.context_encoding_buckets[-1] > t.context_length:
+            out.append("context_encoding_buckets exceed max_context_length")
+        if t.logical_nc_config != t.instance.default_lnc:
+            out.append(f"logical_nc_config={t.logical_nc_config}: transformers-neuronx runs at the instance's default")
+        q = t.quantization
+        if q.enabled:
+            if q.dtype != "int8" or q.method != "per_channel_symmetric":
+                out.append(
+                    f"quantization {q.slug}: LMI's only quantization is option.quantize=static_int8, which "
+                    "transformers-neuronx applies at load as int8 per output channel (QuantizationConfig "
+                    f"vector_dynamic, absmax/127; {RULE_PROPS}); use int8:per_channel"
+                )
+            if set(q.modules_to_not_convert) != {"lm_head"}:
+                out.append(
+                    f"modules_to_not_convert {list(q.modules_to_not_convert)}: LMI cannot pass a no_quantize_list; "
+                    "transformers-neuronx quantizes every attention and MLP weight and never lm_head"
+                )
+            if model_type in NO_INT8:
+                out.append(f"{model_type}: transformers-neuronx 0.13 has no int8 support for it (NotImplementedError)")
+        return out
+
+    def arch_problems(self, target: TargetSpec, arch: ModelArch) -> list[str]:
+        from neuronforge.planner import gqa_strategy
+
+        strategy, _ = gqa_strategy(arch, target.tp_degree)
+        if arch.model_type in GQA_MODELS and strategy not in PLANNER_GQA:
+            return [
+                f"{arch.num_kv_heads} kv heads neither divide nor are divided by tp={target.tp_degree}: "
+                f"transformers-neuronx's GQA strategies ({', '.join(GQA_VALUES)}) cannot lay them out as the plan "
+                "assumes; choose a tp that divides or is a multiple of the kv heads"
+            ]
+        return []
+
+    # -- compiling -----------------------------------------------------------------------------
+    def compile_settings(
+        self,
+        target: TargetSpec,
+        model_type: str,
+        quantized_dir: Path | None = None,
+        model_config: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """`{"tnx": TnxLoad}`: the load LMI builds from the properties we publish (`lmi_load`)."""
+        props = render_properties(target, model_config, "/opt/ml/model", "/opt/ml/neff")
+        load, problems = lmi_load(props, model_type)
+        if load is None:
+            from neuronforge.errors import InvalidInput
+
+            raise InvalidInput(f"profile {self.ref}: LMI would not load {target.slug}: " + "; ".join(problems))
+        return {"tnx": load}
+
+    # -- publishing ----------------------------------------------------------------------------
+    def assemble_model(self, job: AssembleJob, dest: Path) -> None:
+        """split/model/: the checkpoint's config, weights and tokenizer (unquantized: static_int8
+        quantizes at load); split/neff/: the build's NEFFs in `model.save` layout."""
+        assert job.checkpoint_dir is not None, "lmi-neuronx publishes the checkpoint (needs_checkpoint)"
+        model = dest / MODEL_DIR
+        model.mkdir(parents=True)
+        for src in sorted(job.checkpoint_dir.iterdir()):
+            if src.is_file() and (
+                src.suffix == ".safetensors"
+                or src.name
+                in ("config.json", "model.safetensors.index.json", "generation_config.json", *TOKENIZER_FILES)
+            ):
+                shutil.copyfile(src, model / src.name)
+        if (job.build_dir / NEFF_DIR).is_dir():
+            shutil.copytree(job.build_dir / NEFF_DIR, dest / NEFF_DIR)
+
+    def assemble(self, job: AssembleJob) -> dict[str, str]:
+        outputs = super().assemble(job)
+        outputs["neff_cache"] = f"{LAUNCH_DIR}/{CACHE_FILE}"
+        outputs[self.folder] = f"{self.folder}/{MODEL_DIR}"  # what option.model_id names
+        return outputs
+
+    def _locations(self, ctx: LaunchContext) -> tuple[str, str, str]:
+        """(model_id, compiled_graph_path, how): s3 stores by URI (the cache root), `file://` stores by
+        local path (the `model.save` folder, since LMI calls `model.load` on a local directory)."""
+        model_uri = ctx.model_uri(f"{self.folder}/{MODEL_DIR}")
+        if model_uri.startswith("s3://"):
+            return model_uri, ctx.cache_uri, "s3"
+        local = model_uri.removeprefix("file://")
+        return local, ctx.model_uri(f"{self.folder}/{NEFF_DIR}").removeprefix("file://"), "local"
+
+    def launch_spec(self, ctx: LaunchContext) -> dict[str, str]:
+        """`serving.properties` and `lmi.env` (the same options; NEURON_CC_FLAGS when the build used
+        flags, since they name every cache entry), and `neff-cache.json`: the compiled_graph_path, the
+        cache entries the graphs are in, and the load they were compiled for."""
+        assert ctx.build_dir is not None, "the LMI launch names the build's cache entries"
+        t = ctx.target.normalized()
+        model_id, graphs, how = self._locations(ctx)
+        props = render_properties(t, ctx.model_config, model_id, graphs)
+        record = json.loads((ctx.build_dir / LOAD_FILE).read_text())
+        cache = {
+            "compiled_graph_path": graphs,
+            "kind": "neuron-compile-cache" if how == "s3" else "model.save",
+            "cache_root": ctx.cache_uri,
+            "compiler_dir": layout.compiler_dir(ctx.toolchain.compiler, ctx.toolchain.compiler_version),
+            "entries": sorted(record.get("cache_entries", [])),
+            "neuron_cc_flags": record.get("neuron_cc_flags", ""),
+            "load": TnxLoad.from_json(record).to_json(),
+        }
+        where = (
+            "# compiled_graph_path is the store's compile-cache ROOT (libneuronxla adds neuronxcc-<version>/).\n"
+            if how == "s3"
+            else "# A file:// store: LMI takes only s3:// URIs and local paths, so model_id and compiled_graph_path\n"
+            "# are paths on this machine; compiled_graph_path is the NEFFs in model.save layout (LMI calls\n"
+            "# model.load on a local directory).\n"
+        )
+        header = (
+            f"# {ctx.model_type or 'model'} for {t.slug}, built by neuronforge ({self.ref}).\n"
+            f"# Serve with {LMI_IMAGE} (Neuron SDK {SDK_RELEASE}, neuronx-cc {COMPILER_VERSION},\n"
+            f"# transformers-neuronx {TNX_VERSION}) on {t.instance.family} with >= {t.tp_degree} NeuronCores.\n"
+            + where
+            + "# Every value below decides the compiled graphs: change one and LMI compiles at start-up.\n"
+        )
+        flags = cache["neuron_cc_flags"]
+        props_text = header + "".join(f"{k}={v}\n" for k, v in props.items())
+        env = {"HF_MODEL_ID": props["option.model_id"]}
+        env.update(
+            {
+                f"OPTION_{k.removeprefix('option.').upper()}": v
+                for k, v in props.items()
+                if k.startswith("option.") and k != "option.model_id"
+            }
+        )
+        if flags:
+            env["NEURON_CC_FLAGS"] = flags
+        env_text = (
+            header
+            + "# The same as serving.properties, for `docker run --env-file`.\n"
+            + "".join(f"{k}={v}\n" for k, v in env.items())
+        )
+        return {
+            PROPERTIES_FILE: props_text,
+            ENV_FILE: env_text,
+            CACHE_FILE: json.dumps(cache, indent=2, sort_keys=True) + "\n",
+        }
+
+    # -- preflight -------------------------------------------------------------------------------
+    def preflight(self, artifact: Artifact) -> list[str]:
+        """LMI's and transformers-neuronx's load-time rules, checked offline on the artifact: the
+        properties LMI validates, the load they produce against the load the NEFFs were compiled for,
+        the split model folder, where the NEFFs are, and the env file against the properties."""
+        launch = artifact.root / LAUNCH_DIR
+        if not (launch / PROPERTIES_FILE).is_file():
+            return [f"{LAUNCH_DIR}/{PROPERTIES_FILE}: missing (LMI reads it from the model directory)"]
+        props = parse_properties((launch / PROPERTIES_FILE).read_text())
+        cache = read_json(launch / CACHE_FILE)
+        if not isinstance(cache, dict) or not isinstance(cache.get("load"), dict):
+            return [f"{LAUNCH_DIR}/{CACHE_FILE}: missing or without the load the NEFFs were compiled for"]
+        model = artifact.root / self.folder / MODEL_DIR
+        config = read_json(model / "config.json") or {}
+        model_type = str(config.get("model_type", ""))
+        load, problems = lmi_load(props, model_type)
+        out = [f"{PROPERTIES_FILE}: {p}" for p in problems]
+        unknown = sorted(k for k in props if k.startswith("option.") and k.removeprefix("option.") not in KNOWN_OPTIONS)
+        if unknown:
+            out.append(
+                f"{PROPERTIES_FILE}: {unknown} are not options this profile compiled with; several change the "
+                f"graphs transformers-neuronx builds (NeuronConfig fields, NEURON_CC_FLAGS; "
+                f"{RULE_LOADER}.set_neuron_config)"
+            )
+        if load is not None:
+            built = cache["load"]
+            for part in ("model_type", "kwargs", "neuron_config"):
+                if load.to_json()[part] != built.get(part):
+                    out.append(
+                        f"{PROPERTIES_FILE}: LMI would load with {part} {load.to_json()[part]}, but the NEFFs were "
+                        f"compiled with {built.get(part)}: another HLO, so LMI would compile at start-up"
+                    )
+        out += self._locations_problems(artifact.root, props, cache)
+        out += self._split_model_problems(model, config)
+        out += self._cache_record_problems(artifact, cache)
+        out += self._env_problems(launch, props, cache)
+        return out
+
+    def _locations_problems(self, root: Path, props: Mapping[str, str], cache: Mapping[str, Any]) -> list[str]:
+        out = []
+        model_id = props.get("option.model_id", "")
+        graphs = props.get("option.compiled_graph_path", "")
+        for key, value in (("model_id", model_id), ("compiled_graph_path", graphs)):
+            if not (S3_URI.match(value) or value.startswith("/")):
+                out.append(
+                    f"option.{key}={value!r}: LMI reads only s3:// URIs and local paths (file:// and other "
+                    f"schemes are refused; {RULE_CACHE_PATH})"
+                )
+        if not model_id.rstrip("/").endswith(f"/{self.folder}/{MODEL_DIR}"):
+            out.append(f"option.model_id={model_id!r} does not name this artifact's {self.folder}/{MODEL_DIR}")
+        if graphs != cache.get("compiled_graph_path"):
+            out.append(f"option.compiled_graph_path={graphs!r} is not the one {CACHE_FILE} records")
+        if graphs.startswith("s3://"):
+            if graphs.rstrip("/").rsplit("/", 1)[-1].startswith("neuronxcc-"):
+                out.append(
+                    f"option.compiled_graph_path={graphs!r} names a compiler folder: it must be the cache ROOT "
+                    "(libneuronxla appends neuronxcc-<version>/ itself)"
+                )
+        elif graphs.startswith("/"):
+            neffs = sorted((root / self.folder / NEFF_DIR).glob("*.neff"))
+            if not graphs.rstrip("/").endswith(f"/{self.folder}/{NEFF_DIR}"):
+                out.append(
+                    f"option.compiled_graph_path={graphs!r} does not name this artifact's {self.folder}/{NEFF_DIR}"
+                )
+            if not neffs:
+                out.append(
+                    f"{self.folder}/{NEFF_DIR}/ holds no .neff files: with a local compiled_graph_path LMI calls "
+                    f"model.load(dir) and to_neuron() fails on the first missing NEFF ({RULE_TNX_LOAD})"
+                )
+        return out
+
+    def _split_model_problems(self, model: Path, config: Mapping[str, Any]) -> list[str]:
+        where = f"{self.folder}/{MODEL_DIR}"
+        if not config:
+            return [f"{where}/config.json: missing or not JSON (AutoConfig.from_pretrained(model_id); {RULE_CONFIGS})"]
+        out = []
+        if "neuron" in config:
+            out.append(
+                f"{where}/config.json has a 'neuron' block: LMI would read the folder as an Optimum export "
+                f"({RULE_LOADER}.set_neuron_model)"
+            )
+        if config.get("model_type") not in LMI_MODEL_TYPES:
+            out.append(
+                f"{where}: model_type {config.get('model_type')!r} has no LMI transformers-neuronx class "
+                f"({RULE_LOADER})"
+            )
+        index = read_json(model / "model.safetensors.index.json")
+        if not (model / "model.safetensors").is_file() and index is None:
+            out.append(f"{where}: no model.safetensors or model.safetensors.index.json ({RULE_TNX_WEIGHTS})")
+        if isinstance(index, dict):
+            missing = sorted({f for f in index.get("weight_map", {}).values() if not (model / f).is_file()})
+            if missing:
+                out.append(f"{where}: shards {missing} named by model.safetensors.index.json are missing")
+        return out + tokenizer_problems(model, where, f"LMI loads the tokenizer from model_id ({RULE_LOADER})")
+
+    def _cache_record_problems(self, artifact: Artifact, cache: Mapping[str, Any]) -> list[str]:
+        out = []
+        want = layout.compiler_dir("neuronxcc", COMPILER_VERSION)
+        if cache.get("compiler_dir") != want or artifact.toolchain.compiler_version != COMPILER_VERSION:
+            out.append(
+                f"{CACHE_FILE}: compiled by neuronx-cc {artifact.toolchain.compiler_version} into "
+                f"{cache.get('compiler_dir')}; {LMI_IMAGE} runs {COMPILER_VERSION} and looks in {want}/"
+            )
+        entries = cache.get("entries")
+        if not isinstance(entries, list) or not entries:
+            out.append(f"{CACHE_FILE}: lists no cache entries: LMI would find no NEFF and compile")
+        elif bad := [e for e in entries if not isinstance(e, str) or not MODULE_ENTRY.fullmatch(e)]:
+            out.append(f"{CACHE_FILE}: {bad[:3]} are not MODULE_<hash>+<flags hash> cache entries")
+        return out
+
+    def _env_problems(self, launch: Path, props: Mapping[str, str], cache: Mapping[str, Any]) -> list[str]:
+        if not (launch / ENV_FILE).is_file():
+            return [f"{LAUNCH_DIR}/{ENV_FILE}: missing"]
+        env = read_env_file(launch / ENV_FILE)
+        options = {k: v for k, v in props.items() if k.startswith("option.")}
+        out = []
+        if env_to_properties(env) != options:
+            diff = sorted(set(env_to_properties(env).items()) ^ set(options.items()))
+            out.append(f"{ENV_FILE} and {PROPERTIES_FILE} disagree on {diff[:4]}")
+        if env.get("NEURON_CC_FLAGS", "") != cache.get("neuron_cc_flags", ""):
+            out.append(
+                f"{ENV_FILE}: NEURON_CC_FLAGS={env.get('NEURON_CC_FLAGS', '')!r}, but the NEFFs were compiled with "
+                f"{cache.get('neuron_cc_flags', '')!r}: every cache entry's name carries the flags' hash"
+            )
+        return out
+
+    def store_problems(self, artifact: Artifact, store: ArtifactStore) -> list[str]:
+        """Every cache entry the NEFFs are in must be complete in the store's cache (model.done),
+        and an s3:// compiled_graph_path must be this store's cache root."""
+        from neuronforge.compile_cache import DONE
+
+        cache = read_json(artifact.root / LAUNCH_DIR / CACHE_FILE)
+        if not isinstance(cache, dict):
+            return []
+        out = []
+        graphs = str(cache.get("compiled_graph_path", ""))
+        if graphs.startswith("s3://") and graphs.rstrip("/") != store.uri(layout.NEURON_CACHE).rstrip("/"):
+            out.append(f"compiled_graph_path {graphs} is not this store's cache root {store.uri(layout.NEURON_CACHE)}")
+        prefix = f"{layout.NEURON_CACHE}/{cache.get('compiler_dir')}"
+        missing = [e for e in cache.get("entries", []) if not store.exists(f"{prefix}/{e}/{DONE}")]
+        if missing:
+            out.append(
+                f"{len(missing)} of {len(cache.get('entries', []))} NEFF cache entries are not complete in "
+                f"{store.uri(prefix)} (e.g. {missing[0]}): LMI would compile them at start-up"
+            )
+        return out
+
+
+PROFILE = LmiNeuronxProfile()
