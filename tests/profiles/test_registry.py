@@ -13,16 +13,17 @@ from neuronforge.profiles.vllm_neuron import VllmNeuronProfile
 
 
 def test_the_registry_ships_the_profiles_of_the_issue() -> None:
-    assert profile_names() == ["cpu", "optimum-neuron", "vllm-neuron"]
+    assert profile_names() == ["cpu", "optimum-neuron", "vllm-neuron", "lmi-neuronx"]
     refs = {p.ref for p in all_profiles()}
-    assert refs == {"cpu@local", "optimum-neuron@2.26.1", "vllm-neuron@2.26.1"}
-    assert neuron_queues() == ["neuron-2.26.1"]
+    assert refs == {"cpu@local", "optimum-neuron@2.26.1", "vllm-neuron@2.26.1", "lmi-neuronx@2.21.1"}
+    assert neuron_queues() == ["neuron-2.21.1", "neuron-2.26.1"]
+    # The full compiler version with its local label, as the real wheel of each SDK release reports it.
+    compilers = {"2.26.1": "2.21.33363.0+82129205", "2.21.1": "2.16.372.0+4a9b2326"}
     for p in all_profiles():
         # A folder is named for what it holds: never `optimum/` for something optimum cannot load.
-        assert p.folder in {"cpu-aoti", "optimum-neuron", "nxdi"}
+        assert p.folder in {"cpu-aoti", "optimum-neuron", "nxdi", "split"}
         if p.neuron:
-            # The full compiler version with its local label, as a real SDK 2.26.1 wheel reports it.
-            assert p.pins.compiler_version == "2.21.33363.0+82129205"
+            assert p.pins.compiler_version == compilers[p.pins.sdk_release]
             assert p.queue == f"neuron-{p.pins.sdk_release}"
         else:
             assert p.queue is None
@@ -36,7 +37,7 @@ def test_a_bare_name_is_the_newest_version_and_name_at_version_pins_one(monkeypa
     monkeypatch.setattr(registry, "all_profiles", lambda: (*registered, Newer()))
     assert get_profile("vllm-neuron").ref == "vllm-neuron@2.27.0"
     assert get_profile("vllm-neuron@2.26.1").ref == "vllm-neuron@2.26.1"
-    assert neuron_queues() == ["neuron-2.26.1", "neuron-2.27.0"]
+    assert neuron_queues() == ["neuron-2.21.1", "neuron-2.26.1", "neuron-2.27.0"]
     with pytest.raises(
         InvalidInput, match=r"has no version '2\.30\.0'; registered: vllm-neuron@2\.26\.1, vllm-neuron@2\.27\.0"
     ):
@@ -46,8 +47,7 @@ def test_a_bare_name_is_the_newest_version_and_name_at_version_pins_one(monkeypa
 @pytest.mark.parametrize(
     ("name", "text"),
     [
-        ("tensorrt", "unknown profile 'tensorrt'; known profiles: cpu, optimum-neuron, vllm-neuron"),
-        ("lmi-neuronx", "not supported: LMI (DJL Serving) loads transformers-neuronx graphs"),
+        ("tensorrt", "unknown profile 'tensorrt'; known profiles: cpu, optimum-neuron, vllm-neuron, lmi-neuronx"),
         ("vllm-neuron-plugin", "Trn2/Trn3 only; the nearest supported profile is vllm-neuron"),
         ("tgi-neuron", "pinned optimum-neuron (0.3.0)"),
     ],
@@ -64,7 +64,14 @@ def test_neuronforge_profiles_lists_the_registry(capsys) -> None:
     assert main(["profiles", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
     rows = {r["name"]: r for r in listing["profiles"]}
-    assert set(rows) == {"cpu", "optimum-neuron", "vllm-neuron"}
+    assert set(rows) == {"cpu", "optimum-neuron", "vllm-neuron", "lmi-neuronx"}
+    lmi = rows["lmi-neuronx"]
+    assert (lmi["sdk_release"], lmi["compiler_version"], lmi["backend"], lmi["queue"]) == (
+        "2.21.1",
+        "2.16.372.0+4a9b2326",
+        "tnx",
+        "neuron-2.21.1",
+    )
     optimum = rows["optimum-neuron"]
     assert (optimum["sdk_release"], optimum["compiler_version"], optimum["backend"]) == (
         "2.26.1",
@@ -73,7 +80,7 @@ def test_neuronforge_profiles_lists_the_registry(capsys) -> None:
     )
     assert optimum["instance_families"] == ["inf2", "trn1", "trn1n", "trn2"]
     assert optimum["publishes"].startswith("optimum-neuron/") and rows["vllm-neuron"]["publishes"].startswith("nxdi/")
-    assert {s["name"] for s in listing["not_supported"]} == {"lmi-neuronx", "vllm-neuron-plugin", "tgi-neuron"}
+    assert {s["name"] for s in listing["not_supported"]} == {"vllm-neuron-plugin", "tgi-neuron"}
     assert main(["profiles"]) == 0
     text = capsys.readouterr().out
     assert "vllm-neuron@2.26.1" in text and "not supported: tgi-neuron" in text

@@ -1,0 +1,431 @@
+"""Contract tests of profile `lmi-neuronx`: what LMI (DJL Serving) does with the published
+`serving.properties`, encoded from its source, and the artifact the pipeline publishes through the
+FAKE transformers-neuronx 0.13.380 (tests/fakes/neuron_sdk_2_21_1).
+
+Sources, all at djl-serving afece25d (= 1132e3ab~1, the last commit with Neuron support),
+engines/python/setup/djl_python/:
+- P = properties_manager/tnx_properties.py (TransformerNeuronXProperties: validation, amp from dtype,
+  load_in_8bit from quantize=static_int8, on_device_embedding from load_split_model);
+- C = transformers_neuronx.py set_configs (batch_size = max_rolling_batch_size under rolling batch;
+  continuous batching for llama/mistral with max_rolling_batch_size > 1);
+- L = neuron_utils/model_loader.py TNXModelLoader (set_neuron_config, get_model_specific_kwargs,
+  maybe_compile_model: model.load(dir) for a local compiled_graph_path);
+- U = neuron_utils/utils.py build_context_length_estimates.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from neuronforge.errors import InvalidInput
+from neuronforge.pipeline import run_target
+from neuronforge.profiles.base import Artifact
+from neuronforge.profiles.lmi_neuronx import (
+    PROFILE,
+    build_context_length_estimates,
+    lmi_load,
+    parse_properties,
+    render_properties,
+)
+from neuronforge.stores import open_store
+from neuronforge.target import TargetSpec
+from neuronforge.tinymodel import make_tiny_llama
+from tests.fakes import SDK_2_21_1
+from tests.profiles.edits import delete, edit_json, edit_text
+
+LLAMA = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": 128}  # fmt: skip
+
+
+def target(**kw) -> TargetSpec:
+    base = {"instance_type": "inf2.xlarge", "tp_degree": 2, "batch_size": 4, "sequence_length": 2048}
+    return TargetSpec.parse({**base, "profile": "lmi-neuronx", **kw})
+
+
+def props(t: TargetSpec, model_config: dict | None = None, **changes: str | None) -> dict[str, str]:
+    out = render_properties(t, model_config or LLAMA, "s3://b/a/split/model", "s3://b/neuron-cache")
+    for key, value in changes.items():
+        key = key if key == "engine" else f"option.{key}"
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out
+
+
+# -- what LMI loads for our properties ------------------------------------------------------------------
+def test_rolling_batch_on_llama_is_continuous_batching_with_lmis_buckets() -> None:
+    """C: batch_size = max_rolling_batch_size; llama with > 1 sequences -> continuous batching.
+    L: ContinuousBatchingConfig(batch_size_for_shared_caches), n_positions as a list, the default
+    buckets of U; P: load_split_model -> on_device_embedding; amp = Dtype name (bf16 -> bf16)."""
+    load, problems = lmi_load(props(target()), "llama")
+    assert problems == []
+    assert load.kwargs == {
+        "batch_size": 4,
+        "amp": "bf16",
+        "tp_degree": 2,
+        "n_positions": [2048],
+        "context_length_estimate": [128, 1024, 2048],
+    }
+    assert load.neuron_config == {
+        "on_device_embedding": True,
+        "continuous_batching": {"batch_size_for_shared_caches": 4},
+        "group_query_attention": "shard-over-heads",
+    }
+
+
+@pytest.mark.parametrize(
+    ("model_type", "batch", "continuous"),
+    [("llama", 4, True), ("mistral", 2, True), ("llama", 1, False), ("mixtral", 4, False), ("opt", 4, False)],
+)
+def test_continuous_batching_only_for_llama_and_mistral_with_more_than_one_sequence(
+    model_type: str, batch: int, continuous: bool
+) -> None:
+    """C: OPTIMUM_CAUSALLM_CONTINUOUS_BATCHING_MODELS = {llama, mistral}; else naive rolling batch,
+    where n_positions stays an int."""
+    load, _ = lmi_load(props(target(batch_size=batch)), model_type)
+    assert ("continuous_batching" in load.neuron_config) is continuous
+    assert load.kwargs["n_positions"] == ([2048] if continuous else 2048)
+
+
+def test_dynamic_batching_reads_batch_size_and_static_int8_quantizes_at_load() -> None:
+    """P: rolling_batch=disable keeps option.batch_size; quantize=static_int8 sets load_in_8bit, and
+    L builds QuantizationConfig(quant_dtype='s8', dequant_dtype=amp); fp16 -> amp f16."""
+    t = target(dtype="fp16", quantization="int8:per_channel", backend_options={"rolling_batch": "disable"})
+    p = props(t)
+    assert p["option.batch_size"] == "4" and "option.max_rolling_batch_size" not in p
+    assert p["option.quantize"] == "static_int8"
+    load, problems = lmi_load(p, "llama")
+    assert problems == [] and load.kwargs["batch_size"] == 4 and load.kwargs["amp"] == "f16"
+    assert load.neuron_config["quant"] == {"quant_dtype": "s8", "dequant_dtype": "f16"}
+    assert "continuous_batching" not in load.neuron_config
+
+
+def test_lmis_default_context_buckets() -> None:
+    """U build_context_length_estimates (INITIAL_BUCKET_SIZE = 1024)."""
+    assert build_context_length_estimates(64) == [64]
+    assert build_context_length_estimates(128) == [128]
+    assert build_context_length_estimates(2048) == [128, 1024, 2048]
+    assert build_context_length_estimates(4096) == [128, 1024, 2048, 4096]
+    assert build_context_length_estimates(3000) == [128, 1024, 2048, 3000]
+
+
+REFUSED = {
+    # P validate_rolling_batch + the Java LmiConfigRecommender (auto depends on the batch size)
+    "auto": ({"rolling_batch": "auto"}, "its meaning depends on the batch size"),
+    "vllm": ({"rolling_batch": "vllm"}, "only tnx or disable load the tnx graphs"),
+    # P validate_schema_loader_combination
+    "optimum schema": ({"partition_schema": "optimum"}, "partition_schema=optimum is refused with model_loader=tnx"),
+    "optimum loader": ({"model_loader": "optimum"}, "option.model_loader='optimum'"),
+    "not split": ({"load_split_model": "false"}, "option.load_split_model must be true"),
+    # P Dtype / TnXQuantizeMethods / validate_gqa
+    "fp8 dtype": ({"dtype": "fp8"}, "option.dtype='fp8'"),
+    "awq": ({"quantize": "awq"}, "knows only static_int8"),
+    "bad gqa": ({"group_query_attention": "shard-over-layers"}, "option.group_query_attention='shard-over-layers'"),
+    # P validate_batch_size
+    "both batches": ({"batch_size": "4"}, "LMI refuses both at once"),
+    # smart defaults we never rely on
+    "no n_positions": ({"n_positions": None}, "option.n_positions is not set"),
+    "bad buckets": ({"context_length_estimate": "128,x"}, "comma-separated integers"),
+    "other entry point": ({"entryPoint": "djl_python.huggingface"}, "must be djl_python.transformers_neuronx"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_properties_lmi_refuses_or_misreads_are_named(case: str) -> None:
+    changes, expected = REFUSED[case]
+    load, problems = lmi_load(props(target(), **changes), "llama")
+    assert load is None or problems
+    assert any(expected in p for p in problems), problems
+
+
+def test_properties_are_read_as_java_properties() -> None:
+    text = "# comment\n! also a comment\nengine = Python\noption.n_positions: 64\noption.model_id=s3://b/k=v\n\n"
+    assert parse_properties(text) == {"engine": "Python", "option.n_positions": "64", "option.model_id": "s3://b/k=v"}
+
+
+# -- what the planner refuses for this profile ------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("kw", "model_type", "expected"),
+    [
+        ({"quantization": "f8e4m3"}, "llama", "use int8:per_channel"),
+        ({"quantization": "int8:per_tensor"}, "llama", "use int8:per_channel"),
+        ({"quantization": "int8:per_channel"}, "gptj", "no int8 support"),
+        (
+            {"quantization": "int8:per_channel", "modules_to_not_convert": ["model.layers.0"]},
+            "llama",
+            "no_quantize_list",
+        ),
+        ({"token_generation_buckets": [1024, 2048]}, "llama", "passes n_positions as one value"),
+        ({"backend_options": {"rolling_batch": "auto"}}, "llama", "auto depends on the batch size"),
+        ({"backend_options": {"fuse_qkv": True}}, "llama", "not accepted by profile lmi-neuronx"),
+        ({"instance_type": "trn2.48xlarge", "tp_degree": 4}, "llama", "serves inf2, trn1, trn1n instances"),
+        ({}, "qwen2", "does not support qwen2"),
+    ],
+)
+def test_problems_refuse_what_lmi_cannot_load(kw: dict, model_type: str, expected: str) -> None:
+    problems = PROFILE.problems(target(**kw), model_type)
+    assert any(expected in p for p in problems), problems
+
+
+def test_a_tp_that_splits_kv_heads_unevenly_is_refused_by_the_plan() -> None:
+    """transformers-neuronx's GQA strategies replicate or shard KV heads; 3 heads over tp 2 fit neither."""
+    from neuronforge.modelconfig import ModelArch
+
+    arch = ModelArch.from_config({**LLAMA, "num_attention_heads": 6, "num_key_value_heads": 3, "hidden_size": 96})
+    assert "neither divide nor are divided by tp=2" in PROFILE.arch_problems(target(), arch)[0]
+    replicated = ModelArch.from_config({**LLAMA, "num_key_value_heads": 1})
+    assert PROFILE.arch_problems(target(), replicated) == []
+    assert props(target(), {**LLAMA, "num_key_value_heads": 1})["option.group_query_attention"] == "replicated-heads"
+
+
+def test_compile_settings_are_the_load_lmi_builds_from_the_published_properties() -> None:
+    t = target()
+    assert PROFILE.compile_settings(t, "llama", model_config=LLAMA)["tnx"] == lmi_load(props(t), "llama")[0]
+
+
+def test_settings_lmi_cannot_load_fail_before_compiling() -> None:
+    with pytest.raises(InvalidInput, match="LMI would not load"):
+        PROFILE.compile_settings(target(backend_options={"rolling_batch": "auto"}), "llama", model_config=LLAMA)
+
+
+# -- the published artifact ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def published_s3(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Iterator[tuple]:
+    """A tiny Llama built for lmi-neuronx (tp 2, 2 sequences: continuous batching) through the whole
+    pipeline, with the FAKE SDK 2.21.1 on the path, into a store on the local S3 endpoint."""
+    import boto3
+
+    from tests.conftest import _prepend_pythonpath
+
+    base = tmp_path_factory.mktemp("lmi")
+    checkpoint = make_tiny_llama(base / "tiny-llama", tokenizer=True)
+    bucket = f"nf-{uuid.uuid4().hex[:12]}"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AWS_ENDPOINT_URL", s3_endpoint)
+        for folder in reversed(SDK_2_21_1):
+            mp.syspath_prepend(str(folder))
+        _prepend_pythonpath(mp, *SDK_2_21_1)
+        mp.delitem(__import__("sys").modules, "neuronxcc", raising=False)
+        mp.setenv("FAKE_NEURON_COMPILE_LOG", str(base / "compiles.log"))
+        boto3.client("s3", endpoint_url=s3_endpoint).create_bucket(Bucket=bucket)
+        store = open_store(f"s3://{bucket}/nf")
+        t = TargetSpec.parse(
+            {
+                "instance_type": "inf2.xlarge",
+                "tp_degree": 2,
+                "batch_size": 2,
+                "sequence_length": 64,
+                "profile": "lmi-neuronx",
+            }
+        )
+        out = run_target(str(checkpoint), t, store, base / "work")
+        yield store, out, base, mp
+
+
+@pytest.fixture
+def artifact(published_s3: tuple, tmp_path: Path) -> Artifact:
+    """A fresh local copy of the published artifact, to break one rule at a time."""
+    store, out, _, _ = published_s3
+    root = tmp_path / "artifact"
+    store.get_tree(out.published.prefix, root)
+    return Artifact.from_manifest(root, out.published.manifest)
+
+
+def test_the_published_artifact_is_what_lmi_loads(published_s3: tuple, artifact: Artifact) -> None:
+    store, out, _base, _ = published_s3
+    assert out.status == "published" and out.published.manifest["smoke"]["passed"]
+    properties = parse_properties((artifact.root / "launch/serving.properties").read_text())
+    # L/P: an s3:// compiled_graph_path becomes NEURON_COMPILE_CACHE_URL: the cache ROOT
+    assert properties["option.compiled_graph_path"] == store.uri("neuron-cache")
+    assert properties["option.model_id"] == f"{store.uri(out.published.prefix)}/split/model"
+    assert properties["option.rolling_batch"] == "tnx" and properties["option.max_rolling_batch_size"] == "2"
+    cache = json.loads((artifact.root / "launch/neff-cache.json").read_text())
+    assert cache["compiler_dir"] == "neuronxcc-2.16.372.0+4a9b2326"
+    assert cache["load"]["neuron_config"]["continuous_batching"] == {"batch_size_for_shared_caches": 2}
+    for entry in cache["entries"]:  # the graphs are in the store's cache, complete
+        assert store.exists(f"neuron-cache/neuronxcc-2.16.372.0+4a9b2326/{entry}/model.done")
+    assert sorted(p.name for p in (artifact.root / "split/model").iterdir()) == [
+        "config.json",
+        "generation_config.json",
+        "model.safetensors",
+        "special_tokens_map.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+    ]
+    assert "neuron" not in json.loads((artifact.root / "split/model/config.json").read_text())
+    assert PROFILE.preflight(artifact) == []
+    assert out.published.manifest["formats"]["split"].endswith("/split/model")
+
+
+def test_lmis_own_load_through_the_published_cache_compiles_nothing(published_s3: tuple, tmp_path: Path) -> None:
+    """What LMI does at start-up, with the fake transformers-neuronx: the load replayed from the
+    published serving.properties, NEURON_COMPILE_CACHE_URL = a copy of the store's cache (what
+    compiled_graph_path names): to_neuron() finds every graph, and the fake's compile log stays empty."""
+    from neuronforge.backends.base import GenerateJob
+    from neuronforge.backends.tnx import BACKEND, TnxLoad
+    from neuronforge.compile_cache import CompileCache
+
+    store, out, base, _ = published_s3
+    root = tmp_path / "a"
+    store.get_tree(out.published.prefix, root)
+    properties = parse_properties((root / "launch/serving.properties").read_text())
+    load, problems = lmi_load(properties, "llama")
+    assert problems == []
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "tnx-load.json").write_text(json.dumps({**load.to_json(), "neuron_cc_flags": ""}))
+    shutil.copytree(root / "split/neff", build / "neff")
+    cache = CompileCache(tmp_path / "cache", "neuronxcc", "2.16.372.0+4a9b2326", store)
+    entries = json.loads((root / "launch/neff-cache.json").read_text())["entries"]
+    assert sorted(cache.preseed(entries)) == sorted(entries)
+    log = base / "compiles.log"
+    before = log.read_text() if log.exists() else ""
+    result = BACKEND.generate(GenerateJob(build, root / "split/model", "llama", [[1, 2, 3]], 4, 300, cache=cache))
+    assert result["compiled"] == [] and len(result["rows"][0]["tokens"]) == 4
+    assert (log.read_text() if log.exists() else "") == before
+    assert TnxLoad.from_json(load.to_json()) == load
+
+
+def test_verify_passes_and_names_a_missing_cache_entry(published_s3: tuple, tmp_path: Path) -> None:
+    from neuronforge.verify import verify_artifact
+
+    store, out, _, _ = published_s3
+    manifest_key = f"{out.published.prefix}/manifest.json"
+    assert verify_artifact(store, manifest_key, tmp_path / "v1").problems == []
+    entries = json.loads(store.get_bytes(f"{out.published.prefix}/launch/neff-cache.json"))["entries"]
+    done = f"neuron-cache/neuronxcc-2.16.372.0+4a9b2326/{entries[0]}/model.done"
+    data = store.get_bytes(done)
+    store.delete_prefix(done)
+    try:
+        problems = verify_artifact(store, manifest_key, tmp_path / "v2").problems
+    finally:
+        store.put_bytes(data, done)
+    assert any(
+        "NEFF cache entries are not complete" in p and "LMI would compile them at start-up" in p for p in problems
+    )
+
+
+BROKEN: dict[str, tuple[Callable[[Path], None], str]] = {
+    # P / C / L, as LMI reads the published properties
+    "auto rolling batch": (
+        edit_text("launch/serving.properties", "option.rolling_batch=tnx", "option.rolling_batch=auto"),
+        "its meaning depends on the batch size",
+    ),
+    "optimum loader": (
+        edit_text("launch/serving.properties", "option.model_loader=tnx", "option.model_loader=optimum"),
+        "option.model_loader='optimum'",
+    ),
+    "longer sequences": (
+        edit_text("launch/serving.properties", "option.n_positions=64", "option.n_positions=128"),
+        "but the NEFFs were compiled with",
+    ),
+    "another dtype": (
+        edit_text("launch/serving.properties", "option.dtype=bf16", "option.dtype=fp16"),
+        "LMI would load with kwargs",
+    ),
+    "int8 at load": (
+        edit_text("launch/serving.properties", "option.dtype=bf16", "option.dtype=bf16\noption.quantize=static_int8"),
+        "LMI would load with neuron_config",
+    ),
+    "a graph-changing option": (
+        edit_text("launch/serving.properties", "option.dtype=bf16", "option.dtype=bf16\noption.fuse_qkv=true"),
+        "['option.fuse_qkv'] are not options this profile compiled with",
+    ),
+    # L/P compiled_path_validator: s3:// or a local directory, and the cache ROOT
+    "file uri": (
+        edit_text(
+            "launch/serving.properties", "option.compiled_graph_path=s3://", "option.compiled_graph_path=file:///"
+        ),
+        "LMI reads only s3:// URIs and local paths",
+    ),
+    "compiler folder": (
+        edit_text("launch/serving.properties", "/neuron-cache\n", "/neuron-cache/neuronxcc-2.16.372.0+4a9b2326\n"),
+        "names a compiler folder: it must be the cache ROOT",
+    ),
+    # the split model folder (L set_neuron_model; transformers-neuronx module.py from_pretrained)
+    "optimum export config": (
+        edit_json("split/model/config.json", lambda d: d.update(neuron={"compiler_version": "2.16.372.0"})),
+        "LMI would read the folder as an Optimum export",
+    ),
+    "no weights": (delete("split/model/model.safetensors"), "no model.safetensors or model.safetensors.index.json"),
+    "no tokenizer": (delete("split/model/tokenizer.json"), "no tokenizer.json or tokenizer.model"),
+    "no config": (delete("split/model/config.json"), "split/model/config.json: missing"),
+    # the NEFFs
+    "no entries": (edit_json("launch/neff-cache.json", lambda d: d.update(entries=[])), "lists no cache entries"),
+    "other compiler": (
+        edit_json("launch/neff-cache.json", lambda d: d.update(compiler_dir="neuronxcc-2.21.33363.0+82129205")),
+        "runs 2.16.372.0+4a9b2326 and looks in neuronxcc-2.16.372.0+4a9b2326/",
+    ),
+    # the env form
+    "env disagrees": (
+        edit_text("launch/lmi.env", "OPTION_N_POSITIONS=64", "OPTION_N_POSITIONS=96"),
+        "lmi.env and serving.properties disagree",
+    ),
+    "env flags": (
+        edit_text("launch/lmi.env", "OPTION_DTYPE=bf16", "OPTION_DTYPE=bf16\nNEURON_CC_FLAGS=-O3"),
+        "every cache entry's name carries the flags' hash",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_each_broken_rule_is_named_by_preflight(artifact: Artifact, case: str) -> None:
+    breaks, expected = BROKEN[case]
+    breaks(artifact.root)
+    problems = PROFILE.preflight(artifact)
+    assert any(expected in p for p in problems), problems
+
+
+def test_a_file_store_names_local_paths_and_the_model_save_neffs(fake_tnx: Path, served_llama: Path, tmp_path: Path):
+    """LMI takes no file:// URIs; a local compiled_graph_path is passed to model.load(dir), which
+    reads `<hlo hash>.neff` files (transformers-neuronx base.py), so the properties name split/neff/.
+    Also: an int8 target is the unquantized split model + option.quantize=static_int8."""
+    store = open_store(f"file://{tmp_path / 'store'}")
+    t = TargetSpec.parse(
+        {
+            "instance_type": "inf2.xlarge",
+            "tp_degree": 2,
+            "sequence_length": 64,
+            "profile": "lmi-neuronx",
+            "quantization": "int8:per_channel",
+        }
+    )
+    out = run_target(str(served_llama), t, store, tmp_path / "work")
+    root = tmp_path / "store" / out.published.prefix
+    properties = parse_properties((root / "launch/serving.properties").read_text())
+    assert properties["option.model_id"] == str(root / "split/model")
+    assert properties["option.compiled_graph_path"] == str(root / "split/neff")
+    assert properties["option.quantize"] == "static_int8"
+    assert len(list((root / "split/neff").glob("*.neff"))) == len(out.published.manifest["compile"]["graphs"])
+    assert (root / "split/model/model.safetensors").read_bytes() == (served_llama / "model.safetensors").read_bytes()
+    assert PROFILE.preflight(Artifact.from_manifest(root, out.published.manifest)) == []
+    assert out.published.manifest["smoke"]["passed"]
+
+
+def test_a_load_that_would_compile_fails_the_smoke_test(fake_tnx: Path, served_llama: Path, tmp_path: Path) -> None:
+    """The smoke test loads through a cache holding only the entries the compile recorded: with
+    one missing, transformers-neuronx compiles it, and the consumer would too — the test fails."""
+    from neuronforge.backends.base import CompileJob
+    from neuronforge.backends.tnx import BACKEND
+    from neuronforge.compile_cache import CompileCache
+    from neuronforge.stages.smoke import SmokeInput, smoke_test
+
+    t = target(batch_size=1, sequence_length=64).normalized()
+    cache = CompileCache(tmp_path / "cache", "neuronxcc", "2.16.372.0+4a9b2326")
+    settings = PROFILE.compile_settings(t, "llama", model_config=json.loads((served_llama / "config.json").read_text()))
+    result = BACKEND.compile(
+        CompileJob(served_llama, "llama", t, tmp_path / "build", cache, (), 300, tmp_path, settings)
+    )
+    partial = CompileCache(tmp_path / "partial", "neuronxcc", "2.16.372.0+4a9b2326")
+    keep = result.graphs[0]["entry"]
+    shutil.copytree(cache.entry(keep), partial.entry(keep))
+    smoke = smoke_test(SmokeInput(tmp_path / "build", served_llama, "bf16", backend="tnx", cache=partial))
+    assert not smoke.passed
+    assert "graph(s) the published cache lacks" in smoke.reason and "would compile at start-up" in smoke.reason
