@@ -114,7 +114,7 @@ def test_sequence_longer_than_the_model_allows() -> None:
 
 def test_backend_that_lacks_the_architecture() -> None:
     p = plan(arch("mistralai--Mistral-7B-v0.1"), target(tp_degree=2, profile="optimum-neuron"))
-    assert failing(p)["profile"] == "profile 'optimum-neuron' does not support mistral; use profile cpu"
+    assert failing(p)["profile"] == "profile 'optimum-neuron' does not support mistral; use profile cpu or lmi-neuronx"
 
 
 def test_quantization_shrinks_weights_and_can_be_the_fix() -> None:

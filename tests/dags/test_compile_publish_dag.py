@@ -41,8 +41,10 @@ def test_dag_parses_with_routing_and_form(dag) -> None:
     # One group per queue a registered profile routes to; the SDK 2.26.1 profiles share one.
     assert {t.task_group.group_id for t in dag.tasks if t.task_group.group_id} == {
         "cpu_target",
+        "neuron_2_21_1_target",
         "neuron_2_26_1_target",
     }
+    assert tasks["neuron_2_21_1_target.compile_graphs"].queue == "neuron-2.21.1"
     neuron = "neuron_2_26_1_target"
     assert tasks["cpu_target.prepare"].queue == "default" and tasks[f"{neuron}.prepare"].queue == "neuron-2.26.1"
     for name in ("compile_graphs", "smoke"):
@@ -236,6 +238,31 @@ def test_a_quantized_target_through_the_dag(dag, compiled: Compiled, home: Path,
     assert manifest["compile"]["quantized"]["uri"].endswith("int8_per_tensor-fp32")
     assert manifest["smoke"]["passed"] and manifest["smoke"]["unquantized_agreement"] is not None
     assert [o for o in store.list("quantized") if o.key.endswith("/MANIFEST.json")]
+
+
+def test_an_lmi_target_through_the_dag_is_verified(dag, compiled: Compiled, home: Path, tmp_path: Path, fake_tnx: Path):
+    """Profile lmi-neuronx end to end in Airflow with the FAKE transformers-neuronx 0.13.380: the
+    target runs in the SDK 2.21.1 group (queue neuron-2.21.1), publishes the split model, the
+    model.save NEFFs and serving.properties, and `neuronforge verify` passes on the result."""
+    from neuronforge.cli import main
+
+    store_uri = f"file://{tmp_path / 'store'}"
+    target = {**NEURON_TARGET, "profile": "lmi-neuronx"}
+    run = dag.test(run_conf=_conf(compiled, store_uri, [target]))
+    states = _states(run)
+    assert str(run.state) == "success", states
+    assert states[("neuron_2_21_1_target.smoke", 0)] == "success"
+    assert not [k for k in states if k[0].startswith("neuron_2_26_1_target.") and k[1] >= 0]  # the other SDK's
+    store = open_store(store_uri)
+    (index,) = store.list("index")
+    manifest_key = store.read_json(index.key)["manifest"]
+    manifest = store.read_json(manifest_key)
+    assert manifest["profile"]["ref"] == "lmi-neuronx@2.21.1"
+    assert manifest["toolchain"]["packages"]["transformers-neuronx"] == "0.13.380"
+    assert manifest["formats"].keys() == {"split", "launch", "neff_cache"}
+    props = (tmp_path / "store" / manifest_key).parent.joinpath("launch/serving.properties").read_text()
+    assert "option.model_loader=tnx\n" in props and "option.load_split_model=true\n" in props
+    assert main(["verify", store.uri(manifest_key.rpartition("/")[0])]) == 0
 
 
 def test_a_target_whose_lease_is_held_waits_deferred_then_takes_over(
