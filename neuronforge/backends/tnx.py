@@ -186,6 +186,8 @@ class TnxBackend(Backend):
         load = job.settings.get("tnx")
         if not isinstance(load, TnxLoad):
             raise InvalidInput("tnx backend: the serving profile gave no load settings (settings['tnx'])")
+        # The consumer's NEURON_CC_FLAGS when the profile names them (they name every cache entry).
+        flags = tuple(str(job.settings.get("neuron_cc_flags", " ".join(job.flags))).split())
         job.out.mkdir(parents=True, exist_ok=True)
         spec_path = job.out.parent / f"{job.out.name}.tnx-compile.json"
         use, _ = _run(
@@ -193,7 +195,7 @@ class TnxBackend(Backend):
             "compile",
             _spec(load, job.checkpoint_dir, neff_dir=str(job.out / NEFF_DIR)),
             spec_path,
-            job.flags,
+            flags,
             job.timeout_s,
             f"tnx compile {job.target.slug}",
             job.preseed,
@@ -201,7 +203,7 @@ class TnxBackend(Backend):
         # The build: the load it was compiled for, plus the config and tokenizer (the weights are the
         # checkpoint's own: the profile publishes them as the split model).
         # NEURON_CC_FLAGS is part of every entry's name (`+<md5 of the flags>`): the load must use them too.
-        record = {**load.to_json(), "neuron_cc_flags": " ".join(job.flags), "cache_entries": use.used}
+        record = {**load.to_json(), "neuron_cc_flags": " ".join(flags), "cache_entries": use.used}
         (job.out / LOAD_FILE).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
         for name in ("config.json", *TOKENIZER_FILES):
             if (job.checkpoint_dir / name).exists():

@@ -51,6 +51,7 @@ from neuronforge.profiles.base import (
 
 if TYPE_CHECKING:
     from neuronforge.modelconfig import ModelArch
+    from neuronforge.request import Toolchain
     from neuronforge.stores import ArtifactStore
     from neuronforge.target import TargetSpec
 
@@ -59,6 +60,9 @@ COMPILER_VERSION = "2.16.372.0+4a9b2326"  # neuronxcc.__version__ of the 2.16.37
 TNX_VERSION = "0.13.380"
 LMI_IMAGE = "deepjavalibrary/djl-serving:0.33.0-pytorch-inf2"  # serving/docker/README.md at afece25d
 ENTRY_POINT = "djl_python.transformers_neuronx"
+# The image's `ENV NEURON_CC_FLAGS` (pytorch-inf2.Dockerfile at afece25d): LMI's load compiles — and looks
+# cache entries up, whose names carry the flags' hash — with these, so our compile uses exactly them.
+LMI_CC_FLAGS = "--logfile /tmp/compile.log --temp-dir=/tmp"
 
 _SRC = "deepjavalibrary/djl-serving afece25d (1132e3ab~1) engines/python/setup/djl_python"
 RULE_PROPS = f"{_SRC}/properties_manager/tnx_properties.py"
@@ -353,6 +357,17 @@ class LmiNeuronxProfile(ServingProfile):
             ]
         return []
 
+    def toolchain_problems(self, toolchain: Toolchain) -> list[str]:
+        out = super().toolchain_problems(toolchain)
+        flags = toolchain.compiler_flags
+        flags = flags if isinstance(flags, str) else " ".join(flags)
+        if flags.strip() and flags.split() != LMI_CC_FLAGS.split():
+            out.append(
+                f"compiler flags {flags!r}: LMI compiles and looks NEFFs up with its image's NEURON_CC_FLAGS "
+                f"{LMI_CC_FLAGS!r} (every cache entry's name carries the flags' hash); leave the flags unset"
+            )
+        return out
+
     # -- compiling -----------------------------------------------------------------------------
     def compile_settings(
         self,
@@ -368,7 +383,7 @@ class LmiNeuronxProfile(ServingProfile):
             from neuronforge.errors import InvalidInput
 
             raise InvalidInput(f"profile {self.ref}: LMI would not load {target.slug}: " + "; ".join(problems))
-        return {"tnx": load}
+        return {"tnx": load, "neuron_cc_flags": LMI_CC_FLAGS}
 
     # -- publishing ----------------------------------------------------------------------------
     def assemble_model(self, job: AssembleJob, dest: Path) -> None:
@@ -403,8 +418,7 @@ class LmiNeuronxProfile(ServingProfile):
         return local, ctx.model_uri(f"{self.folder}/{NEFF_DIR}").removeprefix("file://"), "local"
 
     def launch_spec(self, ctx: LaunchContext) -> dict[str, str]:
-        """`serving.properties` and `lmi.env` (the same options; NEURON_CC_FLAGS when the build used
-        flags, since they name every cache entry), and `neff-cache.json`: the compiled_graph_path, the
+        """`serving.properties` and `lmi.env` (the same options), and `neff-cache.json`: the compiled_graph_path, the
         cache entries the graphs are in, and the load they were compiled for."""
         assert ctx.build_dir is not None, "the LMI launch names the build's cache entries"
         t = ctx.target.normalized()
@@ -434,7 +448,6 @@ class LmiNeuronxProfile(ServingProfile):
             + where
             + "# Every value below decides the compiled graphs: change one and LMI compiles at start-up.\n"
         )
-        flags = cache["neuron_cc_flags"]
         props_text = header + "".join(f"{k}={v}\n" for k, v in props.items())
         env = {"HF_MODEL_ID": props["option.model_id"]}
         env.update(
@@ -444,11 +457,10 @@ class LmiNeuronxProfile(ServingProfile):
                 if k.startswith("option.") and k != "option.model_id"
             }
         )
-        if flags:
-            env["NEURON_CC_FLAGS"] = flags
         env_text = (
             header
-            + "# The same as serving.properties, for `docker run --env-file`.\n"
+            + "# The same as serving.properties, for `docker run --env-file` (values are taken verbatim).\n"
+            + f"# NEURON_CC_FLAGS is left to the image ({LMI_CC_FLAGS!r}): the NEFFs were compiled with it.\n"
             + "".join(f"{k}={v}\n" for k, v in env.items())
         )
         return {
@@ -576,9 +588,10 @@ class LmiNeuronxProfile(ServingProfile):
         if env_to_properties(env) != options:
             diff = sorted(set(env_to_properties(env).items()) ^ set(options.items()))
             out.append(f"{ENV_FILE} and {PROPERTIES_FILE} disagree on {diff[:4]}")
-        if env.get("NEURON_CC_FLAGS", "") != cache.get("neuron_cc_flags", ""):
+        runtime = env.get("NEURON_CC_FLAGS", LMI_CC_FLAGS)  # the image's ENV unless the env file overrides it
+        if runtime.split() != str(cache.get("neuron_cc_flags", "")).split():
             out.append(
-                f"{ENV_FILE}: NEURON_CC_FLAGS={env.get('NEURON_CC_FLAGS', '')!r}, but the NEFFs were compiled with "
+                f"LMI runs with NEURON_CC_FLAGS={runtime!r}, but the NEFFs were compiled with "
                 f"{cache.get('neuron_cc_flags', '')!r}: every cache entry's name carries the flags' hash"
             )
         return out

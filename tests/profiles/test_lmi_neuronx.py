@@ -280,7 +280,9 @@ def test_lmis_own_load_through_the_published_cache_compiles_nothing(published_s3
     assert problems == []
     build = tmp_path / "build"
     build.mkdir()
-    (build / "tnx-load.json").write_text(json.dumps({**load.to_json(), "neuron_cc_flags": ""}))
+    flags = json.loads((root / "launch/neff-cache.json").read_text())["neuron_cc_flags"]
+    assert flags == "--logfile /tmp/compile.log --temp-dir=/tmp"  # the LMI image's ENV NEURON_CC_FLAGS
+    (build / "tnx-load.json").write_text(json.dumps({**load.to_json(), "neuron_cc_flags": flags}))
     shutil.copytree(root / "split/neff", build / "neff")
     cache = CompileCache(tmp_path / "cache", "neuronxcc", "2.16.372.0+4a9b2326", store)
     entries = json.loads((root / "launch/neff-cache.json").read_text())["entries"]
@@ -368,9 +370,14 @@ BROKEN: dict[str, tuple[Callable[[Path], None], str]] = {
         edit_text("launch/lmi.env", "OPTION_N_POSITIONS=64", "OPTION_N_POSITIONS=96"),
         "lmi.env and serving.properties disagree",
     ),
+    # the image's NEURON_CC_FLAGS (pytorch-inf2.Dockerfile ENV) name every cache entry LMI looks up
     "env flags": (
         edit_text("launch/lmi.env", "OPTION_DTYPE=bf16", "OPTION_DTYPE=bf16\nNEURON_CC_FLAGS=-O3"),
-        "every cache entry's name carries the flags' hash",
+        "LMI runs with NEURON_CC_FLAGS='-O3', but the NEFFs were compiled with '--logfile /tmp/compile.log",
+    ),
+    "compiled without the image's flags": (
+        edit_json("launch/neff-cache.json", lambda d: d.update(neuron_cc_flags="")),
+        "LMI runs with NEURON_CC_FLAGS='--logfile /tmp/compile.log --temp-dir=/tmp', but the NEFFs were compiled",
     ),
 }
 

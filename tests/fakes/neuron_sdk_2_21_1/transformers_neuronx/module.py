@@ -16,6 +16,9 @@ compiler.py):
   --auto-cast=none` (when absent) + ` --execute-repetition=1`. A graph's hash covers what changes the
   real HLO: the model config (not its path), the class, n_positions, batch_size, amp, tp_degree,
   context_length_estimate and every NeuronConfig field — never the weights.
+- `save(dir)` writes one `<sha256 of the HLO>[:20].neff` per graph; after `load(dir)`, `to_neuron()`
+  reads them and never compiles (FileNotFoundError "Could not find a matching NEFF …" when one is
+  missing). GPT-J / GPT-NeoX have no serialization (an assertion, as in the real classes).
 - `sample(input_ids, sequence_length, start_ids=None, top_k=50, ...)`: refuses a batch it was not
   compiled for (`ValueError("Model not compiled for batch_size : N")`) and returns prompt + generated
   ids, `sequence_length` long. The numbers come from transformers on the CPU in the `amp` dtype; with
@@ -23,6 +26,7 @@ compiler.py):
   channel (absmax / 127) and dequantized first, as the real load does.
 """
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -125,10 +129,42 @@ class FakeSampling(PretrainedModel):
         graphs = [f"context-seqlen{c}-batch{b}" for c in contexts for b in ([1] if cb else batches)]
         return graphs + [f"token-seqlen{n}-batch{b}" for n in tokens for b in batches]
 
+    # -- serialization (base.py NeuronModelBase.save / load; NeuronBaseSerializer) ------------------
+    serializable = True  # GPT-J and GPT-NeoX are not NeuronModelBase models: no save/load
+
+    def serialization_enabled(self):
+        return self.serializable
+
+    def _neff_name(self, graph):
+        """hash_hlo: sha256 of the serialized HLO module, 20 hex + '.neff' (not the cache key)."""
+        return hashlib.sha256(b"HLO " + (self._material() + graph).encode()).hexdigest()[:20] + ".neff"
+
+    def save(self, directory, sharded_weights=False):
+        assert self.serialization_enabled(), "serialization is not enabled for this model"
+        os.makedirs(directory, exist_ok=True)
+        for graph in self._graphs():
+            Path(directory, self._neff_name(graph)).write_bytes(b"NEFF " + graph.encode())
+
+    def load(self, directory):
+        assert self.serialization_enabled(), "serialization is not enabled for this model"
+        self._compiled_artifacts_directory = directory
+
     def to_neuron(self):
         from neuronxcc import write_cache_entries
 
         self._load_weights()
+        if hasattr(self, "_compiled_artifacts_directory"):  # _load_compiled_artifacts: never compiles
+            directory = self._compiled_artifacts_directory
+            if not os.path.isdir(directory):
+                raise FileNotFoundError(f"Did not find directory: {directory}.")
+            for graph in self._graphs():
+                if not Path(directory, self._neff_name(graph)).is_file():
+                    raise FileNotFoundError(
+                        "Could not find a matching NEFF for your HLO in this directory. Ensure that the model you "
+                        "are trying to load is the same type and has the same parameters as the one you saved or "
+                        'call "save" on this model to reserialize it.'
+                    )
+            return
         flags = os.environ.get("NEURON_CC_FLAGS", "")
         for flag in ("--model-type=transformer", "--auto-cast=none"):
             if flag.split("=")[0] not in flags:

@@ -4,6 +4,8 @@ from transformers_neuronx.module import FakeSampling
 
 
 class GPTNeoXForSampling(FakeSampling):
+    serializable = False
+
     def __init__(
         self,
         config,
