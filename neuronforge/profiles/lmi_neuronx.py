@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from neuronforge import layout
 from neuronforge.backends.cpu import TOKENIZER_FILES
 from neuronforge.backends.tnx import BACKEND, LOAD_FILE, NEFF_DIR, NO_INT8, TnxLoad
+from neuronforge.errors import InvalidInput
 from neuronforge.profiles.base import (
     LAUNCH_DIR,
     Artifact,
@@ -380,8 +381,6 @@ class LmiNeuronxProfile(ServingProfile):
         props = render_properties(target, model_config, "/opt/ml/model", "/opt/ml/neff")
         load, problems = lmi_load(props, model_type)
         if load is None:
-            from neuronforge.errors import InvalidInput
-
             raise InvalidInput(f"profile {self.ref}: LMI would not load {target.slug}: " + "; ".join(problems))
         return {"tnx": load, "neuron_cc_flags": LMI_CC_FLAGS}
 
@@ -597,23 +596,31 @@ class LmiNeuronxProfile(ServingProfile):
         return out
 
     def store_problems(self, artifact: Artifact, store: ArtifactStore) -> list[str]:
-        """Every cache entry the NEFFs are in must be complete in the store's cache (model.done),
-        and an s3:// compiled_graph_path must be this store's cache root."""
+        """Every cache entry the NEFFs are in must be complete (model.done) in the compile cache the
+        artifact was published with (`cache_root` of neff-cache.json: the store's `neuron-cache/`,
+        wherever `verify` was pointed), and an s3:// compiled_graph_path must be that root."""
         from neuronforge.compile_cache import DONE
+        from neuronforge.errors import StoreError
+        from neuronforge.stores import open_store
 
         cache = read_json(artifact.root / LAUNCH_DIR / CACHE_FILE)
-        if not isinstance(cache, dict):
-            return []
-        out = []
+        if not isinstance(cache, dict) or not isinstance(cache.get("cache_root"), str):
+            return [f"{CACHE_FILE}: no cache_root: where the NEFF cache entries are is unknown"]
+        root = cache["cache_root"].rstrip("/")
         graphs = str(cache.get("compiled_graph_path", ""))
-        if graphs.startswith("s3://") and graphs.rstrip("/") != store.uri(layout.NEURON_CACHE).rstrip("/"):
-            out.append(f"compiled_graph_path {graphs} is not this store's cache root {store.uri(layout.NEURON_CACHE)}")
-        prefix = f"{layout.NEURON_CACHE}/{cache.get('compiler_dir')}"
-        missing = [e for e in cache.get("entries", []) if not store.exists(f"{prefix}/{e}/{DONE}")]
+        out = []
+        if graphs.startswith("s3://") and graphs.rstrip("/") != root:
+            out.append(f"compiled_graph_path {graphs} is not the cache root the NEFFs were published to ({root})")
+        try:
+            cache_store = open_store(root)
+            entries = [str(e) for e in cache.get("entries", [])]
+            missing = [e for e in entries if not cache_store.exists(f"{cache.get('compiler_dir')}/{e}/{DONE}")]
+        except (StoreError, InvalidInput) as exc:
+            return [*out, f"the NEFF cache {root} cannot be read: {exc}"]
         if missing:
             out.append(
-                f"{len(missing)} of {len(cache.get('entries', []))} NEFF cache entries are not complete in "
-                f"{store.uri(prefix)} (e.g. {missing[0]}): LMI would compile them at start-up"
+                f"{len(missing)} of {len(entries)} NEFF cache entries are not complete in "
+                f"{root}/{cache.get('compiler_dir')} (e.g. {missing[0]}): LMI would compile them at start-up"
             )
         return out
 
