@@ -10,6 +10,14 @@ from pathlib import Path
 Edit = Callable[[Path], None]
 
 
+def assert_named(profile, artifact, broken: dict[str, tuple[Edit, str]], case: str) -> None:
+    """Break one rule of `artifact` (`broken[case]`: the edit and the words preflight must say)."""
+    breaks, expected = broken[case]
+    breaks(artifact.root)
+    problems = profile.preflight(artifact)
+    assert any(expected in p for p in problems), problems
+
+
 def edit_json(rel: str, change: Callable[[dict], None]) -> Edit:
     def apply(root: Path) -> None:
         path = root / rel

@@ -37,7 +37,7 @@ from neuronforge.stores import open_store
 from neuronforge.target import TargetSpec
 from neuronforge.tinymodel import make_tiny_llama
 from tests.fakes import SDK_2_21_1
-from tests.profiles.edits import delete, edit_json, edit_text
+from tests.profiles.edits import assert_named, delete, edit_json, edit_text
 
 LLAMA = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
          "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": 128}  # fmt: skip
@@ -384,10 +384,7 @@ BROKEN: dict[str, tuple[Callable[[Path], None], str]] = {
 
 @pytest.mark.parametrize("case", sorted(BROKEN))
 def test_each_broken_rule_is_named_by_preflight(artifact: Artifact, case: str) -> None:
-    breaks, expected = BROKEN[case]
-    breaks(artifact.root)
-    problems = PROFILE.preflight(artifact)
-    assert any(expected in p for p in problems), problems
+    assert_named(PROFILE, artifact, BROKEN, case)
 
 
 def test_a_file_store_names_local_paths_and_the_model_save_neffs(fake_tnx: Path, served_llama: Path, tmp_path: Path):

@@ -39,7 +39,7 @@ from neuronforge.request import Toolchain
 from neuronforge.target import TargetSpec
 from neuronforge.tinymodel import make_tiny_llama
 from tests.fakes import SDK_2_26_1
-from tests.profiles.edits import delete, edit_json, edit_text
+from tests.profiles.edits import assert_named, delete, edit_json, edit_text
 
 VERSION = "2.21.33363.0+82129205"
 
@@ -402,10 +402,7 @@ BROKEN: dict[str, tuple[Callable[[Path], None], str]] = {
 
 @pytest.mark.parametrize("case", sorted(BROKEN))
 def test_each_broken_rule_is_named_by_preflight(artifact: Artifact, case: str) -> None:
-    breaks, expected = BROKEN[case]
-    breaks(artifact.root)
-    problems = PROFILE.preflight(artifact)
-    assert any(expected in p for p in problems), problems
+    assert_named(PROFILE, artifact, BROKEN, case)
 
 
 def test_file_stores_are_copied_not_served_in_place(staged: tuple[Path, TargetSpec]) -> None:

@@ -225,3 +225,45 @@ def save_pretrained_split(model, save_directory):
         names[key] = f"p{idx}.{key.replace('/', '_')}"
         torch.save(tensor, folder / names[key])
     (folder / "key_to_filename.json").write_text(json.dumps(names, indent=2))
+
+
+class DecoderSampling(FakeSampling):
+    """The keyword-only constructor Mistral, Mixtral and BLOOM share (each `<arch>/model.py` in 0.13)."""
+
+    def __init__(
+        self,
+        config,
+        *,
+        n_positions=2048,
+        batch_size=1,
+        amp="f32",
+        tp_degree=2,
+        context_length_estimate=None,
+        context_unroll=None,
+        unroll=None,
+        neuron_config=None,
+        **kwargs,
+    ):
+        self._setup(config, n_positions, batch_size, amp, tp_degree, context_length_estimate, neuron_config)
+
+
+class LegacySampling(FakeSampling):
+    """GPT-J and GPT-NeoX (0.13): positional constructor, not NeuronModelBase (no save/load), no int8."""
+
+    serializable = False
+
+    def __init__(
+        self,
+        config,
+        batch_size=1,
+        amp="f32",
+        tp_degree=2,
+        unroll=None,
+        init_n_active_tokens=None,
+        neuron_config=None,
+        n_positions=2048,
+        **kwargs,
+    ):
+        if neuron_config is not None and neuron_config.quant is not None:
+            raise NotImplementedError("Support for quantization is not yet implemented")
+        self._setup(config, n_positions, batch_size, amp, tp_degree, None, neuron_config)
