@@ -24,5 +24,5 @@ def test_demo_publishes_then_hits(compiled: Compiled, tmp_path: Path, monkeypatc
     assert "1 published artifact(s) in file://" in out and "smoke      passed" in out
     assert "tp=1: does not fit" in out and "use tp=2 (inf2.xlarge has 2 cores)" in out
     assert "ok: the files match and the consumer's load-time rules hold" in out  # neuronforge verify
-    assert "vllm-neuron@2.26.1" in out and "not supported: lmi-neuronx" in out  # neuronforge profiles
+    assert "lmi-neuronx@2.21.1" in out and "not supported: tgi-neuron" in out  # neuronforge profiles
     assert (home / "store" / "index").is_dir()

@@ -307,6 +307,7 @@ class LmiNeuronxProfile(ServingProfile):
 
     # -- planning ------------------------------------------------------------------------------
     def problems(self, target: TargetSpec, model_type: str | None = None) -> list[str]:
+        """The base checks and what LMI's properties cannot express or transformers-neuronx 0.13 cannot do."""
         out = super().problems(target, model_type)
         t = target.normalized()
         unknown = sorted(set(t.backend_options) - {"rolling_batch"})
@@ -326,9 +327,15 @@ class LmiNeuronxProfile(ServingProfile):
                 f"({RULE_LOADER}.get_model_specific_kwargs); leave them unset"
             )
         if t.context_encoding_buckets and t.context_encoding_buckets[-1] > t.context_length:
-            out.append("context_encoding_buckets exceed max_context_length")
+            out.append(
+                f"context_encoding_buckets {list(t.context_encoding_buckets)} exceed max_context_length="
+                f"{t.context_length}; drop the longer buckets (they become option.context_length_estimate)"
+            )
         if t.logical_nc_config != t.instance.default_lnc:
-            out.append(f"logical_nc_config={t.logical_nc_config}: transformers-neuronx runs at the instance's default")
+            out.append(
+                f"logical_nc_config={t.logical_nc_config}: LMI has no option for it and transformers-neuronx runs "
+                f"at the instance's default ({t.instance.default_lnc}); leave it unset"
+            )
         q = t.quantization
         if q.enabled:
             if q.dtype != "int8" or q.method != "per_channel_symmetric":
