@@ -214,6 +214,12 @@ def lmi_load(props: Mapping[str, str], model_type: str) -> tuple[TnxLoad | None,
     tp = _int(props, "tensor_parallel_degree", problems)
     n_positions = _int(props, "n_positions", problems)
     batch = _int(props, "batch_size", problems, default=1)
+    server_batch = props.get("batch_size", "1")  # the front end's dynamic batching (ModelInfo)
+    if rolling not in (None, "disable") and server_batch.isdigit() and int(server_batch) > 1:
+        problems.append(
+            f"batch_size={server_batch} (dynamic batching) makes the front end set rolling_batch=disable "
+            f"({RULE_AUTO.split(':')[0]} setRollingBatch)"
+        )
     if rolling not in (None, "disable"):
         if batch and batch > 1:
             problems.append(
@@ -277,7 +283,10 @@ def render_properties(
             map(str, t.context_encoding_buckets or build_context_length_estimates(t.context_length))
         ),
     }
-    props["option.max_rolling_batch_size" if rolling != "disable" else "option.batch_size"] = str(t.batch_size)
+    if rolling != "disable":
+        props["option.max_rolling_batch_size"] = str(t.batch_size)
+    else:  # dynamic batching: the front end batches requests (batch_size), the handler compiles for it
+        props["batch_size"] = props["option.batch_size"] = str(t.batch_size)
     gqa = gqa_for(t, model_config)
     if gqa is not None:
         props["option.group_query_attention"] = gqa

@@ -51,7 +51,7 @@ def target(**kw) -> TargetSpec:
 def props(t: TargetSpec, model_config: dict | None = None, **changes: str | None) -> dict[str, str]:
     out = render_properties(t, model_config or LLAMA, "s3://b/a/split/model", "s3://b/neuron-cache")
     for key, value in changes.items():
-        key = key if key == "engine" else f"option.{key}"
+        key = key if key == "engine" else key.removesuffix("_top") if key.endswith("_top") else f"option.{key}"
         if value is None:
             out.pop(key, None)
         else:
@@ -99,7 +99,7 @@ def test_dynamic_batching_reads_batch_size_and_static_int8_quantizes_at_load() -
     L builds QuantizationConfig(quant_dtype='s8', dequant_dtype=amp); fp16 -> amp f16."""
     t = target(dtype="fp16", quantization="int8:per_channel", backend_options={"rolling_batch": "disable"})
     p = props(t)
-    assert p["option.batch_size"] == "4" and "option.max_rolling_batch_size" not in p
+    assert p["option.batch_size"] == p["batch_size"] == "4" and "option.max_rolling_batch_size" not in p
     assert p["option.quantize"] == "static_int8"
     load, problems = lmi_load(p, "llama")
     assert problems == [] and load.kwargs["batch_size"] == 4 and load.kwargs["amp"] == "f16"
@@ -130,6 +130,8 @@ REFUSED = {
     "bad gqa": ({"group_query_attention": "shard-over-layers"}, "option.group_query_attention='shard-over-layers'"),
     # P validate_batch_size
     "both batches": ({"batch_size": "4"}, "LMI refuses both at once"),
+    # the Java LmiConfigRecommender.setRollingBatch: a server-side batch_size > 1 turns rolling batch off
+    "dynamic batching": ({"engine": "Python", "batch_size_top": "4"}, "makes the front end set rolling_batch=disable"),
     # smart defaults we never rely on
     "no n_positions": ({"n_positions": None}, "option.n_positions is not set"),
     "bad buckets": ({"context_length_estimate": "128,x"}, "comma-separated integers"),
