@@ -37,7 +37,7 @@ def cli(argv: list[str]) -> Outcome:
             code = main([str(a) for a in argv])
         except SystemExit as exc:  # argparse's own usage errors
             code = exc.code if isinstance(exc.code, int) else 2
-        except BaseException:  # noqa: BLE001 — what a user would see as a traceback
+        except BaseException:
             return Outcome(None, out.getvalue(), err.getvalue(), traceback.format_exc())
     return Outcome(code, out.getvalue(), err.getvalue())
 
