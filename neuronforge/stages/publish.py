@@ -7,7 +7,8 @@ assembles it (`neuronforge.profiles`):
 - `launch/`: the launch spec rendered from the target (env file, command line);
 - `smoke.json`: the smoke-test result;
 - `manifest.json`, written LAST: cache key, request, revision, profile (name, version, pins),
-  toolchain, flags, every file with size and sha256, the smoke result, timestamps.
+  toolchain, flags, every file with size and sha256, the outputs (`formats`, paths relative to the
+  artifact's folder, rendered as URIs of whichever store is read), the smoke result, timestamps.
 The profile's preflight (its consumer's load-time rules) runs on the staged artifact before any
 byte is uploaded. Then `index/<key>.json` is created with `put_if_absent`. Readers trust only a
 complete manifest: `lookup` follows the index to the manifest and checks every file it lists exists.
@@ -96,7 +97,6 @@ def publish(inp: PublishInput, store: ArtifactStore) -> Published:
     stage, outputs = _stage(inp, store, prefix)
     files = _file_list(stage)
     store.put_tree(stage, prefix)
-    uris = {name: store.uri(f"{prefix}/{rel}") for name, rel in outputs.items()}
     manifest = {
         "schema_version": MANIFEST_SCHEMA,
         "cache_key": inp.key,
@@ -111,7 +111,8 @@ def publish(inp: PublishInput, store: ArtifactStore) -> Published:
         "toolchain": inp.toolchain.to_json(),
         "compiler_flags": list(inp.toolchain.compiler_flags),
         "files": files,
-        "formats": uris,
+        # Store-relative (to the artifact's folder): a copied or moved store renders its own URIs.
+        "formats": dict(outputs),
         "smoke": inp.smoke,
         "compile": inp.compile,
         "neuronforge_version": neuronforge.__version__,
@@ -123,7 +124,20 @@ def publish(inp: PublishInput, store: ArtifactStore) -> Published:
     if not store.put_if_absent(json.dumps(index, indent=2).encode(), layout.index_entry(inp.key)):
         log.info("index/%s already present (published by an earlier or concurrent run)", inp.key[:12])
     shutil.rmtree(stage, ignore_errors=True)
-    return Published(inp.key, prefix, store.uri(manifest_key), uris, manifest)
+    return Published(inp.key, prefix, store.uri(manifest_key), format_uris(store, prefix, outputs), manifest)
+
+
+def format_uris(store: ArtifactStore, prefix: str, formats: dict[str, str]) -> dict[str, str]:
+    """The URIs of an artifact's outputs in the store being read. Manifests hold paths relative to
+    the artifact's folder; older ones held URIs of the store they were written to, of which the part
+    below the artifact's folder is kept — so a replicated bucket or a moved folder points at itself."""
+    out = {}
+    for name, where in formats.items():
+        rel = str(where)
+        if "://" in rel:
+            rel = rel.split(f"/{prefix}/", 1)[-1] if f"/{prefix}/" in rel else rel.rsplit("/", 1)[-1]
+        out[name] = store.uri(f"{prefix}/{rel}")
+    return out
 
 
 def _file_list(folder: Path) -> list[dict[str, Any]]:
@@ -147,7 +161,8 @@ def lookup(store: ArtifactStore, key: str) -> Published | None:
     if missing:
         log.warning("index/%s points at an incomplete artifact (%s missing); ignoring it", key[:12], missing[0])
         return None
-    return Published(key, index["prefix"], store.uri(index["manifest"]), manifest.get("formats", {}), manifest)
+    uris = format_uris(store, index["prefix"], manifest.get("formats", {}))
+    return Published(key, index["prefix"], store.uri(index["manifest"]), uris, manifest)
 
 
 def published_manifests(store: ArtifactStore) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:

@@ -263,7 +263,8 @@ def test_the_published_artifact_is_what_lmi_loads(published_s3: tuple, artifact:
     ]
     assert "neuron" not in json.loads((artifact.root / "split/model/config.json").read_text())
     assert PROFILE.preflight(artifact) == []
-    assert out.published.manifest["formats"]["split"].endswith("/split/model")
+    assert out.published.manifest["formats"]["split"] == "split/model"  # relative: the store renders it
+    assert out.published.uris["split"] == f"{store.uri(out.published.prefix)}/split/model"
 
 
 def test_lmis_own_load_through_the_published_cache_compiles_nothing(published_s3: tuple, tmp_path: Path) -> None:
