@@ -12,12 +12,49 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from neuronforge.errors import InvalidInput
 from neuronforge.leases import Lease
 from neuronforge.localcache import TreeRef
 from neuronforge.request import CompileRequest, Toolchain
 from neuronforge.source import ModelSource
 from neuronforge.stages.publish import Published
 from neuronforge.target import TargetSpec
+
+# The smoke test's limits (the DAG form's `max_new_tokens` Param has the same maximum).
+MAX_NEW_TOKENS = 256
+MAX_PROMPTS = 32
+MAX_PROMPT_CHARS = 4096
+
+
+def check_smoke_request(prompts: Any, max_new_tokens: Any, sequence_length: int | None = None) -> None:
+    """Refuse smoke-test limits that could never run (InvalidInput naming the value), so that a
+    build fails before any lease, download or compile rather than in its smoke stage."""
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
+        raise InvalidInput(
+            f"max_new_tokens must be a whole number of tokens, got {max_new_tokens!r}; "
+            f"use 1 to {MAX_NEW_TOKENS} (default 8)"
+        )
+    if not 1 <= max_new_tokens <= MAX_NEW_TOKENS:
+        raise InvalidInput(f"max_new_tokens={max_new_tokens} is out of range; use 1 to {MAX_NEW_TOKENS} (default 8)")
+    if sequence_length is not None and max_new_tokens >= sequence_length:
+        raise InvalidInput(
+            f"max_new_tokens={max_new_tokens} leaves no room for a prompt in sequence_length={sequence_length}; "
+            f"use at most {sequence_length - 1}, or a longer sequence length"
+        )
+    if prompts is None:
+        return
+    if not isinstance(prompts, (list, tuple)):
+        raise InvalidInput(f"prompts must be a list of strings, got {prompts!r}")
+    if len(prompts) > MAX_PROMPTS:
+        raise InvalidInput(f"{len(prompts)} smoke-test prompts given; use at most {MAX_PROMPTS}")
+    for i, prompt in enumerate(prompts):
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise InvalidInput(f"prompt {i + 1} is {prompt!r}; every smoke-test prompt must be non-empty text")
+        if len(prompt) > MAX_PROMPT_CHARS:
+            raise InvalidInput(
+                f"prompt {i + 1} has {len(prompt)} characters; a smoke-test prompt may have at most "
+                f"{MAX_PROMPT_CHARS} (a few words are enough)"
+            )
 
 
 class SourcePin(BaseModel):
@@ -97,6 +134,13 @@ class BuildState(BaseModel):
     compiled: CompiledRef | None = None
     smoke: dict[str, Any] | None = None
     published: PublishedRef | None = None
+
+    def __init__(self, **data: Any) -> None:
+        """A new request (CLI and DAG alike) is checked here, before any stage runs; a state read
+        back from XCom (`model_validate`) was checked when it was created."""
+        check_smoke_request(data.get("prompts"), data.get("max_new_tokens", 8))
+        super().__init__(**data)
+        check_smoke_request(self.prompts, self.max_new_tokens, self.target.sequence_length)
 
     # -- typed views -----------------------------------------------------------------------------
     def request(self) -> CompileRequest:

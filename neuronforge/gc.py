@@ -8,12 +8,18 @@ artifacts, plus every (model, compiler version) a catalog entry pins, and delete
 - a compile-cache version directory (`neuron-cache/<compiler>-<full version>/`, e.g.
   `neuronxcc-2.21.33363.0+82129205` with the compiler's local label, which LMI artifacts point
   at through `option.compiled_graph_path`) only when every artifact that version published was
-  deleted; a version that published nothing yet (a new SDK's first builds) is never touched.
+  deleted; a version that published nothing yet (a new SDK's first builds) is never touched;
+- the temporary objects of uploads that were killed midway (a file store's `.nf-tmp-*` files,
+  which no listing shows) once they are older than `TMP_GRACE_S`: an upload still running keeps
+  its temporary file's modification time fresh. The `.nf-tmp-cas-*` lock files are kept (a
+  compare-and-swap may hold one; removing it would let two writers in at once).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +32,10 @@ from neuronforge.source import ModelSource
 from neuronforge.stores.base import ArtifactStore
 
 log = logging.getLogger(__name__)
+
+TMP_PREFIX = ".nf-tmp-"  # what FileStore names an upload before its atomic rename
+TMP_LOCK_PREFIX = ".nf-tmp-cas-"  # FileStore's compare-and-swap lock files: never removed
+TMP_GRACE_S = 3600.0  # a temporary object this much older than now belongs to a dead upload
 
 
 @dataclass(frozen=True)
@@ -46,6 +56,7 @@ class GcReport:
     deleted: list[dict[str, str]] = field(default_factory=list)
     kept: int = 0
     cache_dirs_deleted: list[str] = field(default_factory=list)
+    tmp_deleted: list[dict[str, Any]] = field(default_factory=list)  # leftovers of killed uploads
     dry_run: bool = False
 
     def to_json(self) -> dict[str, Any]:
@@ -56,6 +67,7 @@ class GcReport:
             "pinned": self.pinned,
             "deleted": self.deleted,
             "cache_dirs_deleted": self.cache_dirs_deleted,
+            "tmp_deleted": self.tmp_deleted,
         }
 
 
@@ -143,7 +155,48 @@ def collect(
             log.info("gc: deleted %s (%s %s)", a.prefix, a.compiler, a.compiler_version)
     doomed = {(c, v) for c, vs in by_compiler.items() for v in vs} - in_use
     report.cache_dirs_deleted = _collect_cache_dirs(store, doomed, dry_run)
+    report.tmp_deleted = collect_tmp_objects(store, dry_run=dry_run)
     return report
+
+
+def collect_tmp_objects(
+    store: ArtifactStore, grace_s: float = TMP_GRACE_S, dry_run: bool = False, now: float | None = None
+) -> list[dict[str, Any]]:
+    """Delete the `.nf-tmp-*` files of a file store not modified for `grace_s` seconds (uploads
+    killed before their rename); returns what was (or, dry, would be) deleted. Other stores write
+    no temporary objects (S3 uploads are single requests or multipart uploads, which the bucket's
+    lifecycle rule for incomplete multipart uploads expires)."""
+    from neuronforge.stores.file import FileStore
+
+    if not isinstance(store, FileStore):
+        return []
+    now = time.time() if now is None else now
+    out: list[dict[str, Any]] = []
+    for path in sorted(store.root.rglob(f"{TMP_PREFIX}*")):
+        if path.name.startswith(TMP_LOCK_PREFIX):
+            continue
+        try:
+            st = path.stat()
+        except FileNotFoundError:  # renamed into place or removed meanwhile
+            continue
+        if not path.is_file() or now - st.st_mtime < grace_s:
+            continue
+        key = path.relative_to(store.root).as_posix()
+        age_h = (now - st.st_mtime) / 3600
+        out.append({"key": key, "bytes": st.st_size, "age_hours": round(age_h, 1)})
+        if not dry_run:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                continue
+        log.warning(
+            "gc: %s leftover of a killed upload %s (%d bytes, %.1f h old)",
+            "would delete" if dry_run else "deleted",
+            store.uri(key),
+            st.st_size,
+            age_h,
+        )
+    return out
 
 
 def _collect_cache_dirs(store: ArtifactStore, doomed: set[tuple[str, str]], dry_run: bool) -> list[str]:

@@ -9,6 +9,7 @@ table check checkpoint shapes.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,55 @@ ARCHITECTURES: dict[str, str] = {
     "smollm3": "SmolLM3ForCausalLM",
 }
 _QKV_BIAS_BY_DEFAULT = {"qwen2"}
+
+# Upper bounds on what a config.json may claim: far above any real model (the largest published
+# hidden sizes are ~2**14, layer counts ~2**7, expert counts ~2**8), low enough that the planner's
+# arithmetic stays exact and its per-layer loops stay short.
+MAX_DIM = 2**31
+MAX_LAYERS = 10_000
+MAX_EXPERTS = 4096
+
+
+def _int_field(
+    config: dict[str, Any],
+    name: str,
+    where: str,
+    *,
+    default: int | None = None,
+    minimum: int = 1,
+    maximum: int = MAX_DIM,
+) -> int:
+    """A whole number in [minimum, maximum]: an integral float (`2.0`) is accepted, a fraction, a
+    boolean, a string, NaN/infinity (`1e999` in JSON) or an out-of-range number is refused."""
+    value = config.get(name)
+    if value is None:
+        if default is None:
+            raise InvalidInput(f"{where}: required field {name!r} is missing; add it to config.json")
+        return default
+    whole: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        whole = value
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        whole = int(value)
+    if whole is None:
+        kind = type(value).__name__
+        if isinstance(value, float) and not math.isfinite(value):
+            kind = "JSON NaN, or a number too large for a float (1e999) read as infinity"
+        raise InvalidInput(f"{where}: {name} must be a whole number, got {value!r} ({kind}); fix config.json")
+    if not minimum <= whole <= maximum:
+        raise InvalidInput(
+            f"{where}: {name} = {value!r} is out of range: it must be between {minimum} and {maximum}; fix config.json"
+        )
+    return whole
+
+
+def _bool_field(config: dict[str, Any], name: str, where: str, default: bool) -> bool:
+    value = config.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{where}: {name} must be true or false, got {value!r}; fix config.json")
+    return value
 
 
 @dataclass(frozen=True)
@@ -59,38 +109,58 @@ class ModelArch:
     def from_config(cls, config: dict[str, Any], where: str = "config.json") -> ModelArch:
         model_type = config.get("model_type")
         archs = config.get("architectures") or []
-        if model_type not in ARCHITECTURES:
+        if not isinstance(model_type, str) or model_type not in ARCHITECTURES:
             known = ", ".join(sorted(ARCHITECTURES))
             raise InvalidInput(
                 f"{where}: model_type {model_type!r} (architectures {archs}) is not an architecture "
                 f"neuronforge knows; supported model types: {known}"
             )
-        try:
-            hidden = int(config["hidden_size"])
-            heads = int(config["num_attention_heads"])
-            experts = int(config.get("num_local_experts") or config.get("num_experts") or 0)
-            inter = int(config["intermediate_size"])
-            return cls(
-                model_type=model_type,
-                architecture=archs[0] if archs else ARCHITECTURES[model_type],
-                hidden_size=hidden,
-                num_layers=int(config["num_hidden_layers"]),
-                num_heads=heads,
-                num_kv_heads=int(config.get("num_key_value_heads") or heads),
-                head_dim=int(config.get("head_dim") or hidden // heads),
-                intermediate_size=inter,
-                vocab_size=int(config["vocab_size"]),
-                max_position_embeddings=int(config.get("max_position_embeddings") or 2048),
-                tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
-                qkv_bias=bool(config.get("attention_bias", model_type in _QKV_BIAS_BY_DEFAULT)),
-                num_experts=experts,
-                expert_intermediate_size=int(config.get("moe_intermediate_size") or inter),
-                torch_dtype=config.get("torch_dtype") or config.get("dtype"),
+        if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
+            raise InvalidInput(
+                f"{where}: architectures must be a list of class names, got {archs!r}; "
+                f'fix config.json (e.g. ["{ARCHITECTURES[model_type]}"])'
             )
-        except KeyError as exc:
-            raise InvalidInput(f"{where}: required field {exc.args[0]!r} is missing") from None
-        except (TypeError, ValueError) as exc:
-            raise InvalidInput(f"{where}: malformed dimension: {exc}") from None
+        hidden = _int_field(config, "hidden_size", where)
+        heads = _int_field(config, "num_attention_heads", where)
+        layers = _int_field(config, "num_hidden_layers", where, maximum=MAX_LAYERS)
+        inter = _int_field(config, "intermediate_size", where)
+        vocab = _int_field(config, "vocab_size", where)
+        kv_heads = _int_field(config, "num_key_value_heads", where, default=heads)
+        if kv_heads > heads or heads % kv_heads:
+            raise InvalidInput(
+                f"{where}: num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}; "
+                "each key/value head must serve a whole group of attention heads: fix config.json"
+            )
+        if config.get("head_dim") is None and hidden % heads:
+            raise InvalidInput(
+                f"{where}: hidden_size {hidden} is not divisible by num_attention_heads {heads} and no head_dim "
+                "is given; fix config.json (or set head_dim)"
+            )
+        head_dim = _int_field(config, "head_dim", where, default=hidden // heads)
+        max_pos = _int_field(config, "max_position_embeddings", where, default=2048)
+        experts_field = "num_local_experts" if config.get("num_local_experts") else "num_experts"
+        experts = _int_field(config, experts_field, where, default=0, minimum=0, maximum=MAX_EXPERTS)
+        expert_inter = _int_field(config, "moe_intermediate_size", where, default=inter)
+        dtype = config.get("torch_dtype") or config.get("dtype")
+        if dtype is not None and not isinstance(dtype, str):
+            raise InvalidInput(f'{where}: torch_dtype must be a string such as "bfloat16", got {dtype!r}')
+        return cls(
+            model_type=model_type,
+            architecture=archs[0] if archs else ARCHITECTURES[model_type],
+            hidden_size=hidden,
+            num_layers=layers,
+            num_heads=heads,
+            num_kv_heads=kv_heads,
+            head_dim=head_dim,
+            intermediate_size=inter,
+            vocab_size=vocab,
+            max_position_embeddings=max_pos,
+            tie_word_embeddings=_bool_field(config, "tie_word_embeddings", where, False),
+            qkv_bias=_bool_field(config, "attention_bias", where, model_type in _QKV_BIAS_BY_DEFAULT),
+            num_experts=experts,
+            expert_intermediate_size=expert_inter,
+            torch_dtype=dtype,
+        )
 
     # -- parameter tensors ----------------------------------------------------------------------
     def expected_shapes(self) -> list[tuple[re.Pattern[str], tuple[int, ...]]]:

@@ -106,38 +106,38 @@ def _tensor_bytes(name: str, shape: tuple[int, ...], dtype_bytes: int, quant: Qu
     return numel * dtype_bytes
 
 
-def _config_tensors(arch: ModelArch) -> list[tuple[str, tuple[int, ...]]]:
-    """A synthetic tensor list from the config, for weight bytes without headers (one layer's
-    tensors, repeated with the layer index so that the quantization patterns apply)."""
-    h, hd = arch.hidden_size, arch.head_dim
+def _config_tensors(arch: ModelArch) -> list[tuple[int, str, tuple[int, ...]]]:
+    """A synthetic tensor list from the config, for weight bytes without headers: (how many, name,
+    shape), one layer's tensors named with layer 0 (and expert 0) so that the quantization patterns
+    apply, counted once per layer (and expert). The list stays a few dozen rows long however many
+    layers or experts a config claims."""
+    h, hd, layers = arch.hidden_size, arch.head_dim, arch.num_layers
     q, kv = arch.num_heads * hd, arch.num_kv_heads * hd
-    out: list[tuple[str, tuple[int, ...]]] = [("model.embed_tokens.weight", (arch.vocab_size, h))]
+    out: list[tuple[int, str, tuple[int, ...]]] = [(1, "model.embed_tokens.weight", (arch.vocab_size, h))]
     if not arch.tie_word_embeddings:
-        out.append(("lm_head.weight", (arch.vocab_size, h)))
-    out.append(("model.norm.weight", (h,)))
-    for i in range(arch.num_layers):
-        p = f"model.layers.{i}."
-        out += [
-            (p + "self_attn.q_proj.weight", (q, h)),
-            (p + "self_attn.k_proj.weight", (kv, h)),
-            (p + "self_attn.v_proj.weight", (kv, h)),
-            (p + "self_attn.o_proj.weight", (h, q)),
-            (p + "input_layernorm.weight", (h,)),
-            (p + "post_attention_layernorm.weight", (h,)),
-        ]
-        if arch.qkv_bias:
-            out += [(p + "self_attn.q_proj.bias", (q,)), (p + "self_attn.k_proj.bias", (kv,))]
-            out += [(p + "self_attn.v_proj.bias", (kv,))]
-        if arch.is_moe:
-            e = arch.expert_intermediate_size
-            out.append((p + "block_sparse_moe.gate.weight", (arch.num_experts, h)))
-            for x in range(arch.num_experts):
-                ex = f"{p}block_sparse_moe.experts.{x}."
-                out += [(ex + "w1.weight", (e, h)), (ex + "w3.weight", (e, h)), (ex + "w2.weight", (h, e))]
-        else:
-            i_ = arch.intermediate_size
-            out += [(p + "mlp.gate_proj.weight", (i_, h)), (p + "mlp.up_proj.weight", (i_, h))]
-            out += [(p + "mlp.down_proj.weight", (h, i_))]
+        out.append((1, "lm_head.weight", (arch.vocab_size, h)))
+    out.append((1, "model.norm.weight", (h,)))
+    p = "model.layers.0."
+    out += [
+        (layers, p + "self_attn.q_proj.weight", (q, h)),
+        (layers, p + "self_attn.k_proj.weight", (kv, h)),
+        (layers, p + "self_attn.v_proj.weight", (kv, h)),
+        (layers, p + "self_attn.o_proj.weight", (h, q)),
+        (layers, p + "input_layernorm.weight", (h,)),
+        (layers, p + "post_attention_layernorm.weight", (h,)),
+    ]
+    if arch.qkv_bias:
+        out += [(layers, p + "self_attn.q_proj.bias", (q,)), (layers, p + "self_attn.k_proj.bias", (kv,))]
+        out += [(layers, p + "self_attn.v_proj.bias", (kv,))]
+    if arch.is_moe:
+        e, n = arch.expert_intermediate_size, layers * arch.num_experts
+        out.append((layers, p + "block_sparse_moe.gate.weight", (arch.num_experts, h)))
+        ex = f"{p}block_sparse_moe.experts.0."
+        out += [(n, ex + "w1.weight", (e, h)), (n, ex + "w3.weight", (e, h)), (n, ex + "w2.weight", (h, e))]
+    else:
+        i_ = arch.intermediate_size
+        out += [(layers, p + "mlp.gate_proj.weight", (i_, h)), (layers, p + "mlp.up_proj.weight", (i_, h))]
+        out += [(layers, p + "mlp.down_proj.weight", (h, i_))]
     return out
 
 
@@ -147,11 +147,11 @@ def weight_bytes(
     """(parameter count, bytes in HBM) for the whole model."""
     dtype_bytes = DTYPE_BYTES[dtype]
     if tensors:
-        items = [(t.name, t.shape) for t in tensors.values() if t.dtype in SAFETENSORS_DTYPES]
+        items = [(1, t.name, t.shape) for t in tensors.values() if t.dtype in SAFETENSORS_DTYPES]
     else:
         items = _config_tensors(arch)
-    params = sum(math.prod(s) for _, s in items)
-    return params, sum(_tensor_bytes(n, s, dtype_bytes, quant) for n, s in items)
+    params = sum(k * math.prod(s) for k, _, s in items)
+    return params, sum(k * _tensor_bytes(n, s, dtype_bytes, quant) for k, n, s in items)
 
 
 def gqa_strategy(arch: ModelArch, tp: int) -> tuple[str, int]:
