@@ -170,7 +170,8 @@ def expand_targets(params: dict[str, Any] | None = None) -> list[dict[str, Any]]
             target=target,
             store_uri=settings.store_uri(params.get("store")),
             prompts=list(params.get("prompts") or []),
-            max_new_tokens=int(params.get("max_new_tokens") or 8),
+            # as given: BuildState refuses 0, text or a value the sequence cannot hold (never "or 8")
+            max_new_tokens=8 if params.get("max_new_tokens") is None else params["max_new_tokens"],
         )
         states.append(state.model_dump(mode="json"))
     from operators.deployment_checks import check_deployment

@@ -60,6 +60,9 @@ CASES: dict[str, tuple[dict[str, Any], list[str]]] = {
         ["are not module names"],
     ),
     "absurd sequence length": ({"targets": [{**GOOD, "sequence_length": 10**12}]}, ["target.sequence_length"]),
+    # the smoke-test limits, as given (0 is not "the default")
+    "no tokens to generate": ({"max_new_tokens": 0}, ["max_new_tokens=0 is out of range"]),
+    "tokens as text": ({"max_new_tokens": "many"}, ["max_new_tokens"]),
 }
 
 
