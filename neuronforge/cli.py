@@ -12,6 +12,7 @@ Exit codes (a contract later tooling relies on):
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
 import sys
@@ -632,6 +633,26 @@ def main(argv: list[str] | None = None) -> int:
     except NeuronforgeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILURE
+    except OSError as exc:
+        if exc.errno not in _DISK_FIXES:
+            raise
+        print(f"error: {disk_error(exc)}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+# A disk that is full or cannot be written: one line naming the path and the fix, never a traceback.
+_DISK_FIXES = {
+    errno.ENOSPC: "free space there, or point the store / --work-dir (NEURONFORGE_HOME) at a larger disk",
+    errno.EDQUOT: "raise the quota there, or point the store / --work-dir (NEURONFORGE_HOME) elsewhere",
+    errno.EROFS: "the file system is mounted read-only: use a writable store / --work-dir (NEURONFORGE_HOME)",
+    errno.EACCES: "this user cannot write there: fix its permissions or use another store / --work-dir",
+    errno.EPERM: "this user cannot write there: fix its permissions or use another store / --work-dir",
+}
+
+
+def disk_error(exc: OSError) -> str:
+    path = exc.filename2 or exc.filename or "?"
+    return f"{exc.strerror}: {path}; {_DISK_FIXES[exc.errno]}"
 
 
 if __name__ == "__main__":
