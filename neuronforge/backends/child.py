@@ -128,3 +128,15 @@ def generation_rows(prompt_ids: list[list[int]], results: list[dict]) -> dict:
 def cache_graphs(use) -> list[dict]:
     """One record per persistent-cache entry a Neuron compile used (graph = cache entry)."""
     return [{"name": n, "entry": n, "cached": n not in use.created, "seconds": None} for n in use.used]
+
+
+def copy_served_files(checkpoint: Path, out: Path) -> None:
+    """The checkpoint's `config.json` and tokenizer into a build, for loaders that read them from the
+    compiled folder (vLLM, the HF generation adapter, LMI's split model)."""
+    import shutil
+
+    from neuronforge.backends.cpu import TOKENIZER_FILES
+
+    for name in ("config.json", *TOKENIZER_FILES):
+        if (checkpoint / name).exists():
+            shutil.copyfile(checkpoint / name, out / name)

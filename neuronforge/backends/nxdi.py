@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from neuronforge.backends.base import Backend, CompileJob, CompileResult, GenerateJob, Generation
-from neuronforge.backends.child import cache_graphs, generation_rows
+from neuronforge.backends.child import cache_graphs, copy_served_files, generation_rows
 from neuronforge.backends.nxdi_quantization import neuron_config_quantization
 from neuronforge.compile_cache import CacheUse, compile_through_cache
 from neuronforge.errors import InvalidInput
@@ -220,9 +220,6 @@ class NxdiBackend(Backend):
     reads_quantized = True
 
     def compile(self, job: CompileJob) -> CompileResult:
-        import shutil
-
-        from neuronforge.backends.cpu import TOKENIZER_FILES
 
         kwargs = job.settings.get("neuron_config") or neuron_config_kwargs(job.target, job.quantized_dir)
         use = compile_nxdi(
@@ -238,9 +235,7 @@ class NxdiBackend(Backend):
         )
         # NxD's output (neuron_config.json, model.pt, weights/) plus the HF config and tokenizer,
         # which vLLM and the HF generation adapter read from the same folder.
-        for name in ("config.json", *TOKENIZER_FILES):
-            if (job.checkpoint_dir / name).exists():
-                shutil.copyfile(job.checkpoint_dir / name, job.out / name)
+        copy_served_files(job.checkpoint_dir, job.out)
         return CompileResult(cache_graphs(use), len(use.created))
 
     def generate(self, job: GenerateJob) -> Generation:

@@ -26,14 +26,13 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import shutil
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from neuronforge.backends.base import Backend, CompileJob, CompileResult, GenerateJob, Generation
-from neuronforge.backends.child import cache_graphs, generation_rows
+from neuronforge.backends.child import cache_graphs, copy_served_files, generation_rows
 from neuronforge.compile_cache import compile_through_cache
 from neuronforge.errors import InvalidInput
 from neuronforge.toolchain import NEURON_SDK_PACKAGES
@@ -88,10 +87,6 @@ def architecture(model_type: str) -> tuple[str, str]:
             f"tnx backend: transformers-neuronx 0.13 has no *ForSampling class for model_type {model_type!r}; "
             f"supported: {', '.join(sorted(ARCHITECTURES))}"
         ) from None
-
-
-def read_load(build_dir: Path) -> TnxLoad:
-    return TnxLoad.from_json(json.loads((build_dir / LOAD_FILE).read_text()))
 
 
 def _spec(load: TnxLoad, model_path: Path, **extra: Any) -> dict[str, Any]:
@@ -181,7 +176,6 @@ class TnxBackend(Backend):
     loads_from_cache = True
 
     def compile(self, job: CompileJob) -> CompileResult:
-        from neuronforge.backends.cpu import TOKENIZER_FILES
 
         load = job.settings.get("tnx")
         if not isinstance(load, TnxLoad):
@@ -205,16 +199,14 @@ class TnxBackend(Backend):
         # NEURON_CC_FLAGS is part of every entry's name (`+<md5 of the flags>`): the load must use them too.
         record = {**load.to_json(), "neuron_cc_flags": " ".join(flags), "cache_entries": use.used}
         (job.out / LOAD_FILE).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-        for name in ("config.json", *TOKENIZER_FILES):
-            if (job.checkpoint_dir / name).exists():
-                shutil.copyfile(job.checkpoint_dir / name, job.out / name)
+        copy_served_files(job.checkpoint_dir, job.out)
         return CompileResult(cache_graphs(use), len(use.created))
 
     def generate(self, job: GenerateJob) -> Generation:
         if job.cache is None:
             raise InvalidInput("tnx backend: the smoke test needs the compile cache the consumer will read")
-        load = read_load(job.build_dir)
-        flags = tuple(json.loads((job.build_dir / LOAD_FILE).read_text()).get("neuron_cc_flags", "").split())
+        record = json.loads((job.build_dir / LOAD_FILE).read_text())
+        load, flags = TnxLoad.from_json(record), tuple(record.get("neuron_cc_flags", "").split())
         spec = _spec(load, job.checkpoint_dir, prompt_ids=job.prompt_ids, max_new_tokens=job.max_new_tokens)
         spec["batch"] = load.batch_size
         use, lines = _run(
