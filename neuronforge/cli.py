@@ -236,7 +236,7 @@ def cmd_catalog_stale(args: argparse.Namespace) -> int:
     if not catalog.ok:
         raise InvalidInput(f"catalog {catalog.path} has problems (run `neuronforge catalog check`)")
     toolchains = recompile.detect_toolchains(recompile.profiles_of(catalog), "on this machine")
-    states = recompile.find_stale(catalog, toolchains, open_store(args.store), settings.work_dir())
+    states = recompile.find_stale(catalog, toolchains, open_store(args.store, must_exist=True), settings.work_dir())
     if args.json:
         _print_json([s.to_json() for s in states])
     else:
@@ -255,7 +255,7 @@ def cmd_gc(args: argparse.Namespace) -> int:
     from neuronforge.stores import open_store
 
     catalog = check_catalog(Path(args.catalog).expanduser() if args.catalog else None)
-    report = collect(open_store(args.store), args.keep_compilers, catalog, dry_run=args.dry_run)
+    report = collect(open_store(args.store, must_exist=True), args.keep_compilers, catalog, dry_run=args.dry_run)
     if args.json:
         _print_json(report.to_json())
         return EXIT_OK
@@ -268,6 +268,8 @@ def cmd_gc(args: argparse.Namespace) -> int:
         print(f"{verb} {d['prefix']} ({d['compiler_version']})")
     for cdir in report.cache_dirs_deleted:
         print(f"{verb} compile cache {cdir}")
+    for t in report.tmp_deleted:
+        print(f"{verb} upload leftover {t['key']} ({t['bytes']} bytes, {t['age_hours']} h old)")
     print(f"{len(report.deleted)} artifact(s) {verb}, {report.kept} kept")
     return EXIT_OK
 
@@ -305,7 +307,7 @@ def cmd_cache_key(args: argparse.Namespace) -> int:
 def cmd_store_ls(args: argparse.Namespace) -> int:
     from neuronforge.stores import open_store
 
-    store = open_store(args.uri)
+    store = open_store(args.uri, must_exist=True)
     objects = store.list(args.prefix or "")
     if args.json:
         _print_json([{"key": o.key, "size": o.size, "uri": store.uri(o.key)} for o in objects])
@@ -324,8 +326,8 @@ def _open_manifest(uri: str) -> tuple[Any, str]:
     uri = uri.rstrip("/")
     root, _, name = uri.rpartition("/")
     if name == "manifest.json":
-        return open_store(root), name
-    return open_store(uri), "manifest.json"
+        return open_store(root, must_exist=True), name
+    return open_store(uri, must_exist=True), "manifest.json"
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -360,28 +362,39 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    from neuronforge.stages.publish import published_manifests
+    from neuronforge.stages.publish import incomplete_files, scan_index
     from neuronforge.stores import open_store
 
-    store = open_store(args.store)
-    rows = []
-    for _, index, m in published_manifests(store):
+    store = open_store(args.store, must_exist=True)
+    rows, skipped = [], []
+    for entry in scan_index(store):
+        if entry.problem is not None or entry.index is None or entry.manifest is None:
+            skipped.append({"index": store.uri(entry.index_key), "problem": entry.problem})
+            continue
+        m, lacking = entry.manifest, incomplete_files(store, entry.index, entry.manifest)
         rows.append(
             {
                 "cache_key": m["cache_key"],
-                "model": m["source"]["location"],
-                "revision": m["source"]["revision"],
-                "target": m["target_slug"],
-                "published_at": m["published_at"],
-                "manifest_uri": store.uri(index["manifest"]),
+                "model": str(m["source"].get("location")),
+                "revision": str(m["source"].get("revision")),
+                "target": str(m.get("target_slug", "?")),
+                "published_at": str(m.get("published_at", "?")),
+                "manifest_uri": store.uri(entry.index["manifest"]),
+                "complete": not lacking,
+                "missing_or_truncated": lacking,
             }
         )
+    for s in skipped:  # on stderr: --json's stdout stays one list of artifacts
+        print(f"warning: skipped {s['index']}: {s['problem']}", file=sys.stderr)
     if args.json:
         _print_json(rows)
-    else:
-        for r in sorted(rows, key=lambda r: r["published_at"]):
-            print(f"{r['cache_key'][:12]}  {r['published_at']}  {r['target']:<40} {r['model']}@{r['revision'][:12]}")
-        print(f"{len(rows)} published artifact(s) in {store.root_uri}")
+        return EXIT_OK
+    for r in sorted(rows, key=lambda r: r["published_at"]):
+        state = "" if r["complete"] else f"  INCOMPLETE: {len(r['missing_or_truncated'])} file(s) missing or truncated"
+        print(f"{r['cache_key'][:12]}  {r['published_at']}  {r['target']:<40} {r['model']}@{r['revision'][:12]}{state}")
+    broken = sum(not r["complete"] for r in rows)
+    tail = f" ({broken} incomplete: run neuronforge verify on them)" if broken else ""
+    print(f"{len(rows)} published artifact(s) in {store.root_uri}{tail}")
     return EXIT_OK
 
 
@@ -454,7 +467,7 @@ def cmd_cache(args: argparse.Namespace) -> int:
     from neuronforge.compile_cache import prune_store, stored_entries
     from neuronforge.stores import open_store
 
-    store = open_store(args.store)
+    store = open_store(args.store, must_exist=True)
     if args.cache_command == "prune":
         if not (args.compiler_version or args.incomplete):
             raise InvalidInput("cache prune needs --compiler-version VERSION and/or --incomplete")

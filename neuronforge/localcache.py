@@ -39,6 +39,7 @@ from neuronforge import layout
 from neuronforge.errors import StoreError
 from neuronforge.source import sha256_file
 from neuronforge.stores import ArtifactStore, NotFound
+from neuronforge.stores.base import inside
 
 log = logging.getLogger(__name__)
 MARKER = ".nf-verified"
@@ -141,7 +142,7 @@ def materialize(store: ArtifactStore, ref: TreeRef, work_dir: Path, *, deep: boo
         files = json.loads(raw)["files"]
         tmp = final.with_name(f".tmp-{ref.manifest_sha256[:16]}-{uuid.uuid4().hex[:8]}")
         try:
-            pairs = [(f"{ref.prefix}/{f['path']}", _inside(tmp, f["path"])) for f in files]
+            pairs = [(f"{ref.prefix}/{f['path']}", inside(tmp, f["path"], "manifest entry")) for f in files]
             log.info("materializing %s (%d files, %s) from the store", ref.prefix, len(files), _size(files))
             store.get_files(pairs)
             for f, (_, local) in zip(files, pairs, strict=True):
@@ -201,14 +202,6 @@ def ref_of(store: ArtifactStore, prefix: str) -> TreeRef | None:
     except NotFound:
         return None
     return TreeRef(prefix=prefix, manifest_sha256=hashlib.sha256(data).hexdigest())
-
-
-def _inside(root: Path, rel: str) -> Path:
-    """`root/rel`, refusing a manifest path that would land outside `root`."""
-    parts = rel.split("/")
-    if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
-        raise StoreError(f"refusing manifest entry {rel!r}: it would be written outside its folder")
-    return root.joinpath(*parts)
 
 
 def _size(files: list[dict[str, Any]]) -> str:

@@ -186,7 +186,10 @@ def compile_inputs(state: BuildState, ctx: Context) -> CompileInputs:
 # -- the stages ----------------------------------------------------------------------------------
 def _prepare(state: BuildState, ctx: Context) -> BuildState:
     """Pin the source, detect the toolchain, compute the key, look it up; a miss must pass the
-    planner's structural checks before anything is claimed or downloaded."""
+    planner's structural checks before anything is claimed or downloaded. The store is checked
+    first (reachable, bucket present) and, on a miss, that it takes writes: a store that cannot hold
+    the result fails in seconds, not after the download and the compile."""
+    ctx.store.probe(write=False)
     prep = prepare(state.model, state.target, ctx.work_dir, allow_pickle=state.allow_pickle)
     source, key = prep.request.source, prep.key
     update: dict[str, Any] = {"source": SourcePin.of(source), "toolchain": prep.toolchain.to_json(), "key": key}
@@ -211,6 +214,7 @@ def _prepare(state: BuildState, ctx: Context) -> BuildState:
 
             record_failure(ctx.store, key, "prepare", exc, ctx.run_id)  # for the recompile report
             raise
+        ctx.store.probe(write=True)
         log.info("no published artifact for key %s: building %s", key[:12], state.target.slug)
     return state.model_copy(update=update)
 

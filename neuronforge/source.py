@@ -89,6 +89,10 @@ class ModelSource:
         text = text.strip()
         if not text:
             raise InvalidInput("model source is empty; give org/name[@revision], s3://bucket/prefix or a path")
+        if "://" in text:
+            from neuronforge.stores.base import refuse_credentials
+
+            refuse_credentials(text, "model source")
         if text.startswith("s3://"):
             bucket, _, prefix = text[5:].partition("/")
             if len(bucket) < 3:
@@ -179,9 +183,24 @@ def listing_digest(rows: Iterable[tuple[str, int, str]]) -> str:
 def scan_folder(folder: Path, allow_pickle: bool = False) -> list[FileEntry]:
     """Size and sha256 of every checkpoint file under `folder` (see `select_checkpoint_files`)."""
     return [
-        FileEntry(rel, (folder / rel).stat().st_size, sha256_file(folder / rel))
+        FileEntry(rel, contained(folder, rel).stat().st_size, sha256_file(folder / rel))
         for rel in select_checkpoint_files(list_relative(folder), allow_pickle)
     ]
+
+
+def contained(folder: Path, rel: str) -> Path:
+    """`folder/rel`, refusing a link that leads outside `folder`: a model folder must not make
+    neuronforge read (and publish) a file from elsewhere on the host."""
+    path = folder / rel
+    target = path.resolve()
+    if not target.is_relative_to(folder.resolve()):
+        from neuronforge.errors import CheckpointError
+
+        raise CheckpointError(
+            f"{path} is a link to {target}, outside the model folder; copy the file into the folder "
+            "instead of linking to it"
+        )
+    return path
 
 
 def list_relative(folder: Path) -> list[str]:

@@ -29,6 +29,7 @@ from neuronforge.localcache import TreeRef, adopt, materialize, publish_tree, re
 from neuronforge.source import (
     FileEntry,
     ModelSource,
+    contained,
     files_digest,
     is_pickle_file,
     list_relative,
@@ -38,6 +39,7 @@ from neuronforge.source import (
 )
 from neuronforge.stages.resolve import hub_offline, hub_snapshot, local_folder, resolve_source, s3_listing, s3_revision
 from neuronforge.stores import ArtifactStore, open_store
+from neuronforge.stores.base import inside
 
 log = logging.getLogger(__name__)
 MANIFEST_SCHEMA = 1
@@ -128,7 +130,7 @@ def _download_into(source: ModelSource, staging: Path, req: FetchRequest) -> lis
     folder = local_folder(source)
     for rel in select_checkpoint_files(list_relative(folder), req.allow_pickle):
         (staging / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(folder / rel, staging / rel)
+        shutil.copyfile(contained(folder, rel), staging / rel)
     # The copy must be what was resolved: a checkpoint that changed under us is refused.
     entries = scan_folder(staging, req.allow_pickle)
     digest = files_digest(entries)
@@ -151,7 +153,7 @@ def _download_s3(source: ModelSource, staging: Path, req: FetchRequest) -> None:
             f"{source.location} changed since the run pinned it (objects added, removed or rewritten); "
             "trigger the run again to build the current checkpoint"
         )
-    open_store(source.location).get_files([(o.key, staging / o.key) for o in objects])
+    open_store(source.location).get_files([(o.key, inside(staging, o.key, "S3 object key")) for o in objects])
     if s3_revision(s3_listing(source, req.allow_pickle)) != source.resolved_revision:
         raise CheckpointError(f"{source.location} changed while it was being fetched; fetch again once it is stable")
 
@@ -184,7 +186,12 @@ def fetch(req: FetchRequest, store: ArtifactStore | None = None) -> FetchResult:
     staging = work_dir / "staging" / f"{uuid.uuid4().hex}"
     try:
         hashed = _download_into(source, staging, req)
-        verified = verify_checkpoint(staging, allow_pickle=req.allow_pickle)
+        try:
+            verified = verify_checkpoint(staging, allow_pickle=req.allow_pickle)
+        except CheckpointError as exc:
+            # name what the user gave, not this host's staging folder
+            text = str(exc).replace(str(staging), str(source)).replace(staging.name, str(source))
+            raise CheckpointError(text) from None
         # Hash once: reuse the copy's entries unless verification converted pickle weights.
         rehash = hashed is None or any(is_pickle_file(e.path) for e in hashed)
         entries = scan_folder(staging) if rehash else hashed

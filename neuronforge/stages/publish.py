@@ -165,16 +165,71 @@ def lookup(store: ArtifactStore, key: str) -> Published | None:
     return Published(key, index["prefix"], store.uri(index["manifest"]), uris, manifest)
 
 
-def published_manifests(store: ArtifactStore) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
-    """(index key, index entry, manifest) of every index entry whose manifest is readable; an entry
-    whose manifest is gone or unreadable publishes nothing and is skipped."""
+@dataclass(frozen=True)
+class IndexedArtifact:
+    """One `index/<key>.json` as found: its entry and manifest, or `problem` saying why it
+    publishes nothing (unreadable, not JSON, another kind of file, manifest gone)."""
+
+    index_key: str
+    index: dict[str, Any] | None = None
+    manifest: dict[str, Any] | None = None
+    problem: str | None = None
+
+
+# What every reader of a manifest relies on; a JSON file without them is not an artifact manifest.
+MANIFEST_SHAPE: dict[str, type] = {
+    "cache_key": str,
+    "source": dict,
+    "toolchain": dict,
+    "files": list,
+}
+
+
+def manifest_problem(manifest: Any) -> str | None:
+    """None for something shaped like an artifact manifest, else what it lacks."""
+    if not isinstance(manifest, dict):
+        return f"not an artifact manifest (a JSON {type(manifest).__name__})"
+    wrong = [k for k, kind in MANIFEST_SHAPE.items() if not isinstance(manifest.get(k), kind)]
+    if wrong:
+        return f"not an artifact manifest (no valid {', '.join(wrong)})"
+    if not all(isinstance(f, dict) and {"path", "size", "sha256"} <= f.keys() for f in manifest["files"]):
+        return "not an artifact manifest (its files are not path/size/sha256 entries)"
+    return None
+
+
+def scan_index(store: ArtifactStore) -> Iterator[IndexedArtifact]:
+    """Every index entry of the store, each either with its manifest or with the problem; nothing
+    a store holds (another JSON file, bytes that are not JSON) makes the scan fail."""
     for obj in store.list("index"):
         try:
             index = store.read_json(obj.key)
-            manifest = store.read_json(index["manifest"])
-        except (StoreError, KeyError, TypeError):
+        except StoreError as exc:
+            yield IndexedArtifact(obj.key, problem=str(exc))
             continue
-        yield obj.key, index, manifest
+        if not isinstance(index, dict) or not isinstance(index.get("manifest"), str):
+            yield IndexedArtifact(obj.key, problem="not an index entry (no manifest key)")
+            continue
+        try:
+            manifest = store.read_json(index["manifest"])
+        except StoreError as exc:
+            yield IndexedArtifact(obj.key, index, problem=f"manifest unreadable: {exc}")
+            continue
+        yield IndexedArtifact(obj.key, index, manifest, manifest_problem(manifest))
+
+
+def published_manifests(store: ArtifactStore) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(index key, index entry, manifest) of every index entry whose manifest is readable and is
+    one; any other entry publishes nothing and is skipped (`scan_index` says why)."""
+    for entry in scan_index(store):
+        if entry.problem is None and entry.index is not None and entry.manifest is not None:
+            yield entry.index_key, entry.index, entry.manifest
+
+
+def incomplete_files(store: ArtifactStore, index: dict[str, Any], manifest: dict[str, Any]) -> list[str]:
+    """The manifest's files that the store lacks or holds at another size (one listing, no
+    download: what `ls` can afford per artifact; `verify` also re-hashes)."""
+    prefix = index.get("prefix") or index["manifest"].rpartition("/")[0]
+    return verify_files(store, prefix, manifest["files"])
 
 
 def verify_manifest(store: ArtifactStore, manifest_key: str, download_to: Path | None = None) -> list[str]:

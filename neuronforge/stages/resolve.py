@@ -26,7 +26,7 @@ from neuronforge.source import (
     scan_folder,
     select_checkpoint_files,
 )
-from neuronforge.stores.base import ObjectInfo
+from neuronforge.stores.base import ObjectInfo, is_safe_relpath
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +108,16 @@ def s3_listing(source: ModelSource, allow_pickle: bool, store_kwargs: dict | Non
     from neuronforge.stores import open_store
 
     objects = {o.key: o for o in open_store(source.location, **(store_kwargs or {})).list()}
+    # Folder markers ("sub/", as the S3 console creates) hold nothing; any other key must be a path
+    # that stays inside the download folder.
+    unsafe = sorted(k for k in objects if not k.endswith("/") and not is_safe_relpath(k))
+    if unsafe:
+        raise CheckpointError(
+            f"{source.location} holds objects whose keys cannot be file names inside a folder "
+            f"({', '.join(repr(k) for k in unsafe[:3])}: a leading or doubled '/', '.' or '..' parts, or "
+            "bytes that are not UTF-8); rename or remove them, or copy the checkpoint to a clean prefix"
+        )
+    objects = {k: o for k, o in objects.items() if not k.endswith("/")}
     chosen = select_checkpoint_files(objects, allow_pickle)
     if not chosen:
         raise CheckpointError(f"{source.location} holds no checkpoint files (config.json, *.safetensors)")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from neuronforge.errors import StoreError
+from neuronforge.errors import InvalidInput, StoreError
 
 
 class NotFound(StoreError, KeyError):
@@ -47,6 +47,22 @@ def clean_key(key: str) -> str:
     if not key or any(p in ("", ".", "..") for p in parts):
         raise StoreError(f"invalid store key {key!r}")
     return key
+
+
+def is_safe_relpath(rel: str) -> bool:
+    """True for a relative '/'-path that stays inside whatever folder it is joined to: not absolute,
+    no empty, `.` or `..` parts, no NUL, and no U+FFFD (what a key that was not valid UTF-8 decodes to:
+    it names another object than the one listed)."""
+    parts = rel.split("/")
+    return bool(rel) and not any(p in ("", ".", "..") for p in parts) and "\x00" not in rel and "\ufffd" not in rel
+
+
+def inside(root: Path, rel: str, what: str = "store key") -> Path:
+    """`root/rel` for a path read from a store, a manifest or a checkpoint listing, refusing one
+    that would land outside `root` (`..`, a leading or doubled `/`) before anything is written."""
+    if not is_safe_relpath(rel):
+        raise StoreError(f"refusing {what} {rel!r}: it would be written outside {root}; remove or rename that object")
+    return root.joinpath(*rel.split("/"))
 
 
 class ArtifactStore(ABC):
@@ -109,6 +125,11 @@ class ArtifactStore(ABC):
     def get_tree(self, prefix: str, local_dir: Path) -> list[ObjectInfo]:
         """Download every object under `prefix` into `local_dir`, keeping relative paths."""
 
+    @abstractmethod
+    def probe(self, write: bool) -> None:
+        """Raise a `StoreError` naming the store and the fix unless it can be read (and, with
+        `write`, written) now: called before a run downloads or compiles anything."""
+
     # -- JSON helpers -------------------------------------------------------------------------
     def write_json(self, key: str, obj: Any) -> None:
         self.put_bytes(json.dumps(obj, indent=2, sort_keys=True).encode() + b"\n", key)
@@ -117,7 +138,7 @@ class ArtifactStore(ABC):
         data = self.get_bytes(key)
         try:
             return json.loads(data)
-        except json.JSONDecodeError as exc:
+        except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8 at all
             raise StoreError(f"{self.uri(key)} is not valid JSON: {exc}") from None
 
 
@@ -126,8 +147,11 @@ def local_files(local_dir: Path, exclude: tuple[str, ...] = ()) -> list[tuple[Pa
     if not local_dir.is_dir():
         raise StoreError(f"{local_dir} is not a folder")
     out = []
+    root = local_dir.resolve()
     for path in sorted(p for p in local_dir.rglob("*") if p.is_file()):
         rel = path.relative_to(local_dir).as_posix()
+        if path.is_symlink() and not path.resolve().is_relative_to(root):
+            raise StoreError(f"refusing to upload {path}: it is a link to {path.resolve()}, outside {local_dir}")
         if rel not in exclude:
             out.append((path, rel))
     return out
@@ -137,14 +161,35 @@ def join(prefix: str, rel: str) -> str:
     return f"{prefix.strip('/')}/{rel}" if prefix.strip("/") else rel
 
 
-def open_store(uri: str, **kwargs: Any) -> ArtifactStore:
-    """`file:///path`, `/path`, `./path` → FileStore; `s3://bucket[/prefix]` → S3Store."""
+def refuse_credentials(uri: str, what: str = "store URI") -> None:
+    """Refuse `scheme://USER:SECRET@host/...`: a secret in a URI ends up in logs, task parameters
+    and manifests. The message shows the URI with the credentials replaced by `***`."""
+    scheme, sep, rest = uri.partition("://")
+    netloc = rest.split("/", 1)[0]
+    if sep and ("@" in netloc or (scheme == "s3" and ":" in netloc)):
+        shown = f"{scheme}://***@{rest.rpartition('@')[2]}" if "@" in netloc else f"{scheme}://***/"
+        raise InvalidInput(
+            f"{what} {shown} carries credentials: neuronforge never takes secrets in a URI (they would reach "
+            "logs and manifests). Remove them and provide credentials through the Airflow connection "
+            "(aws_default) or the AWS environment (AWS_PROFILE, or AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)"
+        )
+
+
+def open_store(uri: str, *, must_exist: bool = False, **kwargs: Any) -> ArtifactStore:
+    """`file:///path`, `/path`, `./path` → FileStore; `s3://bucket[/prefix]` → S3Store.
+
+    `must_exist` is for commands that only read: a folder that does not exist is an error instead of
+    a new empty store, and an S3 bucket is checked to exist (and be reachable) before anything else."""
+    refuse_credentials(uri)
     if uri.startswith("s3://"):
         from neuronforge.stores.s3 import S3Store
 
-        return S3Store.from_uri(uri, **kwargs)
+        store = S3Store.from_uri(uri, **kwargs)
+        if must_exist:
+            store.probe(write=False)
+        return store
     if "://" in uri and not uri.startswith("file://"):
         raise StoreError(f"unsupported store URI {uri!r}; use file:///path, a local path, or s3://bucket/prefix")
     from neuronforge.stores.file import FileStore
 
-    return FileStore(Path(uri.removeprefix("file://")).expanduser())
+    return FileStore(Path(uri.removeprefix("file://")).expanduser(), create=not must_exist)

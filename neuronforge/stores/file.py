@@ -9,22 +9,43 @@ import shutil
 import uuid
 from pathlib import Path
 
-from neuronforge.stores.base import ArtifactStore, NotFound, ObjectInfo, clean_key, join, local_files
+from neuronforge.errors import StoreError
+from neuronforge.stores.base import ArtifactStore, NotFound, ObjectInfo, clean_key, inside, join, local_files
 
 _TMP = ".nf-tmp-"
 
 
 class FileStore(ArtifactStore):
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, create: bool = True) -> None:
+        """`create=False` (read-only commands): a store that does not exist is an error, so a
+        mistyped path is reported instead of silently becoming an empty new store."""
         self.root = root.resolve()
+        if not create and not self.root.is_dir():
+            raise StoreError(
+                f"store {self.root_uri} does not exist: check the path (reading a store never creates one)"
+            )
         self.root.mkdir(parents=True, exist_ok=True)
 
     @property
     def root_uri(self) -> str:
         return f"file://{self.root}"
 
+    def probe(self, write: bool) -> None:
+        """The folder exists (the constructor made it) and, with `write`, takes a file: a read-only
+        or full disk surfaces as the `OSError` naming the path (the CLI prints it in one line)."""
+        if write:
+            probe = self.root / f"{_TMP}probe-{uuid.uuid4().hex}"
+            try:
+                probe.write_bytes(b"")
+            finally:
+                probe.unlink(missing_ok=True)
+
     def _path(self, key: str) -> Path:
-        return self.root / clean_key(key)
+        path = self.root / clean_key(key)
+        # A link placed inside the store folder must not make it read or write elsewhere.
+        if not path.resolve().is_relative_to(self.root):
+            raise StoreError(f"{self.uri(key)} is a link to {path.resolve()}, outside the store; remove it")
+        return path
 
     def _tmp_beside(self, final: Path) -> Path:
         final.parent.mkdir(parents=True, exist_ok=True)
@@ -81,7 +102,8 @@ class FileStore(ArtifactStore):
             return []
         out = []
         for path in base.rglob("*"):
-            if path.is_file() and not path.name.startswith(_TMP):
+            # links (which neuronforge never writes) are not objects: they could name files elsewhere
+            if path.is_file() and not path.name.startswith(_TMP) and path.resolve().is_relative_to(self.root):
                 out.append(ObjectInfo(path.relative_to(self.root).as_posix(), path.stat().st_size))
         return sorted(out, key=lambda o: o.key)
 
@@ -139,5 +161,5 @@ class FileStore(ArtifactStore):
         objects = self.list(prefix)
         base = clean_key(prefix)
         for obj in objects:
-            self.get_file(obj.key, local_dir / obj.key[len(base) + 1 :])
+            self.get_file(obj.key, inside(local_dir, obj.key[len(base) + 1 :]))
         return objects

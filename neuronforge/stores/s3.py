@@ -12,18 +12,22 @@ Airflow operators build from an `aws_default`-style connection. Nothing here log
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
 import boto3
 from boto3.s3.transfer import TransferConfig, create_transfer_manager
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+from s3transfer.exceptions import RetriesExceededError
 
 from neuronforge.errors import StoreError
-from neuronforge.stores.base import ArtifactStore, NotFound, ObjectInfo, clean_key, join, local_files
+from neuronforge.stores.base import ArtifactStore, NotFound, ObjectInfo, clean_key, inside, join, local_files
 
 MIB = 1024 * 1024
 _CLIENTS: dict[tuple[Any, ...], Any] = {}
@@ -121,6 +125,52 @@ class S3Store(ArtifactStore):
         if _code(exc) in ("NoSuchKey", "404", "NotFound") or _status(exc) == 404:
             return NotFound(f"{self.uri(key)} does not exist")
         return StoreError(f"S3 {_code(exc) or _status(exc)} on {self.uri(key)}: {exc}")
+
+    def _endpoint(self) -> str:
+        return str(getattr(self.client.meta, "endpoint_url", "") or "AWS S3")
+
+    def _unusable(self, exc: Exception) -> StoreError:
+        """A failure of the connection or the credentials, as one line naming the store and the fix
+        (botocore's own messages name the endpoint URL, never a credential)."""
+        if isinstance(exc, NoCredentialsError):
+            return StoreError(
+                f"no AWS credentials for {self.root_uri}: set AWS_PROFILE or AWS_ACCESS_KEY_ID / "
+                "AWS_SECRET_ACCESS_KEY, or use the Airflow connection"
+            )
+        return StoreError(
+            f"cannot reach the S3 endpoint {self._endpoint()} for {self.root_uri} ({exc}); check that it is "
+            "running and that AWS_ENDPOINT_URL names it"
+        )
+
+    def probe(self, write: bool) -> None:
+        """The bucket exists and answers (and, with `write`, accepts a PUT), checked with one or two
+        requests before a run downloads anything."""
+        try:
+            self.client.head_bucket(Bucket=self.bucket)
+        except ClientError as exc:
+            if _status(exc) == 404 or _code(exc) in ("404", "NoSuchBucket", "NotFound"):
+                raise StoreError(
+                    f"bucket {self.bucket!r} does not exist at {self._endpoint()}: create it "
+                    f"(aws s3 mb s3://{self.bucket}) or correct the store URI {self.root_uri}"
+                ) from None
+            if _status(exc) == 403:
+                raise StoreError(
+                    f"access to bucket {self.bucket!r} is denied for these credentials: grant s3:ListBucket "
+                    f"(and s3:GetObject / s3:PutObject) on {self.root_uri}, or use other credentials"
+                ) from None
+            raise self._wrap(exc, "") from None
+        if not write:
+            return
+        probe = f".nf-tmp-probe-{uuid.uuid4().hex}"
+        try:
+            self.client.put_object(Bucket=self.bucket, Key=self._key(probe), Body=b"")
+        except ClientError as exc:
+            raise StoreError(
+                f"cannot write to {self.root_uri} (S3 {_code(exc) or _status(exc)}): grant s3:PutObject on it, "
+                "or use a store these credentials may write"
+            ) from None
+        with contextlib.suppress(ClientError):  # no delete permission: the empty probe is harmless
+            self.client.delete_object(Bucket=self.bucket, Key=self._key(probe))
 
     # -- single objects ----------------------------------------------------------------------
     def put_file(self, local: Path, key: str) -> None:
@@ -244,7 +294,7 @@ class S3Store(ArtifactStore):
             with create_transfer_manager(self.client, self.transfer_config) as mgr:
                 futures = []
                 for obj in objects:
-                    dest = local_dir / obj.key[len(base) + 1 :]
+                    dest = inside(local_dir, obj.key[len(base) + 1 :])
                     dest.parent.mkdir(parents=True, exist_ok=True)
                     futures.append(mgr.download(self.bucket, self._key(obj.key), str(dest)))
                 for future in futures:
@@ -252,3 +302,36 @@ class S3Store(ArtifactStore):
         except ClientError as exc:
             raise self._wrap(exc, prefix) from None
         return objects
+
+
+def _translated(method: Any) -> Any:
+    """Connection and credential failures (botocore raises them outside `ClientError`, s3transfer
+    wraps them in `RetriesExceededError`) become a `StoreError` naming the store, never a traceback."""
+
+    @functools.wraps(method)
+    def wrapper(self: S3Store, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except (BotoCoreError, RetriesExceededError) as exc:
+            raise self._unusable(exc) from None
+
+    return wrapper
+
+
+for _name in (
+    "probe",
+    "put_file",
+    "get_file",
+    "get_files",
+    "put_bytes",
+    "get_bytes",
+    "exists",
+    "put_if_absent",
+    "read_versioned",
+    "replace_if_version",
+    "list",
+    "delete_prefix",
+    "put_tree",
+    "get_tree",
+):
+    setattr(S3Store, _name, _translated(getattr(S3Store, _name)))
