@@ -82,10 +82,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from neuronforge.checkpoint import read_safetensors_header
     from neuronforge.modelconfig import ModelArch, load_config
     from neuronforge.planner import gib, plan
+    from neuronforge.stores.base import refuse_credentials
 
+    refuse_credentials(args.model, "--model")
     model = Path(args.model).expanduser()
     if not model.exists():
-        raise InvalidInput(f"--model {args.model}: no such folder or config.json file")
+        hint = " (plan reads a local folder or config.json; fetch or run take Hub ids and s3:// URIs)"
+        raise InvalidInput(
+            f"--model {args.model}: no such folder or config.json file{hint if '://' in args.model else ''}"
+        )
     target = _target(args)
     try:
         config = load_config(model)

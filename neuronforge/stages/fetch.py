@@ -160,9 +160,11 @@ def _download_s3(source: ModelSource, staging: Path, req: FetchRequest) -> None:
 
 def fetch(req: FetchRequest, store: ArtifactStore | None = None) -> FetchResult:
     started = time.monotonic()
+    # A source that cannot be parsed is refused before a store is opened (and, new, created).
+    parsed = ModelSource.parse(req.source) if isinstance(req.source, str) else req.source
     store = store or open_store(req.store_uri)
     work_dir = req.work_dir.resolve()
-    source = resolve_source(req.source, work_dir=work_dir, allow_pickle=req.allow_pickle, token=req.token)
+    source = resolve_source(parsed, work_dir=work_dir, allow_pickle=req.allow_pickle, token=req.token)
     prefix = layout.checkpoint_prefix(source)
 
     ref = ref_of(store, prefix)

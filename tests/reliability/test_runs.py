@@ -165,6 +165,9 @@ def test_gc_removes_only_old_upload_leftovers_and_reports_them(tmp_path: Path) -
     assert dry.traceback is None and dry.code == EXIT_OK, dry.text
     assert [t["key"] for t in json.loads(dry.out)["tmp_deleted"]] == [old.relative_to(root).as_posix()]
     assert old.exists()
+    text = cli(["gc", store.root_uri, "--keep-compilers", "1", "--dry-run"])
+    assert f"would delete upload leftover {old.relative_to(root).as_posix()} (14 bytes, 2.0 h old)" in text.out
+    assert fresh.name not in text.out and lock.name not in text.out
 
     outcome = cli(["gc", store.root_uri, "--keep-compilers", "1", "--json"])
     assert outcome.traceback is None and outcome.code == EXIT_OK, outcome.text
