@@ -139,6 +139,11 @@ class BuildState(BaseModel):
         """A new request (CLI and DAG alike) is checked here, before any stage runs; a state read
         back from XCom (`model_validate`) was checked when it was created."""
         check_smoke_request(data.get("prompts"), data.get("max_new_tokens", 8))
+        from neuronforge.stores.base import refuse_credentials
+
+        # a secret in a URI would be kept in XCom, task logs and the manifest: refused here
+        refuse_credentials(str(data.get("store_uri", "")), "store URI")
+        refuse_credentials(str(data.get("model", "")), "model source")
         super().__init__(**data)
         check_smoke_request(self.prompts, self.max_new_tokens, self.target.sequence_length)
 

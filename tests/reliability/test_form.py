@@ -15,11 +15,12 @@ from operators.compile_params import validate_conf
 from operators.compile_publish import expand_targets  # the run's first task (`.function`: its body)
 from tests.reliability.harness import snapshot
 
+SECRET = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY"
 GOOD = {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 64}
 
 
-def params(store: Path, **changes: Any) -> dict[str, Any]:
-    base = {"model": None, "targets": [GOOD], "profile": "cpu", "store": f"file://{store}", "prompts": []}
+def params(store_dir: Path, **changes: Any) -> dict[str, Any]:
+    base = {"model": None, "targets": [GOOD], "profile": "cpu", "store": f"file://{store_dir}", "prompts": []}
     return {**base, "max_new_tokens": 8, **changes}
 
 
@@ -63,6 +64,9 @@ CASES: dict[str, tuple[dict[str, Any], list[str]]] = {
     # the smoke-test limits, as given (0 is not "the default")
     "no tokens to generate": ({"max_new_tokens": 0}, ["max_new_tokens=0 is out of range"]),
     "tokens as text": ({"max_new_tokens": "many"}, ["max_new_tokens"]),
+    # secrets in URIs: refused with the credentials masked (the test below checks they are not repeated)
+    "credentials in the store": ({"store": f"s3://AKIAEXAMPLE:{SECRET}@bucket/store"}, ["carries credentials", "***"]),
+    "credentials in the model": ({"model": f"s3://AKIAEXAMPLE:{SECRET}@bucket/model"}, ["carries credentials"]),
 }
 
 
@@ -75,7 +79,7 @@ def test_a_bad_target_is_refused_by_the_form_before_any_work(case: str, tmp_path
         expand_targets.function(params(store, **changes))
     for word in words:
         assert word in str(err.value), (word, str(err.value))
-    assert "Traceback" not in str(err.value)
+    assert "Traceback" not in str(err.value) and SECRET not in str(err.value)
     assert snapshot(store) == before  # nothing written: refused before any lease or download
 
 
