@@ -37,7 +37,15 @@ from neuronforge.source import (
     select_checkpoint_files,
     sha256_file,
 )
-from neuronforge.stages.resolve import hub_offline, hub_snapshot, local_folder, resolve_source, s3_listing, s3_revision
+from neuronforge.stages.resolve import (
+    hub_errors,
+    hub_offline,
+    hub_snapshot,
+    local_folder,
+    resolve_source,
+    s3_listing,
+    s3_revision,
+)
 from neuronforge.stores import ArtifactStore, open_store
 from neuronforge.stores.base import inside
 
@@ -114,7 +122,8 @@ def _download_into(source: ModelSource, staging: Path, req: FetchRequest) -> lis
         else:
             from huggingface_hub import HfApi
 
-            names = HfApi(token=req.token).list_repo_files(source.location, revision=rev)
+            with hub_errors(source.location, rev):
+                names = HfApi(token=req.token).list_repo_files(source.location, revision=rev)
         chosen = select_checkpoint_files(names, req.allow_pickle)
         snapshot = hub_snapshot(source, rev, allow_patterns=chosen, token=req.token)
         for rel in chosen:

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from neuronforge.errors import CheckpointError, InvalidInput
+from neuronforge.errors import CheckpointError, InvalidInput, NeuronforgeError
 from neuronforge.source import (
     HUB_SHA,
     ModelSource,
@@ -39,23 +41,56 @@ def hub_cache_dir() -> str | None:
     return os.environ.get("HF_HUB_CACHE") or None
 
 
-def _hub_errors():
+@contextmanager
+def hub_errors(repo: str, revision: str) -> Iterator[None]:
+    """The Hub's failures as one line naming the repo and the fix: gated, missing, private, a
+    revision that does not exist, the Hub unreachable (network, HF_ENDPOINT) or answering an error,
+    and, offline, a snapshot the local cache lacks. Tokens never appear (the Hub's messages do not
+    carry them, and these lines do not quote the request)."""
+    import requests
+    from huggingface_hub import constants
     from huggingface_hub.errors import (
         GatedRepoError,
+        HfHubHTTPError,
         LocalEntryNotFoundError,
         RepositoryNotFoundError,
         RevisionNotFoundError,
     )
 
-    return GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
+    unreachable = (
+        f"cannot reach the Hugging Face Hub at {constants.ENDPOINT} for {repo}@{revision}; check the network "
+        "or HF_ENDPOINT, or set HF_HUB_OFFLINE=1 to use what the local Hugging Face cache holds"
+    )
+    try:
+        yield
+    except GatedRepoError:
+        raise InvalidInput(
+            f"{repo} is gated: accept its license on the Hub and provide a token (HF_TOKEN or the Airflow connection)"
+        ) from None
+    except RevisionNotFoundError:
+        raise InvalidInput(f"{repo} has no revision {revision!r}") from None
+    except RepositoryNotFoundError:
+        raise InvalidInput(f"{repo} does not exist on the Hub (or is private: provide a token)") from None
+    except LocalEntryNotFoundError:
+        if hub_offline():
+            raise InvalidInput(
+                f"{repo}@{revision} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set"
+            ) from None
+        raise NeuronforgeError(unreachable) from None  # what snapshot_download raises when the Hub is down
+    except (requests.ConnectionError, requests.Timeout):
+        raise NeuronforgeError(unreachable) from None
+    except HfHubHTTPError as exc:
+        status = exc.response.status_code if exc.response is not None else "?"
+        raise NeuronforgeError(
+            f"the Hugging Face Hub answered HTTP {status} for {repo}@{revision}; try again later"
+        ) from None
 
 
 def hub_snapshot(source: ModelSource, revision: str, allow_patterns: list[str] | None, token: str | None) -> Path:
     """Download (or, offline, find in the cache) a Hub snapshot; returns its cache folder."""
     from huggingface_hub import snapshot_download
 
-    gated, not_local, no_repo, no_rev = _hub_errors()
-    try:
+    with hub_errors(source.location, revision):
         return Path(
             snapshot_download(
                 repo_id=source.location,
@@ -66,19 +101,6 @@ def hub_snapshot(source: ModelSource, revision: str, allow_patterns: list[str] |
                 local_files_only=hub_offline(),
             )
         )
-    except gated:
-        raise InvalidInput(
-            f"{source.location} is gated: accept its license on the Hub and provide a token "
-            "(HF_TOKEN or the Airflow connection)"
-        ) from None
-    except no_rev:
-        raise InvalidInput(f"{source.location} has no revision {revision!r}") from None
-    except no_repo:
-        raise InvalidInput(f"{source.location} does not exist on the Hub (or is private: provide a token)") from None
-    except not_local:
-        raise InvalidInput(
-            f"{source.location}@{revision} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set"
-        ) from None
 
 
 def resolve_hub(source: ModelSource, token: str | None = None) -> ModelSource:
@@ -91,15 +113,8 @@ def resolve_hub(source: ModelSource, token: str | None = None) -> ModelSource:
         return source.pinned(snapshot.name)
     from huggingface_hub import HfApi
 
-    gated, _, no_repo, no_rev = _hub_errors()
-    try:
+    with hub_errors(source.location, rev):
         info = HfApi(token=token).model_info(source.location, revision=rev)
-    except gated:
-        raise InvalidInput(f"{source.location} is gated: provide a token with access") from None
-    except no_rev:
-        raise InvalidInput(f"{source.location} has no revision {rev!r}") from None
-    except no_repo:
-        raise InvalidInput(f"{source.location} does not exist on the Hub (or is private: provide a token)") from None
     return source.pinned(info.sha)
 
 

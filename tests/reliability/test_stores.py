@@ -207,3 +207,58 @@ def test_a_fetch_error_names_the_source_not_the_staging_folder(tiny_llama: Path,
     outcome = cli(["fetch", tiny_llama, "--store", f"file://{tmp_path / 'store'}", "--work-dir", tmp_path / "w"])
     expect_error(outcome, EXIT_REJECTED, str(tiny_llama))
     assert "staging" not in outcome.text
+
+
+# -- the Hugging Face Hub down or failing -------------------------------------------------------------
+@pytest.fixture
+def hub_at(monkeypatch: pytest.MonkeyPatch):
+    """Point huggingface_hub (already imported: its constants are read at import) at `endpoint`,
+    online (the suite runs with HF_HUB_OFFLINE=1)."""
+    from huggingface_hub import constants
+
+    def point(endpoint: str) -> None:
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+        monkeypatch.setattr(constants, "ENDPOINT", endpoint)
+
+    return point
+
+
+HUB_CASES = {
+    "fetch a branch": ["fetch", "org/model", "--store", "{tmp}/store", "--work-dir", "{tmp}/w"],
+    "fetch a sha": ["fetch", "org/model@" + "0" * 40, "--store", "{tmp}/store", "--work-dir", "{tmp}/w"],
+    "run": ["run", *TARGET, "--model", "org/model", "--store", "{tmp}/store"],
+}
+
+
+@pytest.mark.parametrize("case", sorted(HUB_CASES))
+def test_an_unreachable_hub_is_one_line(case: str, hub_at, home: Path, tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{s.getsockname()[1]}"
+    hub_at(closed)
+    outcome = cli([a.replace("{tmp}", str(tmp_path)) for a in HUB_CASES[case]])
+    expect_error(outcome, EXIT_FAILURE, f"cannot reach the Hugging Face Hub at {closed} for org/model", "HF_ENDPOINT")
+    assert not any(snapshot(tmp_path / "store"))
+
+
+def test_a_hub_answering_500_is_one_line(hub_at, home: Path, tmp_path: Path) -> None:
+    import http.server
+    import threading
+
+    class Failing(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(500)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Failing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        hub_at(f"http://127.0.0.1:{server.server_address[1]}")
+        outcome = cli(["fetch", "org/model", "--store", tmp_path / "store", "--work-dir", tmp_path / "w"])
+    finally:
+        server.shutdown()
+    expect_error(outcome, EXIT_FAILURE, "the Hugging Face Hub answered HTTP 500 for org/model@main")
