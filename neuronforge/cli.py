@@ -460,6 +460,58 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return EXIT_OK if result.ok else EXIT_REJECTED
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from neuronforge.instances import get_instance
+    from neuronforge.profiles import get_profile
+    from neuronforge.sweep import CacheConfig, CommandTrial, PipelineTrial, RecordLog, Space, records_path, sweep
+    from neuronforge.sweep.modelinfo import model_id, read_arch
+
+    instance = get_instance(args.instance)
+    profile = get_profile(args.profile)
+    arch = read_arch(args.model)
+    space = Space.build(arch, instance, args.tp, args.batch_sizes, args.seq_lens)
+    out = Path(args.out).expanduser()
+    header = {
+        "model": args.model,
+        "instance": instance.name,
+        "profile": profile.ref,
+        "method": args.method,
+        "space": space.to_json(),
+    }
+    log_file, earlier = RecordLog.load(records_path(out), header)
+    cache_config = CacheConfig.load(out, model_id(args.model), instance.name)
+    if args.try_command:
+        trial = CommandTrial(args.try_command, args.model, instance.name)
+    else:
+        trial = PipelineTrial(
+            args.model, instance.name, profile.ref, settings.store_uri(args.store), settings.work_dir(), args.dtype
+        )
+    result = sweep(
+        arch,
+        instance,
+        space,
+        trial,
+        cache_config,
+        log_file,
+        earlier,
+        method=args.method,
+        planner_margin=args.planner_margin,
+        retry_failed=args.retry_failed,
+        dtype=args.dtype,
+    )
+    summary = {**result.to_json(), "out": str(out), "records": str(log_file.path)}
+    if args.json:
+        _print_json(summary)
+        return EXIT_OK
+    for r in result.records:
+        print(f"{r.outcome:<8} {r.by:<12} {r.candidate}  {r.reason}")
+    print(
+        f"{len(result.valid)} valid configuration(s) of {model_id(args.model)} on {instance.name}, "
+        f"{result.attempts} compile(s) tried ({args.method}); written to {out}, records in {log_file.path}"
+    )
+    return EXIT_OK
+
+
 def _compiler_dir(args: argparse.Namespace) -> str | None:
     if not args.compiler_version:
         return None
@@ -624,6 +676,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--work-dir", default=str(_default_work_dir()))
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_verify)
+
+    p = sub.add_parser("sweep", help="find every (tp, batch, sequence length) of a model that loads on an instance")
+    p.add_argument("--model", required=True, help="Hub id[@revision], s3:// prefix, local folder or config.json")
+    p.add_argument("--instance", required=True, help="instance type, e.g. inf2.48xlarge")
+    p.add_argument("--profile", default="optimum-neuron", help="serving profile the builds are for")
+    p.add_argument("--tp", type=int, nargs="+", help="tensor parallel sizes (default: every one the rules allow)")
+    p.add_argument("--batch-sizes", type=int, nargs="+", help="default: 1 4 8 16 32 64 128")
+    p.add_argument("--seq-lens", type=int, nargs="+", help="default: powers of two from 1024 to max positions")
+    p.add_argument("--dtype", default="bf16")
+    p.add_argument("--out", required=True, help="inference-cache-config JSON (records go beside it)")
+    p.add_argument("--try-command", help="command that tries one candidate (JSON on stdin, exit 0 = loads)")
+    p.add_argument("--method", choices=("planned", "document"), default="planned")
+    p.add_argument("--planner-margin", type=float, default=1.5, help="skip when the planner's need > this x HBM")
+    p.add_argument("--retry-failed", action="store_true", help="try again candidates an earlier run saw fail")
+    p.add_argument("--store", help="store URI for the builds (default: NEURONFORGE_STORE or the home store)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("ls", help="list the published artifacts of a store")
     p.add_argument("store", help="store URI")

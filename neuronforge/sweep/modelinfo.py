@@ -1,0 +1,50 @@
+"""A sweep needs the model's `config.json` only (heads, layers, max positions), never its weights:
+read from a local folder or file, the embedded model, one Hub file, or one S3 object."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from neuronforge.errors import InvalidInput
+from neuronforge.modelconfig import ModelArch, load_config
+from neuronforge.source import ModelSource
+
+
+def model_id(text: str) -> str:
+    """The key of the cache-config file: the Hub id without revision, else the source as given."""
+    source = ModelSource.parse(text)
+    return source.location if source.kind == "hf" else text.strip()
+
+
+def read_arch(text: str) -> ModelArch:
+    path = Path(text).expanduser()
+    bare = path.is_file() and path.suffix == ".json"  # a bare config.json (what the bench and tests sweep)
+    config = load_config(path) if bare else _source_config(ModelSource.parse(text))
+    return ModelArch.from_config(config, where=f"{text} config.json")
+
+
+def _source_config(source: ModelSource) -> dict[str, Any]:
+    if source.kind in ("local", "builtin"):
+        from neuronforge.stages.resolve import local_folder
+
+        return load_config(local_folder(source))
+    if source.kind == "s3":
+        from neuronforge.stores import open_store
+
+        data = open_store(source.location, must_exist=True).get_bytes("config.json")
+    else:
+        from huggingface_hub import hf_hub_download
+
+        from neuronforge.stages.resolve import hub_cache_dir, hub_errors
+
+        revision = source.revision or "main"
+        with hub_errors(source.location, revision):
+            data = Path(
+                hf_hub_download(source.location, "config.json", revision=revision, cache_dir=hub_cache_dir())
+            ).read_bytes()
+    try:
+        return json.loads(data)
+    except ValueError as exc:
+        raise InvalidInput(f"{source}: config.json is not valid JSON ({exc})") from None
