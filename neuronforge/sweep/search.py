@@ -83,6 +83,9 @@ def sweep(
         tp = c.tensor_parallel_size
         resumed_max_batch[tp] = max(resumed_max_batch.get(tp, 0), c.batch_size)
         knows.add(c, True, "resume")
+    for r in before.values():  # an earlier run's compiles decide others from the start
+        if r.outcome == "valid" or not retry_failed:
+            knows.add(r.candidate, r.outcome == "valid", "earlier run")
     done_pairs: dict[tuple[int, int], Candidate] = {}
     hbm = instance.hbm_per_core()
     attempts = 0
@@ -105,10 +108,21 @@ def sweep(
         if pair in done_pairs:
             decide(Record(c, "skipped", "rule", f"valid at {done_pairs[pair]}: a shorter sequence loads too"))
             continue
-        if pair in resumed_pairs:
+        prior = before.get(c)  # what an earlier run compiled: never compiled again (failures: unless asked)
+        if prior is not None and (prior.outcome == "valid" or not retry_failed):
+            rec = Record(c, prior.outcome, "earlier run", prior.reason, prior.seconds)
+            if prior.outcome == "valid":
+                accept(c, rec)
+            else:
+                decide(rec)
+            continue
+        # The document's resume rules read the cache-config file alone (no record of failures):
+        # not when failures are to be retried, and the batch rule only in the document's order
+        # (batch down), where a larger batch was tried before a smaller one was found valid.
+        if pair in resumed_pairs and not retry_failed:
             decide(Record(c, "skipped", "resume", f"{out.path} has {resumed_pairs[pair]} for this tp and batch"))
             continue
-        if c.batch_size > resumed_max_batch.get(c.tensor_parallel_size, 10**9):
+        if not planned and not retry_failed and c.batch_size > resumed_max_batch.get(c.tensor_parallel_size, 10**9):
             decide(
                 Record(
                     c,
@@ -118,15 +132,6 @@ def sweep(
                     f"is {resumed_max_batch[c.tensor_parallel_size]}, so larger ones failed",
                 )
             )
-            continue
-        prior = before.get(c)
-        if prior is not None and (prior.outcome == "valid" or not retry_failed):
-            rec = Record(c, prior.outcome, "earlier run", prior.reason, prior.seconds)
-            if prior.outcome == "valid":
-                accept(c, rec)
-            else:
-                decide(rec)
-                knows.add(c, False, "earlier run")
             continue
         if planned:
             verdict = knows.verdict(c)

@@ -1,0 +1,122 @@
+"""`neuronforge sweep` as users and scripts run it: `--try-command` receives each candidate as one
+JSON object on stdin and answers with its exit code; `--out` is the inference-cache-config file,
+the per-candidate record goes beside it; exit 0 when the sweep completed, 2 for usage errors."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.reliability.harness import cli, expect_error
+from tests.test_planner import CONFIGS
+
+LLAMA = CONFIGS / "meta-llama--Llama-3.1-8B.json"
+# Loads when batch * sequence <= 4096 * tp; logs every candidate it is given.
+TRY = """
+import json, sys
+c = json.load(sys.stdin)
+with open(sys.argv[1], "a") as log:
+    log.write(json.dumps(c, sort_keys=True) + "\\n")
+ok = c["batch_size"] * c["sequence_length"] <= 4096 * c["tensor_parallel_size"]
+sys.exit(0 if ok else 3)
+"""
+
+
+@pytest.fixture
+def try_command(tmp_path: Path) -> tuple[str, Path]:
+    script, log = tmp_path / "try.py", tmp_path / "tried.jsonl"
+    script.write_text(TRY)
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(script))} {shlex.quote(str(log))}", log
+
+
+def test_a_sweep_with_a_try_command(try_command: tuple[str, Path], tmp_path: Path) -> None:
+    command, log = try_command
+    out = tmp_path / "llama.json"
+    argv = ["sweep", "--model", LLAMA, "--instance", "inf2.xlarge", "--out", out, "--try-command", command]
+    result = cli([*argv, "--seq-lens", "4096", "2048", "1024", "--json"])
+    assert result.traceback is None and result.code == 0, result.text
+    tried = [json.loads(line) for line in log.read_text().splitlines()]
+    assert tried and set(tried[0]) == {
+        "model",
+        "instance_type",
+        "tensor_parallel_size",
+        "batch_size",
+        "sequence_length",
+    }
+    assert tried[0]["model"] == str(LLAMA) and tried[0]["instance_type"] == "inf2.xlarge"
+    entries = json.loads(out.read_text())[str(LLAMA)]
+    assert {(e["tensor_parallel_size"], e["batch_size"], e["sequence_length"]) for e in entries} == {
+        (2, 1, 4096),
+        (2, 4, 2048),
+        (2, 8, 1024),
+    }
+    records = json.loads((tmp_path / "llama.records.json").read_text())
+    assert records["finished"] and len(records["candidates"]) == 7 * 3
+    assert {r["outcome"] for r in records["candidates"]} == {"valid", "failed", "skipped"}
+    failed = [r for r in records["candidates"] if r["outcome"] == "failed"]
+    assert all(r["reason"].startswith("exit 3") for r in failed)
+    summary = json.loads(result.out)
+    assert summary["attempts"] == len(tried) and summary["records"] == str(tmp_path / "llama.records.json")
+    # run again: everything is known, nothing is tried
+    again = cli([*argv, "--seq-lens", "4096", "2048", "1024"])
+    assert again.code == 0 and len(log.read_text().splitlines()) == len(tried), again.text
+    assert "3 valid configuration(s)" in again.out and "0 compile(s) tried" in again.out
+
+
+def test_a_sweep_with_no_valid_configuration_completes(tmp_path: Path) -> None:
+    out = tmp_path / "none.json"
+    result = cli(
+        [
+            "sweep",
+            "--model",
+            LLAMA,
+            "--instance",
+            "inf2.xlarge",
+            "--out",
+            out,
+            "--try-command",
+            "false",
+            "--batch-sizes",
+            "1",
+            "--seq-lens",
+            "1024",
+        ]
+    )
+    assert result.code == 0 and "0 valid configuration(s)" in result.out, result.text
+
+
+USAGE = {
+    "odd tp": (["--tp", "3"], "--tp [3] not allowed"),
+    "unknown instance": (["--instance", "inf9.huge"], "unknown instance type 'inf9.huge'"),
+    "unknown profile": (["--profile", "tensorrt"], "unknown profile 'tensorrt'"),
+    "not a power of two": (["--seq-lens", "1000"], "powers of two"),
+    "missing model": (["--model", "/nonexistent/config.json"], "does not exist"),
+    "unsplittable command": (["--try-command", "python 'unclosed"], "cannot be split"),
+    "command that does not exist": (["--try-command", "/nonexistent/try"], "cannot be run"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(USAGE))
+def test_usage_errors_exit_2(case: str, tmp_path: Path) -> None:
+    extra, words = USAGE[case]
+    base = {
+        "--model": str(LLAMA),
+        "--instance": "inf2.xlarge",
+        "--out": str(tmp_path / "o.json"),
+        "--try-command": "true",
+    }
+    for flag, value in zip(extra[::2], extra[1::2], strict=True):
+        base[flag] = value
+    expect_error(cli(["sweep", *[x for kv in base.items() for x in kv]]), 2, words)
+
+
+def test_an_out_file_of_another_kind_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "o.json"
+    out.write_text("[1, 2]")
+    result = cli(["sweep", "--model", LLAMA, "--instance", "inf2.xlarge", "--out", out, "--try-command", "true"])
+    expect_error(result, 2, "is not an inference-cache-config file")
+    assert out.read_text() == "[1, 2]"
