@@ -500,11 +500,22 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         dtype=args.dtype,
     )
     summary = {**result.to_json(), "out": str(out), "records": str(log_file.path)}
+    if args.to_catalog:
+        from neuronforge.sweep.to_catalog import add_to_catalog, catalog_targets
+
+        catalog = Path(args.to_catalog).expanduser()
+        targets = catalog_targets(result.valid, instance.name, args.profile, args.dtype)
+        added, notes = add_to_catalog(catalog, args.model, targets)
+        summary["catalog"] = {"path": str(catalog), "added": added, "notes": notes}
     if args.json:
         _print_json(summary)
         return EXIT_OK
     for r in result.records:
         print(f"{r.outcome:<8} {r.by:<12} {r.candidate}  {r.reason}")
+    if args.to_catalog:
+        for note in summary["catalog"]["notes"]:
+            print(f"catalog: {note}")
+        print(f"catalog: {summary['catalog']['added']} target(s) added to {summary['catalog']['path']}")
     print(
         f"{len(result.valid)} valid configuration(s) of {model_id(args.model)} on {instance.name}, "
         f"{result.attempts} compile(s) tried ({args.method}); written to {out}, records in {log_file.path}"
@@ -691,6 +702,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--planner-margin", type=float, default=1.5, help="skip when the planner's need > this x HBM")
     p.add_argument("--retry-failed", action="store_true", help="try again candidates an earlier run saw fail")
     p.add_argument("--store", help="store URI for the builds (default: NEURONFORGE_STORE or the home store)")
+    p.add_argument("--to-catalog", metavar="FILE", help="add the valid configurations to this catalog YAML")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_sweep)
 

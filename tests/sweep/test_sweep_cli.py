@@ -120,3 +120,53 @@ def test_an_out_file_of_another_kind_is_refused(tmp_path: Path) -> None:
     result = cli(["sweep", "--model", LLAMA, "--instance", "inf2.xlarge", "--out", out, "--try-command", "true"])
     expect_error(result, 2, "is not an inference-cache-config file")
     assert out.read_text() == "[1, 2]"
+
+
+def test_to_catalog_adds_targets_the_recompile_schedule_reads(try_command: tuple[str, Path], tmp_path: Path) -> None:
+    from neuronforge.catalog import load_catalog
+
+    command, _ = try_command
+    catalog = tmp_path / "models.yaml"
+    catalog.write_text(
+        "# our catalog: comments survive\n"
+        "models:\n"
+        "  - source: meta-llama/Llama-3.1-8B\n"
+        "    targets:\n"
+        "      # kept by hand\n"
+        "      - {instance_type: inf2.xlarge, tp_degree: 2, batch_size: 1, sequence_length: 4096, dtype: bf16,\n"
+        "         profile: optimum-neuron}\n"
+    )
+    argv = [
+        "sweep",
+        "--model",
+        LLAMA,
+        "--instance",
+        "inf2.xlarge",
+        "--out",
+        tmp_path / "o.json",
+        "--try-command",
+        command,
+        "--seq-lens",
+        "4096",
+        "2048",
+        "1024",
+        "--to-catalog",
+        catalog,
+    ]
+    result = cli(argv)
+    assert result.code == 0 and "catalog: 3 target(s) added" in result.out, result.text
+    text = catalog.read_text()
+    assert text.startswith("# our catalog: comments survive\n") and "# kept by hand" in text
+    report = load_catalog(catalog)
+    assert not report.problems
+    by_source = {e.source: e for e in report.entries}
+    assert {(t.spec.batch_size, t.spec.sequence_length) for t in by_source[str(LLAMA)].targets} == {
+        (1, 4096),
+        (4, 2048),
+        (8, 1024),
+    }
+    assert all(t.spec.serving_profile.name == "optimum-neuron" for t in by_source[str(LLAMA)].targets)
+    # again: nothing new, the file is unchanged
+    before = catalog.read_text()
+    again = cli(argv)
+    assert again.code == 0 and "0 target(s) added" in again.out and catalog.read_text() == before
