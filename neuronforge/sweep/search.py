@@ -18,6 +18,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from neuronforge.errors import InvalidInput
 from neuronforge.instances import InstanceType
 from neuronforge.modelconfig import ModelArch
 from neuronforge.planner import activation_bytes, gib, kv_cache_bytes, per_core_bytes, weight_bytes
@@ -71,8 +72,18 @@ def sweep(
     planner_margin: float = PLANNER_MARGIN,
     retry_failed: bool = False,
     dtype: str = "bf16",
+    until: Candidate | None = None,
 ) -> SweepResult:
+    """Decide every candidate in order (compiling through `trial` only what nothing decides), or,
+    with `until`, the candidates up to and including that one: what one mapped task of the sweep
+    DAG does, each task picking up from the records the earlier ones left."""
     planned = method == "planned"
+    order = space.candidates("planned" if planned else "document")
+    if until is not None:
+        if until not in order:
+            raise InvalidInput(f"{until} is not a candidate of this sweep")
+        order = order[: order.index(until) + 1]
+    complete = until is None or len(order) == len(space.candidates())
     knows = Knowledge()
     before = {r.candidate: r for r in (earlier or []) if r.tried}
     # Resume from the cache-config file, as the document says.
@@ -103,7 +114,7 @@ def sweep(
             valid.append(c)
         out.append(c)
 
-    for c in space.candidates("planned" if planned else "document"):
+    for c in order:
         pair = (c.tensor_parallel_size, c.batch_size)
         if pair in done_pairs:
             decide(Record(c, "skipped", "rule", f"valid at {done_pairs[pair]}: a shorter sequence loads too"))
@@ -161,7 +172,7 @@ def sweep(
         else:
             decide(Record(c, "failed", "tried", result.message, result.seconds))
             knows.add(c, False, "tried")
-    log_file.save(finished=True)
+    log_file.save(finished=complete)
     counts: dict[str, int] = {}
     for r in log_file.records:
         if r.outcome == "skipped":

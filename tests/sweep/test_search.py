@@ -138,3 +138,31 @@ def test_resume_from_a_cache_config_file_written_elsewhere(tmp_path: Path) -> No
     data = json.loads(out.read_text())
     assert data["other/model"] == [{"batch_size": 1}]  # other models' entries are kept
     assert entry in data["meta-llama/Llama-3.1-8B"]
+
+
+@pytest.mark.parametrize("method", ["document", "planned"])
+def test_deciding_one_candidate_at_a_time_equals_one_sweep(method: str, tmp_path: Path) -> None:
+    """What the DAG's mapped tasks do: each decides up to its candidate from the records so far."""
+    space = Space.build(LLAMA, INF2, tps=[2, 4], batch_sizes=[8, 4, 1], seq_lens=[8192, 4096, 2048, 1024])
+    full = run(tmp_path / "full", Staircase(8192), method, space)
+    oracle = Staircase(8192)
+    out = tmp_path / "steps" / "llama.json"
+    for c in space.candidates("planned" if method == "planned" else "document"):
+        log_file, earlier = RecordLog.load(records_path(out), {"model": "m", "instance": INF2.name, "profile": "p"})
+        before = len(oracle.calls)
+        sweep(
+            LLAMA,
+            INF2,
+            space,
+            oracle,
+            CacheConfig.load(out, "meta-llama/Llama-3.1-8B", INF2.name),
+            log_file,
+            earlier,
+            method=method,
+            planner_margin=NO_PLANNER,
+            until=c,
+        )
+        assert len(oracle.calls) - before <= 1 and (len(oracle.calls) == before or oracle.calls[-1] == c)
+    assert len(oracle.calls) == full.attempts
+    assert json.loads(out.read_text()) == json.loads((tmp_path / "full" / "llama.json").read_text())
+    assert json.loads(records_path(out).read_text())["finished"]
