@@ -12,6 +12,8 @@
     locks/<key>                                      compile leases
     failures/<key>.json                              the last failed build of a key (stage, error, run)
     reports/recompile-<date>.{md,json}               what a scheduled recompile found and rebuilt
+    sweeps/<org>/<name>/<instance>/<profile>/<name>.json   a sweep's inference-cache-config file
+                                                     (+ <name>.records.json: every candidate's outcome)
     sdk-releases/n2-manifest.json                    optional mirror of the Neuron SDK release manifest
 
 Paths are '/'-separated keys relative to the store root; `ArtifactStore.uri(key)` makes them URIs.
@@ -126,6 +128,14 @@ def failure_entry(key: str) -> str:
 def recompile_report(stamp: str, suffix: str) -> str:
     """`stamp` is the run's UTC time as `YYYY-MM-DDTHH-MM-SSZ` (several runs a day keep their reports)."""
     return f"reports/recompile-{safe_component(stamp)}.{suffix}"
+
+
+def sweep_files(source: ModelSource, instance: str, profile: str) -> tuple[str, str]:
+    """(cache-config key, records key) of the sweep of an unpinned `source` on `instance` for
+    `profile`: one place per model, instance and profile, so a new run resumes the last one."""
+    org, name = source.org_name
+    base = f"sweeps/{safe_component(org)}/{safe_component(name)}/{safe_component(instance)}/{safe_component(profile)}"
+    return f"{base}/{safe_component(name)}.json", f"{base}/{safe_component(name)}.records.json"
 
 
 SDK_RELEASE_MANIFEST = "sdk-releases/n2-manifest.json"

@@ -142,9 +142,45 @@ RECOMPILE_PARAMS: dict[str, Param] = {
     ),
 }
 
+# The sweep DAG's trigger form (`neuronforge sweep`'s options; the candidate lists are optional).
+OPTIONAL_INTS = {"type": ["null", "array"], "items": {"type": "integer", "minimum": 1}}
+SWEEP_PARAMS: dict[str, Param] = {
+    "model": Param(
+        None,
+        type=OPTIONAL_STRING,
+        title="Model",
+        description="org/name[@revision], s3://bucket/prefix or a folder; empty: the embedded tiny Llama",
+    ),
+    "instance": Param("inf2.48xlarge", type="string", enum=list(INSTANCES), title="Instance type"),
+    "profile": Param(
+        "optimum-neuron",
+        type="string",
+        enum=PROFILE_CHOICES,
+        title="Serving profile",
+        description="what each valid candidate is built and published for (its queue runs the candidates)",
+    ),
+    "tp": Param(None, **OPTIONAL_INTS, title="Tensor parallel sizes", description="empty: every one the rules allow"),
+    "batch_sizes": Param(None, **OPTIONAL_INTS, title="Batch sizes", description="empty: 1 4 8 16 32 64 128"),
+    "seq_lens": Param(
+        None, **OPTIONAL_INTS, title="Sequence lengths", description="empty: powers of two from 1024 to max positions"
+    ),
+    "dtype": Param("bf16", type="string", enum=["bf16", "fp16", "fp32"], title="dtype"),
+    "method": Param(
+        "planned",
+        type="string",
+        enum=["planned", "document"],
+        title="Method",
+        description="planned: the planner and monotonicity skip what they decide; document: try as the document does",
+    ),
+    "retry_failed": Param(False, type="boolean", title="Retry failed", description="try again what a run saw fail"),
+    "store": store_param(),
+}
+SWEEP_DAG = "neuronforge_config_sweep"
+
 ALLOWED_KEYS: dict[str, frozenset[str]] = {
     COMPILE_DAG: frozenset(PARAMS),
     RECOMPILE_DAG: frozenset(RECOMPILE_PARAMS),
+    SWEEP_DAG: frozenset(SWEEP_PARAMS),
 }
 
 

@@ -142,7 +142,9 @@ class RecordLog:
             if not same:
                 raise InvalidInput(f"{path} records a sweep of another model, instance or profile; use another --out")
             earlier = [Record.from_json(r) for r in data.get("candidates", [])]
-        return cls(path, header), earlier
+        # Kept as they are until decided again: a sweep that stops at a candidate (one DAG task)
+        # must not drop what a task that ran before it decided beyond it.
+        return cls(path, header, list(earlier)), earlier
 
     def add(self, record: Record) -> None:
         self.records = [r for r in self.records if r.candidate != record.candidate] + [record]

@@ -83,7 +83,7 @@ def sweep(
         if until not in order:
             raise InvalidInput(f"{until} is not a candidate of this sweep")
         order = order[: order.index(until) + 1]
-    complete = until is None or len(order) == len(space.candidates())
+
     knows = Knowledge()
     before = {r.candidate: r for r in (earlier or []) if r.tried}
     # Resume from the cache-config file, as the document says.
@@ -172,7 +172,8 @@ def sweep(
         else:
             decide(Record(c, "failed", "tried", result.message, result.seconds))
             knows.add(c, False, "tried")
-    log_file.save(finished=complete)
+    decided = {r.candidate for r in log_file.records}
+    log_file.save(finished=all(c in decided for c in space.candidates()))
     counts: dict[str, int] = {}
     for r in log_file.records:
         if r.outcome == "skipped":
