@@ -154,6 +154,7 @@ def test_cli_catalog_stale(compiled: Compiled, tmp_path: Path, capsys, monkeypat
     )
     assert main(["catalog", "stale", str(fresh), "--store", compiled.store.root_uri]) == EXIT_OK
     assert "0 stale of 1" in capsys.readouterr().out
+    (tmp_path / "empty").mkdir()  # an empty store (a path that does not exist is refused: tests/reliability)
     empty = f"file://{tmp_path / 'empty'}"
     assert main(["catalog", "stale", str(fresh), "--store", empty, "--json"]) == EXIT_STALE
     (state,) = json.loads(capsys.readouterr().out)
