@@ -49,5 +49,8 @@ bench-bytes: setup
 bench-transfer: setup
 	$(PY) bench/transfer.py
 
+bench-sweep: setup
+	$(PY) bench/sweep.py
+
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
