@@ -69,8 +69,9 @@ def default_seq_lens(arch: ModelArch) -> list[int]:
 
 @dataclass(frozen=True)
 class Space:
-    """The lists a sweep walks, each checked against the document's rules (a user may narrow them,
-    never widen them past what the rules allow)."""
+    """The lists a sweep walks, each checked against the document's rules: a user may narrow the tp
+    and batch lists; sequence lengths given explicitly must be powers of two up to the max positions
+    but may go below 1024 (small models, tests)."""
 
     tps: tuple[int, ...]
     batch_sizes: tuple[int, ...]
