@@ -101,7 +101,7 @@ def run(models: list[Path], instances: list[InstanceType], margin: float) -> int
                         inst,
                         space,
                         trial,
-                        CacheConfig.load(out, name, inst.name),
+                        CacheConfig.load(out, name, inst.family),
                         log_file,
                         method=method,
                         planner_margin=margin,

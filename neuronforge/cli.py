@@ -479,7 +479,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         "space": space.to_json(),
     }
     log_file, earlier = RecordLog.load(records_path(out), header)
-    cache_config = CacheConfig.load(out, model_id(args.model), instance.name)
+    cache_config = CacheConfig.load(out, model_id(args.model), instance.family)
     if args.try_command:
         trial = CommandTrial(args.try_command, args.model, instance.name)
     else:

@@ -147,7 +147,7 @@ def decide(request: SweepRequest, candidate: dict[str, int]) -> tuple[bool, str]
             instance,
             space,
             trial,
-            CacheConfig.load(out, model_id(request.model), instance.name),
+            CacheConfig.load(out, model_id(request.model), instance.family),
             log_file,
             earlier,
             method=request.method,

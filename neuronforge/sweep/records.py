@@ -4,7 +4,12 @@ candidate, so an interrupted sweep loses at most the candidate it was trying:
 - `--out FILE.json`: optimum-neuron's inference-cache-config format,
   `{"<model_id>": [{"batch_size", "sequence_length", "tensor_parallel_size", "instance_type"}, ...]}`,
   one entry per (tp, batch) with the longest valid sequence length, in the order found; other
-  models' and instances' entries already in the file are kept.
+  models' and instances' entries already in the file are kept. `instance_type` is the instance
+  family, as optimum-neuron spells it: one of `SUPPORTED_INSTANCE_TYPES = ["trn1", "inf2", "trn1n",
+  "trn2"]` (huggingface/optimum-neuron, optimum/neuron/utils/instance.py @213224e6; its reader,
+  tools/cache/auto_fill_llm_cache.py, passes it to `optimum-cli export neuron --instance_type`, which
+  takes only those), never a full name like `inf2.48xlarge`. Entries of one family are shared by its
+  instance sizes (the same NeuronCore), so a sweep on inf2.48xlarge resumes from inf2.xlarge's.
 - `FILE.records.json` beside it: every candidate the sweep decided, with its outcome (valid, failed
   with the compiler's or loader's message, skipped by a rule or by the planner with the reason), so a
   resumed or repeated sweep never repeats a failure unless asked to.

@@ -45,7 +45,7 @@ def run(tmp: Path, oracle, method: str, space: Space | None = None, retry_failed
         INF2,
         space or Space.build(LLAMA, INF2),
         oracle,
-        CacheConfig.load(out, "meta-llama/Llama-3.1-8B", INF2.name),
+        CacheConfig.load(out, "meta-llama/Llama-3.1-8B", INF2.family),
         log_file,
         earlier,
         method=method,
@@ -63,8 +63,8 @@ def test_the_document_method_as_written(tmp_path: Path) -> None:
     out = json.loads((tmp_path / "llama.json").read_text())
     assert out == {
         "meta-llama/Llama-3.1-8B": [
-            {"batch_size": 8, "sequence_length": 2048, "tensor_parallel_size": 2, "instance_type": "inf2.48xlarge"},
-            {"batch_size": 4, "sequence_length": 4096, "tensor_parallel_size": 2, "instance_type": "inf2.48xlarge"},
+            {"batch_size": 8, "sequence_length": 2048, "tensor_parallel_size": 2, "instance_type": "inf2"},
+            {"batch_size": 4, "sequence_length": 4096, "tensor_parallel_size": 2, "instance_type": "inf2"},
         ]
     }
     records = {
@@ -129,7 +129,7 @@ def test_resume_from_a_cache_config_file_written_elsewhere(tmp_path: Path) -> No
     """The document's resume rules: a (tp, batch) with a valid entry needs no more sequence lengths;
     batch sizes above a tp's largest valid batch are skipped."""
     out = tmp_path / "llama.json"
-    entry = {"batch_size": 4, "sequence_length": 4096, "tensor_parallel_size": 2, "instance_type": INF2.name}
+    entry = {"batch_size": 4, "sequence_length": 4096, "tensor_parallel_size": 2, "instance_type": "inf2"}
     out.write_text(json.dumps({"meta-llama/Llama-3.1-8B": [entry], "other/model": [{"batch_size": 1}]}))
     space = Space.build(LLAMA, INF2, tps=[2], batch_sizes=[8, 4, 1], seq_lens=[8192, 4096])
     oracle = Staircase(8192)
@@ -155,7 +155,7 @@ def test_deciding_one_candidate_at_a_time_equals_one_sweep(method: str, tmp_path
             INF2,
             space,
             oracle,
-            CacheConfig.load(out, "meta-llama/Llama-3.1-8B", INF2.name),
+            CacheConfig.load(out, "meta-llama/Llama-3.1-8B", INF2.family),
             log_file,
             earlier,
             method=method,

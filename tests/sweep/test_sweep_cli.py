@@ -49,6 +49,9 @@ def test_a_sweep_with_a_try_command(try_command: tuple[str, Path], tmp_path: Pat
     }
     assert tried[0]["model"] == str(LLAMA) and tried[0]["instance_type"] == "inf2.xlarge"
     entries = json.loads(out.read_text())[str(LLAMA)]
+    # optimum-neuron's spelling: the family (huggingface/optimum-neuron @213224e6,
+    # optimum/neuron/utils/instance.py SUPPORTED_INSTANCE_TYPES; tools/cache/auto_fill_llm_cache.py)
+    assert {e["instance_type"] for e in entries} == {"inf2"}
     assert {(e["tensor_parallel_size"], e["batch_size"], e["sequence_length"]) for e in entries} == {
         (2, 1, 4096),
         (2, 4, 2048),
