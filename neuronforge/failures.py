@@ -26,16 +26,34 @@ class BuildFailure:
     error: str  # "<ExceptionType>: <message>"
     run_id: str
     at: str  # UTC, ISO 8601
+    # What was being built, so a failure that never published can be shown under its model and
+    # target (the artifact catalog page); empty in records written before they were kept.
+    model: str = ""
+    target: str = ""  # target slug
+    profile: str = ""  # profile ref (name@version)
+    instance: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def record_failure(store: ArtifactStore, key: str, stage: str, exc: BaseException, run_id: str = "") -> BuildFailure:
+def record_failure(
+    store: ArtifactStore, key: str, stage: str, exc: BaseException, run_id: str = "", state: Any = None
+) -> BuildFailure:
+    """`state` (a BuildState) names the model, target and profile the failure belongs to."""
     message = f"{type(exc).__name__}: {exc}"
     if len(message) > MAX_MESSAGE:
         message = message[: MAX_MESSAGE - 1] + "…"
-    failure = BuildFailure(key, stage, message, run_id, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    what = {}
+    if state is not None:
+        target = state.target
+        what = {
+            "model": str(state.model),
+            "target": target.slug,
+            "profile": target.serving_profile.ref,
+            "instance": target.instance.name,
+        }
+    failure = BuildFailure(key, stage, message, run_id, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **what)
     store.write_json(layout.failure_entry(key), failure.to_json())
     return failure
 
@@ -46,6 +64,7 @@ def read_failure(store: ArtifactStore, key: str) -> BuildFailure | None:
     except (NotFound, StoreError, ValueError):
         return None
     try:
-        return BuildFailure(**{f: data[f] for f in ("key", "stage", "error", "run_id", "at")})
+        known = {f: data[f] for f in ("key", "stage", "error", "run_id", "at")}
+        return BuildFailure(**known, **{f: str(data.get(f, "")) for f in ("model", "target", "profile", "instance")})
     except (KeyError, TypeError):
         return None

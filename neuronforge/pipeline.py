@@ -212,7 +212,7 @@ def _prepare(state: BuildState, ctx: Context) -> BuildState:
         except PlanRejected as exc:
             from neuronforge.failures import record_failure
 
-            record_failure(ctx.store, key, "prepare", exc, ctx.run_id)  # for the recompile report
+            record_failure(ctx.store, key, "prepare", exc, ctx.run_id, state)  # for the recompile report
             raise
         ctx.store.probe(write=True)
         log.info("no published artifact for key %s: building %s", key[:12], state.target.slug)
@@ -379,6 +379,7 @@ def _publish(state: BuildState, ctx: Context) -> BuildState:
         compiled.record,
         ctx.work_dir,
         checkpoint,
+        run_id=ctx.run_id,
     )
     if ctx.keeper is not None:
         ctx.keeper.assert_held()  # a run whose lease was taken over publishes nothing
@@ -501,7 +502,7 @@ def execute(stage: Stage, state: BuildState, ctx: Context) -> BuildState:
             from neuronforge.failures import record_failure
 
             try:
-                record_failure(ctx.store, state.key, stage.name, exc, ctx.run_id)
+                record_failure(ctx.store, state.key, stage.name, exc, ctx.run_id, state)
             except Exception as record_exc:
                 log.warning("could not record the failure of %s: %s", state.key[:12], record_exc)
         raise

@@ -51,6 +51,7 @@ class PublishInput:
     compile: dict[str, Any]
     work_dir: Path
     checkpoint_dir: Path | None = None  # for profiles that publish checkpoint files (`needs_checkpoint`)
+    run_id: str = ""  # the Airflow run that built it (empty from the CLI): linked from the catalog page
 
 
 @dataclass
@@ -116,6 +117,7 @@ def publish(inp: PublishInput, store: ArtifactStore) -> Published:
         "smoke": inp.smoke,
         "compile": inp.compile,
         "neuronforge_version": neuronforge.__version__,
+        "run_id": inp.run_id,
         "published_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     manifest_key = f"{prefix}/{layout.ARTIFACT_MANIFEST}"
