@@ -1,0 +1,83 @@
+"""The farm view of a store (what the artifact catalog page and its JSON endpoints show): a store
+seeded by the pipeline, a smoke failure and a compile failure recorded as the pipeline records
+them, a live and an expired lease, and a profile version newer than the artifact's."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from neuronforge import leases
+from neuronforge.failures import record_failure
+from neuronforge.farm import farm_rows, filter_rows
+from neuronforge.stores import open_store
+from neuronforge.target import TargetSpec
+from tests.conftest import TARGET, Compiled
+
+
+@pytest.fixture
+def store(compiled: Compiled, tmp_path: Path):
+    copy = tmp_path / "store"
+    shutil.copytree(Path(compiled.store.root_uri.removeprefix("file://")), copy)
+    return open_store(f"file://{copy}")
+
+
+def _state(seq: int) -> SimpleNamespace:
+    return SimpleNamespace(model="org/model", target=TargetSpec.parse({**TARGET, "sequence_length": seq}))
+
+
+def test_a_published_artifact(store, compiled: Compiled) -> None:
+    (row,) = farm_rows(store)
+    assert row.status == "published" and row.key == compiled.first.key
+    assert row.model == str(compiled.checkpoint) and row.profile == "cpu@local" and row.instance == "inf2.xlarge"
+    assert row.compiler_version and row.size_bytes and row.size_bytes > 0
+    assert row.ttft_ms is not None and row.per_token_ms is not None
+    assert row.manifest_uri == store.uri(compiled.first.published.manifest_uri.split("/store/", 1)[1])
+    assert row.uris and all(u.startswith(store.root_uri) for u in row.uris.values())
+    assert row.launch and all(u.startswith(row.artifact_uri + "/launch/") for u in row.launch.values())
+    assert row.incomplete == []
+
+
+def test_failures_leases_and_filters(store) -> None:
+    record_failure(store, "a" * 64, "smoke", RuntimeError("greedy tokens differ"), "manual__1", _state(32))
+    record_failure(store, "b" * 64, "compile_graphs", RuntimeError("NCC_EXTP004"), "manual__2", _state(48))
+    mine = leases.try_acquire(store, "c" * 64, "worker-1", ttl_s=600)
+    assert mine is not None
+    assert leases.try_acquire(store, "d" * 64, "worker-2", ttl_s=-1) is not None  # expired at once
+    rows = {r.key[:1]: r for r in farm_rows(store)}
+    assert rows["a"].status == "smoke-failed" and rows["a"].model == "org/model" and rows["a"].stage == "smoke"
+    assert "greedy tokens differ" in rows["a"].message and rows["a"].run_id == "manual__1"
+    assert rows["a"].target.endswith("s32-fp32") and rows["a"].instance == "inf2.xlarge"
+    assert rows["b"].status == "failed" and rows["b"].stage == "compile_graphs"
+    assert rows["c"].status == "building" and "worker-1" in rows["c"].message
+    assert "d" not in rows
+    assert {r.status for r in filter_rows(list(rows.values()), status="failed")} == {"failed"}
+    assert {r.key[:1] for r in filter_rows(list(rows.values()), model="ORG/")} == {"a", "b"}
+
+
+def test_a_newer_profile_version_makes_it_stale(store, monkeypatch: pytest.MonkeyPatch) -> None:
+    from neuronforge.profiles import registry
+    from neuronforge.profiles.cpu import CpuProfile
+
+    class Newer(CpuProfile):
+        @property
+        def version(self) -> str:
+            return "2"
+
+    registered = registry.all_profiles()
+    monkeypatch.setattr(registry, "all_profiles", lambda: (*registered, Newer()))
+    (row,) = farm_rows(store)
+    assert row.status == "stale" and "cpu@2" in row.message
+
+
+def test_a_truncated_file_is_listed(store) -> None:
+    (row,) = farm_rows(store)
+    victim = next(Path(store.root_uri.removeprefix("file://")).glob("artifacts/**/launch/*"))
+    victim.write_bytes(victim.read_bytes()[:-1])
+    (row,) = farm_rows(store)
+    assert row.incomplete == [
+        f"{victim.relative_to(Path(row.artifact_uri.removeprefix('file://')))}: missing or wrong size"
+    ]
