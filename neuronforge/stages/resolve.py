@@ -53,6 +53,7 @@ def hub_errors(repo: str, revision: str) -> Iterator[None]:
         GatedRepoError,
         HfHubHTTPError,
         LocalEntryNotFoundError,
+        OfflineModeIsEnabled,
         RepositoryNotFoundError,
         RevisionNotFoundError,
     )
@@ -77,6 +78,11 @@ def hub_errors(repo: str, revision: str) -> Iterator[None]:
                 f"{repo}@{revision} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set"
             ) from None
         raise NeuronforgeError(unreachable) from None  # what snapshot_download raises when the Hub is down
+    except OfflineModeIsEnabled:
+        raise InvalidInput(
+            f"{repo}@{revision}: huggingface_hub is in offline mode (HF_HUB_OFFLINE) and cannot ask the Hub; "
+            "unset it, or give a 40-hex revision that is in the local Hugging Face cache"
+        ) from None
     except (requests.ConnectionError, requests.Timeout):
         raise NeuronforgeError(unreachable) from None
     except HfHubHTTPError as exc:

@@ -215,13 +215,16 @@ def hub_at(monkeypatch: pytest.MonkeyPatch):
     """Point huggingface_hub (already imported: its constants are read at import) at `endpoint`,
     online (the suite runs with HF_HUB_OFFLINE=1)."""
     from huggingface_hub import constants
+    from huggingface_hub.utils._http import reset_sessions
 
     def point(endpoint: str) -> None:
         monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
         monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
         monkeypatch.setattr(constants, "ENDPOINT", endpoint)
+        reset_sessions()  # a session cached while offline keeps refusing every request
 
-    return point
+    yield point
+    reset_sessions()  # and the next test's session is built offline again
 
 
 HUB_CASES = {
