@@ -27,6 +27,8 @@ COPY --chown=airflow:root operators ./operators
 # The recompile DAG's default model catalog (override: Airflow Variable neuronforge_catalog).
 COPY --chown=airflow:root catalog ./catalog
 COPY --chown=airflow:root dags /opt/airflow/dags
+# the artifact catalog page: the api-server loads it from the image's default plugins folder
+COPY --chown=airflow:root plugins /opt/airflow/plugins
 # The cluster policy: baked into the image's config dir, and kept at its source path for compose's
 # `init` service, which installs it into the config volume every component shares.
 COPY --chown=airflow:root docker/airflow_local_settings.py ./docker/airflow_local_settings.py
