@@ -78,6 +78,71 @@ def store_param() -> Param:
     )
 
 
+# The one target the form's own fields describe (the common case: no JSON to write).
+_D = settings.DEFAULT_TARGET
+FORM_TARGET_FIELDS: dict[str, Param] = {
+    "instance_type": Param(
+        _D["instance_type"],
+        type="string",
+        enum=list(INSTANCES),
+        title="Instance type",
+        description="the Inferentia/Trainium instance the artifact is built for",
+    ),
+    "tp_degree": Param(
+        _D["tp_degree"],
+        type="integer",
+        minimum=1,
+        maximum=128,
+        title="Tensor parallel degree",
+        description="NeuronCores the model is sharded over: one the instance supports (inf2.xlarge: 1 or 2)",
+    ),
+    "batch_size": Param(_D["batch_size"], type="integer", minimum=1, maximum=1024, title="Batch size"),
+    "sequence_length": Param(
+        _D["sequence_length"],
+        type="integer",
+        minimum=8,
+        maximum=1048576,
+        title="Sequence length",
+        description="prompt + generated tokens, at most the model's max_position_embeddings",
+    ),
+    "max_context_length": Param(
+        _D["max_context_length"],
+        type=["null", "integer"],
+        minimum=1,
+        title="Max prompt length",
+        description="longest prompt (context encoding); empty: the sequence length",
+    ),
+    "dtype": Param(_D["dtype"], type="string", enum=["bf16", "fp16", "fp32"], title="dtype"),
+    "quantization": Param(
+        _D["quantization"],
+        type="string",
+        enum=QUANTIZATIONS,
+        title="Quantization",
+        description="weight quantization (none, int8 or fp8; per tensor or per channel)",
+    ),
+}
+
+
+def requested_targets(params: Mapping[str, Any], conf: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """A compile run's targets: the form's own target (its fields), then `targets`. A conf that names
+    none of the form's target fields but gives `targets` (the REST API, the recompile DAG) builds only
+    those; the UI's form sends every field, so it builds its target and the extra ones. `params`: the
+    run's params (defaults merged); `conf`: what the trigger sent (default: `params`)."""
+    conf = params if conf is None else conf
+    more = list(params.get("targets") or [])
+    if more and not any(k in conf for k in FORM_TARGET_FIELDS):
+        return more
+    form = {k: params.get(k) for k in FORM_TARGET_FIELDS if params.get(k) is not None}
+    return [form, *more]
+
+
+def conf_targets(conf: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """`requested_targets` from a trigger's raw conf (the cluster policy sees no merged params)."""
+    conf = dict(conf or {})
+    merged = {k: p.value for k, p in FORM_TARGET_FIELDS.items()} | conf
+    return requested_targets(merged, conf)
+
+
 # The compile DAG's trigger form: `@dag(params=PARAMS)`.
 PARAMS: dict[str, Param] = {
     "model": Param(
@@ -86,14 +151,6 @@ PARAMS: dict[str, Param] = {
         title="Model",
         description="org/name[@revision], s3://bucket/prefix or a folder; empty: the embedded tiny Llama",
     ),
-    "targets": Param(
-        [settings.DEFAULT_TARGET],
-        type="array",
-        minItems=1,
-        items=TARGET_SCHEMA,
-        title="Targets",
-        description="One compile per target (instance, tp, batch size, sequence length, dtype, quantization)",
-    ),
     "profile": Param(
         "cpu",
         type="string",
@@ -101,6 +158,16 @@ PARAMS: dict[str, Param] = {
         title="Serving profile",
         description="the stack that will serve the model: it fixes the SDK, the backend, what is published "
         "and the launch spec (`neuronforge profiles` lists them)",
+    ),
+    **FORM_TARGET_FIELDS,
+    "targets": Param(
+        None,
+        type=["null", "array"],
+        items=TARGET_SCHEMA,
+        title="More targets (advanced)",
+        description="extra targets as JSON objects (instance_type, tp_degree, batch_size, sequence_length, "
+        "dtype, quantization, ...), built besides the one above; a conf that sets only `targets` (the REST "
+        "API, the recompile DAG) builds just those",
     ),
     "store": store_param(),
     "prompts": Param(

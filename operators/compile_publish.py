@@ -154,15 +154,21 @@ def _with_asset_event(body):
 def expand_targets(params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Validate the whole request (every target, its static plan) before any work: one build
     state per target."""
+    conf: dict[str, Any]
     if params is None:
         from operators.compile_params import validate_conf
 
         context = get_current_context()
-        validate_conf(context["dag_run"].conf)  # without the cluster policy: refused here, before any work
+        conf = dict(context["dag_run"].conf or {})
+        validate_conf(conf)  # without the cluster policy: refused here, before any work
         params = context["params"]
+    else:
+        conf = params
     model = params.get("model") or settings.DEFAULT_MODEL
     states, targets = [], []
-    for raw in params["targets"]:
+    from operators.compile_params import requested_targets
+
+    for raw in requested_targets(params, conf):
         target = TargetSpec.parse(target_conf(raw, params))
         targets.append(target)
         state = BuildState(

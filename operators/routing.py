@@ -44,10 +44,13 @@ def pool_slots_for(task_id: str, map_index: int, conf: dict[str, Any] | None) ->
     group, _, stage = task_id.rpartition(".")
     if stage not in SIZED_STAGES or map_index is None or map_index < 0:
         return None
+    from operators.compile_params import conf_targets
+
     conf = conf or {}
     targets = conf.get("targets")
-    if not isinstance(targets, list):
+    if targets is not None and not isinstance(targets, list):
         return None
+    targets = conf_targets(conf)
     routed = [t for t in targets if isinstance(t, dict) and _group_of(t, conf) == group]
     if map_index >= len(routed):
         return None

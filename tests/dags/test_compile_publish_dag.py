@@ -53,7 +53,21 @@ def test_dag_parses_with_routing_and_form(dag) -> None:
         assert tasks[f"{neuron}.{name}"].queue == "neuron-2.26.1" and tasks[f"{neuron}.{name}"].pool == "neuron_cores"
     assert tasks[f"{neuron}.fetch_checkpoint"].queue == "default"  # only the worker stages go to the SDK's queue
     assert [o.name for o in tasks["cpu_target.publish_artifact"].outlets] == ["neuronforge-artifacts"]
-    assert set(dag.params) == {"model", "targets", "profile", "store", "prompts", "max_new_tokens"}
+    assert set(dag.params) == {
+        "model",
+        "profile",
+        "instance_type",
+        "tp_degree",
+        "batch_size",
+        "sequence_length",
+        "max_context_length",
+        "dtype",
+        "quantization",
+        "targets",
+        "store",
+        "prompts",
+        "max_new_tokens",
+    }
     # The form's profile choices are the registry's.
     assert set(dag.params.get_param("profile").schema["enum"]) >= {"cpu", "optimum-neuron", "vllm-neuron"}
     assert "vllm-neuron@2.26.1" in dag.params.get_param("profile").schema["enum"]
