@@ -30,10 +30,15 @@ app = FastAPI(title="neuronforge artifact catalog", dependencies=[Depends(get_us
 
 
 def _store():
+    """The store NEURONFORGE_STORE names (read, never created: a mistyped one is an error)."""
     from neuronforge import settings
+    from neuronforge.errors import NeuronforgeError
     from neuronforge.stores import open_store
 
-    return open_store(settings.store_uri(None))
+    try:
+        return open_store(settings.store_uri(None), must_exist=True)
+    except NeuronforgeError as exc:
+        raise HTTPException(status_code=503, detail=f"the store cannot be read: {exc}") from None
 
 
 def _rows(model: str | None, profile: str | None, instance: str | None, status: str | None):

@@ -1,0 +1,109 @@
+"""Fixtures of the plugin tests: a store seeded by the pipeline (a published artifact, a smoke
+failure and a build in progress, recorded as the pipeline records them) and a real `airflow
+api-server` on 127.0.0.1 over it, with its own AIRFLOW_HOME (SQLite, the simple auth manager), the
+repo's plugins folder and its DAGs (serialized first, so the trigger form exists)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from neuronforge import leases
+from neuronforge.failures import record_failure
+from neuronforge.stores import open_store
+from neuronforge.target import TargetSpec
+from tests.conftest import TARGET, Compiled
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def seeded_store(compiled: Compiled, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("catalog") / "store"
+    shutil.copytree(Path(compiled.store.root_uri.removeprefix("file://")), root)
+    store = open_store(f"file://{root}")
+    state = SimpleNamespace(model="org/smoke-fails", target=TargetSpec.parse({**TARGET, "sequence_length": 32}))
+    record_failure(
+        store, "a" * 64, "smoke", RuntimeError("greedy tokens differ from the reference"), "manual__7", state
+    )
+    assert leases.try_acquire(store, "b" * 64, "worker-1:42", ttl_s=3600) is not None
+    return root
+
+
+@pytest.fixture(scope="module")
+def server(seeded_store: Path, tmp_path_factory: pytest.TempPathFactory):
+    """`airflow api-server` with the repo's plugins folder; yields (base URL, admin password)."""
+    home = tmp_path_factory.mktemp("airflow-api")
+    port = _free_port()
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API__PORT": str(port),
+        "NEURONFORGE_STORE": f"file://{seeded_store}",
+        "PYTHONPATH": str(REPO),
+    }
+    airflow = str(Path(sys.executable).parent / "airflow")
+    subprocess.run([airflow, "db", "migrate"], env=env, check=True, capture_output=True)
+    # the DAGs in the DB (what a dag-processor would do), so the UI has their trigger forms
+    subprocess.run([airflow, "dags", "reserialize"], env=env, check=True, capture_output=True)
+    log = open(home / "api-server.log", "w")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen([airflow, "api-server", "--port", str(port)], env=env, stdout=log, stderr=log)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                if urllib.request.urlopen(f"{base}/api/v2/monitor/health", timeout=2).status == 200:
+                    break
+            except (urllib.error.URLError, OSError):
+                time.sleep(1)
+        else:
+            pytest.fail("api-server did not become healthy: " + (home / "api-server.log").read_text()[-2000:])
+        password = json.loads((home / "simple_auth_manager_passwords.json.generated").read_text())["admin"]
+        yield base, password
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+def http_get(url: str, token: str | None = None, cookie: str | None = None) -> tuple[int, bytes]:
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    if cookie:
+        request.add_header("Cookie", f"_token={cookie}")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+@pytest.fixture(scope="module")
+def token(server) -> str:
+    base, password = server
+    body = json.dumps({"username": "admin", "password": password}).encode()
+    request = urllib.request.Request(f"{base}/auth/token", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())["access_token"]
