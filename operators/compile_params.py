@@ -20,6 +20,7 @@ it; code reading them treats None like "".
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -303,3 +304,67 @@ def refuse_unknown_conf(task_instance: Any, dag_run: Any = None) -> None:
     conf = getattr(dag_run, "conf", None)
     if isinstance(conf, Mapping):
         refuse_unknown_keys(conf, allowed, task_instance.dag_id)
+
+
+FORMS: dict[str, dict[str, Param]] = {COMPILE_DAG: PARAMS, RECOMPILE_DAG: RECOMPILE_PARAMS, SWEEP_DAG: SWEEP_PARAMS}
+
+
+def _allowed(schema: dict[str, Any]) -> str:
+    """What a field accepts, in words (for the one-sentence answer to a bad value)."""
+    if "enum" in schema:
+        values = [v for v in schema["enum"] if v is not None]
+        shown = ", ".join(str(v) for v in values[:24]) + (", ..." if len(values) > 24 else "")
+        return f"one of {shown}"
+    kinds = schema.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else list(kinds or [])
+    words = {
+        "integer": "a whole number",
+        "number": "a number",
+        "string": "text",
+        "boolean": "true or false",
+        "array": "a list",
+        "object": "an object",
+        "null": "empty",
+    }
+    text = " or ".join(words.get(k, k) for k in kinds) or "a valid value"
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if low is not None and high is not None:
+        text += f" from {low} to {high}"
+    elif low is not None:
+        text += f" of at least {low}"
+    elif high is not None:
+        text += f" of at most {high}"
+    return text
+
+
+def conf_problem(dag_id: str, conf: Mapping[str, Any] | None) -> str | None:
+    """One sentence naming the first field of `conf` the DAG's form refuses and what it accepts (an
+    unknown key, a value outside its schema), or None. Airflow's own Param check answers the same
+    conf with the whole JSON schema; the api-server middleware (plugins/neuronforge_forms.py) answers
+    with this first."""
+    from jsonschema import Draft202012Validator
+
+    form = FORMS.get(dag_id)
+    if form is None or conf is None:
+        return None
+    if not isinstance(conf, Mapping):
+        return f"{dag_id}: the conf must be a JSON object of its form's fields ({', '.join(form)})."
+    try:
+        refuse_unknown_keys(conf, form, dag_id)
+    except InvalidInput as exc:
+        return str(exc)
+    for name, value in conf.items():
+        schema = form[name].schema
+        errors = sorted(Draft202012Validator(schema).iter_errors(value), key=lambda e: len(e.path))
+        if not errors:
+            continue
+        err = errors[0]
+        where = name + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.path)
+        if err.validator == "additionalProperties":
+            allowed = ", ".join(sorted(err.schema.get("properties", {})))
+            extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+            return f"{dag_id}: {where} has unknown field(s) {', '.join(extra)}; allowed: {allowed}."
+        if err.validator == "required":
+            return f"{dag_id}: {where} is missing a field: {err.message}."
+        return f"{dag_id}: {where} = {json.dumps(err.instance)} is not allowed; use {_allowed(err.schema)}."
+    return None

@@ -110,3 +110,63 @@ def test_an_unauthenticated_browser_is_refused(browser, server) -> None:
     response = context.new_page().goto(f"{base}/neuronforge/")
     assert response.status == 401 and "Not authenticated" in response.text()
     context.close()
+
+
+# -- the compile DAG's trigger form -------------------------------------------------------------------
+def _runs(base: str, token: str) -> list[dict]:
+    import json
+
+    from tests.plugins.conftest import http_get
+
+    status, body = http_get(f"{base}/api/v2/dags/neuronforge_compile_publish/dagRuns", token)
+    assert status == 200, body
+    return json.loads(body)["dag_runs"]
+
+
+def _trigger_dialog(page):
+    page.goto("/dags/neuronforge_compile_publish")
+    page.get_by_role("button", name="Trigger").first.click()
+    dialog = page.locator("[role=dialog][data-state=open]")
+    dialog.get_by_text("Run Parameters").wait_for()
+    return dialog
+
+
+def test_the_default_trigger_needs_no_json(page, server, token: str, shots: Path) -> None:
+    base, _ = server
+    before = len(_runs(base, token))
+    dialog = _trigger_dialog(page)
+    # the common case is fields with titles and dropdowns, not a JSON array
+    for title in (
+        "Serving profile",
+        "Instance type",
+        "Tensor parallel degree",
+        "Batch size",
+        "Sequence length",
+        "Quantization",
+        "More targets (advanced)",
+    ):
+        dialog.get_by_text(title).first.wait_for(timeout=30000)  # a labelled field (required ones get a *)
+    page.screenshot(path=str(shots / "trigger-form.png"), full_page=True)
+    dialog.get_by_role("button", name="Trigger").last.click()
+    page.get_by_text("Dag run has been successfully triggered").first.wait_for(timeout=30000)
+    runs = _runs(base, token)
+    assert len(runs) == before + 1
+    conf = runs[-1]["conf"]
+    assert conf["instance_type"] == "inf2.xlarge" and conf["tp_degree"] == 1 and conf["profile"] == "cpu"
+
+
+def test_a_bad_field_gets_one_sentence(page, server, token: str, shots: Path) -> None:
+    base, _ = server
+    before = len(_runs(base, token))
+    dialog = _trigger_dialog(page)
+    dialog.get_by_text("Advanced Options").click()
+    dialog.get_by_text('"model"').first.click()  # the conf editor
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Delete")
+    page.keyboard.insert_text('{"tp_degree": 0}')
+    dialog.get_by_role("button", name="Trigger").last.click()
+    sentence = "neuronforge_compile_publish: tp_degree = 0 is not allowed; use a whole number from 1 to 128."
+    dialog.get_by_text(sentence).wait_for(timeout=30000)
+    assert "Failed validating" not in dialog.inner_text()  # not Airflow's JSON schema dump
+    page.screenshot(path=str(shots / "trigger-bad-field.png"), full_page=True)
+    assert len(_runs(base, token)) == before

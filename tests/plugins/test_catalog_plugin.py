@@ -57,3 +57,46 @@ def test_the_navigation_entry(server, token: str) -> None:
     (plugin,) = [p for p in json.loads(body)["plugins"] if p["name"] == "neuronforge_catalog"]
     (view,) = plugin["external_views"]
     assert view["href"] == "/neuronforge/" and view["destination"] == "nav" and view["url_route"]
+
+
+def _trigger(base: str, dag_id: str, conf: dict, token: str | None) -> tuple[int, dict]:
+    import urllib.error
+    import urllib.request
+
+    body = json.dumps({"logical_date": None, "conf": conf}).encode()
+    request = urllib.request.Request(f"{base}/api/v2/dags/{dag_id}/dagRuns", data=body, method="POST")
+    request.add_header("Content-Type", "application/json")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
+
+
+BAD_CONFS = {
+    "tp out of range": ({"tp_degree": 0}, "tp_degree = 0 is not allowed; use a whole number from 1 to 128."),
+    "unknown instance": ({"instance_type": "inf9.huge"}, 'instance_type = "inf9.huge" is not allowed; use one of inf2'),
+    "typo in a key": ({"tp_degre": 2}, "does not take the conf key 'tp_degre' (did you mean 'tp_degree'?)"),
+    "bad extra target": (
+        {"targets": [{"instance_type": "inf2.xlarge", "tp_degree": "two", "sequence_length": 64}]},
+        'targets[0].tp_degree = "two" is not allowed; use a whole number from 1 to 128.',
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CONFS))
+def test_a_bad_trigger_is_answered_in_one_sentence(server, token: str, case: str) -> None:
+    base, _ = server
+    conf, sentence = BAD_CONFS[case]
+    status, body = _trigger(base, "neuronforge_compile_publish", conf, token)
+    assert status == 400 and sentence in body["detail"] and "\n" not in body["detail"], body
+    assert "Failed validating" not in body["detail"]
+    assert _trigger(base, "neuronforge_compile_publish", conf, None)[0] == 401  # no credentials: Airflow answers
+
+
+def test_a_good_trigger_passes_through(server, token: str) -> None:
+    base, _ = server
+    status, body = _trigger(base, "neuronforge_config_sweep", {"instance": "inf2.xlarge", "profile": "cpu"}, token)
+    assert status == 200 and body["conf"]["instance"] == "inf2.xlarge", body
