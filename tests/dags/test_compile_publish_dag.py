@@ -81,7 +81,8 @@ def test_dag_parses_with_routing_and_form(dag) -> None:
     [
         {"targets": [{**TARGET, "tp_degree": 0}]},
         {"targets": [{**TARGET, "instance_type": "inf9.xlarge"}]},
-        {"targets": []},
+        {"tp_degree": 0},  # a field of the form's own target
+        {"instance_type": "inf9.xlarge"},
         {"targets": [{**TARGET, "colour": "red"}]},
         {"profile": "tensorrt"},
         {"profile": "tgi-neuron"},  # refused stacks are not in the form's enum either
