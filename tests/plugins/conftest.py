@@ -1,4 +1,4 @@
-"""Fixtures of the plugin tests: a store seeded by the pipeline (a published artifact, a smoke
+"""Fixtures of the plugin tests: a store seeded by the pipeline (a published artifact, a stale one, a smoke
 failure and a build in progress, recorded as the pipeline records them) and a real `airflow
 api-server` on 127.0.0.1 over it, with its own AIRFLOW_HOME (SQLite, the simple auth manager), the
 repo's plugins folder and its DAGs (serialized first, so the trigger form exists)."""
@@ -39,6 +39,22 @@ def seeded_store(compiled: Compiled, tmp_path_factory: pytest.TempPathFactory) -
     root = tmp_path_factory.mktemp("catalog") / "store"
     shutil.copytree(Path(compiled.store.root_uri.removeprefix("file://")), root)
     store = open_store(f"file://{root}")
+    # A stale artifact, built by the pipeline under a profile version this deployment has since
+    # replaced: registered here only (the api-server's registry has just cpu@local).
+    from neuronforge.pipeline import run_target
+    from neuronforge.profiles import registry
+    from neuronforge.profiles.cpu import CpuProfile
+
+    class Superseded(CpuProfile):
+        @property
+        def version(self) -> str:
+            return "0"
+
+    registered = registry.all_profiles()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(registry, "all_profiles", lambda: (*registered, Superseded()))
+        target = TargetSpec.parse({**TARGET, "profile": "cpu@0"})
+        run_target(str(compiled.checkpoint), target, store, tmp_path_factory.mktemp("catalog-work"))
     state = SimpleNamespace(model="org/smoke-fails", target=TargetSpec.parse({**TARGET, "sequence_length": 32}))
     record_failure(
         store, "a" * 64, "smoke", RuntimeError("greedy tokens differ from the reference"), "manual__7", state

@@ -76,7 +76,7 @@ def test_the_catalog_in_the_ui(page, server, compiled: Compiled, shots: Path) ->
     base, _ = server
     frame = _catalog(page, base)
     statuses = {cell.get_attribute("data-status") for cell in frame.query_selector_all("td[data-status]")}
-    assert statuses == {"published", "smoke-failed", "building"}
+    assert statuses == {"published", "stale", "smoke-failed", "building"}
     assert frame.query_selector("#latency-plot") is not None
     page.screenshot(path=str(shots / "catalog.png"), full_page=True)
 

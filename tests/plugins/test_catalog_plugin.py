@@ -22,8 +22,9 @@ def test_an_unauthenticated_request_is_refused(server, path: str) -> None:
 def test_the_json_rows(server, token: str, compiled: Compiled) -> None:
     base, _ = server
     status, body = http_get(f"{base}/neuronforge/api/artifacts", token)
-    rows = {r["key"][:1] if r["key"][0] in "ab" else "published": r for r in json.loads(body)}
-    assert status == 200 and set(rows) == {"a", "b", "published"}
+    rows = {r["key"][:1] if r["key"][0] in "ab" else r["status"]: r for r in json.loads(body)}
+    assert status == 200 and set(rows) == {"a", "b", "published", "stale"}
+    assert rows["stale"]["profile"] == "cpu@0" and "now cpu@local" in rows["stale"]["message"]
     assert rows["published"]["status"] == "published" and rows["published"]["key"] == compiled.first.key
     assert rows["a"]["status"] == "smoke-failed" and rows["a"]["model"] == "org/smoke-fails"
     assert rows["a"]["run_id"] == "manual__7" and "greedy tokens differ" in rows["a"]["message"]
@@ -42,7 +43,7 @@ def test_the_page_with_the_ui_cookie(server, token: str, compiled: Compiled) -> 
     status, body = http_get(f"{base}/neuronforge/", cookie=token)  # what the browser sends after logging in
     page = body.decode()
     assert status == 200 and '<table id="matrix">' in page
-    for state in ("published", "smoke-failed", "building"):
+    for state in ("published", "stale", "smoke-failed", "building"):
         assert f'data-status="{state}"' in page
     assert 'id="latency-plot"' in page and 'class="copy"' in page
     assert compiled.first.published.manifest_uri.rsplit("/store/", 1)[1] in page
