@@ -125,14 +125,15 @@ FORM_TARGET_FIELDS: dict[str, Param] = {
 
 
 def requested_targets(params: Mapping[str, Any], conf: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-    """A compile run's targets: the form's own target (its fields), then `targets`. A conf that names
-    none of the form's target fields but gives `targets` (the REST API, the recompile DAG) builds only
-    those; the UI's form sends every field, so it builds its target and the extra ones. `params`: the
+    """A compile run's targets: the form's own target (its fields), then `targets`. When `targets` is
+    given and the form's target fields are absent (the REST API, the recompile DAG) or left at their
+    defaults (`dag.test` and the UI send every field), only `targets` is built. `params`: the
     run's params (defaults merged); `conf`: what the trigger sent (default: `params`)."""
     conf = params if conf is None else conf
     more = list(params.get("targets") or [])
-    if more and not any(k in conf for k in FORM_TARGET_FIELDS):
-        return more
+    untouched = all(params.get(k) == p.value for k, p in FORM_TARGET_FIELDS.items())
+    if more and (untouched or not any(k in conf for k in FORM_TARGET_FIELDS)):
+        return more  # the form's target left at its defaults (or absent): the extra targets alone
     form = {k: params.get(k) for k in FORM_TARGET_FIELDS if params.get(k) is not None}
     return [form, *more]
 
@@ -167,8 +168,8 @@ PARAMS: dict[str, Param] = {
         items=TARGET_SCHEMA,
         title="More targets (advanced)",
         description="extra targets as JSON objects (instance_type, tp_degree, batch_size, sequence_length, "
-        "dtype, quantization, ...), built besides the one above; a conf that sets only `targets` (the REST "
-        "API, the recompile DAG) builds just those",
+        "dtype, quantization, ...), built besides the one above unless its fields are left at their "
+        "defaults: then only these are built",
     ),
     "store": store_param(),
     "prompts": Param(

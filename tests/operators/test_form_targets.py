@@ -24,6 +24,12 @@ def test_fields_and_more_targets() -> None:
     assert second == EXTRA
 
 
+def test_targets_with_the_form_left_at_its_defaults_build_just_those() -> None:
+    """`dag.test` and the UI send every field: a form target left at its defaults is not built."""
+    defaults = {k: p.value for k, p in FORM_TARGET_FIELDS.items()}
+    assert conf_targets({**defaults, "targets": [EXTRA]}) == [EXTRA]
+
+
 def test_targets_alone_build_just_those() -> None:
     assert conf_targets({"targets": [EXTRA]}) == [EXTRA]
     params = {k: p.value for k, p in FORM_TARGET_FIELDS.items()} | {"targets": [EXTRA]}
