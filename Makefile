@@ -19,16 +19,21 @@ $(STAMP): requirements.txt requirements-runtime.txt requirements-deploy.txt cons
 demo: setup
 	$(PY) -m neuronforge.demo
 
+# neuronforge_toolchain runs in the SDK images' own Pythons: 3.10 is the oldest (SDK 2.21.1, the LMI image)
+VERMIN := $(VENV)/bin/vermin -t=3.10- --violations --no-tips --eval-annotations neuronforge_toolchain
+
 test: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/hadolint docker/*.Dockerfile
+	$(VERMIN)
 	$(PY) -m pytest
 
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/hadolint docker/*.Dockerfile
+	$(VERMIN)
 
 format: setup
 	$(VENV)/bin/ruff check --fix .

@@ -16,32 +16,42 @@ from airflow.sdk import dag, task_group
 from neuronforge.pipeline import STAGES
 from operators.build_claim import ClaimBuildOperator
 from operators.compile_params import PARAMS
-from operators.compile_publish import DEFAULT_QUEUE, expand_targets, group_id, queues, stage_task, tickets_for
+from operators.compile_publish import (
+    DEFAULT_QUEUE,
+    expand_targets,
+    group_id,
+    placements,
+    queues,
+    stage_task,
+    tickets_for,
+)
 from operators.kubernetes import pod_tasks, runner
 
 
 def _chain(state, queue: str, pods: dict | None = None):
-    """The stages in declaration order; worker stages on `queue`, or in pods (`pods`)."""
+    """The stages in declaration order, each placed as the group's profiles place its kind; or the
+    toolchain stages in pods (`pods`)."""
+    where = placements(queue)
     for stage in STAGES:
         if stage.run is None:  # the claim: deferred while another run holds the lease
             state = ClaimBuildOperator(task_id=stage.name, ticket=state).output
         elif pods and stage.name in pods:
             state = pods[stage.name](state)
         else:
-            state = stage_task(stage, queue if stage.on_backend_worker else DEFAULT_QUEUE)(state)
+            state = stage_task(stage, where[stage.kind])(state)
     return state
 
 
 def target_group(queue: str):
-    """One mapped task group per queue. Neuron queues (`neuron-<sdk release>`): toolchain detection,
-    compile and smoke on the workers of that SDK release, so the key and the plan's toolchain check
-    use what those workers have; or, with NEURONFORGE_NEURON_RUNNER=kubernetes, compile and smoke in
-    pods of the neuron worker image."""
+    """One mapped task group per toolchain queue. A Neuron SDK release's group: toolchain detection
+    and compile on the CPU workers of that release's image (`neuron-compile-<release>`, no devices),
+    the smoke test alone on its Neuron hosts (`neuron-<release>`, NeuronCores from the pool); or,
+    with NEURONFORGE_NEURON_RUNNER=kubernetes, those stages in pods of the release's image (CPU
+    pods, and Neuron device requests for the smoke pod only)."""
 
     def targets(ticket):
         if queue != DEFAULT_QUEUE and runner() == "kubernetes":
-            compile_pod, smoke_pod = pod_tasks(queue)
-            return _chain(ticket, queue, {"compile_graphs": compile_pod, "smoke": smoke_pod})
+            return _chain(ticket, queue, pod_tasks(queue))
         return _chain(ticket, queue)
 
     targets.__doc__ = f"The targets whose serving profile routes to queue {queue!r}."

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from neuronforge.errors import InvalidInput
+from neuronforge.hosts import StageRun
 from neuronforge.leases import Lease
 from neuronforge.localcache import TreeRef
 from neuronforge.request import CompileRequest, Toolchain
@@ -103,8 +104,8 @@ class QuantizedRef(BaseModel):
 
 
 class CompiledRef(BaseModel):
-    build: TreeRef  # the compiled artifact, staged in the store for smoke and publish
-    record: dict[str, Any] = Field(default_factory=dict)  # graphs, invocations, seconds, cache_sync…
+    build: TreeRef  # the artifact's payload (model folder, launch, smoke reference), staged for smoke and publish
+    record: dict[str, Any] = Field(default_factory=dict)  # graphs, invocations, seconds, cache_sync, formats…
 
 
 class BuildState(BaseModel):
@@ -134,6 +135,8 @@ class BuildState(BaseModel):
     compiled: CompiledRef | None = None
     smoke: dict[str, Any] | None = None
     published: PublishedRef | None = None
+    # every stage that ran: its seconds and the kind of host (`neuronforge.hosts`)
+    hosts: list[StageRun] = Field(default_factory=list)
 
     def __init__(self, **data: Any) -> None:
         """A new request (CLI and DAG alike) is checked here, before any stage runs; a state read

@@ -297,7 +297,10 @@ def cmd_cache_key(args: argparse.Namespace) -> int:
             backend.name, args.backend_version, compiler, args.compiler_version, packages, args.compiler_flags or ()
         )
     else:
-        toolchain = backend.detect_toolchain(args.compiler_flags or ())
+        try:
+            toolchain = target.serving_profile.detect_toolchain(args.compiler_flags or ())
+        except InvalidInput as exc:
+            raise InvalidInput(f"{exc}; or give the versions: --backend-version and --compiler-version") from None
     source = resolve_source(args.model, work_dir=Path(args.work_dir).expanduser())
     request = CompileRequest(source, target)
     key = cache_key(request, toolchain)

@@ -3,10 +3,13 @@
     prepare -> claim_build -> fetch_checkpoint -> plan_target -> quantize_weights
             -> compile_graphs (+ compile-cache sync) -> smoke -> publish_artifact
 
-`STAGES` lists them with what each needs from where it runs: whether it runs where the target's
-serving profile compiles (queue `neuron-<sdk release>` for the Neuron profiles), takes accelerator
-cores (pool `neuron_cores`), holds the target's compile lease. The CLI (`run_target`) runs the list in one
-process; the DAG is generated from the same list by one task factory (`operators/compile_publish.py`).
+`STAGES` lists them with what each needs from where it runs (`Stage.kind`): the toolchain
+(`prepare`), the compiler (`compile_graphs`), the consumer's load (`smoke`) — each profile places
+those (`ServingProfile.placement`: for the Neuron profiles, the toolchain stages on CPU workers of the
+SDK's image, queue `neuron-compile-<sdk release>`, and only the smoke test on Neuron hosts, queue
+`neuron-<sdk release>`, taking `tp` NeuronCores of pool `neuron_cores`) — and whether it holds the
+target's compile lease. The CLI (`run_target`) runs the list in one process; the DAG is generated
+from the same list by one task factory (`operators/compile_publish.py`).
 Every stage is a function `(BuildState, Context) -> BuildState`: the state carries store
 references, and each stage materializes what it needs on its own host (`neuronforge.localcache`),
 so consecutive stages may run on different hosts that share nothing but the store.
@@ -17,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -62,6 +66,7 @@ class Context:
     work_dir: Path
     keeper: leases.LeaseKeeper | None = None  # the CLI's lease heartbeat, checked before publishing
     run_id: str = ""  # the Airflow run, for failure records
+    stage_started: float | None = None  # monotonic start of the running stage (`execute` sets it)
 
 
 # -- helpers the stages (and tests) share ------------------------------------------------------------
@@ -75,10 +80,10 @@ class Prepared:
 def prepare(
     source: str | ModelSource, target: TargetSpec, work_dir: Path, compiler_flags: str = "", allow_pickle: bool = False
 ) -> Prepared:
-    """Pin the source and the toolchain (the profile's backend, as installed here): everything the
-    cache key needs."""
+    """Pin the source and the toolchain (the profile's, as this worker's toolchain interpreter has
+    it): everything the cache key needs."""
     pinned = resolve_source(source, work_dir=work_dir, allow_pickle=allow_pickle)
-    toolchain = target.serving_profile.backend.detect_toolchain(compiler_flags)
+    toolchain = target.serving_profile.detect_toolchain(compiler_flags)
     request = CompileRequest(pinned, target)
     return Prepared(request, toolchain, cache_key(request, toolchain))
 
@@ -156,19 +161,20 @@ def _read_config(source: ModelSource) -> dict[str, Any] | None:
 
 @dataclass
 class CompileInputs:
-    """What the compile and smoke stages read for a target, after quantization if it asks for it."""
+    """What the compile stage reads for a target, after quantization if it asks for it."""
 
     compile_dir: Path  # the checkpoint the compiler reads
+    checkpoint_dir: Path  # the verified checkpoint as fetched (profiles that publish it)
     quantized_dir: Path | None = None  # NxD-format quantized checkpoint (nxdi reads it at compile)
     reference_dir: Path | None = None  # the weights the artifact must reproduce (dequantized)
     unquantized_dir: Path | None = None
 
 
 def compile_inputs(state: BuildState, ctx: Context) -> CompileInputs:
-    """Materialize on this host what the compiler and the smoke test read."""
+    """Materialize on this host what the compiler and the smoke reference read."""
     checkpoint = materialize(ctx.store, state.need("checkpoint"), ctx.work_dir)
     if state.quantized is None:
-        return CompileInputs(checkpoint)
+        return CompileInputs(checkpoint, checkpoint, reference_dir=checkpoint)
     from neuronforge.stages.quantize import dequantized_checkpoint
 
     ref = state.quantized.checkpoint
@@ -180,7 +186,7 @@ def compile_inputs(state: BuildState, ctx: Context) -> CompileInputs:
     # others compile the dequantized weights (the numbers the quantized model computes with).
     backend = state.target.serving_profile.backend
     compile_dir = checkpoint if backend.reads_quantized or backend.quantizes_at_load else dequantized
-    return CompileInputs(compile_dir, quantized, dequantized, checkpoint)
+    return CompileInputs(compile_dir, checkpoint, quantized, dequantized, checkpoint)
 
 
 # -- the stages ----------------------------------------------------------------------------------
@@ -279,9 +285,12 @@ def _quantize(state: BuildState, ctx: Context) -> BuildState:
 
 
 def _compile(state: BuildState, ctx: Context) -> BuildState:
-    """Compile, stage the build in the store for smoke and publish (any host), and sync the new
-    compile-cache entries — on this host, where the compiler left them."""
+    """Compile, sync the new compile-cache entries (on this host, where the compiler left them),
+    assemble the artifact's payload with the smoke reference and check it with the profile's
+    preflight, and stage it in the store: what the smoke test (any Neuron host) loads and publish
+    copies."""
     from neuronforge.stages.compile import CompileInput, compile_target, sync_cache
+    from neuronforge.stages.payload import PayloadInput, assemble_payload
 
     inputs = compile_inputs(state, ctx)
     toolchain, key = state.pinned_toolchain(), state.need("key")
@@ -306,32 +315,44 @@ def _compile(state: BuildState, ctx: Context) -> BuildState:
     if state.quantized is not None:
         record["quantized"] = state.quantized.info
     record["cache_sync"] = sync_cache(ctx.work_dir, toolchain, ctx.store, record).to_json()  # failures listed
-    manifest = {"schema_version": 1, "cache_key": key, "files": file_entries(out.build_dir)}
-
+    profile = state.target.serving_profile
+    payload, formats = assemble_payload(
+        PayloadInput(
+            state.request(),
+            toolchain,
+            key,
+            out.build_dir,
+            ctx.work_dir,
+            reference_dir=inputs.reference_dir or inputs.compile_dir,
+            checkpoint_dir=inputs.checkpoint_dir if profile.needs_checkpoint else None,
+            unquantized_dir=inputs.unquantized_dir,
+            prompts=tuple(state.prompts),
+            max_new_tokens=state.max_new_tokens,
+        ),
+        ctx.store,
+    )
+    record["formats"] = formats
+    manifest = {"schema_version": 1, "cache_key": key, "files": file_entries(payload)}
     prefix = layout.build_prefix(key, hashlib.sha256(manifest_bytes(manifest)).hexdigest())
-    ref = publish_tree(ctx.store, out.build_dir, prefix, manifest)
-    adopt(out.build_dir, ref, ctx.work_dir)  # smoke and publish on this host download nothing
+    ref = publish_tree(ctx.store, payload, prefix, manifest)
+    adopt(payload, ref, ctx.work_dir)  # a smoke test on this host (the CLI) downloads nothing
+    shutil.rmtree(out.build_dir, ignore_errors=True)
     return state.model_copy(update={"compiled": CompiledRef(build=ref, record=record)})
 
 
 def _smoke(state: BuildState, ctx: Context) -> BuildState:
-    from neuronforge.stages.smoke import DEFAULT_PROMPTS, SmokeInput, smoke_test
+    """Load the staged payload — downloaded here, on a host that did not compile it — as its
+    consumer does (the profile reads how from the payload's launch files), in a fresh process, through
+    a compile cache holding only the entries the launch files name (pulled from the store): a graph the
+    load has to compile fails the test."""
+    from neuronforge.stages.smoke import SmokeInput, smoke_test
 
     compiled = state.need("compiled")
-    build = materialize(ctx.store, compiled.build, ctx.work_dir)
-    inputs = compile_inputs(state, ctx)
+    payload = materialize(ctx.store, compiled.build, ctx.work_dir)
+    profile = state.target.serving_profile
+    load = profile.smoke_load(payload)
     result = smoke_test(
-        SmokeInput(
-            build,
-            inputs.compile_dir,
-            state.target.dtype,
-            backend=state.target.serving_profile.backend.name,
-            prompts=list(state.prompts or DEFAULT_PROMPTS),
-            max_new_tokens=state.max_new_tokens,
-            reference_dir=inputs.reference_dir,
-            unquantized_dir=inputs.unquantized_dir,
-            cache=_smoke_cache(state, ctx, compiled.record),
-        )
+        SmokeInput(payload, load, profile.backend.name, _smoke_cache(state, ctx, load.cache_entries), profile.python())
     )
     log.info(
         "smoke: %s (load %.2fs, first token %.4fs, %.5fs/token)",
@@ -345,47 +366,44 @@ def _smoke(state: BuildState, ctx: Context) -> BuildState:
     return state.model_copy(update={"smoke": result.to_json()})
 
 
-def _smoke_cache(state: BuildState, ctx: Context, record: dict[str, Any]):  # -> CompileCache | None
-    """For a backend that loads from the persistent cache: a fresh cache holding exactly the entries
-    the compile recorded, pulled from the store — what the consumer will find there. An entry the
-    store lacks fails the smoke test's load (it would be compiled), so nothing unloadable is published."""
-    if not state.target.serving_profile.backend.loads_from_cache:
-        return None
-    import shutil
-
+def _smoke_cache(state: BuildState, ctx: Context, entries: tuple[str, ...] | None):  # -> CompileCache
+    """A fresh compile cache for the smoke load: empty, or holding exactly the entries the payload's
+    launch files point the consumer at, pulled from the store (an entry the store lacks stays
+    missing, and the load that would compile it fails the test)."""
     from neuronforge.compile_cache import CompileCache
 
     root = ctx.work_dir / "smoke-cache" / state.need("key")[:12]
     shutil.rmtree(root, ignore_errors=True)
     toolchain = state.pinned_toolchain()
     cache = CompileCache(root, toolchain.compiler, toolchain.compiler_version, ctx.store)
-    cache.preseed([g["entry"] for g in record.get("graphs", [])])
+    if entries:
+        cache.preseed(list(entries))
     return cache
 
 
 def _publish(state: BuildState, ctx: Context) -> BuildState:
+    from neuronforge.hosts import StageRun, host_report
     from neuronforge.stages.publish import PublishInput, publish
 
     compiled = state.need("compiled")
-    build = materialize(ctx.store, compiled.build, ctx.work_dir)
-    needs_checkpoint = state.target.serving_profile.needs_checkpoint
-    checkpoint = materialize(ctx.store, state.need("checkpoint"), ctx.work_dir) if needs_checkpoint else None
+    runs = [*state.hosts]
+    if ctx.stage_started is not None:  # this stage so far: the manifest is its last write
+        runs.append(StageRun.now("publish_artifact", time.monotonic() - ctx.stage_started, "cpu"))
     inp = PublishInput(
         state.request(),
         state.pinned_toolchain(),
         state.need("key"),
-        build,
+        compiled.build,
         state.need("smoke"),
         compiled.record,
-        ctx.work_dir,
-        checkpoint,
         run_id=ctx.run_id,
+        hosts=host_report(runs),
     )
     if ctx.keeper is not None:
         ctx.keeper.assert_held()  # a run whose lease was taken over publishes nothing
     published = publish(inp, ctx.store)
     log.info("published %s", published.manifest_uri)
-    # The staged build served its purpose: the artifact holds it now (a retry finds the key published).
+    # The staged payload served its purpose: the artifact holds it now (a retry finds the key published).
     ctx.store.delete_prefix(layout.build_prefix(inp.key, "").rstrip("/"))
     return state.model_copy(update={"published": PublishedRef.of(published)})
 
@@ -398,22 +416,35 @@ class Stage:
     name: str  # the task id in the DAG
     run: Callable[[BuildState, Context], BuildState] | None  # None: the claim (CLI/DAG specific)
     doc: str
-    on_backend_worker: bool = False  # runs where the profile compiles (Neuron: queue `neuron-<sdk>`)
-    uses_accelerator: bool = False  # takes `tp` slots of pool `neuron_cores` (Neuron profiles)
+    # What it needs of its host, placed by the target's profile (`ServingProfile.placement`):
+    # "toolchain" | "compile" | "smoke"; None: any worker.
+    kind: str | None = None
     holds_lease: bool = True  # runs under the target's compile lease (heart-beats it)
     skip_on_hit: bool = True  # a cache hit passes through it untouched
     final: bool = False  # ends the build: its result is the artifact, and the lease is released after it
 
 
 STAGES: tuple[Stage, ...] = (
-    Stage("prepare", _prepare, "pin source and toolchain, key, index lookup, static plan", True, False, False, False),
+    Stage(
+        "prepare",
+        _prepare,
+        "pin source and toolchain, key, index lookup, static plan",
+        "toolchain",
+        holds_lease=False,
+        skip_on_hit=False,
+    ),
     Stage("claim_build", None, "take the key's compile lease or wait for whoever holds it", holds_lease=False),
     Stage("fetch_checkpoint", _fetch, "checkpoint verified and mirrored into the store"),
     Stage("plan_target", _plan, "planner on the exact tensor sizes + toolchain check"),
     Stage("quantize_weights", _quantize, "quantized checkpoint, when the target asks for one"),
-    Stage("compile_graphs", _compile, "compile, stage the build, sync the compile cache", True, True),
-    Stage("smoke", _smoke, "load and generate in a separate process, compare with the reference", True, True),
-    Stage("publish_artifact", _publish, "assemble the profile's layout, preflight, manifest last", final=True),
+    Stage(
+        "compile_graphs",
+        _compile,
+        "compile, sync the compile cache, assemble + preflight + stage the payload with the smoke reference",
+        "compile",
+    ),
+    Stage("smoke", _smoke, "load the staged payload as the consumer does, compiling forbidden; compare", "smoke"),
+    Stage("publish_artifact", _publish, "copy the tested payload into the artifact folder, manifest last", final=True),
 )
 STAGE_BY_NAME = {s.name: s for s in STAGES}
 
@@ -495,8 +526,15 @@ def execute(stage: Stage, state: BuildState, ctx: Context) -> BuildState:
         raise RuntimeError(f"{stage.name} is run by the CLI's or the DAG's own claim")
     if state.hit is not None and stage.skip_on_hit:
         return state
+    from neuronforge.hosts import StageRun
+
+    ctx.stage_started = started = time.monotonic()
     try:
-        return stage.run(state, ctx)
+        done = stage.run(state, ctx)
+        host = state.target.serving_profile.placement(stage.kind).host
+        return done.model_copy(
+            update={"hosts": [*done.hosts, StageRun.now(stage.name, time.monotonic() - started, host)]}
+        )
     except Exception as exc:
         if state.key and stage.holds_lease:
             from neuronforge.failures import record_failure

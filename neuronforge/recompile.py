@@ -136,11 +136,13 @@ def detect_toolchains(profiles: Iterable[ServingProfile], where: str = "here") -
     """Profile ref -> the toolchain its backend finds in this environment, or why it cannot be used
     (not installed, or not the profile's pins). Run where the profile's tasks run: on a worker of
     its queue (the DAG's toolchain watch), or locally (`neuronforge catalog stale`)."""
+    from neuronforge.backends.child import ChildFailed
+
     out: dict[str, Toolchain | str] = {}
     for profile in profiles:
         try:
-            toolchain = profile.backend.detect_toolchain()
-        except InvalidInput as exc:
+            toolchain = profile.detect_toolchain()
+        except (InvalidInput, ChildFailed) as exc:
             out[profile.ref] = f"{profile.backend.name} is not installed {where}: {exc}"
             continue
         problems = profile.toolchain_problems(toolchain)

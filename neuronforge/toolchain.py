@@ -1,6 +1,7 @@
 """Detect the toolchain versions that go into the cache key and the manifests.
 
-The Neuron backends' toolchain exists only on Neuron workers, so it is detected there; elsewhere
+A Neuron profile's toolchain exists only in its SDK image's own interpreter, so it is detected
+there (`ServingProfile.detect_toolchain`, on the workers of the profile's compile queue); elsewhere
 (e.g. computing a key on a laptop) the versions must be given explicitly.
 """
 
@@ -50,8 +51,8 @@ def detect_runtime() -> dict[str, str]:
     return found
 
 
-def detect_toolchain(backend: str, compiler_flags: str | tuple[str, ...] = ()) -> Toolchain:
-    """The toolchain installed in this Python environment for backend `backend`."""
-    from neuronforge.backends import get_backend
+def detect_toolchain(profile: str, compiler_flags: str | tuple[str, ...] = ()) -> Toolchain:
+    """The toolchain this worker has for serving profile `profile` (`name` or `name@version`)."""
+    from neuronforge.profiles import get_profile
 
-    return get_backend(backend).detect_toolchain(compiler_flags)
+    return get_profile(profile).detect_toolchain(compiler_flags)

@@ -21,6 +21,7 @@ from airflow.sdk import Asset, AssetAlias, get_current_context, task
 from neuronforge import settings
 from neuronforge.buildstate import BuildState, LeaseRef
 from neuronforge.pipeline import STAGE_BY_NAME, Context, Stage, execute
+from neuronforge.profiles.base import Placement
 from neuronforge.target import TargetSpec
 
 log = logging.getLogger(__name__)
@@ -112,16 +113,19 @@ def _release_on_last_attempt(state: BuildState, store) -> None:
         log.warning("could not release the lease of %s: %s", state.lease.key[:12], exc)
 
 
-def stage_task(stage: Stage, queue: str = "default"):
-    """The TaskFlow task for one stage: its queue, its pool, and (publish) its outlet."""
+def stage_task(stage: Stage, placement: Placement | None = None):
+    """The TaskFlow task for one stage placed as its group's profiles place it: its queue, its pool
+    (NeuronCores, only for a stage on a Neuron host), and (publish) its outlet."""
+    placement = placement or Placement(None)
 
     def body(state: dict[str, Any]) -> dict[str, Any]:
         return run_stage_task(stage.name, state)
 
     body.__name__ = body.__qualname__ = stage.name
     body.__doc__ = stage.doc
+    queue = placement.queue or DEFAULT_QUEUE
     options: dict[str, Any] = {"task_id": stage.name, "queue": queue, "show_return_value_in_logs": False}
-    if stage.uses_accelerator and queue != DEFAULT_QUEUE:
+    if placement.neuron_cores:
         options |= {"pool": POOL, "pool_slots": 1}  # sized per target by the cluster policy
     if stage.final:  # its result is the artifact: announce it as an Asset event
         return task(outlets=[ARTIFACTS_ALIAS], **options)(_with_asset_event(body))
@@ -199,20 +203,45 @@ def target_conf(raw: dict[str, Any], conf: dict[str, Any]) -> dict[str, Any]:
 
 
 def queue_of(target: TargetSpec) -> str:
-    """Where a target's worker stages run: its profile's queue (`neuron-<sdk release>`) or default."""
+    """The queue of a target's toolchain (`neuron-compile-<sdk release>`, or default): it picks the
+    target's task group."""
     return target.serving_profile.queue or DEFAULT_QUEUE
 
 
 def group_id(queue: str) -> str:
-    """The task group of a queue's targets: `cpu_target`, `neuron_2_26_1_target`, …"""
-    return "cpu_target" if queue == DEFAULT_QUEUE else queue.replace("-", "_").replace(".", "_") + "_target"
+    """The task group of a toolchain queue's targets: `cpu_target`, `neuron_2_26_1_target`, …"""
+    if queue == DEFAULT_QUEUE:
+        return "cpu_target"
+    release = queue.removeprefix("neuron-compile-").removeprefix("neuron-")
+    return f"neuron_{release.replace('-', '_').replace('.', '_')}_target"
 
 
 def queues() -> list[str]:
-    """Every queue a registered profile routes to: one task group each (read from the registry)."""
+    """Every toolchain queue a registered profile routes to: one task group each (read from the registry)."""
     from neuronforge.profiles import neuron_queues
 
     return [DEFAULT_QUEUE, *neuron_queues()]
+
+
+def placements(queue: str) -> dict[str | None, Placement]:
+    """Where each kind of stage of the group of toolchain queue `queue` runs. The profiles sharing a
+    toolchain queue (one SDK release: one image) place every stage alike; a registry where they do
+    not is refused here, so the DAG cannot route one profile's stage by another's placement."""
+    from neuronforge.profiles import all_profiles
+    from neuronforge.profiles.base import STAGE_KINDS
+
+    kinds: tuple[str | None, ...] = (None, *STAGE_KINDS)
+    seen = {
+        p.ref: {kind: p.placement(kind) for kind in kinds}
+        for p in all_profiles()
+        if (p.queue or DEFAULT_QUEUE) == queue
+    }
+    distinct = {tuple(sorted(v.items(), key=lambda kv: str(kv[0]))) for v in seen.values()}
+    if len(distinct) != 1:
+        raise RuntimeError(
+            f"profiles {sorted(seen)} share toolchain queue {queue!r} but place their stages differently"
+        )
+    return next(iter(seen.values()))
 
 
 def tickets_for(queue: str):

@@ -1,14 +1,18 @@
-"""Neuron compile and smoke tasks as Kubernetes pods: a per-deployment alternative to Celery
-workers on queue `neuron-<sdk release>`.
+"""The toolchain stages of Neuron targets as Kubernetes pods: a per-deployment alternative to Celery
+workers on queues `neuron-compile-<sdk release>` and `neuron-<sdk release>`.
 
-With `NEURONFORGE_NEURON_RUNNER=kubernetes` the compile and smoke tasks of each Neuron queue's group
-(`neuron_2_26_1_target`, …) are KubernetesPodOperators (`@task.kubernetes`) running the neuron
-worker image of that SDK release (`NEURONFORGE_NEURON_IMAGE`, `{sdk}` replaced by the release;
-built from docker/neuron-worker.Dockerfile with NEURON_SDK_VERSION=<release>) with
-`aws.amazon.com/neuron` device requests sized for the target (tp × logical-core size over the
-cores per device), in `NEURONFORGE_K8S_NAMESPACE`, shaped by an optional pod template
-(`NEURONFORGE_K8S_POD_TEMPLATE`: service account, the shared work-dir volume, store credentials).
-The pod runs the same stage as the Celery task (`operators.compile_publish.run_stage_task`).
+With `NEURONFORGE_NEURON_RUNNER=kubernetes` the stages of each Neuron group (`neuron_2_26_1_target`,
+…) that need the SDK — `prepare` (toolchain detection), `compile_graphs`, `smoke` — are
+KubernetesPodOperators (`@task.kubernetes`) running the neuron worker image of that SDK release
+(`NEURONFORGE_NEURON_IMAGE`, `{sdk}` replaced by the release; built from
+docker/neuron-worker.Dockerfile with NEURON_SDK_VERSION=<release>), in `NEURONFORGE_K8S_NAMESPACE`,
+shaped by an optional pod template (`NEURONFORGE_K8S_POD_TEMPLATE`: service account, the shared
+work-dir volume, store credentials). Placed as the profile places them: a stage that needs
+NeuronCores (the smoke test; compiling only where the toolchain needs a device) requests
+`aws.amazon.com/neuron` devices sized for the target (tp × logical-core size over the cores per
+device) and takes pool slots; the others are CPU pods that request no device, so they schedule on
+CPU nodes. So no Celery worker of a Neuron queue is needed at all. Each pod runs the same stage as
+the Celery task (`operators.compile_publish.run_stage_task`).
 """
 
 from __future__ import annotations
@@ -57,25 +61,43 @@ def pod_settings(group: str, sdk_release: str) -> dict[str, Any]:
     return settings
 
 
-def pod_tasks(queue: str):
-    """(compile, smoke) of queue `neuron-<sdk release>`'s group as `@task.kubernetes` tasks; their
-    stages run in a pod of that release's image."""
+# `@task.kubernetes` runs a function's own source in the pod (no closures): one function per stage.
+def _prepare(state: dict[str, Any]) -> dict[str, Any]:
+    from operators.compile_publish import run_stage_task
+
+    return run_stage_task("prepare", state)
+
+
+def _compile_graphs(state: dict[str, Any]) -> dict[str, Any]:
+    from operators.compile_publish import run_stage_task
+
+    return run_stage_task("compile_graphs", state)
+
+
+def _smoke(state: dict[str, Any]) -> dict[str, Any]:
+    from operators.compile_publish import run_stage_task
+
+    return run_stage_task("smoke", state)
+
+
+POD_BODIES = {"prepare": _prepare, "compile_graphs": _compile_graphs, "smoke": _smoke}
+
+
+def pod_tasks(queue: str) -> dict[str, Any]:
+    """Stage name -> its `@task.kubernetes` task, for the stages of toolchain queue `queue`'s group
+    that need the SDK (every stage with a kind); each runs in a pod of that release's image."""
     from airflow.sdk import task
 
-    from operators.compile_publish import POOL, group_id
+    from neuronforge.pipeline import STAGES
+    from operators.compile_publish import POOL, group_id, placements
 
-    settings = pod_settings(group_id(queue), queue.removeprefix("neuron-"))
-
-    @task.kubernetes(task_id="compile_graphs", pool=POOL, **settings)
-    def compile_graphs(state: dict[str, Any]) -> dict[str, Any]:
-        from operators.compile_publish import run_stage_task
-
-        return run_stage_task("compile_graphs", state)
-
-    @task.kubernetes(task_id="smoke", pool=POOL, **settings)
-    def smoke(state: dict[str, Any]) -> dict[str, Any]:
-        from operators.compile_publish import run_stage_task
-
-        return run_stage_task("smoke", state)
-
-    return compile_graphs, smoke
+    where = placements(queue)
+    release = queue.removeprefix("neuron-compile-").removeprefix("neuron-")
+    tasks = {}
+    for stage in (s for s in STAGES if s.kind is not None):
+        placement = where[stage.kind]
+        options = pod_settings(group_id(queue), release, placement.neuron_cores)
+        if placement.neuron_cores:
+            options["pool"] = POOL
+        tasks[stage.name] = task.kubernetes(task_id=stage.name, **options)(POD_BODIES[stage.name])
+    return tasks

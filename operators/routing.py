@@ -1,4 +1,4 @@
-"""Per-target pool slots for the Neuron compile and smoke tasks: `pool_slots = tp`.
+"""Per-target pool slots for the Neuron tasks that hold NeuronCores: `pool_slots = tp`.
 
 Airflow fixes a mapped task's `pool_slots` in `partial()`, the same for every mapped instance, but a
 run's targets have different tensor-parallel degrees. Airflow's documented way to adjust a task
@@ -9,7 +9,9 @@ scheduler calls as it creates each mapped instance, with the `dag_run` (and so `
 
 Map index i of a Neuron queue's group (`neuron_2_26_1_target`, …) is the run's i-th target whose
 serving profile routes to that queue: `tickets_for(queue)` keeps the order of `conf["targets"]`
-(a target's own `profile`, else the run's, else the form's default `cpu`).
+(a target's own `profile`, else the run's, else the form's default `cpu`). Only a stage its profile
+places on a Neuron host (`ServingProfile.placement(...).neuron_cores`: the smoke test; compiling
+only where the toolchain needs a device) is sized; a compile on a CPU worker holds no NeuronCores.
 
 The hook also leaves the run-start deployment check (`operators/deployment_checks.py`) what a
 task cannot see in Airflow 3: workers have no metadata-DB access and the Task SDK's execution API
@@ -29,7 +31,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 DAG_ID = "neuronforge_compile_publish"
-SIZED_STAGES = ("compile_graphs", "smoke")
+SIZED_STAGES = ("compile_graphs", "smoke")  # the stages a profile may place on a Neuron host
 POOL = "neuron_cores"
 # The first task of a run: its creation is when the deployment record is refreshed.
 RECORDING_TASK = "expand_targets"
@@ -51,23 +53,34 @@ def pool_slots_for(task_id: str, map_index: int, conf: dict[str, Any] | None) ->
     if targets is not None and not isinstance(targets, list):
         return None
     targets = conf_targets(conf)
-    routed = [t for t in targets if isinstance(t, dict) and _group_of(t, conf) == group]
+    routed = [(t, p) for t in targets if isinstance(t, dict) and (p := _profile_of(t, conf)) and _group(p) == group]
     if map_index >= len(routed):
         return None
-    tp = routed[map_index].get("tp_degree")
+    target, profile = routed[map_index]
+    if not profile.placement(STAGE_KINDS[stage]).neuron_cores:
+        return None
+    tp = target.get("tp_degree")
     return tp if isinstance(tp, int) and tp >= 1 else None
 
 
-def _group_of(target: dict[str, Any], conf: dict[str, Any]) -> str | None:
-    """The task group a conf's target is mapped into (None: an unknown profile; the run fails anyway)."""
+# the pipeline's kind of each sized stage (neuronforge.pipeline.STAGES; checked equal in tests)
+STAGE_KINDS = {"compile_graphs": "compile", "smoke": "smoke"}
+
+
+def _profile_of(target: dict[str, Any], conf: dict[str, Any]):  # -> ServingProfile | None
+    """The profile of a conf's target (None: an unknown profile; the run fails anyway)."""
     from neuronforge.errors import InvalidInput
     from neuronforge.profiles import get_profile
-    from operators.compile_publish import DEFAULT_QUEUE, group_id
 
     try:
-        profile = get_profile(str(target.get("profile") or conf.get("profile") or "cpu"))
+        return get_profile(str(target.get("profile") or conf.get("profile") or "cpu"))
     except InvalidInput:
         return None
+
+
+def _group(profile) -> str:
+    from operators.compile_publish import DEFAULT_QUEUE, group_id
+
     return group_id(profile.queue or DEFAULT_QUEUE)
 
 

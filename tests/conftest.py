@@ -35,7 +35,7 @@ from neuronforge.pipeline import TargetOutcome, run_target  # noqa: E402
 from neuronforge.stores import ArtifactStore, open_store  # noqa: E402
 from neuronforge.target import TargetSpec  # noqa: E402
 from tests.checkpoints import make_tiny_llama  # noqa: E402
-from tests.fakes import FAKES  # noqa: E402  (tests import FAKES from here)
+from tests.fakes import FAKES  # noqa: E402, F401  (tests import FAKES from here)
 
 
 def _free_port() -> int:
@@ -118,6 +118,18 @@ TARGET = {
 NEURON_TARGET = {**{k: v for k, v in TARGET.items() if k != "max_context_length"}, "tp_degree": 2}
 
 
+def smoke_payload(payload: Path, target: TargetSpec, cache_root: Path, timeout_s: float = 300.0):
+    """The smoke test of a payload folder (e.g. a copy a test has altered), as the `smoke` stage runs
+    it: the profile reads how its consumer loads it, the backend loads it through a fresh cache."""
+    from neuronforge.compile_cache import CompileCache
+    from neuronforge.stages.smoke import SmokeInput, smoke_test
+
+    profile = target.serving_profile
+    load = profile.smoke_load(payload)
+    cache = CompileCache(cache_root, "neuronxcc" if profile.neuron else "torch-inductor", "0.0.0", None)
+    return smoke_test(SmokeInput(payload, load, profile.backend.name, cache, profile.python(), timeout_s=timeout_s))
+
+
 @dataclass
 class Compiled:
     checkpoint: Path
@@ -128,7 +140,8 @@ class Compiled:
 
     @property
     def build_dir(self) -> Path:
-        """The first run's build, as this host's verified local cache holds it."""
+        """The first run's payload (what was smoke-tested and published), as this host's verified
+        local cache holds it."""
         from neuronforge.localcache import lookup_local
 
         assert self.first.state is not None and self.first.state.compiled is not None
@@ -148,19 +161,32 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> Compiled:
     return Compiled(checkpoint, base / "work", store, first, target)
 
 
-def _prepend_pythonpath(monkeypatch: pytest.MonkeyPatch, *dirs: Path) -> None:
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([*map(str, dirs), *filter(None, [os.environ.get("PYTHONPATH")])]))
+def _toolchain_python(monkeypatch: pytest.MonkeyPatch, release: str, path: Path) -> Path:
+    from neuronforge.backends.interpreter import release_var
+
+    monkeypatch.setenv(release_var(release), str(path))
+    return path
+
+
+def use_fake_sdk(monkeypatch: pytest.MonkeyPatch, release: str, folders: tuple[Path, ...], where: Path) -> None:
+    """For module-scoped fixtures: SDK `release`'s toolchain interpreter is a fake's (its `folders`
+    first on the path), on a host with Neuron devices."""
+    from tests.fakes import fake_python
+
+    _toolchain_python(monkeypatch, release, fake_python(where / f"sdk-{release}" / "python", *folders))
+    monkeypatch.setenv("FAKE_NEURON_DEVICES", "2")
 
 
 @pytest.fixture
 def fake_neuron(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """The FAKE Neuron SDK 2.26.1 (tests/fakes: neuron_toolchain + neuronx_cc) on the path of this process (package
-    metadata, `neuronxcc.__version__`) and of child processes; returns the compile log it appends to."""
-    from tests.fakes import SDK_2_26_1
+    """The FAKE Neuron SDK 2.26.1 (tests/fakes: neuron_toolchain + neuronx_cc) as the toolchain
+    interpreter of SDK 2.26.1 (NEURONFORGE_TOOLCHAIN_PYTHON_2_26_1 names a stand-in for the image's
+    Python), on a host that has Neuron devices (FAKE_NEURON_DEVICES); returns the compile log it
+    appends to."""
+    from tests.fakes import SDK_2_26_1, fake_python
 
-    for folder in reversed(SDK_2_26_1):
-        monkeypatch.syspath_prepend(str(folder))
-    _prepend_pythonpath(monkeypatch, *SDK_2_26_1)
+    _toolchain_python(monkeypatch, "2.26.1", fake_python(tmp_path / "sdk-2.26.1" / "python", *SDK_2_26_1))
+    monkeypatch.setenv("FAKE_NEURON_DEVICES", "2")
     log = tmp_path / "compiles.log"
     monkeypatch.setenv("FAKE_NEURON_COMPILE_LOG", str(log))
     return log
@@ -169,14 +195,12 @@ def fake_neuron(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 @pytest.fixture
 def fake_tnx(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """The FAKE Neuron SDK 2.21.1 (tests/fakes: neuron_sdk_2_21_1 + neuronx_cc): transformers-neuronx
-    0.13.380 and neuronx-cc 2.16.372.0+4a9b2326, as on a `neuron-2.21.1` worker (the LMI image's
-    toolchain), on the path of this process and of child processes; returns the compile log."""
-    from tests.fakes import SDK_2_21_1
+    0.13.380 and neuronx-cc 2.16.372.0+4a9b2326, as the toolchain interpreter of SDK 2.21.1 (the LMI
+    image's), on a host that has Neuron devices; returns the compile log."""
+    from tests.fakes import SDK_2_21_1, fake_python
 
-    for folder in reversed(SDK_2_21_1):
-        monkeypatch.syspath_prepend(str(folder))
-    _prepend_pythonpath(monkeypatch, *SDK_2_21_1)
-    sys.modules.pop("neuronxcc", None)  # another fake SDK's compiler may be imported already
+    _toolchain_python(monkeypatch, "2.21.1", fake_python(tmp_path / "sdk-2.21.1" / "python", *SDK_2_21_1))
+    monkeypatch.setenv("FAKE_NEURON_DEVICES", "2")
     log = tmp_path / "compiles.log"
     monkeypatch.setenv("FAKE_NEURON_COMPILE_LOG", str(log))
     return log
@@ -184,28 +208,30 @@ def fake_tnx(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 @pytest.fixture
 def upgrade_fake_neuron(fake_neuron: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    """Returns `upgrade(version)`: from then on the FAKE Neuron SDK reports neuronx-cc `version`
-    (a newer dist-info first on the path of this process and of children), as after an SDK upgrade."""
-    import importlib
+    """Returns `upgrade(version, release="2.26.1")`: from then on the toolchain interpreter of SDK
+    `release` is the FAKE SDK 2.26.1 reporting neuronx-cc `version` (a newer dist-info first on its
+    path), as after an SDK upgrade (or as the image of a newer release)."""
+    from tests.fakes import SDK_2_26_1, fake_python
 
-    def upgrade(version: str) -> None:
+    def upgrade(version: str, release: str = "2.26.1") -> None:
         root = tmp_path / f"neuron-sdk-{version}"
         info = root / f"neuronx_cc-{version}.dist-info"
         info.mkdir(parents=True)
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: neuronx-cc\nVersion: {version}\n")
-        monkeypatch.syspath_prepend(str(root))
-        _prepend_pythonpath(monkeypatch, root)
-        importlib.invalidate_caches()
-        sys.modules.pop("neuronxcc", None)  # re-read __version__ on next import
+        _toolchain_python(monkeypatch, release, fake_python(tmp_path / f"sdk-{version}" / "python", root, *SDK_2_26_1))
 
     return upgrade
 
 
 @pytest.fixture
-def fake_optimum(fake_neuron: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Also the FAKE `optimum.neuron` entry point (tests/fakes/optimum_neuron), in child processes
-    only: this process keeps the real optimum-neuron, which reads what the children wrote."""
-    _prepend_pythonpath(monkeypatch, FAKES / "optimum_neuron")
+def fake_optimum(fake_neuron: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Also the FAKE `optimum.neuron` entry point (tests/fakes/optimum_neuron) in the SDK 2.26.1
+    interpreter: this process keeps the real optimum-neuron, which reads what the toolchain wrote."""
+    from tests.fakes import OPTIMUM, SDK_2_26_1, fake_python
+
+    _toolchain_python(
+        monkeypatch, "2.26.1", fake_python(tmp_path / "sdk-2.26.1-optimum" / "python", OPTIMUM, *SDK_2_26_1)
+    )
     return fake_neuron
 
 

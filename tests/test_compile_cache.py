@@ -7,11 +7,6 @@ way (e.g. `+` turned into `-`) shows up here as entries nobody finds.
 
 from __future__ import annotations
 
-import importlib
-import os
-import subprocess
-import sys
-from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -22,6 +17,7 @@ from neuronforge.errors import InvalidInput
 from neuronforge.stores import open_store
 from neuronforge.target import TargetSpec
 from tests.conftest import FAKES
+from tests.fakes import run_in_toolchain
 
 VERSION = "2.21.33363.0+82129205"  # neuronx-cc of SDK 2.26.1, as `neuronxcc.__version__` reports it
 CDIR = f"neuronxcc-{VERSION}"
@@ -37,21 +33,23 @@ def store(request: pytest.FixtureRequest, tmp_path: Path):
 
 
 def _compile_in_child(cache_root: Path, material: str, graphs: list[str]) -> list[str]:
-    """Run the FAKE compiler in a child process with the environment the optimum backend gives
-    its compiler child (`child_env(target, cache.local.parent, flags)`), returning its log lines."""
-    from neuronforge.backends.optimum import child_env
+    """Run the FAKE compiler in the SDK 2.26.1 toolchain interpreter with the environment the Neuron
+    backends give a compile (`neuron_compile_env(target, cache.root, flags)`), returning its log lines."""
+    from neuronforge.backends.base import neuron_compile_env
 
     target = TargetSpec.parse({"instance_type": "inf2.xlarge", "tp_degree": 1, "sequence_length": 64})
-    env = {**os.environ, **child_env(target, cache_root, ())}
     code = f"import neuronxcc; neuronxcc.write_cache_entries({material!r}, {graphs!r})"
-    out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True)
-    return out.stdout.splitlines()
+    return run_in_toolchain("2.26.1", code, neuron_compile_env(target, cache_root, ())).splitlines()
+
+
+def _compiler_versions() -> list[str]:
+    """(`importlib.metadata.version("neuronx-cc")`, `neuronxcc.__version__`) in the toolchain interpreter."""
+    code = "import neuronxcc, importlib.metadata as m; print(m.version('neuronx-cc')); print(neuronxcc.__version__)"
+    return run_in_toolchain("2.26.1", code).split()
 
 
 def test_the_fake_compiler_reports_the_real_shaped_version(fake_neuron: Path) -> None:
-    sys.modules.pop("neuronxcc", None)
-    neuronxcc = importlib.import_module("neuronxcc")
-    assert metadata.version("neuronx-cc") == neuronxcc.__version__ == VERSION
+    assert _compiler_versions() == [VERSION, VERSION]
     # pip keeps the local label in the dist-info folder name (as for torch-2.13.0+cpu.dist-info)
     assert (FAKES / "neuron_toolchain" / f"neuronx_cc-{VERSION}.dist-info" / "METADATA").is_file()
 
@@ -174,7 +172,7 @@ def test_an_upgraded_compiler_gets_its_own_labelled_folder(
     old = CompileCache(root, "neuronxcc", VERSION)
     assert compile_through_cache(old, lambda: _compile_in_child(root, "llama", ["ctx"])).created
     upgrade_fake_neuron("2.22.12471.0+b4a00d10")
-    assert metadata.version("neuronx-cc") == "2.22.12471.0+b4a00d10"
+    assert _compiler_versions() == ["2.22.12471.0+b4a00d10"] * 2
     new = CompileCache(root, "neuronxcc", "2.22.12471.0+b4a00d10")
     use = compile_through_cache(new, lambda: _compile_in_child(root, "llama", ["ctx"]))
     assert len(use.created) == 1 and not use.reused

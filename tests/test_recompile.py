@@ -36,8 +36,8 @@ def test_stale_fresh_unavailable_and_unresolved(compiled: Compiled, tmp_path: Pa
     )
     catalog = load_catalog(path)
     assert [p.ref for p in recompile.profiles_of(catalog)] == ["cpu@local", "vllm-neuron@2.26.1"]
-    assert recompile.queues_of(catalog) == ["neuron-2.26.1"]
-    toolchains = {"cpu@local": detect_toolchain("cpu")}  # no worker of queue neuron-2.26.1 reported
+    assert recompile.queues_of(catalog) == ["neuron-compile-2.26.1"]
+    toolchains = {"cpu@local": detect_toolchain("cpu")}  # no worker of queue neuron-compile-2.26.1 reported
     states = recompile.find_stale(catalog, toolchains, compiled.store, tmp_path / "work")
     assert [s.status for s in states] == ["fresh", "stale", "unavailable", "unresolved"]
     assert states[0].key == compiled.first.key and states[0].detail.endswith("manifest.json")
@@ -47,7 +47,7 @@ def test_stale_fresh_unavailable_and_unresolved(compiled: Compiled, tmp_path: Pa
         ("vllm-neuron@2.26.1", [], []),
         ("cpu@local", [], []),
     ]
-    assert states[2].detail == "no worker of queue 'neuron-2.26.1' reported the toolchain of vllm-neuron@2.26.1"
+    assert states[2].detail == "no worker of queue 'neuron-compile-2.26.1' reported the toolchain of vllm-neuron@2.26.1"
     assert states[2].target["profile"] == "vllm-neuron@2.26.1"  # pinned to the version it was checked for
     assert "does not exist" in states[3].detail
 
@@ -139,7 +139,7 @@ def test_report_json_and_markdown(tmp_path: Path) -> None:
     data = store.read_json("reports/recompile-2026-11-22T00-00-00Z.json")
     assert data["counts"] == {"fresh": 1, "stale": 1, "failed": 1}
     assert data["schema_version"] == 2 and data["targets"][1]["stale_for"] == ["vllm-neuron@2.26.1"]
-    assert data["profiles"]["vllm-neuron@2.26.1"]["queue"] == "neuron-2.26.1"
+    assert data["profiles"]["vllm-neuron@2.26.1"]["queue"] == "neuron-compile-2.26.1"
     assert data["profiles"]["vllm-neuron@2.0"] == {"ref": "vllm-neuron@2.0", "registered": False}
     md = store.get_bytes("reports/recompile-2026-11-22T00-00-00Z.md").decode()
     assert "**1 stale** (rebuilt 0, failed 1" in md and "cpu@local (queue default): unavailable (missing torch)" in md
@@ -208,16 +208,17 @@ def test_a_new_profile_version_makes_the_catalog_stale_until_rebuilt(
     registered = registry.all_profiles()
     monkeypatch.setattr(registry, "all_profiles", lambda: (*registered, v2))
     assert [p.ref for p in recompile.profiles_of(follows)] == ["vllm-neuron@2.27.0"]
-    assert recompile.queues_of(follows) == ["neuron-2.27.0"] and recompile.queues_of(pinned) == ["neuron-2.26.1"]
+    assert recompile.queues_of(follows) == ["neuron-compile-2.27.0"]
+    assert recompile.queues_of(pinned) == ["neuron-compile-2.26.1"]
 
-    # No worker of queue neuron-2.27.0 yet: unavailable, naming the queue; still published for 2.26.1.
+    # No worker of queue neuron-compile-2.27.0 yet: unavailable, naming the queue; still published for 2.26.1.
     (waiting,) = recompile.find_stale(follows, v1_toolchains, store, work)
     assert (waiting.status, waiting.profile, waiting.published_for) == (
         "unavailable",
         "vllm-neuron@2.27.0",
         ["vllm-neuron@2.26.1"],
     )
-    assert waiting.detail == "no worker of queue 'neuron-2.27.0' reported the toolchain of vllm-neuron@2.27.0"
+    assert waiting.detail == "no worker of queue 'neuron-compile-2.27.0' reported the toolchain of vllm-neuron@2.27.0"
     # A 2.26.1 toolchain reported for the 2.27.0 profile is not its pins: no key is computed with it.
     (wrong,) = recompile.find_stale(follows, {v2.ref: v1_toolchains[V1.ref]}, store, work)
     assert wrong.status == "unavailable" and not wrong.key
@@ -227,8 +228,8 @@ def test_a_new_profile_version_makes_the_catalog_stale_until_rebuilt(
     assert (kept.status, kept.key, kept.profile) == ("fresh", first.key, "vllm-neuron@2.26.1")
 
     # The 2.27.0 worker image reports its toolchain: stale for 2.27.0, published for 2.26.1.
-    upgrade_fake_neuron(v2.pins.compiler_version)
-    v2_toolchains = recompile.detect_toolchains([v2], "on the workers of queue 'neuron-2.27.0'")
+    upgrade_fake_neuron(v2.pins.compiler_version, release="2.27.0")
+    v2_toolchains = recompile.detect_toolchains([v2], "on the workers of queue 'neuron-compile-2.27.0'")
     assert isinstance(v2_toolchains[v2.ref], Toolchain)
     (stale,) = recompile.find_stale(follows, v2_toolchains, store, work)
     assert (stale.status, stale.published_for, stale.stale_for) == (
@@ -243,12 +244,12 @@ def test_a_new_profile_version_makes_the_catalog_stale_until_rebuilt(
     rep = recompile.Report("2026-11-23T00-00-00Z", "models.yaml", store.root_uri, reported, [stale])
     data = rep.to_json()
     assert set(data["profiles"]) == {"vllm-neuron@2.26.1", "vllm-neuron@2.27.0"}
-    assert data["profiles"]["vllm-neuron@2.27.0"]["queue"] == "neuron-2.27.0"
+    assert data["profiles"]["vllm-neuron@2.27.0"]["queue"] == "neuron-compile-2.27.0"
     (row,) = data["targets"]
     assert row["published_for"] == ["vllm-neuron@2.26.1"] and row["stale_for"] == ["vllm-neuron@2.27.0"]
     md = rep.to_markdown()
     assert "| vllm-neuron@2.27.0 | stale | - | vllm-neuron@2.26.1 | vllm-neuron@2.27.0 |" in md
-    assert "- vllm-neuron@2.27.0 (queue neuron-2.27.0): nxdi" in md and "2.22.12471.0+f00dcafe" in md
+    assert "- vllm-neuron@2.27.0 (queue neuron-compile-2.27.0): nxdi" in md and "2.22.12471.0+f00dcafe" in md
 
     # Rebuilt as the run asks: fresh for 2.27.0, published for both versions.
     rebuilt = run_target(str(compiled.checkpoint), TargetSpec.parse(stale.target), store, work)

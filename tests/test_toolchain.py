@@ -36,7 +36,7 @@ def test_worker_facts_are_recorded_but_not_keyed(
 ) -> None:
     _fake_dpkg(tmp_path / "bin", {"aws-neuronx-runtime-lib": "2.28.23.0"})
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
-    tc = detect_toolchain("nxdi")
+    tc = detect_toolchain("vllm-neuron")
     assert tc.worker["runtime"] == {"aws-neuronx-runtime-lib": "2.28.23.0"}
     assert tc.worker["architectures"] == ["llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe"]
     assert Toolchain.from_json(tc.to_json()) == tc and tc.to_json()["worker"] == tc.worker

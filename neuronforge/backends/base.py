@@ -7,21 +7,26 @@ serves the result: that is the serving profile's job (`neuronforge.profiles`), w
 backend and hands it the backend-specific `settings` it must compile with (e.g. the NeuronConfig a
 vLLM scheduler needs). Heavy toolchains are imported inside the methods (or in child processes),
 so every backend module imports anywhere.
+
+The Neuron backends never import their SDK in this process at all: the SDK lives in its image's own
+interpreter, where `neuronforge_toolchain` runs it (`neuronforge.backends.interpreter`); `python` in
+the jobs below names that interpreter.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from neuronforge.backends.child import cache_graphs, generation_rows
 from neuronforge.errors import InvalidInput
 from neuronforge.request import Toolchain
-from neuronforge.toolchain import detect_runtime, installed_version
+from neuronforge.toolchain import detect_runtime
 
 if TYPE_CHECKING:
-    from neuronforge.compile_cache import CompileCache
+    from neuronforge.backends.interpreter import ToolchainPython
+    from neuronforge.compile_cache import CacheUse, CompileCache
     from neuronforge.target import TargetSpec
 
 
@@ -40,6 +45,7 @@ class CompileJob:
     settings: dict[str, Any] = field(default_factory=dict)  # from the profile (`compile_settings`)
     preseed: list[str] | None = None  # cache entries a compile of the same graph set recorded
     quantized_dir: Path | None = None  # the quantize stage's output (NxD Inference format)
+    python: ToolchainPython | None = None  # the toolchain's interpreter (Neuron backends)
 
 
 @dataclass
@@ -50,28 +56,32 @@ class CompileResult:
 
 @dataclass
 class GenerateJob:
-    """Load a build the way its consumer does, in a separate process, and generate greedily."""
+    """Load a published payload the way its consumer does, in a fresh process, and generate greedily.
 
-    build_dir: Path
-    checkpoint_dir: Path
-    model_type: str
+    `model_dir` is the payload's model folder, the one the consumer's launch files point it at, and
+    the load reads nothing else. `cache` is the persistent compile cache the load is given: holding
+    only the entries the launch files name (none for consumers that read no cache), so anything the
+    load adds to it is a graph its consumer would compile at start-up."""
+
+    model_dir: Path
     prompt_ids: list[list[int]]
     max_new_tokens: int
     timeout_s: float
-    settings: dict[str, Any] = field(default_factory=dict)
-    # Backends that load from the persistent cache (`Backend.loads_from_cache`): a cache holding only
-    # the entries the compile recorded, pulled from the store. Anything the load adds to it is a compile.
-    cache: CompileCache | None = None
+    cache: CompileCache
+    settings: dict[str, Any] = field(default_factory=dict)  # what the launch files tell the consumer
+    python: ToolchainPython | None = None
 
 
 # What `Backend.generate` returns: {"load_s": float | None, "rows": [{"prompt_ids", "tokens",
-# "ttft", "tpot", optional "logits" (a [steps, vocab] tensor)}], optional "compiled": [cache entries
-# the load had to compile — its consumer would compile them at start-up: the smoke test fails]}.
+# "ttft", "tpot", optional "logits" (a [steps, vocab] tensor)}], optional "compiled": [what the
+# load had to compile that the payload should have held: the smoke test fails]}.
 Generation = dict[str, Any]
 
 
-class Backend(ABC):
-    """One compiler front end. Subclasses set the class attributes and the three methods."""
+class Backend:
+    """One compiler front end. Subclasses set the class attributes; a Neuron backend says what its
+    toolchain-side module is told (`compile_request`, `generate_request`) and finishes the build
+    (`finish_build`); the cpu backend, which runs here, overrides `compile` and `generate`."""
 
     name: ClassVar[str]  # the toolchain's `backend` field
     library: ClassVar[str | None] = None  # the pip package whose version is the backend's version
@@ -88,20 +98,43 @@ class Backend(ABC):
     quantizes_at_load: ClassVar[bool] = False
     # Its consumer finds the NEFFs in the persistent compile cache at load time (transformers-neuronx
     # behind LMI's `compiled_graph_path`), not in the build: the smoke test loads through a cache
-    # holding only the entries the compile recorded (`GenerateJob.cache`).
+    # holding only the entries the launch files name (`GenerateJob.cache`).
     loads_from_cache: ClassVar[bool] = False
+    # Its `generate` returns each step's logits (the smoke test reports the largest difference).
+    returns_logits: ClassVar[bool] = False
+    # The toolchain-side module (`neuronforge_toolchain.<name>`) that runs its SDK.
+    toolchain_module: ClassVar[str | None] = None
+    DETECT_TIMEOUT_S: ClassVar[float] = 300.0
 
-    def detect_toolchain(self, compiler_flags: str | tuple[str, ...] = ()) -> Toolchain:
-        """The toolchain installed in this Python environment (the Neuron ones exist only on
-        Neuron workers; the profile compares what is found with its pins)."""
-        packages = {p: v for p in self.packages if (v := installed_version(p))}
+    def detect_toolchain(
+        self, compiler_flags: str | tuple[str, ...] = (), python: ToolchainPython | None = None
+    ) -> Toolchain:
+        """The toolchain the interpreter `python` has (the Neuron SDKs exist only in their images;
+        the profile compares what is found with its pins). Asked of that interpreter, never of this
+        process: the worker's own site-packages are not the SDK's."""
+        from neuronforge.backends.interpreter import run_toolchain
+
+        if python is None:
+            raise InvalidInput(f"backend {self.name!r} runs in its SDK's own interpreter; none was named")
+        spec = {"packages": list(self.packages), "modeling_modules": dict(self.modeling_modules)}
+        found, _ = run_toolchain(
+            python, "detect", spec, timeout_s=self.DETECT_TIMEOUT_S, what=f"{self.name} toolchain detection"
+        )
+        packages = dict(found.get("packages") or {})
         missing = [p for p in (self.library, "neuronx-cc") if p and p not in packages]
         if missing:
             raise InvalidInput(
-                f"backend {self.name!r} needs {', '.join(missing)} from the AWS Neuron repository (worker "
-                "image docker/neuron-worker.Dockerfile, built for the profile's SDK release)"
+                f"backend {self.name!r} needs {', '.join(missing)} from the AWS Neuron repository in {python.path} "
+                f"({python.source}; worker image docker/neuron-worker.Dockerfile, built for the profile's SDK release)"
             )
-        worker = {"runtime": detect_runtime(), "architectures": self.installed_architectures()}
+        architectures = found.get("architectures")
+        worker = {
+            "runtime": detect_runtime(),
+            "architectures": sorted(architectures) if architectures is not None else None,
+            "python": found.get("python"),
+            "interpreter": python.path,
+            "neuron_devices": found.get("neuron_devices"),
+        }
         return Toolchain(
             self.name,
             packages[self.library] if self.library else "",
@@ -112,24 +145,82 @@ class Backend(ABC):
             worker,
         )
 
-    def installed_architectures(self) -> list[str] | None:
-        """Model types whose modeling code the installed library has (None: no library to ask).
-        Runs on the worker that will compile."""
-        import importlib.util
+    def run(
+        self,
+        python: ToolchainPython | None,
+        action: str,
+        spec: dict[str, Any],
+        *,
+        env: dict[str, str],
+        timeout_s: float,
+        what: str,
+    ) -> tuple[dict[str, Any], list[str]]:
+        """One action of this backend's toolchain-side module, in the toolchain's interpreter."""
+        from neuronforge.backends.interpreter import run_toolchain
 
-        if not self.modeling_modules:
-            return None
-        found = []
-        for model_type, module in self.modeling_modules.items():
-            try:
-                if importlib.util.find_spec(module) is not None:
-                    found.append(model_type)
-            except (ImportError, ValueError):
-                pass
-        return sorted(found)
+        if python is None or self.toolchain_module is None:
+            raise InvalidInput(f"backend {self.name!r} runs in its SDK's own interpreter; none was named")
+        return run_toolchain(
+            python, action, spec, toolchain=self.toolchain_module, env=env, timeout_s=timeout_s, what=what
+        )
 
-    @abstractmethod
-    def compile(self, job: CompileJob) -> CompileResult: ...
+    # -- compile and load in the toolchain's interpreter (the Neuron backends) ----------------------
+    def compile(self, job: CompileJob) -> CompileResult:
+        """Compile through the persistent cache in the toolchain's interpreter, then finish the build
+        in this process (`finish_build`)."""
+        use = self.compile_use(job)
+        self.finish_build(job, use)
+        return CompileResult(cache_graphs(use), len(use.created))
 
-    @abstractmethod
-    def generate(self, job: GenerateJob) -> Generation: ...
+    def compile_use(self, job: CompileJob) -> CacheUse:
+        """Pre-seed, run the toolchain's `compile` (`compile_request`) and tell which cache entries it
+        created and reused."""
+        from neuronforge.compile_cache import compile_through_cache
+
+        spec, env = self.compile_request(job)
+        job.out.mkdir(parents=True, exist_ok=True)
+
+        def child() -> list[str]:
+            what = f"{self.name} compile {job.target.slug}"
+            return self.run(job.python, "compile", spec, env=env, timeout_s=job.timeout_s, what=what)[1]
+
+        return compile_through_cache(job.cache, child, job.preseed)
+
+    def compile_request(self, job: CompileJob) -> tuple[dict[str, Any], dict[str, str]]:
+        """The toolchain-side `compile` spec and environment for a job."""
+        raise NotImplementedError(f"backend {self.name!r} does not compile in a toolchain interpreter")
+
+    def finish_build(self, job: CompileJob, use: CacheUse) -> None:
+        """What the build needs beside the toolchain's output (e.g. the tokenizer). Default: nothing."""
+
+    def generate(self, job: GenerateJob) -> Generation:
+        """Load the payload's model folder in the toolchain's interpreter and generate greedily."""
+        spec, env = self.generate_request(job)
+        result, _ = self.run(
+            job.python, "generate", spec, env=env, timeout_s=job.timeout_s, what=f"{self.name} smoke load"
+        )
+        return self.generation(job, result)
+
+    def generate_request(self, job: GenerateJob) -> tuple[dict[str, Any], dict[str, str]]:
+        """The toolchain-side `generate` spec and environment. Default: the model folder alone, the
+        cache the job names (it must stay as it is)."""
+        spec = {"model_dir": str(job.model_dir), "prompt_ids": job.prompt_ids, "max_new_tokens": job.max_new_tokens}
+        return spec, {"NEURON_COMPILE_CACHE_URL": str(job.cache.root)}
+
+    def generation(self, job: GenerateJob, result: dict[str, Any]) -> Generation:
+        """The toolchain's `generate` result as the smoke judge reads it."""
+        return generation_rows(result)
+
+
+def neuron_compile_env(target: TargetSpec, cache_root: Path, flags: tuple[str, ...]) -> dict[str, str]:
+    """A Neuron compile's environment: the persistent cache's ROOT (the compiler appends
+    `neuronxcc-<version>/`), the flags (their md5 names every entry), and the compilation target
+    named explicitly (inf2 and trn1n compile for trn1, as optimum-neuron maps them), so the compile
+    needs no Neuron device and never guesses the target from the host it happens to run on:
+    optimum-neuron's export checks the override against its target (optimum/neuron/utils/instance.py
+    `align_compilation_target` @ v0.4.5) and NxD Inference sets it from the host only when unset."""
+    return {
+        "NEURON_COMPILE_CACHE_URL": str(cache_root),
+        "NEURON_CC_FLAGS": " ".join(flags),
+        "NEURON_PLATFORM_TARGET_OVERRIDE": target.instance.compile_target,
+    }

@@ -282,8 +282,10 @@ class CpuBackend(Backend):
     # transformers' own modeling code for the dense Llama-layout families.
     architectures = frozenset({"llama", "mistral", "qwen2", "qwen3"})
     uses_neuron = False
+    returns_logits = True
 
-    def detect_toolchain(self, compiler_flags: str | tuple[str, ...] = ()) -> Toolchain:
+    def detect_toolchain(self, compiler_flags: str | tuple[str, ...] = (), python=None) -> Toolchain:
+        """torch as installed in this process: the cpu backend's toolchain is the worker's own."""
         from neuronforge.toolchain import installed_version
 
         packages = {p: v for p in self.packages if (v := installed_version(p))}
@@ -296,8 +298,8 @@ class CpuBackend(Backend):
         return CompileResult([g.__dict__ for g in result.graphs], result.compiler_invocations)
 
     def generate(self, job: GenerateJob) -> Generation:
-        """Load the build with `CpuModel` in a child process (as a consumer would) and generate;
-        the rows carry each step's logits for the smoke judge."""
+        """Load the published folder with `CpuModel` in a child process (as a consumer would) and
+        generate; the rows carry each step's logits for the smoke judge."""
         import subprocess
         import sys
         import tempfile
@@ -308,7 +310,7 @@ class CpuBackend(Backend):
 
         with tempfile.TemporaryDirectory(prefix="nf-generate-") as tmp:
             out = Path(tmp)
-            spec = {"build": str(job.build_dir), "prompt_ids": job.prompt_ids, "max_new_tokens": job.max_new_tokens}
+            spec = {"build": str(job.model_dir), "prompt_ids": job.prompt_ids, "max_new_tokens": job.max_new_tokens}
             (out / "spec.json").write_text(json.dumps(spec))
             cmd = [sys.executable, "-m", "neuronforge.backends.cpu", "generate", str(out)]
             try:

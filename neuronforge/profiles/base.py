@@ -10,7 +10,13 @@ A user picks the serving stack; its profile fixes the rest:
   `serving.properties`), rendered from the target — every value the consumer checks.
 - `preflight`: the consumer's load-time rules, checked offline on the assembled artifact before it
   is published, and by `neuronforge verify`.
-- `queue`: Neuron compile and smoke tasks go to `neuron-<sdk release>` (one worker image per release).
+- `toolchain_python`: the interpreter of the SDK image that holds the toolchain (it is not the
+  Airflow worker's: `neuronforge.backends.interpreter`).
+- `device_stages` and `placement`: which stages need NeuronCores. Loading always does; compiling
+  does only where the toolchain cannot compile without devices. So a Neuron profile's toolchain
+  stages (`prepare`, `compile_graphs`) go to queue `neuron-compile-<sdk release>` — CPU workers
+  built from the SDK image, no devices — and its smoke test to `neuron-<sdk release>`, Neuron hosts
+  taking `tp` slots of pool `neuron_cores`: the expensive host runs only what needs a device.
 
 Profiles are registered in one place (`neuronforge.profiles.registry`); the form, the CLI, the
 planner, the DAGs and the catalog read the registry. A new SDK release is a new profile version.
@@ -30,12 +36,42 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from neuronforge.backends.base import Backend
 
 if TYPE_CHECKING:
+    from neuronforge.backends.interpreter import ToolchainPython
     from neuronforge.modelconfig import ModelArch
     from neuronforge.request import Toolchain
     from neuronforge.stores import ArtifactStore
     from neuronforge.target import TargetSpec
 
 LAUNCH_DIR = "launch"  # the launch spec's files, next to the model folder
+# Where a stage runs, as a profile places it (`ServingProfile.placement`): stages that need the
+# toolchain (detect it: `toolchain`; compile: `compile`), the smoke load (`smoke`); other stages
+# (fetch, plan, quantize, publish) run on any worker.
+STAGE_KINDS = ("toolchain", "compile", "smoke")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a stage of a profile's build runs: the Celery queue (None: the default queue) and
+    whether it takes NeuronCores (`tp` slots of pool `neuron_cores`) on a Neuron host."""
+
+    queue: str | None
+    neuron_cores: bool = False
+
+    @property
+    def host(self) -> str:
+        """What the host costs: a Neuron host (it holds NeuronCores) or a CPU host."""
+        return "neuron" if self.neuron_cores else "cpu"
+
+
+@dataclass(frozen=True)
+class SmokeLoad:
+    """How the consumer loads a published payload, read from its own files: the model folder its
+    launch files point it at, what they tell it (`GenerateJob.settings`), and the compile-cache
+    entries they make it read (None: it reads none, so its cache must stay empty)."""
+
+    model_dir: str  # relative to the payload's root
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    cache_entries: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -111,6 +147,12 @@ class ServingProfile(ABC):
     folder: ClassVar[str]  # the model's folder in the artifact, named for what it holds
     needs_checkpoint: ClassVar[bool] = False  # publishes checkpoint files beside the build (e.g. a split model)
     publishes: ClassVar[str]  # one line: what the artifact holds
+    # The interpreter of the SDK image that has the toolchain (docker/neuron-sdk/images.json records
+    # each base image's layout); a worker may name another (NEURONFORGE_TOOLCHAIN_PYTHON[_<release>]).
+    toolchain_python: ClassVar[str | None] = None
+    # The stages that need NeuronCores: the smoke load always; `compile` only where the toolchain
+    # cannot compile without a device (the profile says why, with the source).
+    device_stages: ClassVar[frozenset[str]] = frozenset({"smoke"})
 
     # -- identity ------------------------------------------------------------------------------
     @property
@@ -127,9 +169,45 @@ class ServingProfile(ABC):
         return self.backend.uses_neuron
 
     @property
-    def queue(self) -> str | None:
-        """The Celery queue of its compile and smoke tasks; None: the default queue."""
+    def device_queue(self) -> str | None:
+        """The queue of the stages that need NeuronCores: Neuron hosts of this SDK release's image."""
         return f"neuron-{self.version}" if self.neuron else None
+
+    @property
+    def queue(self) -> str | None:
+        """The queue where its toolchain is (toolchain detection, compiling): CPU workers of the SDK
+        release's image (`neuron-compile-<release>`), or its Neuron hosts when compiling needs a
+        device; None: the default queue."""
+        if not self.neuron:
+            return None
+        return self.device_queue if "compile" in self.device_stages else f"neuron-compile-{self.version}"
+
+    def placement(self, kind: str | None) -> Placement:
+        """Where a stage of kind `kind` (`STAGE_KINDS`; None: any worker) runs for this profile."""
+        if kind is None or not self.neuron:
+            return Placement(None)
+        if kind not in STAGE_KINDS:
+            raise ValueError(f"unknown stage kind {kind!r}; known: {STAGE_KINDS}")
+        if kind in self.device_stages:
+            return Placement(self.device_queue, neuron_cores=True)
+        return Placement(self.queue)
+
+    def python(self) -> ToolchainPython | None:
+        """The interpreter its toolchain runs in on this worker (None: this process, the cpu backend)."""
+        if not self.neuron:
+            return None
+        from neuronforge.backends.interpreter import ToolchainPython
+
+        return ToolchainPython.resolve(self.version, self.toolchain_python or "python3")
+
+    def detect_toolchain(self, compiler_flags: str | tuple[str, ...] = ()) -> Toolchain:
+        """The toolchain this worker has for this profile (asked of the SDK's own interpreter)."""
+        return self.backend.detect_toolchain(compiler_flags, self.python())
+
+    def compile_target(self, target: TargetSpec) -> str | None:
+        """The compiler target the build is compiled for, named explicitly to the toolchain (and in
+        the cache key): inf2 and trn1n compile for trn1. None for the CPU."""
+        return target.instance.compile_target if self.neuron else None
 
     @property
     def architectures(self) -> frozenset[str]:
@@ -155,6 +233,9 @@ class ServingProfile(ABC):
             "folder": self.folder,
             "publishes": self.publishes,
             "queue": self.queue,
+            "device_queue": self.device_queue,
+            "device_stages": sorted(self.device_stages) if self.neuron else [],
+            "toolchain_python": self.toolchain_python,
         }
 
     # -- planning ------------------------------------------------------------------------------
@@ -230,6 +311,11 @@ class ServingProfile(ABC):
     @abstractmethod
     def launch_spec(self, ctx: LaunchContext) -> dict[str, str]:
         """File name (under `launch/`) -> content."""
+
+    def smoke_load(self, payload: Path) -> SmokeLoad:
+        """How the consumer loads `payload` (the assembled artifact): by default its model folder
+        alone, reading no compile cache."""
+        return SmokeLoad(self.folder)
 
     @abstractmethod
     def preflight(self, artifact: Artifact) -> list[str]:

@@ -45,6 +45,7 @@ from neuronforge.profiles.base import (
     LaunchContext,
     Pins,
     ServingProfile,
+    SmokeLoad,
     read_env_file,
     read_json,
     tokenizer_problems,
@@ -64,6 +65,11 @@ ENTRY_POINT = "djl_python.transformers_neuronx"
 # The image's `ENV NEURON_CC_FLAGS` (pytorch-inf2.Dockerfile at afece25d): LMI's load compiles — and looks
 # cache entries up, whose names carry the flags' hash — with these, so our compile uses exactly them.
 LMI_CC_FLAGS = "--logfile /tmp/compile.log --temp-dir=/tmp"
+# The LMI image's Python (3.10), which has transformers-neuronx (docker/neuron-sdk/images.json).
+LMI_PYTHON = "https://gh.072103.xyz/usr/bin/python3"
+# Why this profile compiles on Neuron hosts (aws-neuron/transformers-neuronx 0.13, 1ade6d74, base.py
+# NeuronModelBase.to_neuron): TO BE CITED.
+TNX_COMPILE_NEEDS_DEVICES = "to_neuron() loads weights onto NeuronCores before and after compiling"
 
 _SRC = "deepjavalibrary/djl-serving afece25d (1132e3ab~1) engines/python/setup/djl_python"
 RULE_PROPS = f"{_SRC}/properties_manager/tnx_properties.py"
@@ -303,6 +309,10 @@ class LmiNeuronxProfile(ServingProfile):
         sdk_release=SDK_RELEASE, compiler_version=COMPILER_VERSION, packages={"transformers-neuronx": TNX_VERSION}
     )
     backend = BACKEND
+    toolchain_python = LMI_PYTHON
+    # transformers-neuronx compiles inside `to_neuron()`, which also loads the weights and the NEFFs
+    # onto NeuronCores: it cannot compile on a host without Neuron devices (see TNX_COMPILE_NEEDS_DEVICES).
+    device_stages = frozenset({"compile", "smoke"})
     instance_families = frozenset({"inf2", "trn1", "trn1n"})  # the pytorch-inf2 image
     consumer_architectures = LMI_MODEL_TYPES
     folder = "split"
@@ -483,6 +493,23 @@ class LmiNeuronxProfile(ServingProfile):
             ENV_FILE: env_text,
             CACHE_FILE: json.dumps(cache, indent=2, sort_keys=True) + "\n",
         }
+
+    def smoke_load(self, payload: Path) -> SmokeLoad:
+        """LMI's load, read from the published launch files: the split model `option.model_id` names,
+        the load and NEURON_CC_FLAGS its NEFFs were compiled with (`neff-cache.json`), and where its
+        NEFFs come from — the store's compile cache (an s3:// compiled_graph_path: the entries
+        `neff-cache.json` names, synced as libneuronxla pulls them) or, for a local path, the
+        `model.save` folder through `model.load(dir)`."""
+        cache = read_json(payload / LAUNCH_DIR / CACHE_FILE) or {}
+        local = cache.get("kind") == "model.save"
+        settings = {
+            "tnx": TnxLoad.from_json(cache.get("load") or {"model_type": "", "kwargs": {}}),
+            "neuron_cc_flags": str(cache.get("neuron_cc_flags", "")),
+            "neff_dir": str(payload / self.folder / NEFF_DIR),
+            "load_neffs": local,
+        }
+        entries = None if local else tuple(str(e) for e in cache.get("entries") or ())
+        return SmokeLoad(f"{self.folder}/{MODEL_DIR}", settings, entries)
 
     # -- preflight -------------------------------------------------------------------------------
     def preflight(self, artifact: Artifact) -> list[str]:

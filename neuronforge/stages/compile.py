@@ -2,7 +2,8 @@
 compile cache, and stage `sync_cache`: mirror new cache entries into the store.
 
 The target's serving profile picks the backend (`neuronforge.backends`: `cpu` runs here; the Neuron
-ones run their toolchain in child processes) and the settings its consumer needs. The build goes to a fresh folder named
+ones run their toolchain in the SDK image's own interpreter, `neuronforge.backends.interpreter`) and
+the settings its consumer needs. The build goes to a fresh folder named
 after the cache key, so a re-run never mixes outputs of two attempts.
 """
 
@@ -78,6 +79,7 @@ def compile_target(inp: CompileInput, store: ArtifactStore | None = None) -> Com
         settings=profile.compile_settings(target, config["model_type"], inp.quantized_dir, model_config=config),
         preseed=preseed,
         quantized_dir=inp.quantized_dir,
+        python=profile.python(),
     )
     result = profile.backend.compile(job)
     return CompileOutput(

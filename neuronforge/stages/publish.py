@@ -1,24 +1,28 @@
 """Stage `publish`, and the index lookup that lets a request skip everything when already published.
 
 Under `artifacts/<org>/<name>/<revision>/<target-slug>/<key12>/`, as the target's serving profile
-assembles it (`neuronforge.profiles`):
+assembled it on the compile host (`neuronforge.stages.payload`):
 - `<folder>/`: the model as its consumer loads it, under a folder named for what it holds
-  (`cpu-aoti/`, `optimum-neuron/`, `nxdi/`);
+  (`cpu-aoti/`, `optimum-neuron/`, `nxdi/`, `split/`);
 - `launch/`: the launch spec rendered from the target (env file, command line);
+- `smoke/expected.json`: the reference the smoke test compared against;
 - `smoke.json`: the smoke-test result;
 - `manifest.json`, written LAST: cache key, request, revision, profile (name, version, pins),
   toolchain, flags, every file with size and sha256, the outputs (`formats`, paths relative to the
-  artifact's folder, rendered as URIs of whichever store is read), the smoke result, timestamps.
-The profile's preflight (its consumer's load-time rules) runs on the staged artifact before any
-byte is uploaded. Then `index/<key>.json` is created with `put_if_absent`. Readers trust only a
-complete manifest: `lookup` follows the index to the manifest and checks every file it lists exists.
+  artifact's folder, rendered as URIs of whichever store is read), the smoke result, where each
+  stage ran and for how long (`hosts`), timestamps.
+Publishing copies the payload the smoke test loaded (staged as `builds/<key>/<digest>/`) inside the
+store — the bytes never travel through the publishing host — adds `smoke.json`, checks every file
+is there at its size, and writes the manifest. Then `index/<key>.json` is created with
+`put_if_absent`. Readers trust only a complete manifest: `lookup` follows the index to the manifest
+and checks every file it lists exists.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
-import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,18 +31,16 @@ from typing import Any
 
 import neuronforge
 from neuronforge import layout
-from neuronforge.errors import InvalidInput, NeuronforgeError, StoreError
+from neuronforge.errors import InvalidInput, StoreError
+from neuronforge.localcache import TreeRef
 from neuronforge.request import CompileRequest, Toolchain, cache_key_material
-from neuronforge.source import FileEntry, list_relative, sha256_file
+from neuronforge.source import sha256_file
 from neuronforge.stores import ArtifactStore, NotFound
 
 log = logging.getLogger(__name__)
 MANIFEST_SCHEMA = 1
 INDEX_SCHEMA = 1
-
-
-class PreflightFailed(NeuronforgeError):
-    """The assembled artifact breaks a rule its consumer checks at load time; nothing was published."""
+SMOKE_JSON = "smoke.json"
 
 
 @dataclass
@@ -46,12 +48,11 @@ class PublishInput:
     request: CompileRequest
     toolchain: Toolchain
     key: str
-    build_dir: Path
+    build: TreeRef  # the payload the smoke test loaded, staged in the store
     smoke: dict[str, Any]
-    compile: dict[str, Any]
-    work_dir: Path
-    checkpoint_dir: Path | None = None  # for profiles that publish checkpoint files (`needs_checkpoint`)
+    compile: dict[str, Any]  # the compile stage's record (graphs, cache sync, the payload's formats)
     run_id: str = ""  # the Airflow run that built it (empty from the CLI): linked from the catalog page
+    hosts: dict[str, Any] = field(default_factory=dict)  # where each stage ran, how long (`costs.host_report`)
 
 
 @dataclass
@@ -63,41 +64,31 @@ class Published:
     manifest: dict[str, Any] = field(default_factory=dict)
 
 
-def _stage(inp: PublishInput, store: ArtifactStore, prefix: str) -> tuple[Path, dict[str, str]]:
-    """Assemble the artifact locally as the profile lays it out, and run its preflight on it."""
-    from neuronforge.profiles.base import Artifact, AssembleJob, LaunchContext
-
-    profile = inp.request.target.serving_profile
-    stage = inp.work_dir / "publish" / inp.key[:12]
-    shutil.rmtree(stage, ignore_errors=True)
-    stage.mkdir(parents=True)
-    config = json.loads((inp.build_dir / "config.json").read_text())
-    launch = LaunchContext(
-        target=inp.request.target.normalized(),
-        toolchain=inp.toolchain,
-        artifact_uri=store.uri(prefix),
-        cache_uri=store.uri(layout.NEURON_CACHE),
-        model_type=config.get("model_type", ""),
-        model_config=config,
-        build_dir=inp.build_dir,
-    )
-    outputs = profile.assemble(AssembleJob(inp.build_dir, inp.checkpoint_dir, stage, launch))
-    (stage / "smoke.json").write_text(json.dumps(inp.smoke, indent=2) + "\n")
-    problems = profile.preflight(Artifact(stage, launch.target, inp.toolchain))
-    if problems:
-        raise PreflightFailed(
-            f"refusing to publish {inp.key[:12]}: {profile.ref}'s consumer would not load it: " + "; ".join(problems)
+def _payload_files(store: ArtifactStore, build: TreeRef) -> list[dict[str, Any]]:
+    """The staged payload's file list, from its manifest as the smoke test's ref pinned it."""
+    raw = store.get_bytes(build.manifest_key)
+    if hashlib.sha256(raw).hexdigest() != build.manifest_sha256:
+        raise StoreError(
+            f"{store.uri(build.manifest_key)} changed since the compile staged it; run the build again "
+            "(what the smoke test loaded is no longer what would be published)"
         )
-    return stage, outputs
+    return list(json.loads(raw)["files"])
 
 
 def publish(inp: PublishInput, store: ArtifactStore) -> Published:
     if not inp.smoke.get("passed"):
         raise InvalidInput(f"refusing to publish {inp.key[:12]}: the smoke test failed ({inp.smoke.get('reason')})")
     prefix = layout.artifact_prefix(inp.request.source, inp.request.target, inp.key)
-    stage, outputs = _stage(inp, store, prefix)
-    files = _file_list(stage)
-    store.put_tree(stage, prefix)
+    files = _payload_files(store, inp.build)
+    store.copy_objects(inp.build.prefix, prefix, [f["path"] for f in files])
+    smoke = (json.dumps(inp.smoke, indent=2) + "\n").encode()
+    store.put_bytes(smoke, f"{prefix}/{SMOKE_JSON}")
+    files.append({"path": SMOKE_JSON, "size": len(smoke), "sha256": hashlib.sha256(smoke).hexdigest()})
+    files.sort(key=lambda f: f["path"])
+    missing = _missing(_sizes(store, prefix), prefix, files)
+    if missing:
+        raise StoreError(f"{store.uri(prefix)}: {missing[:3]} missing or of another size after copying; not published")
+    compile_record = {k: v for k, v in inp.compile.items() if k != "formats"}
     manifest = {
         "schema_version": MANIFEST_SCHEMA,
         "cache_key": inp.key,
@@ -113,9 +104,10 @@ def publish(inp: PublishInput, store: ArtifactStore) -> Published:
         "compiler_flags": list(inp.toolchain.compiler_flags),
         "files": files,
         # Store-relative (to the artifact's folder): a copied or moved store renders its own URIs.
-        "formats": dict(outputs),
+        "formats": dict(inp.compile.get("formats") or {}),
         "smoke": inp.smoke,
-        "compile": inp.compile,
+        "compile": compile_record,
+        "hosts": inp.hosts,
         "neuronforge_version": neuronforge.__version__,
         "run_id": inp.run_id,
         "published_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -125,8 +117,8 @@ def publish(inp: PublishInput, store: ArtifactStore) -> Published:
     index = {"schema_version": INDEX_SCHEMA, "cache_key": inp.key, "manifest": manifest_key, "prefix": prefix}
     if not store.put_if_absent(json.dumps(index, indent=2).encode(), layout.index_entry(inp.key)):
         log.info("index/%s already present (published by an earlier or concurrent run)", inp.key[:12])
-    shutil.rmtree(stage, ignore_errors=True)
-    return Published(inp.key, prefix, store.uri(manifest_key), format_uris(store, prefix, outputs), manifest)
+    uris = format_uris(store, prefix, manifest["formats"])
+    return Published(inp.key, prefix, store.uri(manifest_key), uris, manifest)
 
 
 def format_uris(store: ArtifactStore, prefix: str, formats: dict[str, str]) -> dict[str, str]:
@@ -140,14 +132,6 @@ def format_uris(store: ArtifactStore, prefix: str, formats: dict[str, str]) -> d
             rel = rel.split(f"/{prefix}/", 1)[-1] if f"/{prefix}/" in rel else rel.rsplit("/", 1)[-1]
         out[name] = store.uri(f"{prefix}/{rel}")
     return out
-
-
-def _file_list(folder: Path) -> list[dict[str, Any]]:
-    """Every file of the staged artifact with size and sha256, for the manifest."""
-    return [
-        FileEntry(rel, (folder / rel).stat().st_size, sha256_file(folder / rel)).to_json()
-        for rel in list_relative(folder)
-    ]
 
 
 def lookup(store: ArtifactStore, key: str) -> Published | None:

@@ -1,12 +1,20 @@
-"""Stage `smoke`: load the compiled artifact the way a consumer would, in a separate process with a
-timeout, generate tokens greedily for fixed prompts, and compare with transformers eager on the
-same weights. A failed smoke test means nothing is published for that target.
+"""Stage `smoke`: load the published payload the way its consumer would, in a fresh process with
+compiling forbidden, generate greedily for fixed prompts, and compare with what transformers eager
+generates from the same weights. A failed smoke test means nothing is published for that target.
 
-The target's backend (`Backend.generate`) runs the child, which imports only the artifact's own
-loader, like a serving process would; the cpu backend also returns the per-step logits. The
-parent computes the reference (`transformers`, eager, CPU, the target dtype) and judges: the
-first `match_tokens` tokens must be equal; the largest logit difference over the steps
-before the first disagreement is reported.
+Two halves on two hosts:
+- `write_expected` runs on the compile host (a CPU worker): the reference — transformers eager on
+  the CPU, in the target dtype, on the weights the artifact must reproduce — goes into the payload as
+  `smoke/expected.json` (prompt ids, expected tokens; for backends that return logits also
+  `smoke/reference-logits.safetensors`). The payload thus carries its own acceptance test, and the
+  Neuron host needs nothing but the payload.
+- `smoke_test` runs where the consumer would (a Neuron host for the Neuron profiles): the profile
+  reads from the payload's own launch files how its consumer loads it (`ServingProfile.smoke_load`:
+  the model folder, the settings, the compile-cache entries it is pointed at), the backend loads that
+  folder alone in a child process, through a fresh compile cache holding only those entries (none,
+  for consumers that read no cache). A graph the load adds to that cache is one the consumer would
+  compile at start-up: the test fails. The first `match_tokens` tokens must equal the expected ones;
+  the largest logit difference before the first disagreement is reported where logits exist.
 """
 
 from __future__ import annotations
@@ -21,24 +29,8 @@ from neuronforge.progress import heartbeat
 
 DEFAULT_PROMPTS = ("Hello, my name is", "The capital of France is")
 SMOKE_JSON = "smoke.json"
-
-
-@dataclass
-class SmokeInput:
-    artifact_dir: Path
-    checkpoint_dir: Path
-    dtype: str
-    backend: str = "cpu"  # the backend (name) whose loader generates: the target's profile's
-    prompts: list[str] = field(default_factory=lambda: list(DEFAULT_PROMPTS))
-    max_new_tokens: int = 8
-    match_tokens: int = 4
-    timeout_s: float = 600.0
-    # Quantized targets: the artifact must reproduce the dequantized weights (`reference_dir`); how
-    # far its tokens agree with the unquantized model (`unquantized_dir`) is reported, not judged.
-    reference_dir: Path | None = None
-    unquantized_dir: Path | None = None
-    # The compile cache the consumer loads NEFFs from (backends with `loads_from_cache`).
-    cache: Any = None  # CompileCache | None
+EXPECTED = "smoke/expected.json"
+REFERENCE_LOGITS = "smoke/reference-logits.safetensors"
 
 
 @dataclass
@@ -56,7 +48,8 @@ class SmokeResult:
         return asdict(self)
 
 
-def _encode(folder: Path, prompts: list[str]) -> list[list[int]]:
+# -- on the compile host: the reference ----------------------------------------------------------------
+def encode(folder: Path, prompts: list[str]) -> list[list[int]]:
     """Token ids via the artifact's tokenizer.json (the `tokenizers` library, as servers use)."""
     tok_file = folder / "tokenizer.json"
     if not tok_file.exists():  # no tokenizer shipped: fixed ids, same on both sides
@@ -90,63 +83,132 @@ def _reference(model, prompt_ids: list[int], n_tokens: int):
     return ids[0, len(prompt_ids) :].tolist(), torch.stack(steps)
 
 
-def _generate(inp: SmokeInput) -> tuple[dict[str, Any] | None, str]:
-    """The backend loads the build as its consumer does, in a child process, and generates."""
+def write_expected(
+    payload: Path,
+    *,
+    reference_dir: Path,
+    tokenizer_dir: Path,
+    dtype: str,
+    prompts: list[str],
+    max_new_tokens: int,
+    unquantized_dir: Path | None = None,
+    with_logits: bool = False,
+) -> dict[str, Any]:
+    """Compute the reference on this (CPU) host and write it into the payload (see module doc).
+    `reference_dir`: the weights the artifact must reproduce (dequantized for a quantized target);
+    `unquantized_dir`: the original weights, whose agreement is reported, never judged."""
+    import transformers
+
+    prompt_ids = encode(tokenizer_dir, prompts)
+    with heartbeat("smoke reference: transformers eager on the CPU"):
+        model = _reference_model(reference_dir, dtype)
+        runs = [_reference(model, ids, max_new_tokens) for ids in prompt_ids]
+        plain = None
+        if unquantized_dir is not None:
+            unquantized = _reference_model(unquantized_dir, dtype)
+            plain = [_reference(unquantized, ids, max_new_tokens)[0] for ids in prompt_ids]
+    expected = {
+        "schema_version": 1,
+        "reference": f"transformers {transformers.__version__} eager on the CPU, {dtype}, greedy",
+        "prompts": list(prompts),
+        "prompt_ids": prompt_ids,
+        "max_new_tokens": max_new_tokens,
+        "tokens": [tokens for tokens, _ in runs],
+        "unquantized_tokens": plain,
+    }
+    (payload / EXPECTED).parent.mkdir(parents=True, exist_ok=True)
+    (payload / EXPECTED).write_text(json.dumps(expected, indent=2) + "\n")
+    if with_logits:
+        from safetensors.torch import save_file
+
+        save_file({f"p{i}": logits.contiguous() for i, (_, logits) in enumerate(runs)}, payload / REFERENCE_LOGITS)
+    return expected
+
+
+# -- where the consumer runs: the load and the judgement ---------------------------------------------
+@dataclass
+class SmokeInput:
+    payload: Path  # the materialized payload: exactly what will be published
+    load: Any  # SmokeLoad: how the consumer loads it (from its launch files)
+    backend: str  # the backend (name) whose loader generates: the target's profile's
+    cache: Any  # CompileCache: fresh, holding only `load.cache_entries`; must not grow
+    python: Any = None  # ToolchainPython of the profile (Neuron backends)
+    match_tokens: int = 4
+    timeout_s: float = 600.0
+
+
+def _generate(inp: SmokeInput, expected: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """The backend loads the payload's model folder as its consumer does, in a child process."""
     from neuronforge.backends import get_backend
     from neuronforge.backends.base import GenerateJob
     from neuronforge.backends.child import ChildFailed
+    from neuronforge.errors import InvalidInput
 
-    config = json.loads((inp.checkpoint_dir / "config.json").read_text())
-    # The artifact's own tokenizer when it carries one (as a server would use), else the checkpoint's.
-    tokenizer_dir = inp.artifact_dir if (inp.artifact_dir / "tokenizer.json").exists() else inp.checkpoint_dir
     job = GenerateJob(
-        build_dir=inp.artifact_dir,
-        checkpoint_dir=inp.checkpoint_dir,
-        model_type=config["model_type"],
-        prompt_ids=_encode(tokenizer_dir, inp.prompts),
-        max_new_tokens=inp.max_new_tokens,
+        model_dir=inp.payload / inp.load.model_dir,
+        prompt_ids=expected["prompt_ids"],
+        max_new_tokens=int(expected["max_new_tokens"]),
         timeout_s=inp.timeout_s,
         cache=inp.cache,
+        settings=dict(inp.load.settings),
+        python=inp.python,
     )
     try:
-        with heartbeat("smoke test: loading the artifact and generating in a child process"):
+        with heartbeat("smoke test: loading the published payload and generating in a child process"):
             return get_backend(inp.backend).generate(job), ""
-    except ChildFailed as exc:
+    except (ChildFailed, InvalidInput) as exc:
         return None, f"the artifact failed to load or run: {exc}"
+
+
+def _entries(cache: Any) -> set[str]:
+    """The cache's complete entries (a compile that failed leaves no model.done and loads nothing)."""
+    from neuronforge.compile_cache import DONE
+
+    return {p.name for p in cache.entries() if (p / DONE).exists()}
 
 
 def smoke_test(inp: SmokeInput) -> SmokeResult:
     started = time.monotonic()
-    child, error = _generate(inp)
-    if child is None:
-        return SmokeResult(False, error, seconds=round(time.monotonic() - started, 3))
-    if child.get("compiled"):
-        reason = (
-            f"loading the artifact compiled {len(child['compiled'])} graph(s) the published cache lacks "
-            f"({', '.join(child['compiled'])}): its consumer would compile at start-up"
-        )
+
+    def failed(reason: str) -> SmokeResult:
         return SmokeResult(False, reason, seconds=round(time.monotonic() - started, 3))
 
+    try:
+        expected = json.loads((inp.payload / EXPECTED).read_text())
+    except (OSError, ValueError) as exc:
+        return failed(f"the payload has no readable {EXPECTED} (the reference written at compile time): {exc}")
+    inp.cache.local.mkdir(parents=True, exist_ok=True)
+    before = _entries(inp.cache)
+    child, error = _generate(inp, expected)
+    compiled = sorted(_entries(inp.cache) - before) + list((child or {}).get("compiled") or [])
+    if compiled:
+        return failed(
+            f"loading the artifact compiled {len(compiled)} graph(s) the published payload lacks "
+            f"({', '.join(compiled)}): its consumer would compile at start-up"
+        )
+    if child is None:
+        return failed(error)
+    logits = _reference_logits(inp.payload)
+    max_new = int(expected["max_new_tokens"])
     rows, failures = [], []
-    reference = _reference_model(inp.reference_dir or inp.checkpoint_dir, inp.dtype)  # once for every prompt
-    unquantized = _reference_model(inp.unquantized_dir, inp.dtype) if inp.unquantized_dir else None
     same = total = 0
-    for prompt, row in zip(inp.prompts, child["rows"], strict=True):
-        ref_tokens, ref_logits = _reference(reference, row["prompt_ids"], inp.max_new_tokens)
+    plain_runs = expected.get("unquantized_tokens")
+    for i, (prompt, want, row) in enumerate(zip(expected["prompts"], expected["tokens"], child["rows"], strict=True)):
         got = row["tokens"]
-        agree = next((j for j, (a, b) in enumerate(zip(got, ref_tokens, strict=False)) if a != b), len(got))
+        agree = next((j for j, (a, b) in enumerate(zip(got, want, strict=False)) if a != b), len(got))
         compared = max(1, agree)
-        diff = float((row["logits"][:compared] - ref_logits[:compared]).abs().max()) if "logits" in row else None
-        record = {"prompt": prompt, "tokens": got, "reference": ref_tokens, "matching_prefix": agree}
-        record["max_logit_diff"] = diff
-        if unquantized is not None:
-            plain, _ = _reference(unquantized, row["prompt_ids"], inp.max_new_tokens)
+        diff = None
+        if "logits" in row and logits is not None:
+            diff = float((row["logits"][:compared] - logits[f"p{i}"][:compared]).abs().max())
+        record = {"prompt": prompt, "tokens": got, "reference": want, "matching_prefix": agree, "max_logit_diff": diff}
+        if plain_runs is not None:
+            plain = plain_runs[i]
             record["unquantized"] = plain
             same, total = same + sum(a == b for a, b in zip(got, plain, strict=False)), total + len(plain)
         rows.append(record)
-        if agree < min(inp.match_tokens, inp.max_new_tokens):
+        if agree < min(inp.match_tokens, max_new):
             failures.append(f"prompt {prompt!r}: first {agree} tokens match the reference, {inp.match_tokens} required")
-    result = SmokeResult(
+    return SmokeResult(
         passed=not failures,
         reason="; ".join(failures) or f"first {inp.match_tokens} tokens match the eager reference for every prompt",
         prompts=rows,
@@ -156,4 +218,11 @@ def smoke_test(inp: SmokeInput) -> SmokeResult:
         seconds=round(time.monotonic() - started, 3),
         unquantized_agreement=round(same / total, 4) if total else None,
     )
-    return result
+
+
+def _reference_logits(payload: Path) -> dict[str, Any] | None:
+    if not (payload / REFERENCE_LOGITS).is_file():
+        return None
+    from safetensors.torch import load_file
+
+    return load_file(payload / REFERENCE_LOGITS)

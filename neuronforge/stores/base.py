@@ -10,6 +10,8 @@ Every call below is safe to repeat. What each guarantees to a concurrent reader:
 - `put_if_absent`: atomic create-if-missing; exactly one of several concurrent callers gets True
   (file store: hard link of a complete temporary file, which fails if the name exists; S3:
   conditional PUT with `If-None-Match: *`, answered 412 when the key exists).
+- `copy_objects`: per object atomic, not as a whole (like `put_tree`); copies inside the store
+  never pass through this host (S3: server-side CopyObject / UploadPartCopy).
 - `delete_prefix`: removes objects one by one (not atomic); delete manifests before data.
 """
 
@@ -124,6 +126,11 @@ class ArtifactStore(ABC):
     @abstractmethod
     def get_tree(self, prefix: str, local_dir: Path) -> list[ObjectInfo]:
         """Download every object under `prefix` into `local_dir`, keeping relative paths."""
+
+    @abstractmethod
+    def copy_objects(self, src_prefix: str, dst_prefix: str, paths: list[str]) -> None:
+        """Copy `src_prefix/<path>` to `dst_prefix/<path>` for each relative path, inside the store
+        (the bytes do not travel through this host)."""
 
     @abstractmethod
     def probe(self, write: bool) -> None:

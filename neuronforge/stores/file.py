@@ -157,6 +157,13 @@ class FileStore(ArtifactStore):
             out.append(ObjectInfo(join(prefix, rel), path.stat().st_size))
         return out
 
+    def copy_objects(self, src_prefix: str, dst_prefix: str, paths: list[str]) -> None:
+        for rel in paths:
+            src = self._path(join(src_prefix, rel))
+            if not src.is_file():
+                raise NotFound(f"{self.uri(join(src_prefix, rel))} does not exist")
+            self.put_file(src, join(dst_prefix, rel))
+
     def get_tree(self, prefix: str, local_dir: Path) -> list[ObjectInfo]:
         objects = self.list(prefix)
         base = clean_key(prefix)

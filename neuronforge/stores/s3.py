@@ -287,6 +287,24 @@ class S3Store(ArtifactStore):
         except ClientError as exc:
             raise self._wrap(exc, pairs[0][0] if pairs else "") from None
 
+    def copy_objects(self, src_prefix: str, dst_prefix: str, paths: list[str]) -> None:
+        """Server-side copies through the transfer manager (CopyObject, or UploadPartCopy in parts
+        above the multipart threshold, in parallel): no byte goes through this host."""
+        try:
+            with create_transfer_manager(self.client, self.transfer_config) as mgr:
+                futures = [
+                    mgr.copy(
+                        {"Bucket": self.bucket, "Key": self._key(join(src_prefix, rel))},
+                        self.bucket,
+                        self._key(join(dst_prefix, rel)),
+                    )
+                    for rel in paths
+                ]
+                for future in futures:
+                    future.result()
+        except ClientError as exc:
+            raise self._wrap(exc, src_prefix) from None
+
     def get_tree(self, prefix: str, local_dir: Path) -> list[ObjectInfo]:
         objects = self.list(prefix)
         base = clean_key(prefix)
@@ -333,5 +351,6 @@ for _name in (
     "delete_prefix",
     "put_tree",
     "get_tree",
+    "copy_objects",
 ):
     setattr(S3Store, _name, _translated(getattr(S3Store, _name)))

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from neuronforge.backends.base import CompileJob
 from neuronforge.backends.child import ChildFailed
-from neuronforge.backends.nxdi import compile_nxdi, neuron_config_kwargs
+from neuronforge.backends.nxdi import BACKEND, neuron_config_kwargs
 from neuronforge.compile_cache import CacheUse, CompileCache
 from neuronforge.errors import InvalidInput
 from neuronforge.request import CompileRequest, cache_key
@@ -86,11 +87,38 @@ def test_unknown_options_and_architectures_are_refused(tiny_llama: Path, tmp_pat
 
 
 def test_toolchain_is_detected_and_keyed(fake_neuron: Path) -> None:
-    tc = detect_toolchain("nxdi", "--model-type transformer")
+    tc = detect_toolchain("vllm-neuron", "--model-type transformer")
     assert (tc.backend_version, tc.compiler, tc.compiler_version) == ("0.6.10598", "neuronxcc", VERSION)
     request = CompileRequest(ModelSource.parse("org/m").pinned("a" * 40), target())
     bumped = type(tc)(tc.backend, tc.backend_version, tc.compiler, "2.22.12471.0", tc.packages, tc.compiler_flags)
     assert cache_key(request, tc) != cache_key(request, bumped)
+
+
+def compile_nxdi(
+    checkpoint: Path,
+    model_type: str,
+    t: TargetSpec,
+    out: Path,
+    cache: CompileCache,
+    flags: tuple[str, ...],
+    timeout_s: float,
+    preseed: list[str] | None = None,
+) -> CacheUse:
+    """The backend's compile in the SDK 2.26.1 toolchain interpreter (the fake's, named by the
+    fixture), returning which cache entries it created and reused."""
+    job = CompileJob(
+        checkpoint,
+        model_type,
+        t,
+        out,
+        cache,
+        flags,
+        timeout_s,
+        out.parent,
+        preseed=preseed,
+        python=t.serving_profile.python(),
+    )
+    return BACKEND.compile_use(job)
 
 
 def _compile(

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge.backends.optimum import child_env, export_kwargs, unsupported
+from neuronforge.backends.base import neuron_compile_env
+from neuronforge.backends.optimum import export_kwargs, unsupported
 from neuronforge.errors import InvalidInput
 from neuronforge.pipeline import PlanRejected, run_target
 from neuronforge.planner import plan
@@ -69,13 +70,15 @@ def test_the_planner_reports_the_refusals(tiny_llama: Path) -> None:
 
 
 def test_cross_compiling_sets_the_platform_override(tmp_path: Path) -> None:
-    env = child_env(target(instance_type="trn2.48xlarge", tp_degree=4), tmp_path, ("-O1",))
+    env = neuron_compile_env(target(instance_type="trn2.48xlarge", tp_degree=4), tmp_path, ("-O1",))
     assert env == {
         "NEURON_COMPILE_CACHE_URL": str(tmp_path),
         "NEURON_CC_FLAGS": "-O1",
         "NEURON_PLATFORM_TARGET_OVERRIDE": "trn2",
     }
-    assert child_env(target(), tmp_path, ())["NEURON_PLATFORM_TARGET_OVERRIDE"] == "trn1"  # optimum: inf2 -> trn1
+    assert (
+        neuron_compile_env(target(), tmp_path, ())["NEURON_PLATFORM_TARGET_OVERRIDE"] == "trn1"
+    )  # optimum: inf2 -> trn1
 
 
 def test_export_smoke_and_publish_read_back_by_the_real_optimum_neuron(
@@ -85,7 +88,7 @@ def test_export_smoke_and_publish_read_back_by_the_real_optimum_neuron(
     from optimum.neuron.models.inference.backend.config import NxDNeuronConfig
 
     from neuronforge.profiles.base import Artifact
-    from neuronforge.profiles.optimum_neuron import PROFILE
+    from neuronforge.profiles.optimum_neuron import PROFILE, read_neuron_config
 
     assert "fakes" not in optimum.neuron.__file__  # this process reads with the real package
     store = open_store(f"file://{tmp_path / 'store'}")
@@ -106,8 +109,9 @@ def test_export_smoke_and_publish_read_back_by_the_real_optimum_neuron(
 
     dl = tmp_path / "dl"
     store.get_tree(out.published.prefix, dl)
-    # The real reader; it compares neuronxcc_version with neuronxcc.__version__ (the fake SDK's here).
-    nc = NxDNeuronConfig.from_pretrained(dl / "optimum-neuron")
+    # The real reader; it compares neuronxcc_version with neuronxcc.__version__ (the serving host's: the pin).
+    nc, why = read_neuron_config(dl / "optimum-neuron")
+    assert why is None and isinstance(nc, NxDNeuronConfig), why
     assert (nc.tp_degree, nc.batch_size, nc.sequence_length, nc.target) == (2, 2, 64, "trn1")
     assert str(nc.torch_dtype) == "torch.float32" and nc.continuous_batching and nc.on_device_sampling
     assert (dl / "optimum-neuron/model.pt").exists() and (dl / "optimum-neuron/config.json").exists()
@@ -140,7 +144,7 @@ def test_an_export_its_consumer_would_refuse_is_not_published(
 ) -> None:
     """publish runs the profile's preflight before uploading: a checkpoint without a tokenizer
     would not start under `optimum-cli neuron serve`, so nothing reaches the store."""
-    from neuronforge.stages.publish import PreflightFailed
+    from neuronforge.stages.payload import PreflightFailed
 
     for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
         (checkpoint / name).unlink()

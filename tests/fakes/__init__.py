@@ -5,9 +5,40 @@ package folder first, then the fake compiler package (`neuronxcc`, shared: it re
 from the release's `neuronx_cc-<version>.dist-info`, as the real wheel reports its own).
 """
 
+import os
+import sys
 from pathlib import Path
 
 FAKES = Path(__file__).resolve().parent
 COMPILER = FAKES / "neuronx_cc"  # the `neuronxcc` package (version from the dist-info first on the path)
 SDK_2_26_1 = (FAKES / "neuron_toolchain", COMPILER)  # neuronx-cc 2.21.33363.0+82129205, NxD Inference 0.6.10598
 SDK_2_21_1 = (FAKES / "neuron_sdk_2_21_1", COMPILER)  # neuronx-cc 2.16.372.0+<label>, transformers-neuronx 0.13.380
+OPTIMUM = FAKES / "optimum_neuron"  # the fake `optimum.neuron` entry point (SDK 2.26.1's image has optimum-neuron)
+
+
+def fake_python(path: Path, *folders: Path) -> Path:
+    """An executable standing in for a Neuron SDK image's own interpreter: this venv's Python with a
+    FAKE SDK's folders first on its path (what the image's site-packages would hold). Name it in
+    NEURONFORGE_TOOLCHAIN_PYTHON_<release> and the worker runs that toolchain through it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    entries = os.pathsep.join(str(f) for f in folders)
+    path.write_text(
+        "#!/bin/sh\n"
+        "# FAKE Neuron SDK interpreter (tests/fakes): the test venv's Python with the fake SDK on its path\n"
+        f'export PYTHONPATH="{entries}${{PYTHONPATH:+{os.pathsep}$PYTHONPATH}}"\n'
+        f'exec "{sys.executable}" "$@"\n'
+    )
+    path.chmod(0o755)
+    return path
+
+
+def run_in_toolchain(release: str, code: str, env: dict[str, str] | None = None) -> str:
+    """Run `code` in the toolchain interpreter the environment names for SDK `release` (a fixture's
+    fake), with `env` added; returns its standard output."""
+    import subprocess
+
+    var = "NEURONFORGE_TOOLCHAIN_PYTHON_" + release.replace(".", "_")
+    done = subprocess.run(
+        [os.environ[var], "-c", code], env={**os.environ, **(env or {})}, check=True, capture_output=True, text=True
+    )
+    return done.stdout

@@ -16,7 +16,6 @@ engines/python/setup/djl_python/:
 from __future__ import annotations
 
 import json
-import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -204,17 +203,14 @@ def published_s3(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> 
     pipeline, with the FAKE SDK 2.21.1 on the path, into a store on the local S3 endpoint."""
     import boto3
 
-    from tests.conftest import _prepend_pythonpath
+    from tests.conftest import use_fake_sdk
 
     base = tmp_path_factory.mktemp("lmi")
     checkpoint = make_tiny_llama(base / "tiny-llama", tokenizer=True)
     bucket = f"nf-{uuid.uuid4().hex[:12]}"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("AWS_ENDPOINT_URL", s3_endpoint)
-        for folder in reversed(SDK_2_21_1):
-            mp.syspath_prepend(str(folder))
-        _prepend_pythonpath(mp, *SDK_2_21_1)
-        mp.delitem(__import__("sys").modules, "neuronxcc", raising=False)
+        use_fake_sdk(mp, "2.21.1", SDK_2_21_1, base)
         mp.setenv("FAKE_NEURON_COMPILE_LOG", str(base / "compiles.log"))
         boto3.client("s3", endpoint_url=s3_endpoint).create_bucket(Bucket=bucket)
         store = open_store(f"s3://{bucket}/nf")
@@ -281,18 +277,16 @@ def test_lmis_own_load_through_the_published_cache_compiles_nothing(published_s3
     properties = parse_properties((root / "launch/serving.properties").read_text())
     load, problems = lmi_load(properties, "llama")
     assert problems == []
-    build = tmp_path / "build"
-    build.mkdir()
     flags = json.loads((root / "launch/neff-cache.json").read_text())["neuron_cc_flags"]
     assert flags == "--logfile /tmp/compile.log --temp-dir=/tmp"  # the LMI image's ENV NEURON_CC_FLAGS
-    (build / "tnx-load.json").write_text(json.dumps({**load.to_json(), "neuron_cc_flags": flags}))
-    shutil.copytree(root / "split/neff", build / "neff")
     cache = CompileCache(tmp_path / "cache", "neuronxcc", "2.16.372.0+4a9b2326", store)
     entries = json.loads((root / "launch/neff-cache.json").read_text())["entries"]
     assert sorted(cache.preseed(entries)) == sorted(entries)
     log = base / "compiles.log"
     before = log.read_text() if log.exists() else ""
-    result = BACKEND.generate(GenerateJob(build, root / "split/model", "llama", [[1, 2, 3]], 4, 300, cache=cache))
+    settings = {"tnx": load, "neuron_cc_flags": flags, "neff_dir": root / "split/neff"}
+    job = GenerateJob(root / "split/model", [[1, 2, 3]], 4, 300, cache, settings, python=PROFILE.python())
+    result = BACKEND.generate(job)
     assert result["compiled"] == [] and len(result["rows"][0]["tokens"]) == 4
     assert (log.read_text() if log.exists() else "") == before
     assert TnxLoad.from_json(load.to_json()) == load
@@ -416,23 +410,20 @@ def test_a_file_store_names_local_paths_and_the_model_save_neffs(fake_tnx: Path,
     assert out.published.manifest["smoke"]["passed"]
 
 
-def test_a_load_that_would_compile_fails_the_smoke_test(fake_tnx: Path, served_llama: Path, tmp_path: Path) -> None:
-    """The smoke test loads through a cache holding only the entries the compile recorded: with
-    one missing, transformers-neuronx compiles it, and the consumer would too — the test fails."""
-    from neuronforge.backends.base import CompileJob
-    from neuronforge.backends.tnx import BACKEND
+def test_a_load_that_would_compile_fails_the_smoke_test(published_s3: tuple, tmp_path: Path) -> None:
+    """The smoke test loads through a cache holding only the entries the launch files name, pulled
+    from the store: with one missing there, transformers-neuronx compiles it, and LMI would too."""
     from neuronforge.compile_cache import CompileCache
     from neuronforge.stages.smoke import SmokeInput, smoke_test
 
-    t = target(batch_size=1, sequence_length=64).normalized()
-    cache = CompileCache(tmp_path / "cache", "neuronxcc", "2.16.372.0+4a9b2326")
-    settings = PROFILE.compile_settings(t, "llama", model_config=json.loads((served_llama / "config.json").read_text()))
-    result = BACKEND.compile(
-        CompileJob(served_llama, "llama", t, tmp_path / "build", cache, (), 300, tmp_path, settings)
-    )
-    partial = CompileCache(tmp_path / "partial", "neuronxcc", "2.16.372.0+4a9b2326")
-    keep = result.graphs[0]["entry"]
-    shutil.copytree(cache.entry(keep), partial.entry(keep))
-    smoke = smoke_test(SmokeInput(tmp_path / "build", served_llama, "bf16", backend="tnx", cache=partial))
+    store, out, _, _ = published_s3
+    payload = tmp_path / "payload"
+    store.get_tree(out.published.prefix, payload)
+    load = PROFILE.smoke_load(payload)
+    assert load.model_dir == "split/model" and load.cache_entries and not load.settings["load_neffs"]
+    partial = CompileCache(tmp_path / "partial", "neuronxcc", "2.16.372.0+4a9b2326", store)
+    partial.preseed(list(load.cache_entries[1:]))  # the first entry is lost
+    smoke = smoke_test(SmokeInput(payload, load, "tnx", partial, PROFILE.python()))
     assert not smoke.passed
-    assert "graph(s) the published cache lacks" in smoke.reason and "would compile at start-up" in smoke.reason
+    assert "graph(s) the published payload lacks" in smoke.reason and "would compile at start-up" in smoke.reason
+    assert load.cache_entries[0] in smoke.reason

@@ -50,17 +50,20 @@ TOOLCHAIN = Toolchain("optimum", "0.4.5", "neuronxcc", on.COMPILER_VERSION, {"op
 @pytest.fixture(scope="module")
 def export(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One export of a tiny Llama (with tokenizer) for inf2, tp 2, batch 2, seq 64, fp32, written by
-    the FAKE optimum-neuron through the backend's own child process (compile_optimum)."""
-    from neuronforge.backends.optimum import compile_optimum
+    the FAKE optimum-neuron through the backend, in the SDK 2.26.1 toolchain interpreter."""
+    from neuronforge.backends.base import CompileJob
+    from neuronforge.backends.optimum import BACKEND
     from neuronforge.compile_cache import CompileCache
+    from tests.conftest import use_fake_sdk
+    from tests.fakes import OPTIMUM
 
     base = tmp_path_factory.mktemp("optimum-export")
     checkpoint = make_tiny_llama(base / "tiny-llama", tokenizer=True)
     with pytest.MonkeyPatch.context() as mp:
-        paths = [FAKES / "optimum_neuron", *SDK_2_26_1]
-        mp.setenv("PYTHONPATH", os.pathsep.join([*map(str, paths), *filter(None, [os.environ.get("PYTHONPATH")])]))
+        use_fake_sdk(mp, "2.26.1", (OPTIMUM, *SDK_2_26_1), base)
         cache = CompileCache(base / "compile-cache", "neuronxcc", on.COMPILER_VERSION)
-        compile_optimum(checkpoint, target(), base / "build", cache, (), timeout_s=300)
+        build = base / "build"
+        BACKEND.compile(CompileJob(checkpoint, "llama", target(), build, cache, (), 300, base, python=PROFILE.python()))
     return base / "build"
 
 
@@ -103,7 +106,8 @@ def test_pins_are_what_optimum_neuron_0_4_5_pins() -> None:
     assert {p: requires[p] for p in on.SDK_PACKAGES} == on.SDK_PACKAGES
     assert PROFILE.pins.compiler_version == "2.21.33363.0+82129205"
     assert PROFILE.pins.compiler_version.split("+")[0] == requires["neuronx-cc"]
-    assert PROFILE.queue == "neuron-2.26.1" and PROFILE.ref == "optimum-neuron@2.26.1"
+    assert PROFILE.queue == "neuron-compile-2.26.1" and PROFILE.device_queue == "neuron-2.26.1"
+    assert PROFILE.ref == "optimum-neuron@2.26.1"
 
 
 def test_instances_are_optimums_and_inf2_compiles_for_trn1() -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from neuronforge.errors import InvalidInput
 from neuronforge.profiles import all_profiles, get_profile, neuron_queues, profile_names, registry
-from neuronforge.profiles.base import Pins
+from neuronforge.profiles.base import Pins, Placement
 from neuronforge.profiles.vllm_neuron import VllmNeuronProfile
 
 
@@ -16,7 +16,9 @@ def test_the_registry_ships_the_profiles_of_the_issue() -> None:
     assert profile_names() == ["cpu", "optimum-neuron", "vllm-neuron", "lmi-neuronx"]
     refs = {p.ref for p in all_profiles()}
     assert refs == {"cpu@local", "optimum-neuron@2.26.1", "vllm-neuron@2.26.1", "lmi-neuronx@2.21.1"}
-    assert neuron_queues() == ["neuron-2.21.1", "neuron-2.26.1"]
+    # Toolchain queues: CPU workers of the SDK 2.26.1 image; LMI's transformers-neuronx compiles only
+    # where it can load (a Neuron host of SDK 2.21.1).
+    assert neuron_queues() == ["neuron-2.21.1", "neuron-compile-2.26.1"]
     # The full compiler version with its local label, as the real wheel of each SDK release reports it.
     compilers = {"2.26.1": "2.21.33363.0+82129205", "2.21.1": "2.16.372.0+4a9b2326"}
     for p in all_profiles():
@@ -24,9 +26,15 @@ def test_the_registry_ships_the_profiles_of_the_issue() -> None:
         assert p.folder in {"cpu-aoti", "optimum-neuron", "nxdi", "split"}
         if p.neuron:
             assert p.pins.compiler_version == compilers[p.pins.sdk_release]
-            assert p.queue == f"neuron-{p.pins.sdk_release}"
+            assert p.device_queue == f"neuron-{p.pins.sdk_release}"
+            compiles_on = p.device_queue if p.ref == "lmi-neuronx@2.21.1" else f"neuron-compile-{p.pins.sdk_release}"
+            assert p.queue == compiles_on == p.placement("compile").queue == p.placement("toolchain").queue
+            assert p.placement("smoke") == Placement(p.device_queue, neuron_cores=True)
+            assert p.placement("compile").neuron_cores == (p.ref == "lmi-neuronx@2.21.1")
+            assert not p.placement("toolchain").neuron_cores and p.placement(None) == Placement(None)
         else:
-            assert p.queue is None
+            assert p.queue is None and p.device_queue is None
+            assert {p.placement(k) for k in (None, "toolchain", "compile", "smoke")} == {Placement(None)}
 
 
 def test_a_bare_name_is_the_newest_version_and_name_at_version_pins_one(monkeypatch) -> None:
@@ -37,7 +45,7 @@ def test_a_bare_name_is_the_newest_version_and_name_at_version_pins_one(monkeypa
     monkeypatch.setattr(registry, "all_profiles", lambda: (*registered, Newer()))
     assert get_profile("vllm-neuron").ref == "vllm-neuron@2.27.0"
     assert get_profile("vllm-neuron@2.26.1").ref == "vllm-neuron@2.26.1"
-    assert neuron_queues() == ["neuron-2.21.1", "neuron-2.26.1", "neuron-2.27.0"]
+    assert neuron_queues() == ["neuron-2.21.1", "neuron-compile-2.26.1", "neuron-compile-2.27.0"]
     with pytest.raises(
         InvalidInput, match=r"has no version '2\.30\.0'; registered: vllm-neuron@2\.26\.1, vllm-neuron@2\.27\.0"
     ):
@@ -72,6 +80,7 @@ def test_neuronforge_profiles_lists_the_registry(capsys) -> None:
         "tnx",
         "neuron-2.21.1",
     )
+    assert (lmi["device_queue"], lmi["device_stages"]) == ("neuron-2.21.1", ["compile", "smoke"])
     optimum = rows["optimum-neuron"]
     assert (optimum["sdk_release"], optimum["compiler_version"], optimum["backend"]) == (
         "2.26.1",

@@ -16,7 +16,6 @@ as on a worker), then staged with the profile's own `assemble` and checked with 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -227,13 +226,14 @@ def staged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Tar
     base = tmp_path_factory.mktemp("vllm-neuron")
     checkpoint = make_tiny_llama(base / "tiny-llama", tokenizer=True)
     t = target().normalized()
+    from tests.conftest import use_fake_sdk
+
     with pytest.MonkeyPatch.context() as mp:
-        for folder in reversed(SDK_2_26_1):
-            mp.syspath_prepend(str(folder))
-        mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [*map(str, SDK_2_26_1), os.environ.get("PYTHONPATH")])))
+        use_fake_sdk(mp, "2.26.1", SDK_2_26_1, base)
         cache = CompileCache(base / "cache", "neuronxcc", VERSION, None)
+        settings = PROFILE.compile_settings(t, "llama")
         job = CompileJob(
-            checkpoint, "llama", t, base / "build", cache, (), 300, base, PROFILE.compile_settings(t, "llama")
+            checkpoint, "llama", t, base / "build", cache, (), 300, base, settings, python=PROFILE.python()
         )
         BACKEND.compile(job)
     toolchain = Toolchain("nxdi", "0.6.10598", "neuronxcc", VERSION)

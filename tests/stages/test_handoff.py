@@ -49,10 +49,14 @@ def test_every_stage_on_another_host(compiled: Compiled, tmp_path: Path) -> None
     assert state.published is not None and state.hit is None
     manifest = store.read_json(state.published.manifest_uri.removeprefix(store.root_uri + "/"))
     assert manifest["smoke"]["passed"] and manifest["compile"]["compiler_invocations"] == 0
-    # The compile host staged its build; the smoke and publish hosts materialized it verified.
+    # The compile host staged the payload; the smoke host materialized that payload verified and
+    # nothing else (no checkpoint: the reference travels in the payload); publishing copies inside
+    # the store and downloads nothing.
     by_name = {s.name: h for s, h in zip(STAGES, hosts, strict=True)}
     assert lookup_local(state.compiled.build, by_name["smoke"]) is not None
-    assert lookup_local(state.compiled.build, by_name["publish_artifact"]) is not None
+    smoke_objects = {p.name for p in (by_name["smoke"] / "objects").iterdir() if not p.name.startswith(".")}
+    assert smoke_objects == {state.compiled.build.manifest_sha256}
+    assert not (by_name["publish_artifact"] / "objects").exists()
     assert lookup_local(state.need("checkpoint"), by_name["compile_graphs"]) is not None
     assert not (by_name["prepare"] / "objects").exists()  # prepare downloads nothing
     assert store.list("builds") == []  # the staged build is dropped once published

@@ -14,10 +14,9 @@ from neuronforge import layout
 from neuronforge.pipeline import PlanRejected, run_target
 from neuronforge.stages.compile import CompileInput, compile_target
 from neuronforge.stages.publish import PublishInput, lookup, publish, verify_manifest
-from neuronforge.stages.smoke import SmokeInput, smoke_test
 from neuronforge.stores import open_store
 from neuronforge.target import TargetSpec
-from tests.conftest import NEURON_TARGET, TARGET, Compiled
+from tests.conftest import NEURON_TARGET, TARGET, Compiled, smoke_payload
 
 
 def test_cold_run_publishes_a_verifiable_artifact(compiled: Compiled, tmp_path: Path) -> None:
@@ -73,31 +72,33 @@ def test_another_worker_reuses_graphs_from_the_store(compiled: Compiled, tmp_pat
 
 
 def test_corrupted_graph_fails_the_smoke_test_and_nothing_is_published(compiled: Compiled, tmp_path: Path) -> None:
-    build = tmp_path / "build"
-    shutil.copytree(compiled.build_dir, build)
-    graph = build / "graphs" / "decode.pt2"
+    payload = tmp_path / "payload"
+    shutil.copytree(compiled.build_dir, payload)
+    graph = payload / "cpu-aoti" / "graphs" / "decode.pt2"
     graph.write_bytes(graph.read_bytes()[: graph.stat().st_size // 2])  # a truncated upload
-    smoke = smoke_test(SmokeInput(build, compiled.checkpoint, "fp32", max_new_tokens=4, timeout_s=300))
+    smoke = smoke_payload(payload, compiled.target, tmp_path / "cache")
     assert not smoke.passed and "failed to load or run" in smoke.reason
     store = open_store(f"file://{tmp_path / 'store'}")
     from neuronforge.errors import InvalidInput
+    from neuronforge.localcache import TreeRef
     from neuronforge.pipeline import prepare
 
     prep = prepare(str(compiled.checkpoint), compiled.target, tmp_path / "w")
+    staged = TreeRef(prefix="builds/x", manifest_sha256="0" * 64)
     with pytest.raises(InvalidInput, match=r"refusing to publish .* smoke test failed"):
-        publish(PublishInput(prep.request, prep.toolchain, prep.key, build, smoke.to_json(), {}, tmp_path / "w"), store)
+        publish(PublishInput(prep.request, prep.toolchain, prep.key, staged, smoke.to_json(), {}), store)
     assert store.list() == []
 
 
 def test_wrong_weights_fail_the_smoke_test(compiled: Compiled, tmp_path: Path) -> None:
     from safetensors.torch import load_file, save_file
 
-    build = tmp_path / "build"
-    shutil.copytree(compiled.build_dir, build)
-    weights = load_file(build / "weights.safetensors")
+    payload = tmp_path / "payload"
+    shutil.copytree(compiled.build_dir, payload)
+    weights = load_file(payload / "cpu-aoti" / "weights.safetensors")
     weights = {k: (-v if k.endswith("lm_head.weight") else v) for k, v in weights.items()}
-    save_file(weights, build / "weights.safetensors")
-    smoke = smoke_test(SmokeInput(build, compiled.checkpoint, "fp32", max_new_tokens=4, timeout_s=300))
+    save_file(weights, payload / "cpu-aoti" / "weights.safetensors")
+    smoke = smoke_payload(payload, compiled.target, tmp_path / "cache")
     assert not smoke.passed and "tokens match the reference, 4 required" in smoke.reason
 
 
@@ -166,10 +167,10 @@ def test_lookup_ignores_an_index_pointing_at_an_incomplete_artifact(compiled: Co
 def test_an_artifact_its_consumer_would_refuse_is_not_published(
     compiled: Compiled, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The profile's preflight runs on the assembled artifact before any byte is uploaded: a
-    failing rule leaves no artifact, no manifest and no index entry behind."""
+    """The profile's preflight runs on the assembled payload, on the compile host, before any byte of
+    it is uploaded: a failing rule leaves no artifact, no manifest and no index entry behind."""
     from neuronforge.profiles.cpu import CpuProfile
-    from neuronforge.stages.publish import PreflightFailed
+    from neuronforge.stages.payload import PreflightFailed
 
     monkeypatch.setattr(CpuProfile, "preflight", lambda self, artifact: ["compiled.json: a rule the loader checks"])
     store = open_store(f"file://{tmp_path / 'store'}")
@@ -180,7 +181,8 @@ def test_an_artifact_its_consumer_would_refuse_is_not_published(
     ):
         run_target(str(compiled.checkpoint), compiled.target, store, work)
     assert store.list("artifacts") == [] and store.list("index") == []
-    assert store.read_json(store.list("failures")[0].key)["stage"] == "publish_artifact"
+    assert store.read_json(store.list("failures")[0].key)["stage"] == "compile_graphs"
+    assert store.list("builds") == []  # not even staged
 
 
 def test_verify_rehashes_the_files_and_runs_the_preflight(compiled: Compiled, tmp_path: Path) -> None:
@@ -237,7 +239,7 @@ def test_a_quantized_nxdi_target_points_neuron_config_at_the_quantized_checkpoin
     from neuronforge.localcache import lookup_local
 
     build = lookup_local(out.state.compiled.build, tmp_path / "work")
-    nc = json.loads((build / "neuron_config.json").read_text())["neuron_config"]
+    nc = json.loads((build / "nxdi" / "neuron_config.json").read_text())["neuron_config"]
     assert nc["quantized"] and (nc["quantization_dtype"], nc["quantization_type"]) == ("f8e4m3", "per_tensor_symmetric")
     # The quantized checkpoint as the compile host materialized it from the store (verified copy).
     quantized = json.loads((Path(nc["quantized_checkpoints_path"]) / "MANIFEST.json").read_text())

@@ -19,6 +19,10 @@ compiler.py):
 - `save(dir)` writes one `<sha256 of the HLO>[:20].neff` per graph; after `load(dir)`, `to_neuron()`
   reads them and never compiles (FileNotFoundError "Could not find a matching NEFF …" when one is
   missing). GPT-J / GPT-NeoX have no serialization (an assertion, as in the real classes).
+- `to_neuron()` loads every graph onto NeuronCores, so it needs a Neuron device (`fake_nrt`) whether
+  it compiles or finds the NEFFs; every NEFF it loads (from the cache or a `load(dir)` folder) must be
+  the one compiled from that graph's HLO (`neuronxcc.check_neff`), so a placeholder or a NEFF of other
+  settings fails the load.
 - `sample(input_ids, sequence_length, start_ids=None, top_k=50, ...)`: refuses a batch it was not
   compiled for (`ValueError("Model not compiled for batch_size : N")`) and returns prompt + generated
   ids, `sequence_length` long. The numbers come from transformers on the CPU in the `amp` dtype; with
@@ -140,30 +144,38 @@ class FakeSampling(PretrainedModel):
         return hashlib.sha256(b"HLO " + (self._material() + graph).encode()).hexdigest()[:20] + ".neff"
 
     def save(self, directory, sharded_weights=False):
+        from neuronxcc import neff_bytes
+
         assert self.serialization_enabled(), "serialization is not enabled for this model"
         os.makedirs(directory, exist_ok=True)
+        material = self._material()
         for graph in self._graphs():
-            Path(directory, self._neff_name(graph)).write_bytes(b"NEFF " + graph.encode())
+            Path(directory, self._neff_name(graph)).write_bytes(neff_bytes(material, graph))
 
     def load(self, directory):
         assert self.serialization_enabled(), "serialization is not enabled for this model"
         self._compiled_artifacts_directory = directory
 
     def to_neuron(self):
-        from neuronxcc import write_cache_entries
+        import fake_nrt
+        from neuronxcc import check_neff, write_cache_entries
 
+        fake_nrt.nrt_init(f"{type(self).__name__} graphs")
         self._load_weights()
         if hasattr(self, "_compiled_artifacts_directory"):  # _load_compiled_artifacts: never compiles
             directory = self._compiled_artifacts_directory
             if not os.path.isdir(directory):
                 raise FileNotFoundError(f"Did not find directory: {directory}.")
+            material = self._material()
             for graph in self._graphs():
-                if not Path(directory, self._neff_name(graph)).is_file():
+                neff = Path(directory, self._neff_name(graph))
+                if not neff.is_file():
                     raise FileNotFoundError(
                         "Could not find a matching NEFF for your HLO in this directory. Ensure that the model you "
                         "are trying to load is the same type and has the same parameters as the one you saved or "
                         'call "save" on this model to reserialize it.'
                     )
+                check_neff(neff.read_bytes(), material, graph, str(neff))
             return
         flags = os.environ.get("NEURON_CC_FLAGS", "")
         for flag in ("--model-type=transformer", "--auto-cast=none"):

@@ -12,7 +12,10 @@ behind `NEURON_COMPILE_CACHE_URL` (the cache ROOT: the folder `neuronxcc-<full v
 is appended here as libneuronxla does): one persistent-cache entry per graph, in the real layout
 (`neuronxcc-<ver>/MODULE_<hash>+<flags hash>/{model.hlo_module.pb, compile_flags.json, model.neff,
 model.done}`), reusing entries that are complete, plus one failed entry (`model.log`, no
-`model.done`) and stale `*.lock` files like crashed compiles leave behind.
+`model.done`) and stale `*.lock` files like crashed compiles leave behind. A NEFF's bytes are what
+the compile of that exact graph produces (`neff_bytes`: they depend on the graph's HLO, as a real
+NEFF does), so a loader can tell a NEFF of this graph from one of another graph or a placeholder
+(`check_neff`). Compiling needs no Neuron device.
 """
 
 import hashlib
@@ -23,6 +26,18 @@ from importlib import metadata
 from pathlib import Path
 
 __version__ = metadata.version("neuronx-cc")
+
+
+def neff_bytes(material: str, graph: str) -> bytes:
+    """The NEFF the fake compiler makes of one graph: a function of the graph's HLO alone."""
+    return b"NEFF " + hashlib.sha256((material + graph).encode()).hexdigest().encode()
+
+
+def check_neff(data: bytes, material: str, graph: str, where: str) -> None:
+    """What loading a NEFF checks: it is the one compiled from this graph (the runtime refuses a NEFF
+    of another graph: its inputs and outputs do not match)."""
+    if data != neff_bytes(material, graph):
+        raise RuntimeError(f"{where}: not the NEFF of graph {graph} (another graph, or not a NEFF)")
 
 
 def write_cache_entries(material: str, graphs: list[str], progress: str = "", flags: str | None = None) -> list[Path]:
@@ -40,12 +55,13 @@ def write_cache_entries(material: str, graphs: list[str], progress: str = "", fl
         entries.append(entry)
         if (entry / "model.done").exists():
             print(f"Using a cached neff for {graph} at {entry}", flush=True)
+            check_neff((entry / "model.neff").read_bytes(), material, graph, str(entry / "model.neff"))
             continue
         entry.mkdir(parents=True, exist_ok=True)
         print(f"Compiling {graph} {progress}".rstrip(), flush=True)
         (entry / "model.hlo_module.pb").write_bytes(b"HLO " + graph.encode())
         (entry / "compile_flags.json").write_text(json.dumps(flags.split()))
-        (entry / "model.neff").write_bytes(b"NEFF " + graph.encode())
+        (entry / "model.neff").write_bytes(neff_bytes(material, graph))
         (entry / f"{graph}.lock").write_text("stale lock")  # locks left behind by crashed compiles
         (entry / "model.done").write_text("")
         if os.environ.get("FAKE_NEURON_COMPILE_LOG"):

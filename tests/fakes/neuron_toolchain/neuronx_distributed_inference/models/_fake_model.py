@@ -4,8 +4,14 @@ reads `neuron_config.json` from that folder (`get_config_cls().load`); `compile(
 `neuron_config.json` (`config.save`), `model.pt`, and with `save_sharded_checkpoint=True`
 `weights/tp{rank}_sharded_checkpoint.safetensors` for every rank of `world_size`; `load(out)` reads
 `model.pt` and the shards of ranks `start_rank_id .. start_rank_id + local_ranks_size - 1`. Compiling
-writes persistent-cache entries (neuronxcc.write_cache_entries); generation runs the checkpoint named
-by the saved config's `_name_or_path` with transformers on the CPU."""
+writes persistent-cache entries (neuronxcc.write_cache_entries) and needs no Neuron device; `model.pt`
+is a fake TorchScript archive bound to the `neuron_config.json` it was compiled with and holding its
+NEFFs (`fake_torchscript`). The sharded weights are real safetensors: rank 0 holds every weight as the
+model computes with it (for a quantized config: the int8 weights and their scales, as NxD shards
+them), the other ranks a marker tensor. Loading needs a Neuron device (`fake_nrt`), refuses a
+`model.pt` of another config or a placeholder, reads every shard of its ranks, and generates with
+transformers on the CPU from rank 0's weights and the folder's `config.json`: the compiled folder
+alone, never the checkpoint it was compiled from."""
 
 import json
 import os
@@ -37,42 +43,69 @@ class NeuronCausalLM:
         return cls._config_cls.get_neuron_config_cls()
 
     def compile(self, compiled_model_path, debug=False, pre_shard_weights_hook=None, dry_run=False):
-        out = Path(compiled_model_path)
-        self.config.save(str(out))
+        import fake_torchscript
         from neuronxcc import write_cache_entries
 
+        out = Path(compiled_model_path)
+        self.config.save(str(out))
         saved = json.loads(self.config.to_json_string())
         # The graphs depend on the model and the NeuronConfig, not on where the checkpoint was read.
         material = json.dumps(
             {k: v for k, v in saved.items() if k not in ("_name_or_path", "transformers_version")}, sort_keys=True
         )
         graphs = ["context_encoding_model", "token_generation_model"]
-        write_cache_entries(material, graphs, f"(bucket {self.neuron_config.max_context_length})")
+        entries = write_cache_entries(material, graphs, f"(bucket {self.neuron_config.max_context_length})")
         if dry_run:
             return
-        (out / COMPILED_MODEL_FILE_NAME).write_bytes(b"FAKE TorchScript with NEFFs")
+        neffs = {g: (e / "model.neff").read_bytes() for g, e in zip(graphs, entries, strict=True)}
+        fake_torchscript.save(out / COMPILED_MODEL_FILE_NAME, out / "neuron_config.json", neffs)
         if self.neuron_config.save_sharded_checkpoint and not self.neuron_config.skip_sharding:
+            from safetensors.torch import save_file
+
             (out / "weights").mkdir(exist_ok=True)
             for rank in range(self.neuron_config.world_size):
-                (out / "weights" / f"tp{rank}_sharded_checkpoint.safetensors").write_bytes(b"FAKE")
+                shard = self._rank0_weights() if rank == 0 else _marker(rank)
+                save_file(shard, out / "weights" / f"tp{rank}_sharded_checkpoint.safetensors")
+
+    def _rank0_weights(self):
+        """What the fake keeps in rank 0: the checkpoint's weights (HF names), or for a quantized
+        config the quantized checkpoint's tensors (NxD names: int8 weights and their scales)."""
+        from safetensors.torch import load_file
+
+        nc = self.neuron_config
+        folder = Path(nc.quantized_checkpoints_path) if nc.quantized else Path(self.model_path)
+        state = {}
+        for f in sorted(folder.glob("*.safetensors")):
+            state.update(load_file(f))
+        return {k: v.contiguous() for k, v in state.items()}
 
     def load(self, compiled_model_path, start_rank_id=None, local_ranks_size=None, skip_warmup=False):
+        import fake_nrt
+        import fake_torchscript
+        from safetensors.torch import load_file
+        from transformers import AutoConfig, AutoModelForCausalLM
+
         out = Path(compiled_model_path)
         nc = self.neuron_config
+        fake_nrt.nrt_init(str(out / COMPILED_MODEL_FILE_NAME))
         if not (out / COMPILED_MODEL_FILE_NAME).is_file():  # torch.jit.load
             raise FileNotFoundError(str(out / COMPILED_MODEL_FILE_NAME))
-        if nc.save_sharded_checkpoint:
-            first = nc.start_rank_id if start_rank_id is None else start_rank_id
-            size = nc.local_ranks_size if local_ranks_size is None else local_ranks_size
-            for rank in range(first, first + size):  # safetensors load_file
-                shard = out / f"weights/tp{rank}_sharded_checkpoint.safetensors"
-                if not shard.is_file():
-                    raise FileNotFoundError(str(shard))
-        from transformers import AutoModelForCausalLM
-
-        self.hf = AutoModelForCausalLM.from_pretrained(self.config._name_or_path).eval()
-        if nc.quantized:  # weights from the quantized checkpoint: q * scale, NxD names
-            self.hf.load_state_dict(_dequantized(Path(nc.quantized_checkpoints_path)), strict=False)
+        fake_torchscript.load(out / COMPILED_MODEL_FILE_NAME, out / "neuron_config.json")
+        if not nc.save_sharded_checkpoint:
+            raise NotImplementedError("the FAKE NxD Inference loads pre-sharded weights only (save_sharded_checkpoint)")
+        first = nc.start_rank_id if start_rank_id is None else start_rank_id
+        size = nc.local_ranks_size if local_ranks_size is None else local_ranks_size
+        shards = {}
+        for rank in range(first, first + size):  # safetensors load_file
+            shard = out / f"weights/tp{rank}_sharded_checkpoint.safetensors"
+            if not shard.is_file():
+                raise FileNotFoundError(str(shard))
+            shards[rank] = load_file(shard)
+        config = AutoConfig.from_pretrained(str(out))
+        self.hf = AutoModelForCausalLM.from_config(config).eval()
+        state = _dequantized(shards[0]) if nc.quantized else shards[0]
+        self.hf.load_state_dict(state, strict=False)
+        self.hf.tie_weights()
 
 
 def make(model_class_name, config_class_name, moe=False):
@@ -84,12 +117,14 @@ def make(model_class_name, config_class_name, moe=False):
     return type(model_class_name, (NeuronCausalLM,), {"_config_cls": config_cls}), config_cls
 
 
-def _dequantized(folder):
-    from safetensors.torch import load_file
+def _marker(rank):
+    import torch
 
-    state = {}
-    for f in sorted(folder.glob("*.safetensors")):
-        state.update(load_file(f))
+    return {"rank": torch.tensor([rank])}
+
+
+def _dequantized(state):
+    """NxD-named int8 weights and scales as the HF model's float weights (q * scale)."""
     out = {}
     for name, t in state.items():
         if name.endswith(".scale"):

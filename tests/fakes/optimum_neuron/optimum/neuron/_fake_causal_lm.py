@@ -6,10 +6,13 @@
   `align_compilation_target`, so `NEURON_PLATFORM_TARGET_OVERRIDE` must agree) and "compiles" with
   the fake `neuronxcc.write_cache_entries`.
 - `save_pretrained` writes the real layout: `neuron_config.json` (real serializer), `config.json`,
-  `model.pt` (a placeholder), `checkpoint/weights/tp{rank}_sharded_checkpoint.safetensors` (the fake
-  keeps every weight in rank 0 so it can generate).
-- `from_pretrained` reads `neuron_config.json` with the real reader (version checks included) and
-  `generate` runs the weights greedily with transformers on the CPU.
+  `model.pt` (a fake TorchScript archive bound to that `neuron_config.json` and holding the NEFFs the
+  export compiled: `fake_torchscript`), `checkpoint/weights/tp{rank}_sharded_checkpoint.safetensors`
+  (the fake keeps every weight in rank 0 so it can generate; the other ranks hold a marker tensor).
+- `from_pretrained` needs a Neuron device (`fake_nrt`: the export does not), reads
+  `neuron_config.json` with the real reader (version checks included), `model.pt` (refused unless it
+  was compiled for that very `neuron_config.json`) and every rank's shard, and `generate` runs the
+  shards' weights greedily with transformers on the CPU: it reads the exported folder and nothing else.
 """
 
 import json
@@ -109,17 +112,24 @@ class NeuronModelForCausalLM:
         # Like an HLO hash: what shapes the graphs, not where the checkpoint lies.
         graph_config = {k: v for k, v in config.to_dict().items() if k != "_name_or_path"}
         material = json.dumps([graph_config, neuron_config.to_dict()], sort_keys=True, default=str)
-        write_cache_entries(material, GRAPHS, f"(tp {neuron_config.tp_degree}, seq {neuron_config.sequence_length})")
-        return cls(config, neuron_config, model_id=str(model_id))
+        entries = write_cache_entries(
+            material, GRAPHS, f"(tp {neuron_config.tp_degree}, seq {neuron_config.sequence_length})"
+        )
+        model = cls(config, neuron_config, model_id=str(model_id))
+        model._neffs = {
+            graph: (entry / "model.neff").read_bytes() for graph, entry in zip(GRAPHS, entries, strict=True)
+        }
+        return model
 
     def save_pretrained(self, save_directory):
+        import fake_torchscript
         from safetensors.torch import load_file, save_file
 
         out = Path(save_directory)
         out.mkdir(parents=True, exist_ok=True)
         self.neuron_config.save_pretrained(out)
         self.config.save_pretrained(out)
-        (out / "model.pt").write_bytes(b"FAKE TorchScript with NEFFs")
+        fake_torchscript.save(out / "model.pt", out / "neuron_config.json", self._neffs)
         if self.model_id and os.path.isdir(self.model_id):
             weights = out / "checkpoint" / "weights"
             weights.mkdir(parents=True, exist_ok=True)
@@ -133,16 +143,24 @@ class NeuronModelForCausalLM:
 
     @classmethod
     def from_pretrained(cls, model_id, **kwargs):
+        import fake_nrt
+        import fake_torchscript
         from safetensors.torch import load_file
         from transformers import AutoConfig, AutoModelForCausalLM
 
+        folder = Path(model_id)
         neuron_config = NxDNeuronConfig.from_pretrained(model_id)  # real: checks versions
-        if not (Path(model_id) / "model.pt").exists():
+        fake_nrt.nrt_init(f"{model_id}/model.pt")
+        if not (folder / "model.pt").exists():
             raise FileNotFoundError(f"{model_id}/model.pt")
+        fake_torchscript.load(folder / "model.pt", folder / "neuron_config.json")
+        weights = folder / "checkpoint" / "weights"
+        shards = [
+            load_file(weights / f"tp{rank}_sharded_checkpoint.safetensors") for rank in range(neuron_config.tp_degree)
+        ]
         config = AutoConfig.from_pretrained(model_id)
         model = AutoModelForCausalLM.from_config(config, torch_dtype=neuron_config.torch_dtype).eval()
-        state = load_file(Path(model_id) / "checkpoint/weights/tp0_sharded_checkpoint.safetensors")
-        model.load_state_dict(state, strict=False)
+        model.load_state_dict(shards[0], strict=False)
         model.tie_weights()
         return cls(config, neuron_config, model=model)
 
