@@ -362,6 +362,10 @@ def cmd_show(args: argparse.Namespace) -> int:
             f"           load {smoke['load_s']:.2f}s, first token {smoke['time_to_first_token_s'] * 1e3:.1f} ms, "
             f"{smoke['per_token_s'] * 1e3:.2f} ms/token"
         )
+    from neuronforge.hosts import describe
+
+    for i, line in enumerate(describe(m.get("hosts"))):
+        print(f"{'hosts' if i == 0 else '':<10} {line}")
     size = sum(f["size"] for f in m["files"])
     print(f"files      {len(m['files'])} ({size} bytes), published {m['published_at']}")
     for fmt, uri in m.get("formats", {}).items():

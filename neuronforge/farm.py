@@ -36,6 +36,8 @@ class FarmRow:
     size_bytes: int | None = None
     ttft_ms: float | None = None
     per_token_ms: float | None = None
+    cpu_seconds: float | None = None  # the build's stages on CPU hosts (`neuronforge.hosts`)
+    neuron_seconds: float | None = None  # ... and on Neuron hosts
     at: str = ""  # published_at, the failure's time, or the lease's start (UTC ISO 8601)
     run_id: str = ""
     artifact_uri: str = ""
@@ -79,6 +81,7 @@ def _published(store: ArtifactStore, newest: dict[str, str]) -> dict[str, FarmRo
         stale = bool(profile) and name in newest and newest[name] != profile
         formats = m.get("formats") if isinstance(m.get("formats"), dict) else {}
         launch = [f["path"] for f in m["files"] if str(f["path"]).startswith("launch/")]
+        hosts = m.get("hosts") if isinstance(m.get("hosts"), dict) else {}
         rows[m["cache_key"]] = FarmRow(
             key=m["cache_key"],
             status="stale" if stale else "published",
@@ -92,6 +95,8 @@ def _published(store: ArtifactStore, newest: dict[str, str]) -> dict[str, FarmRo
             size_bytes=sum(int(f.get("size", 0)) for f in m["files"]),
             ttft_ms=_ms(smoke.get("time_to_first_token_s")),
             per_token_ms=_ms(smoke.get("per_token_s")),
+            cpu_seconds=_seconds(hosts.get("cpu_seconds")),
+            neuron_seconds=_seconds(hosts.get("neuron_seconds")),
             at=str(m.get("published_at", "")),
             run_id=str(m.get("run_id", "")),
             artifact_uri=store.uri(prefix),
@@ -101,6 +106,10 @@ def _published(store: ArtifactStore, newest: dict[str, str]) -> dict[str, FarmRo
             incomplete=incomplete_files(store, index, m),
         )
     return rows
+
+
+def _seconds(value: Any) -> float | None:
+    return round(float(value), 3) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _ms(seconds: Any) -> float | None:

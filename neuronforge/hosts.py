@@ -48,3 +48,19 @@ def neuron_share(report: dict[str, Any] | None) -> float | None:
         return None
     total = float(report.get("cpu_seconds", 0)) + float(report.get("neuron_seconds", 0))
     return float(report.get("neuron_seconds", 0)) / total if total else None
+
+
+def describe(report: dict[str, Any] | None) -> list[str]:
+    """Lines for people (`neuronforge show`, the catalog page): the seconds per kind of host, then
+    each stage with where it ran. Empty for a manifest written before hosts were recorded."""
+    if not report or not report.get("stages"):
+        return []
+    share = neuron_share(report)
+    lines = [
+        f"CPU hosts {float(report['cpu_seconds']):.1f}s, Neuron hosts {float(report['neuron_seconds']):.1f}s"
+        + (f" ({share:.0%} of the build on a Neuron host)" if share is not None else "")
+    ]
+    lines.append(
+        ", ".join(f"{r['stage']} {float(r['seconds']):.1f}s ({r['host']})" for r in report["stages"] if r.get("stage"))
+    )
+    return lines

@@ -227,13 +227,13 @@ def placements(queue: str) -> dict[str | None, Placement]:
     """Where each kind of stage of the group of toolchain queue `queue` runs. The profiles sharing a
     toolchain queue (one SDK release: one image) place every stage alike; a registry where they do
     not is refused here, so the DAG cannot route one profile's stage by another's placement."""
-    from neuronforge.profiles import all_profiles
+    from neuronforge.profiles import registry
     from neuronforge.profiles.base import STAGE_KINDS
 
     kinds: tuple[str | None, ...] = (None, *STAGE_KINDS)
     seen = {
         p.ref: {kind: p.placement(kind) for kind in kinds}
-        for p in all_profiles()
+        for p in registry.all_profiles()
         if (p.queue or DEFAULT_QUEUE) == queue
     }
     distinct = {tuple(sorted(v.items(), key=lambda kv: str(kv[0]))) for v in seen.values()}

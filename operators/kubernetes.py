@@ -45,17 +45,21 @@ def image_for(sdk_release: str) -> str:
     return os.environ.get("NEURONFORGE_NEURON_IMAGE", DEFAULT_IMAGE).replace("{sdk}", sdk_release)
 
 
-def pod_settings(group: str, sdk_release: str) -> dict[str, Any]:
-    """KubernetesPodOperator arguments shared by the compile and smoke pods of one queue's group."""
-    devices = _devices_template(group)
+def pod_settings(group: str, sdk_release: str, neuron_cores: bool) -> dict[str, Any]:
+    """KubernetesPodOperator arguments of one toolchain stage's pods in one Neuron group: Neuron
+    device requests only for a stage that needs NeuronCores (a CPU pod otherwise)."""
     settings: dict[str, Any] = {
         "image": image_for(sdk_release),
         "namespace": os.environ.get("NEURONFORGE_K8S_NAMESPACE", "airflow"),
-        "container_resources": {"requests": {NEURON_RESOURCE: devices}, "limits": {NEURON_RESOURCE: devices}},
-        "env_vars": {"NEURONFORGE_HOME": os.environ.get("NEURONFORGE_HOME", "/var/lib/neuronforge")},
+        "env_vars": {
+            "NEURONFORGE_HOME": os.environ.get("NEURONFORGE_HOME", "https://gh.072103.xyz/var/lib/neuronforge")
+        },
         "get_logs": True,
         "on_finish_action": "delete_succeeded_pod",
     }
+    if neuron_cores:
+        devices = _devices_template(group)
+        settings["container_resources"] = {"requests": {NEURON_RESOURCE: devices}, "limits": {NEURON_RESOURCE: devices}}
     if os.environ.get("NEURONFORGE_K8S_POD_TEMPLATE"):
         settings["pod_template_file"] = os.environ["NEURONFORGE_K8S_POD_TEMPLATE"]
     return settings

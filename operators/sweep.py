@@ -165,10 +165,14 @@ def decide(request: SweepRequest, candidate: dict[str, int]) -> tuple[bool, str]
 
 
 def try_candidates(queue: str):
-    """The mapped task trying a run's candidates on `queue`, one at a time across runs."""
-    from operators.compile_publish import group_id
+    """The mapped task trying the candidates of a run whose profile's toolchain is on `queue`, one
+    at a time across runs. A try is a whole build, smoke test included, so it runs where the smoke
+    test does (the profile's Neuron hosts)."""
+    from operators.compile_publish import DEFAULT_QUEUE, group_id, placements
 
-    @task(task_id=f"try_{group_id(queue).removesuffix('_target')}", queue=queue, max_active_tis_per_dag=1)
+    runs_on = placements(queue)["smoke"].queue or DEFAULT_QUEUE
+
+    @task(task_id=f"try_{group_id(queue).removesuffix('_target')}", queue=runs_on, max_active_tis_per_dag=1)
     def try_candidate(plan: dict[str, Any], candidate: dict[str, int]) -> str:
         request = SweepRequest.model_validate(plan["request"])
         try:

@@ -140,6 +140,8 @@ def _plot(rows: list[Any]) -> str:
 
 
 def _detail_html(store: Any, row: Any) -> str:
+    from neuronforge.hosts import describe
+
     run = (
         f'<a href="/dags/{COMPILE_DAG}/runs/{_e(row.run_id)}" target="_top">{_e(row.run_id)}</a>'
         if row.run_id
@@ -157,13 +159,16 @@ def _detail_html(store: Any, row: Any) -> str:
         lines.append(
             f"<p>verify: {_e(verify)} — full re-hash: <code>neuronforge verify {_e(row.artifact_uri)}</code></p>"
         )
+        detail = _detail(store, row)
+        hosts = describe((detail["manifest"] or {}).get("hosts"))
+        if hosts:
+            lines.append(f'<p class="hosts">hosts: {_e(hosts[0])}<br><small>{_e(hosts[1])}</small></p>')
         lines.append(
             f"<p>manifest {_copy(row.manifest_uri, 'manifest URI')} "
             f'(<a href="{PREFIX}/api/artifacts/{_e(row.key)}">JSON</a>)</p><ul>'
         )
         lines += [f"<li>{_e(fmt)}: {_copy(uri, fmt)}</li>" for fmt, uri in sorted(row.uris.items())]
         lines.append("</ul>")
-        detail = _detail(store, row)
         for name, text in sorted(detail["snippets"].items()):
             lines.append(
                 f'<p>{_e(name)} <button type="button" class="copy" data-copy="{_e(text)}" '

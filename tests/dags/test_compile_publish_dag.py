@@ -44,14 +44,26 @@ def test_dag_parses_with_routing_and_form(dag) -> None:
         "neuron_2_21_1_target",
         "neuron_2_26_1_target",
     }
-    assert tasks["neuron_2_21_1_target.compile_graphs"].queue == "neuron-2.21.1"
+    # transformers-neuronx (LMI, SDK 2.21.1) compiles only where it can load: on its Neuron hosts.
+    lmi = "neuron_2_21_1_target"
+    for name in ("compile_graphs", "smoke"):
+        assert (tasks[f"{lmi}.{name}"].queue, tasks[f"{lmi}.{name}"].pool) == ("neuron-2.21.1", "neuron_cores")
+    assert (tasks[f"{lmi}.prepare"].queue, tasks[f"{lmi}.prepare"].pool) == ("neuron-2.21.1", "default_pool")
+    # SDK 2.26.1: toolchain detection and compiling on CPU workers of the SDK image, no NeuronCores;
+    # only the smoke test on a Neuron host.
     neuron = "neuron_2_26_1_target"
-    assert tasks["cpu_target.prepare"].queue == "default" and tasks[f"{neuron}.prepare"].queue == "neuron-2.26.1"
+    assert tasks["cpu_target.prepare"].queue == "default"
+    for name in ("prepare", "compile_graphs"):
+        assert (tasks[f"{neuron}.{name}"].queue, tasks[f"{neuron}.{name}"].pool) == (
+            "neuron-compile-2.26.1",
+            "default_pool",
+        )
+    assert (tasks[f"{neuron}.smoke"].queue, tasks[f"{neuron}.smoke"].pool) == ("neuron-2.26.1", "neuron_cores")
     for name in ("compile_graphs", "smoke"):
         # cpu compiles take no NeuronCores: a deployment without Neuron workers needs no pool.
         assert tasks[f"cpu_target.{name}"].queue == "default" and tasks[f"cpu_target.{name}"].pool == "default_pool"
-        assert tasks[f"{neuron}.{name}"].queue == "neuron-2.26.1" and tasks[f"{neuron}.{name}"].pool == "neuron_cores"
-    assert tasks[f"{neuron}.fetch_checkpoint"].queue == "default"  # only the worker stages go to the SDK's queue
+    for name in ("fetch_checkpoint", "plan_target", "quantize_weights", "publish_artifact"):
+        assert tasks[f"{neuron}.{name}"].queue == "default"  # only the toolchain stages go to the SDK's queues
     assert [o.name for o in tasks["cpu_target.publish_artifact"].outlets] == ["neuronforge-artifacts"]
     assert set(dag.params) == {
         "model",

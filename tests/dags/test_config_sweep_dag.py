@@ -31,7 +31,9 @@ def _states(run) -> dict[tuple[str, int], str]:
 
 def test_dag_parses_with_a_mapped_try_per_queue(dag) -> None:
     tasks = {t.task_id: t for t in dag.tasks}
+    # a try is a whole build, smoke test included: on the profile's Neuron hosts
     assert tasks["try_cpu"].queue == "default" and tasks["try_neuron_2_26_1"].queue == "neuron-2.26.1"
+    assert tasks["candidates_neuron_2_26_1"].queue == "default"
     assert all(tasks[t].max_active_tis_per_dag == 1 for t in tasks if t.startswith("try_"))
     assert [o.name for o in tasks["finish_sweep"].outlets] == ["neuronforge-config-sweeps"]
     assert tasks["finish_sweep"].trigger_rule == "all_done"

@@ -55,12 +55,12 @@ def test_dag_parses_daily_with_the_toolchain_watch_on_neuron_workers(dags) -> No
 
     dag = dags[RECOMPILE]
     tasks = {t.task_id: t for t in dag.tasks}
-    # One watch per SDK release's queue, on that queue; the registry has neuron-2.26.1.
-    assert "neuron-2.26.1" in neuron_queues()
+    # One watch per toolchain queue, on that queue (CPU workers of the SDK image).
+    assert "neuron-compile-2.26.1" in neuron_queues()
     watches = {f"watch_toolchain_{q.replace('-', '_').replace('.', '_')}": q for q in neuron_queues()}
     assert {t for t in tasks if t.startswith("watch_toolchain")} == set(watches)
-    watch = tasks["watch_toolchain_neuron_2_26_1"]
-    assert watch.queue == "neuron-2.26.1" and tasks["find_stale"].queue == "default"
+    watch = tasks["watch_toolchain_neuron_compile_2_26_1"]
+    assert watch.queue == "neuron-compile-2.26.1" and tasks["find_stale"].queue == "default"
     assert all(tasks[t].queue == q for t, q in watches.items())
     # The worker check runs first, on the default queue, and gates the Neuron watches.
     assert tasks["check_workers"].queue == "default" and not tasks["check_workers"].upstream_task_ids
@@ -149,18 +149,21 @@ def test_an_sdk_upgrade_rebuilds_exactly_the_stale_targets(
     assert compiles_v1 >= 1
 
     # 2. SDK 2.27.0 is released: a new version of the vllm-neuron profile, whose worker image (queue
-    # neuron-2.27.0) has its toolchain. The catalog's bare `vllm-neuron` follows it: only that target
+    # neuron-compile-2.27.0) has its toolchain. The catalog's bare `vllm-neuron` follows it: only that target
     # is stale, for 2.27.0 (published for 2.26.1); the cpu one is skipped.
     # Airflow rewrites a serialized DAG at most every [core] min_serialized_dag_update_interval (30 s):
     # the compile DAG was just written by step 1's runs, and its form must now accept the new version.
     monkeypatch.setenv("AIRFLOW__CORE__MIN_SERIALIZED_DAG_UPDATE_INTERVAL", "0")
     v2 = _register_release(monkeypatch, "2.27.0", "2.22.12471.0+b4a00d10")
-    upgrade_fake_neuron("2.22.12471.0+b4a00d10")  # SDK 2.27.0's neuronx-cc, local label as pip lists it
-    dags = _parse()  # re-parsed: a toolchain watch and a compile task group for queue neuron-2.27.0
+    upgrade_fake_neuron("2.22.12471.0+b4a00d10", release="2.27.0")  # its image: neuronx-cc 2.22.12471.0+b4a00d10
+    dags = _parse()  # re-parsed: a toolchain watch and a compile task group for queue neuron-compile-2.27.0
     second = dags[RECOMPILE].test(run_conf=conf)
     tis = {ti.task_id: str(ti.state) for ti in second.get_task_instances()}
     # Only the queue the catalog's profile versions need is watched.
-    assert tis["watch_toolchain_neuron_2_27_0"] == "success" and tis["watch_toolchain_neuron_2_26_1"] == "skipped"
+    assert (
+        tis["watch_toolchain_neuron_compile_2_27_0"] == "success"
+        and tis["watch_toolchain_neuron_compile_2_26_1"] == "skipped"
+    )
     created = _created_runs(seen)
     assert len(created) == 1
     ((_, rebuild),) = created
@@ -241,15 +244,15 @@ def test_without_a_neuron_worker_the_cpu_targets_are_still_checked(
     store_uri = f"file://{tmp_path / 'store'}"
     run = dags[RECOMPILE].test(run_conf={"catalog": str(catalog), "store": store_uri, "dry_run": True})
     states = {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
-    assert states["watch_toolchain_neuron_2_26_1"] == "failed" and states["find_stale"] == "success"
+    assert states["watch_toolchain_neuron_compile_2_26_1"] == "failed" and states["find_stale"] == "success"
     report = _report(store_uri, run)
     assert [(t["profile"], t["status"]) for t in report["targets"]] == [
         ("cpu@local", "fresh"),
         ("vllm-neuron@2.26.1", "unavailable"),
     ]
     assert report["runs"] == [] and report["targets"][1]["detail"] == (
-        "no worker of queue 'neuron-2.26.1' reported the toolchain of vllm-neuron@2.26.1: "
-        "watch_toolchain_neuron_2_26_1 did not succeed"
+        "no worker of queue 'neuron-compile-2.26.1' reported the toolchain of vllm-neuron@2.26.1: "
+        "watch_toolchain_neuron_compile_2_26_1 did not succeed"
     )
     assert report["toolchains"]["vllm-neuron@2.26.1"] == report["targets"][1]["detail"]
 
@@ -258,7 +261,7 @@ def test_without_a_celery_worker_on_queue_neuron_the_watch_is_skipped_not_queued
     dags, compiled: Compiled, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """CeleryExecutor with workers on the default queue only: `check_workers` decides at once, the
-    watch of queue neuron-2.26.1 is never queued (skipped), the Neuron target is unavailable with the
+    watch of queue neuron-compile-2.26.1 is never queued (skipped), the Neuron target is unavailable with the
     reason naming the queue."""
     import operators.recompile
 
@@ -276,15 +279,15 @@ def test_without_a_celery_worker_on_queue_neuron_the_watch_is_skipped_not_queued
     run = dags[RECOMPILE].test(run_conf={"catalog": str(catalog), "store": store_uri, "dry_run": True})
     tis = {ti.task_id: ti for ti in run.get_task_instances()}
     assert asked and str(tis["check_workers"].state) == "success"
-    watch = tis["watch_toolchain_neuron_2_26_1"]
+    watch = tis["watch_toolchain_neuron_compile_2_26_1"]
     assert str(watch.state) == "skipped" and watch.try_number == 0
     assert str(tis["find_stale"].state) == "success" and str(run.state) == "success"
     report = _report(store_uri, run)
     (neuron,) = [t for t in report["targets"] if t["profile"] == "vllm-neuron@2.26.1"]
     assert neuron["status"] == "unavailable"
     assert neuron["detail"] == (
-        "no worker of queue 'neuron-2.26.1' reported the toolchain of vllm-neuron@2.26.1: no Celery worker "
-        "consumes queue 'neuron-2.26.1' (workers and their queues: celery@cpu-1: default)"
+        "no worker of queue 'neuron-compile-2.26.1' reported the toolchain of vllm-neuron@2.26.1: no Celery worker "
+        "consumes queue 'neuron-compile-2.26.1' (workers and their queues: celery@cpu-1: default)"
     )
     assert [t["status"] for t in report["targets"] if t["profile"] == "cpu@local"] == ["fresh"]
 
@@ -294,6 +297,6 @@ def test_an_unknown_conf_key_fails_the_first_task_and_schedules_nothing(dags, tm
     store_uri = f"file://{tmp_path / 'store'}"
     run = dags[RECOMPILE].test(run_conf={"store": store_uri, "wait_minute": 0})
     states = {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
-    assert states["check_workers"] == "failed" and states["watch_toolchain_neuron_2_26_1"] == "upstream_failed"
+    assert states["check_workers"] == "failed" and states["watch_toolchain_neuron_compile_2_26_1"] == "upstream_failed"
     assert states["find_stale"] == "failed" and states["trigger_rebuilds"] == "upstream_failed"
     assert states["report"] == "skipped" and not open_store(store_uri).list("reports")

@@ -1,4 +1,5 @@
-"""The Kubernetes runner setting: Neuron compile and smoke as pods of the neuron worker image."""
+"""The Kubernetes runner setting: the Neuron targets' toolchain stages as pods of the SDK's worker image,
+requesting Neuron devices only where the stage needs them."""
 
 from __future__ import annotations
 
@@ -40,12 +41,23 @@ def test_kubernetes_runner_makes_neuron_tasks_pods(airflow_db: str, monkeypatch:
     bag = DagBag(dag_folder=str(Path(__file__).resolve().parents[2] / "dags"))
     assert bag.import_errors == {}
     tasks = {t.task_id: t for t in bag.dags["neuronforge_compile_publish"].tasks}
-    for name in ("compile_graphs", "smoke"):
+    # The smoke test loads on Neuron devices: a pod requesting them, sized per target, in the pool.
+    smoke = tasks["neuron_2_26_1_target.smoke"]
+    assert isinstance(smoke, KubernetesPodOperator) and smoke.pool == "neuron_cores"
+    assert smoke.image == "123.dkr.ecr.us-east-1.amazonaws.com/nf-neuron:2.26.1"
+    limit = smoke.container_resources["limits"][NEURON_RESOURCE]
+    assert "neuron_2_26_1_target.prepare" in limit and "['neuron_devices']" in limit
+    # Toolchain detection and the compile are CPU pods of the same image: no device, no pool, so no
+    # Celery worker of a Neuron queue is needed at all.
+    for name in ("prepare", "compile_graphs"):
         pod = tasks[f"neuron_2_26_1_target.{name}"]
-        assert isinstance(pod, KubernetesPodOperator) and pod.pool == "neuron_cores"
+        assert isinstance(pod, KubernetesPodOperator) and pod.pool == "default_pool"
         assert pod.image == "123.dkr.ecr.us-east-1.amazonaws.com/nf-neuron:2.26.1"
-        limit = pod.container_resources["limits"][NEURON_RESOURCE]
-        assert "neuron_2_26_1_target.prepare" in limit and "['neuron_devices']" in limit
+        assert NEURON_RESOURCE not in str(pod.container_resources or "")
+    # transformers-neuronx (LMI) compiles where it can load: its compile pod requests devices.
+    lmi = tasks["neuron_2_21_1_target.compile_graphs"]
+    assert lmi.pool == "neuron_cores" and NEURON_RESOURCE in str(lmi.container_resources)
+    for name in ("prepare", "compile_graphs", "smoke"):
         assert not isinstance(tasks[f"cpu_target.{name}"], KubernetesPodOperator)
     # The pod runs the Celery task's body: a build state that hit the index passes through untouched.
     from neuronforge.buildstate import BuildState, PublishedRef

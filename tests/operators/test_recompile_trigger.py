@@ -104,32 +104,35 @@ def test_one_watch_per_neuron_queue_and_what_each_profile_gets_when_it_did_not_r
     newer = Release2270()
     registered = registry.all_profiles()
     monkeypatch.setattr(registry, "all_profiles", lambda: (*registered, newer))
-    assert neuron_queues() == ["neuron-2.21.1", "neuron-2.26.1", "neuron-2.27.0"]
+    assert neuron_queues() == ["neuron-2.21.1", "neuron-compile-2.26.1", "neuron-compile-2.27.0"]
     assert [p.ref for p in profiles_on("neuron-2.21.1")] == ["lmi-neuronx@2.21.1"]
-    assert watch_task_id("neuron-2.27.0") == "watch_toolchain_neuron_2_27_0"
-    assert {p.ref for p in profiles_on("neuron-2.26.1")} == {OPTIMUM.ref, VLLM.ref}
-    assert [p.ref for p in profiles_on("neuron-2.27.0")] == ["vllm-neuron@2.27.0"]
+    assert watch_task_id("neuron-compile-2.27.0") == "watch_toolchain_neuron_compile_2_27_0"
+    assert {p.ref for p in profiles_on("neuron-compile-2.26.1")} == {OPTIMUM.ref, VLLM.ref}
+    assert [p.ref for p in profiles_on("neuron-compile-2.27.0")] == ["vllm-neuron@2.27.0"]
 
     class TI:
         def xcom_pull(self, task_ids: str, key: str = "return_value"):
             pulls = {
                 ("check_workers", "workers"): {
-                    "neuron-2.26.1": {"served": True, "detail": "consumed by w1"},
-                    "neuron-2.27.0": {"served": False, "detail": "no Celery worker consumes queue 'neuron-2.27.0'"},
+                    "neuron-compile-2.26.1": {"served": True, "detail": "consumed by w1"},
+                    "neuron-compile-2.27.0": {
+                        "served": False,
+                        "detail": "no Celery worker consumes queue 'neuron-compile-2.27.0'",
+                    },
                 },
-                ("watch_toolchain_neuron_2_26_1", "return_value"): {VLLM.ref: {"backend": "nxdi"}},
+                ("watch_toolchain_neuron_compile_2_26_1", "return_value"): {VLLM.ref: {"backend": "nxdi"}},
             }
             return pulls.get((task_ids, key))
 
     got = _queue_reports(TI(), [OPTIMUM, VLLM, newer])
     assert got[VLLM.ref] == {"backend": "nxdi"}
     assert got[OPTIMUM.ref] == (
-        "no worker of queue 'neuron-2.26.1' reported the toolchain of optimum-neuron@2.26.1: "
-        "watch_toolchain_neuron_2_26_1 did not succeed"
+        "no worker of queue 'neuron-compile-2.26.1' reported the toolchain of optimum-neuron@2.26.1: "
+        "watch_toolchain_neuron_compile_2_26_1 did not succeed"
     )
     assert got[newer.ref] == (
-        "no worker of queue 'neuron-2.27.0' reported the toolchain of vllm-neuron@2.27.0: "
-        "no Celery worker consumes queue 'neuron-2.27.0'"
+        "no worker of queue 'neuron-compile-2.27.0' reported the toolchain of vllm-neuron@2.27.0: "
+        "no Celery worker consumes queue 'neuron-compile-2.27.0'"
     )
 
 

@@ -17,20 +17,23 @@ MIXED = {
         {"tp_degree": 2, "profile": "optimum-neuron"},
     ]
 }
+LMI = {"targets": [{"tp_degree": 2, "profile": "lmi-neuronx"}]}
 
 
 @pytest.mark.parametrize(
     ("task_id", "map_index", "conf", "expected"),
     [
-        ("neuron_2_26_1_target.compile_graphs", 0, CONF, 8),
+        ("neuron_2_26_1_target.compile_graphs", 0, CONF, None),  # compiles on a CPU worker: no NeuronCores
+        ("neuron_2_26_1_target.smoke", 0, CONF, 8),
         ("neuron_2_26_1_target.smoke", 1, CONF, 2),
+        ("neuron_2_21_1_target.compile_graphs", 0, LMI, 2),  # transformers-neuronx compiles on a Neuron host
         ("neuron_2_26_1_target.fetch_checkpoint", 0, CONF, None),  # not a NeuronCore user
         ("cpu_target.compile_graphs", 0, CONF, None),
         ("neuron_2_26_1_target.compile_graphs", -1, CONF, None),  # not yet expanded
         ("neuron_2_26_1_target.compile_graphs", 5, CONF, None),  # beyond the conf: leave as declared
         ("neuron_2_26_1_target.compile_graphs", 0, {}, None),  # defaults from the form's Params
         ("neuron_2_26_1_target.compile_graphs", 0, {"targets": [{"tp_degree": "8", "profile": "vllm-neuron"}]}, None),
-        ("neuron_2_26_1_target.compile_graphs", 0, MIXED, 8),
+        ("neuron_2_26_1_target.smoke", 0, MIXED, 8),
         ("neuron_2_26_1_target.smoke", 1, MIXED, 2),
         ("neuron_2_26_1_target.smoke", 2, MIXED, None),
     ],
@@ -40,10 +43,10 @@ def test_pool_slots_follow_the_targets_tp(task_id, map_index, conf, expected) ->
 
 
 def test_hook_mutates_only_this_dags_sized_task_instances() -> None:
-    ti = SimpleNamespace(dag_id=DAG_ID, task_id="neuron_2_26_1_target.compile_graphs", map_index=0, pool_slots=1)
+    ti = SimpleNamespace(dag_id=DAG_ID, task_id="neuron_2_26_1_target.smoke", map_index=0, pool_slots=1)
     task_instance_mutation_hook(ti, dag_run=SimpleNamespace(conf=CONF))
     assert ti.pool_slots == 8
-    other = SimpleNamespace(dag_id="other", task_id="neuron_2_26_1_target.compile_graphs", map_index=0, pool_slots=1)
+    other = SimpleNamespace(dag_id="other", task_id="neuron_2_26_1_target.smoke", map_index=0, pool_slots=1)
     task_instance_mutation_hook(other, dag_run=SimpleNamespace(conf=CONF))
     assert other.pool_slots == 1
     early = SimpleNamespace(dag_id=DAG_ID, task_id="neuron_2_26_1_target.smoke", map_index=1, pool_slots=1)
