@@ -17,6 +17,8 @@ the compiled output. Inputs IN the key, and why:
   tied to the compiler version; an SDK upgrade must produce new keys.
 - `compiler_flags`, normalized (flag groups sorted): flags change the NEFF (optimum-neuron#457 is a
   cache-miss/cache-poisoning bug from a key that left flags out).
+- `compile_target` (Neuron profiles): the target the compiler is told (`NEURON_PLATFORM_TARGET_OVERRIDE`:
+  inf2 and trn1n compile for trn1), since compiles run on CPU hosts that have no target of their own.
 
 NOT in the key: where the store is, who asked, when, smoke-test prompts, publish formats — none of
 them changes the compiled bytes. `KEY_SCHEMA` versions the layout of the material itself.
@@ -34,7 +36,9 @@ from neuronforge.errors import InvalidInput
 from neuronforge.source import ModelSource
 from neuronforge.target import TargetSpec
 
-KEY_SCHEMA = 2  # 2: the serving profile (name, version, pins) replaced the bare backend
+# 2: the serving profile (name, version, pins) replaced the bare backend; 3: the compile target named
+# explicitly to the Neuron compilers (they compile on hosts without devices, so nothing is guessed).
+KEY_SCHEMA = 3
 
 
 def normalize_flags(flags: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
@@ -124,7 +128,7 @@ def cache_key_material(request: CompileRequest, toolchain: Toolchain) -> dict[st
     quantization = target.pop("quantization")
     target.pop("profile")
     backend_options = target.pop("backend_options")
-    return {
+    material = {
         "key_schema": KEY_SCHEMA,
         "model_revision": request.source.resolved_revision,
         "target": target,
@@ -134,6 +138,10 @@ def cache_key_material(request: CompileRequest, toolchain: Toolchain) -> dict[st
         "backend_options": backend_options,
         "toolchain": toolchain.keyed_json(),
     }
+    compile_target = profile.compile_target(request.target)
+    if compile_target is not None:
+        material["compile_target"] = compile_target
+    return material
 
 
 def canonical_json(obj: Any) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -185,3 +186,19 @@ def test_the_target_is_read_back_from_the_key_material() -> None:
     target = TargetSpec.parse({**BASE_TARGET, "quantization": "int8:per_channel", "batch_size": 4})
     material = cache_key_material(CompileRequest(SRC, target), TC)
     assert TargetSpec.from_key_material(json.loads(canonical_json(material))) == target.normalized()
+
+
+def test_the_compile_target_the_toolchain_is_told_is_in_the_key() -> None:
+    """A Neuron compile runs on a CPU host and is told its target (NEURON_PLATFORM_TARGET_OVERRIDE):
+    the same value is keyed; inf2 compiles for trn1 as optimum-neuron maps it, trn2 for trn2; the
+    CPU profile has none."""
+    from neuronforge.backends.base import neuron_compile_env
+
+    for instance, tp, want in (("inf2.xlarge", 2, "trn1"), ("trn1n.32xlarge", 8, "trn1"), ("trn2.48xlarge", 4, "trn2")):
+        target = TargetSpec.parse({**BASE_TARGET, "instance_type": instance, "tp_degree": tp})
+        material = cache_key_material(CompileRequest(SRC, target), TC)
+        assert material["compile_target"] == want and material["key_schema"] == 3
+        assert neuron_compile_env(target, Path("/c"), ())["NEURON_PLATFORM_TARGET_OVERRIDE"] == want
+    cpu = TargetSpec.parse({**BASE_TARGET, "profile": "cpu"})
+    cpu_tc = Toolchain("cpu", "2.13.0", "torch-inductor", "2.13.0")
+    assert "compile_target" not in cache_key_material(CompileRequest(SRC, cpu), cpu_tc)
