@@ -442,11 +442,24 @@ def cmd_profiles(args: argparse.Namespace) -> int:
         print(
             f"  SDK {r['sdk_release']}, compiler {r['compiler_version'] or '(as installed)'}, backend {r['backend']}, "
             f"queue {r['queue'] or 'default'}"
+            + (
+                f", {'/'.join(r['device_stages'])} on Neuron hosts (queue {r['device_queue']})"
+                if r["device_queue"]
+                else ""
+            )
         )
         print(f"  instances: {', '.join(r['instance_families']) or 'any (CPU)'}")
         print(f"  publishes: {r['publishes']}")
     for s in refused:
         print(f"not supported: {s['name']}: {s['reason']} (nearest: {s['nearest']})")
+    return EXIT_OK
+
+
+def cmd_worker_queues(args: argparse.Namespace) -> int:
+    """The Celery queues a worker of one SDK release's image consumes in its role (the image's CMD)."""
+    from neuronforge.profiles.registry import worker_queues
+
+    print(",".join(worker_queues(args.sdk, args.role)))
     return EXIT_OK
 
 
@@ -688,6 +701,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_profiles)
+
+    p = sub.add_parser(
+        "worker-queues", help="the Celery queues a Neuron worker image consumes: compile (CPU host) or neuron role"
+    )
+    p.add_argument("--sdk", required=True, help="the image's Neuron SDK release, e.g. 2.26.1")
+    p.add_argument("--role", required=True, choices=["compile", "neuron"])
+    p.set_defaults(func=cmd_worker_queues)
 
     p = sub.add_parser("verify", help="re-hash a published artifact and run its profile's consumer preflight")
     p.add_argument("uri", help="URI of a manifest.json or of an artifact root")

@@ -52,8 +52,36 @@ def profiles_for(model_type: str) -> list[ServingProfile]:
 
 
 def neuron_queues() -> list[str]:
-    """The Celery queues the Neuron profiles' compile and smoke tasks go to (one per SDK release)."""
+    """The Celery queues where the Neuron profiles' toolchains are (toolchain detection and
+    compiling): `neuron-compile-<release>`, or `neuron-<release>` where compiling needs a device."""
     return sorted({p.queue for p in all_profiles() if p.queue})
+
+
+WORKER_ROLES = ("compile", "neuron")
+
+
+def worker_queues(release: str, role: str) -> list[str]:
+    """The queues a worker of SDK `release`'s image consumes in its role: `compile` (a CPU host:
+    the stages that need the toolchain but no device) or `neuron` (a Neuron host: the stages that
+    need NeuronCores). What `docker/neuron-worker.Dockerfile` starts; InvalidInput when the role has
+    nothing to do for that release."""
+    if role not in WORKER_ROLES:
+        raise InvalidInput(f"worker role {role!r}; use one of {', '.join(WORKER_ROLES)}")
+    profiles = [p for p in all_profiles() if p.neuron and p.version == release]
+    if not profiles:
+        known = sorted({p.version for p in all_profiles() if p.neuron})
+        raise InvalidInput(f"no registered profile pins Neuron SDK {release!r}; registered: {', '.join(known)}")
+    # The Neuron host consumes the device queue; a CPU host the toolchain queue, where that is not
+    # the device queue (a toolchain that compiles where it loads needs no CPU worker at all).
+    queues = {str(p.device_queue) if role == "neuron" else str(p.queue) for p in profiles}
+    if role == "compile":
+        queues -= {str(p.device_queue) for p in profiles}
+    if not queues:
+        raise InvalidInput(
+            f"SDK {release}'s profiles ({', '.join(p.ref for p in profiles)}) run no stage on a {role} worker: "
+            "they compile where they load; start this image with NEURONFORGE_WORKER_ROLE=neuron on Neuron hosts"
+        )
+    return sorted(queues)
 
 
 def _version_key(version: str) -> tuple[int, ...]:

@@ -3,8 +3,15 @@ one airflow.cfg shared by every component (CeleryExecutor, PostgreSQL metadata +
 redis broker, simple auth manager with a known password, one jwt secret), `airflow db migrate`, the
 `neuron_cores` pool, the cluster policy in $AIRFLOW_HOME/config, then api-server, scheduler,
 dag-processor, triggerer and two Celery workers, each with its own NEURONFORGE_HOME — in its own
-mount namespace with a tmpfs over the other worker's directory where the kernel allows it, so
-neither can read the other's disk. Driven through the REST API only.
+mount namespace with a tmpfs over the other workers' directories where the kernel allows it, so
+none can read another's disk. Driven through the REST API only.
+
+Besides the two default-queue workers, a Neuron deployment's two kinds of worker, both with the
+FAKE Neuron SDKs as their toolchain interpreters (NEURONFORGE_TOOLCHAIN_PYTHON_<release>, as the
+SDK images name theirs): `nf-compile` consumes `neuron-compile-2.26.1` and has no Neuron device (a
+CPU compile host), `nf-neuron` consumes `neuron-2.26.1` and `neuron-2.21.1` and has devices
+(FAKE_NEURON_DEVICES: the fakes' loads need one, as the runtime does). Every worker signs its S3
+requests with its own access key id, so the endpoint tells who downloaded what.
 """
 
 from __future__ import annotations
@@ -39,7 +46,8 @@ REPO = Path(__file__).resolve().parents[2]
 COMPILE_DAG = "neuronforge_compile_publish"
 RECOMPILE_DAG = "neuronforge_recompile_on_upgrade"
 ADMIN = "admin"
-WORKERS = ("nf-worker-a", "nf-worker-b")
+WORKERS = ("nf-worker-a", "nf-worker-b")  # the default queue's workers
+COMPILE_WORKER, NEURON_WORKER = "nf-compile", "nf-neuron"
 TERMINAL = {"success", "failed"}
 
 # The hostname a task instance records is `[core] hostname_callable`'s answer, evaluated in the
@@ -57,11 +65,17 @@ def hostname() -> str:
 @dataclass
 class Worker:
     name: str
-    root: Path  # what the other worker cannot see (its home is root/home)
+    root: Path  # what the other workers cannot see (its home is root/home)
     home: Path
     log_port: int
     queues: str
+    env: dict[str, str] = field(default_factory=dict)  # what this worker's host has (toolchains, devices)
     service: Service | None = None
+
+    @property
+    def access_key(self) -> str:
+        """The AWS access key id this worker signs its S3 requests with."""
+        return f"testing-{self.name}"
 
 
 @dataclass
@@ -74,7 +88,7 @@ class Deployment:
     bucket: str
     store: str
     processes: Processes
-    workers: list[Worker]
+    workers: list[Worker]  # every Celery worker: the default queue's, then the Neuron ones
     isolation: str  # "mount-namespaces" or "separate-directories"
     env: dict[str, str]
     timings: dict[str, float] = field(default_factory=dict)
@@ -312,10 +326,25 @@ def _airflow(env: dict[str, str], *args: str, timeout: float = 300) -> subproces
     return r
 
 
-def _isolated(argv: list[str], hide: Path) -> list[str]:
-    """argv run in new user + mount namespaces with an empty tmpfs over `hide`."""
-    script = 'mount -t tmpfs -o size=1m,mode=0755 nf-hidden "$1" && shift && exec "$@"'
-    return ["unshare", "-rm", "--propagation", "private", "sh", "-c", script, "sh", str(hide), *argv]
+def _isolated(argv: list[str], hide: list[Path]) -> list[str]:
+    """argv run in new user + mount namespaces with an empty tmpfs over each folder of `hide`."""
+    script = (
+        'n=$1; shift; while [ "$n" -gt 0 ]; do mount -t tmpfs -o size=1m,mode=0755 nf-hidden "$1" || exit 1; '
+        'shift; n=$((n - 1)); done; exec "$@"'
+    )
+    return [
+        "unshare",
+        "-rm",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        script,
+        "sh",
+        str(len(hide)),
+        *map(str, hide),
+        *argv,
+    ]
 
 
 def _check_isolation(a: Path, b: Path) -> bool:
@@ -323,10 +352,21 @@ def _check_isolation(a: Path, b: Path) -> bool:
     marker = b / ".visible-to-the-other-worker"
     marker.write_text("x")
     try:
-        r = subprocess.run(_isolated(["ls", "-A", str(b)], b), capture_output=True, text=True, timeout=30)
+        r = subprocess.run(_isolated(["ls", "-A", str(b)], [b]), capture_output=True, text=True, timeout=30)
         return r.returncode == 0 and r.stdout.strip() == ""
     finally:
         marker.unlink()
+
+
+def _fake_toolchains(root: Path) -> dict[str, str]:
+    """The toolchain interpreters of the SDK images, as the FAKE SDKs (tests/fakes): one per release
+    a registered profile pins, in a folder every worker sees."""
+    from tests.fakes import OPTIMUM, SDK_2_21_1, SDK_2_26_1, fake_python
+
+    return {
+        "NEURONFORGE_TOOLCHAIN_PYTHON_2_26_1": str(fake_python(root / "sdk-2.26.1" / "python", OPTIMUM, *SDK_2_26_1)),
+        "NEURONFORGE_TOOLCHAIN_PYTHON_2_21_1": str(fake_python(root / "sdk-2.21.1" / "python", *SDK_2_21_1)),
+    }
 
 
 def deploy(root: Path) -> Deployment:
@@ -382,18 +422,36 @@ def deploy(root: Path) -> Deployment:
             home.mkdir()
             processes.add(start(name, [str(VENV_BIN / "airflow"), *argv], logs, {**env, "NEURONFORGE_HOME": str(home)}))
 
+        toolchains = _fake_toolchains(root / "sdk")
         workers = [
             Worker(WORKERS[0], root / WORKERS[0], root / WORKERS[0] / "home", log_port, "default"),
-            # The recompile DAG asks a `neuron-2.26.1` queue worker for its toolchain: the second worker
-            # answers (it has no Neuron SDK, so it reports the Neuron backends unavailable).
-            Worker(WORKERS[1], root / WORKERS[1], root / WORKERS[1] / "home", free_port(), "default,neuron-2.26.1"),
+            Worker(WORKERS[1], root / WORKERS[1], root / WORKERS[1] / "home", free_port(), "default"),
+            # A CPU compile host of the SDK 2.26.1 image: its toolchain, no Neuron device.
+            Worker(
+                COMPILE_WORKER,
+                root / COMPILE_WORKER,
+                root / COMPILE_WORKER / "home",
+                free_port(),
+                "neuron-compile-2.26.1",
+                toolchains,
+            ),
+            # A Neuron host of both SDK images' queues: the toolchains and Neuron devices.
+            Worker(
+                NEURON_WORKER,
+                root / NEURON_WORKER,
+                root / NEURON_WORKER / "home",
+                free_port(),
+                "neuron-2.26.1,neuron-2.21.1",
+                {**toolchains, "FAKE_NEURON_DEVICES": "2"},
+            ),
         ]
         for w in workers:
             w.home.mkdir(parents=True)
         isolation = "separate-directories"
         if namespaces_allowed() and _check_isolation(workers[0].root, workers[1].root):
             isolation = "mount-namespaces"
-        for w, other in ((workers[0], workers[1]), (workers[1], workers[0])):
+        for w in workers:
+            others = [o.root for o in workers if o is not w]
             argv = [
                 str(VENV_BIN / "airflow"),
                 "celery",
@@ -401,17 +459,19 @@ def deploy(root: Path) -> Deployment:
                 "--queues",
                 w.queues,
                 "--concurrency",
-                "2",
+                "2" if w.name in WORKERS else "1",
                 "--celery-hostname",
                 f"{w.name}@%h",
             ]
             if isolation == "mount-namespaces":
-                argv = _isolated(argv, other.root)
+                argv = _isolated(argv, others)
             wenv = {
                 **env,
+                **w.env,
                 "NEURONFORGE_HOME": str(w.home),
                 "NF_DEPLOY_HOSTNAME": w.name,
-                # two workers on one host: each serves its logs on its own port
+                "AWS_ACCESS_KEY_ID": w.access_key,
+                # several workers on one host: each serves its logs on its own port
                 "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(w.log_port),
             }
             w.service = processes.add(start(w.name, argv, logs, wenv))
@@ -455,7 +515,7 @@ def deploy(root: Path) -> Deployment:
                 w.service is not None and " ready." in w.service.log.read_text(errors="replace") for w in workers
             )
 
-        _wait_or_explain(dep, "both celery workers ready", workers_ready, 180)
+        _wait_or_explain(dep, "every celery worker ready", workers_ready, 180)
         for dag_id in (COMPILE_DAG, RECOMPILE_DAG):
             dep.unpause(dag_id)
         timings["airflow components up"] = time.monotonic() - t

@@ -340,6 +340,7 @@ class S3Request:
     key: str
     status: int
     bytes: int
+    access_key: str = ""  # who asked (each worker of the deployment signs with its own key id)
 
 
 class CountingS3:
@@ -363,6 +364,9 @@ class CountingS3:
         def counting(environ, start_response):
             method = environ.get("REQUEST_METHOD", "")
             path = unquote(environ.get("PATH_INFO", "")).lstrip("/")
+            # SigV4: "AWS4-HMAC-SHA256 Credential=<access key id>/<date>/<region>/s3/aws4_request, ..."
+            auth = environ.get("HTTP_AUTHORIZATION", "")
+            access_key = auth.split("Credential=", 1)[1].split("/", 1)[0] if "Credential=" in auth else ""
             bucket, _, key = path.partition("/")
             status = [0]
 
@@ -382,7 +386,7 @@ class CountingS3:
                 if hasattr(result, "close"):
                     result.close()
                 with self._lock:
-                    self.requests.append(S3Request(time.time(), method, bucket, key, status[0], sent))
+                    self.requests.append(S3Request(time.time(), method, bucket, key, status[0], sent, access_key))
 
         return counting
 

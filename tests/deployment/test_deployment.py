@@ -17,7 +17,14 @@ from typing import Any
 import pytest
 
 from neuronforge.settings import DEFAULT_TARGET
-from tests.deployment.airflow_deploy import COMPILE_DAG, RECOMPILE_DAG, WORKERS, Deployment
+from tests.deployment.airflow_deploy import (
+    COMPILE_DAG,
+    COMPILE_WORKER,
+    NEURON_WORKER,
+    RECOMPILE_DAG,
+    WORKERS,
+    Deployment,
+)
 from tests.deployment.services import note
 
 pytestmark = pytest.mark.slow
@@ -145,7 +152,7 @@ def test_cold_run_with_form_defaults_publishes_on_both_workers(deployment: Deplo
     tis = dep.task_instances(COMPILE_DAG, run_id)
     hosts = {ti["hostname"] for ti in tis if ti["state"] == "success"}
     assert hosts == set(WORKERS), f"tasks ran on {hosts}, expected both workers {WORKERS} ({dep.isolation})"
-    for w in dep.workers:  # each worker worked in its own home
+    for w in (w for w in dep.workers if w.name in WORKERS):  # each worker worked in its own home
         assert any(w.home.iterdir()), f"{w.name} wrote nothing under its NEURONFORGE_HOME {w.home}"
     state["cold"] = published
     note(f"(1) cold run {time.time() - t0:.0f}s, hosts {sorted(hosts)}, isolation {dep.isolation}")
@@ -301,3 +308,92 @@ def test_recompile_dag_rebuilds_and_its_wait_is_resumed_by_the_triggerer(
     note(
         f"(5) recompile: rebuilt via {rebuild}; {deferred} deferred, resumed by the triggerer; {time.time() - t0:.0f}s"
     )
+
+
+# -- (7) Neuron profiles: compiled on a CPU worker of the SDK image, loaded on a Neuron host ---------------
+# The FAKE SDKs (tests/fakes) are the workers' toolchain interpreters; the embedded tiny Llama at tp 2.
+NEURON_TARGETS = [
+    {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 64, "dtype": "fp32", "profile": profile}
+    for profile in ("optimum-neuron", "vllm-neuron")
+]
+LMI_TARGET = {
+    "instance_type": "inf2.xlarge",
+    "tp_degree": 2,
+    "sequence_length": 64,
+    "dtype": "bf16",
+    "profile": "lmi-neuronx",
+}
+
+
+def _hosts(dep: Deployment, run_id: str, group: str) -> dict[tuple[str, int], str]:
+    """(stage, map index) -> the worker that ran it, for a Neuron group's tasks."""
+    return {
+        (ti["task_id"].removeprefix(f"{group}."), ti["map_index"]): ti["hostname"]
+        for ti in dep.task_instances(COMPILE_DAG, run_id)
+        if ti["task_id"].startswith(f"{group}.") and ti["state"] == "success"
+    }
+
+
+def test_neuron_builds_compile_on_a_cpu_worker_and_load_on_a_neuron_host(deployment: Deployment) -> None:
+    dep = deployment
+    t0 = time.time()
+    run = _run(dep, COMPILE_DAG, {"targets": NEURON_TARGETS}, "neuron", timeout=600)
+    _succeeded(dep, COMPILE_DAG, run)
+    end = time.time()
+    run_id = run["dag_run_id"]
+    hosts = _hosts(dep, run_id, "neuron_2_26_1_target")
+    for i in range(len(NEURON_TARGETS)):
+        # The toolchain stages on the SDK image's CPU worker, the load on the Neuron host.
+        assert (hosts[("prepare", i)], hosts[("compile_graphs", i)]) == (COMPILE_WORKER, COMPILE_WORKER), hosts
+        assert hosts[("smoke", i)] == NEURON_WORKER, hosts
+    published = [dep.xcom(COMPILE_DAG, run_id, "neuron_2_26_1_target.publish_artifact", i) for i in range(2)]
+    assert [p["status"] for p in published] == ["published", "published"], published
+    store = _s3(dep)
+    prefix = dep.store.split("/", 3)[3] + "/"
+    manifests = [
+        json.loads(store.get_object(Bucket=dep.bucket, Key=p["manifest_uri"].split("/", 3)[3])["Body"].read())
+        for p in published
+    ]
+    for m in manifests:
+        by_stage = {r["stage"]: r for r in m["hosts"]["stages"]}
+        assert by_stage["compile_graphs"]["host"] == "cpu" and by_stage["smoke"]["host"] == "neuron", m["hosts"]
+        assert m["hosts"]["neuron_seconds"] == by_stage["smoke"]["seconds"]
+    # What the Neuron host downloaded: the staged payloads, each file of which is published (same path,
+    # same size) — nothing else (no checkpoint, no compile cache, no other build's files).
+    neuron = next(w for w in dep.workers if w.name == NEURON_WORKER)
+    published_files = {(m["cache_key"], f["path"]): f["size"] for m in manifests for f in m["files"]}
+    downloads = [
+        (r.key.removeprefix(prefix), r.bytes)
+        for r in dep.s3.between(t0, end)
+        if r.access_key == neuron.access_key and r.method == "GET" and r.status < 300 and r.key
+    ]
+    data = [
+        (k, b)
+        for k, b in downloads
+        if not k.startswith(("index/", "locks/", "failures/")) and not k.endswith("/MANIFEST.json")
+    ]
+    assert data, "the Neuron host downloaded nothing: did the smoke test read the payload?"
+    for key, size in data:
+        kind, cache_key, _digest, rel = [*key.split("/", 3), "", "", ""][:4]
+        assert kind == "builds" and published_files.get((cache_key, rel)) == size, (
+            f"{key} ({size} bytes) is not published"
+        )
+    note(
+        f"(7) Neuron builds: compile on {COMPILE_WORKER} (no device), smoke on {NEURON_WORKER}; the Neuron host "
+        f"downloaded {len(data)} objects, {sum(b for _, b in data)} bytes, all published; "
+        + ", ".join(
+            f"{m['profile']['ref']}: Neuron {m['hosts']['neuron_seconds']:.1f}s of "
+            f"{m['hosts']['cpu_seconds'] + m['hosts']['neuron_seconds']:.1f}s"
+            for m in manifests
+        )
+        + f"; {end - t0:.0f}s"
+    )
+
+    # transformers-neuronx (LMI) compiles only where it can load: its whole toolchain side on the Neuron host.
+    t1 = time.time()
+    lmi = _run(dep, COMPILE_DAG, {"targets": [LMI_TARGET]}, "lmi", timeout=600)
+    _succeeded(dep, COMPILE_DAG, lmi)
+    hosts = _hosts(dep, lmi["dag_run_id"], "neuron_2_21_1_target")
+    assert {hosts[(stage, 0)] for stage in ("prepare", "compile_graphs", "smoke")} == {NEURON_WORKER}, hosts
+    assert dep.xcom(COMPILE_DAG, lmi["dag_run_id"], "neuron_2_21_1_target.publish_artifact", 0)["status"] == "published"
+    note(f"(7) lmi-neuronx: prepare, compile and smoke on {NEURON_WORKER}; {time.time() - t1:.0f}s")
