@@ -52,7 +52,7 @@ def pod_settings(group: str, sdk_release: str, neuron_cores: bool) -> dict[str, 
         "image": image_for(sdk_release),
         "namespace": os.environ.get("NEURONFORGE_K8S_NAMESPACE", "airflow"),
         "env_vars": {
-            "NEURONFORGE_HOME": os.environ.get("NEURONFORGE_HOME", "https://gh.072103.xyz/var/lib/neuronforge")
+            "NEURONFORGE_HOME": os.environ.get("NEURONFORGE_HOME", "/var/lib/neuronforge")
         },
         "get_logs": True,
         "on_finish_action": "delete_succeeded_pod",

@@ -7,6 +7,7 @@ and policy set up by `init`, the Celery visibility timeout, a home per worker, n
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -34,7 +35,9 @@ def _airflow_services(compose: dict) -> dict:
 
 
 def _workers(compose: dict) -> dict:
-    return {n: s for n, s in _airflow_services(compose).items() if n == "neuron-worker" or "celery worker" in _cmd(s)}
+    return {
+        n: s for n, s in _airflow_services(compose).items() if n.startswith("neuron-") or "celery worker" in _cmd(s)
+    }
 
 
 def _cmd(service: dict) -> str:
@@ -53,7 +56,7 @@ def test_every_worker_serves_logs_on_the_port_the_api_server_asks(compose) -> No
     port = services["api-server"]["environment"]["AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT"]
     assert port == "8793"  # Airflow's default: what any component without the variable uses
     workers = _workers(compose)
-    assert set(workers) == {"worker", "neuron-worker"}
+    assert set(workers) == {"worker", "neuron-compile-worker", "neuron-worker"}
     for name, worker in workers.items():
         assert worker["environment"]["AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT"] == port, name
 
@@ -174,7 +177,8 @@ def test_production_images_carry_no_test_tools() -> None:
     airflow = _requirement_files(DOCKER / "airflow.Dockerfile")
     assert airflow == ["requirements-runtime.txt", "requirements-deploy.txt"]
     assert _requirement_files(DOCKER / "neuron-worker.Dockerfile") == [
-        "requirements-neuron.txt",  # COPY'd from docker/neuron-sdk/<release>.txt
+        "requirements-neuron.txt",  # COPY'd from docker/neuron-sdk/<release>.txt, into the SDK's Python
+        "requirements-runtime.txt",  # Airflow's venv
         "requirements-deploy.txt",
     ]
     for name in airflow:
@@ -207,28 +211,87 @@ def test_deployment_requirements_are_pinned_as_locked() -> None:
     assert celery < (5, 7)  # 5.7.0 breaks the Celery provider
 
 
-def test_each_neuron_profile_has_a_worker_image_for_its_sdk_release_and_queue() -> None:
-    """A profile's compile and smoke tasks go to queue `neuron-<sdk release>`; the worker image built
-    with that release as NEURON_SDK_VERSION installs the profile's pins and consumes that queue."""
+def _dockerfile_args(dockerfile: str) -> dict[str, str]:
+    """ARG defaults, in order, with `${VAR}` references to earlier ones expanded."""
+    args: dict[str, str] = {}
+    for line in dockerfile.splitlines():
+        m = re.fullmatch(r"ARG (\w+)(?:=(\S*))?", line.strip())
+        if m and m.group(2) is not None:
+            args[m.group(1)] = re.sub(r"\$\{(\w+)\}", lambda v: args.get(v.group(1), ""), m.group(2))
+    return args
+
+
+def _resolve(text: str, args: dict[str, str]) -> str:
+    return re.sub(r"\$\{(\w+)\}", lambda v: args[v.group(1)], text)
+
+
+IMAGES = json.loads((DOCKER / "neuron-sdk" / "images.json").read_text())["releases"]
+
+
+def test_each_neuron_profile_has_a_worker_image_for_its_sdk_release_and_queues() -> None:
+    """One image per SDK release, built from its documented build args: FROM that release's SDK image,
+    the toolchain in that image's own Python (the interpreter its Dockerfile installs, which the
+    profile names), the profile's pins installed there, Airflow in a Python 3.11 venv of its own, and
+    the queues of the role it is started in, read from the registry."""
     from packaging.requirements import Requirement
 
     from neuronforge.profiles import all_profiles
+    from neuronforge.profiles.registry import worker_queues
 
     dockerfile = (DOCKER / "neuron-worker.Dockerfile").read_text()
     assert "COPY docker/neuron-sdk/${NEURON_SDK_VERSION}.txt ./requirements-neuron.txt" in dockerfile
+    assert '"${TOOLCHAIN_PYTHON}" -m pip install' in dockerfile  # the SDK pins go into the SDK's Python
+    assert "uv venv --python 3.11 /opt/airflow-venv" in dockerfile and "PATH=/opt/airflow-venv/bin:" in dockerfile
+    assert "NEURONFORGE_TOOLCHAIN_PYTHON=${TOOLCHAIN_PYTHON}" in dockerfile
+    assert "ENTRYPOINT []" in dockerfile  # not the base image's server (the LMI image starts DJL Serving)
     cmd = next(line for line in dockerfile.splitlines() if line.startswith("CMD"))
-    assert '-q \\"neuron-${NEURON_SDK_VERSION}\\"' in cmd
-    for profile in (p for p in all_profiles() if p.neuron):
-        assert profile.queue == f"neuron-{profile.version}"
-        pins_file = DOCKER / "neuron-sdk" / f"{profile.pins.sdk_release}.txt"
-        assert pins_file.exists(), f"{profile.ref}: no {pins_file.relative_to(REPO)}"
+    assert "neuronforge worker-queues --sdk" in cmd and "NEURONFORGE_WORKER_ROLE" in cmd
+    base = next(line for line in dockerfile.splitlines() if line.startswith("FROM ${NEURON_DLC}"))
+    defaults = _dockerfile_args(dockerfile)
+    releases = {p.pins.sdk_release for p in all_profiles() if p.neuron}
+    assert releases == set(IMAGES)
+    for release, image in IMAGES.items():
+        args = {**defaults, **image["build_args"]}
+        args["DLC_TAG"] = _resolve(
+            image["build_args"]
+            .get("DLC_TAG", defaults["DLC_TAG"])
+            .replace(defaults["NEURON_SDK_VERSION"], "${NEURON_SDK_VERSION}"),
+            args,
+        )
+        assert args["NEURON_SDK_VERSION"] == release
+        assert _resolve(base.removeprefix("FROM "), args) == image["image"], release
+        python = args["TOOLCHAIN_PYTHON"]
+        assert python == image["toolchain_python"] and python in image["interpreters"], release
+        profiles = [p for p in all_profiles() if p.neuron and p.pins.sdk_release == release]
+        assert {p.toolchain_python for p in profiles} == {python}, release
+        # the CMD's queues: a CPU compile worker where the toolchain compiles without a device
+        assert worker_queues(release, "neuron") == sorted({p.device_queue for p in profiles})
+        if all(not p.placement("compile").neuron_cores for p in profiles):
+            assert worker_queues(release, "compile") == sorted({p.queue for p in profiles})
+        pins_file = DOCKER / "neuron-sdk" / f"{release}.txt"
         reqs = {
             (r := Requirement(line.split("#", 1)[0].strip())).name: r.specifier
             for line in pins_file.read_text().splitlines()
             if line.split("#", 1)[0].strip()
         }
-        # The pinned compiler (with its local label) satisfies the image's pin (PEP 440 ignores the
-        # label of a candidate when the specifier has none), and so does every pinned library.
-        assert reqs["neuronx-cc"].contains(profile.pins.compiler_version), profile.ref
-        for package, version in profile.pins.packages.items():
-            assert package in reqs and reqs[package].contains(version), (profile.ref, package)
+        for profile in profiles:
+            # The pinned compiler (with its local label) satisfies the image's pin (PEP 440 ignores the
+            # label of a candidate when the specifier has none), and so does every pinned library.
+            assert reqs["neuronx-cc"].contains(profile.pins.compiler_version), profile.ref
+            for package, version in profile.pins.packages.items():
+                assert package in reqs and reqs[package].contains(version), (profile.ref, package)
+    # neuronforge_toolchain runs in the oldest of these Pythons: what vermin checks it against.
+    oldest = min(tuple(map(int, i["python"].split("."))) for i in IMAGES.values())
+    assert f"-t={oldest[0]}.{oldest[1]}-" in (REPO / "Makefile").read_text()
+
+
+def test_compose_runs_the_neuron_image_in_both_roles(compose) -> None:
+    services = _services(compose)
+    compile_worker, neuron_worker = services["neuron-compile-worker"], services["neuron-worker"]
+    assert (
+        compile_worker["build"]["dockerfile"]
+        == neuron_worker["build"]["dockerfile"]
+        == "docker/neuron-worker.Dockerfile"
+    )
+    assert compile_worker["environment"]["NEURONFORGE_WORKER_ROLE"] == "compile" and "devices" not in compile_worker
+    assert neuron_worker["environment"]["NEURONFORGE_WORKER_ROLE"] == "neuron" and neuron_worker["devices"]

@@ -66,7 +66,7 @@ ENTRY_POINT = "djl_python.transformers_neuronx"
 # cache entries up, whose names carry the flags' hash — with these, so our compile uses exactly them.
 LMI_CC_FLAGS = "--logfile /tmp/compile.log --temp-dir=/tmp"
 # The LMI image's Python (3.10), which has transformers-neuronx (docker/neuron-sdk/images.json).
-LMI_PYTHON = "https://gh.072103.xyz/usr/bin/python3"
+LMI_PYTHON = "/usr/bin/python3"
 # Why this profile compiles on Neuron hosts (aws-neuron/transformers-neuronx 0.13, 1ade6d74, base.py
 # NeuronModelBase.to_neuron): TO BE CITED.
 TNX_COMPILE_NEEDS_DEVICES = "to_neuron() loads weights onto NeuronCores before and after compiling"

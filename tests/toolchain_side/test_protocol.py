@@ -100,7 +100,7 @@ def test_a_worker_and_a_toolchain_side_of_other_protocol_versions_refuse_each_ot
 def test_a_missing_interpreter_is_named_with_the_setting_to_fix_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(release_var("2.21.1"), raising=False)
     monkeypatch.delenv("NEURONFORGE_TOOLCHAIN_PYTHON", raising=False)
-    python = ToolchainPython.resolve("2.21.1", "https://gh.072103.xyz/nonexistent/python3.10")
+    python = ToolchainPython.resolve("2.21.1", "/nonexistent/python3.10")
     with pytest.raises(
         InvalidInput,
         match=r"/nonexistent/python3.10 \(the SDK image's interpreter\).*NEURONFORGE_TOOLCHAIN_PYTHON_2_21_1",
@@ -108,12 +108,12 @@ def test_a_missing_interpreter_is_named_with_the_setting_to_fix_it(monkeypatch: 
         run_toolchain(python, "detect", {}, timeout_s=60, what="detect")
     monkeypatch.setenv("NEURONFORGE_TOOLCHAIN_PYTHON", sys.executable)
     assert (
-        ToolchainPython.resolve("2.21.1", "https://gh.072103.xyz/nonexistent").source == "NEURONFORGE_TOOLCHAIN_PYTHON"
+        ToolchainPython.resolve("2.21.1", "/nonexistent").source == "NEURONFORGE_TOOLCHAIN_PYTHON"
     )
-    monkeypatch.setenv(release_var("2.21.1"), "https://gh.072103.xyz/opt/sdk/python")
+    monkeypatch.setenv(release_var("2.21.1"), "/opt/sdk/python")
     assert (
-        ToolchainPython.resolve("2.21.1", "https://gh.072103.xyz/nonexistent").path
-        == "https://gh.072103.xyz/opt/sdk/python"
+        ToolchainPython.resolve("2.21.1", "/nonexistent").path
+        == "/opt/sdk/python"
     )
 
 
