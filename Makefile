@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lint format bench-transfer bench-pipeline bench-cache-seed bench-quantize bench-bytes clean
+.PHONY: setup demo test lint format bench-transfer bench-pipeline bench-cache-seed bench-quantize bench-bytes bench-sweep bench-hosts clean
 
 setup: $(STAMP)
 
@@ -59,3 +59,6 @@ bench-sweep: setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+
+bench-hosts: setup
+	$(PY) bench/neuron_host_time.py

@@ -18,7 +18,11 @@ same run — the same stage seconds placed as before (toolchain detection, compi
 the Neuron host). Goal: Neuron-host time per build no more than the smoke test's (<= 10% of the
 build at a realistic ratio).
 
-    .venv/bin/python bench/neuron_host_time.py [--compile-to-smoke 15] [--neuron inf2.xlarge] [--cpu c7i.8xlarge]
+    .venv/bin/python bench/neuron_host_time.py [--compile-to-smoke 15] [--pair trn1.32xlarge:c7i.8xlarge ...]
+
+Costs are printed for pairs of (Neuron host, CPU compile host) from prices.json: by default a
+trn1.32xlarge with a c7i.8xlarge (the 15x of the issue) and an inf2.xlarge with a c7i.2xlarge (a
+small target, whose Neuron host costs about twice a CPU host of its size).
 """
 
 from __future__ import annotations
@@ -65,44 +69,48 @@ def seconds(stages: list[dict], on_neuron) -> tuple[float, float]:
     return cpu, sum(s["seconds"] for s in stages if on_neuron(s))
 
 
-def report(name: str, stages: list[dict], prices: dict, neuron: str, cpu_host: str, neuron_profile: bool) -> dict:
-    per_hour = {k: v["usd_per_hour"] for k, v in prices["instances"].items()}
+def report(name: str, stages: list[dict], neuron_profile: bool) -> dict:
+    """The build's seconds per kind of host, now and as placed before (the baseline)."""
     now = seconds(stages, lambda s: s["host"] == "neuron")
     before = seconds(stages, lambda s: neuron_profile and s["stage"] in BEFORE_ON_NEURON)
     total = sum(now)
-
-    def cost(split: tuple[float, float]) -> float:
-        return split[0] / 3600 * per_hour[cpu_host] + split[1] / 3600 * per_hour[neuron]
-
-    smoke = sum(s["seconds"] for s in stages if s["stage"] == "smoke")
     row = {
         "build": name,
         "total_s": round(total, 1),
-        "smoke_s": round(smoke, 1),
         "compile_s": round(sum(s["seconds"] for s in stages if s["stage"] == "compile_graphs"), 1),
+        "smoke_s": round(sum(s["seconds"] for s in stages if s["stage"] == "smoke"), 1),
+        "cpu_s": round(now[0], 1),
         "neuron_s": round(now[1], 1),
         "neuron_share": round(now[1] / total, 3) if total else 0.0,
+        "baseline_cpu_s": round(before[0], 1),
         "baseline_neuron_s": round(before[1], 1),
         "baseline_neuron_share": round(before[1] / total, 3) if total else 0.0,
-        "cost_usd": round(cost(now), 4),
-        "baseline_cost_usd": round(cost(before), 4),
     }
     print(
-        f"{name:<22} total {row['total_s']:7.1f}s  compile {row['compile_s']:6.1f}s  smoke {row['smoke_s']:5.1f}s | "
-        f"Neuron host {row['neuron_s']:6.1f}s = {row['neuron_share']:6.1%} of the build "
-        f"(baseline {row['baseline_neuron_s']:6.1f}s = {row['baseline_neuron_share']:6.1%}) | "
-        f"${row['cost_usd']:.4f} per build (baseline ${row['baseline_cost_usd']:.4f}, "
-        f"{row['cost_usd'] / row['baseline_cost_usd'] if row['baseline_cost_usd'] else 0:.2f}x)"
+        f"{name:<22} total {row['total_s']:6.1f}s (compile {row['compile_s']:5.1f}s, smoke {row['smoke_s']:4.1f}s) | "
+        f"Neuron host {row['neuron_s']:5.1f}s = {row['neuron_share']:6.1%} of the build; "
+        f"baseline {row['baseline_neuron_s']:5.1f}s = {row['baseline_neuron_share']:6.1%}"
     )
     return row
+
+
+def cost(row: dict, prices: dict, neuron: str, cpu: str, baseline: bool = False) -> float:
+    """USD per build with the build's CPU seconds on `cpu` and Neuron seconds on `neuron`."""
+    per_hour = {k: v["usd_per_hour"] for k, v in prices["instances"].items()}
+    pre = "baseline_" if baseline else ""
+    return row[f"{pre}cpu_s"] / 3600 * per_hour[cpu] + row[f"{pre}neuron_s"] / 3600 * per_hour[neuron]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--compile-to-smoke", type=float, default=15.0)
-    parser.add_argument("--neuron", default="inf2.xlarge", help="the Neuron host (prices.json)")
-    parser.add_argument("--cpu", default="c7i.8xlarge", help="the CPU compile host (prices.json)")
+    parser.add_argument(
+        "--pair",
+        action="append",
+        help="NEURON_HOST:CPU_HOST from prices.json (repeatable)",
+    )
     args = parser.parse_args()
+    pairs = [tuple(p.split(":", 1)) for p in (args.pair or ["trn1.32xlarge:c7i.8xlarge", "inf2.xlarge:c7i.2xlarge"])]
     prices = json.loads(PRICES.read_text())
     from neuronforge.demo import DEMO_TARGET
 
@@ -110,25 +118,28 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="nf-bench-hosts-") as tmp:
         base = Path(tmp)
-        cpu = build(DEMO_TARGET, base / "cpu", {})
-        rows.append(report("cpu (demo target)", cpu, prices, args.neuron, args.cpu, neuron_profile=False))
+        rows.append(report("cpu (demo target)", build(DEMO_TARGET, base / "cpu", {}), neuron_profile=False))
         env = fake_sdk(base)
         probe = build(neuron_target, base / "probe", env)  # the fake's own compile and smoke seconds
         smoke = sum(s["seconds"] for s in probe if s["stage"] == "smoke")
         compiled = sum(s["seconds"] for s in probe if s["stage"] == "compile_graphs")
         sleep = max(0.0, args.compile_to_smoke * smoke - compiled)
         stages = build(neuron_target, base / "neuron", {**env, "FAKE_NEURON_SLEEP": f"{sleep:.2f}"})
-        rows.append(report("vllm-neuron (fake SDK)", stages, prices, args.neuron, args.cpu, neuron_profile=True))
+        rows.append(report("vllm-neuron (fake SDK)", stages, neuron_profile=True))
     nr = rows[-1]
     print(
-        f"\nprices: {args.neuron} ${prices['instances'][args.neuron]['usd_per_hour']}/h, {args.cpu} "
-        f"${prices['instances'][args.cpu]['usd_per_hour']}/h (on demand, {prices['region']}, as of {prices['as_of']})"
+        f"\nvllm-neuron: compile:smoke {nr['compile_s'] / max(nr['smoke_s'], 1e-9):.1f}:1 (fake compile slowed by "
+        f"{sleep:.1f}s); Neuron-host time {nr['neuron_s']:.1f}s vs the smoke test's {nr['smoke_s']:.1f}s; "
+        f"{nr['neuron_share']:.1%} of the build (goal <= 10%), baseline {nr['baseline_neuron_share']:.1%} "
+        f"(Neuron-host seconds {nr['neuron_s'] / nr['baseline_neuron_s']:.3f}x the baseline's)"
     )
-    print(
-        f"vllm-neuron: compile:smoke {nr['compile_s'] / max(nr['smoke_s'], 1e-9):.1f}:1; "
-        f"Neuron-host time {nr['neuron_s']:.1f}s vs the smoke test's {nr['smoke_s']:.1f}s; "
-        f"{nr['neuron_share']:.1%} of the build (goal <= 10%), baseline {nr['baseline_neuron_share']:.1%}"
-    )
+    print(f"cost per build (on demand, {prices['region']}, as of {prices['as_of']}; bench/prices.json):")
+    for neuron, cpu in pairs:
+        now, before = cost(nr, prices, neuron, cpu), cost(nr, prices, neuron, cpu, baseline=True)
+        print(
+            f"  Neuron host {neuron} ${prices['instances'][neuron]['usd_per_hour']}/h, compile host {cpu} "
+            f"${prices['instances'][cpu]['usd_per_hour']}/h: ${now:.4f} vs baseline ${before:.4f} ({now / before:.2f}x)"
+        )
     print(json.dumps(rows, indent=2))
     return 0
 

@@ -188,6 +188,9 @@ def test_run_show_and_ls(capsys, compiled, tmp_path: Path, monkeypatch: pytest.M
     assert code == 0 and first["cache_key"][:12] in out and "1 published artifact(s)" in out
     code, out, _ = run(capsys, "show", first["manifest_uri"])
     assert code == 0 and "smoke      passed" in out and f"cache key  {first['cache_key']}" in out
+    # where each stage ran: the cpu profile spends nothing on a Neuron host
+    assert "hosts      CPU hosts " in out and "Neuron hosts 0.0s (0% of the build on a Neuron host)" in out
+    assert "compile_graphs " in out and "(cpu)" in out
     code, out, _ = run(capsys, "show", first["manifest_uri"].rsplit("/", 1)[0], "--json")
     assert json.loads(out)["cache_key"] == first["cache_key"]
 

@@ -41,6 +41,7 @@ def test_a_published_artifact(store, compiled: Compiled) -> None:
     assert row.model == str(compiled.checkpoint) and row.profile == "cpu@local" and row.instance == "inf2.xlarge"
     assert row.compiler_version and row.size_bytes and row.size_bytes > 0
     assert row.ttft_ms is not None and row.per_token_ms is not None
+    assert row.cpu_seconds and row.cpu_seconds > 0 and row.neuron_seconds == 0.0  # a cpu build: no Neuron host
     assert row.manifest_uri == store.uri(compiled.first.published.manifest_uri.split("/store/", 1)[1])
     assert row.uris and all(u.startswith(store.root_uri) for u in row.uris.values())
     assert row.launch and all(u.startswith(row.artifact_uri + "/launch/") for u in row.launch.values())

@@ -47,6 +47,8 @@ def test_the_page_with_the_ui_cookie(server, token: str, compiled: Compiled) -> 
         assert f'data-status="{state}"' in page
     assert 'id="latency-plot"' in page and 'class="copy"' in page
     assert compiled.first.published.manifest_uri.rsplit("/store/", 1)[1] in page
+    # each artifact's detail says where its build's seconds went
+    assert '<p class="hosts">hosts: CPU hosts ' in page and "Neuron hosts 0.0s" in page and "smoke " in page
     status, body = http_get(f"{base}/neuronforge/?status=building", cookie=token)
     assert 'data-status="building"' in body.decode() and 'data-status="published"' not in body.decode()
 
