@@ -96,10 +96,6 @@ class Backend:
     # Quantizes the original weights itself while loading (transformers-neuronx `load_in_8bit`): it
     # compiles from, and its consumer loads, the unquantized checkpoint.
     quantizes_at_load: ClassVar[bool] = False
-    # Its consumer finds the NEFFs in the persistent compile cache at load time (transformers-neuronx
-    # behind LMI's `compiled_graph_path`), not in the build: the smoke test loads through a cache
-    # holding only the entries the launch files name (`GenerateJob.cache`).
-    loads_from_cache: ClassVar[bool] = False
     # Its `generate` returns each step's logits (the smoke test reports the largest difference).
     returns_logits: ClassVar[bool] = False
     # The toolchain-side module (`neuronforge_toolchain.<name>`) that runs its SDK.

@@ -14,9 +14,10 @@ it) finds them at load time in the persistent compile cache, under the hash of t
 load settings produce. So the backend is told the exact load (`settings["tnx"]`, a `TnxLoad` the
 serving profile derives from what its consumer will pass) and records it in the build
 (`tnx-load.json`) beside the checkpoint's config and tokenizer; the graphs are the cache entries the
-compile created or reused. The smoke test loads with the same settings through a cache holding only
-those entries (`loads_from_cache`): a compile there fails it. int8 is quantized by transformers-neuronx
-itself while loading (`quantizes_at_load`), from the unquantized checkpoint.
+compile created or reused. The smoke test loads with the settings the published launch files give LMI
+through a cache holding only the entries they name (`LmiNeuronxProfile.smoke_load`): a compile there
+fails it. int8 is quantized by transformers-neuronx itself while loading (`quantizes_at_load`), from
+the unquantized checkpoint.
 
 The SDK is imported only in the SDK image's own interpreter (`neuronforge_toolchain.tnx`).
 """
@@ -108,7 +109,6 @@ class TnxBackend(Backend):
         mt: f"{PACKAGE}.{module.split('.', 1)[0]}" for mt, (module, _) in ARCHITECTURES.items()
     }
     quantizes_at_load = True
-    loads_from_cache = True
 
     toolchain_module = "tnx"
 
