@@ -153,6 +153,8 @@ class ServingProfile(ABC):
     # The stages that need NeuronCores: the smoke load always; `compile` only where the toolchain
     # cannot compile without a device (the profile says why, with the source).
     device_stages: ClassVar[frozenset[str]] = frozenset({"smoke"})
+    # With "compile" in device_stages: why the toolchain cannot compile without a device (source cited).
+    device_compile_reason: ClassVar[str | None] = None
 
     # -- identity ------------------------------------------------------------------------------
     @property
@@ -235,6 +237,7 @@ class ServingProfile(ABC):
             "queue": self.queue,
             "device_queue": self.device_queue,
             "device_stages": sorted(self.device_stages) if self.neuron else [],
+            "device_compile_reason": self.device_compile_reason,
             "toolchain_python": self.toolchain_python,
         }
 

@@ -67,9 +67,12 @@ ENTRY_POINT = "djl_python.transformers_neuronx"
 LMI_CC_FLAGS = "--logfile /tmp/compile.log --temp-dir=/tmp"
 # The LMI image's Python (3.10), which has transformers-neuronx (docker/neuron-sdk/images.json).
 LMI_PYTHON = "/usr/bin/python3"
-# Why this profile compiles on Neuron hosts (aws-neuron/transformers-neuronx 0.13, 1ade6d74, base.py
-# NeuronModelBase.to_neuron): TO BE CITED.
-TNX_COMPILE_NEEDS_DEVICES = "to_neuron() loads weights onto NeuronCores before and after compiling"
+# Why this profile compiles on Neuron hosts: in transformers-neuronx 0.13 (aws-neuron/transformers-neuronx
+# src/transformers_neuronx/base.py @ 00245292, NeuronModelBase.to_neuron) `to_neuron()` is
+# `self.load_weights(); self.compile(); self.setup()` — the weights are sharded onto NeuronCores
+# (decoder.py `ParallelTensorManipulator`, after `ops.init()`) before any HLO is compiled; its own TODO
+# reads "decouple hlo_generation from load weights so compile can be called before it".
+TNX_COMPILE_NEEDS_DEVICES = "transformers-neuronx's to_neuron() loads the weights onto NeuronCores before compiling"
 
 _SRC = "deepjavalibrary/djl-serving afece25d (1132e3ab~1) engines/python/setup/djl_python"
 RULE_PROPS = f"{_SRC}/properties_manager/tnx_properties.py"
@@ -313,6 +316,7 @@ class LmiNeuronxProfile(ServingProfile):
     # transformers-neuronx compiles inside `to_neuron()`, which also loads the weights and the NEFFs
     # onto NeuronCores: it cannot compile on a host without Neuron devices (see TNX_COMPILE_NEEDS_DEVICES).
     device_stages = frozenset({"compile", "smoke"})
+    device_compile_reason = TNX_COMPILE_NEEDS_DEVICES
     instance_families = frozenset({"inf2", "trn1", "trn1n"})  # the pytorch-inf2 image
     consumer_architectures = LMI_MODEL_TYPES
     folder = "split"

@@ -77,9 +77,11 @@ def worker_queues(release: str, role: str) -> list[str]:
     if role == "compile":
         queues -= {str(p.device_queue) for p in profiles}
     if not queues:
+        why = "; ".join(sorted({p.device_compile_reason for p in profiles if p.device_compile_reason}))
         raise InvalidInput(
             f"SDK {release}'s profiles ({', '.join(p.ref for p in profiles)}) run no stage on a {role} worker: "
-            "they compile where they load; start this image with NEURONFORGE_WORKER_ROLE=neuron on Neuron hosts"
+            f"they compile where they load ({why or 'their toolchain needs a device'}); start this image with "
+            "NEURONFORGE_WORKER_ROLE=neuron on Neuron hosts"
         )
     return sorted(queues)
 

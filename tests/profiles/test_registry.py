@@ -107,3 +107,21 @@ def test_a_target_for_an_instance_the_profile_does_not_serve_is_refused_by_the_p
     )
     assert Trn2Only().problems(target) == ["profile vllm-neuron@2.26.1 serves trn2 instances, not inf2.xlarge"]
     assert static_problems(None, target) == []
+
+
+def test_a_worker_image_consumes_the_queues_of_its_role() -> None:
+    """What docker/neuron-worker.Dockerfile starts: the SDK 2.26.1 image compiles on a CPU host and loads
+    on a Neuron host; the SDK 2.21.1 image (transformers-neuronx) only runs on Neuron hosts, and says why."""
+    from neuronforge.profiles.registry import worker_queues
+
+    assert worker_queues("2.26.1", "compile") == ["neuron-compile-2.26.1"]
+    assert worker_queues("2.26.1", "neuron") == ["neuron-2.26.1"]
+    assert worker_queues("2.21.1", "neuron") == ["neuron-2.21.1"]
+    with pytest.raises(InvalidInput, match=r"compile where they load \(transformers-neuronx's to_neuron\(\) loads"):
+        worker_queues("2.21.1", "compile")
+    with pytest.raises(
+        InvalidInput, match=r"no registered profile pins Neuron SDK '2\.99\.0'; registered: 2\.21\.1, 2\.26\.1"
+    ):
+        worker_queues("2.99.0", "neuron")
+    with pytest.raises(InvalidInput, match="worker role 'gpu'"):
+        worker_queues("2.26.1", "gpu")
