@@ -2,9 +2,10 @@
 
 Only wiring: the stages are declared once in `neuronforge.pipeline.STAGES` (the CLI runs the same
 list); `operators/compile_publish.py` turns each into a task. Each target of a run is one mapped
-instance of the task group of its serving profile's queue (`cpu_target` on the default queue;
-`neuron_2_26_1_target`, whose worker stages go to queue `neuron-2.26.1`, …), so targets
-are independent: one failing target does not stop the others from publishing.
+instance of the task group of its serving profile's toolchain queue (`cpu_target` on the default
+queue; `neuron_2_26_1_target`, whose toolchain stages go to `neuron-compile-2.26.1` and whose smoke
+test goes to `neuron-2.26.1`, …), so targets are independent: one failing target does not stop the
+others from publishing.
 Tasks hand each other store references, so any worker may run any task.
 """
 

@@ -388,7 +388,8 @@ def _publish(state: BuildState, ctx: Context) -> BuildState:
     compiled = state.need("compiled")
     runs = [*state.hosts]
     if ctx.stage_started is not None:  # this stage so far: the manifest is its last write
-        runs.append(StageRun.now("publish_artifact", time.monotonic() - ctx.stage_started, "cpu"))
+        host = state.target.serving_profile.placement(STAGE_BY_NAME["publish_artifact"].kind).host
+        runs.append(StageRun.now("publish_artifact", time.monotonic() - ctx.stage_started, host))
     inp = PublishInput(
         state.request(),
         state.pinned_toolchain(),

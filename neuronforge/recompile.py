@@ -2,11 +2,12 @@
 runs that rebuild it, and the report of what happened.
 
 A new Neuron SDK release is a new version of a serving profile (`vllm-neuron@2.27.0`): its pins
-name the release's toolchain and its compile and smoke tasks go to that release's queue
-(`neuron-2.27.0`). A catalog target names a profile; a bare name resolves to the newest registered
-version, so registering a version makes the target's cache key change (the profile and its pins
-are in the key) and nothing is published under the new key: the target is *stale* for that
-version until it is rebuilt. `name@version` keeps a target on one version.
+name the release's toolchain and its toolchain stages go to that release's queues
+(`neuron-compile-2.27.0`, where its toolchain is detected and compiles; `neuron-2.27.0` for the
+smoke test). A catalog target names a profile; a bare name resolves to the newest registered
+version, so registering a version makes the target's cache key change (the profile and its pins are
+in the key) and nothing is published under the new key: the target is *stale* for that version
+until it is rebuilt. `name@version` keeps a target on one version.
 
 `find_stale` computes, for every catalog entry × target, its key for the profile version it
 resolves to, with the toolchain the workers of that version's queue reported, and whether a

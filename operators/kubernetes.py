@@ -51,9 +51,7 @@ def pod_settings(group: str, sdk_release: str, neuron_cores: bool) -> dict[str, 
     settings: dict[str, Any] = {
         "image": image_for(sdk_release),
         "namespace": os.environ.get("NEURONFORGE_K8S_NAMESPACE", "airflow"),
-        "env_vars": {
-            "NEURONFORGE_HOME": os.environ.get("NEURONFORGE_HOME", "/var/lib/neuronforge")
-        },
+        "env_vars": {"NEURONFORGE_HOME": os.environ.get("NEURONFORGE_HOME", "/var/lib/neuronforge")},
         "get_logs": True,
         "on_finish_action": "delete_succeeded_pod",
     }

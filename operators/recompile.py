@@ -4,8 +4,9 @@
 State travels as one JSON dict, "the plan": the catalog, the store, the toolchains the workers of
 each profile version's queue reported, every catalog target's state, and the compile runs to trigger.
 
-Neuron profiles run on one queue per SDK release (`neuron-<release>`, one worker image each), so
-there is one toolchain watch per Neuron queue (`watch_toolchain_neuron_2_26_1`, ...), on that queue:
+Neuron profiles detect their toolchain on one queue per SDK release (`neuron-compile-<release>`, the
+CPU workers of that release's image; `neuron-<release>` where compiling needs a device), so there is
+one toolchain watch per toolchain queue (`watch_toolchain_neuron_compile_2_26_1`, ...), on that queue:
 it detects the toolchain of every profile routed there and checks it against the profile's pins.
 The cpu profile's toolchain is this worker's, detected by `find_stale` on the default queue.
 
