@@ -107,14 +107,9 @@ def test_a_missing_interpreter_is_named_with_the_setting_to_fix_it(monkeypatch: 
     ):
         run_toolchain(python, "detect", {}, timeout_s=60, what="detect")
     monkeypatch.setenv("NEURONFORGE_TOOLCHAIN_PYTHON", sys.executable)
-    assert (
-        ToolchainPython.resolve("2.21.1", "/nonexistent").source == "NEURONFORGE_TOOLCHAIN_PYTHON"
-    )
+    assert ToolchainPython.resolve("2.21.1", "/nonexistent").source == "NEURONFORGE_TOOLCHAIN_PYTHON"
     monkeypatch.setenv(release_var("2.21.1"), "/opt/sdk/python")
-    assert (
-        ToolchainPython.resolve("2.21.1", "/nonexistent").path
-        == "/opt/sdk/python"
-    )
+    assert ToolchainPython.resolve("2.21.1", "/nonexistent").path == "/opt/sdk/python"
 
 
 def test_a_hung_toolchain_is_killed_at_the_timeout(tmp_path: Path) -> None:
