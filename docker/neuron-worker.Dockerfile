@@ -20,8 +20,8 @@ FROM ${UV_IMAGE} AS uv
 
 FROM ${NEURON_DLC}:${DLC_TAG}
 ARG NEURON_SDK_VERSION
-# The SDK image's own interpreter (images.json): /usr/local/bin/python3 in the DLC, /usr/bin/python3 in LMI.
-ARG TOOLCHAIN_PYTHON=/usr/local/bin/python3
+# The SDK image's own interpreter (images.json): /opt/conda/bin/python in the DLC, /usr/bin/python3 in LMI.
+ARG TOOLCHAIN_PYTHON=/opt/conda/bin/python
 COPY --from=uv /uv /usr/local/bin/uv
 
 WORKDIR /opt/neuronforge

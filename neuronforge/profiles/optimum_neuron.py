@@ -59,7 +59,7 @@ SDK_RELEASE = "2.26.1"
 OPTIMUM_NEURON_VERSION = "0.4.5"
 COMPILER_VERSION = "2.21.33363.0+82129205"  # neuronx-cc of SDK 2.26.1 as `neuronxcc.__version__` reports it
 # The Python of the SDK 2.26.1 deep-learning container, which has the SDK (docker/neuron-sdk/images.json).
-DLC_PYTHON = "/usr/local/bin/python3"
+DLC_PYTHON = "/opt/conda/bin/python"
 # What `pip install "optimum-neuron[neuronx]==0.4.5"` pins (its wheel's Requires-Dist, extra `neuronx`),
 # and `[vllm]` for `optimum-cli neuron serve`. The loader checks only the two versions above; these
 # are what the serving host installs, so the launch files name them.

@@ -59,7 +59,7 @@ SDK_RELEASE = "2.26.1"
 # torch-neuronx==2.8.0.2.10.16998, libneuronxla==2.2.12677.0.
 COMPILER_VERSION = "2.21.33363.0+82129205"
 # The Python of the SDK 2.26.1 deep-learning container, which has the SDK (docker/neuron-sdk/images.json).
-DLC_PYTHON = "/usr/local/bin/python3"
+DLC_PYTHON = "/opt/conda/bin/python"
 NXDI_VERSION = "0.6.10598"
 # The serving host's plugin: vllm-neuron 0.2.0 (README: "AWS Neuron SDK 2.26.1", Inf2/Trn1/Trn1n/Trn2;
 # not on PyPI — installed from its git tag) and the vLLM it pins (requirements/core.txt: vllm==0.11.0).
