@@ -42,7 +42,7 @@ class InstanceType:
     @property
     def compile_target(self) -> str:
         """The compiler target family (optimum-neuron maps inf2 and trn1n to trn1)."""
-        return {"inf2": "trn1", "trn1": "trn1", "trn1n": "trn1", "trn2": "trn2"}[self.family]
+        return {"inf2": "trn1", "trn1": "trn1", "trn1n": "trn1", "trn2": "trn2", "trn3": "trn3"}[self.family]
 
 
 _T = (1, 2)
@@ -56,6 +56,9 @@ INSTANCES: dict[str, InstanceType] = {
         InstanceType("trn1.2xlarge", "trn1", 2, 16 * GIB, _T),
         InstanceType("trn1.32xlarge", "trn1", 32, 16 * GIB, (1, 2, 8, 16, 32)),
         InstanceType("trn1n.32xlarge", "trn1n", 32, 16 * GIB, (1, 2, 8, 16, 32)),
+        # One Trainium2 chip (8 physical cores, 96 GiB): the instance of the vLLM Neuron plugin's
+        # published Qwen3-8B measurements (shared/reference/VLLM_NEURON_NATIVE.md §1.7, tp 4 at LNC 2).
+        InstanceType("trn2.3xlarge", "trn2", 8, 12 * GIB, (1, 2, 4), default_lnc=2, lnc_options=(1, 2)),
         InstanceType(
             "trn2.48xlarge",
             "trn2",

@@ -5,6 +5,8 @@
     neuron-cache/<compiler>-<version>/MODULE_<graph hash>+<flags hash>/   persistent compile cache
                                                      (full version: neuronxcc-2.21.33363.0+82129205)
     neuron-cache-sets/<compiler>-<version>/<graph set>.json   entries a graph set compiled into
+    vllm-neuron-cache/<profile version>/<32-hex key>/   the vLLM Neuron plugin's compile cache
+                                                     (SDK 2.32+: one folder per graph, marker last)
     artifacts/<org>/<name>/<revision>/<target-slug>/<key12>/   published artifacts + manifest.json
     builds/<key>/<manifest sha256[:16]>/             a compile's output, handed to smoke + publish
                                                      (deleted once the key is published)
@@ -31,6 +33,7 @@ MANIFEST = "MANIFEST.json"  # checkpoint manifests (file list with sha256)
 ARTIFACT_MANIFEST = "manifest.json"  # published artifact manifests, written last
 NEURON_CACHE = "neuron-cache"
 NEURON_CACHE_SETS = "neuron-cache-sets"
+VLLM_NEURON_CACHE = "vllm-neuron-cache"
 
 
 def _model_prefix(kind: str, source: ModelSource) -> str:
@@ -101,6 +104,13 @@ def neuron_cache_prefix(compiler: str, compiler_version: str) -> str:
     `NEURON_COMPILE_CACHE_URL=<store>/neuron-cache` (the cache ROOT; the compiler appends the
     folder itself) is a cache the compiler reads directly."""
     return f"{NEURON_CACHE}/{compiler_dir(compiler, compiler_version)}"
+
+
+def vllm_cache_prefix(profile_version: str) -> str:
+    """The vLLM Neuron plugin's cache entries of one profile version (its SDK release): the plugin's
+    key hashes the graph, shapes, target and compiler versions but not vLLM's or the plugin's own
+    version, so entries are kept apart per release rather than trusted across them."""
+    return f"{VLLM_NEURON_CACHE}/{safe_component(profile_version)}"
 
 
 def artifact_prefix(source: ModelSource, target: TargetSpec, key: str) -> str:

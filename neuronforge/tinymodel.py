@@ -29,7 +29,7 @@ def make_tiny_tokenizer(dest: Path) -> None:
 def make_tiny_llama(
     dest: Path, *, seed: int = 0, shards: bool = False, model_type: str = "llama", tokenizer: bool = False
 ) -> Path:
-    """A 2-layer, hidden-64 Llama (or Mistral) with 4 heads / 2 kv heads, saved as safetensors
+    """A 2-layer, hidden-64 Llama (or Mistral, or Qwen3) with 4 heads / 2 kv heads, saved as safetensors
     (several shards and an index with `shards=True`), with a tiny tokenizer when asked."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM
@@ -39,8 +39,12 @@ def make_tiny_llama(
         config_cls, model_cls = LlamaConfig, LlamaForCausalLM
     elif model_type == "mistral":
         config_cls, model_cls = MistralConfig, MistralForCausalLM
+    elif model_type == "qwen3":
+        from transformers import Qwen3Config, Qwen3ForCausalLM
+
+        config_cls, model_cls = Qwen3Config, Qwen3ForCausalLM
     else:
-        raise ValueError(f"tiny models exist for llama and mistral, not {model_type!r}")
+        raise ValueError(f"tiny models exist for llama, mistral and qwen3, not {model_type!r}")
     config = config_cls(
         vocab_size=128,
         hidden_size=64,

@@ -5,7 +5,7 @@ import sys
 
 from neuronforge_toolchain.protocol import RequestError, read_request, write_response
 
-TOOLCHAINS = ("optimum", "nxdi", "tnx")
+TOOLCHAINS = ("optimum", "nxdi", "tnx", "vllm_native")
 
 
 def run(request):

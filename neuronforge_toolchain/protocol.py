@@ -3,7 +3,7 @@
     <toolchain python> -m neuronforge_toolchain REQUEST.json RESPONSE.json
 
 REQUEST.json: {"protocol": 1, "action": "detect" | "compile" | "generate", "toolchain": "optimum" |
-"nxdi" | "tnx" (not for detect), "spec": {...}}. RESPONSE.json, written once the action ended:
+"nxdi" | "tnx" | "vllm_native" (not for detect), "spec": {...}}. RESPONSE.json, written once the action ended:
 {"protocol": 1, "ok": true, "result": {...}} or {"protocol": 1, "ok": false, "error": {"type": ...,
 "message": ...}}. Standard output is the toolchain's own progress (compiler log lines), which the
 worker relays into the task log; it carries no results. Exit status: 0 ok, 1 the action failed

@@ -12,9 +12,9 @@ from neuronforge.profiles.base import RefusedStack, ServingProfile
 @cache
 def all_profiles() -> tuple[ServingProfile, ...]:
     """Every registered profile version (imported on first use: profiles import the backends)."""
-    from neuronforge.profiles import cpu, lmi_neuronx, optimum_neuron, vllm_neuron
+    from neuronforge.profiles import cpu, lmi_neuronx, optimum_neuron, vllm_native, vllm_neuron
 
-    return (cpu.PROFILE, optimum_neuron.PROFILE, vllm_neuron.PROFILE, lmi_neuronx.PROFILE)
+    return (cpu.PROFILE, optimum_neuron.PROFILE, vllm_neuron.PROFILE, *vllm_native.PROFILES, lmi_neuronx.PROFILE)
 
 
 @cache
@@ -44,6 +44,10 @@ def get_profile(spec: str) -> ServingProfile:
     for p in versions:
         if p.version == version:
             return p
+    # `2.32` names release 2.32.0 (the newest 2.32.x registered), as SDK releases are spoken of.
+    series = [p for p in versions if p.version.startswith(f"{version}.")]
+    if series:
+        return max(series, key=lambda p: _version_key(p.version))
     raise InvalidInput(f"profile {name!r} has no version {version!r}; registered: {', '.join(p.ref for p in versions)}")
 
 

@@ -7,13 +7,6 @@ from neuronforge.profiles.base import RefusedStack
 
 STACKS: tuple[RefusedStack, ...] = (
     RefusedStack(
-        "vllm-neuron-plugin",
-        "the vLLM Neuron plugin of SDK >= 2.31 compiles with torch.compile into its own cache "
-        "($VLLM_CACHE_ROOT/neuron/compile_cache), not NEFFs from the Neuron persistent cache, and runs on "
-        "Trn2/Trn3 only",
-        "vllm-neuron",
-    ),
-    RefusedStack(
         "tgi-neuron",
         "TGI's Neuron backend loads only exports made by its image's own pinned optimum-neuron (0.3.0) and "
         "compiler, with equality checks on both",

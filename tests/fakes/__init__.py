@@ -42,3 +42,10 @@ def run_in_toolchain(release: str, code: str, env: dict[str, str] | None = None)
         [os.environ[var], "-c", code], env={**os.environ, **(env or {})}, check=True, capture_output=True, text=True
     )
     return done.stdout
+
+
+# The vLLM Neuron plugin's SDK images (2.32.0, 2.33.0): the release's dist-infos, the fake plugin
+# (vllm, vllm_neuron, libtorch_neuronx_lite) and the fake compiler package (its version from the dist-info).
+VLLM_NATIVE = FAKES / "vllm_neuron_native"
+VLLM_SDK_2_32_0 = (FAKES / "vllm_sdk_2_32_0", VLLM_NATIVE, COMPILER)
+VLLM_SDK_2_33_0 = (FAKES / "vllm_sdk_2_33_0", VLLM_NATIVE, COMPILER)

@@ -1,0 +1,146 @@
+"""The `vllm-native` backend: the vLLM Neuron plugin (SDK 2.32+) compiles through torch.compile into
+its own cache, not through NxD Inference or the Neuron persistent cache.
+
+Compile (a CPU worker of the SDK's image): the toolchain side builds `vllm.LLM` from the exact
+`vllm serve` arguments the launch files will use, in the plugin's CPU-compile mode
+(`VLLM_NEURON_CPU_COMPILE=1` with `NEURON_PLATFORM_TARGET_OVERRIDE`), into a cache root of this
+host; the plugin logs `Compilation cache key: <key>` for every graph it compiles or finds
+(vllm_neuron/compile/backend.py). Each of those entries must be complete (`neuronforge.vllm_cache`);
+they go to the store under `vllm-neuron-cache/<sdk>/<key>/` (marker last), and the build holds the
+checkpoint vLLM loads plus the cache manifest (`vllm-cache.json`: versions, argv, env, entries with
+sha256).
+
+Load (the smoke test, a Neuron host): a fresh cache root gets exactly the manifest's entries from the
+store, verified, and the toolchain side builds `vllm.LLM` with the launch files' command and
+environment, compiling forbidden; any entry the load adds is a graph a server would compile.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from neuronforge.backends.base import Backend, CompileJob, CompileResult, GenerateJob, Generation
+from neuronforge.backends.child import copy_served_files, generation_rows
+from neuronforge.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from neuronforge.stores import ArtifactStore
+
+CACHE_MANIFEST = "vllm-cache.json"
+# model_type -> the vLLM model class (vLLM's registry) the plugin serves for it.
+ARCHITECTURES: dict[str, str] = {
+    "llama": "LlamaForCausalLM",
+    "qwen2": "Qwen2ForCausalLM",
+    "qwen3": "Qwen3ForCausalLM",
+}
+# What the plugin logs for each graph (vllm_neuron/compile/backend.py: "Compilation cache key: %s").
+KEY_LINE = re.compile(r"Compilation cache key: ([0-9a-f]{32})")
+WEIGHT_FILES = ("*.safetensors", "model.safetensors.index.json", "generation_config.json")
+
+
+class VllmNativeBackend(Backend):
+    name = "vllm-native"
+    library = "vllm-neuron"
+    packages = ("vllm", "vllm-neuron", "libtorch-neuronx-lite", "nki", "neuronx-cc")
+    architectures = frozenset(ARCHITECTURES)
+    modeling_modules: ClassVar[dict[str, str]] = {}
+    toolchain_module = "vllm_native"
+
+    def compile(self, job: CompileJob) -> CompileResult:
+        from neuronforge import layout
+        from neuronforge.vllm_cache import (
+            CacheManifest,
+            EntryRecord,
+            compile_cache_dir,
+            entry_problems,
+            upload_entry,
+            upload_nki,
+        )
+
+        settings = job.settings
+        root = job.work_dir / "vllm-cache"  # kept on this host: a later compile of the same graphs finds them
+        cache_dir = compile_cache_dir(root)
+        before = {p.name for p in cache_dir.iterdir()} if cache_dir.is_dir() else set()
+        env = {
+            **settings["env"],
+            "VLLM_CACHE_ROOT": str(root),
+            "VLLM_NEURON_CPU_COMPILE": "1",
+            f"{settings['cache_env']}PARALLEL_COMPILE_WORKERS": "1",
+        }
+        spec = {"model": str(job.checkpoint_dir), "argv": settings["argv"]}
+        job.out.mkdir(parents=True, exist_ok=True)
+        found, lines = self.run(
+            job.python, "compile", spec, env=env, timeout_s=job.timeout_s, what=f"vllm-neuron compile {job.target.slug}"
+        )
+        keys = sorted(dict.fromkeys(m for line in lines for m in KEY_LINE.findall(line)))
+        if not keys:
+            raise InvalidInput("the vLLM Neuron compile logged no `Compilation cache key` line: nothing to publish")
+        broken = [p for key in keys for p in entry_problems(cache_dir / key)]
+        if broken:
+            raise InvalidInput(f"the vLLM Neuron compile left incomplete cache entries: {'; '.join(broken)}")
+        store: ArtifactStore | None = job.cache.store
+        prefix = layout.vllm_cache_prefix(settings["profile_version"])
+        uploaded = []
+        if store is not None:
+            uploaded = [k for k in keys if upload_entry(store, prefix, cache_dir / k)]
+            nki = upload_nki(store, prefix, cache_dir)
+        else:
+            nki = []
+        copy_served_files(job.checkpoint_dir, job.out)
+        for pattern in WEIGHT_FILES:
+            for path in job.checkpoint_dir.glob(pattern):
+                shutil.copyfile(path, job.out / path.name)
+        versions = dict(found.get("versions") or {})  # what the interpreter that compiled has
+        manifest = CacheManifest(
+            profile=settings["profile"],
+            store_prefix=store.uri(prefix) if store is not None else prefix,
+            versions=versions,
+            argv=list(settings["argv"]),
+            env=dict(settings["env"]),
+            target=settings["env"]["NEURON_PLATFORM_TARGET_OVERRIDE"],
+            route=settings["route"],
+            image=settings["image"],
+            entries=[EntryRecord.of(cache_dir / k) for k in keys],
+            nki=nki,
+            built={"mode": "cpu-compile", "uploaded": uploaded},
+        )
+        (job.out / CACHE_MANIFEST).write_text(json.dumps(manifest.to_json(), indent=2, sort_keys=True) + "\n")
+        graphs = [{"name": k, "entry": k, "cached": k in before, "seconds": None} for k in keys]
+        return CompileResult(graphs, sum(1 for k in keys if k not in before))
+
+    def generate(self, job: GenerateJob) -> Generation:
+        from neuronforge.vllm_cache import CacheManifest, SyncFailed, compile_cache_dir, local_keys, pull
+
+        settings = job.settings
+        manifest = CacheManifest.read(Path(settings["manifest"]))
+        root = job.cache.root / "vllm"
+        shutil.rmtree(root, ignore_errors=True)
+        cache_dir = compile_cache_dir(root)
+        store = job.cache.store
+        if store is None:
+            raise InvalidInput("the vLLM Neuron smoke test syncs its cache from the store; none was given")
+        try:
+            pull(store, settings["prefix"], manifest, cache_dir)
+        except SyncFailed as exc:
+            raise InvalidInput(f"the published cache does not match its manifest: {exc}") from None
+        before = local_keys(cache_dir)
+        env = {**settings["env"], "VLLM_CACHE_ROOT": str(root)}
+        spec = {
+            "model": str(job.model_dir),
+            "argv": settings["argv"],
+            "prompt_ids": job.prompt_ids,
+            "max_new_tokens": job.max_new_tokens,
+        }
+        result, _ = self.run(
+            job.python, "generate", spec, env=env, timeout_s=job.timeout_s, what="vllm-neuron smoke load"
+        )
+        out = generation_rows(result)
+        out["compiled"] = sorted(local_keys(cache_dir) - before)
+        return out
+
+
+BACKEND = VllmNativeBackend()

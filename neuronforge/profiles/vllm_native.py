@@ -1,0 +1,608 @@
+"""Profile `vllm-neuron-native`: the vLLM Neuron plugin without NxD Inference (SDK 2.32 and 2.33,
+Trn2/Trn3) — the stack AWS ships today. Facts and sources: shared/reference/VLLM_NEURON_NATIVE.md.
+
+The plugin compiles with torch.compile into its own cache (`$VLLM_CACHE_ROOT/neuron/compile_cache/
+<32-hex key>/`, `neuronforge.vllm_cache`), whose key hashes the traced graph, every input's
+shape (buckets, `--max-model-len`, `--block-size`, the KV block count), the TP layout, the compiler
+and NKI versions and the compiler target. So a server hits only if it runs the very command the
+cache was built with. This profile renders that command once (`ServeCommand`: argv and the
+environment the graphs depend on) and uses it three times: to compile on a CPU worker in the
+plugin's CPU-compile mode (`VLLM_NEURON_CPU_COMPILE=1`, `NEURON_PLATFORM_TARGET_OVERRIDE`), in
+the published `launch/serve.sh` / `vllm.env`, and in the cache manifest (`launch/vllm-cache.json`),
+which `verify` compares with what `serve.sh` would run, field by field.
+
+- The KV block count is pinned (`--num-gpu-blocks-override`): in CPU-compile mode the plugin sizes
+  the KV cache from a static HBM table, on the device from what the runtime reports; anything but a
+  fixed count risks a different shape, hence a different key, for every graph (§1.5).
+- Fail-closed serving: the entries are synced locally first (`launch/sync.sh`, checked against the
+  manifest's sha256), then `vllm serve` runs with `VLLM_NEURON_DISABLE_WARMUP_COMPILE=1` (a local
+  miss raises before any remote lookup, §1.4) and the release's assert-hit switch.
+- The cache env-var names belong to the release: `NEURON_LIBTORCH_*` from vllm-neuron 0.24 (SDK 2.32;
+  the code moved into libtorch-neuronx-lite), `VLLM_NEURON_*` before (the sdk#1368 "remote cache had
+  no effect" reports) — `Release.cache_env`.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from math import ceil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from neuronforge.backends.vllm_native import ARCHITECTURES, BACKEND, CACHE_MANIFEST
+from neuronforge.profiles.base import (
+    LAUNCH_DIR,
+    Artifact,
+    AssembleJob,
+    LaunchContext,
+    Pins,
+    ServingProfile,
+    SmokeLoad,
+    copy_tree,
+    read_env_file,
+    tokenizer_problems,
+)
+from neuronforge.target import TORCH_DTYPE_NAMES
+
+if TYPE_CHECKING:
+    from neuronforge.request import Toolchain
+    from neuronforge.stores import ArtifactStore
+    from neuronforge.target import TargetSpec
+
+RULES = "shared/reference/VLLM_NEURON_NATIVE.md"
+RULE_KEY = f"{RULES} §1.3 (vllm_neuron/compile/cache.py create_cache_hash)"
+RULE_KV = f"{RULES} §1.5 (determine_available_memory_design.md: KV size is baked into the NEFF shape)"
+RULE_FAIL_CLOSED = f"{RULES} §1.4 (VLLM_NEURON_DISABLE_WARMUP_COMPILE is checked before the remote tier)"
+RULE_INSTANCES = f"{RULES} §1.1 and shared/reference/CONSUMERS.md: the plugin of SDK >= 2.31 runs on Trn2/Trn3 only"
+ENV_FILE = "vllm.env"
+SERVE_FILE = "serve.sh"
+SYNC_FILE = "sync.sh"
+K8S_FILE = "k8s-init-container.yaml"
+# Where the serving host keeps the plugin's cache: a local disk, never NFS/Lustre (§1.6).
+HOST_CACHE_ROOT = "/var/cache/neuronforge/vllm"
+DEFAULT_BLOCK_SIZE = 32
+PROFILE_OPTIONS = frozenset({"block_size", "num_blocks", "prefix_caching"})
+# Environment variables that change the compiled graphs (part of the key or of the shapes): the
+# manifest records them and `verify` compares them with vllm.env.
+GRAPH_ENV = ("NEURON_PLATFORM_TARGET_OVERRIDE", "NEURON_LOGICAL_NC_CONFIG", "VLLM_NEURON_BACKEND")
+
+
+@dataclass(frozen=True)
+class Release:
+    """One SDK release of the plugin: the pins its image holds and the names its code reads."""
+
+    sdk: str
+    vllm: str
+    vllm_neuron: str
+    libtorch_neuronx_lite: str | None  # None: the label is not published; any local label matches
+    compiler: str
+    nki: str
+    route: str  # the compilation route the release uses by default: "xla" (HLO) or "native" (StableHLO)
+    image: str
+    source: str
+    cache_env: str = "NEURON_LIBTORCH_"  # prefix of the compile-cache switches (0.24+: in LNL)
+
+    def packages(self) -> dict[str, str]:
+        out = {"vllm": self.vllm, "vllm-neuron": self.vllm_neuron, "nki": self.nki}
+        if self.libtorch_neuronx_lite:
+            out["libtorch-neuronx-lite"] = self.libtorch_neuronx_lite
+        return out
+
+
+# SDK 2.32.0 (2026-08-17). Release content: vllm_neuron-0.24.0.1.1.0+e8242a9-py3-none-any.whl for
+# Trn2/Trn3, neuronx-cc-2.27.5334.0, nki-0.6.0 (awsdocs-neuron v2.32.0 release-notes/releasecontent);
+# the labels as the vLLM DLC pins them (aws-neuron/deep-learning-containers
+# docker/vllm/inference/0.24.0.1.1.0/Dockerfile.neuronx, as quoted by its users):
+# neuronx-cc==2.27.5334.0+f702b353, nki==0.6.0+31049202112.g85070674,
+# libtorch-neuronx-lite==2.11.0.1.0.1284+f49d8626; vLLM 0.24.0.
+SDK_2_32 = Release(
+    sdk="2.32.0",
+    vllm="0.24.0",
+    vllm_neuron="0.24.0.1.1.0+e8242a9",
+    libtorch_neuronx_lite="2.11.0.1.0.1284+f49d8626",
+    compiler="2.27.5334.0+f702b353",
+    nki="0.6.0+31049202112.g85070674",
+    route="xla",
+    image="public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:0.24.0.1.1.0-neuronx-sdk2.32.0",
+    source="awsdocs-neuron v2.32.0 releasecontent; DLC docker/vllm/inference/0.24.0.1.1.0/Dockerfile.neuronx",
+)
+# SDK 2.33.0 (2026-10-19): vLLM Neuron 0.29.0.1.2.0, neuronx-cc 2.28.7631.0, NKI 0.7.0 (awsdocs-neuron
+# v2.33.0 release-notes/components/index and releasecontent). The native route (FX -> StableHLO) is
+# the default. No public source gives these wheels' local labels or the libtorch-neuronx-lite
+# version yet: the pins are the public versions, which any local label satisfies (PEP 440 `==`);
+# the manifest records the full versions the worker reported.
+SDK_2_33 = Release(
+    sdk="2.33.0",
+    vllm="0.29.0",
+    vllm_neuron="0.29.0.1.2.0",
+    libtorch_neuronx_lite=None,
+    compiler="2.28.7631.0",
+    nki="0.7.0",
+    route="native",
+    image="public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:0.29.0.1.2.0-neuronx-sdk2.33.0",
+    source="awsdocs-neuron v2.33.0 release-notes/components/index, releasecontent",
+)
+
+
+@dataclass(frozen=True)
+class ServeCommand:
+    """The one rendering of `vllm serve` for a target: the arguments after `serve MODEL` and the
+    environment its graphs depend on. Compiling, launching and verifying all start here."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+
+    def flags(self) -> dict[str, str]:
+        return parse_argv(list(self.argv))
+
+
+def parse_argv(words: list[str]) -> dict[str, str]:
+    """`--flag value` / `--flag=value` / `--flag` pairs into {flag: value} ("" for a bare switch);
+    positional words are kept under their position (`#0`)."""
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if not word.startswith("--"):
+            out[f"#{sum(k.startswith('#') for k in out)}"] = word
+            continue
+        name, eq, value = word[2:].partition("=")
+        if not eq and i < len(words) and not words[i].startswith("--"):
+            value = words[i]
+            i += 1
+        out[name] = value
+    return out
+
+
+def serve_argv_of(script: str, env: Mapping[str, str]) -> list[str] | None:
+    """The arguments after `vllm serve MODEL` in a launch script (variables expanded from `env`,
+    `"$@"` dropped); None when it has no `vllm serve` command."""
+    from neuronforge.profiles.base import SHELL_VAR
+
+    for line in script.replace("\\\n", " ").splitlines():
+        words = shlex.split(line, comments=True)
+        for i in range(len(words) - 1):
+            if words[i].rsplit("/", 1)[-1] == "vllm" and words[i + 1] == "serve":
+                rest = [
+                    SHELL_VAR.sub(lambda m: env.get(m.group(1) or m.group(2), m.group(0)), w) for w in words[i + 2 :]
+                ]
+                return [w for w in rest if w != "$@"]
+    return None
+
+
+class VllmNativeProfile(ServingProfile):
+    name = "vllm-neuron-native"
+    backend = BACKEND
+    toolchain_python = "/opt/conda/bin/python"
+    instance_families = frozenset({"trn2", "trn3"})
+    consumer_architectures = frozenset(ARCHITECTURES)
+    folder = "model"
+    publishes = (
+        "model/: the checkpoint vLLM loads (config.json, safetensors, tokenizer); launch/: vllm.env, "
+        "vllm-cache.json (the compiled command and every cache entry with sizes and sha256), sync.sh, "
+        "serve.sh, k8s-init-container.yaml; the entries under vllm-neuron-cache/<sdk>/<key>/"
+    )
+
+    def __init__(self, release: Release) -> None:
+        self.release = release
+        self.pins = Pins(sdk_release=release.sdk, compiler_version=release.compiler, packages=release.packages())
+        self.title = (
+            f"vLLM {release.vllm} + vLLM Neuron {release.vllm_neuron.split('+')[0]} (no NxD Inference): its "
+            "compile cache synced from the store, then vllm serve with compiling forbidden"
+        )
+
+    # -- planning ------------------------------------------------------------------------------
+    def problems(self, target: TargetSpec, model_type: str | None = None) -> list[str]:
+        out = super().problems(target, model_type)
+        if out and target.instance.family not in self.instance_families:
+            out[0] += (
+                f" ({RULE_INSTANCES}); for {target.instance.family} use profile vllm-neuron (vLLM on NxD Inference)"
+            )
+        t = target.normalized()
+        if t.quantization.enabled:
+            out.append(
+                f"quantization {t.quantization.slug}: profile {self.name} publishes the checkpoint vLLM loads as "
+                "it is; neuronforge does not yet produce a quantized checkpoint this plugin reads. Build without "
+                "quantization, or use profile vllm-neuron"
+            )
+        if t.max_context_length != t.sequence_length:
+            out.append(
+                f"max_context_length={t.max_context_length} with sequence_length={t.sequence_length}: this profile "
+                "compiles prompts up to --max-num-batched-tokens = --max-model-len; leave max_context_length unset"
+            )
+        if t.context_encoding_buckets or t.token_generation_buckets:
+            out.append(
+                "explicit buckets: the plugin derives its buckets from the serving flags; this profile does not "
+                "pass bucket lists yet — leave context_encoding_buckets / token_generation_buckets unset"
+            )
+        unknown = sorted(set(t.backend_options) - PROFILE_OPTIONS)
+        if unknown:
+            out.append(
+                f"backend_options {unknown} are not accepted by profile {self.name}; "
+                f"accepted: {sorted(PROFILE_OPTIONS)}"
+            )
+        block = t.backend_options.get("block_size", DEFAULT_BLOCK_SIZE)
+        if not isinstance(block, int) or isinstance(block, bool) or block < 1:
+            out.append(f"backend_options block_size={block!r}: a positive integer")
+        else:
+            need = kv_blocks(t.sequence_length, block, t.batch_size)
+            blocks = t.backend_options.get("num_blocks", need)
+            if not isinstance(blocks, int) or isinstance(blocks, bool) or blocks < need:
+                out.append(
+                    f"backend_options num_blocks={blocks!r}: --max-model-len {t.sequence_length} with block size "
+                    f"{block} and {t.batch_size} sequences needs at least {need} KV blocks"
+                )
+        return out
+
+    def compile_target(self, target: TargetSpec) -> str | None:
+        return target.instance.family  # trn2 | trn3: the plugin's NEURON_PLATFORM_TARGET_OVERRIDE values
+
+    def toolchain_problems(self, toolchain: Toolchain) -> list[str]:
+        """The pins, where a pin without a local label accepts any label of that version (PEP 440)."""
+        out = []
+        if toolchain.backend != self.backend.name:
+            out.append(f"profile {self.ref} compiles with backend {self.backend.name}, not {toolchain.backend}")
+        found = {**toolchain.packages, "neuronx-cc": toolchain.compiler_version}
+        for package, pinned in sorted({**self.pins.packages, "neuronx-cc": self.release.compiler}.items()):
+            if not version_matches(pinned, found.get(package)):
+                out.append(
+                    f"profile {self.ref} needs {package} {pinned}; the worker has {found.get(package) or 'none'} "
+                    f"(build its image for SDK {self.release.sdk}: docker/neuron-sdk/images.json, or route the "
+                    f"target to queue {self.queue})"
+                )
+        return out
+
+    # -- the command ---------------------------------------------------------------------------
+    def serve_command(self, target: TargetSpec) -> ServeCommand:
+        t = target.normalized()
+        block = int(t.backend_options.get("block_size", DEFAULT_BLOCK_SIZE))
+        blocks = int(t.backend_options.get("num_blocks", kv_blocks(t.sequence_length, block, t.batch_size)))
+        argv = [
+            "--tensor-parallel-size", str(t.tp_degree),
+            "--max-model-len", str(t.sequence_length),
+            "--max-num-seqs", str(t.batch_size),
+            "--max-num-batched-tokens", str(t.sequence_length),
+            "--block-size", str(block),
+            "--num-gpu-blocks-override", str(blocks),
+            "--dtype", TORCH_DTYPE_NAMES[t.dtype],
+            "--enable-prefix-caching" if t.backend_options.get("prefix_caching") else "--no-enable-prefix-caching",
+        ]  # fmt: skip
+        env = {
+            "NEURON_PLATFORM_TARGET_OVERRIDE": str(self.compile_target(t)),
+            "NEURON_LOGICAL_NC_CONFIG": str(t.lnc),
+        }
+        return ServeCommand(tuple(argv), env)
+
+    def compile_settings(
+        self,
+        target: TargetSpec,
+        model_type: str,
+        quantized_dir: Path | None = None,
+        model_config: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        command = self.serve_command(target)
+        r = self.release
+        return {
+            "argv": list(command.argv),
+            "env": dict(command.env),
+            "cache_env": r.cache_env,
+            "route": r.route,
+            "image": r.image,
+            "profile": self.ref,
+            "profile_version": self.version,
+        }
+
+    # -- publishing -----------------------------------------------------------------------------
+    def assemble_model(self, job: AssembleJob, dest: Path) -> None:
+        """The checkpoint vLLM loads (the build holds it beside the cache manifest, which goes to launch/)."""
+        copy_tree(job.build_dir, dest)
+        (dest / CACHE_MANIFEST).unlink(missing_ok=True)
+
+    def launch_spec(self, ctx: LaunchContext) -> dict[str, str]:
+        assert ctx.build_dir is not None, "the launch files name what was compiled"
+        manifest = json.loads((ctx.build_dir / CACHE_MANIFEST).read_text())
+        r = self.release
+        t = ctx.target.normalized()
+        env = {
+            "MODEL_URI": ctx.model_uri(self.folder),
+            "MODEL_DIR": ctx.host_dir(self.folder),
+            "CACHE_MANIFEST": "vllm-cache.json",
+            "CACHE_URI": manifest["store_prefix"],
+            "VLLM_CACHE_ROOT": HOST_CACHE_ROOT,
+            **manifest["env"],
+            # Fail closed: a local miss raises before any remote lookup or compile (§1.4)...
+            "VLLM_NEURON_DISABLE_WARMUP_COMPILE": "1",
+            # ... and this release's own assert-hit switch (names per release, §1.1).
+            f"{r.cache_env}ASSERT_CACHE_HIT": "1",
+            "PORT": "8000",
+            "VLLM_VERSION": r.vllm,
+            "VLLM_NEURON_VERSION": r.vllm_neuron,
+            "NEURONXCC_VERSION": r.compiler,
+            "NEURON_SDK_RELEASE": r.sdk,
+        }
+        env_text = (
+            f"# {ctx.model_type or 'model'} compiled by neuronforge for {t.slug} ({self.ref}) on a CPU worker in the\n"
+            f"# plugin's CPU-compile mode. Serve in {r.image} (or any image with exactly the versions below) on a\n"
+            f"# {t.instance.family} host with >= {t.tp_degree} NeuronCores at logical NC config {t.lnc}.\n"
+            "# sync.sh puts every compiled graph into $VLLM_CACHE_ROOT (local disk, never NFS); serve.sh then\n"
+            "# starts vLLM with compiling forbidden: a missing graph fails the start instead of compiling.\n"
+            "# Plain KEY=VALUE lines: `docker run --env-file` and `set -a; . file` read them.\n"
+        ) + "".join(f"{k}={v}\n" for k, v in env.items())
+        return {
+            ENV_FILE: env_text,
+            "vllm-cache.json": json.dumps(manifest, indent=2, sort_keys=True) + "\n",
+            SYNC_FILE: SYNC_SH,
+            SERVE_FILE: self._serve_sh(manifest["argv"]),
+            K8S_FILE: self._k8s(ctx, manifest),
+        }
+
+    def _serve_sh(self, argv: list[str]) -> str:
+        pairs: list[str] = []
+        for word in argv:
+            if word.startswith("--") or not pairs:
+                pairs.append(word)
+            else:
+                pairs[-1] += f" {shlex.quote(word)}"
+        lines = " \\\n  ".join(pairs)
+        return (
+            "#!/usr/bin/env bash\n"
+            f"# Serve with the vLLM Neuron plugin ({self.ref}): sync the compiled graphs, then `vllm serve` with\n"
+            "# the exact command they were compiled for and compiling forbidden. Usage: bash serve.sh [more vLLM\n"
+            "# options that do not change the graphs, e.g. --served-model-name NAME].\n"
+            "set -euo pipefail\n"
+            'here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\n'
+            f'set -a; . "$here/{ENV_FILE}"; set +a\n'
+            f'bash "$here/{SYNC_FILE}"\n'
+            f'exec vllm serve "$MODEL_DIR" \\\n  {lines} \\\n  --port "$PORT" "$@"\n'
+        )
+
+    def _k8s(self, ctx: LaunchContext, manifest: Mapping[str, Any]) -> str:
+        return (
+            f"# Kubernetes: an init container fills the pod's local cache before vLLM starts ({self.ref}).\n"
+            "# Mount the artifact's launch/ folder (e.g. from a ConfigMap) at /launch and give the pod S3 read\n"
+            "# access (IRSA / Pod Identity). The serving container runs `bash /launch/serve.sh` (its sync finds\n"
+            "# every entry present and verified) with the same volumes.\n"
+            "initContainers:\n"
+            "  - name: neuronforge-vllm-cache-sync\n"
+            f"    image: {self.release.image}\n"
+            '    command: ["bash", "-c", "set -a; . /launch/vllm.env; set +a; bash /launch/sync.sh"]\n'
+            "    volumeMounts:\n"
+            "      - {name: launch, mountPath: /launch}\n"
+            f"      - {{name: vllm-cache, mountPath: {HOST_CACHE_ROOT}}}\n"
+            f"      - {{name: model, mountPath: {ctx.host_dir(self.folder)}}}\n"
+            "volumes:\n"
+            "  - {name: vllm-cache, emptyDir: {}}  # local disk: the plugin refuses a cache on NFS/Lustre\n"
+            "  - {name: model, emptyDir: {}}\n"
+        )
+
+    def smoke_load(self, payload: Path) -> SmokeLoad:
+        """The model folder and, from the payload's own launch files, the command, the environment
+        and the cache manifest the server starts with."""
+        launch = payload / LAUNCH_DIR
+        env = read_env_file(launch / ENV_FILE)
+        argv = serve_argv_of((launch / SERVE_FILE).read_text(), env) or []
+        if argv and not argv[0].startswith("--"):
+            argv = argv[1:]  # the model folder: the smoke test loads the payload's own
+        if "--port" in argv:  # the HTTP front end's, not the engine's
+            at = argv.index("--port")
+            argv = argv[:at] + argv[at + 2 :]
+        served = {k: env[k] for k in env if k in GRAPH_ENV or k.startswith(("VLLM_NEURON_", self.release.cache_env))}
+        from neuronforge import layout
+
+        settings = {
+            "argv": argv,
+            "env": served,
+            "manifest": str(launch / "vllm-cache.json"),
+            "prefix": layout.vllm_cache_prefix(self.version),
+        }
+        return SmokeLoad(self.folder, settings)
+
+    # -- checks ---------------------------------------------------------------------------------
+    def preflight(self, artifact: Artifact) -> list[str]:
+        """P0, without the SDK: the model folder vLLM reads, the manifest against the pins and the
+        target, and the launch files parsed back against the compiled command on every field that
+        changes a graph's key."""
+        from neuronforge.vllm_cache import CacheManifest
+
+        root = artifact.root
+        folder = root / self.folder
+        out = tokenizer_problems(folder, self.folder, "vLLM loads the tokenizer from the served folder")
+        if not (folder / "config.json").is_file():
+            out.append(f"{self.folder}/config.json: missing (vLLM's ModelConfig)")
+        if not any(folder.glob("*.safetensors")):
+            out.append(f"{self.folder}/: no *.safetensors (the plugin loads the weights at start; the NEFFs hold none)")
+        launch = root / LAUNCH_DIR
+        missing = [
+            f"{LAUNCH_DIR}/{n}: missing"
+            for n in (ENV_FILE, SERVE_FILE, SYNC_FILE, "vllm-cache.json")
+            if not (launch / n).is_file()
+        ]
+        if missing:
+            return out + missing
+        try:
+            manifest = CacheManifest.read(launch / "vllm-cache.json")
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            return [*out, f"{LAUNCH_DIR}/vllm-cache.json: unreadable ({exc})"]
+        out += self._manifest_problems(manifest, artifact.target)
+        out += self._launch_problems(launch, manifest)
+        return out
+
+    def _manifest_problems(self, manifest: Any, target: TargetSpec) -> list[str]:
+        where = f"{LAUNCH_DIR}/vllm-cache.json"
+        out = []
+        if manifest.profile != self.ref:
+            out.append(f"{where}: built for {manifest.profile}, not {self.ref}")
+        pinned = {**self.pins.packages, "neuronx-cc": self.release.compiler}
+        for package, want in sorted(pinned.items()):
+            got = manifest.versions.get(package)
+            if not version_matches(want, got):
+                out.append(
+                    f"{where}: {package} {got or 'not recorded'}, the profile pins {want} (the key hashes the "
+                    f"compiler and NKI versions; {RULE_KEY})"
+                )
+        command = self.serve_command(target)
+        if list(manifest.argv) != list(command.argv):
+            out.append(
+                f"{where}: compiled with `vllm serve {' '.join(manifest.argv)}`, the target renders "
+                f"`{' '.join(command.argv)}`"
+            )
+        for name, value in command.env.items():
+            if manifest.env.get(name) != value:
+                out.append(f"{where}: compiled with {name}={manifest.env.get(name)!r}, the target needs {value!r}")
+        if not manifest.entries:
+            out.append(f"{where}: lists no cache entry: the server would compile every graph")
+        return out
+
+    def _launch_problems(self, launch: Path, manifest: Any) -> list[str]:
+        env = read_env_file(launch / ENV_FILE)
+        out = []
+        for name, value in manifest.env.items():
+            if env.get(name) != value:
+                out.append(
+                    f"{LAUNCH_DIR}/{ENV_FILE}: {name}={env.get(name)!r}, the graphs were compiled with {value!r}: "
+                    "every "
+                    f"key would miss ({RULE_KEY})"
+                )
+        for name in ("VLLM_NEURON_DISABLE_WARMUP_COMPILE", f"{self.release.cache_env}ASSERT_CACHE_HIT"):
+            if env.get(name) != "1":
+                out.append(
+                    f"{LAUNCH_DIR}/{ENV_FILE}: {name} is not 1: a missing graph would be compiled at start-up "
+                    f"({RULE_FAIL_CLOSED})"
+                )
+        for name in env:
+            if (
+                name.startswith("VLLM_NEURON_")
+                and name.removeprefix("VLLM_NEURON_") in CACHE_SWITCHES
+                and self.release.cache_env != "VLLM_NEURON_"
+            ):
+                out.append(
+                    f"{LAUNCH_DIR}/{ENV_FILE}: {name} is not read by vLLM Neuron {self.release.vllm_neuron} (its cache "
+                    f"switches are {self.release.cache_env}*; {RULES} §1.1)"
+                )
+        if env.get("CACHE_URI") != manifest.store_prefix:
+            out.append(
+                f"{LAUNCH_DIR}/{ENV_FILE}: CACHE_URI={env.get('CACHE_URI')!r} is not the manifest's "
+                f"{manifest.store_prefix}"
+            )
+        argv = serve_argv_of((launch / SERVE_FILE).read_text(), env)
+        if argv is None:
+            return [*out, f"{LAUNCH_DIR}/{SERVE_FILE}: no `vllm serve` command"]
+        if not argv or argv[0] != env.get("MODEL_DIR"):
+            out.append(f"{LAUNCH_DIR}/{SERVE_FILE}: vllm serve {argv[:1]} is not MODEL_DIR={env.get('MODEL_DIR')!r}")
+        served = parse_argv(argv[1:])
+        served.pop("port", None)
+        compiled = parse_argv(list(manifest.argv))
+        for flag in sorted(set(served) | set(compiled)):
+            if served.get(flag) != compiled.get(flag):
+                out.append(
+                    f"{LAUNCH_DIR}/{SERVE_FILE}: --{flag} {served.get(flag, '<absent>')!s}, the graphs were compiled "
+                    f"with {compiled.get(flag, '<absent>')!s}: the server's shapes would differ and every key miss "
+                    f"({RULE_KEY}; {RULE_KV})"
+                )
+        if f'bash "$here/{SYNC_FILE}"' not in (launch / SERVE_FILE).read_text():
+            out.append(f"{LAUNCH_DIR}/{SERVE_FILE}: does not sync the cache before serving ({RULE_FAIL_CLOSED})")
+        return out
+
+    def store_problems(self, artifact: Artifact, store: ArtifactStore) -> list[str]:
+        """Every entry the manifest lists, complete in the store at its recorded sizes."""
+        from neuronforge import layout
+        from neuronforge.vllm_cache import CacheManifest
+        from neuronforge.vllm_cache import store_problems as missing
+
+        manifest = CacheManifest.read(artifact.root / LAUNCH_DIR / "vllm-cache.json")
+        return missing(store, layout.vllm_cache_prefix(self.version), manifest)
+
+
+# The cache switches whose prefix moved from VLLM_NEURON_ to NEURON_LIBTORCH_ with vllm-neuron 0.24.
+CACHE_SWITCHES = frozenset(
+    {
+        "REMOTE_CACHE",
+        "DISABLE_COMPILE_CACHE",
+        "COMPILATION_TIMEOUT",
+        "PARALLEL_COMPILE_WORKERS",
+        "DISABLE_GRAPH_CAPTURE_BACKEND",
+        "ASSERT_CACHE_HIT",
+    }
+)
+
+
+def kv_blocks(max_model_len: int, block_size: int, max_num_seqs: int) -> int:
+    """The KV blocks every sequence at full length needs (the pinned `--num-gpu-blocks-override`)."""
+    return ceil(max_model_len / block_size) * max_num_seqs
+
+
+def version_matches(pinned: str, found: str | None) -> bool:
+    """PEP 440 `==pinned`: exact, or any local label of a pin that has none."""
+    if found is None:
+        return False
+    return found == pinned or ("+" not in pinned and found.split("+", 1)[0] == pinned)
+
+
+# `launch/sync.sh`: store -> $VLLM_CACHE_ROOT/neuron/compile_cache, each entry checked against the
+# manifest (size, sha256) in a temporary folder, then renamed in whole: the plugin never sees half an
+# entry, and a server never starts on bytes other than the compiled ones.
+SYNC_SH = r"""#!/usr/bin/env bash
+# Fill $VLLM_CACHE_ROOT/neuron/compile_cache with every compiled graph of vllm-cache.json, verified.
+# Transfers with `aws s3 cp` (default) or s5cmd (SYNC_TOOL=s5cmd); a file:// store is copied.
+# AWS_ENDPOINT_URL is honoured by both. Re-running is safe: complete, verified entries are kept.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+if [ -z "${CACHE_URI:-}" ]; then set -a; . "$here/vllm.env"; set +a; fi
+cache="$VLLM_CACHE_ROOT/neuron/compile_cache"
+mkdir -p "$cache" "$MODEL_DIR"
+fetch() {  # fetch <uri> <local path>
+  case "$1" in
+    s3://*)
+      if [ "${SYNC_TOOL:-aws}" = s5cmd ]; then
+        s5cmd ${AWS_ENDPOINT_URL:+--endpoint-url "$AWS_ENDPOINT_URL"} cp "$1" "$2" >/dev/null
+      else aws s3 cp --only-show-errors "$1" "$2"; fi ;;
+    file://*) mkdir -p "$(dirname "$2")"; cp "${1#file://}" "$2" ;;
+    *) echo "sync.sh: cannot download $1" >&2; exit 2 ;;
+  esac
+}
+case "$MODEL_URI" in
+  s3://*) aws s3 sync --only-show-errors "$MODEL_URI" "$MODEL_DIR" ;;
+  file://*) cp -R "${MODEL_URI#file://}/." "$MODEL_DIR/" ;;
+  *) echo "sync.sh: cannot download $MODEL_URI" >&2; exit 2 ;;
+esac
+python3 - "$here/$CACHE_MANIFEST" > "$cache/.sync-plan" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+for e in m["entries"]:
+    for f in e["files"]:
+        print("entry", e["key"], f["path"], f["size"], f["sha256"])
+for f in m.get("nki", []):
+    print("nki", "-", f["path"], f["size"], f["sha256"])
+PY
+bad=0; done_keys=""
+while read -r kind key path size sha; do
+  if [ "$kind" = entry ]; then
+    if [ -f "$cache/$key/.compilation_complete" ] && [ -f "$cache/$key/.synced" ]; then continue; fi
+    dest="$cache/.$key.sync/$path"; uri="$CACHE_URI/$key/$path"
+    case " $done_keys " in *" $key "*) ;; *) done_keys="$done_keys $key" ;; esac
+  else
+    dest="$cache/$path"; uri="$CACHE_URI/$path"
+  fi
+  mkdir -p "$(dirname "$dest")"
+  fetch "$uri" "$dest"
+  if [ "$(stat -c %s "$dest")" != "$size" ] || [ "$(sha256sum "$dest" | cut -d' ' -f1)" != "$sha" ]; then
+    echo "sync.sh: $uri differs from $CACHE_MANIFEST (size or sha256)" >&2; bad=1
+  fi
+done < "$cache/.sync-plan"
+if [ "$bad" != 0 ]; then
+  for key in $done_keys; do rm -rf "$cache/.$key.sync"; done
+  exit 1
+fi
+for key in $done_keys; do  # whole entries appear at once, marker included
+  touch "$cache/.$key.sync/.synced"; rm -rf "${cache:?}/$key"; mv "$cache/.$key.sync" "$cache/$key"
+done
+rm -f "$cache/.sync-plan"
+echo "sync.sh: $(ls -d "$cache"/*/ 2>/dev/null | wc -l) graphs in $cache"
+"""
+
+
+PROFILES = (VllmNativeProfile(SDK_2_32), VllmNativeProfile(SDK_2_33))
