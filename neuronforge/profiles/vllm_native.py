@@ -355,7 +355,7 @@ class VllmNativeProfile(ServingProfile):
             "# options that do not change the graphs, e.g. --served-model-name NAME].\n"
             "set -euo pipefail\n"
             'here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\n'
-            f'set -a; . "$here/{ENV_FILE}"; set +a\n'
+            f"{LOAD_ENV}"
             f'bash "$here/{SYNC_FILE}"\n'
             f'exec vllm serve "$MODEL_DIR" \\\n  {lines} \\\n  --port "$PORT" "$@"\n'
         )
@@ -542,6 +542,13 @@ def version_matches(pinned: str, found: str | None) -> bool:
     return found == pinned or ("+" not in pinned and found.split("+", 1)[0] == pinned)
 
 
+# vllm.env, except the host's own folders (MODEL_DIR, VLLM_CACHE_ROOT) when the environment sets them.
+LOAD_ENV = (
+    'host_model_dir="${MODEL_DIR:-}"; host_cache_root="${VLLM_CACHE_ROOT:-}"\n'
+    'set -a; . "$here/vllm.env"; set +a\n'
+    'export MODEL_DIR="${host_model_dir:-$MODEL_DIR}" VLLM_CACHE_ROOT="${host_cache_root:-$VLLM_CACHE_ROOT}"\n'
+)
+
 # `launch/sync.sh`: store -> $VLLM_CACHE_ROOT/neuron/compile_cache, each entry checked against the
 # manifest (size, sha256) in a temporary folder, then renamed in whole: the plugin never sees half an
 # entry, and a server never starts on bytes other than the compiled ones.
@@ -551,7 +558,9 @@ SYNC_SH = r"""#!/usr/bin/env bash
 # AWS_ENDPOINT_URL is honoured by both. Re-running is safe: complete, verified entries are kept.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-if [ -z "${CACHE_URI:-}" ]; then set -a; . "$here/vllm.env"; set +a; fi
+host_model_dir="${MODEL_DIR:-}"; host_cache_root="${VLLM_CACHE_ROOT:-}"
+set -a; . "$here/vllm.env"; set +a
+MODEL_DIR="${host_model_dir:-$MODEL_DIR}"; VLLM_CACHE_ROOT="${host_cache_root:-$VLLM_CACHE_ROOT}"
 cache="$VLLM_CACHE_ROOT/neuron/compile_cache"
 mkdir -p "$cache" "$MODEL_DIR"
 fetch() {  # fetch <uri> <local path>

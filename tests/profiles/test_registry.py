@@ -13,17 +13,35 @@ from neuronforge.profiles.vllm_neuron import VllmNeuronProfile
 
 
 def test_the_registry_ships_the_profiles_of_the_issue() -> None:
-    assert profile_names() == ["cpu", "optimum-neuron", "vllm-neuron", "lmi-neuronx"]
+    assert profile_names() == ["cpu", "optimum-neuron", "vllm-neuron", "vllm-neuron-native", "lmi-neuronx"]
     refs = {p.ref for p in all_profiles()}
-    assert refs == {"cpu@local", "optimum-neuron@2.26.1", "vllm-neuron@2.26.1", "lmi-neuronx@2.21.1"}
-    # Toolchain queues: CPU workers of the SDK 2.26.1 image; LMI's transformers-neuronx compiles only
+    assert refs == {
+        "cpu@local",
+        "optimum-neuron@2.26.1",
+        "vllm-neuron@2.26.1",
+        "vllm-neuron-native@2.32.0",
+        "vllm-neuron-native@2.33.0",
+        "lmi-neuronx@2.21.1",
+    }
+    # Toolchain queues: CPU workers of each SDK image; LMI's transformers-neuronx compiles only
     # where it can load (a Neuron host of SDK 2.21.1).
-    assert neuron_queues() == ["neuron-2.21.1", "neuron-compile-2.26.1"]
-    # The full compiler version with its local label, as the real wheel of each SDK release reports it.
-    compilers = {"2.26.1": "2.21.33363.0+82129205", "2.21.1": "2.16.372.0+4a9b2326"}
+    assert neuron_queues() == [
+        "neuron-2.21.1",
+        "neuron-compile-2.26.1",
+        "neuron-compile-2.32.0",
+        "neuron-compile-2.33.0",
+    ]
+    # The full compiler version with its local label, as the real wheel of each SDK release reports it
+    # (SDK 2.33.0's label is not published: its pin is the public version, which any label satisfies).
+    compilers = {
+        "2.26.1": "2.21.33363.0+82129205",
+        "2.21.1": "2.16.372.0+4a9b2326",
+        "2.32.0": "2.27.5334.0+f702b353",
+        "2.33.0": "2.28.7631.0",
+    }
     for p in all_profiles():
         # A folder is named for what it holds: never `optimum/` for something optimum cannot load.
-        assert p.folder in {"cpu-aoti", "optimum-neuron", "nxdi", "split"}
+        assert p.folder in {"cpu-aoti", "optimum-neuron", "nxdi", "split", "model"}
         if p.neuron:
             assert p.pins.compiler_version == compilers[p.pins.sdk_release]
             assert p.device_queue == f"neuron-{p.pins.sdk_release}"
@@ -45,7 +63,13 @@ def test_a_bare_name_is_the_newest_version_and_name_at_version_pins_one(monkeypa
     monkeypatch.setattr(registry, "all_profiles", lambda: (*registered, Newer()))
     assert get_profile("vllm-neuron").ref == "vllm-neuron@2.27.0"
     assert get_profile("vllm-neuron@2.26.1").ref == "vllm-neuron@2.26.1"
-    assert neuron_queues() == ["neuron-2.21.1", "neuron-compile-2.26.1", "neuron-compile-2.27.0"]
+    assert neuron_queues() == [
+        "neuron-2.21.1",
+        "neuron-compile-2.26.1",
+        "neuron-compile-2.27.0",
+        "neuron-compile-2.32.0",
+        "neuron-compile-2.33.0",
+    ]
     with pytest.raises(
         InvalidInput, match=r"has no version '2\.30\.0'; registered: vllm-neuron@2\.26\.1, vllm-neuron@2\.27\.0"
     ):
@@ -55,8 +79,11 @@ def test_a_bare_name_is_the_newest_version_and_name_at_version_pins_one(monkeypa
 @pytest.mark.parametrize(
     ("name", "text"),
     [
-        ("tensorrt", "unknown profile 'tensorrt'; known profiles: cpu, optimum-neuron, vllm-neuron, lmi-neuronx"),
-        ("vllm-neuron-plugin", "Trn2/Trn3 only; the nearest supported profile is vllm-neuron"),
+        (
+            "tensorrt",
+            "unknown profile 'tensorrt'; known profiles: cpu, optimum-neuron, vllm-neuron, vllm-neuron-native, "
+            "lmi-neuronx",
+        ),
         ("tgi-neuron", "pinned optimum-neuron (0.3.0)"),
     ],
 )
@@ -72,7 +99,7 @@ def test_neuronforge_profiles_lists_the_registry(capsys) -> None:
     assert main(["profiles", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
     rows = {r["name"]: r for r in listing["profiles"]}
-    assert set(rows) == {"cpu", "optimum-neuron", "vllm-neuron", "lmi-neuronx"}
+    assert set(rows) == {"cpu", "optimum-neuron", "vllm-neuron", "vllm-neuron-native", "lmi-neuronx"}
     lmi = rows["lmi-neuronx"]
     assert (lmi["sdk_release"], lmi["compiler_version"], lmi["backend"], lmi["queue"]) == (
         "2.21.1",
@@ -89,7 +116,14 @@ def test_neuronforge_profiles_lists_the_registry(capsys) -> None:
     )
     assert optimum["instance_families"] == ["inf2", "trn1", "trn1n", "trn2"]
     assert optimum["publishes"].startswith("optimum-neuron/") and rows["vllm-neuron"]["publishes"].startswith("nxdi/")
-    assert {s["name"] for s in listing["not_supported"]} == {"vllm-neuron-plugin", "tgi-neuron"}
+    assert {s["name"] for s in listing["not_supported"]} == {"tgi-neuron"}
+    native = rows["vllm-neuron-native"]  # the newest release; both are listed in the text output
+    assert (native["sdk_release"], native["backend"], native["queue"]) == (
+        "2.33.0",
+        "vllm-native",
+        "neuron-compile-2.33.0",
+    )
+    assert native["instance_families"] == ["trn2", "trn3"]
     assert main(["profiles"]) == 0
     text = capsys.readouterr().out
     assert "vllm-neuron@2.26.1" in text and "not supported: tgi-neuron" in text

@@ -1,0 +1,436 @@
+"""Profile `vllm-neuron-native`: the vLLM Neuron plugin of SDK 2.32/2.33 through the FAKE plugin
+(tests/fakes/vllm_neuron_native, its cache as libtorch-neuronx-lite's compile/cache.py keeps it).
+
+The rules encoded here are the plugin's, from shared/reference/VLLM_NEURON_NATIVE.md (sources there:
+vllm_neuron/compile/cache.py and backend.py of the plugin, the SDK's compilation-cache and CPU-compile
+docs): an entry is complete with graph.hlo, graph_<key>.neff, its metadata naming the key, and
+`.compilation_complete` written last (§1.2); the key hashes the graph, every input shape, TP groups,
+the compiler / NKI versions and the target (§1.3); a local miss with VLLM_NEURON_DISABLE_WARMUP_COMPILE
+raises before the remote tier is read (§1.4); the cache switches are VLLM_NEURON_* in plugin 0.21 and
+NEURON_LIBTORCH_* from 0.24 (§1.1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from neuronforge import layout
+from neuronforge.errors import InvalidInput
+from neuronforge.pipeline import run_target
+from neuronforge.profiles import get_profile
+from neuronforge.profiles.base import Artifact
+from neuronforge.stores import open_store
+from neuronforge.target import TargetSpec
+from neuronforge.tinymodel import make_tiny_llama
+from neuronforge.vllm_cache import MARKER, CacheManifest, entry_problems
+from tests.fakes import VLLM_NATIVE, VLLM_SDK_2_32_0, VLLM_SDK_2_33_0, fake_python
+
+TARGET = {"instance_type": "trn2.3xlarge", "tp_degree": 4, "batch_size": 2, "sequence_length": 256, "dtype": "fp32"}
+
+
+def target(profile: str = "vllm-neuron-native@2.32", **kw) -> TargetSpec:
+    return TargetSpec(**{**TARGET, "profile": profile, **kw})
+
+
+# -- the declaration -------------------------------------------------------------------------------------
+def test_both_releases_are_registered_and_resolve_by_series() -> None:
+    assert get_profile("vllm-neuron-native@2.32").ref == "vllm-neuron-native@2.32.0"
+    assert get_profile("vllm-neuron-native").ref == "vllm-neuron-native@2.33.0"
+    p = get_profile("vllm-neuron-native@2.32")
+    # SDK 2.32.0's pins with their local labels (the DLC's), compiled on CPU workers of that image
+    assert p.pins.compiler_version == "2.27.5334.0+f702b353"
+    assert p.pins.packages["libtorch-neuronx-lite"] == "2.11.0.1.0.1284+f49d8626"
+    assert (p.queue, p.device_queue) == ("neuron-compile-2.32.0", "neuron-2.32.0")
+    assert not p.placement("compile").neuron_cores and p.placement("smoke").neuron_cores
+
+
+@pytest.mark.parametrize(
+    ("kw", "expected"),
+    [
+        ({"instance_type": "inf2.xlarge", "tp_degree": 2}, "for inf2 use profile vllm-neuron"),
+        ({"instance_type": "trn1.32xlarge", "tp_degree": 8}, "Trn2/Trn3 only"),
+        ({"quantization": "int8"}, "does not yet produce a quantized checkpoint"),
+        ({"max_context_length": 128}, "leave max_context_length unset"),
+        ({"backend_options": {"num_blocks": 3}}, "needs at least 16 KV blocks"),
+        ({"backend_options": {"fused_qkv": True}}, "not accepted by profile vllm-neuron-native"),
+    ],
+)
+def test_what_the_plugin_cannot_serve_is_refused_with_the_fix(kw: dict, expected: str) -> None:
+    t = target(**kw)
+    problems = t.serving_profile.problems(t, "llama")
+    assert any(expected in p for p in problems), problems
+
+
+def test_a_refused_model_type_names_the_profiles_that_serve_it() -> None:
+    t = target()
+    assert any("does not support mixtral" in p for p in t.serving_profile.problems(t, "mixtral"))
+
+
+def test_one_command_renders_the_compile_the_launch_and_the_manifest() -> None:
+    """The KV block count is pinned: without it the plugin sizes the KV cache from HBM, which the
+    CPU compile reads from a static table and the device from the runtime (§1.5)."""
+    p = get_profile("vllm-neuron-native@2.32")
+    command = p.serve_command(target())
+    flags = command.flags()
+    assert flags["num-gpu-blocks-override"] == "16"  # ceil(256/32) * 2 sequences
+    assert (flags["max-model-len"], flags["tensor-parallel-size"], flags["block-size"]) == ("256", "4", "32")
+    assert command.env == {"NEURON_PLATFORM_TARGET_OVERRIDE": "trn2", "NEURON_LOGICAL_NC_CONFIG": "2"}
+    settings = p.compile_settings(target(), "llama")
+    assert settings["argv"] == list(command.argv) and settings["env"] == dict(command.env)
+    assert settings["cache_env"] == "NEURON_LIBTORCH_"
+
+
+# -- built through the fake, published to a real S3 endpoint -----------------------------------------
+@pytest.fixture(scope="module")
+def published(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Iterator[dict]:
+    """A Llama on SDK 2.32.0 and a Qwen3 on SDK 2.33.0, built by the pipeline (compile in CPU-compile
+    mode, smoke from the synced cache with compiling forbidden), published to an S3 bucket."""
+    import boto3
+
+    base = tmp_path_factory.mktemp("vllm-native")
+    bucket = f"nf-{uuid.uuid4().hex[:12]}"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AWS_ENDPOINT_URL", s3_endpoint)
+        boto3.client("s3", endpoint_url=s3_endpoint).create_bucket(Bucket=bucket)
+        mp.setenv("NEURONFORGE_TOOLCHAIN_PYTHON_2_32_0", str(fake_python(base / "py232", *VLLM_SDK_2_32_0)))
+        mp.setenv("NEURONFORGE_TOOLCHAIN_PYTHON_2_33_0", str(fake_python(base / "py233", *VLLM_SDK_2_33_0)))
+        mp.setenv("FAKE_NEURON_DEVICES", "2")
+        store = open_store(f"s3://{bucket}/farm")
+        out = {"store": store, "base": base, "endpoint": s3_endpoint}
+        for name, model_type, profile in (
+            ("llama", "llama", "vllm-neuron-native@2.32"),
+            ("qwen3", "qwen3", "vllm-neuron-native@2.33"),
+        ):
+            model = make_tiny_llama(base / "models" / name, tokenizer=True, model_type=model_type)
+            t = target(profile)
+            outcome = run_target(str(model), t, store, base / "work")
+            root = base / "artifacts" / name
+            prefix = outcome.published.manifest_uri.removeprefix(store.uri("")).rsplit("/", 1)[0]
+            store.get_tree(prefix.lstrip("/"), root)
+            out[name] = {"outcome": outcome, "root": root, "target": t, "prefix": prefix.lstrip("/")}
+        yield out
+
+
+def _artifact(item: dict, where: Path) -> Artifact:
+    from neuronforge.request import Toolchain
+
+    root = where / "artifact"
+    shutil.copytree(item["root"], root)
+    manifest = json.loads((root / "manifest.json").read_text())
+    return Artifact(root, item["target"].normalized(), Toolchain.from_json(manifest["toolchain"]))
+
+
+@pytest.mark.parametrize("name", ["llama", "qwen3"])
+def test_every_compiled_graph_is_published_complete_marker_last(published: dict, name: str) -> None:
+    store, item = published["store"], published[name]
+    manifest = CacheManifest.read(item["root"] / "launch" / "vllm-cache.json")
+    version = item["target"].serving_profile.version
+    assert manifest.store_prefix == store.uri(layout.vllm_cache_prefix(version))
+    assert len(manifest.entries) == 4  # prefill 128, 256; decode 1, 2
+    local = published["base"] / "pulled" / name
+    for record in manifest.entries:
+        entry = local / record.key
+        store.get_tree(f"{layout.vllm_cache_prefix(version)}/{record.key}", entry)
+        assert entry_problems(entry) == []
+        assert json.loads((entry / ".artifact_metadata_v0.json").read_text())["cache_key"] == record.key
+        assert not (entry / ".cache_accessed").exists()  # host-local, never published
+    summary = item["outcome"].summary()
+    assert summary["status"] == "published" and summary["compiler_invocations"] == 4
+
+
+def test_the_manifest_records_the_image_versions_argv_env_and_target(published: dict) -> None:
+    manifest = CacheManifest.read(published["llama"]["root"] / "launch" / "vllm-cache.json")
+    assert manifest.versions["neuronx-cc"] == "2.27.5334.0+f702b353"
+    assert manifest.versions["libtorch-neuronx-lite"] == "2.11.0.1.0.1284+f49d8626"
+    assert manifest.versions["vllm-neuron"] == "0.24.0.1.1.0+e8242a9"
+    assert (manifest.target, manifest.route) == ("trn2", "xla")
+    assert "--num-gpu-blocks-override" in manifest.argv and manifest.built["mode"] == "cpu-compile"
+    qwen = CacheManifest.read(published["qwen3"]["root"] / "launch" / "vllm-cache.json")
+    assert qwen.route == "native" and qwen.versions["neuronx-cc"].startswith("2.28.7631.0+")
+
+
+@pytest.mark.parametrize("name", ["llama", "qwen3"])
+def test_the_published_artifact_passes_preflight_and_verify(published: dict, name: str, tmp_path: Path) -> None:
+    from neuronforge.verify import verify_artifact
+
+    artifact = _artifact(published[name], tmp_path)
+    assert artifact.target.serving_profile.preflight(artifact) == []
+    result = verify_artifact(published["store"], f"{published[name]['prefix']}/manifest.json", tmp_path / "v")
+    assert result.problems == []
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, (path, old)
+    path.write_text(text.replace(old, new))
+
+
+BROKEN = {
+    "serve.sh --max-model-len": (
+        ("serve.sh", "--max-model-len 256", "--max-model-len 128"),
+        "--max-model-len 128, the graphs were compiled with 256",
+    ),
+    "serve.sh without the KV block count": (
+        ("serve.sh", "  --num-gpu-blocks-override 16 \\\n", ""),
+        "--num-gpu-blocks-override <absent>, the graphs were compiled with 16",
+    ),
+    "serve.sh skips the sync": (("serve.sh", 'bash "$here/sync.sh"\n', ""), "does not sync the cache"),
+    "vllm.env target": (
+        ("vllm.env", "NEURON_PLATFORM_TARGET_OVERRIDE=trn2", "NEURON_PLATFORM_TARGET_OVERRIDE=trn3"),
+        "NEURON_PLATFORM_TARGET_OVERRIDE='trn3', the graphs were compiled with 'trn2'",
+    ),
+    "vllm.env not fail-closed": (
+        ("vllm.env", "VLLM_NEURON_DISABLE_WARMUP_COMPILE=1", "VLLM_NEURON_DISABLE_WARMUP_COMPILE=0"),
+        "VLLM_NEURON_DISABLE_WARMUP_COMPILE is not 1",
+    ),
+    "vllm.env with the 0.21 names": (
+        ("vllm.env", "NEURON_LIBTORCH_ASSERT_CACHE_HIT=1", "VLLM_NEURON_ASSERT_CACHE_HIT=1"),
+        "VLLM_NEURON_ASSERT_CACHE_HIT is not read by vLLM Neuron 0.24.0.1.1.0+e8242a9",
+    ),
+    "manifest compiler version": (
+        ("vllm-cache.json", '"neuronx-cc": "2.27.5334.0+f702b353"', '"neuronx-cc": "2.26.6360.0+aaaaaaaa"'),
+        "neuronx-cc 2.26.6360.0+aaaaaaaa, the profile pins 2.27.5334.0+f702b353",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_each_broken_rule_is_named_by_preflight(published: dict, case: str, tmp_path: Path) -> None:
+    artifact = _artifact(published["llama"], tmp_path)
+    (name, old, new), expected = BROKEN[case]
+    _edit(artifact.root / "launch" / name, old, new)
+    problems = artifact.target.serving_profile.preflight(artifact)
+    assert any(expected in p for p in problems), problems
+
+
+def test_an_entry_missing_from_the_store_is_named_by_verify(published: dict, tmp_path: Path) -> None:
+    """Checked on a copy of the store's cache: the published entries stay as they are."""
+    from neuronforge.stores import open_store as opener
+
+    store = published["store"]
+    item = published["llama"]
+    artifact = _artifact(item, tmp_path)
+    manifest = CacheManifest.read(artifact.root / "launch" / "vllm-cache.json")
+    copy = opener(f"file://{tmp_path / 'store'}")
+    prefix = layout.vllm_cache_prefix("2.32.0")
+    for record in manifest.entries:
+        store.get_tree(f"{prefix}/{record.key}", tmp_path / "e" / record.key)
+        copy.put_tree(tmp_path / "e" / record.key, f"{prefix}/{record.key}")
+    profile = item["target"].serving_profile
+    assert profile.store_problems(artifact, copy) == []
+    gone = manifest.entries[0].key
+    copy.delete_prefix(f"{prefix}/{gone}/{MARKER}")
+    problems = profile.store_problems(artifact, copy)
+    assert len(problems) == 1 and gone in problems[0] and "the server would compile this graph" in problems[0]
+
+
+# -- a serving host: sync.sh + `vllm serve`, compiling forbidden ------------------------------------------
+def _serving_host(tmp_path: Path, item: dict, endpoint: str, tool: str = "aws") -> dict[str, str]:
+    """A fresh host: its own folders, `vllm` the fake plugin's CLI in the SDK image's Python, `aws` and
+    `s5cmd` from this venv, Neuron devices."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    release = item["target"].serving_profile.version
+    folders = VLLM_SDK_2_32_0 if release == "2.32.0" else VLLM_SDK_2_33_0
+    python = fake_python(tmp_path / "image-python", *folders)
+    (bindir / "vllm").write_text(f'#!/bin/sh\nexec "{python}" -m vllm.entrypoints.cli.main "$@"\n')
+    (bindir / "vllm").chmod(0o755)
+    (bindir / "python3").symlink_to(sys.executable)
+    venv_bin = Path(sys.executable).parent
+    return {
+        **os.environ,
+        "PATH": f"{bindir}{os.pathsep}{venv_bin}{os.pathsep}{os.environ['PATH']}",
+        "AWS_ENDPOINT_URL": endpoint,
+        "MODEL_DIR": str(tmp_path / "host" / "model"),
+        "VLLM_CACHE_ROOT": str(tmp_path / "host" / "vllm"),
+        "FAKE_NEURON_DEVICES": "2",
+        "SYNC_TOOL": tool,
+        "PORT": "0",
+    }
+
+
+def _serve(launch: Path, env: dict[str, str], timeout_s: float = 120) -> tuple[bool, list[str]]:
+    """Run serve.sh until the server says it started (True) or exits (False)."""
+    proc = subprocess.Popen(
+        ["bash", str(launch / "serve.sh"), "--port", str(_port())],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout_s
+    assert proc.stdout is not None
+    try:
+        for line in proc.stdout:
+            lines.append(line.rstrip())
+            if "Application startup complete." in line:
+                return True, lines
+            if time.monotonic() > deadline:
+                break
+        return False, lines
+    finally:
+        os.killpg(proc.pid, 9)
+        proc.wait()
+
+
+def _port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize(("name", "tool"), [("llama", "aws"), ("qwen3", "s5cmd")])
+def test_a_fresh_serving_host_syncs_and_hits_every_graph(published: dict, name: str, tool: str, tmp_path: Path) -> None:
+    item = published[name]
+    launch = item["root"] / "launch"
+    env = _serving_host(tmp_path, item, published["endpoint"], tool)
+    started, lines = _serve(launch, env)
+    assert started, "\n".join(lines[-15:])
+    assert not any("Compiling graph" in line for line in lines)
+    manifest = CacheManifest.read(launch / "vllm-cache.json")
+    cache = Path(env["VLLM_CACHE_ROOT"]) / "neuron" / "compile_cache"
+    assert {r.key for r in manifest.entries} <= {p.name for p in cache.iterdir() if p.is_dir()}
+    assert all((cache / r.key / ".cache_accessed").exists() for r in manifest.entries)  # each one a local hit
+    # a second start syncs nothing and still hits
+    started, _ = _serve(launch, env)
+    assert started
+
+
+def test_a_one_field_change_to_serve_sh_fails_the_start_instead_of_compiling(published: dict, tmp_path: Path) -> None:
+    item = published["llama"]
+    launch = tmp_path / "launch"
+    shutil.copytree(item["root"] / "launch", launch)
+    _edit(launch / "serve.sh", "--max-model-len 256", "--max-model-len 128")
+    env = _serving_host(tmp_path, item, published["endpoint"])
+    started, lines = _serve(launch, env)
+    assert not started
+    assert any("local compile cache miss for key" in line for line in lines), lines[-5:]
+    cache = Path(env["VLLM_CACHE_ROOT"]) / "neuron" / "compile_cache"
+    manifest = CacheManifest.read(launch / "vllm-cache.json")
+    assert {p.name for p in cache.iterdir() if p.is_dir()} == {r.key for r in manifest.entries}  # nothing compiled
+
+
+def test_sync_refuses_bytes_that_differ_from_the_manifest(published: dict, tmp_path: Path) -> None:
+    item = published["llama"]
+    launch = tmp_path / "launch"
+    shutil.copytree(item["root"] / "launch", launch)
+    manifest = json.loads((launch / "vllm-cache.json").read_text())
+    manifest["entries"][0]["files"][0]["sha256"] = "0" * 64
+    (launch / "vllm-cache.json").write_text(json.dumps(manifest))
+    env = _serving_host(tmp_path, item, published["endpoint"])
+    done = subprocess.run(["bash", str(launch / "sync.sh")], env=env, capture_output=True, text=True)
+    assert done.returncode == 1 and "differs from vllm-cache.json" in done.stderr
+    cache = Path(env["VLLM_CACHE_ROOT"]) / "neuron" / "compile_cache"
+    assert not [p for p in cache.iterdir() if p.is_dir() and not p.name.startswith(".")]
+
+
+# -- the fake itself: the plugin's observable rules --------------------------------------------------------
+def _fake(tmp_path: Path, code: str, env: dict[str, str], folders: tuple[Path, ...] = VLLM_SDK_2_32_0) -> str:
+    python = fake_python(tmp_path / f"py-{uuid.uuid4().hex[:6]}", *folders)
+    done = subprocess.run(
+        [str(python), "-c", code], env={**os.environ, **env}, capture_output=True, text=True, check=False
+    )
+    return done.stdout + done.stderr
+
+
+KEYS = (
+    "import json, sys; from libtorch_neuronx_lite.compile.cache import create_cache_hash as h; "
+    "print(json.dumps([h('g', [('bfloat16', (2, 4), (4, 1))], {'compiler_args': '-O1'}), "
+    "h('g', [('bfloat16', (2, 8), (8, 1))], {'compiler_args': '-O1'}), "
+    "h('g', [('bfloat16', (2, 4), (4, 1))], {'compiler_args': '-O2'})]))"
+)
+
+
+def test_the_fake_key_changes_with_shapes_flags_target_and_versions(tmp_path: Path) -> None:
+    def keys(env: dict[str, str], folders: tuple[Path, ...] = VLLM_SDK_2_32_0) -> list[str]:
+        return json.loads(_fake(tmp_path, KEYS, env, folders).splitlines()[-1])
+
+    trn2 = keys({"NEURON_PLATFORM_TARGET_OVERRIDE": "trn2"})
+    assert len(set(trn2)) == 3 and all(len(k) == 32 for k in trn2)
+    assert keys({"NEURON_PLATFORM_TARGET_OVERRIDE": "trn2"}) == trn2  # deterministic
+    assert set(keys({"NEURON_PLATFORM_TARGET_OVERRIDE": "trn3"})).isdisjoint(trn2)
+    assert set(keys({"NEURON_PLATFORM_TARGET_OVERRIDE": "trn2"}, VLLM_SDK_2_33_0)).isdisjoint(trn2)
+
+
+LOOKUP = (
+    "import os, sys; from pathlib import Path; from libtorch_neuronx_lite.compile import cache; "
+    "print(cache.lookup_or_compile(Path(sys.argv[1] if len(sys.argv) > 1 else os.environ['LOCAL']), "
+    "os.environ['KEY'], 'hlo', 'cmd'))"
+)
+
+
+def _remote_entry(tmp_path: Path) -> tuple[Path, str]:
+    key = "0123456789abcdef0123456789abcdef"
+    remote = tmp_path / "remote"
+    out = _fake(tmp_path, LOOKUP, {"LOCAL": str(remote), "KEY": key})
+    assert out.strip().endswith("compiled")
+    return remote, key
+
+
+def test_the_fake_fails_closed_before_the_remote_tier(tmp_path: Path) -> None:
+    remote, key = _remote_entry(tmp_path)
+    env = {"LOCAL": str(tmp_path / "local"), "KEY": key, "NEURON_LIBTORCH_REMOTE_CACHE": str(remote)}
+    assert _fake(tmp_path, LOOKUP, env).strip().endswith("remote")
+    shutil.rmtree(tmp_path / "local")
+    out = _fake(tmp_path, LOOKUP, {**env, "VLLM_NEURON_DISABLE_WARMUP_COMPILE": "1"})
+    assert "local compile cache miss for key" in out and not (tmp_path / "local" / key).exists()
+
+
+def test_the_fake_reads_the_cache_switches_of_its_generation(tmp_path: Path) -> None:
+    """sdk#1368: on 0.24 the VLLM_NEURON_* names have no effect; on 0.21 the NEURON_LIBTORCH_* ones."""
+    remote, key = _remote_entry(tmp_path)
+    old = tmp_path / "plugin-0.21"
+    info = old / "vllm_neuron-0.21.0.1.0.0+794754d.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm-neuron\nVersion: 0.21.0.1.0.0+794754d\n")
+    for folders, works, ignored in (
+        (VLLM_SDK_2_32_0, "NEURON_LIBTORCH_", "VLLM_NEURON_"),
+        ((old, *VLLM_SDK_2_32_0), "VLLM_NEURON_", "NEURON_LIBTORCH_"),
+    ):
+        local = tmp_path / f"local-{works}"
+        env = {"LOCAL": str(local), "KEY": key, f"{ignored}REMOTE_CACHE": str(remote)}
+        assert _fake(tmp_path, LOOKUP, env, folders).strip().endswith("compiled")
+        shutil.rmtree(local)
+        env = {"LOCAL": str(local), "KEY": key, f"{works}REMOTE_CACHE": str(remote)}
+        assert _fake(tmp_path, LOOKUP, env, folders).strip().endswith("remote")
+
+
+def test_the_fake_refuses_an_entry_whose_metadata_names_another_key(tmp_path: Path) -> None:
+    remote, key = _remote_entry(tmp_path)
+    meta = remote / key / ".artifact_metadata_v0.json"
+    meta.write_text(json.dumps({"cache_key": "f" * 32}))
+    assert "Cache key mismatch" in _fake(tmp_path, LOOKUP, {"LOCAL": str(remote), "KEY": key})
+    assert entry_problems(remote / key) and "Cache key mismatch" in entry_problems(remote / key)[0]
+
+
+def test_an_unpinned_kv_block_count_makes_the_server_miss_what_the_cpu_compiled(tmp_path: Path) -> None:
+    """Why the profile pins --num-gpu-blocks-override (§1.5): CPU-compile sizes KV from the static
+    table, the device from what the runtime reports."""
+    model = make_tiny_llama(tmp_path / "m", tokenizer=True)
+    code = (
+        "import transformers, sys; from vllm import LLM; "
+        f"LLM({str(model)!r}, tensor_parallel_size=2, max_model_len=256, max_num_seqs=1, block_size=32)"
+    )
+    common = {"VLLM_CACHE_ROOT": str(tmp_path / "c"), "NEURON_PLATFORM_TARGET_OVERRIDE": "trn2"}
+    compiled = _fake(tmp_path, code, {**common, "VLLM_NEURON_CPU_COMPILE": "1"})
+    served = _fake(tmp_path, code, {**common, "FAKE_NEURON_DEVICES": "2", "VLLM_NEURON_DISABLE_WARMUP_COMPILE": "1"})
+    assert "Compilation cache key" in compiled and "local compile cache miss" in served
+    assert VLLM_NATIVE.is_dir()
+
+
+def test_the_unknown_profile_names_the_new_one(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="unknown profile 'vllm-neuron-plugin'.*vllm-neuron-native"):
+        get_profile("vllm-neuron-plugin")
