@@ -432,5 +432,5 @@ def test_an_unpinned_kv_block_count_makes_the_server_miss_what_the_cpu_compiled(
 
 
 def test_the_unknown_profile_names_the_new_one(tmp_path: Path) -> None:
-    with pytest.raises(InvalidInput, match="unknown profile 'vllm-neuron-plugin'.*vllm-neuron-native"):
+    with pytest.raises(InvalidInput, match=r"unknown profile .vllm-neuron-plugin.*vllm-neuron-native"):
         get_profile("vllm-neuron-plugin")
