@@ -43,7 +43,17 @@ def test_dag_parses_with_routing_and_form(dag) -> None:
         "cpu_target",
         "neuron_2_21_1_target",
         "neuron_2_26_1_target",
+        "neuron_2_32_0_target",
+        "neuron_2_33_0_target",
     }
+    # The vLLM Neuron plugin (SDK 2.32.0) compiles on CPU workers of its image, smoke-loads on trn2 hosts.
+    native = "neuron_2_32_0_target"
+    for name, queue, pool in (
+        ("prepare", "neuron-compile-2.32.0", "default_pool"),
+        ("compile_graphs", "neuron-compile-2.32.0", "default_pool"),
+        ("smoke", "neuron-2.32.0", "neuron_cores"),
+    ):
+        assert (tasks[f"{native}.{name}"].queue, tasks[f"{native}.{name}"].pool) == (queue, pool)
     # transformers-neuronx (LMI, SDK 2.21.1) compiles only where it can load: on its Neuron hosts.
     lmi = "neuron_2_21_1_target"
     for name in ("compile_graphs", "smoke"):

@@ -361,11 +361,13 @@ def _check_isolation(a: Path, b: Path) -> bool:
 def _fake_toolchains(root: Path) -> dict[str, str]:
     """The toolchain interpreters of the SDK images, as the FAKE SDKs (tests/fakes): one per release
     a registered profile pins, in a folder every worker sees."""
-    from tests.fakes import OPTIMUM, SDK_2_21_1, SDK_2_26_1, fake_python
+    from tests.fakes import OPTIMUM, SDK_2_21_1, SDK_2_26_1, VLLM_SDK_2_32_0, VLLM_SDK_2_33_0, fake_python
 
     return {
         "NEURONFORGE_TOOLCHAIN_PYTHON_2_26_1": str(fake_python(root / "sdk-2.26.1" / "python", OPTIMUM, *SDK_2_26_1)),
         "NEURONFORGE_TOOLCHAIN_PYTHON_2_21_1": str(fake_python(root / "sdk-2.21.1" / "python", *SDK_2_21_1)),
+        "NEURONFORGE_TOOLCHAIN_PYTHON_2_32_0": str(fake_python(root / "sdk-2.32.0" / "python", *VLLM_SDK_2_32_0)),
+        "NEURONFORGE_TOOLCHAIN_PYTHON_2_33_0": str(fake_python(root / "sdk-2.33.0" / "python", *VLLM_SDK_2_33_0)),
     }
 
 
@@ -432,7 +434,7 @@ def deploy(root: Path) -> Deployment:
                 root / COMPILE_WORKER,
                 root / COMPILE_WORKER / "home",
                 free_port(),
-                "neuron-compile-2.26.1",
+                "neuron-compile-2.26.1,neuron-compile-2.32.0,neuron-compile-2.33.0",
                 toolchains,
             ),
             # A Neuron host of both SDK images' queues: the toolchains and Neuron devices.
@@ -441,7 +443,7 @@ def deploy(root: Path) -> Deployment:
                 root / NEURON_WORKER,
                 root / NEURON_WORKER / "home",
                 free_port(),
-                "neuron-2.26.1,neuron-2.21.1",
+                "neuron-2.26.1,neuron-2.21.1,neuron-2.32.0,neuron-2.33.0",
                 {**toolchains, "FAKE_NEURON_DEVICES": "2"},
             ),
         ]

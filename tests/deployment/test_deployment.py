@@ -397,3 +397,63 @@ def test_neuron_builds_compile_on_a_cpu_worker_and_load_on_a_neuron_host(deploym
     assert {hosts[(stage, 0)] for stage in ("prepare", "compile_graphs", "smoke")} == {NEURON_WORKER}, hosts
     assert dep.xcom(COMPILE_DAG, lmi["dag_run_id"], "neuron_2_21_1_target.publish_artifact", 0)["status"] == "published"
     note(f"(7) lmi-neuronx: prepare, compile and smoke on {NEURON_WORKER}; {time.time() - t1:.0f}s")
+
+
+# -- (8) the vLLM Neuron plugin (SDK 2.32/2.33): compile on CPU, publish the plugin's cache, serve with no compile
+NATIVE_TARGET = {"instance_type": "trn2.3xlarge", "tp_degree": 4, "batch_size": 2, "sequence_length": 256}
+
+
+def test_vllm_neuron_native_builds_publish_a_cache_a_fresh_server_hits(deployment: Deployment, tmp_path: Path) -> None:
+    """A Llama on SDK 2.32.0 and a Qwen3 on SDK 2.33.0, through the DAG: the plugin's CPU-compile mode on
+    the SDK image's CPU worker, the smoke test on the Neuron host; then a fresh serving host runs the
+    published sync.sh + `vllm serve` (fake plugin) with compiling forbidden and hits every graph."""
+    from neuronforge.tinymodel import make_tiny_llama
+    from neuronforge.vllm_cache import CacheManifest
+    from tests.vllm_serving import serve, serving_host
+
+    dep = deployment
+    client = _s3(dep)
+    for name, model_type, release in (("llama", "llama", "2.32.0"), ("qwen3", "qwen3", "2.33.0")):
+        folder = make_tiny_llama(tmp_path / name, seed=11, tokenizer=True, model_type=model_type)
+        prefix = f"models/native-{name}"
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            client.upload_file(str(path), dep.bucket, f"{prefix}/{path.relative_to(folder)}")
+        target = {**NATIVE_TARGET, "profile": f"vllm-neuron-native@{release}"}
+        t0 = time.time()
+        run = _run(dep, COMPILE_DAG, {"model": f"s3://{dep.bucket}/{prefix}", "targets": [target]}, f"native-{name}")
+        _succeeded(dep, COMPILE_DAG, run)
+        group = f"neuron_{release.replace('.', '_')}_target"
+        hosts = _hosts(dep, run["dag_run_id"], group)
+        assert (hosts[("prepare", 0)], hosts[("compile_graphs", 0)], hosts[("smoke", 0)]) == (
+            COMPILE_WORKER,
+            COMPILE_WORKER,
+            NEURON_WORKER,
+        ), hosts
+        published = dep.xcom(COMPILE_DAG, run["dag_run_id"], f"{group}.publish_artifact", 0)
+        assert published["status"] == "published", published
+        artifact = published["manifest_uri"].split("/", 3)[3].rsplit("/", 1)[0]
+        launch = tmp_path / f"{name}-launch"
+        for obj in client.list_objects_v2(Bucket=dep.bucket, Prefix=f"{artifact}/launch/")["Contents"]:
+            dest = launch / obj["Key"].rsplit("/", 1)[1]
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            client.download_file(dep.bucket, obj["Key"], str(dest))
+        host = tmp_path / f"{name}-host"
+        env = serving_host(
+            host,
+            release,
+            dep.s3.endpoint,
+            AWS_ACCESS_KEY_ID="testing",
+            AWS_SECRET_ACCESS_KEY="testing",
+            AWS_DEFAULT_REGION="us-east-1",
+        )
+        started, lines = serve(launch, env)
+        assert started, "\n".join(lines[-15:])
+        assert not any("Compiling graph" in line for line in lines)
+        manifest = CacheManifest.read(launch / "vllm-cache.json")
+        cache = Path(env["VLLM_CACHE_ROOT"]) / "neuron" / "compile_cache"
+        assert all((cache / r.key / ".cache_accessed").exists() for r in manifest.entries)
+        note(
+            f"(8) vllm-neuron-native@{release} {name}: compiled on {COMPILE_WORKER}, smoke on {NEURON_WORKER}, "
+            f"{len(manifest.entries)} graphs published; a fresh server synced them and hit every one; "
+            f"{time.time() - t0:.0f}s"
+        )

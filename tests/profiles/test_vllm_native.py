@@ -15,8 +15,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +31,7 @@ from neuronforge.target import TargetSpec
 from neuronforge.tinymodel import make_tiny_llama
 from neuronforge.vllm_cache import MARKER, CacheManifest, entry_problems
 from tests.fakes import VLLM_NATIVE, VLLM_SDK_2_32_0, VLLM_SDK_2_33_0, fake_python
+from tests.vllm_serving import serve, serving_host
 
 TARGET = {"instance_type": "trn2.3xlarge", "tp_degree": 4, "batch_size": 2, "sequence_length": 256, "dtype": "fp32"}
 
@@ -235,61 +234,11 @@ def test_an_entry_missing_from_the_store_is_named_by_verify(published: dict, tmp
 
 # -- a serving host: sync.sh + `vllm serve`, compiling forbidden ------------------------------------------
 def _serving_host(tmp_path: Path, item: dict, endpoint: str, tool: str = "aws") -> dict[str, str]:
-    """A fresh host: its own folders, `vllm` the fake plugin's CLI in the SDK image's Python, `aws` and
-    `s5cmd` from this venv, Neuron devices."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    release = item["target"].serving_profile.version
-    folders = VLLM_SDK_2_32_0 if release == "2.32.0" else VLLM_SDK_2_33_0
-    python = fake_python(tmp_path / "image-python", *folders)
-    (bindir / "vllm").write_text(f'#!/bin/sh\nexec "{python}" -m vllm.entrypoints.cli.main "$@"\n')
-    (bindir / "vllm").chmod(0o755)
-    (bindir / "python3").symlink_to(sys.executable)
-    venv_bin = Path(sys.executable).parent
-    return {
-        **os.environ,
-        "PATH": f"{bindir}{os.pathsep}{venv_bin}{os.pathsep}{os.environ['PATH']}",
-        "AWS_ENDPOINT_URL": endpoint,
-        "MODEL_DIR": str(tmp_path / "host" / "model"),
-        "VLLM_CACHE_ROOT": str(tmp_path / "host" / "vllm"),
-        "FAKE_NEURON_DEVICES": "2",
-        "SYNC_TOOL": tool,
-        "PORT": "0",
-    }
+    return serving_host(tmp_path, item["target"].serving_profile.version, endpoint, tool)
 
 
-def _serve(launch: Path, env: dict[str, str], timeout_s: float = 120) -> tuple[bool, list[str]]:
-    """Run serve.sh until the server says it started (True) or exits (False)."""
-    proc = subprocess.Popen(
-        ["bash", str(launch / "serve.sh"), "--port", str(_port())],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    lines: list[str] = []
-    deadline = time.monotonic() + timeout_s
-    assert proc.stdout is not None
-    try:
-        for line in proc.stdout:
-            lines.append(line.rstrip())
-            if "Application startup complete." in line:
-                return True, lines
-            if time.monotonic() > deadline:
-                break
-        return False, lines
-    finally:
-        os.killpg(proc.pid, 9)
-        proc.wait()
-
-
-def _port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _serve(launch: Path, env: dict[str, str]) -> tuple[bool, list[str]]:
+    return serve(launch, env)
 
 
 @pytest.mark.parametrize(("name", "tool"), [("llama", "aws"), ("qwen3", "s5cmd")])
