@@ -204,7 +204,7 @@ def store_problems(store: ArtifactStore, prefix: str, manifest: CacheManifest) -
     file at its recorded size: what a server that syncs the entries would otherwise miss."""
     out = []
     for record in manifest.entries:
-        base = f"{prefix}/{record.key}"
+        base = f"{prefix}/{record.key}".lstrip("/")
         present = {o.key[len(base) + 1 :]: o.size for o in store.list(base)}
         if MARKER not in present:
             out.append(f"{store.uri(base)}: missing or incomplete (no {MARKER}); the server would compile this graph")
@@ -215,7 +215,7 @@ def store_problems(store: ArtifactStore, prefix: str, manifest: CacheManifest) -
             elif present[rel] != size:
                 out.append(f"{store.uri(base)}/{rel}: {present[rel]} bytes, the manifest says {size}")
     for rel, _, _ in manifest.nki:
-        if not store.exists(f"{prefix}/{rel}"):
+        if not store.exists(f"{prefix}/{rel}".lstrip("/")):
             out.append(f"{store.uri(prefix)}/{rel}: missing (NKI results travel with the entries)")
     return out
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from neuronforge.backends.vllm_native import ARCHITECTURES, BACKEND, CACHE_MANIFEST
+from neuronforge.errors import InvalidInput
 from neuronforge.profiles.base import (
     LAUNCH_DIR,
     Artifact,
@@ -508,13 +509,24 @@ class VllmNativeProfile(ServingProfile):
         return out
 
     def store_problems(self, artifact: Artifact, store: ArtifactStore) -> list[str]:
-        """Every entry the manifest lists, complete in the store at its recorded sizes."""
-        from neuronforge import layout
+        """Every entry the manifest lists, complete at its recorded sizes in the cache the artifact
+        was published with (the manifest's `store_prefix`, wherever `verify` was pointed: the store's
+        root or the artifact's own folder)."""
+        from neuronforge.errors import StoreError
+        from neuronforge.stores import open_store
         from neuronforge.vllm_cache import CacheManifest
         from neuronforge.vllm_cache import store_problems as missing
 
-        manifest = CacheManifest.read(artifact.root / LAUNCH_DIR / "vllm-cache.json")
-        return missing(store, layout.vllm_cache_prefix(self.version), manifest)
+        try:
+            manifest = CacheManifest.read(artifact.root / LAUNCH_DIR / "vllm-cache.json")
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            return [
+                f"{LAUNCH_DIR}/vllm-cache.json: unreadable ({exc}): which cache entries the server needs is unknown"
+            ]
+        try:
+            return missing(open_store(manifest.store_prefix), "", manifest)
+        except (StoreError, InvalidInput) as exc:
+            return [f"the vLLM Neuron cache {manifest.store_prefix} cannot be read: {exc}"]
 
 
 # The cache switches whose prefix moved from VLLM_NEURON_ to NEURON_LIBTORCH_ with vllm-neuron 0.24.

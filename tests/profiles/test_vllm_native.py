@@ -212,23 +212,26 @@ def test_each_broken_rule_is_named_by_preflight(published: dict, case: str, tmp_
 
 
 def test_an_entry_missing_from_the_store_is_named_by_verify(published: dict, tmp_path: Path) -> None:
-    """Checked on a copy of the store's cache: the published entries stay as they are."""
+    """Checked against the cache the manifest names (here a file:// copy of the published entries, so the
+    shared bucket stays as it is), wherever `verify` was pointed."""
     from neuronforge.stores import open_store as opener
 
-    store = published["store"]
-    item = published["llama"]
+    store, item = published["store"], published["llama"]
     artifact = _artifact(item, tmp_path)
-    manifest = CacheManifest.read(artifact.root / "launch" / "vllm-cache.json")
+    path = artifact.root / "launch" / "vllm-cache.json"
+    manifest = CacheManifest.read(path)
     copy = opener(f"file://{tmp_path / 'store'}")
     prefix = layout.vllm_cache_prefix("2.32.0")
     for record in manifest.entries:
         store.get_tree(f"{prefix}/{record.key}", tmp_path / "e" / record.key)
         copy.put_tree(tmp_path / "e" / record.key, f"{prefix}/{record.key}")
+    manifest.store_prefix = copy.uri(prefix)
+    path.write_text(json.dumps(manifest.to_json()))
     profile = item["target"].serving_profile
-    assert profile.store_problems(artifact, copy) == []
+    assert profile.store_problems(artifact, store) == []
     gone = manifest.entries[0].key
     copy.delete_prefix(f"{prefix}/{gone}/{MARKER}")
-    problems = profile.store_problems(artifact, copy)
+    problems = profile.store_problems(artifact, store)
     assert len(problems) == 1 and gone in problems[0] and "the server would compile this graph" in problems[0]
 
 
