@@ -467,13 +467,19 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from neuronforge.verify import verify_artifact
 
     store, key = _open_manifest(args.uri)
-    result = verify_artifact(store, key, Path(args.work_dir).expanduser())
+    result = verify_artifact(store, key, Path(args.work_dir).expanduser(), retrace=args.retrace)
     if args.json:
         _print_json(result.to_json())
     else:
         print(f"artifact  {result.artifact_uri}")
         print(f"profile   {result.profile}")
         print(f"files     {result.files} checked against the manifest (size and sha256)")
+        if result.retraced is not None:
+            print(
+                "retrace   the serving command traced again in the toolchain's interpreter, compiling forbidden"
+                if result.retraced
+                else "retrace   not applicable: the profile has no start-up re-trace"
+            )
         for problem in result.problems:
             print(f"  FAIL {problem}")
         print("ok: the files match and the consumer's load-time rules hold" if result.ok else "FAILED")
@@ -712,6 +718,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("verify", help="re-hash a published artifact and run its profile's consumer preflight")
     p.add_argument("uri", help="URI of a manifest.json or of an artifact root")
     p.add_argument("--work-dir", default=str(_default_work_dir()))
+    p.add_argument(
+        "--retrace",
+        action="store_true",
+        help="also re-run the consumer's start-up in its SDK image's interpreter, no device, compiling "
+        "forbidden (vllm-neuron-native: on a CPU worker of queue neuron-compile-<sdk>)",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_verify)
 

@@ -29,6 +29,7 @@ class Verification:
     profile: str
     files: int
     problems: list[str] = field(default_factory=list)
+    retraced: bool | None = None  # --retrace: ran (True), not asked (None), the profile has none (False)
 
     @property
     def ok(self) -> bool:
@@ -38,9 +39,10 @@ class Verification:
         return {**asdict(self), "ok": self.ok}
 
 
-def verify_artifact(store: ArtifactStore, manifest_key: str, work_dir: Path) -> Verification:
+def verify_artifact(store: ArtifactStore, manifest_key: str, work_dir: Path, retrace: bool = False) -> Verification:
     """Re-hash every file of the artifact whose manifest is `manifest_key`, then run its profile's
-    preflight on the downloaded copy."""
+    preflight on the downloaded copy; with `retrace`, also the profile's start-up re-trace in its
+    toolchain's interpreter (`ServingProfile.retrace_problems`)."""
     from neuronforge.profiles import get_profile
     from neuronforge.profiles.base import Artifact
 
@@ -73,6 +75,10 @@ def verify_artifact(store: ArtifactStore, manifest_key: str, work_dir: Path) -> 
             return result
         result.problems += [f"preflight ({profile.ref}): {p}" for p in profile.preflight(artifact)]
         result.problems += [f"store ({profile.ref}): {p}" for p in profile.store_problems(artifact, store)]
+        if retrace:
+            found = profile.retrace_problems(artifact, root / ".retrace")
+            result.retraced = found is not None
+            result.problems += [f"retrace ({profile.ref}): {p}" for p in found or []]
         return result
     finally:
         shutil.rmtree(root, ignore_errors=True)

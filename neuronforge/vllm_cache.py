@@ -42,6 +42,11 @@ HOST_LOCAL = re.compile(r"\.cache_accessed|.*\.lock")
 MANIFEST_SCHEMA = 1
 
 
+def _at(prefix: str, rel: str) -> str:
+    """`prefix/rel`, or `rel` alone at a store's root (prefix "")."""
+    return f"{prefix}/{rel}" if prefix else rel
+
+
 def compile_cache_dir(cache_root: Path) -> Path:
     """The folder the plugin reads under `$VLLM_CACHE_ROOT` (vllm_neuron/envs.py
     get_neuron_compile_cache_dir)."""
@@ -204,7 +209,7 @@ def store_problems(store: ArtifactStore, prefix: str, manifest: CacheManifest) -
     file at its recorded size: what a server that syncs the entries would otherwise miss."""
     out = []
     for record in manifest.entries:
-        base = f"{prefix}/{record.key}".lstrip("/")
+        base = _at(prefix, record.key)
         present = {o.key[len(base) + 1 :]: o.size for o in store.list(base)}
         if MARKER not in present:
             out.append(f"{store.uri(base)}: missing or incomplete (no {MARKER}); the server would compile this graph")
@@ -215,7 +220,7 @@ def store_problems(store: ArtifactStore, prefix: str, manifest: CacheManifest) -
             elif present[rel] != size:
                 out.append(f"{store.uri(base)}/{rel}: {present[rel]} bytes, the manifest says {size}")
     for rel, _, _ in manifest.nki:
-        if not store.exists(f"{prefix}/{rel}".lstrip("/")):
+        if not store.exists(_at(prefix, rel)):
             out.append(f"{store.uri(prefix)}/{rel}: missing (NKI results travel with the entries)")
     return out
 
@@ -238,7 +243,7 @@ def pull(store: ArtifactStore, prefix: str, manifest: CacheManifest, cache_dir: 
         tmp = cache_dir / f".{record.key}.sync"
         shutil.rmtree(tmp, ignore_errors=True)
         try:
-            store.get_files([(f"{prefix}/{record.key}/{rel}", tmp / rel) for rel, _, _ in record.files])
+            store.get_files([(_at(prefix, f"{record.key}/{rel}"), tmp / rel) for rel, _, _ in record.files])
         except NotFound as exc:
             shutil.rmtree(tmp, ignore_errors=True)
             raise SyncFailed(f"{store.uri(prefix)}/{record.key}: {exc}") from None
@@ -252,7 +257,7 @@ def pull(store: ArtifactStore, prefix: str, manifest: CacheManifest, cache_dir: 
         pulled.append(record.key)
     for rel, size, sha in manifest.nki:
         dest = cache_dir / rel
-        store.get_file(f"{prefix}/{rel}", dest)
+        store.get_file(_at(prefix, rel), dest)
         if dest.stat().st_size != size or _sha256(dest) != sha:
             dest.unlink()
             raise SyncFailed(f"{store.uri(prefix)}/{rel}: size or sha256 differs from the manifest")

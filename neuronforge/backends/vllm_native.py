@@ -21,7 +21,7 @@ import json
 import re
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from neuronforge.backends.base import Backend, CompileJob, CompileResult, GenerateJob, Generation
 from neuronforge.backends.child import copy_served_files, generation_rows
@@ -141,6 +141,45 @@ class VllmNativeBackend(Backend):
         out = generation_rows(result)
         out["compiled"] = sorted(local_keys(cache_dir) - before)
         return out
+
+    def retrace(
+        self, model_dir: Path, settings: dict[str, Any], python: Any, work_dir: Path, timeout_s: float
+    ) -> list[str]:
+        """Preflight P1 (shared/reference/VLLM_NEURON_NATIVE.md §1.8), in the serving image's
+        interpreter on a CPU worker: sync the manifest's entries into a fresh cache, then trace the
+        serving command again in CPU-compile mode with compiling forbidden. The plugin normalises
+        `meta` to `neuron:0` and sizes KV from the static table in this mode so that CPU and device keys
+        agree: a graph the launch files would make the server compile raises here, before deployment."""
+        from neuronforge.backends.child import ChildFailed
+        from neuronforge.errors import StoreError
+        from neuronforge.stores import open_store
+        from neuronforge.vllm_cache import CacheManifest, SyncFailed, compile_cache_dir, local_keys, pull
+
+        manifest = CacheManifest.read(Path(settings["manifest"]))
+        root = work_dir / "vllm-retrace"
+        shutil.rmtree(root, ignore_errors=True)
+        cache_dir = compile_cache_dir(root)
+        try:
+            pull(open_store(manifest.store_prefix), "", manifest, cache_dir)
+        except (SyncFailed, StoreError) as exc:
+            return [f"re-trace: the published cache cannot be synced: {exc}"]
+        before = local_keys(cache_dir)
+        env = {
+            **settings["env"],
+            "VLLM_CACHE_ROOT": str(root),
+            "VLLM_NEURON_CPU_COMPILE": "1",
+            "VLLM_NEURON_DISABLE_WARMUP_COMPILE": "1",
+        }
+        spec = {"model": str(model_dir), "argv": settings["argv"]}
+        try:
+            self.run(python, "compile", spec, env=env, timeout_s=timeout_s, what="vllm-neuron re-trace")
+        except ChildFailed as exc:
+            why = next((line for line in str(exc).splitlines() if "miss" in line), str(exc).splitlines()[0])
+            return [f"re-trace of the serving command in CPU-compile mode, compiling forbidden, failed: {why.strip()}"]
+        finally:
+            new = sorted(local_keys(cache_dir) - before)
+            shutil.rmtree(root, ignore_errors=True)
+        return [f"re-trace compiled {len(new)} graph(s) the cache lacks ({', '.join(new)})"] if new else []
 
 
 BACKEND = VllmNativeBackend()

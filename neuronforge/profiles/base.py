@@ -329,6 +329,12 @@ class ServingProfile(ABC):
         (`neuronforge verify`). Default: nothing — the artifact is self-contained."""
         return []
 
+    def retrace_problems(self, artifact: Artifact, work_dir: Path) -> list[str] | None:
+        """`neuronforge verify --retrace`: run the consumer's own start-up path in its toolchain's
+        interpreter without a device, compiling forbidden (needs the SDK image). None: this profile
+        has no such check (its preflight and store check are all there is)."""
+        return None
+
 
 def copy_tree(src: Path, dest: Path) -> None:
     """Copy a materialized folder, leaving out its store bookkeeping (MANIFEST.json, the marker)."""

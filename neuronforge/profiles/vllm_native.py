@@ -508,6 +508,16 @@ class VllmNativeProfile(ServingProfile):
             out.append(f"{LAUNCH_DIR}/{SERVE_FILE}: does not sync the cache before serving ({RULE_FAIL_CLOSED})")
         return out
 
+    def retrace_problems(self, artifact: Artifact, work_dir: Path) -> list[str] | None:
+        """P1: the launch files' command traced again in the SDK image's interpreter (a CPU worker of
+        queue `neuron-compile-<sdk>`) in CPU-compile mode against the synced cache, compiling forbidden."""
+        from neuronforge.stages.compile import COMPILE_TIMEOUT_S
+
+        load = self.smoke_load(artifact.root)
+        return self.backend.retrace(
+            artifact.root / self.folder, dict(load.settings), self.python(), work_dir, COMPILE_TIMEOUT_S
+        )
+
     def store_problems(self, artifact: Artifact, store: ArtifactStore) -> list[str]:
         """Every entry the manifest lists, complete at its recorded sizes in the cache the artifact
         was published with (the manifest's `store_prefix`, wherever `verify` was pointed: the store's

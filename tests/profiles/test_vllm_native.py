@@ -235,6 +235,25 @@ def test_an_entry_missing_from_the_store_is_named_by_verify(published: dict, tmp
     assert len(problems) == 1 and gone in problems[0] and "the server would compile this graph" in problems[0]
 
 
+def test_retrace_in_the_image_accepts_the_published_command(published: dict, tmp_path: Path) -> None:
+    """P1: the serving command traced again in CPU-compile mode against the synced cache, compiling
+    forbidden, in the SDK image's interpreter (no device)."""
+    from neuronforge.verify import verify_artifact
+
+    result = verify_artifact(
+        published["store"], f"{published['llama']['prefix']}/manifest.json", tmp_path / "v", retrace=True
+    )
+    assert (result.problems, result.retraced) == ([], True)
+
+
+def test_retrace_refuses_a_command_the_cache_was_not_built_for(published: dict, tmp_path: Path) -> None:
+    """A change P0 cannot see (a flag vLLM accepts that changes a shape): the trace misses a key."""
+    artifact = _artifact(published["qwen3"], tmp_path)
+    _edit(artifact.root / "launch" / "serve.sh", "--block-size 32", "--block-size 16")
+    problems = artifact.target.serving_profile.retrace_problems(artifact, tmp_path / "work")
+    assert problems and "local compile cache miss for key" in problems[0], problems
+
+
 # -- a serving host: sync.sh + `vllm serve`, compiling forbidden ------------------------------------------
 def _serving_host(tmp_path: Path, item: dict, endpoint: str, tool: str = "aws") -> dict[str, str]:
     return serving_host(tmp_path, item["target"].serving_profile.version, endpoint, tool)
