@@ -104,7 +104,14 @@ def test_one_watch_per_neuron_queue_and_what_each_profile_gets_when_it_did_not_r
     newer = Release2270()
     registered = registry.all_profiles()
     monkeypatch.setattr(registry, "all_profiles", lambda: (*registered, newer))
-    assert neuron_queues() == ["neuron-2.21.1", "neuron-compile-2.26.1", "neuron-compile-2.27.0"]
+    assert neuron_queues() == [
+        "neuron-2.21.1",
+        "neuron-compile-2.26.1",
+        "neuron-compile-2.27.0",
+        "neuron-compile-2.32.0",
+        "neuron-compile-2.33.0",
+    ]
+    assert [p.ref for p in profiles_on("neuron-compile-2.32.0")] == ["vllm-neuron-native@2.32.0"]
     assert [p.ref for p in profiles_on("neuron-2.21.1")] == ["lmi-neuronx@2.21.1"]
     assert watch_task_id("neuron-compile-2.27.0") == "watch_toolchain_neuron_compile_2_27_0"
     assert {p.ref for p in profiles_on("neuron-compile-2.26.1")} == {OPTIMUM.ref, VLLM.ref}

@@ -22,7 +22,7 @@ from neuronforge.errors import InvalidInput
 PACKAGE = Path(neuronforge_toolchain.__file__).parent
 BIN = Path(sys.executable).parent
 # What the toolchain side may import: the standard library, itself, and the SDK it drives.
-SDK_MODULES = {"torch", "transformers", "optimum", "neuronx_distributed_inference", "transformers_neuronx"}
+SDK_MODULES = {"torch", "transformers", "optimum", "neuronx_distributed_inference", "transformers_neuronx", "vllm"}
 
 
 def _here() -> ToolchainPython:
