@@ -491,11 +491,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from neuronforge.profiles import get_profile
     from neuronforge.sweep import CacheConfig, CommandTrial, PipelineTrial, RecordLog, Space, records_path, sweep
     from neuronforge.sweep.modelinfo import model_id, read_arch
+    from neuronforge.sweep.space import refuse_profile
 
     instance = get_instance(args.instance)
     profile = get_profile(args.profile)
     arch = read_arch(args.model)
     space = Space.build(arch, instance, args.tp, args.batch_sizes, args.seq_lens)
+    refuse_profile(profile, instance, arch, space)
     out = Path(args.out).expanduser()
     header = {
         "model": args.model,

@@ -59,6 +59,7 @@ def plan_request(params: dict[str, Any]) -> tuple[SweepRequest, list[dict[str, i
     from neuronforge.source import ModelSource
     from neuronforge.sweep import Space
     from neuronforge.sweep.modelinfo import read_arch
+    from neuronforge.sweep.space import refuse_profile
     from operators.compile_publish import DEFAULT_QUEUE
 
     model = params.get("model") or settings.DEFAULT_MODEL
@@ -66,6 +67,7 @@ def plan_request(params: dict[str, Any]) -> tuple[SweepRequest, list[dict[str, i
     profile = get_profile(params["profile"])
     arch = read_arch(model)
     space = Space.build(arch, instance, params.get("tp"), params.get("batch_sizes"), params.get("seq_lens"))
+    refuse_profile(profile, instance, arch, space)
     out_key, records_key = layout.sweep_files(ModelSource.parse(model), instance.name, profile.ref)
     request = SweepRequest(
         model=model,

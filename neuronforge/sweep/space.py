@@ -12,11 +12,14 @@ visited in the document's order: tp increasing, batch decreasing, sequence lengt
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from neuronforge.errors import InvalidInput
 from neuronforge.instances import InstanceType
 from neuronforge.modelconfig import ModelArch
+
+if TYPE_CHECKING:
+    from neuronforge.profiles.base import ServingProfile
 
 BATCH_SIZES = (1, 4, 8, 16, 32, 64, 128)
 MIN_SEQUENCE_LENGTH = 1024
@@ -121,3 +124,19 @@ class Space:
 
     def to_json(self) -> dict[str, list[int]]:
         return {"tps": list(self.tps), "batch_sizes": list(self.batch_sizes), "seq_lens": list(self.seq_lens)}
+
+
+def refuse_profile(profile: ServingProfile, instance: InstanceType, arch: ModelArch, space: Space) -> None:
+    """A sweep for a profile that cannot serve this instance or model is refused before any candidate
+    is tried (the CLI and the sweep DAG): the profile's own problems for the sweep's first candidate."""
+    from neuronforge.target import TargetSpec
+
+    probe = TargetSpec(
+        instance_type=instance.name,
+        tp_degree=space.tps[0],
+        sequence_length=space.seq_lens[-1],
+        profile=profile.ref,
+    )
+    problems = profile.problems(probe, arch.model_type)
+    if problems:
+        raise InvalidInput(f"cannot sweep {instance.name} for profile {profile.ref}: " + "; ".join(problems))

@@ -173,3 +173,19 @@ def test_to_catalog_adds_targets_the_recompile_schedule_reads(try_command: tuple
     before = catalog.read_text()
     again = cli(argv)
     assert again.code == 0 and "0 target(s) added" in again.out and catalog.read_text() == before
+
+
+def test_a_sweep_for_the_vllm_neuron_plugin_on_trn2(try_command: tuple[str, Path], tmp_path: Path) -> None:
+    """The vllm-neuron-native profile sweeps like the others: trn2's tp ladder (multiples of its 4 logical
+    cores per chip at LNC 2 on trn2.3xlarge: only 4), and the profile's refusal of inf2."""
+    command, log = try_command
+    out = tmp_path / "native.json"
+    argv = ["sweep", "--model", LLAMA, "--profile", "vllm-neuron-native@2.32", "--out", out, "--try-command", command]
+    result = cli([*argv, "--instance", "trn2.3xlarge", "--batch-sizes", "1", "4", "--seq-lens", "4096", "--json"])
+    assert result.traceback is None and result.code == 0, result.text
+    tried = [json.loads(line) for line in log.read_text().splitlines()]
+    assert {c["tensor_parallel_size"] for c in tried} == {4} and {c["instance_type"] for c in tried} == {"trn2.3xlarge"}
+    assert {e["instance_type"] for e in json.loads(out.read_text())[str(LLAMA)]} == {"trn2"}
+    argv[argv.index(out)] = tmp_path / "native-inf2.json"
+    refused = cli([*argv, "--instance", "inf2.xlarge"])
+    assert refused.code != 0 and refused.traceback is None and "use profile vllm-neuron" in refused.text
