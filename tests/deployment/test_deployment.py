@@ -400,7 +400,7 @@ def test_neuron_builds_compile_on_a_cpu_worker_and_load_on_a_neuron_host(deploym
 
 
 # -- (8) the vLLM Neuron plugin (SDK 2.32/2.33): compile on CPU, publish the plugin's cache, serve with no compile
-NATIVE_TARGET = {"instance_type": "trn2.3xlarge", "tp_degree": 4, "batch_size": 2, "sequence_length": 256}
+NATIVE_TARGET = {"instance_type": "trn2.3xlarge", "tp_degree": 2, "batch_size": 2, "sequence_length": 256}
 
 
 def test_vllm_neuron_native_builds_publish_a_cache_a_fresh_server_hits(deployment: Deployment, tmp_path: Path) -> None:
