@@ -112,35 +112,67 @@ class VllmNativeBackend(Backend):
         graphs = [{"name": k, "entry": k, "cached": k in before, "seconds": None} for k in keys]
         return CompileResult(graphs, sum(1 for k in keys if k not in before))
 
-    def generate(self, job: GenerateJob) -> Generation:
-        from neuronforge.vllm_cache import CacheManifest, SyncFailed, compile_cache_dir, local_keys, pull
+    def on_published_cache(
+        self,
+        python: Any,
+        action: str,
+        spec: dict[str, Any],
+        env: dict[str, str],
+        *,
+        manifest: Any,
+        store: ArtifactStore,
+        prefix: str,
+        root: Path,
+        timeout_s: float,
+        what: str,
+    ) -> tuple[dict[str, Any], list[str]]:
+        """Run a toolchain action on a fresh cache root holding exactly the manifest's entries,
+        pulled from `prefix` of `store` and checked against it (`SyncFailed` otherwise); returns its
+        result and the keys the action added (graphs a server would have compiled). The caller's
+        `env` says how: fail-closed for the smoke load, CPU-compile mode too for the re-trace."""
+        from neuronforge.vllm_cache import compile_cache_dir, local_keys, pull
 
-        settings = job.settings
-        manifest = CacheManifest.read(Path(settings["manifest"]))
-        root = job.cache.root / "vllm"
         shutil.rmtree(root, ignore_errors=True)
         cache_dir = compile_cache_dir(root)
+        pull(store, prefix, manifest, cache_dir)
+        before = local_keys(cache_dir)
+        try:
+            result, _ = self.run(
+                python, action, spec, env={**env, "VLLM_CACHE_ROOT": str(root)}, timeout_s=timeout_s, what=what
+            )
+            return result, sorted(local_keys(cache_dir) - before)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+    def generate(self, job: GenerateJob) -> Generation:
+        from neuronforge.vllm_cache import CacheManifest, SyncFailed
+
+        settings = job.settings
         store = job.cache.store
         if store is None:
             raise InvalidInput("the vLLM Neuron smoke test syncs its cache from the store; none was given")
-        try:
-            pull(store, settings["prefix"], manifest, cache_dir)
-        except SyncFailed as exc:
-            raise InvalidInput(f"the published cache does not match its manifest: {exc}") from None
-        before = local_keys(cache_dir)
-        env = {**settings["env"], "VLLM_CACHE_ROOT": str(root)}
         spec = {
             "model": str(job.model_dir),
             "argv": settings["argv"],
             "prompt_ids": job.prompt_ids,
             "max_new_tokens": job.max_new_tokens,
         }
-        result, _ = self.run(
-            job.python, "generate", spec, env=env, timeout_s=job.timeout_s, what="vllm-neuron smoke load"
-        )
-        out = generation_rows(result)
-        out["compiled"] = sorted(local_keys(cache_dir) - before)
-        return out
+        try:
+            result, compiled = self.on_published_cache(
+                job.python,
+                "generate",
+                spec,
+                dict(settings["env"]),
+                manifest=CacheManifest.read(Path(settings["manifest"])),
+                store=store,
+                prefix=settings["prefix"],
+                root=job.cache.root / "vllm",
+                timeout_s=job.timeout_s,
+                what="vllm-neuron smoke load",
+            )
+        except SyncFailed as exc:
+            raise InvalidInput(f"the published cache does not match its manifest: {exc}") from None
+        return {**generation_rows(result), "compiled": compiled}
 
     def retrace(
         self, model_dir: Path, settings: dict[str, Any], python: Any, work_dir: Path, timeout_s: float
@@ -153,32 +185,28 @@ class VllmNativeBackend(Backend):
         from neuronforge.backends.child import ChildFailed
         from neuronforge.errors import StoreError
         from neuronforge.stores import open_store
-        from neuronforge.vllm_cache import CacheManifest, SyncFailed, compile_cache_dir, local_keys, pull
+        from neuronforge.vllm_cache import CacheManifest, SyncFailed
 
         manifest = CacheManifest.read(Path(settings["manifest"]))
-        root = work_dir / "vllm-retrace"
-        shutil.rmtree(root, ignore_errors=True)
-        cache_dir = compile_cache_dir(root)
+        env = {**settings["env"], "VLLM_NEURON_CPU_COMPILE": "1", "VLLM_NEURON_DISABLE_WARMUP_COMPILE": "1"}
         try:
-            pull(open_store(manifest.store_prefix), "", manifest, cache_dir)
+            _, new = self.on_published_cache(
+                python,
+                "compile",
+                {"model": str(model_dir), "argv": settings["argv"]},
+                env,
+                manifest=manifest,
+                store=open_store(manifest.store_prefix),
+                prefix="",
+                root=work_dir / "vllm-retrace",
+                timeout_s=timeout_s,
+                what="vllm-neuron re-trace",
+            )
         except (SyncFailed, StoreError) as exc:
             return [f"re-trace: the published cache cannot be synced: {exc}"]
-        before = local_keys(cache_dir)
-        env = {
-            **settings["env"],
-            "VLLM_CACHE_ROOT": str(root),
-            "VLLM_NEURON_CPU_COMPILE": "1",
-            "VLLM_NEURON_DISABLE_WARMUP_COMPILE": "1",
-        }
-        spec = {"model": str(model_dir), "argv": settings["argv"]}
-        try:
-            self.run(python, "compile", spec, env=env, timeout_s=timeout_s, what="vllm-neuron re-trace")
         except ChildFailed as exc:
             why = next((line for line in str(exc).splitlines() if "miss" in line), str(exc).splitlines()[0])
             return [f"re-trace of the serving command in CPU-compile mode, compiling forbidden, failed: {why.strip()}"]
-        finally:
-            new = sorted(local_keys(cache_dir) - before)
-            shutil.rmtree(root, ignore_errors=True)
         return [f"re-trace compiled {len(new)} graph(s) the cache lacks ({', '.join(new)})"] if new else []
 
 
