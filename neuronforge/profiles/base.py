@@ -266,11 +266,12 @@ class ServingProfile(ABC):
         return []
 
     def toolchain_problems(self, toolchain: Toolchain) -> list[str]:
-        """The detected toolchain must be the pinned one: the consumer checks the versions at load."""
+        """The detected toolchain must be the pinned one (`version_matches`): the consumer checks the
+        versions at load."""
         out = []
         if toolchain.backend != self.backend.name:
             out.append(f"profile {self.ref} compiles with backend {self.backend.name}, not {toolchain.backend}")
-        if self.pins.compiler_version and toolchain.compiler_version != self.pins.compiler_version:
+        if self.pins.compiler_version and not version_matches(self.pins.compiler_version, toolchain.compiler_version):
             out.append(
                 f"profile {self.ref} needs neuronx-cc {self.pins.compiler_version}; the worker has "
                 f"{toolchain.compiler_version} (build its image with NEURON_SDK_VERSION={self.version}, "
@@ -278,7 +279,7 @@ class ServingProfile(ABC):
             )
         for package, pinned in sorted(self.pins.packages.items()):
             found = toolchain.packages.get(package)
-            if found != pinned:
+            if not version_matches(pinned, found):
                 out.append(f"profile {self.ref} needs {package} {pinned}; the worker has {found or 'none'}")
         return out
 
@@ -334,6 +335,15 @@ class ServingProfile(ABC):
         interpreter without a device, compiling forbidden (needs the SDK image). None: this profile
         has no such check (its preflight and store check are all there is)."""
         return None
+
+
+def version_matches(pinned: str, found: str | None) -> bool:
+    """PEP 440 `==pinned`: exact, or any local label of a pin that has none. A pin spelled with its
+    label (`2.21.33363.0+82129205`) matches only that build; one a release does not publish a label
+    for (SDK 2.33.0's) matches whatever label the image's wheel reports."""
+    if found is None:
+        return False
+    return found == pinned or ("+" not in pinned and found.split("+", 1)[0] == pinned)
 
 
 def copy_tree(src: Path, dest: Path) -> None:

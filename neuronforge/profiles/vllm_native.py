@@ -45,11 +45,11 @@ from neuronforge.profiles.base import (
     copy_tree,
     read_env_file,
     tokenizer_problems,
+    version_matches,
 )
 from neuronforge.target import TORCH_DTYPE_NAMES
 
 if TYPE_CHECKING:
-    from neuronforge.request import Toolchain
     from neuronforge.stores import ArtifactStore
     from neuronforge.target import TargetSpec
 
@@ -242,21 +242,6 @@ class VllmNativeProfile(ServingProfile):
     def compile_target(self, target: TargetSpec) -> str | None:
         return target.instance.family  # trn2 | trn3: the plugin's NEURON_PLATFORM_TARGET_OVERRIDE values
 
-    def toolchain_problems(self, toolchain: Toolchain) -> list[str]:
-        """The pins, where a pin without a local label accepts any label of that version (PEP 440)."""
-        out = []
-        if toolchain.backend != self.backend.name:
-            out.append(f"profile {self.ref} compiles with backend {self.backend.name}, not {toolchain.backend}")
-        found = {**toolchain.packages, "neuronx-cc": toolchain.compiler_version}
-        for package, pinned in sorted({**self.pins.packages, "neuronx-cc": self.release.compiler}.items()):
-            if not version_matches(pinned, found.get(package)):
-                out.append(
-                    f"profile {self.ref} needs {package} {pinned}; the worker has {found.get(package) or 'none'} "
-                    f"(build its image for SDK {self.release.sdk}: docker/neuron-sdk/images.json, or route the "
-                    f"target to queue {self.queue})"
-                )
-        return out
-
     # -- the command ---------------------------------------------------------------------------
     def serve_command(self, target: TargetSpec) -> ServeCommand:
         t = target.normalized()
@@ -311,7 +296,7 @@ class VllmNativeProfile(ServingProfile):
         env = {
             "MODEL_URI": ctx.model_uri(self.folder),
             "MODEL_DIR": ctx.host_dir(self.folder),
-            "CACHE_MANIFEST": "vllm-cache.json",
+            "CACHE_MANIFEST": CACHE_MANIFEST,
             "CACHE_URI": manifest["store_prefix"],
             "VLLM_CACHE_ROOT": HOST_CACHE_ROOT,
             **manifest["env"],
@@ -335,7 +320,7 @@ class VllmNativeProfile(ServingProfile):
         ) + "".join(f"{k}={v}\n" for k, v in env.items())
         return {
             ENV_FILE: env_text,
-            "vllm-cache.json": json.dumps(manifest, indent=2, sort_keys=True) + "\n",
+            CACHE_MANIFEST: json.dumps(manifest, indent=2, sort_keys=True) + "\n",
             SYNC_FILE: SYNC_SH,
             SERVE_FILE: self._serve_sh(manifest["argv"]),
             K8S_FILE: self._k8s(ctx, manifest),
@@ -397,7 +382,7 @@ class VllmNativeProfile(ServingProfile):
         settings = {
             "argv": argv,
             "env": served,
-            "manifest": str(launch / "vllm-cache.json"),
+            "manifest": str(launch / CACHE_MANIFEST),
             "prefix": layout.vllm_cache_prefix(self.version),
         }
         return SmokeLoad(self.folder, settings)
@@ -419,13 +404,13 @@ class VllmNativeProfile(ServingProfile):
         launch = root / LAUNCH_DIR
         missing = [
             f"{LAUNCH_DIR}/{n}: missing"
-            for n in (ENV_FILE, SERVE_FILE, SYNC_FILE, "vllm-cache.json")
+            for n in (ENV_FILE, SERVE_FILE, SYNC_FILE, CACHE_MANIFEST)
             if not (launch / n).is_file()
         ]
         if missing:
             return out + missing
         try:
-            manifest = CacheManifest.read(launch / "vllm-cache.json")
+            manifest = CacheManifest.read(launch / CACHE_MANIFEST)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             return [*out, f"{LAUNCH_DIR}/vllm-cache.json: unreadable ({exc})"]
         out += self._manifest_problems(manifest, artifact.target)
@@ -528,7 +513,7 @@ class VllmNativeProfile(ServingProfile):
         from neuronforge.vllm_cache import store_problems as missing
 
         try:
-            manifest = CacheManifest.read(artifact.root / LAUNCH_DIR / "vllm-cache.json")
+            manifest = CacheManifest.read(artifact.root / LAUNCH_DIR / CACHE_MANIFEST)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             return [
                 f"{LAUNCH_DIR}/vllm-cache.json: unreadable ({exc}): which cache entries the server needs is unknown"
@@ -555,13 +540,6 @@ CACHE_SWITCHES = frozenset(
 def kv_blocks(max_model_len: int, block_size: int, max_num_seqs: int) -> int:
     """The KV blocks every sequence at full length needs (the pinned `--num-gpu-blocks-override`)."""
     return ceil(max_model_len / block_size) * max_num_seqs
-
-
-def version_matches(pinned: str, found: str | None) -> bool:
-    """PEP 440 `==pinned`: exact, or any local label of a pin that has none."""
-    if found is None:
-        return False
-    return found == pinned or ("+" not in pinned and found.split("+", 1)[0] == pinned)
 
 
 # vllm.env, except the host's own folders (MODEL_DIR, VLLM_CACHE_ROOT) when the environment sets them.
