@@ -315,14 +315,18 @@ def cmd_cache_key(args: argparse.Namespace) -> int:
 def cmd_store_ls(args: argparse.Namespace) -> int:
     from neuronforge.stores import open_store
 
+    if args.limit < 1:
+        raise InvalidInput("--limit must be at least 1")
     store = open_store(args.uri, must_exist=True)
-    objects = store.list(args.prefix or "")
+    objects = store.list_page(args.prefix or "", start_after=args.start_after or "", limit=args.limit)
     if args.json:
         _print_json([{"key": o.key, "size": o.size, "uri": store.uri(o.key)} for o in objects])
     else:
         for o in objects:
             print(f"{o.size:>14}  {o.key}")
         print(f"{len(objects)} objects, {sum(o.size for o in objects)} bytes under {store.uri(args.prefix or '')}")
+        if len(objects) == args.limit:
+            print(f"next page: --start-after {objects[-1].key}")
     return EXIT_OK
 
 
@@ -374,39 +378,79 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    from neuronforge.stages.publish import incomplete_files, scan_index
+    """A page of the store's published artifacts, from the farm index (the head, the tail and the
+    pages shown: a handful of requests however large the farm); `--check` lists each shown
+    artifact's folder to say whether its files are all there (one request per row)."""
+    from neuronforge.farm import FarmQuery, farm_page
+    from neuronforge.stages.publish import verify_files
     from neuronforge.stores import open_store
 
+    if args.limit < 1 or args.offset < 0:
+        raise InvalidInput("--limit must be at least 1 and --offset at least 0")
     store = open_store(args.store, must_exist=True)
-    rows, skipped = [], []
-    for entry in scan_index(store):
-        if entry.problem is not None or entry.index is None or entry.manifest is None:
-            skipped.append({"index": store.uri(entry.index_key), "problem": entry.problem})
-            continue
-        m, lacking = entry.manifest, incomplete_files(store, entry.index, entry.manifest)
-        rows.append(
-            {
-                "cache_key": m["cache_key"],
-                "model": str(m["source"].get("location")),
-                "revision": str(m["source"].get("revision")),
-                "target": str(m.get("target_slug", "?")),
-                "published_at": str(m.get("published_at", "?")),
-                "manifest_uri": store.uri(entry.index["manifest"]),
-                "complete": not lacking,
-                "missing_or_truncated": lacking,
-            }
-        )
-    for s in skipped:  # on stderr: --json's stdout stays one list of artifacts
-        print(f"warning: skipped {s['index']}: {s['problem']}", file=sys.stderr)
+    query = FarmQuery(model=args.model, profile=args.profile, instance=args.instance, status=args.status)
+    if not args.status:
+        query.published_only = True
+    page = farm_page(store, query, offset=args.offset, limit=args.limit)
+    rows = []
+    for r in page.rows:
+        row = {
+            "cache_key": r.key,
+            "status": r.status,
+            "model": r.model,
+            "revision": r.revision,
+            "profile": r.profile,
+            "target": r.target,
+            "instance": r.instance,
+            "published_at": r.at if r.manifest_uri else "",
+            "manifest_uri": r.manifest_uri,
+            "message": r.message,
+        }
+        if args.check and r.manifest_uri:
+            manifest_key = r.manifest_uri.removeprefix(store.root_uri).strip("/")
+            m = store.read_json(manifest_key)
+            lacking = verify_files(store, manifest_key.rpartition("/")[0], m["files"])
+            row.update(complete=not lacking, missing_or_truncated=lacking)
+        rows.append(row)
     if args.json:
         _print_json(rows)
         return EXIT_OK
-    for r in sorted(rows, key=lambda r: r["published_at"]):
-        state = "" if r["complete"] else f"  INCOMPLETE: {len(r['missing_or_truncated'])} file(s) missing or truncated"
-        print(f"{r['cache_key'][:12]}  {r['published_at']}  {r['target']:<40} {r['model']}@{r['revision'][:12]}{state}")
-    broken = sum(not r["complete"] for r in rows)
+    for r in rows:
+        state = ""
+        if r.get("complete") is False:
+            state = f"  INCOMPLETE: {len(r['missing_or_truncated'])} file(s) missing or truncated"
+        when = r["published_at"] or r["status"]
+        print(f"{r['cache_key'][:12]}  {when:<20}  {r['target']:<40} {r['model']}@{r['revision'][:12]}{state}")
+    what = f"{args.status} build(s)" if args.status else "published artifact(s)"
+    more = page.total is None and len(rows) == args.limit
+    if page.total is None:
+        shown = f"{len(rows)}{' (more match)' if more else ''}"
+    else:
+        shown = f"{len(rows)} of {page.total}" if len(rows) < page.total else f"{page.total}"
+    broken = sum(r.get("complete") is False for r in rows)
     tail = f" ({broken} incomplete: run neuronforge verify on them)" if broken else ""
-    print(f"{len(rows)} published artifact(s) in {store.root_uri}{tail}")
+    print(f"{shown} {what} in {store.root_uri}{tail}")
+    if more or (page.total is not None and args.offset + len(rows) < page.total):
+        print(f"next page: --offset {args.offset + len(rows)}")
+    return EXIT_OK
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    """`index rebuild`: the farm index written afresh from the manifests (a full scan, once)."""
+    from neuronforge import farm_index
+    from neuronforge.stores import open_store
+
+    store = open_store(args.store, must_exist=True)
+    store.probe(write=True)
+    skipped: list[Any] = []
+    head = farm_index.rebuild(store, skipped)
+    summary = {"store": store.root_uri, "rows": head.rows, "pages": len(head.pages), "seq": head.seq}
+    for s in skipped:
+        print(f"warning: skipped {store.uri(s.index_key)}: {s.problem}", file=sys.stderr)
+    if args.json:
+        _print_json(summary)
+    else:
+        print(f"farm index of {store.root_uri} rebuilt: {head.rows} row(s) in {len(head.pages)} page(s)")
     return EXIT_OK
 
 
@@ -463,9 +507,30 @@ def cmd_worker_queues(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_verify_store(args: argparse.Namespace) -> int:
+    from neuronforge import farm_index
+    from neuronforge.stores import open_store
+
+    store = open_store(args.store, must_exist=True)
+    problems = farm_index.check(store)
+    if args.json:
+        _print_json({"store": store.root_uri, "ok": not problems, "problems": problems})
+    else:
+        for problem in problems:
+            print(f"  FAIL {problem}")
+        print(f"ok: the farm index of {store.root_uri} matches the manifests" if not problems else "FAILED")
+    return EXIT_REJECTED if problems else EXIT_OK
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     from neuronforge.verify import verify_artifact
 
+    if args.store:
+        if args.uri or args.retrace:
+            raise InvalidInput("verify takes an artifact URI or --store, not both (--retrace is for an artifact)")
+        return cmd_verify_store(args)
+    if not args.uri:
+        raise InvalidInput("verify needs an artifact's URI (its manifest.json or folder), or --store URI")
     store, key = _open_manifest(args.uri)
     result = verify_artifact(store, key, Path(args.work_dir).expanduser(), retrace=args.retrace)
     if args.json:
@@ -648,6 +713,8 @@ def build_parser() -> argparse.ArgumentParser:
     ls = store_sub.add_parser("ls", help="list objects under a store URI")
     ls.add_argument("uri")
     ls.add_argument("prefix", nargs="?", default="")
+    ls.add_argument("--limit", type=int, default=1000, help="objects per page (default 1000: one S3 request)")
+    ls.add_argument("--start-after", metavar="KEY", help="list keys after this one (the previous page's last)")
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=cmd_store_ls)
 
@@ -718,7 +785,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_worker_queues)
 
     p = sub.add_parser("verify", help="re-hash a published artifact and run its profile's consumer preflight")
-    p.add_argument("uri", help="URI of a manifest.json or of an artifact root")
+    p.add_argument("uri", nargs="?", help="URI of a manifest.json or of an artifact root")
+    p.add_argument("--store", help="instead: check the store's farm index against its manifests, both ways")
     p.add_argument("--work-dir", default=str(_default_work_dir()))
     p.add_argument(
         "--retrace",
@@ -747,10 +815,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_sweep)
 
-    p = sub.add_parser("ls", help="list the published artifacts of a store")
+    p = sub.add_parser("ls", help="list the published artifacts of a store, a page at a time")
     p.add_argument("store", help="store URI")
+    p.add_argument("--limit", type=int, default=50, help="rows per page (default 50)")
+    p.add_argument("--offset", type=int, default=0, help="rows to skip (the previous page's 'next page')")
+    p.add_argument("--model", help="only models whose source contains this (any case)")
+    p.add_argument("--profile", help="only this serving profile (name, or name@version)")
+    p.add_argument("--instance", help="only this instance type")
+    p.add_argument(
+        "--status",
+        choices=["published", "stale", "smoke-failed", "failed", "building"],
+        help="builds in this state (default: published and stale artifacts)",
+    )
+    p.add_argument("--check", action="store_true", help="also list each shown artifact's files (one request each)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_ls)
+
+    p = sub.add_parser("index", help="the store's farm index (what ls and the catalog page read)")
+    index_sub = p.add_subparsers(dest="index_command", required=True)
+    c = index_sub.add_parser("rebuild", help="write the farm index afresh from the manifests (a full scan)")
+    c.add_argument("store", help="store URI")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=cmd_index)
     return parser
 
 

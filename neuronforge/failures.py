@@ -9,6 +9,7 @@ not secrets.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -55,6 +56,10 @@ def record_failure(
         }
     failure = BuildFailure(key, stage, message, run_id, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **what)
     store.write_json(layout.failure_entry(key), failure.to_json())
+    from neuronforge import farm_index
+
+    with contextlib.suppress(StoreError):  # advisory twice over; the next compaction finds the record
+        farm_index.append(store, [farm_index.failure_record(failure)])
     return failure
 
 

@@ -2,9 +2,10 @@
 is it published, stale for the toolchain the workers have now, failed its smoke test, failed at
 another stage, or being built — with the compiler, sizes, smoke latencies, when, and which run.
 
-Read through the core's own readers only (`stages.publish.scan_index` for manifests,
-`failures.read_failure`, `leases.current`), so the artifact catalog page, its JSON endpoints and the
-CLI agree with `ls` and `verify`. Airflow-free: the UI plugin renders what `farm_rows` returns.
+Read through the farm index (`neuronforge.farm_index`), so a page of the farm costs the pages it
+shows, and one artifact's detail (`farm_row`) is drawn from that artifact's manifest alone; the
+artifact catalog page, its JSON endpoints and `ls` all read through here. Airflow-free: the UI
+plugin renders what `farm_page` and `farm_row` return.
 
 Stale: an artifact built for `name@version` while the registry's newest version of `name` (what a
 catalog target naming the bare profile follows; a new Neuron SDK release) is another one.
@@ -16,6 +17,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from neuronforge.errors import InvalidInput, StoreError
+from neuronforge.farm_index import Entry, PageRef
 from neuronforge.stores import ArtifactStore
 
 STATUSES = ("published", "stale", "smoke-failed", "failed", "building")
@@ -44,7 +47,9 @@ class FarmRow:
     manifest_uri: str = ""
     uris: dict[str, str] = field(default_factory=dict)  # published formats
     launch: dict[str, str] = field(default_factory=dict)  # deploy snippet files: name -> URI
-    incomplete: list[str] = field(default_factory=list)  # files the store lacks or holds at another size
+    # Files the store lacks or holds at another size; None: not checked (a listing per artifact is
+    # what a page of the farm cannot afford: `farm_row` and `ls --check` check it).
+    incomplete: list[str] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -60,54 +65,6 @@ def _newest_refs() -> dict[str, str]:
     return {p.name: get_profile(p.name).ref for p in all_profiles()}
 
 
-def _instance(manifest: dict[str, Any]) -> str:
-    request = manifest.get("request")
-    target = request.get("target") if isinstance(request, dict) else None
-    return str(target.get("instance_type") or "") if isinstance(target, dict) else ""
-
-
-def _published(store: ArtifactStore, newest: dict[str, str]) -> dict[str, FarmRow]:
-    from neuronforge.stages.publish import format_uris, incomplete_files, scan_index
-
-    rows: dict[str, FarmRow] = {}
-    for entry in scan_index(store):
-        if entry.problem is not None or entry.index is None or entry.manifest is None:
-            continue
-        m, index = entry.manifest, entry.index
-        prefix = str(index.get("prefix") or index["manifest"].rpartition("/")[0])
-        profile = m.get("profile", {}).get("ref", "") if isinstance(m.get("profile"), dict) else ""
-        smoke = m.get("smoke") if isinstance(m.get("smoke"), dict) else {}
-        name = profile.partition("@")[0]
-        stale = bool(profile) and name in newest and newest[name] != profile
-        formats = m.get("formats") if isinstance(m.get("formats"), dict) else {}
-        launch = [f["path"] for f in m["files"] if str(f["path"]).startswith("launch/")]
-        hosts = m.get("hosts") if isinstance(m.get("hosts"), dict) else {}
-        rows[m["cache_key"]] = FarmRow(
-            key=m["cache_key"],
-            status="stale" if stale else "published",
-            model=str(m["source"].get("location", "")),
-            revision=str(m["source"].get("revision", "")),
-            profile=profile,
-            target=str(m.get("target_slug", "")),
-            instance=_instance(m),
-            compiler_version=str(m["toolchain"].get("compiler_version", "")),
-            message=f"built for {profile}; the workers' toolchain is now {newest[name]}" if stale else "",
-            size_bytes=sum(int(f.get("size", 0)) for f in m["files"]),
-            ttft_ms=_ms(smoke.get("time_to_first_token_s")),
-            per_token_ms=_ms(smoke.get("per_token_s")),
-            cpu_seconds=_seconds(hosts.get("cpu_seconds")),
-            neuron_seconds=_seconds(hosts.get("neuron_seconds")),
-            at=str(m.get("published_at", "")),
-            run_id=str(m.get("run_id", "")),
-            artifact_uri=store.uri(prefix),
-            manifest_uri=store.uri(index["manifest"]),
-            uris=format_uris(store, prefix, {k: str(v) for k, v in formats.items()}),
-            launch={path.removeprefix("launch/"): store.uri(f"{prefix}/{path}") for path in launch},
-            incomplete=incomplete_files(store, index, m),
-        )
-    return rows
-
-
 def _seconds(value: Any) -> float | None:
     return round(float(value), 3) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
@@ -116,40 +73,209 @@ def _ms(seconds: Any) -> float | None:
     return round(float(seconds) * 1e3, 2) if isinstance(seconds, (int, float)) else None
 
 
+def _stale(profile: str, newest: dict[str, str]) -> bool:
+    name = profile.partition("@")[0]
+    return bool(profile) and name in newest and newest[name] != profile
+
+
+def row_of(store: ArtifactStore, e: Entry, newest: dict[str, str]) -> FarmRow:
+    """A farm-index entry as a row, with URIs of the store being read (no request)."""
+    from neuronforge.stages.publish import format_uris
+
+    row = FarmRow(
+        key=e.key,
+        status=e.status_class,
+        model=e.model or "(unknown model)",
+        profile=e.profile,
+        target=e.target,
+        instance=e.instance,
+    )
+    if e.published is not None:
+        p = e.published
+        stale = _stale(e.profile, newest)
+        prefix = str(p.get("prefix", ""))
+        row.status = "stale" if stale else "published"
+        now = newest.get(e.profile.partition("@")[0], "")
+        row.message = f"built for {e.profile}; the workers' toolchain is now {now}" if stale else ""
+        row.revision = str(p.get("revision", ""))
+        row.compiler_version = str(p.get("compiler_version", ""))
+        row.size_bytes = p.get("size_bytes")
+        row.ttft_ms, row.per_token_ms = p.get("ttft_ms"), p.get("per_token_ms")
+        row.cpu_seconds, row.neuron_seconds = p.get("cpu_seconds"), p.get("neuron_seconds")
+        row.at, row.run_id = str(p.get("at", "")), str(p.get("run_id", ""))
+        row.artifact_uri, row.manifest_uri = store.uri(prefix), store.uri(str(p.get("manifest", "")))
+        row.uris = format_uris(store, prefix, dict(p.get("formats") or {}))
+        row.launch = {name: store.uri(f"{prefix}/launch/{name}") for name in p.get("launch") or ()}
+    elif row.status in ("failed", "smoke-failed") and e.failure is not None:
+        f = e.failure
+        row.stage, row.message, row.at, row.run_id = (
+            str(f.get("stage", "")),
+            str(f.get("error", "")),
+            str(f.get("at", "")),
+            str(f.get("run_id", "")),
+        )
+    elif row.status == "building" and e.building is not None:
+        row.message, row.at = f"lease held by {e.building.get('holder', '?')}", str(e.building.get("at", ""))
+    return row
+
+
+@dataclass
+class FarmQuery:
+    """The filters of `ls`, the catalog page and its JSON API: model (substring, any case), profile
+    (name or name@version), instance, status (one of STATUSES)."""
+
+    model: str | None = None
+    profile: str | None = None
+    instance: str | None = None
+    status: str | None = None
+    published_only: bool = False  # published or stale (what `ls` lists unless given a status)
+
+    def __post_init__(self) -> None:
+        if self.status and self.status not in STATUSES:
+            raise InvalidInput(f"status {self.status!r} is not one of {', '.join(STATUSES)}")
+
+    @property
+    def empty(self) -> bool:
+        return not (self.model or self.profile or self.instance or self.status or self.published_only)
+
+    def matches(self, row: FarmRow) -> bool:
+        if self.published_only and row.status not in ("published", "stale"):
+            return False
+        wanted = {k: v for k, v in asdict(self).items() if k != "published_only"}
+        return bool(filter_rows([row], **wanted))
+
+    def page_may_match(self, ref: PageRef, newest: dict[str, str]) -> bool:
+        """False only when no entry of the page can match (from the head's summary of it)."""
+        if self.published_only and "published" not in ref.statuses:
+            return False
+        if self.instance and self.instance not in ref.instances:
+            return False
+        if self.profile and not any(self.profile in (p, p.partition("@")[0]) for p in ref.profiles):
+            return False
+        if self.model and ref.models is not None and not any(self.model.lower() in m.lower() for m in ref.models):
+            return False
+        if self.status in ("published", "stale"):
+            if "published" not in ref.statuses:
+                return False
+            return any(_stale(p, newest) == (self.status == "stale") for p in ref.profiles)
+        return not self.status or self.status in ref.statuses
+
+
+@dataclass
+class FarmPage:
+    rows: list[FarmRow]
+    # Rows matching the query (see `farm_index.reader` for how exact); None: unknown without reading
+    # every page (a model, profile or instance filter that found its page of rows early).
+    total: int | None
+    offset: int
+    counts: dict[str, int]  # status -> rows, all of the farm
+    instances: list[str]
+
+
+def farm_page(
+    store: ArtifactStore, query: FarmQuery | None = None, offset: int = 0, limit: int | None = None
+) -> FarmPage:
+    """One page of the farm view, read from the farm index: the head, the tail and the pages it
+    shows. A building row is confirmed against its lease (one read per building row shown)."""
+    from neuronforge import leases
+    from neuronforge.farm_index import read_window
+
+    query = query or FarmQuery()
+    newest = _newest_refs()
+    if query.empty:
+        window = read_window(store, offset=offset, limit=limit)
+    else:
+        window = read_window(
+            store,
+            match=lambda e: query.matches(row_of(store, e, newest)),
+            page_may_match=lambda ref: query.page_may_match(ref, newest),
+            offset=offset,
+            limit=limit,
+        )
+    rows = []
+    for e in window.entries:
+        row = row_of(store, e, newest)
+        if row.status == "building":
+            lease = leases.current(store, e.key)
+            if lease is None or not lease.live:
+                continue
+        rows.append(row)
+    counts: dict[str, int] = {s: 0 for s in STATUSES}
+    for status, by_profile in window.counts.items():
+        for profile, n in by_profile.items():
+            shown = "stale" if status == "published" and _stale(profile, newest) else status
+            if shown in counts:
+                counts[shown] += n
+    total = window.total
+    if total is None and not (query.model or query.profile or query.instance):
+        total = sum(counts[s] for s in (("published", "stale") if query.published_only else (query.status or "",)))
+    return FarmPage(rows, total, offset, counts, window.instances)
+
+
 def farm_rows(store: ArtifactStore) -> list[FarmRow]:
-    """Every build the store knows of, one row per cache key: published (or stale), else the last
-    failure (smoke-failed or failed, with stage and message), else a live lease (building)."""
+    """Every row of the farm index (published or stale, smoke-failed or failed, building): reads
+    every page; views that show a part of the farm use `farm_page`."""
+    return farm_page(store).rows
+
+
+def resolve_key(store: ArtifactStore, key: str) -> str | None:
+    """The full cache key a key or a prefix of at least 12 characters names, from one listing of
+    `index/` (then `failures/`, `locks/`), never a scan; None when none or several match."""
+    if len(key) == 64:
+        return key
+    if len(key) < 12 or not all(c in "0123456789abcdef" for c in key):
+        return None
+    for folder, suffix in (("index", ".json"), ("failures", ".json"), ("locks", "")):
+        found = [
+            o.key[len(folder) + 1 :].removesuffix(suffix)
+            for o in store.list_page(folder, start_after=f"{folder}/{key}", limit=2)
+        ]
+        found = [k for k in found if k.startswith(key)]
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            return None
+    return None
+
+
+def farm_row(store: ArtifactStore, key: str) -> tuple[FarmRow, dict[str, Any] | None] | None:
+    """One build's row and its manifest, drawn from that artifact's own files (its index pointer,
+    manifest and folder listing: three requests), else its failure record or lease."""
     from neuronforge import leases
     from neuronforge.failures import read_failure
+    from neuronforge.farm_index.entry import Entry, published_record
+    from neuronforge.stages.publish import incomplete_files, manifest_problem
+    from neuronforge.stores import NotFound
 
-    rows = _published(store, _newest_refs())
-    for obj in store.list("failures"):
-        key = obj.key.rsplit("/", 1)[-1].removesuffix(".json")
-        failure = read_failure(store, key)
-        if failure is None or key in rows:
-            continue
-        rows[key] = FarmRow(
-            key=key,
-            status="smoke-failed" if failure.stage == "smoke" else "failed",
-            model=failure.model or "(unknown model)",
-            profile=failure.profile,
-            target=failure.target,
-            instance=failure.instance,
-            stage=failure.stage,
-            message=failure.error,
-            at=failure.at,
-            run_id=failure.run_id,
-        )
-    for obj in store.list("locks"):
-        key = obj.key.rsplit("/", 1)[-1]
-        lease = leases.current(store, key)
-        if lease is None or not lease.live or (key in rows and rows[key].status in ("published", "stale")):
-            continue
-        row = rows.get(key) or FarmRow(key=key, status="building", model="(unknown model)")
-        row.status, row.message = "building", f"lease held by {lease.holder}"
-        row.at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(lease.started))
-        rows[key] = row
-    return sorted(rows.values(), key=lambda r: (r.model, r.profile, r.target, r.key))
+    full = resolve_key(store, key)
+    if full is None:
+        return None
+    try:
+        index = store.read_json(f"index/{full}.json")
+        manifest = store.read_json(index["manifest"])
+    except (NotFound, KeyError, TypeError, StoreError):
+        index = manifest = None
+    newest = _newest_refs()
+    if manifest is not None and manifest_problem(manifest) is None and manifest["cache_key"] == full:
+        e = Entry(full)
+        e.apply(published_record(index, manifest))
+        row = row_of(store, e, newest)
+        row.incomplete = incomplete_files(store, index, manifest)
+        return row, manifest
+    failure = read_failure(store, full)
+    if failure is not None:
+        from neuronforge.farm_index.entry import failure_record
+
+        e = Entry(full)
+        e.apply(failure_record(failure))
+        return row_of(store, e, newest), None
+    lease = leases.current(store, full)
+    if lease is not None and lease.live:
+        at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(lease.started))
+        return FarmRow(
+            key=full, status="building", model="(unknown model)", message=f"lease held by {lease.holder}", at=at
+        ), None
+    return None
 
 
 def filter_rows(rows: list[FarmRow], **wanted: str | None) -> list[FarmRow]:

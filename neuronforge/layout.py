@@ -11,6 +11,8 @@
     builds/<key>/<manifest sha256[:16]>/             a compile's output, handed to smoke + publish
                                                      (deleted once the key is published)
     index/<key>.json                                 cache key -> artifact manifest pointer
+    farm-index/head.json, pages/*.jsonl.gz, tail.json   what the store holds, summarised for readers
+                                                     (`neuronforge.farm_index`; a cache of the above)
     locks/<key>                                      compile leases
     failures/<key>.json                              the last failed build of a key (stage, error, run)
     reports/recompile-<date>.{md,json}               what a scheduled recompile found and rebuilt
@@ -34,6 +36,7 @@ ARTIFACT_MANIFEST = "manifest.json"  # published artifact manifests, written las
 NEURON_CACHE = "neuron-cache"
 NEURON_CACHE_SETS = "neuron-cache-sets"
 VLLM_NEURON_CACHE = "vllm-neuron-cache"
+FARM_INDEX = "farm-index"
 
 
 def _model_prefix(kind: str, source: ModelSource) -> str:

@@ -235,6 +235,7 @@ def _claim(state: BuildState, ctx: Context, ttl_s: float, poll_s: float) -> Buil
         waited = leases.wait_for(ctx.store, key, lambda: lookup(ctx.store, key), poll_s=poll_s)
         if waited is not None:
             return state.model_copy(update={"hit": PublishedRef.of(waited)})
+    leases.announce(ctx.store, lease, state)
     return state.model_copy(update={"lease": LeaseRef.of(lease)})
 
 

@@ -175,58 +175,60 @@ def _resolve(entry: CatalogEntry, work_dir: Path):
 
 @dataclass(frozen=True)
 class PublishedBuild:
-    """What one published manifest was built for, as far as the report needs it."""
+    """What one published artifact was built for, as far as the report needs it (from the farm index)."""
 
     revision: str
-    target: TargetSpec  # normalized, its profile as `name@version`
+    variant: str  # `farm_index.entry.target_variant`: the target apart from its profile's version
     profile: str  # `name@version`
     key: str
 
 
+def build_target(manifest: dict[str, Any]) -> TargetSpec | None:
+    """The normalized target a manifest was built for (its profile as `name@version`), or None for
+    an older key schema without a serving profile (built for no profile version)."""
+    try:
+        request = manifest["request"]
+        profile = request["profile"]
+        try:
+            return TargetSpec.from_key_material(request)
+        except InvalidInput:  # built for a version no longer registered: still published for it
+            return TargetSpec.parse(
+                {
+                    **request["target"],
+                    "quantization": request["quantization"],
+                    "profile": profile["name"],
+                    "backend_options": request.get("backend_options", {}),
+                }
+            ).normalized()
+    except (KeyError, TypeError, ValueError, NeuronforgeError):
+        return None
+
+
 def published_builds(store: ArtifactStore) -> list[PublishedBuild]:
-    """Every manifest in the store's index this version can read (older key schemas, without a
-    serving profile, are left out: they were built for no profile version)."""
-    from neuronforge.stages.publish import published_manifests
+    """Every published artifact the farm index knows with a target (one read of the index, not of
+    every manifest: `catalog stale` costs the catalog's size, not the farm's)."""
+    from neuronforge.farm_index import FarmIndex
 
     out = []
-    for _, _, manifest in published_manifests(store):
-        try:
-            request = manifest["request"]
-            profile = request["profile"]
-            ref = (manifest.get("profile") or {}).get("ref") or f"{profile['name']}@{profile['version']}"
-            try:
-                target = TargetSpec.from_key_material(request)
-            except InvalidInput:  # built for a version no longer registered: still published for it
-                target = TargetSpec.parse(
-                    {
-                        **request["target"],
-                        "quantization": request["quantization"],
-                        "profile": profile["name"],
-                        "backend_options": request.get("backend_options", {}),
-                    }
-                ).normalized()
-            out.append(PublishedBuild(request["model_revision"], target, ref, manifest["cache_key"]))
-        except (KeyError, TypeError, ValueError, NeuronforgeError):
-            continue
+    for e in FarmIndex.open(store).all_entries():
+        p = e.published
+        if p is not None and p.get("variant") and e.profile:
+            out.append(PublishedBuild(str(p.get("revision", "")), str(p["variant"]), e.profile, e.key))
     return out
 
 
-def published_for(
-    store: ArtifactStore, builds: list[PublishedBuild], pinned: ModelSource, spec: TargetSpec
-) -> list[str]:
-    """The versions of `spec`'s profile a complete artifact of this revision × target is published
-    for, oldest first. Only the few matching manifests get the completeness check (a listing each)."""
-    from neuronforge.stages.publish import lookup
+def published_for(builds: list[PublishedBuild], pinned: ModelSource, spec: TargetSpec) -> list[str]:
+    """The versions of `spec`'s profile an artifact of this revision × target is published for,
+    oldest first, as the farm index says (what the report shows; whether the current version is
+    published is decided by `lookup`, which checks the manifest)."""
+    from neuronforge.farm_index.entry import target_variant
 
     name = spec.serving_profile.name
-    want = spec.normalized().model_copy(update={"profile": ""})
+    want = target_variant(spec)
     refs = {
         b.profile
         for b in builds
-        if b.revision == pinned.resolved_revision
-        and b.profile.partition("@")[0] == name
-        and b.target.model_copy(update={"profile": ""}) == want
-        and lookup(store, b.key) is not None
+        if b.revision == pinned.resolved_revision and b.profile.partition("@")[0] == name and b.variant == want
     }
     return sorted(refs, key=_ref_order)
 
@@ -268,7 +270,7 @@ def find_stale(
             if pinned is None:
                 continue
             state.pinned = str(pinned)
-            state.published_for = published_for(store, builds, pinned, spec)
+            state.published_for = published_for(builds, pinned, spec)
             toolchain = usable_toolchain(profile, toolchains.get(profile.ref))
             if isinstance(toolchain, str):
                 state.status, state.detail = UNAVAILABLE, toolchain

@@ -86,8 +86,10 @@ class ClaimBuildOperator(BaseOperator):
         state = self._state()
         key = state.need("key")
         holder = f"airflow:{context['run_id']}:{self.task_id}[{context['ti'].map_index}]:{leases.holder_id()}"
-        lease = leases.try_acquire(open_store(state.store_uri), key, holder)
+        store = open_store(state.store_uri)
+        lease = leases.try_acquire(store, key, holder)
         if lease is not None:
+            leases.announce(store, lease, state)
             log.info("lease %s taken: this run builds %s", key[:12], state.target.slug)
             return state.model_copy(update={"lease": LeaseRef.of(lease)}).model_dump(mode="json")
         log.info("another run is building %s; waiting (deferred) for its artifact", key[:12])

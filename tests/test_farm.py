@@ -12,7 +12,7 @@ import pytest
 
 from neuronforge import leases
 from neuronforge.failures import record_failure
-from neuronforge.farm import farm_rows, filter_rows
+from neuronforge.farm import FarmQuery, FarmRow, farm_page, farm_row, farm_rows, filter_rows
 from neuronforge.stores import open_store
 from neuronforge.target import TargetSpec
 from tests.conftest import TARGET, Compiled
@@ -45,7 +45,10 @@ def test_a_published_artifact(store, compiled: Compiled) -> None:
     assert row.manifest_uri == store.uri(compiled.first.published.manifest_uri.split("/store/", 1)[1])
     assert row.uris and all(u.startswith(store.root_uri) for u in row.uris.values())
     assert row.launch and all(u.startswith(row.artifact_uri + "/launch/") for u in row.launch.values())
-    assert row.incomplete == []
+    assert row.incomplete is None  # a page of the farm does not list every artifact's folder
+    detail, manifest = farm_row(store, row.key[:12])  # one artifact: its own manifest and listing
+    assert detail == FarmRow(**{**row.to_json(), "incomplete": []})
+    assert manifest is not None and manifest["cache_key"] == row.key
 
 
 def test_failures_leases_and_filters(store) -> None:
@@ -53,7 +56,10 @@ def test_failures_leases_and_filters(store) -> None:
     record_failure(store, "b" * 64, "compile_graphs", RuntimeError("NCC_EXTP004"), "manual__2", _state(48))
     mine = leases.try_acquire(store, "c" * 64, "worker-1", ttl_s=600)
     assert mine is not None
-    assert leases.try_acquire(store, "d" * 64, "worker-2", ttl_s=-1) is not None  # expired at once
+    leases.announce(store, mine, _state(56))
+    dead = leases.try_acquire(store, "d" * 64, "worker-2", ttl_s=-1)  # expired at once
+    assert dead is not None
+    leases.announce(store, dead, _state(60))
     rows = {r.key[:1]: r for r in farm_rows(store) if r.key[0] in "abcd" and r.key[1] == r.key[0]}
     assert rows["a"].status == "smoke-failed" and rows["a"].model == "org/model" and rows["a"].stage == "smoke"
     assert "greedy tokens differ" in rows["a"].message and rows["a"].run_id == "manual__1"
@@ -62,7 +68,11 @@ def test_failures_leases_and_filters(store) -> None:
     assert rows["c"].status == "building" and "worker-1" in rows["c"].message
     assert "d" not in rows
     assert {r.status for r in filter_rows(list(rows.values()), status="failed")} == {"failed"}
-    assert {r.key[:1] for r in filter_rows(list(rows.values()), model="ORG/")} == {"a", "b"}
+    assert {r.key[:1] for r in filter_rows(list(rows.values()), model="ORG/")} == {"a", "b", "c"}
+    failed = farm_page(store, FarmQuery(status="failed"))
+    assert [r.key for r in failed.rows] == ["b" * 64] and failed.total == 1 and failed.counts["smoke-failed"] == 1
+    assert farm_row(store, "a" * 12)[0].message == rows["a"].message  # the detail reads failures/<key>.json
+    assert farm_row(store, "d" * 64) is None  # nothing published or failed, the lease expired
 
 
 def test_a_newer_profile_version_makes_it_stale(store, compiled: Compiled, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -84,7 +94,7 @@ def test_a_truncated_file_is_listed(store, compiled: Compiled) -> None:
     row = _first(store, compiled)
     victim = next(Path(row.artifact_uri.removeprefix("file://")).glob("launch/*"))
     victim.write_bytes(victim.read_bytes()[:-1])
-    row = _first(store, compiled)
+    row, _ = farm_row(store, row.key)
     assert row.incomplete == [
         f"{victim.relative_to(Path(row.artifact_uri.removeprefix('file://')))}: missing or wrong size"
     ]

@@ -117,8 +117,24 @@ def publish(inp: PublishInput, store: ArtifactStore) -> Published:
     index = {"schema_version": INDEX_SCHEMA, "cache_key": inp.key, "manifest": manifest_key, "prefix": prefix}
     if not store.put_if_absent(json.dumps(index, indent=2).encode(), layout.index_entry(inp.key)):
         log.info("index/%s already present (published by an earlier or concurrent run)", inp.key[:12])
+    note_published(store, index, manifest)
     uris = format_uris(store, prefix, manifest["formats"])
     return Published(inp.key, prefix, store.uri(manifest_key), uris, manifest)
+
+
+def note_published(store: ArtifactStore, index: dict[str, Any], manifest: dict[str, Any]) -> None:
+    """Tell the farm index (two requests). Its failure does not unpublish anything: the index is a
+    cache of the manifests, and the next compaction finds the pointer without a record."""
+    from neuronforge import farm_index
+
+    try:
+        farm_index.append(store, [farm_index.published_record(index, manifest)])
+    except StoreError as exc:
+        log.warning(
+            "published %s, but the farm index was not updated (%s); its next compaction recovers it",
+            manifest["cache_key"][:12],
+            exc,
+        )
 
 
 def format_uris(store: ArtifactStore, prefix: str, formats: dict[str, str]) -> dict[str, str]:

@@ -102,6 +102,13 @@ class ArtifactStore(ABC):
     def list(self, prefix: str = "") -> list[ObjectInfo]:
         """Every object under `prefix` (a folder-like prefix; `a/b` does not match `a/bc`), sorted."""
 
+    def list_page(self, prefix: str, start_after: str = "", limit: int = 1000) -> list[ObjectInfo]:
+        """At most `limit` objects under `prefix` whose keys sort after `start_after`, in one request
+        where the store allows (S3: one ListObjectsV2 call): a reader that needs a page of a
+        listing, or to know whether a folder is empty, does not pay for the whole folder."""
+        out = [o for o in self.list(prefix) if o.key > start_after]
+        return out[:limit]
+
     @abstractmethod
     def delete_prefix(self, prefix: str) -> int:
         """Delete every object under `prefix`; returns how many were deleted."""

@@ -259,6 +259,20 @@ class S3Store(ArtifactStore):
             out = [ObjectInfo(clean_key(prefix), int(head["ContentLength"]), head.get("ETag", "").strip('"'))]
         return sorted(out, key=lambda o: o.key)
 
+    def list_page(self, prefix: str, start_after: str = "", limit: int = 1000) -> list[ObjectInfo]:
+        full = f"{self._key(prefix)}/" if prefix.strip("/") else (f"{self.prefix}/" if self.prefix else "")
+        kwargs: dict[str, Any] = {"Bucket": self.bucket, "Prefix": full, "MaxKeys": max(1, min(limit, 1000))}
+        if start_after:
+            kwargs["StartAfter"] = self._key(start_after)
+        try:
+            page = self.client.list_objects_v2(**kwargs)
+        except ClientError as exc:
+            raise self._wrap(exc, prefix) from None
+        return [
+            ObjectInfo(self._rel(o["Key"]), int(o["Size"]), o.get("ETag", "").strip('"'))
+            for o in page.get("Contents", [])
+        ][:limit]
+
     def delete_prefix(self, prefix: str) -> int:
         objects = self.list(prefix)
         for i in range(0, len(objects), 1000):
@@ -348,6 +362,7 @@ for _name in (
     "read_versioned",
     "replace_if_version",
     "list",
+    "list_page",
     "delete_prefix",
     "put_tree",
     "get_tree",

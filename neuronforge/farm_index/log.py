@@ -1,0 +1,118 @@
+"""The farm index's tail: the records written since the last compaction, one small object that
+writers append to with the store's compare-and-swap (S3 `If-Match` / `If-None-Match`, the file
+store's locked rename), so publishers on many hosts racing each other never lose a record.
+
+    {"schema": 1, "next_seq": 42, "records": [{"seq": 41, "kind": "published", "key": ..., ...}]}
+
+Every record gets the next sequence number; the snapshot's head says which sequence number it
+folded in last, so a reader merges exactly the records after it (a stale head is never wrong, only
+older). A publish costs two requests here (read with its version, conditional write); a conflict
+costs two more. When the tail holds `COMPACT_AT` records the writer folds it into the snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from typing import Any
+
+from neuronforge import layout
+from neuronforge.errors import StoreError
+from neuronforge.stores import ArtifactStore, NotFound
+
+log = logging.getLogger(__name__)
+
+ROOT = layout.FARM_INDEX
+TAIL = f"{ROOT}/tail.json"
+SCHEMA = 1
+COMPACT_AT = 64  # records in the tail that make its writer compact
+MAX_TRIES = 200  # conflicting appends before giving up (each loser retries at once, jittered)
+
+
+class IndexCorrupt(StoreError):
+    """An index object is not what its writer wrote (not JSON, wrong schema, wrong checksum):
+    never trusted, rebuilt from the manifests."""
+
+
+def parse_tail(data: bytes) -> dict[str, Any]:
+    try:
+        tail = json.loads(data)
+    except ValueError as exc:
+        raise IndexCorrupt(f"{TAIL} is not JSON ({exc})") from None
+    if (
+        not isinstance(tail, dict)
+        or tail.get("schema") != SCHEMA
+        or not isinstance(tail.get("next_seq"), int)
+        or not isinstance(tail.get("records"), list)
+        or not all(
+            isinstance(r, dict) and isinstance(r.get("seq"), int) and isinstance(r.get("key"), str)
+            for r in tail["records"]
+        )
+    ):
+        raise IndexCorrupt(f"{TAIL} is not a farm-index tail (schema {SCHEMA})")
+    return tail
+
+
+def read_tail(store: ArtifactStore) -> tuple[dict[str, Any] | None, str]:
+    """(tail, version), or (None, "") when there is none yet."""
+    try:
+        data, version = store.read_versioned(TAIL)
+    except NotFound:
+        return None, ""
+    return parse_tail(data), version
+
+
+def _encode(tail: dict[str, Any]) -> bytes:
+    return json.dumps(tail, sort_keys=True, separators=(",", ":")).encode()
+
+
+def append(store: ArtifactStore, records: list[dict[str, Any]], *, compact: bool = True) -> int:
+    """Append `records` (each a `kind` + `key` + fields) and return the last sequence number given.
+    A corrupt tail is replaced by a rebuild from the manifests (which holds what it lost)."""
+    from neuronforge.farm_index import snapshot
+
+    for attempt in range(MAX_TRIES):
+        try:
+            tail, version = read_tail(store)
+        except IndexCorrupt as exc:
+            log.warning("farm index: %s; rebuilding it from the manifests", exc)
+            snapshot.rebuild(store)
+            continue
+        if tail is None:
+            tail = {"schema": SCHEMA, "next_seq": snapshot.head_seq(store) + 1, "records": []}
+        seq = tail["next_seq"]
+        new = [{**r, "seq": seq + i} for i, r in enumerate(records)]
+        updated = {**tail, "next_seq": seq + len(new), "records": [*tail["records"], *new]}
+        data = _encode(updated)
+        done = store.replace_if_version(data, TAIL, version) if version else store.put_if_absent(data, TAIL)
+        if done:
+            if compact and len(updated["records"]) >= COMPACT_AT:
+                try:
+                    snapshot.compact(store)
+                except StoreError as exc:  # the records are in; whoever comes next compacts
+                    log.warning("farm index: compaction deferred: %s", exc)
+            return seq + len(new) - 1
+        time.sleep(random.uniform(0, min(0.05 * (attempt + 1), 0.5)))
+    raise StoreError(f"{store.uri(TAIL)}: {MAX_TRIES} conflicting writes in a row; the index was not updated")
+
+
+def trim(store: ArtifactStore, through: int) -> None:
+    """Drop the records a snapshot folded in (sequence number <= `through`), keeping later ones."""
+    for _ in range(MAX_TRIES):
+        tail, version = read_tail(store)
+        if tail is None:
+            return
+        kept = [r for r in tail["records"] if r["seq"] > through]
+        if len(kept) == len(tail["records"]):
+            return
+        next_seq = max(tail["next_seq"], through + 1)
+        if store.replace_if_version(_encode({**tail, "next_seq": next_seq, "records": kept}), TAIL, version):
+            return
+        time.sleep(random.uniform(0, 0.05))
+
+
+def reset(store: ArtifactStore, next_seq: int) -> None:
+    """Replace a tail that could not be read by an empty one (after a rebuild holds what it lost)."""
+    store.put_bytes(_encode({"schema": SCHEMA, "next_seq": next_seq, "records": []}), TAIL)

@@ -1,0 +1,198 @@
+"""Reading the farm index: a view costs the head, the tail and the pages it shows — not the store.
+
+An unfiltered window (`ls`'s first page, the catalog page) reads the one or two pages that hold its
+rows; a filtered one reads only the pages whose summary (profiles, instances, statuses, models) can
+match. Tail records are merged by sequence number. Counts and positions are exact as of the last
+compaction; a page boundary can move by the few rows published since.
+
+An index that is absent while the store holds published artifacts (a store written before the index
+existed, or by hand) or that is corrupt is rebuilt from the manifests; on a store this host cannot
+write, the rebuilt rows are used in memory for this read only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from neuronforge.errors import StoreError
+from neuronforge.farm_index.entry import Entry
+from neuronforge.farm_index.log import IndexCorrupt, read_tail
+from neuronforge.farm_index.snapshot import Head, PageRef, merge, read_head, read_page, rebuild, scan
+from neuronforge.stores import ArtifactStore, NotFound
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Window:
+    entries: list[Entry]
+    # Rows matching in the whole index (unfiltered: approximate by the tail's new rows); None when a
+    # filtered view stopped reading pages once it had its rows.
+    total: int | None
+    pages_read: int = 0
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)  # status class -> profile -> n
+    instances: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FarmIndex:
+    store: ArtifactStore
+    head: Head | None
+    records: list[dict[str, Any]]  # tail records after the head's sequence number
+    memory: dict[str, Entry] | None = None  # rebuilt in memory (the store could not be written)
+
+    @classmethod
+    def open(cls, store: ArtifactStore) -> FarmIndex:
+        for _ in range(3):
+            try:
+                head, _ = read_head(store)
+                tail, _ = read_tail(store)
+            except IndexCorrupt as exc:
+                log.warning("farm index: %s; rebuilding it from the manifests", exc)
+                if not cls._rebuild(store):
+                    return cls._in_memory(store)
+                continue
+            if head is None and tail is None and store.list_page("index", limit=1):
+                log.warning("farm index: %s has published artifacts but no index; building it", store.root_uri)
+                if not cls._rebuild(store):
+                    return cls._in_memory(store)
+                continue
+            floor = head.seq if head else 0
+            return cls(store, head, [r for r in (tail or {}).get("records", []) if r["seq"] > floor])
+        raise StoreError(f"{store.uri('farm-index')} keeps changing under this reader; try again")
+
+    @staticmethod
+    def _rebuild(store: ArtifactStore) -> bool:
+        try:
+            rebuild(store)
+            return True
+        except (StoreError, OSError) as exc:
+            log.warning("farm index: cannot write the rebuilt index (%s); using it for this read only", exc)
+            return False
+
+    @classmethod
+    def _in_memory(cls, store: ArtifactStore) -> FarmIndex:
+        entries, _ = scan(store)
+        return cls(store, None, [], memory=entries)
+
+    def _read(self, ref: PageRef) -> list[Entry]:
+        try:
+            return read_page(self.store, ref)
+        except NotFound:  # compacted away after the head was read: the caller reopens
+            raise _Moved() from None
+
+    def window(
+        self,
+        match: Callable[[Entry], bool] | None = None,
+        page_may_match: Callable[[PageRef], bool] | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> Window:
+        """Entries `offset`..`offset+limit` (sorted by model, profile, target, key) that `match`."""
+        if self.memory is not None:
+            rows = sorted(
+                (e for e in self.memory.values() if not e.empty and (match is None or match(e))),
+                key=lambda e: e.sort_key,
+            )
+            return self._finish(rows[offset : None if limit is None else offset + limit], len(rows), 0)
+        pages = self.head.pages if self.head else []
+        end = None if limit is None else offset + limit
+        entries: dict[str, Entry] = {}
+        chosen: list[int] = []
+        before = seen = matched = 0
+        stopped = False
+        for i, ref in enumerate(pages):
+            if match is None and seen + ref.rows <= offset:
+                before += ref.rows
+                seen += ref.rows
+                continue
+            if match is not None and page_may_match is not None and not page_may_match(ref):
+                continue
+            if end is not None and (seen if match is None else matched) >= end:
+                stopped = True
+                break
+            page = self._read(ref)
+            chosen.append(i)
+            seen += ref.rows
+            matched += sum(1 for e in page if match is not None and match(e))
+            entries.update((e.key, e) for e in page)
+        known = set(entries)
+        lo = tuple(pages[chosen[0]].first) if match is None and chosen and chosen[0] > 0 else None
+        if match is None and not chosen and pages:  # past the end: only new rows after the last page
+            lo = tuple(pages[-1].last)
+        hi = tuple(pages[chosen[-1]].last) if stopped and chosen else None
+        added = removed = 0
+        for key, e in self._tail_entries().items():
+            if key in known:
+                merge(entries, [r for r in self.records if r["key"] == key])
+                removed += entries[key].empty
+                continue
+            if e.empty:
+                continue
+            added += 1
+            if lo is not None and e.sort_key < lo:
+                before += 1
+                continue
+            if hi is not None and e.sort_key > hi:
+                continue
+            entries[key] = e
+        rows = sorted(
+            (e for e in entries.values() if not e.empty and (match is None or match(e))), key=lambda e: e.sort_key
+        )
+        if match is None:
+            total: int | None = (self.head.rows if self.head else 0) + added - removed
+            start = max(offset - before, 0)
+            return self._finish(rows[start : None if limit is None else start + limit], total, len(chosen))
+        total = None if stopped else len(rows)
+        return self._finish(rows[offset : None if end is None else end], total, len(chosen))
+
+    def _tail_entries(self) -> dict[str, Entry]:
+        out: dict[str, Entry] = {}
+        merge(out, self.records)
+        return out
+
+    def _finish(self, rows: list[Entry], total: int | None, pages_read: int) -> Window:
+        counts: dict[str, dict[str, int]] = {}
+        instances: set[str] = set()
+        if self.memory is not None:
+            for e in self.memory.values():
+                if not e.empty:
+                    by = counts.setdefault(e.status_class, {})
+                    by[e.profile] = by.get(e.profile, 0) + 1
+                    instances.add(e.instance)
+        else:
+            aggregates = self.head.aggregates if self.head else {}
+            for status, by in (aggregates.get("statuses") or {}).items():
+                counts[status] = dict(by)
+            instances.update(aggregates.get("instances") or ())
+            for e in self._tail_entries().values():  # approximate: a tail row is counted as new
+                if not e.empty:
+                    by = counts.setdefault(e.status_class, {})
+                    by[e.profile] = by.get(e.profile, 0) + 1
+                    instances.add(e.instance)
+        return Window(rows, total, pages_read, counts, sorted(i for i in instances if i))
+
+    def all_entries(self) -> list[Entry]:
+        """Every entry (reads every page): for `gc`'s plan and `catalog stale`'s published builds."""
+        return self.window().entries
+
+
+class _Moved(Exception):
+    """A page named by the head was replaced by a compaction while this reader held the head."""
+
+
+def read_window(store: ArtifactStore, **kwargs: Any) -> Window:
+    """`FarmIndex.open(store).window(**kwargs)`, reopened when a compaction moved the pages meanwhile."""
+    for _ in range(5):
+        try:
+            return FarmIndex.open(store).window(**kwargs)
+        except _Moved:
+            continue
+        except IndexCorrupt as exc:
+            log.warning("farm index: %s; rebuilding it from the manifests", exc)
+            if not FarmIndex._rebuild(store):
+                return FarmIndex._in_memory(store).window(**kwargs)
+    raise StoreError(f"{store.uri('farm-index')} keeps changing under this reader; try again")
