@@ -90,17 +90,15 @@ def main() -> int:
 
     print()
     cli(["ls", settings.store_uri()])
+    from neuronforge.farm import FarmQuery, farm_page
     from neuronforge.stores import open_store
 
     store = open_store(settings.store_uri())
-    latest = max(
-        (store.read_json(o.key) for o in store.list("index")),
-        key=lambda i: store.read_json(i["manifest"])["published_at"],
-    )
+    latest = max(farm_page(store, FarmQuery(published_only=True)).rows, key=lambda r: r.at)
     print()
-    cli(["show", store.uri(latest["manifest"])])
+    cli(["show", latest.manifest_uri])
     print("\nIts consumer's load-time rules, re-checked on a downloaded copy:")
-    cli(["verify", store.uri(latest["manifest"])])
+    cli(["verify", latest.manifest_uri])
     print("\nThe serving profiles (the Neuron ones compile on Neuron workers):")
     cli(["profiles"])
 

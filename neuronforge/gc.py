@@ -79,26 +79,45 @@ def _order(version: str) -> tuple[int, Any]:
 
 
 def published(store: ArtifactStore) -> list[Published]:
-    from neuronforge.stages.publish import published_manifests
+    """What the farm index says is published (its pages and tail; not a scan of the manifests):
+    `collect` plans from this and confirms against the manifest only what it would delete."""
+    from neuronforge.farm_index import FarmIndex
 
     out = []
-    for index_key, index, m in published_manifests(store):
-        try:
-            tc = m["toolchain"]
-            out.append(
-                Published(
-                    m["cache_key"],
-                    index_key,
-                    index["manifest"],
-                    index["prefix"],
-                    m["source"]["location"],
-                    tc["compiler"],
-                    tc["compiler_version"],
-                )
+    for e in FarmIndex.open(store).all_entries():
+        p = e.published
+        if p is None or not p.get("compiler") or not p.get("manifest"):
+            continue
+        out.append(
+            Published(
+                e.key,
+                layout.index_entry(e.key),
+                str(p["manifest"]),
+                str(p.get("prefix") or str(p["manifest"]).rpartition("/")[0]),
+                e.model,
+                str(p["compiler"]),
+                str(p.get("compiler_version", "")),
             )
-        except (KeyError, TypeError):
-            continue  # not a manifest this version of neuronforge can judge: leave it alone
+        )
     return out
+
+
+def confirmed(store: ArtifactStore, a: Published) -> bool:
+    """The manifest still says what the index said (same key and compiler version): one read, for
+    each artifact `collect` would delete. A manifest that is gone or says otherwise is left alone."""
+    from neuronforge.errors import StoreError
+    from neuronforge.stages.publish import manifest_problem
+    from neuronforge.stores import NotFound
+
+    try:
+        m = store.read_json(a.manifest_key)
+    except (NotFound, StoreError):
+        log.warning("gc: %s: the index names %s, which cannot be read; left alone", a.key[:12], a.manifest_key)
+        return False
+    if manifest_problem(m) is not None or m["cache_key"] != a.key:
+        return False
+    tc = m["toolchain"]
+    return (tc.get("compiler"), tc.get("compiler_version")) == (a.compiler, a.compiler_version)
 
 
 def pin_matches(pin: str, version: str) -> bool:
@@ -147,12 +166,20 @@ def collect(
             report.pinned.append({"manifest": a.manifest_key, "compiler_version": a.compiler_version})
             in_use.add((a.compiler, a.compiler_version))  # its compile cache stays too
             continue
+        if not confirmed(store, a):
+            report.kept += 1
+            in_use.add((a.compiler, a.compiler_version))
+            continue
         report.deleted.append({"key": a.key, "prefix": a.prefix, "compiler_version": a.compiler_version})
         if not dry_run:
             store.delete_prefix(a.index_key)
             store.delete_prefix(a.manifest_key)
             store.delete_prefix(a.prefix)
             log.info("gc: deleted %s (%s %s)", a.prefix, a.compiler, a.compiler_version)
+    if report.deleted and not dry_run:
+        from neuronforge import farm_index
+
+        farm_index.append(store, [farm_index.deleted_record(d["key"]) for d in report.deleted])
     doomed = {(c, v) for c, vs in by_compiler.items() for v in vs} - in_use
     report.cache_dirs_deleted = _collect_cache_dirs(store, doomed, dry_run)
     report.tmp_deleted = collect_tmp_objects(store, dry_run=dry_run)
@@ -204,7 +231,6 @@ def _collect_cache_dirs(store: ArtifactStore, doomed: set[tuple[str, str]], dry_
     published nothing (e.g. a new SDK's first builds still running) is never touched."""
     from neuronforge.compile_cache import prune_store
 
-    present = {o.key.split("/")[1] for o in store.list(layout.NEURON_CACHE) if o.key.count("/") >= 2}
     out = []
     for compiler, version in sorted(doomed):
         try:
@@ -212,8 +238,8 @@ def _collect_cache_dirs(store: ArtifactStore, doomed: set[tuple[str, str]], dry_
         except InvalidInput:
             log.warning("gc: %s %r cannot name a compile-cache folder; none to delete", compiler, version)
             continue
-        if cdir in present:
-            # exact: `2.21.0.0` doomed must not take a kept `2.21.0.0+<label>` sibling with it
-            prune_store(store, cdir, dry_run=dry_run, exact=True)
+        # One listing of that version's folder (not of the whole cache); exact: `2.21.0.0` doomed
+        # must not take a kept `2.21.0.0+<label>` sibling with it.
+        if prune_store(store, cdir, dry_run=dry_run, exact=True):
             out.append(cdir)
     return out

@@ -82,7 +82,7 @@ class FarmIndex:
         try:
             return read_page(self.store, ref)
         except NotFound:  # compacted away after the head was read: the caller reopens
-            raise _Moved() from None
+            raise _Moved(ref.key) from None
 
     def window(
         self,
@@ -99,55 +99,79 @@ class FarmIndex:
             )
             return self._finish(rows[offset : None if limit is None else offset + limit], len(rows), 0)
         pages = self.head.pages if self.head else []
+        if match is None:
+            return self._unfiltered(pages, offset, limit)
         end = None if limit is None else offset + limit
         entries: dict[str, Entry] = {}
         chosen: list[int] = []
-        before = seen = matched = 0
+        matched = 0
         stopped = False
         for i, ref in enumerate(pages):
-            if match is None and seen + ref.rows <= offset:
-                before += ref.rows
-                seen += ref.rows
+            if page_may_match is not None and not page_may_match(ref):
                 continue
-            if match is not None and page_may_match is not None and not page_may_match(ref):
-                continue
-            if end is not None and (seen if match is None else matched) >= end:
+            if end is not None and matched >= end:
                 stopped = True
                 break
             page = self._read(ref)
             chosen.append(i)
-            seen += ref.rows
-            matched += sum(1 for e in page if match is not None and match(e))
+            matched += sum(1 for e in page if match(e))
             entries.update((e.key, e) for e in page)
-        known = set(entries)
-        lo = tuple(pages[chosen[0]].first) if match is None and chosen and chosen[0] > 0 else None
-        if match is None and not chosen and pages:  # past the end: only new rows after the last page
-            lo = tuple(pages[-1].last)
         hi = tuple(pages[chosen[-1]].last) if stopped and chosen else None
-        added = removed = 0
+        self._merge_tail(entries, lo=None, hi=hi)
+        rows = sorted((e for e in entries.values() if not e.empty and match(e)), key=lambda e: e.sort_key)
+        return self._finish(rows[offset:end], None if stopped else len(rows), len(chosen))
+
+    def _unfiltered(self, pages: list[PageRef], offset: int, limit: int | None) -> Window:
+        """Rows `offset`.. of the whole index: the pages holding them by the head's counts, widened by
+        a page where the tail moved the boundaries (so positions stay exact while the tail holds
+        fewer rows than a page)."""
+        starts, seen = [], 0
+        for ref in pages:
+            starts.append(seen)
+            seen += ref.rows
+        end = None if limit is None else offset + limit
+        if pages:
+            first = max([i for i, s in enumerate(starts) if s <= offset] or [0])
+            last = len(pages) - 1 if end is None else max([i for i, s in enumerate(starts) if s < end] or [0])
+            fresh = self._tail_entries().values()
+            # A new row sorting before the window pulls the previous page's last rows into it; a
+            # row deleted since pulls the next page's first rows in.
+            left = any(not e.empty and e.sort_key < tuple(pages[first].first) for e in fresh)
+            right = any(e.empty for e in fresh)
+            chosen = list(range(max(first - left, 0), min(max(last, first) + right, len(pages) - 1) + 1))
+        else:
+            chosen = []
+        entries = {e.key: e for i in chosen for e in self._read(pages[i])}
+        lo = tuple(pages[chosen[0]].first) if chosen and chosen[0] > 0 else None
+        hi = tuple(pages[chosen[-1]].last) if chosen and chosen[-1] < len(pages) - 1 else None
+        before, added, removed = self._merge_tail(entries, lo, hi)
+        base = (starts[chosen[0]] if chosen else 0) + before
+        rows = sorted((e for e in entries.values() if not e.empty), key=lambda e: e.sort_key)
+        start = max(offset - base, 0)
+        total = (self.head.rows if self.head else 0) + added - removed
+        return self._finish(rows[start : None if limit is None else start + limit], total, len(chosen))
+
+    def _merge_tail(
+        self, entries: dict[str, Entry], lo: tuple[str, ...] | None, hi: tuple[str, ...] | None
+    ) -> tuple[int, int, int]:
+        """Fold the tail into the loaded `entries`; a key not loaded is taken as new and kept when
+        it sorts between `lo` and `hi`. Returns (new rows before `lo`, new rows, loaded rows removed)."""
+        known = set(entries)
+        before = added = removed = 0
         for key, e in self._tail_entries().items():
             if key in known:
+                was_empty = entries[key].empty
                 merge(entries, [r for r in self.records if r["key"] == key])
-                removed += entries[key].empty
+                removed += entries[key].empty and not was_empty
                 continue
             if e.empty:
                 continue
             added += 1
             if lo is not None and e.sort_key < lo:
                 before += 1
-                continue
-            if hi is not None and e.sort_key > hi:
-                continue
-            entries[key] = e
-        rows = sorted(
-            (e for e in entries.values() if not e.empty and (match is None or match(e))), key=lambda e: e.sort_key
-        )
-        if match is None:
-            total: int | None = (self.head.rows if self.head else 0) + added - removed
-            start = max(offset - before, 0)
-            return self._finish(rows[start : None if limit is None else start + limit], total, len(chosen))
-        total = None if stopped else len(rows)
-        return self._finish(rows[offset : None if end is None else end], total, len(chosen))
+            elif hi is None or e.sort_key <= hi:
+                entries[key] = e
+        return before, added, removed
 
     def _tail_entries(self) -> dict[str, Entry]:
         out: dict[str, Entry] = {}
@@ -186,11 +210,16 @@ class _Moved(Exception):
 
 def read_window(store: ArtifactStore, **kwargs: Any) -> Window:
     """`FarmIndex.open(store).window(**kwargs)`, reopened when a compaction moved the pages meanwhile."""
+    missing: set[str] = set()
     for _ in range(5):
         try:
-            return FarmIndex.open(store).window(**kwargs)
-        except _Moved:
-            continue
+            try:
+                return FarmIndex.open(store).window(**kwargs)
+            except _Moved as moved:
+                if moved.args[0] not in missing:  # a compaction replaced it: read the new head
+                    missing.add(moved.args[0])
+                    continue
+                raise IndexCorrupt(f"{moved.args[0]} is named by the head but gone") from None
         except IndexCorrupt as exc:
             log.warning("farm index: %s; rebuilding it from the manifests", exc)
             if not FarmIndex._rebuild(store):
