@@ -5,17 +5,26 @@ A FastAPI app mounted on the api-server at `/neuronforge` (`fastapi_apps`), with
 (`external_views`, shown inside the UI). Every route depends on Airflow's own `get_user` (the
 `Authorization: Bearer` JWT or the UI's `_token` cookie), so access follows Airflow's
 authentication: an unauthenticated request is answered 401. The data comes from
-`neuronforge.farm` (the store read through the core's own readers); this module only renders it.
+`neuronforge.farm` (the store read through its farm index); this module only renders it.
 
-    GET /neuronforge/                       the page: matrix, filters, latency plot, details
-    GET /neuronforge/api/artifacts          rows as JSON (filters: model, profile, instance, status)
+    GET /neuronforge/[?page=&per_page=]     one page of the farm: matrix, filters, latency plot, rows
+    GET /neuronforge/artifacts/{key}        one artifact: URIs, verify status, deploy snippets
+    GET /neuronforge/api/artifacts          a page of rows as JSON (offset, limit; same filters)
     GET /neuronforge/api/artifacts/{key}    one row with its manifest and deploy snippets
+
+A page view costs the farm index's head, tail and the pages it shows (`farm.farm_page`, called once:
+its counts and instances make the summary and the instance filter); an artifact's own page costs
+its index pointer, manifest and folder listing (`farm.farm_row`) and its launch files. Filters:
+model (substring), profile, instance, status; a bad value of any parameter is answered 400 with
+one sentence.
 """
 
 from __future__ import annotations
 
 import html
+import json
 from typing import Any, ClassVar
+from urllib.parse import urlencode
 
 from airflow.api_fastapi.core_api.security import get_user
 from airflow.plugins_manager import AirflowPlugin
@@ -25,6 +34,8 @@ from fastapi.responses import HTMLResponse
 PREFIX = "/neuronforge"
 COMPILE_DAG = "neuronforge_compile_publish"
 SNIPPET_LIMIT = 64 * 1024  # a launch file larger than this is linked, not inlined
+PER_PAGE, MAX_PER_PAGE = 50, 500  # rows per page view
+API_LIMIT, MAX_API_LIMIT = 100, 1000  # rows per JSON answer
 
 app = FastAPI(title="neuronforge artifact catalog", dependencies=[Depends(get_user)])
 
@@ -41,11 +52,85 @@ def _store():
         raise HTTPException(status_code=503, detail=f"the store cannot be read: {exc}") from None
 
 
-def _rows(model: str | None, profile: str | None, instance: str | None, status: str | None):
-    from neuronforge.farm import farm_rows, filter_rows
+def _sentence(text: Any) -> str:
+    """A message as one sentence on one line."""
+    text = " ".join(str(text).split())
+    return text if text.endswith(".") else f"{text}."
 
-    store = _store()
-    return store, filter_rows(farm_rows(store), model=model, profile=profile, instance=instance, status=status)
+
+def _whole(name: str, value: str | None, default: int, lo: int, hi: int | None = None) -> int:
+    """A whole-number query parameter (absent or empty: `default`), else 400."""
+    if value is None or value.strip() == "":
+        return default
+    try:
+        n: int | None = int(value.strip())
+    except ValueError:
+        n = None
+    if n is None or n < lo or (hi is not None and n > hi):
+        shown = value.strip() if value.strip().lstrip("-").isdigit() else json.dumps(value[:80])
+        span = f"from {lo} to {hi}" if hi is not None else f"from {lo} up"
+        raise HTTPException(status_code=400, detail=f"{name} = {shown} is not allowed; use a whole number {span}.")
+    return n
+
+
+def _query(model: str | None, profile: str | None, instance: str | None, status: str | None):
+    """The filters as a `FarmQuery` (empty values: no filter); an unknown status is a 400."""
+    from neuronforge.errors import InvalidInput
+    from neuronforge.farm import FarmQuery
+
+    try:
+        return FarmQuery(model=model or None, profile=profile or None, instance=instance or None, status=status or None)
+    except InvalidInput as exc:
+        raise HTTPException(status_code=400, detail=_sentence(exc)) from None
+
+
+def _farm_page(store: Any, query: Any, offset: int, limit: int):
+    from neuronforge.errors import InvalidInput, NeuronforgeError
+    from neuronforge.farm import farm_page
+
+    try:
+        return farm_page(store, query, offset=offset, limit=limit)
+    except InvalidInput as exc:
+        raise HTTPException(status_code=400, detail=_sentence(exc)) from None
+    except NeuronforgeError as exc:
+        raise HTTPException(status_code=503, detail=f"the store cannot be read: {exc}") from None
+
+
+def _farm_row(store: Any, key: str) -> tuple[Any, dict[str, Any] | None]:
+    """One artifact's row and manifest (`farm.farm_row`), else 404."""
+    from neuronforge.errors import NeuronforgeError
+    from neuronforge.farm import farm_row
+
+    try:
+        found = farm_row(store, key)
+    except NeuronforgeError as exc:
+        raise HTTPException(status_code=503, detail=f"the store cannot be read: {exc}") from None
+    if found is None:
+        raise HTTPException(status_code=404, detail=f"no single build with key {key!r} in {store.root_uri}")
+    return found
+
+
+def _snippets(store: Any, row: Any, manifest: dict[str, Any] | None) -> dict[str, str]:
+    """The artifact's launch files up to SNIPPET_LIMIT, as text (larger or missing ones: left out,
+    a larger one unread when the manifest gives its size)."""
+    from neuronforge.errors import StoreError
+
+    if not row.launch:
+        return {}
+    prefix = row.artifact_uri.removeprefix(store.root_uri).strip("/")
+    sizes = {str(f.get("path")): f.get("size") for f in (manifest or {}).get("files") or () if isinstance(f, dict)}
+    out = {}
+    for name in sorted(row.launch):
+        size = sizes.get(f"launch/{name}")
+        if isinstance(size, int) and size > SNIPPET_LIMIT:
+            continue
+        try:
+            data = store.get_bytes(f"{prefix}/launch/{name}")
+        except StoreError:  # missing: the verify line says so
+            continue
+        if len(data) <= SNIPPET_LIMIT:
+            out[name] = data.decode("utf-8", errors="replace")
+    return out
 
 
 @app.get("/api/artifacts")
@@ -54,37 +139,33 @@ def artifacts(
     profile: str | None = Query(None),
     instance: str | None = Query(None),
     status: str | None = Query(None),
-) -> list[dict[str, Any]]:
-    _, rows = _rows(model, profile, instance, status)
-    return [r.to_json() for r in rows]
-
-
-def _detail(store: Any, row: Any) -> dict[str, Any]:
-    out = row.to_json()
-    out["snippets"] = {}
-    out["manifest"] = None
-    if row.manifest_uri:
-        prefix = row.artifact_uri.removeprefix(store.root_uri).strip("/")
-        out["manifest"] = store.read_json(f"{prefix}/manifest.json")
-        for name in row.launch:
-            data = store.get_bytes(f"{prefix}/launch/{name}")
-            if len(data) <= SNIPPET_LIMIT:
-                out["snippets"][name] = data.decode("utf-8", errors="replace")
-    return out
+    offset: str | None = Query(None, description="rows to skip (default 0)"),
+    limit: str | None = Query(None, description=f"rows to return (default {API_LIMIT}, at most {MAX_API_LIMIT})"),
+) -> dict[str, Any]:
+    skip = _whole("offset", offset, 0, 0)
+    count = _whole("limit", limit, API_LIMIT, 1, MAX_API_LIMIT)
+    query = _query(model, profile, instance, status)
+    shown = _farm_page(_store(), query, skip, count)
+    return {
+        "rows": [r.to_json() for r in shown.rows],
+        "total": shown.total,
+        "offset": shown.offset,
+        "limit": count,
+        "counts": shown.counts,
+    }
 
 
 @app.get("/api/artifacts/{key}")
 def artifact(key: str) -> dict[str, Any]:
-    from neuronforge.farm import farm_rows
-
     store = _store()
-    matches = [r for r in farm_rows(store) if r.key == key or (len(key) >= 12 and r.key.startswith(key))]
-    if len(matches) != 1:
-        raise HTTPException(status_code=404, detail=f"no single build with key {key!r} in {store.root_uri}")
-    return _detail(store, matches[0])
+    row, manifest = _farm_row(store, key)
+    out = row.to_json()
+    out["manifest"] = manifest
+    out["snippets"] = _snippets(store, row, manifest)
+    return out
 
 
-# -- the page -----------------------------------------------------------------------------------
+# -- the pages ----------------------------------------------------------------------------------
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:1rem;color:#1f2937}
 table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #d1d5db;padding:.3rem .5rem;vertical-align:top}
@@ -93,12 +174,38 @@ th{background:#f3f4f6;font-weight:600;text-align:left}
 .failed{background:#fecaca}.building{background:#dbeafe}.empty{color:#9ca3af}
 code,pre{font-size:.85rem}pre{background:#f9fafb;border:1px solid #e5e7eb;padding:.5rem;overflow:auto}
 .detail{border-top:1px solid #e5e7eb;margin-top:1rem;padding-top:.5rem}
+#pager{margin:.5rem 0}#pager a{margin:0 .4rem}
 button{font-size:.8rem}form label{margin-right:.8rem}
+"""
+
+SCRIPT = """
+for (const b of document.querySelectorAll('button.copy')) {
+  b.addEventListener('click', async () => {
+    try { await navigator.clipboard.writeText(b.dataset.copy); b.textContent = 'copied'; }
+    catch (e) { b.textContent = 'select and copy'; }
+  });
+}
 """
 
 
 def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
+
+
+def _html(title: str, body: str) -> str:
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)}</title>"
+        f"<style>{STYLE}</style></head><body>{body}<script>{SCRIPT}</script></body></html>"
+    )
+
+
+def _refused(exc: HTTPException) -> HTMLResponse:
+    """An HTML route's 400 / 404 / 503: the sentence, and the way back."""
+    body = (
+        f"<h1>neuronforge artifact catalog</h1><p id='error'>{_e(exc.detail)}</p>"
+        f'<p><a href="{PREFIX}/" id="back">the catalog</a></p>'
+    )
+    return HTMLResponse(_html("neuronforge artifact catalog", body), status_code=exc.status_code)
 
 
 def _select(name: str, choices: list[str], chosen: str | None) -> str:
@@ -113,6 +220,10 @@ def _copy(text: str, label: str) -> str:
         f'<code>{_e(text)}</code> <button type="button" class="copy" data-copy="{_e(text)}" '
         f'aria-label="copy {_e(label)}">copy</button>'
     )
+
+
+def _artifact_href(key: str) -> str:
+    return f"{PREFIX}/artifacts/{_e(key)}"
 
 
 def _plot(rows: list[Any]) -> str:
@@ -139,68 +250,10 @@ def _plot(rows: list[Any]) -> str:
     )
 
 
-def _detail_html(store: Any, row: Any) -> str:
-    from neuronforge.hosts import describe
-
-    run = (
-        f'<a href="/dags/{COMPILE_DAG}/runs/{_e(row.run_id)}" target="_top">{_e(row.run_id)}</a>'
-        if row.run_id
-        else "(CLI)"
-    )
-    lines = [
-        f'<div class="detail" id="artifact-{_e(row.key[:12])}"><h3>{_e(row.model)} · {_e(row.target)}</h3>',
-        f"<p>status <b class='{_e(row.status)}'>{_e(row.status)}</b> {_e(row.message)} · profile "
-        f"{_e(row.profile)} · compiler {_e(row.compiler_version or '-')} · {_e(row.at)} · run {run}</p>",
-    ]
-    if row.manifest_uri:
-        verify = (
-            "complete (sizes match the manifest)" if not row.incomplete else "INCOMPLETE: " + "; ".join(row.incomplete)
-        )
-        lines.append(
-            f"<p>verify: {_e(verify)} — full re-hash: <code>neuronforge verify {_e(row.artifact_uri)}</code></p>"
-        )
-        detail = _detail(store, row)
-        hosts = describe((detail["manifest"] or {}).get("hosts"))
-        if hosts:
-            lines.append(f'<p class="hosts">hosts: {_e(hosts[0])}<br><small>{_e(hosts[1])}</small></p>')
-        lines.append(
-            f"<p>manifest {_copy(row.manifest_uri, 'manifest URI')} "
-            f'(<a href="{PREFIX}/api/artifacts/{_e(row.key)}">JSON</a>)</p><ul>'
-        )
-        lines += [f"<li>{_e(fmt)}: {_copy(uri, fmt)}</li>" for fmt, uri in sorted(row.uris.items())]
-        lines.append("</ul>")
-        for name, text in sorted(detail["snippets"].items()):
-            lines.append(
-                f'<p>{_e(name)} <button type="button" class="copy" data-copy="{_e(text)}" '
-                f'aria-label="copy {_e(name)}">copy</button></p><pre class="snippet">{_e(text)}</pre>'
-            )
-    lines.append("</div>")
-    return "".join(lines)
-
-
-SCRIPT = """
-for (const b of document.querySelectorAll('button.copy')) {
-  b.addEventListener('click', async () => {
-    try { await navigator.clipboard.writeText(b.dataset.copy); b.textContent = 'copied'; }
-    catch (e) { b.textContent = 'select and copy'; }
-  });
-}
-"""
-
-
-@app.get("/", response_class=HTMLResponse)
-def page(
-    model: str | None = Query(None),
-    profile: str | None = Query(None),
-    instance: str | None = Query(None),
-    status: str | None = Query(None),
-) -> str:
-    from neuronforge.farm import STATUSES, farm_rows
-    from neuronforge.profiles import profile_names
-
-    store = _store()
-    every = farm_rows(store)
-    _, rows = _rows(model, profile, instance, status)
+def _matrix(rows: list[Any], past_the_end: bool = False) -> str:
+    """Model × (profile, target) of the page's rows; each cell links to its artifact's page."""
+    if not rows:
+        return f"<p id='matrix'>{'no rows on this page' if past_the_end else 'nothing matches'}</p>"
     columns = sorted({(r.profile, r.target) for r in rows})
     models = sorted({r.model for r in rows})
     cell = {(r.model, r.profile, r.target): r for r in rows}
@@ -215,32 +268,181 @@ def page(
                 continue
             extra = f"<br><small>{r.ttft_ms} ms / {r.per_token_ms} ms/tok</small>" if r.ttft_ms is not None else ""
             cells.append(
-                f'<td class="{_e(r.status)}" data-status="{_e(r.status)}"><a href="#artifact-{_e(r.key[:12])}">'
+                f'<td class="{_e(r.status)}" data-status="{_e(r.status)}"><a href="{_artifact_href(r.key)}">'
                 f"{_e(r.status)}</a>{(' · ' + _e(r.stage)) if r.stage else ''}{extra}</td>"
             )
         body.append(f"<tr><th>{_e(m)}</th>{''.join(cells)}</tr>")
-    counts = {s: sum(r.status == s for r in every) for s in STATUSES}
-    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    filters = (
+    return f'<table id="matrix"><tr><th>model</th>{head}</tr>{"".join(body)}</table>'
+
+
+def _row_list(rows: list[Any]) -> str:
+    """The page's rows, one line each, linking to each artifact's page."""
+    if not rows:
+        return ""
+    lines = [
+        f'<tr id="artifact-{_e(r.key[:12])}" class="row"><td><a href="{_artifact_href(r.key)}">'
+        f"<code>{_e(r.key[:12])}</code></a></td><td>{_e(r.model)}</td><td>{_e(r.profile)}</td>"
+        f'<td>{_e(r.target)}</td><td class="{_e(r.status)}">{_e(r.status)}'
+        f"{(' · ' + _e(r.stage)) if r.stage else ''}{('<br><small>' + _e(r.message) + '</small>') if r.message else ''}"
+        f"</td><td>{_e(r.at)}</td></tr>"
+        for r in rows
+    ]
+    return (
+        '<h2>Artifacts</h2><table id="rows"><tr><th>key</th><th>model</th><th>profile</th><th>target</th>'
+        f"<th>status</th><th>when</th></tr>{''.join(lines)}</table>"
+    )
+
+
+def _page_href(filters: dict[str, str | None], page: int, per_page: int) -> str:
+    params: dict[str, Any] = {k: v for k, v in filters.items() if v}
+    if page > 1:
+        params["page"] = page
+    if per_page != PER_PAGE:
+        params["per_page"] = per_page
+    return f"{PREFIX}/" + (f"?{urlencode(params)}" if params else "")
+
+
+def _pager(filters: dict[str, str | None], page: int, per_page: int, shown: Any) -> str:
+    """Previous / next links keeping the filters, and where this page is."""
+    first = (page - 1) * per_page
+    if shown.total is not None:
+        pages = max(1, -(-shown.total // per_page))
+        where = f"page {page} of {pages}"
+        if shown.rows:
+            where += f" (rows {first + 1}–{first + len(shown.rows)} of {shown.total})"
+        more = first + per_page < shown.total
+    else:  # a filtered view that stopped reading the index once it had this page: there may be more
+        where = f"page {page}"
+        if shown.rows:
+            where += f" (rows {first + 1}–{first + len(shown.rows)})"
+        more = True
+    parts = []
+    if page > 1:
+        parts.append(f'<a id="prev" rel="prev" href="{_e(_page_href(filters, page - 1, per_page))}">← previous</a>')
+    parts.append(f"<span>{_e(where)}</span>")
+    if more:
+        parts.append(f'<a id="next" rel="next" href="{_e(_page_href(filters, page + 1, per_page))}">next →</a>')
+    return f'<nav id="pager">{"".join(parts)}</nav>'
+
+
+def _detail_html(row: Any, manifest: dict[str, Any] | None, snippets: dict[str, str]) -> str:
+    """One artifact: status, profile, compiler, run, hosts, verify status, copyable URIs, deploy files."""
+    from neuronforge.hosts import describe
+
+    run = (
+        f'<a href="/dags/{COMPILE_DAG}/runs/{_e(row.run_id)}" target="_top">{_e(row.run_id)}</a>'
+        if row.run_id
+        else "(CLI)"
+    )
+    size = f" · {row.size_bytes / 1e6:.1f} MB" if isinstance(row.size_bytes, (int, float)) else ""
+    stage = f" in stage {_e(row.stage)}:" if row.stage else ""
+    lines = [
+        f'<div class="detail" id="artifact-{_e(row.key[:12])}"><h2>{_e(row.model)} · {_e(row.target)}</h2>',
+        f"<p>status <b class='{_e(row.status)}'>{_e(row.status)}</b>{stage} "
+        f"{_e(row.message)} · profile {_e(row.profile)} · compiler {_e(row.compiler_version or '-')}{size} · "
+        f"{_e(row.at)} · run {run}</p>",
+        f"<p>key {_copy(row.key, 'cache key')}</p>",
+    ]
+    if row.manifest_uri:
+        if row.incomplete is None:
+            verify = "not checked"
+        elif row.incomplete:
+            verify = "INCOMPLETE: " + "; ".join(row.incomplete)
+        else:
+            verify = "complete (sizes match the manifest)"
+        lines.append(
+            f"<p>verify: {_e(verify)} — full re-hash: <code>neuronforge verify {_e(row.artifact_uri)}</code></p>"
+        )
+        hosts = describe((manifest or {}).get("hosts"))
+        if hosts:
+            lines.append(f'<p class="hosts">hosts: {_e(hosts[0])}<br><small>{_e(hosts[1])}</small></p>')
+        lines.append(
+            f"<p>manifest {_copy(row.manifest_uri, 'manifest URI')} "
+            f'(<a href="{PREFIX}/api/artifacts/{_e(row.key)}">JSON</a>)</p><ul>'
+        )
+        lines += [f"<li>{_e(fmt)}: {_copy(uri, fmt)}</li>" for fmt, uri in sorted(row.uris.items())]
+        lines.append("</ul>")
+        for name, uri in sorted(row.launch.items()):
+            text = snippets.get(name)
+            if text is None:  # larger than SNIPPET_LIMIT, or missing (the verify line says which)
+                lines.append(f"<p>{_e(name)}: {_copy(uri, name)} (not shown inline)</p>")
+                continue
+            lines.append(
+                f'<p>{_e(name)} <button type="button" class="copy" data-copy="{_e(text)}" '
+                f'aria-label="copy {_e(name)}">copy</button></p><pre class="snippet">{_e(text)}</pre>'
+            )
+    lines.append("</div>")
+    return "".join(lines)
+
+
+@app.get("/", response_class=HTMLResponse)
+def catalog_page(
+    model: str | None = Query(None),
+    profile: str | None = Query(None),
+    instance: str | None = Query(None),
+    status: str | None = Query(None),
+    page: str | None = Query(None, description="1-based page number (default 1)"),
+    per_page: str | None = Query(None, description=f"rows per page (default {PER_PAGE}, at most {MAX_PER_PAGE})"),
+) -> HTMLResponse:
+    try:
+        return HTMLResponse(_catalog_html(model, profile, instance, status, page, per_page))
+    except HTTPException as exc:
+        return _refused(exc)
+
+
+def _catalog_html(
+    model: str | None,
+    profile: str | None,
+    instance: str | None,
+    status: str | None,
+    page: str | None,
+    per_page: str | None,
+) -> str:
+    from neuronforge.farm import STATUSES
+    from neuronforge.profiles import profile_names
+
+    number = _whole("page", page, 1, 1)
+    size = _whole("per_page", per_page, PER_PAGE, 1, MAX_PER_PAGE)
+    query = _query(model, profile, instance, status)
+    store = _store()
+    shown = _farm_page(store, query, (number - 1) * size, size)
+    filters = {"model": model, "profile": profile, "instance": instance, "status": status}
+    summary = ", ".join(f"{n} {s}" for s, n in shown.counts.items() if n)
+    form = (
         f'<form method="get" id="filters"><label>model <input name="model" value="{_e(model or "")}"></label>'
         + _select("profile", profile_names(), profile)
-        + _select("instance", sorted({r.instance for r in every if r.instance}), instance)
+        + _select("instance", list(shown.instances), instance)
         + _select("status", list(STATUSES), status)
+        + (f'<input type="hidden" name="per_page" value="{size}">' if size != PER_PAGE else "")
         + '<button type="submit">filter</button></form>'
     )
-    table = (
-        f'<table id="matrix"><tr><th>model</th>{head}</tr>{"".join(body)}</table>'
-        if rows
-        else "<p id='matrix'>nothing matches</p>"
+    api = f"{PREFIX}/api/artifacts?" + urlencode(
+        {**{k: v for k, v in filters.items() if v}, "offset": (number - 1) * size, "limit": size}
     )
-    details = "".join(_detail_html(store, r) for r in rows)
-    return (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>neuronforge artifact catalog</title>"
-        f"<style>{STYLE}</style></head><body><h1>neuronforge artifact catalog</h1>"
+    pager = _pager(filters, number, size, shown)
+    body = (
+        f"<h1>neuronforge artifact catalog</h1>"
         f"<p>store {_copy(store.root_uri, 'store URI')} · {_e(summary or 'empty')} · "
-        f'<a href="{PREFIX}/api/artifacts">JSON</a></p>{filters}{table}{_plot(rows)}{details}'
-        f"<script>{SCRIPT}</script></body></html>"
+        f'<a href="{_e(api)}">JSON</a></p>{form}{pager}{_matrix(shown.rows, number > 1)}{_plot(shown.rows)}'
+        f"{_row_list(shown.rows)}{pager if shown.rows else ''}"
     )
+    return _html("neuronforge artifact catalog", body)
+
+
+@app.get("/artifacts/{key}", response_class=HTMLResponse)
+def artifact_page(key: str) -> HTMLResponse:
+    """One artifact's page (what a matrix cell or row links to)."""
+    try:
+        store = _store()
+        row, manifest = _farm_row(store, key)
+        snippets = _snippets(store, row, manifest)
+    except HTTPException as exc:
+        return _refused(exc)
+    body = (
+        f'<h1>neuronforge artifact catalog</h1><p><a href="{PREFIX}/" id="back">the catalog</a> · '
+        f"store {_copy(store.root_uri, 'store URI')}</p>{_detail_html(row, manifest, snippets)}"
+    )
+    return HTMLResponse(_html(f"{row.model} · {row.target} — neuronforge", body))
 
 
 class NeuronforgeCatalogPlugin(AirflowPlugin):

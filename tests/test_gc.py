@@ -135,3 +135,18 @@ def test_labelled_compiler_versions(tmp_path: Path) -> None:
         "neuronxcc-2.21.33363.0+82129205",
         "neuronxcc-2.22.12471.0+b4a00d10",
     }
+
+
+def test_plans_from_the_farm_index_and_confirms_against_the_manifest(store) -> None:
+    from neuronforge import farm_index
+    from neuronforge.farm import FarmQuery, farm_page
+
+    farm_index.rebuild(store)  # the index says x20 was compiled by 2.20.0.0 ...
+    x20 = store.read_json(lookup(store, store.keys["x20"]).manifest_uri.removeprefix(store.root_uri).strip("/"))
+    x20["toolchain"]["compiler_version"] = "2.21.0.0"  # ... its manifest, the truth, now says otherwise
+    store.write_json(f"{lookup(store, store.keys['x20']).prefix}/manifest.json", x20)
+    report = collect(store, 1)
+    assert {d["key"] for d in report.deleted} == {store.keys["x19"], store.keys["y19"]}
+    assert lookup(store, store.keys["x20"]) is not None  # not deleted on the index's word alone
+    shown = {r.key for r in farm_page(store, FarmQuery(published_only=True)).rows}
+    assert shown == {store.keys["x20"], store.keys["x21"]}  # the deletions were recorded in the index

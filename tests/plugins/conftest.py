@@ -59,7 +59,11 @@ def seeded_store(compiled: Compiled, tmp_path_factory: pytest.TempPathFactory) -
     record_failure(
         store, "a" * 64, "smoke", RuntimeError("greedy tokens differ from the reference"), "manual__7", state
     )
-    assert leases.try_acquire(store, "b" * 64, "worker-1:42", ttl_s=3600) is not None
+    # a build in progress, as the pipeline shows it: the lease, announced in the farm index
+    lease = leases.try_acquire(store, "b" * 64, "worker-1:42", ttl_s=3600)
+    assert lease is not None
+    building = SimpleNamespace(model="org/in-progress", target=TargetSpec.parse({**TARGET, "sequence_length": 48}))
+    leases.announce(store, lease, building)
     return root
 
 
