@@ -46,8 +46,16 @@ def test_two_hosts_racing_200_publishes_lose_no_entry(s3_bucket: str) -> None:
     assert farm_index.check(store) == []
 
 
-def test_a_publisher_killed_before_its_record_is_recovered(tmp_path: Path) -> None:
-    store = open_store(str(tmp_path / "store"))
+@pytest.fixture(params=["file", "s3"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path):
+    """A file store, and a store on the local S3 endpoint."""
+    if request.param == "file":
+        return open_store(str(tmp_path / "store"))
+    return open_store(f"s3://{request.getfixturevalue('s3_bucket')}/farm")
+
+
+def test_a_publisher_killed_before_its_record_is_recovered(any_store) -> None:
+    store = any_store
     publish(store, key_of("x", 0))
     orphan = key_of("killed", 0)
     manifest_only(store, orphan)  # manifest and pointer written, then the publisher died
@@ -69,25 +77,24 @@ def test_rebuild_recovers_it_too_and_keeps_records_appended_since(tmp_path: Path
 
 
 @pytest.mark.parametrize("damage", ["page bytes", "head not JSON", "tail not JSON", "page gone"])
-def test_a_corrupt_index_is_detected_and_rebuilt(damage: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_corrupt_index_is_detected_and_rebuilt(damage: str, any_store, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(snapshot, "PAGE_ROWS", 4)
-    root = tmp_path / "store"
-    store = open_store(str(root))
+    store = any_store
     for i in range(10):
         publish(store, key_of("c", i))
     farm_index.compact(store)
     head, _ = snapshot.read_head(store)
     assert head is not None and len(head.pages) == 3
-    page = root / head.pages[1].key
-    if damage == "page bytes":  # same length, other content: only the checksum can tell
-        rows = gzip.decompress(page.read_bytes()).replace(b"org/model", b"org/EVIL!")
-        page.write_bytes(gzip.compress(rows, mtime=0))
+    page = head.pages[1].key
+    if damage == "page bytes":  # other content in a valid page: only the checksum can tell
+        rows = gzip.decompress(store.get_bytes(page)).replace(b"org/model", b"org/EVIL!")
+        store.put_bytes(gzip.compress(rows, mtime=0), page)
     elif damage == "page gone":
-        page.unlink()
+        store.delete_prefix(page)
     elif damage == "head not JSON":
-        (root / snapshot.HEAD).write_bytes(b"\x00garbage")
+        store.put_bytes(b"\x00garbage", snapshot.HEAD)
     else:
-        (root / index_log.TAIL).write_text("{")
+        store.put_bytes(b"{", index_log.TAIL)
     window = farm_index.read_window(store)
     assert sorted(e.key for e in window.entries) == sorted(key_of("c", i) for i in range(10))
     assert all(e.model == "org/model" for e in window.entries)
