@@ -1,7 +1,7 @@
 """The Airflow UI in headless Chromium (Debian's /usr/bin/chromium driven by playwright), against the
 real api-server of tests/plugins/conftest.py: a person logs in, opens "Artifact catalog" from the
-navigation, reads the matrix, filters it, copies a URI, and triggers the compile DAG from its form
-without writing JSON. Screenshots go to `test-artifacts/` (NEURONFORGE_TEST_ARTIFACTS)."""
+navigation, reads the matrix, filters it, opens an artifact's page and copies a URI, and triggers the
+compile DAG from its form without writing JSON. Screenshots go to `test-artifacts/` (NEURONFORGE_TEST_ARTIFACTS)."""
 
 from __future__ import annotations
 
@@ -87,13 +87,19 @@ def test_the_catalog_in_the_ui(page, server, compiled: Compiled, shots: Path) ->
     frame.wait_for_selector("#matrix")
     statuses = {cell.get_attribute("data-status") for cell in frame.query_selector_all("td[data-status]")}
     assert statuses == {"smoke-failed"}
-    assert "greedy tokens differ" in frame.content()
+    assert "greedy tokens differ" in frame.content()  # the page's list of rows says why
     page.screenshot(path=str(shots / "catalog-filtered.png"), full_page=True)
 
 
-def test_copying_a_uri(page, server, compiled: Compiled) -> None:
+def test_copying_a_uri(page, server, compiled: Compiled, shots: Path) -> None:
     base, _ = server
     frame = _catalog(page, base)
+    # the published cell opens that artifact's own page, inside the same frame
+    frame.click("td[data-status=published] a")
+    frame.wait_for_selector(f"#artifact-{compiled.first.key[:12]}.detail", timeout=30000)
+    assert frame.url == f"{base}/neuronforge/artifacts/{compiled.first.key}"
+    assert frame.query_selector_all("pre.snippet")
+    page.screenshot(path=str(shots / "catalog-artifact.png"), full_page=True)
     button = frame.query_selector("button[aria-label='copy manifest URI']")
     expected = button.get_attribute("data-copy")
     assert expected.endswith("/manifest.json")

@@ -1,10 +1,12 @@
 """The artifact catalog plugin in a real `airflow api-server` (tests/plugins/conftest.py), over HTTP:
-access follows Airflow's own authentication; the JSON endpoints and the page show the rows of
-`neuronforge.farm`."""
+access follows Airflow's own authentication; the JSON endpoints, the page (a page of rows at a time)
+and each artifact's own page show what `neuronforge.farm` reads."""
 
 from __future__ import annotations
 
+import html
 import json
+import re
 
 import pytest
 
@@ -12,7 +14,10 @@ from tests.conftest import Compiled
 from tests.plugins.conftest import http_get
 
 
-@pytest.mark.parametrize("path", ["/neuronforge/", "/neuronforge/api/artifacts", "/neuronforge/api/artifacts/x"])
+@pytest.mark.parametrize(
+    "path",
+    ["/neuronforge/", "/neuronforge/artifacts/x", "/neuronforge/api/artifacts", "/neuronforge/api/artifacts/x"],
+)
 def test_an_unauthenticated_request_is_refused(server, path: str) -> None:
     base, _ = server
     assert http_get(base + path)[0] == 401
@@ -22,20 +27,38 @@ def test_an_unauthenticated_request_is_refused(server, path: str) -> None:
 def test_the_json_rows(server, token: str, compiled: Compiled) -> None:
     base, _ = server
     status, body = http_get(f"{base}/neuronforge/api/artifacts", token)
-    rows = {r["key"][:1] if r["key"][0] in "ab" else r["status"]: r for r in json.loads(body)}
-    assert status == 200 and set(rows) == {"a", "b", "published", "stale"}
+    answer = json.loads(body)
+    assert status == 200 and answer["total"] == 4 and answer["offset"] == 0 and answer["limit"] == 100
+    assert answer["counts"] == {"published": 1, "stale": 1, "smoke-failed": 1, "failed": 0, "building": 1}
+    rows = {r["key"][:1] if r["key"][0] in "ab" else r["status"]: r for r in answer["rows"]}
+    assert set(rows) == {"a", "b", "published", "stale"}
     assert rows["stale"]["profile"] == "cpu@0" and "now cpu@local" in rows["stale"]["message"]
     assert rows["published"]["status"] == "published" and rows["published"]["key"] == compiled.first.key
     assert rows["a"]["status"] == "smoke-failed" and rows["a"]["model"] == "org/smoke-fails"
     assert rows["a"]["run_id"] == "manual__7" and "greedy tokens differ" in rows["a"]["message"]
     assert rows["b"]["status"] == "building" and "worker-1:42" in rows["b"]["message"]
+    assert rows["b"]["model"] == "org/in-progress"
     status, body = http_get(f"{base}/neuronforge/api/artifacts?status=smoke-failed", token)
-    assert [r["key"][0] for r in json.loads(body)] == ["a"]
+    assert [r["key"][0] for r in json.loads(body)["rows"]] == ["a"]
     status, body = http_get(f"{base}/neuronforge/api/artifacts/{compiled.first.key[:12]}", token)
     detail = json.loads(body)
     assert status == 200 and detail["manifest"]["cache_key"] == compiled.first.key
     assert detail["snippets"] and all(text for text in detail["snippets"].values())
-    assert http_get(f"{base}/neuronforge/api/artifacts/{'f' * 64}", token)[0] == 404
+    assert detail["incomplete"] == []  # checked: one listing of the artifact's folder
+    status, body = http_get(f"{base}/neuronforge/api/artifacts/{'f' * 64}", token)
+    assert status == 404 and json.loads(body)["detail"].startswith(f"no single build with key '{'f' * 64}'")
+
+
+def test_the_json_rows_a_page_at_a_time(server, token: str) -> None:
+    base, _ = server
+    every = [r["key"] for r in json.loads(http_get(f"{base}/neuronforge/api/artifacts", token)[1])["rows"]]
+    pages = []
+    for offset in (0, 2, 4):
+        status, body = http_get(f"{base}/neuronforge/api/artifacts?offset={offset}&limit=2", token)
+        answer = json.loads(body)
+        assert status == 200 and answer["offset"] == offset and answer["limit"] == 2 and answer["total"] == 4
+        pages.append([r["key"] for r in answer["rows"]])
+    assert pages == [every[:2], every[2:], []]
 
 
 def test_the_page_with_the_ui_cookie(server, token: str, compiled: Compiled) -> None:
@@ -46,11 +69,84 @@ def test_the_page_with_the_ui_cookie(server, token: str, compiled: Compiled) -> 
     for state in ("published", "stale", "smoke-failed", "building"):
         assert f'data-status="{state}"' in page
     assert 'id="latency-plot"' in page and 'class="copy"' in page
-    assert compiled.first.published.manifest_uri.rsplit("/store/", 1)[1] in page
-    # each artifact's detail says where its build's seconds went
-    assert '<p class="hosts">hosts: CPU hosts ' in page and "Neuron hosts 0.0s" in page and "smoke " in page
+    assert "1 published, 1 stale, 1 smoke-failed, 1 building" in page and "page 1 of 1" in page
+    assert 'id="next"' not in page and 'id="prev"' not in page
+    # each cell and row links to its artifact's own page; no artifact's detail is rendered here
+    assert page.count(f'href="/neuronforge/artifacts/{compiled.first.key}"') == 2
+    assert f'id="artifact-{compiled.first.key[:12]}"' in page
+    assert '<pre class="snippet">' not in page and 'class="hosts"' not in page
+    assert '<option value="inf2.xlarge">' in page  # the instance filter, from the page's own read
     status, body = http_get(f"{base}/neuronforge/?status=building", cookie=token)
     assert 'data-status="building"' in body.decode() and 'data-status="published"' not in body.decode()
+
+
+def test_a_page_of_two_rows(server, token: str) -> None:
+    """per_page=2 over the four rows: two rows and a link to the next page, which keeps the filters."""
+    base, _ = server
+    status, body = http_get(f"{base}/neuronforge/?per_page=2", cookie=token)
+    page = body.decode()
+    assert status == 200 and page.count('<tr id="artifact-') == 2 and page.count("data-status=") == 2
+    assert "page 1 of 2 (rows 1–2 of 4)" in page and 'id="prev"' not in page
+    found = re.search(r'<a id="next" rel="next" href="([^"]+)"', page)
+    assert found is not None
+    href = html.unescape(found[1])
+    assert href == "/neuronforge/?page=2&per_page=2"
+    second = http_get(base + href, cookie=token)[1].decode()
+    assert second.count('<tr id="artifact-') == 2 and "page 2 of 2 (rows 3–4 of 4)" in second
+    assert 'id="next"' not in second and 'href="/neuronforge/?per_page=2"' in second  # back to page 1
+    keys = set(re.findall(r'<tr id="artifact-(\w+)"', page)) | set(re.findall(r'<tr id="artifact-(\w+)"', second))
+    assert len(keys) == 4
+    # the filters ride along
+    status, body = http_get(f"{base}/neuronforge/?status=published&per_page=1&page=1", cookie=token)
+    assert status == 200 and "page 1 of 1" in body.decode() and 'id="next"' not in body.decode()
+    status, body = http_get(f"{base}/neuronforge/?model=org&per_page=1", cookie=token)
+    found = re.search(r'<a id="next" rel="next" href="([^"]+)"', body.decode())
+    assert found is not None and html.unescape(found[1]) == "/neuronforge/?model=org&page=2&per_page=1"
+
+
+def test_the_artifact_page(server, token: str, compiled: Compiled) -> None:
+    base, _ = server
+    key = compiled.first.key
+    snippets = json.loads(http_get(f"{base}/neuronforge/api/artifacts/{key}", token)[1])["snippets"]
+    status, body = http_get(f"{base}/neuronforge/artifacts/{key[:12]}", cookie=token)
+    page = body.decode()
+    assert status == 200 and f'<div class="detail" id="artifact-{key[:12]}">' in page
+    assert compiled.first.published.manifest_uri.rsplit("/store/", 1)[1] in page
+    assert 'aria-label="copy manifest URI"' in page and 'href="/neuronforge/"' in page  # and the way back
+    assert "verify: complete (sizes match the manifest)" in page
+    # where its build's seconds went
+    assert '<p class="hosts">hosts: CPU hosts ' in page and "Neuron hosts 0.0s" in page and "smoke " in page
+    # the deploy files, inline with a copy button each
+    assert snippets and page.count('<pre class="snippet">') == len(snippets)
+    for name, text in snippets.items():
+        assert f'<pre class="snippet">{html.escape(text)}</pre>' in page and f'aria-label="copy {name}"' in page
+    status, body = http_get(f"{base}/neuronforge/artifacts/{'a' * 12}", cookie=token)
+    assert status == 200 and "smoke-failed" in body.decode() and "greedy tokens differ" in body.decode()
+    status, body = http_get(f"{base}/neuronforge/artifacts/{'f' * 64}", cookie=token)
+    assert status == 404 and "no single build with key" in body.decode()
+
+
+@pytest.mark.parametrize(
+    ("query", "sentence"),
+    [
+        ("?per_page=0", "per_page = 0 is not allowed; use a whole number from 1 to 500."),
+        ("?page=two", 'page = "two" is not allowed; use a whole number from 1 up.'),
+        ("?status=bogus", "status 'bogus' is not one of published, stale, smoke-failed, failed, building."),
+        ("api/artifacts?limit=1001", "limit = 1001 is not allowed; use a whole number from 1 to 1000."),
+        (
+            "api/artifacts?status=bogus",
+            "status 'bogus' is not one of published, stale, smoke-failed, failed, building.",
+        ),
+    ],
+)
+def test_a_bad_parameter_is_answered_in_one_sentence(server, token: str, query: str, sentence: str) -> None:
+    base, _ = server
+    status, body = http_get(f"{base}/neuronforge/{query}", token)
+    assert status == 400, body
+    if query.startswith("api/"):
+        assert json.loads(body)["detail"] == sentence
+    else:
+        assert f"<p id='error'>{html.escape(sentence)}</p>" in body.decode()
 
 
 def test_the_navigation_entry(server, token: str) -> None:

@@ -1,0 +1,177 @@
+"""The catalog plugin's routes in this process (FastAPI's test client, Airflow's `get_user` overridden)
+over a store of recorded failures: what a page view costs the store, walking the pages, and that
+hostile strings in a store stay text in every page."""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import importlib.util
+import re
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+import pytest
+
+from neuronforge.failures import record_failure
+from neuronforge.farm_index import snapshot
+from neuronforge.stores import open_store
+from neuronforge.target import TargetSpec
+from tests.conftest import TARGET
+from tests.plugins.conftest import REPO
+
+HOSTILE = '<script>alert("x")</script>'
+READS = ("get_bytes", "read_json", "read_versioned", "list", "list_page", "exists", "get_file", "get_files")
+
+
+class Counting:
+    """A store that counts the requests made through it."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.requests = 0
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._store, name)
+        if name not in READS:
+            return found
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.requests += 1
+            return found(*args, **kwargs)
+
+        return counted
+
+
+@pytest.fixture(scope="module")
+def plugin() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("neuronforge_catalog", REPO / "plugins" / "neuronforge_catalog.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _key(i: int) -> str:
+    return hashlib.sha256(f"build {i}".encode()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def farm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Twelve failed builds of twelve models, and one whose every string is markup."""
+    root = tmp_path_factory.mktemp("catalog-pages") / "store"
+    store = open_store(f"file://{root}")
+    target = TargetSpec.parse(TARGET)
+    for i in range(12):
+        state = SimpleNamespace(model=f"org/m{i:02d}", target=target)
+        record_failure(store, _key(i), "compile", RuntimeError(f"failure {i}"), f"manual__{i}", state)
+    hostile = SimpleNamespace(
+        slug=HOSTILE, serving_profile=SimpleNamespace(ref=HOSTILE), instance=SimpleNamespace(name=HOSTILE)
+    )
+    state = SimpleNamespace(model=HOSTILE, target=hostile)
+    record_failure(store, _key(99), "smoke", RuntimeError('<img src=x onerror="alert(1)">'), HOSTILE, state)
+    with pytest.MonkeyPatch.context() as mp:  # the index in pages of four rows, as thousands make pages of 2000
+        mp.setattr(snapshot, "PAGE_ROWS", 4)
+        assert len(snapshot.compact(store).pages) == 4
+    return root
+
+
+@pytest.fixture
+def client(plugin: ModuleType, farm: Path, monkeypatch: pytest.MonkeyPatch):
+    from airflow.api_fastapi.core_api.security import get_user
+    from fastapi.testclient import TestClient
+
+    store = Counting(open_store(f"file://{farm}", must_exist=True))
+    monkeypatch.setattr(plugin, "_store", lambda: store)
+    plugin.app.dependency_overrides[get_user] = lambda: None
+    with TestClient(plugin.app) as client:
+        client.store = store
+        yield client
+    plugin.app.dependency_overrides.clear()
+
+
+def _requests(client: Any, url: str) -> tuple[int, str]:
+    client.store.requests = 0
+    response = client.get(url)
+    assert response.status_code == 200, response.text
+    return client.store.requests, response.text
+
+
+def test_a_page_view_costs_the_pages_it_shows(client) -> None:
+    """The farm index's head and tail, and the index pages holding the rows shown: no request per row."""
+    cost, page = _requests(client, "/?per_page=2")
+    assert page.count('<tr id="artifact-') == 2 and "page 1 of 7 (rows 1–2 of 13)" in page
+    assert cost == 3
+    cost, page = _requests(client, "/?per_page=4&page=3")
+    assert page.count('<tr id="artifact-') == 4 and "page 3 of 4 (rows 9–12 of 13)" in page
+    assert cost == 3
+    cost, page = _requests(client, "/?per_page=500")
+    assert page.count('<tr id="artifact-') == 13 and "page 1 of 1" in page
+    assert cost == 2 + 4
+    assert "1 smoke-failed, 12 failed" in page  # the summary, from the same read
+    cost, page = _requests(client, f"/artifacts/{_key(3)[:12]}")
+    assert cost <= 6 and "failure 3" in page and "manual__3" in page
+
+
+def test_walking_the_pages_keeps_the_filters(client) -> None:
+    url, seen, pages = "/?model=org%2Fm&per_page=5", [], 0
+    while url:
+        page = client.get(url).text
+        pages += 1
+        seen += re.findall(r'<tr id="artifact-(\w+)"', page)
+        assert 'value="org/m"' in page  # the filter form still shows it
+        found = re.search(r'<a id="next" rel="next" href="([^"]+)"', page)
+        url = html.unescape(found[1]).removeprefix("/neuronforge") if found else ""
+        assert not url or "model=org%2Fm" in url
+    assert pages == 3 and sorted(seen) == sorted(_key(i)[:12] for i in range(12))
+    page = client.get("/?page=9&per_page=5").text
+    assert "no rows on this page" in page and 'id="prev"' in page
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/",
+        "/?status=smoke-failed",
+        f"/artifacts/{_key(99)}",
+        "/?status=" + HOSTILE,
+        "/?page=" + HOSTILE,
+        "/artifacts/" + '<img src=x onerror="alert(1)">',
+    ],
+)
+def test_hostile_strings_stay_text(client, url: str) -> None:
+    page = client.get(url).text
+    assert "<script>alert" not in page and "<img src=x" not in page
+    assert "&lt;script&gt;alert(" in page or "&lt;img src=x" in page
+
+
+def test_the_json_of_a_page_and_of_one_artifact(client) -> None:
+    answer = client.get("/api/artifacts?offset=10&limit=5").json()
+    assert len(answer["rows"]) == 3 and answer["total"] == 13 and (answer["offset"], answer["limit"]) == (10, 5)
+    assert answer["counts"]["failed"] == 12
+    one = client.get(f"/api/artifacts/{_key(99)[:12]}").json()
+    assert one["model"] == HOSTILE and one["status"] == "smoke-failed" and one["manifest"] is None
+    assert one["snippets"] == {}
+    missing = client.get(f"/api/artifacts/{'f' * 64}")
+    assert missing.status_code == 404 and "no single build with key" in missing.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("url", "sentence"),
+    [
+        ("/?per_page=501", "per_page = 501 is not allowed; use a whole number from 1 to 500."),
+        ("/?page=-1", "page = -1 is not allowed; use a whole number from 1 up."),
+        ("/?page=1.5", 'page = "1.5" is not allowed; use a whole number from 1 up.'),
+        ("/api/artifacts?offset=-1", "offset = -1 is not allowed; use a whole number from 0 up."),
+        ("/api/artifacts?limit=0", "limit = 0 is not allowed; use a whole number from 1 to 1000."),
+        ("/api/artifacts?limit=many", 'limit = "many" is not allowed; use a whole number from 1 to 1000.'),
+    ],
+)
+def test_a_bad_number_is_one_sentence(client, url: str, sentence: str) -> None:
+    response = client.get(url)
+    assert response.status_code == 400
+    if url.startswith("/api/"):
+        assert response.json() == {"detail": sentence}
+    else:
+        assert f"<p id='error'>{html.escape(sentence)}</p>" in response.text
