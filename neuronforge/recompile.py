@@ -204,13 +204,22 @@ def build_target(manifest: dict[str, Any]) -> TargetSpec | None:
         return None
 
 
-def published_builds(store: ArtifactStore) -> list[PublishedBuild]:
-    """Every published artifact the farm index knows with a target (one read of the index, not of
-    every manifest: `catalog stale` costs the catalog's size, not the farm's)."""
+def published_builds(store: ArtifactStore, models: set[str] | None = None) -> list[PublishedBuild]:
+    """The published artifacts the farm index knows with a target — of `models` (source
+    locations) only, reading only the index pages that can hold them: `catalog stale` costs the
+    catalog's size, not the farm's."""
     from neuronforge.farm_index import FarmIndex
 
+    index = FarmIndex.open(store)
+    if models is None:
+        entries = index.all_entries()
+    else:
+        entries = index.window(
+            match=lambda e: e.model in models,
+            page_may_match=lambda ref: ref.models is None or bool(models & set(ref.models)),
+        ).entries
     out = []
-    for e in FarmIndex.open(store).all_entries():
+    for e in entries:
         p = e.published
         if p is not None and p.get("variant") and e.profile:
             out.append(PublishedBuild(str(p.get("revision", "")), str(p["variant"]), e.profile, e.key))
@@ -249,15 +258,16 @@ def find_stale(
     it, and which versions of its profile the store has it for."""
     from neuronforge.stages.publish import lookup
 
-    builds = published_builds(store)
-    states: list[TargetState] = []
-    order = 0
+    resolved: list[tuple[CatalogEntry, ModelSource | None, str]] = []
     for entry in catalog.entries:
         try:
-            pinned = _resolve(entry, work_dir)
-            unresolved = ""
+            resolved.append((entry, _resolve(entry, work_dir), ""))
         except (NeuronforgeError, OSError) as exc:
-            pinned, unresolved = None, f"cannot resolve the source: {exc}"
+            resolved.append((entry, None, f"cannot resolve the source: {exc}"))
+    builds = published_builds(store, {p.location for _, p, _ in resolved if p is not None})
+    states: list[TargetState] = []
+    order = 0
+    for entry, pinned, unresolved in resolved:
         for t in entry.targets:
             profile = t.spec.serving_profile
             spec = t.spec.model_copy(update={"profile": profile.ref})
