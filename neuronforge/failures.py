@@ -58,7 +58,7 @@ def record_failure(
     store.write_json(layout.failure_entry(key), failure.to_json())
     from neuronforge import farm_index
 
-    with contextlib.suppress(StoreError):  # advisory twice over; the next compaction finds the record
+    with contextlib.suppress(StoreError, OSError):  # advisory twice over; the next compaction finds the record
         farm_index.append(store, [farm_index.failure_record(failure)])
     return failure
 

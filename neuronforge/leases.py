@@ -99,7 +99,7 @@ def announce(store: ArtifactStore, lease: Lease, state: Any = None) -> None:
     at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(lease.started))
     try:
         farm_index.append(store, [farm_index.building_record(lease.key, lease.holder, at, state)])
-    except NeuronforgeError as exc:
+    except (NeuronforgeError, OSError) as exc:
         log.warning("lease %s: the farm index was not told (%s)", lease.key[:12], exc)
 
 

@@ -91,7 +91,7 @@ def append(store: ArtifactStore, records: list[dict[str, Any]], *, compact: bool
             if compact and len(updated["records"]) >= COMPACT_AT:
                 try:
                     snapshot.compact(store)
-                except StoreError as exc:  # the records are in; whoever comes next compacts
+                except (StoreError, OSError) as exc:  # the records are in; whoever comes next compacts
                     log.warning("farm index: compaction deferred: %s", exc)
             return seq + len(new) - 1
         time.sleep(random.uniform(0, min(0.05 * (attempt + 1), 0.5)))

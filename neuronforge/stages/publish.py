@@ -129,7 +129,7 @@ def note_published(store: ArtifactStore, index: dict[str, Any], manifest: dict[s
 
     try:
         farm_index.append(store, [farm_index.published_record(index, manifest)])
-    except StoreError as exc:
+    except (StoreError, OSError) as exc:
         log.warning(
             "published %s, but the farm index was not updated (%s); its next compaction recovers it",
             manifest["cache_key"][:12],
