@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lint format bench-transfer bench-pipeline bench-cache-seed bench-quantize bench-bytes bench-sweep bench-hosts clean
+.PHONY: setup demo test lint format bench-transfer bench-pipeline bench-cache-seed bench-quantize bench-bytes bench-sweep bench-hosts bench-farm clean
 
 setup: $(STAMP)
 
@@ -56,6 +56,9 @@ bench-transfer: setup
 
 bench-sweep: setup
 	$(PY) bench/sweep.py
+
+bench-farm: setup
+	$(PY) bench/farm_scale.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

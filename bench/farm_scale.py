@@ -1,0 +1,931 @@
+#!/usr/bin/env python
+"""Farm scale: what each reader of a compile farm's store costs as the farm grows, through the farm
+index (`neuronforge.farm_index`) and through the full scans it replaced (commit 5c3ed6d, ported in
+`farm_scale_baseline.py`), both measured in the same run on the same stores.
+
+One artifact is built with the real pipeline (`run_target`, the embedded tiny Llama, cpu profile;
+about 40 s) unless `--artifact-store` names a file store that holds one. The farm is grown from it
+to each of `--sizes` published artifacts, in a file store and in S3 (moto's ThreadedMotoServer on
+127.0.0.1, in a child process so the server has its own core): every other artifact is a clone
+published under a genuine cache key — another model (`bench-farm/llama-NNNNN@<40-hex revision>`,
+five instance types each, 10% of the models built with the previous compiler version) — whose
+key is recomputed with `cache_key(CompileRequest(...), toolchain)`, whose manifest carries
+`cache_key_material`, and whose `manifest.json`, `index/<key>.json` and farm-index record are
+written as `publish` writes them (the record with `farm_index.append`, compaction included).
+What each clone holds is printed before the tables.
+
+Requests are counted with botocore's `before-send` event (every HTTP attempt, retries included);
+on the file store, calls of the store's primitives. Each reader gets requests per view, seconds per
+view (median of `--repeats` for the new readers, one run of each baseline) and the 20 ms model
+(requests x 20 ms: a store across a network), new against baseline, with the ratio. `--simulate N`
+then writes an S3 farm of N index records with their pointers (no payloads; manifests only where a
+reader reads them) and checks the new readers stay within 2x of the goals there.
+
+    .venv/bin/python bench/farm_scale.py [--sizes 100,1000,5000] [--simulate 50000] [--stores file,s3]
+    .venv/bin/python bench/farm_scale.py --quick        # sizes 40, no simulation: seconds, for the test
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import io
+import json
+import logging
+import os
+import resource
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+MS_PER_REQUEST = 0.020
+INSTANCES = ("inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge", "inf2.48xlarge", "trn1.2xlarge")
+CATALOG_MODELS = (0, 1, 2, 3)  # x 5 instance types = the 20-target catalog
+OLD_TOOLCHAIN_EVERY = 10  # models m with m % 10 == 5 were built with the previous compiler version
+DETAIL_CLONE = 42
+S3_PAYLOAD_CLONES = 100  # on S3 the first clones hold the whole payload; the rest manifest + pointer
+SIM_TAIL = 32  # records left in the simulated farm's tail (half of COMPACT_AT): a live farm's steady state
+PUBLISH_WINDOW = 200
+GOALS = {"page": 20, "page_model_s": 1.0, "detail": 5, "stale_per_target": 3, "stale_constant": 10, "ls": 5}
+GOAL_PUBLISH = 3.0
+
+
+# -- counting ------------------------------------------------------------------------------------------
+class Calls:
+    """(operation, key) of every request (S3) or store call (file store), in order."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, str]] = []
+        self._lock = threading.Lock()
+
+    def add(self, op: str, key: str) -> None:
+        with self._lock:
+            self.log.append((op, key))
+
+    def mark(self) -> int:
+        return len(self.log)
+
+    def since(self, mark: int) -> list[tuple[str, str]]:
+        with self._lock:
+            return self.log[mark:]
+
+    # botocore `before-send` handler: one call per HTTP attempt (retries included)
+    def __call__(self, request: Any, event_name: str, **_: Any) -> None:
+        self.add(event_name.rsplit(".", 1)[-1], unquote(urlsplit(request.url).path))
+
+
+FILE_OPS = {
+    "get_bytes": "GetObject",
+    "read_versioned": "GetObject",
+    "get_file": "GetObject",
+    "get_files": "GetObject",
+    "get_tree": "GetObject",
+    "list": "ListObjectsV2",
+    "list_page": "ListObjectsV2",
+    "exists": "HeadObject",
+    "put_bytes": "PutObject",
+    "put_file": "PutObject",
+    "put_if_absent": "PutObject",
+    "replace_if_version": "PutObject",
+    "put_tree": "PutObject",
+    "copy_objects": "CopyObject",
+    "delete_prefix": "DeleteObjects",
+    "probe": "HeadBucket",
+}
+_KEY_ARG = {"put_bytes": 1, "put_file": 1, "put_if_absent": 1, "replace_if_version": 1}
+
+
+def count_file_store_calls(calls: Calls) -> None:
+    """Count the outermost calls of FileStore's primitives (the file store's 'requests')."""
+    from neuronforge.stores.file import FileStore
+
+    depth = threading.local()
+    for name, op in FILE_OPS.items():
+        original = getattr(FileStore, name)
+
+        def wrapper(self: Any, *a: Any, _orig: Any = original, _op: str = op, _name: str = name, **kw: Any) -> Any:
+            level = getattr(depth, "n", 0)
+            if level == 0:
+                i = _KEY_ARG.get(_name, 0)
+                calls.add(_op, str(a[i]) if len(a) > i and isinstance(a[i], str) else "")
+            depth.n = level + 1
+            try:
+                return _orig(self, *a, **kw)
+            finally:
+                depth.n = level
+
+        setattr(FileStore, name, wrapper)
+
+
+def kind_of(op: str, key: str) -> str:
+    if op == "GetObject":
+        if "farm-index/pages/" in key:
+            return "pages"
+        if key.endswith(("farm-index/head.json", "farm-index/tail.json")):
+            return "idx"
+        if "index/" in key and key.endswith(".json") and "/artifacts/" not in f"/{key}":
+            return "ptr"
+        return "manifest" if key.endswith("manifest.json") else "get"
+    return {
+        "ListObjectsV2": "list",
+        "HeadObject": "head",
+        "HeadBucket": "head",
+        "PutObject": "put",
+        "CopyObject": "put",
+        "DeleteObjects": "del",
+        "DeleteObject": "del",
+    }.get(op, op)
+
+
+def breakdown(calls: list[tuple[str, str]]) -> str:
+    c = Counter(kind_of(op, key) for op, key in calls)
+    order = ["idx", "pages", "ptr", "manifest", "get", "list", "head", "put", "del"]
+    return " ".join(f"{k}{c[k]}" for k in sorted(c, key=lambda k: order.index(k) if k in order else 99))
+
+
+class WarningCount(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(f"{record.name}: {record.getMessage()}"[:200])
+
+
+# -- the real artifact and its clones ------------------------------------------------------------------
+@dataclass
+class Template:
+    root: Path  # the file store holding the real artifact
+    prefix: str
+    manifest: dict[str, Any]
+    index: dict[str, Any]
+    toolchain: Any
+    old_toolchain: Any
+    targets: dict[str, Any]  # instance type -> TargetSpec
+
+    @property
+    def paths(self) -> list[str]:
+        return [f["path"] for f in self.manifest["files"]]
+
+
+def previous_version(version: str) -> str:
+    from packaging.version import Version
+
+    v = Version(version)
+    local = f"+{v.local}" if v.local else ""
+    return f"{v.major}.{max(v.minor - 1, 0)}.{v.micro}{local}" if v.minor else f"{max(v.major - 1, 0)}.0.0{local}"
+
+
+def real_artifact(artifact_store: str | None, scratch: Path) -> tuple[Template, float]:
+    """The one artifact built by the real pipeline (or found in `artifact_store`)."""
+    from neuronforge import settings
+    from neuronforge.request import Toolchain
+    from neuronforge.stages.publish import published_manifests
+    from neuronforge.stores import open_store
+    from neuronforge.target import TargetSpec
+
+    t0 = time.monotonic()
+    if artifact_store:
+        store = open_store(artifact_store, must_exist=True)
+    else:
+        from neuronforge.pipeline import run_target
+
+        store = open_store(f"file://{scratch / 'template-store'}")
+        print("building the real artifact (builtin:tiny-llama, cpu profile) ...", flush=True)
+        out = run_target(
+            settings.DEFAULT_MODEL, TargetSpec.parse(settings.DEFAULT_TARGET), store, scratch / "home" / "work"
+        )
+        print(f"  {out.key[:12]} {out.status} in {time.monotonic() - t0:.0f} s", flush=True)
+    found = next((f for f in published_manifests(store) if f[2].get("profile", {}).get("name") == "cpu"), None)
+    if found is None or not hasattr(store, "root"):
+        raise SystemExit(f"{store.root_uri}: no published cpu-profile artifact in a file store to clone")
+    _, index, manifest = found
+    tc = Toolchain.from_json(manifest["toolchain"])
+    old = Toolchain(
+        tc.backend,
+        previous_version(tc.backend_version),
+        tc.compiler,
+        previous_version(tc.compiler_version),
+        {k: previous_version(v) if v == tc.compiler_version else v for k, v in tc.packages.items()},
+        tc.compiler_flags,
+    )
+    base = {k: v for k, v in manifest["request"]["target"].items() if v is not None}
+    targets = {i: TargetSpec.parse({**base, "instance_type": i, "profile": "cpu"}) for i in INSTANCES}
+    tpl = Template(store.root, index["prefix"], manifest, index, tc, old, targets)
+    return tpl, time.monotonic() - t0
+
+
+def model_of(i: int) -> tuple[int, str]:
+    m = (i - 1) // len(INSTANCES)
+    return m, f"bench-farm/llama-{m:05d}"
+
+
+def revision_of(location: str) -> str:
+    return hashlib.sha1(location.encode()).hexdigest()  # 40 hex: an immutable Hub revision
+
+
+@dataclass
+class Clone:
+    i: int
+    key: str
+    prefix: str
+    manifest: dict[str, Any]
+    index: dict[str, Any]
+
+
+def make_clone(tpl: Template, i: int, now: str) -> Clone:
+    """Clone `i` (0: the real artifact itself) under the genuine key of its request."""
+    from neuronforge import layout
+    from neuronforge.request import CompileRequest, cache_key, cache_key_material
+    from neuronforge.source import ModelSource
+    from neuronforge.stages.publish import INDEX_SCHEMA
+
+    if i == 0:
+        return Clone(0, tpl.manifest["cache_key"], tpl.prefix, tpl.manifest, tpl.index)
+    m, location = model_of(i)
+    target = tpl.targets[INSTANCES[(i - 1) % len(INSTANCES)]]
+    toolchain = tpl.old_toolchain if m % OLD_TOOLCHAIN_EVERY == 5 else tpl.toolchain
+    source = ModelSource("hf", location, None, revision_of(location))
+    request = CompileRequest(source, target)
+    key = cache_key(request, toolchain)
+    prefix = layout.artifact_prefix(source, target, key)
+    manifest = {
+        **tpl.manifest,
+        "cache_key": key,
+        "request": cache_key_material(request, toolchain),
+        "source": {"kind": source.kind, "location": source.location, "revision": source.resolved_revision},
+        "target_slug": target.slug,
+        "toolchain": toolchain.to_json(),
+        "compiler_flags": list(toolchain.compiler_flags),
+        "run_id": f"bench-farm__{i:06d}",
+        "published_at": now,
+    }
+    manifest_key = f"{prefix}/{layout.ARTIFACT_MANIFEST}"
+    index = {"schema_version": INDEX_SCHEMA, "cache_key": key, "manifest": manifest_key, "prefix": prefix}
+    return Clone(i, key, prefix, manifest, index)
+
+
+# -- a farm: one store, grown clone by clone -------------------------------------------------------------
+@dataclass
+class Farm:
+    kind: str  # file | s3 | sim
+    uri: str
+    tpl: Template
+    calls: Calls
+    store: Any = None
+    count: int = 0
+    payload_clones: int = 0
+    publish_costs: list[list[tuple[str, str]]] = field(default_factory=list)
+    publish_seconds: list[float] = field(default_factory=list)
+    tail: int = 0  # records in the farm-index tail (this bench is its only writer)
+    keys: dict[int, str] = field(default_factory=dict)
+    pool: ThreadPoolExecutor | None = None
+
+    def __post_init__(self) -> None:
+        from neuronforge.stores import open_store
+
+        self.store = open_store(self.uri)
+        if self.kind != "file":
+            self.pool = ThreadPoolExecutor(8)
+
+    def has_payload(self, i: int) -> bool:
+        if self.kind == "file" or i == 0:
+            return True
+        if self.kind == "s3":
+            return i <= S3_PAYLOAD_CLONES or i == DETAIL_CLONE
+        return model_of(i)[0] in CATALOG_MODELS or i == DETAIL_CLONE
+
+    def has_manifest(self, i: int) -> bool:
+        return self.kind != "sim" or self.has_payload(i)
+
+    def _payload(self, c: Clone) -> None:
+        if c.i == 0 and self.kind != "file":
+            for path in self.tpl.paths:
+                self.store.put_file(self.tpl.root / self.tpl.prefix / path, f"{c.prefix}/{path}")
+        elif self.kind == "file":
+            if c.i == 0 and self.tpl.root == self.store.root:
+                return
+            for path in self.tpl.paths:
+                dest = self.store.root / c.prefix / path
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                try:  # the same bytes as the real artifact's: every clone verifies
+                    os.link(self.tpl.root / self.tpl.prefix / path, dest)
+                except OSError:
+                    shutil.copyfile(self.tpl.root / self.tpl.prefix / path, dest)
+        else:
+            self.store.copy_objects(self.tpl.prefix, c.prefix, self.tpl.paths)  # server-side, as publish
+
+    def _objects(self, c: Clone, manifest: bool = True) -> None:
+        """What `publish` writes before the index record: payload, manifest (last), pointer."""
+        from neuronforge import layout
+
+        if self.has_payload(c.i):
+            self._payload(c)
+        elif self.kind == "s3":  # the launch files only (what the old catalog page read of every row)
+            self.store.copy_objects(self.tpl.prefix, c.prefix, [p for p in self.tpl.paths if p.startswith("launch/")])
+        if manifest:
+            self.store.write_json(c.index["manifest"], c.manifest)
+        self.store.put_if_absent(json.dumps(c.index, indent=2).encode(), layout.index_entry(c.key))
+
+    def grow_to(self, n: int) -> None:
+        """Publish clones until the farm holds `n`, each as `publish` does: its objects, then its
+        record with `farm_index.append` (compaction included), counted. The objects of the clones
+        up to the next compaction are written in parallel (publishers at once), so no compaction
+        meets a pointer whose record is still to come (which it would read back, 2 requests each)."""
+        from neuronforge import farm_index
+
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        while self.count < n:
+            batch = min(n - self.count, farm_index.COMPACT_AT - self.tail)
+            clones = [make_clone(self.tpl, i, now) for i in range(self.count, self.count + batch)]
+            if clones[0].i == 0:  # the real artifact first: the clones' payloads are copied from it
+                self._objects(clones[0])
+            rest = [c for c in clones if c.i]
+            if self.pool is not None:
+                list(self.pool.map(self._objects, rest))
+            else:
+                for c in rest:
+                    self._objects(c)
+            for c in clones:
+                record = farm_index.published_record(c.index, c.manifest)
+                mark, t = self.calls.mark(), time.perf_counter()
+                farm_index.append(self.store, [record])
+                self.publish_seconds.append(time.perf_counter() - t)
+                cost = self.calls.since(mark)
+                self.publish_costs.append(cost)
+                compacted = any(op == "PutObject" and k.endswith("farm-index/head.json") for op, k in cost)
+                self.tail = 0 if compacted else self.tail + 1
+                self.keys[c.i] = c.key
+                if self.has_payload(c.i):
+                    self.payload_clones += 1
+            self.count += len(clones)
+
+    def simulate_to(self, n: int) -> None:
+        """N index records and pointers without publishing each: the snapshot written at once
+        (`write_snapshot`, as `rebuild` writes it), pointers for every key (compaction drops a row
+        whose pointer is gone), manifests and payloads only where a reader reads them."""
+        from neuronforge import farm_index
+        from neuronforge.farm_index.snapshot import merge, write_snapshot
+
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        entries: dict[str, Any] = {}
+        for start in range(0, n, 2000):
+            clones = [make_clone(self.tpl, i, now) for i in range(start, min(n, start + 2000))]
+            for c in clones:
+                merge(entries, [{**farm_index.published_record(c.index, c.manifest), "seq": 0}])
+                self.keys[c.i] = c.key
+                if self.has_payload(c.i):
+                    self.payload_clones += 1
+            if start == 0:
+                self._objects(clones[0])
+            rest = [c for c in clones if c.i]
+            list(self.pool.map(lambda c: self._objects(c, manifest=self.has_manifest(c.i)), rest))
+            print(f"  simulated {min(n, start + 2000)}/{n} records + pointers", end="\r", flush=True)
+        print()
+        head = write_snapshot(self.store, entries.values(), n, None)
+        assert head is not None
+        self.count = n
+
+    def publish_row(self, window: int = PUBLISH_WINDOW) -> Measured:
+        """What `append` cost per publish over the last `window` publishes (compactions included)."""
+        last = self.publish_costs[-window:]
+        per = [len(c) for c in last]
+        compactions = sum(any(op == "PutObject" and "farm-index/head.json" in k for op, k in c) for c in last)
+        seconds = self.publish_seconds[-window:]
+        return Measured(
+            round(sum(per) / max(1, len(per)), 2),  # type: ignore[arg-type]
+            sum(seconds) / max(1, len(seconds)),
+            breakdown([c for cost in last for c in cost]),
+            f"mean of the last {len(per)} publishes, max {max(per, default=0)}, {compactions} compaction(s)",
+            runs=1,
+        )
+
+
+# -- the readers -------------------------------------------------------------------------------------------
+@dataclass
+class Measured:
+    requests: int = 0
+    seconds: float = 0.0
+    what: str = ""
+    note: str = ""
+    error: str = ""
+    runs: int = 0
+
+
+def measure(fn: Callable[[], str], calls: Calls, repeats: int, warnings: WarningCount) -> Measured:
+    times, note, got = [], "", []
+    before = len(warnings.messages)
+    for _ in range(max(1, repeats)):
+        mark = calls.mark()
+        t = time.perf_counter()
+        try:
+            note = fn()
+        except Exception as exc:  # a reader that fails is reported in its row, not a crash
+            return Measured(error=f"{type(exc).__name__}: {exc}"[:160])
+        times.append(time.perf_counter() - t)
+        got = calls.since(mark)
+    warned = len(warnings.messages) - before
+    if warned:
+        note += f"; {warned} warning(s) logged"
+    return Measured(len(got), statistics.median(times), breakdown(got), note, runs=len(times))
+
+
+@dataclass
+class Ctx:
+    farm: Farm
+    catalog: Any
+    toolchains: dict[str, Any]
+    work: Path
+    model_filter: str
+    instance_filter: str
+    detail_key: str
+
+
+def cli(argv: list[str]) -> tuple[int, str]:
+    from neuronforge.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = main(argv)
+    return rc, out.getvalue()
+
+
+def new_readers(ctx: Ctx) -> dict[str, Callable[[], str]]:
+    from neuronforge import gc, recompile
+    from neuronforge.farm import FarmQuery, farm_page, farm_row
+
+    store, uri = ctx.farm.store, ctx.farm.uri
+
+    def ls() -> str:
+        rc, out = cli(["ls", uri])
+        assert rc == 0, out
+        return out.strip().splitlines()[-2 if "next page" in out else -1]
+
+    def page(query: Any) -> Callable[[], str]:
+        def run() -> str:
+            p = farm_page(store, query, offset=0, limit=50)
+            return f"{len(p.rows)} rows of {p.total if p.total is not None else '?'}"
+
+        return run
+
+    def detail() -> str:
+        found = farm_row(store, ctx.detail_key[:12])
+        assert found is not None, ctx.detail_key
+        row, _ = found
+        return f"{row.status}, {len(row.incomplete or [])} file(s) missing"
+
+    def stale() -> str:
+        states = recompile.find_stale(ctx.catalog, ctx.toolchains, store, ctx.work)
+        return ", ".join(f"{n} {s}" for s, n in sorted(Counter(s.status for s in states).items()))
+
+    def gc_plan() -> str:
+        report = gc.collect(store, keep_compilers=1, dry_run=True)
+        return f"would delete {len(report.deleted)}, keep {report.kept}"
+
+    return {
+        "ls": ls,
+        "page": page(FarmQuery()),
+        "model": page(FarmQuery(model=ctx.model_filter)),
+        "instance": page(FarmQuery(instance=ctx.instance_filter)),
+        "detail": detail,
+        "stale": stale,
+        "gc": gc_plan,
+    }
+
+
+def baseline_readers(ctx: Ctx) -> dict[str, Callable[[], str]]:
+    import farm_scale_baseline as old
+
+    store, uri = ctx.farm.store, ctx.farm.uri
+
+    def ls() -> str:
+        rows = old.ls(uri)
+        return f"{len(rows)} rows, {sum(not r['complete'] for r in rows)} incomplete"
+
+    def page() -> str:
+        p = old.page(uri)
+        return f"{p['rows']} rows + details"
+
+    def model() -> str:
+        return f"{len(old.api_artifacts(uri, model=ctx.model_filter))} rows"
+
+    def detail() -> str:
+        d = old.api_artifact(uri, ctx.detail_key[:12])
+        assert d is not None
+        return f"{d['status']}, {len(d['incomplete'] or [])} file(s) missing"
+
+    def stale() -> str:
+        states = old.find_stale(ctx.catalog, ctx.toolchains, store, ctx.work)
+        return ", ".join(f"{n} {s}" for s, n in sorted(Counter(s.status for s in states).items()))
+
+    def gc_plan() -> str:
+        plan = old.gc_collect(store, keep_compilers=1)
+        return f"would delete {len(plan.deleted)}, keep {plan.kept}"
+
+    return {"ls": ls, "page": page, "model": model, "detail": detail, "stale": stale, "gc": gc_plan}
+
+
+LABELS = {
+    "ls": "ls, first page (50)",
+    "page": "catalog page (50 rows)",
+    "model": "filtered: --model (1 model)",
+    "instance": "filtered: --instance (1/5)",
+    "detail": "one artifact's detail",
+    "stale": "catalog stale (20 targets)",
+    "gc": "gc --dry-run",
+    "publish": "publish: index requests",
+}
+BASELINE_OF = {  # what the baseline runs for each reader
+    "ls": "old `ls` (every artifact)",
+    "page": "old catalog page",
+    "model": "old /api/artifacts?model=",
+    "instance": "= the row above (same scan)",
+    "detail": "old /api/artifacts/{key}",
+    "stale": "old find_stale",
+    "gc": "old gc plan",
+    "publish": "none (no index)",
+}
+
+
+def write_catalog(path: Path, tpl: Template) -> Any:
+    from neuronforge.catalog import load_catalog
+
+    lines = ["models:"]
+    for m in CATALOG_MODELS:
+        location = f"bench-farm/llama-{m:05d}"
+        lines.append(f"  - source: {location}@{revision_of(location)}")
+        lines.append("    targets:")
+        for inst in INSTANCES:
+            t = {k: v for k, v in tpl.manifest["request"]["target"].items() if v is not None}
+            lines.append(f"      - {json.dumps({**t, 'instance_type': inst, 'profile': 'cpu'})}")
+    path.write_text("\n".join(lines) + "\n")
+    catalog = load_catalog(path)
+    assert catalog.ok, catalog.problems
+    return catalog
+
+
+# -- printing --------------------------------------------------------------------------------------------------
+def fmt_s(s: float) -> str:
+    return f"{s:.3f}" if s < 10 else f"{s:.1f}"
+
+
+def ratio(base: float, new: float) -> str:
+    if base <= 0 or new <= 0:
+        return "—"
+    r = base / new
+    return f"{r:,.0f}x" if r >= 10 else f"{r:.1f}x"
+
+
+def print_table(title: str, unit: str, rows: dict[str, tuple[Measured, Measured | None]], model: bool) -> None:
+    print(f"\n== {title}")
+    m_head = "@20ms" if model else ""
+    print(
+        f"{'reader':<29}| {'NEW ' + unit:>9} {'s/view':>8} {m_head:>7} | {'BASELINE ' + unit:>14} {'s/view':>8} "
+        f"{m_head:>8} | {'x' + unit:>8} {'x s':>7} | new reads; notes"
+    )
+    for name, (new, base) in rows.items():
+        if new.error:
+            print(f"{LABELS[name]:<29}| ERROR {new.error}")
+            continue
+        nm = f"{new.requests * MS_PER_REQUEST:.2f}s" if model else ""
+        if base is None or base.error or base.runs == 0:
+            bcol = f"{(base.error[:36] if base and base.error else BASELINE_OF[name]):>32}"
+            rr, rs = "—", "—"
+        else:
+            bm = f"{base.requests * MS_PER_REQUEST:.1f}s" if model else ""
+            bcol = f"{base.requests:>14,} {fmt_s(base.seconds):>8} {bm:>8}"
+            rr, rs = ratio(base.requests, new.requests), ratio(base.seconds, new.seconds)
+        req = f"{new.requests:.2f}" if isinstance(new.requests, float) else f"{new.requests:,}"
+        print(
+            f"{LABELS[name]:<29}| {req:>9} {fmt_s(new.seconds):>8} {nm:>7} | {bcol} | {rr:>8} {rs:>7} | "
+            f"{new.what}; {new.note}"
+        )
+    notes = [f"{LABELS[n]}: baseline {b.note}" for n, (_, b) in rows.items() if b and b.note and b.runs]
+    for n in notes:
+        print(f"    {n}")
+
+
+# -- S3 ----------------------------------------------------------------------------------------------------------
+def start_moto() -> tuple[subprocess.Popen, str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = (
+        "import time\nfrom moto.server import ThreadedMotoServer\n"
+        f"s = ThreadedMotoServer(ip_address='127.0.0.1', port={port}, verbose=False)\ns.start()\n"
+        "while True:\n    time.sleep(3600)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(300):
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return proc, f"http://127.0.0.1:{port}"
+        time.sleep(0.05)
+    proc.kill()
+    raise SystemExit("moto's server did not start")
+
+
+def vm_hwm_mib(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def disk_usage_mib(path: Path) -> float:
+    seen, total = set(), 0
+    for p in path.rglob("*"):
+        try:
+            st = p.lstat()
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            total += st.st_blocks * 512
+    return total / 2**20
+
+
+# -- the run ------------------------------------------------------------------------------------------------------
+Rows = dict[str, tuple["Measured", "Measured | None"]]
+
+
+def measure_size(
+    farm: Farm, size: int, args: argparse.Namespace, ctx_args: tuple[Any, dict, Path], warnings: WarningCount,
+    baseline: bool = True,
+) -> Rows:  # fmt: skip
+    catalog, toolchains, work = ctx_args
+    models = (size - 1) // len(INSTANCES)
+    ctx = Ctx(
+        farm,
+        catalog,
+        toolchains,
+        work,
+        model_filter=f"llama-{models // 2:05d}",
+        instance_filter="trn1.2xlarge",
+        detail_key=farm.keys[min(DETAIL_CLONE, size - 1)],
+    )
+    rows: dict[str, tuple[Measured, Measured | None]] = {}
+    new = new_readers(ctx)
+    old = baseline_readers(ctx) if baseline else {}
+    for name, fn in new.items():
+        # gc confirms one manifest per artifact it would delete: on the simulated farm, thousands
+        once = name == "gc" and farm.kind == "sim"
+        n = measure(fn, farm.calls, 1 if once else args.repeats, warnings)
+        b = measure(old[name], farm.calls, 1, warnings) if name in old else None
+        rows[name] = (n, b)
+    rows["publish"] = (farm.publish_row(), None)
+    return rows
+
+
+def goal_lines(
+    rows: dict[str, tuple[Measured, Measured | None]], factor: float, targets: int
+) -> list[tuple[bool, str]]:
+    def get(name: str) -> Measured:
+        return rows[name][0]
+
+    out = []
+    page = get("page")
+    limit = GOALS["page"] * factor
+    model_s = page.requests * MS_PER_REQUEST
+    out.append(
+        (
+            not page.error and page.requests <= limit and model_s <= GOALS["page_model_s"] * factor,
+            f"catalog page view: {page.requests} requests (goal <= {limit:g}), {model_s:.2f} s in the 20 ms model "
+            f"(goal <= {GOALS['page_model_s'] * factor:g} s)",
+        )
+    )
+    d = get("detail")
+    out.append(
+        (
+            not d.error and d.requests <= GOALS["detail"] * factor,
+            f"one artifact's detail: {d.requests} (goal <= {GOALS['detail'] * factor:g})",
+        )
+    )
+    s = get("stale")
+    limit = (GOALS["stale_per_target"] * targets + GOALS["stale_constant"]) * factor
+    out.append(
+        (
+            not s.error and s.requests <= limit,
+            f"catalog stale, {targets} targets: {s.requests} (goal <= ({GOALS['stale_per_target']} x {targets} + "
+            f"{GOALS['stale_constant']})" + (f" x {factor:g}" if factor != 1 else "") + f" = {limit:g}; {s.what})",
+        )
+    )
+    ls = get("ls")
+    out.append(
+        (
+            not ls.error and ls.requests <= GOALS["ls"] * factor,
+            f"ls first page: {ls.requests} (goal <= {GOALS['ls'] * factor:g})",
+        )
+    )
+    p = get("publish")
+    out.append(
+        (
+            float(p.requests) <= GOAL_PUBLISH * factor,
+            f"a publish adds {p.requests} requests for the index, amortised "
+            f"(goal <= {GOAL_PUBLISH * factor:g}; {p.note})",
+        )
+    )
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="100,1000,5000", help="published artifacts to grow the farm to, in order")
+    ap.add_argument("--stores", default="file,s3")
+    ap.add_argument("--simulate", type=int, default=None, help="S3 farm of N index records (default 50000; 0: off)")
+    ap.add_argument("--repeats", type=int, default=3, help="runs of each new reader (the median is shown)")
+    ap.add_argument("--quick", action="store_true", help="sizes 40, one repeat, no simulation (the smoke test)")
+    ap.add_argument("--artifact-store", help="a file store holding a published artifact to clone (no build)")
+    ap.add_argument("--no-baseline-above", type=int, default=None, help="skip baselines on farms larger than this")
+    ap.add_argument("--dir", help="scratch folder (default: a temporary one, removed at the end)")
+    args = ap.parse_args()
+    if args.quick:
+        args.sizes, args.repeats = "40", 1
+        args.simulate = 0 if args.simulate is None else args.simulate
+    simulate = 50000 if args.simulate is None else args.simulate
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    if min(sizes) <= len(CATALOG_MODELS) * len(INSTANCES):
+        raise SystemExit(f"--sizes: the farm needs more than {len(CATALOG_MODELS) * len(INSTANCES)} artifacts")
+    stores = [s.strip() for s in args.stores.split(",") if s.strip()]
+
+    t_start = time.monotonic()
+    scratch = Path(args.dir or tempfile.mkdtemp(prefix="nf-farm-scale-")).resolve()
+    scratch.mkdir(parents=True, exist_ok=True)
+    os.environ["NEURONFORGE_HOME"] = str(scratch / "home")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ.pop("NEURONFORGE_STORE", None)
+    for var in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3"):
+        os.environ.pop(var, None)
+    os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1")
+    warnings = WarningCount()
+    logging.basicConfig(level=logging.WARNING, handlers=[warnings])
+    logging.getLogger("urllib3").setLevel(logging.ERROR)  # "connection pool is full": copies in parallel
+
+    moto = None
+    phases: dict[str, float] = {}
+    results: dict[tuple[str, int], dict[str, tuple[Measured, Measured | None]]] = {}
+    failed = False
+    try:
+        tpl, phases["real build"] = real_artifact(args.artifact_store, scratch)
+        work = scratch / "home" / "work"
+        catalog = write_catalog(scratch / "catalog.yaml", tpl)
+        from neuronforge import recompile
+
+        toolchains = {p.ref: tpl.toolchain for p in recompile.profiles_of(catalog)}
+        if "s3" in stores or simulate:
+            moto, endpoint = start_moto()
+            os.environ["AWS_ENDPOINT_URL"] = endpoint
+            import boto3
+
+            for bucket in ("bench-farm", "bench-sim"):
+                boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=bucket)
+        files = tpl.manifest["files"]
+        print(
+            f"real artifact {tpl.manifest['cache_key'][:12]}: {len(files)} files, "
+            f"{sum(f['size'] for f in files) / 2**20:.1f} MiB, profile {tpl.manifest['profile']['ref']}, "
+            f"{tpl.toolchain.compiler} {tpl.toolchain.compiler_version} (clones of 10% of the models: "
+            f"{tpl.old_toolchain.compiler_version})"
+        )
+        print(
+            "clones: bench-farm/llama-NNNNN@<sha1>, 5 instance types each, keys from cache_key(CompileRequest, "
+            "toolchain), manifest + index/<key>.json + farm-index record as publish writes them\n"
+            "  file store: every clone hard-links the real artifact's payload (verify passes on any clone)\n"
+            f"  S3: the real artifact and clones 1..{S3_PAYLOAD_CLONES} (+ clone {DETAIL_CLONE}) hold the payload "
+            "(server-side copies, as publish); every other clone holds its manifest.json and index pointer only "
+            "(a folder listing costs one request either way; readers that check files call those incomplete)"
+        )
+        for kind in stores:
+            calls = Calls()
+            if kind == "file":
+                count_file_store_calls(calls)
+                farm = Farm("file", f"file://{scratch / 'farm-store'}", tpl, calls)
+            else:
+                farm = Farm("s3", "s3://bench-farm/store", tpl, calls)
+                farm.store.client.meta.events.register("before-send.s3", calls)
+            unit = "req" if kind == "s3" else "calls"
+            for size in sizes:
+                t = time.monotonic()
+                farm.grow_to(size)
+                phases[f"{kind} grow to {size}"] = time.monotonic() - t
+                t = time.monotonic()
+                do_base = args.no_baseline_above is None or size <= args.no_baseline_above
+                rows = measure_size(farm, size, args, (catalog, toolchains, work), warnings, baseline=do_base)
+                phases[f"{kind} readers at {size}"] = time.monotonic() - t
+                results[(kind, size)] = rows
+                where = "S3 (moto on 127.0.0.1)" if kind == "s3" else "file store (local disk)"
+                what = f"{farm.payload_clones} with payload" if kind == "s3" else "all with payload (hard links)"
+                print_table(f"{where}: {size:,} published artifacts ({what})", unit, rows, model=kind == "s3")
+            if kind == "file":
+                from neuronforge import farm_index
+
+                t = time.monotonic()
+                problems = farm_index.check(farm.store)
+                print(f"  verify --store (index against every manifest): {'ok' if not problems else problems[:3]}")
+                import random
+
+                rng = random.Random(0)
+                for i in sorted(rng.sample(range(1, farm.count), 2)):
+                    manifest_key = f"{make_clone(tpl, i, '').prefix}/manifest.json"
+                    _, out = cli(
+                        ["verify", farm.store.uri(manifest_key), "--work-dir", str(scratch / "verify"), "--json"]
+                    )
+                    res = json.loads(out)
+                    print(
+                        f"  verify clone {i} ({farm.store.uri(manifest_key)[-60:]}): "
+                        f"ok={res['ok']} {res['problems'][:2]}"
+                    )
+                    failed |= not res["ok"]
+                phases["file verify"] = time.monotonic() - t
+            else:
+                i = min(DETAIL_CLONE, farm.count - 1)
+                _, out = cli(["verify", farm.store.uri(f"{make_clone(tpl, i, '').prefix}/manifest.json"),
+                               "--work-dir", str(scratch / "verify"), "--json"])  # fmt: skip
+                res = json.loads(out)
+                print(f"  verify clone {i} on S3 (a payload clone): ok={res['ok']} {res['problems'][:2]}")
+                failed |= not res["ok"]
+            if farm.pool:
+                farm.pool.shutdown()
+
+        big = max(s for s in sizes)
+        if "s3" in stores:
+            goal_rows = results[("s3", big)]
+            print(
+                f"\nGoals at {big:,} on S3" + ("" if big >= 5000 else " (the default run checks them at 5,000)") + ":"
+            )
+            for ok, line in goal_lines(goal_rows, 1.0, len(catalog.entries) * len(INSTANCES)):
+                print(f"  {'PASS' if ok else 'FAIL'} {line}")
+                failed |= not ok and not args.quick
+
+        if simulate:
+            calls = Calls()
+            farm = Farm("sim", "s3://bench-sim/store", tpl, calls)
+            farm.store.client.meta.events.register("before-send.s3", calls)
+            t = time.monotonic()
+            farm.simulate_to(simulate)
+            farm.grow_to(simulate + SIM_TAIL)
+            phases[f"sim write {simulate}"] = time.monotonic() - t
+            t = time.monotonic()
+            rows = measure_size(farm, farm.count, args, (catalog, toolchains, work), warnings, baseline=False)
+            farm.grow_to(farm.count + PUBLISH_WINDOW)
+            rows["publish"] = (farm.publish_row(), None)
+            phases[f"sim readers at {simulate}"] = time.monotonic() - t
+            if "s3" in stores and results.get(("s3", big)):
+                base = results[("s3", big)]
+                for name, (n, b) in rows.items():
+                    if b is None and name in base and base[name][1] is not None and base[name][1].runs:
+                        src = base[name][1]
+                        scaled = round(src.requests * farm.count / big)
+                        rows[name] = (n, Measured(scaled, src.seconds * farm.count / big, note="", runs=1))
+            print_table(
+                f"S3, simulated {simulate:,} index records (+{SIM_TAIL} in the tail) and pointers; manifests and "
+                f"payloads only for the catalog's {len(CATALOG_MODELS) * len(INSTANCES)} clones and clone "
+                f"{DETAIL_CLONE}; BASELINE = the {big:,} run's figures scaled linearly (not measured)",
+                "req",
+                rows,
+                model=True,
+            )
+            print(f"\nSimulated {simulate:,} on S3: the new readers within 2x of the goals:")
+            for ok, line in goal_lines(rows, 2.0, len(catalog.entries) * len(INSTANCES)):
+                print(f"  {'PASS' if ok else 'FAIL'} {line}")
+                failed |= not ok
+            farm.pool.shutdown()
+
+        print("\nphases: " + ", ".join(f"{k} {v:.0f} s" for k, v in phases.items()))
+        distinct = sorted(set(m for m in warnings.messages))
+        if distinct:
+            print(f"warnings logged: {len(warnings.messages)} ({len(distinct)} distinct), e.g. {distinct[:2]}")
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        moto_mib = vm_hwm_mib(moto.pid) if moto else 0.0
+        print(
+            f"peak RSS: bench {rss:,.0f} MiB, moto server {moto_mib:,.0f} MiB; "
+            f"disk: {disk_usage_mib(scratch):,.0f} MiB under {scratch}; wall {time.monotonic() - t_start:.0f} s"
+        )
+    finally:
+        if moto is not None:
+            moto.kill()
+            moto.wait()
+        if not args.dir:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
