@@ -27,6 +27,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from neuronforge.farm import FarmRow, filter_rows
+from neuronforge.gc import Published
 from neuronforge.stores import ArtifactStore, open_store
 
 
@@ -302,16 +303,7 @@ def find_stale(catalog: Any, toolchains: dict[str, Any], store: ArtifactStore, w
     return states
 
 
-# -- gc.py: the plan of `gc --dry-run` --------------------------------------------------------------------
-@dataclass(frozen=True)
-class Published:
-    key: str
-    index_key: str
-    manifest_key: str
-    prefix: str
-    location: str
-    compiler: str
-    compiler_version: str
+# -- gc.py: the plan of `gc --dry-run` (its record type is unchanged: `neuronforge.gc.Published`) ----------
 
 
 @dataclass
