@@ -395,8 +395,8 @@ class Farm:
                 self._objects(clones[0])
             rest = [c for c in clones if c.i]
             list(self.pool.map(lambda c: self._objects(c, manifest=self.has_manifest(c.i)), rest))
-            print(f"  simulated {min(n, start + 2000)}/{n} records + pointers", end="\r", flush=True)
-        print()
+            if (start + 2000) % 10000 == 0 or start + 2000 >= n:
+                print(f"  simulated {min(n, start + 2000):,}/{n:,} records + pointers", flush=True)
         head = write_snapshot(self.store, entries.values(), n, None)
         assert head is not None
         self.count = n
@@ -667,37 +667,145 @@ def disk_usage_mib(path: Path) -> float:
 Rows = dict[str, tuple["Measured", "Measured | None"]]
 
 
-def measure_size(
-    farm: Farm, size: int, args: argparse.Namespace, ctx_args: tuple[Any, dict, Path], warnings: WarningCount,
-    baseline: bool = True,
-) -> Rows:  # fmt: skip
-    catalog, toolchains, work = ctx_args
+@dataclass
+class Setup:
+    args: argparse.Namespace
+    tpl: Template
+    catalog: Any
+    toolchains: dict[str, Any]
+    scratch: Path
+    warnings: WarningCount
+    phases: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def work(self) -> Path:
+        return self.scratch / "home" / "work"
+
+    @property
+    def targets(self) -> int:
+        return len(self.catalog.entries) * len(INSTANCES)
+
+
+def measure_size(farm: Farm, size: int, setup: Setup, baseline: bool = True) -> Rows:
+    """Every reader on the farm as it is now: the new one (median of --repeats), then its baseline."""
     models = (size - 1) // len(INSTANCES)
     ctx = Ctx(
         farm,
-        catalog,
-        toolchains,
-        work,
+        setup.catalog,
+        setup.toolchains,
+        setup.work,
         model_filter=f"llama-{models // 2:05d}",
         instance_filter="trn1.2xlarge",
         detail_key=farm.keys[min(DETAIL_CLONE, size - 1)],
     )
-    rows: dict[str, tuple[Measured, Measured | None]] = {}
     new = new_readers(ctx)
+    if farm.kind == "sim":
+        # gc confirms the manifest of every artifact it would delete: the simulation writes none
+        del new["gc"]
     old = baseline_readers(ctx) if baseline else {}
+    # The old /api/artifacts?model= and /api/artifacts/{key} are the same scan (old `farm_rows`);
+    # on S3 above --full-baselines-upto it is measured once, through the detail endpoint.
+    derive = farm.kind == "s3" and size > setup.args.full_baselines_upto and "detail" in old
+    if derive:
+        del old["model"]
+    rows: Rows = {}
     for name, fn in new.items():
-        # gc confirms one manifest per artifact it would delete: on the simulated farm, thousands
-        once = name == "gc" and farm.kind == "sim"
-        n = measure(fn, farm.calls, 1 if once else args.repeats, warnings)
-        b = measure(old[name], farm.calls, 1, warnings) if name in old else None
+        n = measure(fn, farm.calls, setup.args.repeats, setup.warnings)
+        b = measure(old[name], farm.calls, 1, setup.warnings) if name in old else None
         rows[name] = (n, b)
+    if derive and rows["detail"][1] is not None and not rows["detail"][1].error:
+        d = rows["detail"][1]
+        note = "derived: the detail endpoint's scan (the same old farm_rows) without its 2 reads"
+        rows["model"] = (rows["model"][0], Measured(d.requests - 2, d.seconds, note=note, runs=1))
     rows["publish"] = (farm.publish_row(), None)
     return rows
 
 
-def goal_lines(
-    rows: dict[str, tuple[Measured, Measured | None]], factor: float, targets: int
-) -> list[tuple[bool, str]]:
+def verify_clones(farm: Farm, setup: Setup) -> bool:
+    """`neuronforge verify` (every file re-hashed, the profile's preflight) on clones; on the file
+    store also `verify --store` (the index against every manifest)."""
+    import random
+
+    from neuronforge import farm_index
+
+    ok = True
+    if farm.kind == "file":
+        problems = farm_index.check(farm.store)
+        print(f"  verify --store (index against every manifest): {'ok' if not problems else problems[:3]}")
+        ok = not problems
+        clones = sorted(random.Random(0).sample(range(1, farm.count), 2))
+    else:
+        clones = [min(DETAIL_CLONE, farm.count - 1)]
+    for i in clones:
+        uri = farm.store.uri(f"{make_clone(setup.tpl, i, '').prefix}/manifest.json")
+        _, out = cli(["verify", uri, "--work-dir", str(setup.scratch / "verify"), "--json"])
+        res = json.loads(out)
+        where = "on S3 (a payload clone)" if farm.kind == "s3" else f"(...{uri[-56:]})"
+        print(f"  verify clone {i} {where}: ok={res['ok']} {res['problems'][:2]}")
+        ok &= bool(res["ok"])
+    return ok
+
+
+def run_store(kind: str, sizes: list[int], setup: Setup) -> tuple[dict[int, Rows], bool]:
+    calls = Calls()
+    if kind == "file":
+        count_file_store_calls(calls)
+        farm = Farm("file", f"file://{setup.scratch / 'farm-store'}", setup.tpl, calls)
+    else:
+        farm = Farm("s3", "s3://bench-farm/store", setup.tpl, calls)
+        farm.store.client.meta.events.register("before-send.s3", calls)
+    results: dict[int, Rows] = {}
+    for size in sizes:
+        t = time.monotonic()
+        farm.grow_to(size)
+        setup.phases[f"{kind} grow to {size}"] = time.monotonic() - t
+        t = time.monotonic()
+        results[size] = measure_size(farm, size, setup)
+        setup.phases[f"{kind} readers at {size}"] = time.monotonic() - t
+        where = "S3 (moto on 127.0.0.1)" if kind == "s3" else "file store (local disk)"
+        what = f"{farm.payload_clones} with payload" if kind == "s3" else "all with payload, hard links"
+        unit = "req" if kind == "s3" else "calls"
+        print_table(f"{where}: {size:,} published artifacts ({what})", unit, results[size], model=kind == "s3")
+    ok = verify_clones(farm, setup)
+    if farm.pool:
+        farm.pool.shutdown()
+    return results, ok
+
+
+def run_simulation(n: int, setup: Setup, scale_from: tuple[int, Rows] | None) -> Rows:
+    calls = Calls()
+    farm = Farm("sim", "s3://bench-sim/store", setup.tpl, calls)
+    farm.store.client.meta.events.register("before-send.s3", calls)
+    t = time.monotonic()
+    farm.simulate_to(n)
+    farm.grow_to(n + SIM_TAIL)
+    setup.phases[f"sim write {n}"] = time.monotonic() - t
+    t = time.monotonic()
+    rows = measure_size(farm, farm.count, setup, baseline=False)
+    farm.grow_to(farm.count + PUBLISH_WINDOW)
+    rows["publish"] = (farm.publish_row(), None)
+    setup.phases[f"sim readers at {n}"] = time.monotonic() - t
+    if scale_from is not None:  # the baseline's requests are linear in the farm: scaled, not measured
+        size, base = scale_from
+        for name, (new, b) in rows.items():
+            src = base.get(name, (None, None))[1]
+            if b is None and src is not None and src.runs and not src.error:
+                factor = farm.count / size
+                rows[name] = (new, Measured(round(src.requests * factor), src.seconds * factor, runs=1))
+    basis = f"BASELINE = the {scale_from[0]:,} run's figures scaled linearly (not measured)" if scale_from else ""
+    print_table(
+        f"S3, simulated {n:,} index records (+{SIM_TAIL} in the tail) and their pointers; manifests and payloads "
+        f"only for the catalog's {setup.targets} clones and clone {DETAIL_CLONE}; gc not run (no manifest to "
+        f"confirm); {basis}",
+        "req",
+        rows,
+        model=True,
+    )
+    farm.pool.shutdown()
+    return rows
+
+
+def goal_lines(rows: Rows, factor: float, targets: int) -> list[tuple[bool, str]]:
     def get(name: str) -> Measured:
         return rows[name][0]
 
@@ -754,7 +862,12 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3, help="runs of each new reader (the median is shown)")
     ap.add_argument("--quick", action="store_true", help="sizes 40, one repeat, no simulation (the smoke test)")
     ap.add_argument("--artifact-store", help="a file store holding a published artifact to clone (no build)")
-    ap.add_argument("--no-baseline-above", type=int, default=None, help="skip baselines on farms larger than this")
+    ap.add_argument(
+        "--full-baselines-upto",
+        type=int,
+        default=1000,
+        help="on S3 farms larger than this, the filtered view's baseline is derived from the detail's (same scan)",
+    )
     ap.add_argument("--dir", help="scratch folder (default: a temporary one, removed at the end)")
     args = ap.parse_args()
     if args.quick:
@@ -780,16 +893,14 @@ def main() -> int:
     logging.getLogger("urllib3").setLevel(logging.ERROR)  # "connection pool is full": copies in parallel
 
     moto = None
-    phases: dict[str, float] = {}
-    results: dict[tuple[str, int], dict[str, tuple[Measured, Measured | None]]] = {}
     failed = False
     try:
-        tpl, phases["real build"] = real_artifact(args.artifact_store, scratch)
-        work = scratch / "home" / "work"
+        tpl, built = real_artifact(args.artifact_store, scratch)
         catalog = write_catalog(scratch / "catalog.yaml", tpl)
         from neuronforge import recompile
 
         toolchains = {p.ref: tpl.toolchain for p in recompile.profiles_of(catalog)}
+        setup = Setup(args, tpl, catalog, toolchains, scratch, warnings, {"real build": built})
         if "s3" in stores or simulate:
             moto, endpoint = start_moto()
             os.environ["AWS_ENDPOINT_URL"] = endpoint
@@ -807,110 +918,35 @@ def main() -> int:
         print(
             "clones: bench-farm/llama-NNNNN@<sha1>, 5 instance types each, keys from cache_key(CompileRequest, "
             "toolchain), manifest + index/<key>.json + farm-index record as publish writes them\n"
-            "  file store: every clone hard-links the real artifact's payload (verify passes on any clone)\n"
-            f"  S3: the real artifact and clones 1..{S3_PAYLOAD_CLONES} (+ clone {DETAIL_CLONE}) hold the payload "
-            "(server-side copies, as publish); every other clone holds its manifest.json and index pointer only "
-            "(a folder listing costs one request either way; readers that check files call those incomplete)"
+            "  file store: every clone hard-links the real artifact's 13 payload files (verify passes on any clone)\n"
+            f"  S3: the real artifact and clones 1..{S3_PAYLOAD_CLONES} (+ clone {DETAIL_CLONE}) hold the whole "
+            "payload (server-side copies, as publish); every other clone holds its manifest.json, index pointer and "
+            "launch/ files only (a folder listing costs one request either way; readers that check files call "
+            "those incomplete)"
         )
+        results: dict[str, dict[int, Rows]] = {}
         for kind in stores:
-            calls = Calls()
-            if kind == "file":
-                count_file_store_calls(calls)
-                farm = Farm("file", f"file://{scratch / 'farm-store'}", tpl, calls)
-            else:
-                farm = Farm("s3", "s3://bench-farm/store", tpl, calls)
-                farm.store.client.meta.events.register("before-send.s3", calls)
-            unit = "req" if kind == "s3" else "calls"
-            for size in sizes:
-                t = time.monotonic()
-                farm.grow_to(size)
-                phases[f"{kind} grow to {size}"] = time.monotonic() - t
-                t = time.monotonic()
-                do_base = args.no_baseline_above is None or size <= args.no_baseline_above
-                rows = measure_size(farm, size, args, (catalog, toolchains, work), warnings, baseline=do_base)
-                phases[f"{kind} readers at {size}"] = time.monotonic() - t
-                results[(kind, size)] = rows
-                where = "S3 (moto on 127.0.0.1)" if kind == "s3" else "file store (local disk)"
-                what = f"{farm.payload_clones} with payload" if kind == "s3" else "all with payload (hard links)"
-                print_table(f"{where}: {size:,} published artifacts ({what})", unit, rows, model=kind == "s3")
-            if kind == "file":
-                from neuronforge import farm_index
+            results[kind], ok = run_store(kind, sizes, setup)
+            failed |= not ok
 
-                t = time.monotonic()
-                problems = farm_index.check(farm.store)
-                print(f"  verify --store (index against every manifest): {'ok' if not problems else problems[:3]}")
-                import random
-
-                rng = random.Random(0)
-                for i in sorted(rng.sample(range(1, farm.count), 2)):
-                    manifest_key = f"{make_clone(tpl, i, '').prefix}/manifest.json"
-                    _, out = cli(
-                        ["verify", farm.store.uri(manifest_key), "--work-dir", str(scratch / "verify"), "--json"]
-                    )
-                    res = json.loads(out)
-                    print(
-                        f"  verify clone {i} ({farm.store.uri(manifest_key)[-60:]}): "
-                        f"ok={res['ok']} {res['problems'][:2]}"
-                    )
-                    failed |= not res["ok"]
-                phases["file verify"] = time.monotonic() - t
-            else:
-                i = min(DETAIL_CLONE, farm.count - 1)
-                _, out = cli(["verify", farm.store.uri(f"{make_clone(tpl, i, '').prefix}/manifest.json"),
-                               "--work-dir", str(scratch / "verify"), "--json"])  # fmt: skip
-                res = json.loads(out)
-                print(f"  verify clone {i} on S3 (a payload clone): ok={res['ok']} {res['problems'][:2]}")
-                failed |= not res["ok"]
-            if farm.pool:
-                farm.pool.shutdown()
-
-        big = max(s for s in sizes)
+        big = max(sizes)
         if "s3" in stores:
-            goal_rows = results[("s3", big)]
-            print(
-                f"\nGoals at {big:,} on S3" + ("" if big >= 5000 else " (the default run checks them at 5,000)") + ":"
-            )
-            for ok, line in goal_lines(goal_rows, 1.0, len(catalog.entries) * len(INSTANCES)):
+            print(f"\nGoals at {big:,} on S3" + ("" if big >= 5000 else " (the default run checks them at 5,000)"))
+            for ok, line in goal_lines(results["s3"][big], 1.0, setup.targets):
                 print(f"  {'PASS' if ok else 'FAIL'} {line}")
                 failed |= not ok and not args.quick
 
         if simulate:
-            calls = Calls()
-            farm = Farm("sim", "s3://bench-sim/store", tpl, calls)
-            farm.store.client.meta.events.register("before-send.s3", calls)
-            t = time.monotonic()
-            farm.simulate_to(simulate)
-            farm.grow_to(simulate + SIM_TAIL)
-            phases[f"sim write {simulate}"] = time.monotonic() - t
-            t = time.monotonic()
-            rows = measure_size(farm, farm.count, args, (catalog, toolchains, work), warnings, baseline=False)
-            farm.grow_to(farm.count + PUBLISH_WINDOW)
-            rows["publish"] = (farm.publish_row(), None)
-            phases[f"sim readers at {simulate}"] = time.monotonic() - t
-            if "s3" in stores and results.get(("s3", big)):
-                base = results[("s3", big)]
-                for name, (n, b) in rows.items():
-                    if b is None and name in base and base[name][1] is not None and base[name][1].runs:
-                        src = base[name][1]
-                        scaled = round(src.requests * farm.count / big)
-                        rows[name] = (n, Measured(scaled, src.seconds * farm.count / big, note="", runs=1))
-            print_table(
-                f"S3, simulated {simulate:,} index records (+{SIM_TAIL} in the tail) and pointers; manifests and "
-                f"payloads only for the catalog's {len(CATALOG_MODELS) * len(INSTANCES)} clones and clone "
-                f"{DETAIL_CLONE}; BASELINE = the {big:,} run's figures scaled linearly (not measured)",
-                "req",
-                rows,
-                model=True,
-            )
-            print(f"\nSimulated {simulate:,} on S3: the new readers within 2x of the goals:")
-            for ok, line in goal_lines(rows, 2.0, len(catalog.entries) * len(INSTANCES)):
+            scale_from = (big, results["s3"][big]) if "s3" in stores else None
+            rows = run_simulation(simulate, setup, scale_from)
+            print(f"\nSimulated {simulate:,} on S3: the new readers within 2x of the goals")
+            for ok, line in goal_lines(rows, 2.0, setup.targets):
                 print(f"  {'PASS' if ok else 'FAIL'} {line}")
                 failed |= not ok
-            farm.pool.shutdown()
 
-        print("\nphases: " + ", ".join(f"{k} {v:.0f} s" for k, v in phases.items()))
-        distinct = sorted(set(m for m in warnings.messages))
-        if distinct:
+        print("\nphases: " + ", ".join(f"{k} {v:.0f} s" for k, v in setup.phases.items()))
+        if warnings.messages:
+            distinct = sorted(set(warnings.messages))
             print(f"warnings logged: {len(warnings.messages)} ({len(distinct)} distinct), e.g. {distinct[:2]}")
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         moto_mib = vm_hwm_mib(moto.pid) if moto else 0.0

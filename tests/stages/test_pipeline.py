@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from neuronforge import layout
+from neuronforge.farm import farm_rows
 from neuronforge.pipeline import PlanRejected, run_target
 from neuronforge.stages.compile import CompileInput, compile_target
 from neuronforge.stages.publish import PublishInput, lookup, publish, verify_manifest
@@ -114,8 +115,10 @@ def test_planner_rejection_publishes_nothing(compiled: Compiled, tmp_path: Path)
     bad = TargetSpec.parse({**TARGET, "tp_degree": 4})
     with pytest.raises(PlanRejected, match=r"tp=4 is not supported on inf2\.xlarge"):
         run_target(str(compiled.checkpoint), bad, store, compiled.work_dir)
-    # Refused by the static checks in `prepare`: no lease taken, nothing fetched; the failure recorded.
-    assert [o.key.split("/")[0] for o in store.list()] == ["failures"]
+    # Refused by the static checks in `prepare`: no lease taken, nothing fetched; the failure recorded
+    # (and told to the farm index, which shows it as a failed build).
+    assert {o.key.split("/")[0] for o in store.list()} == {"failures", "farm-index"}
+    assert [r.status for r in farm_rows(store)] == ["failed"]
 
 
 def test_a_sequence_longer_than_the_model_is_refused_from_its_config_alone(compiled: Compiled, tmp_path: Path) -> None:
@@ -125,7 +128,7 @@ def test_a_sequence_longer_than_the_model_is_refused_from_its_config_alone(compi
     bad = TargetSpec.parse({**TARGET, "sequence_length": 4096, "max_context_length": 1024})
     with pytest.raises(PlanRejected, match=r"exceeds the model's max_position_embeddings 256"):
         run_target(str(compiled.checkpoint), bad, store, compiled.work_dir)
-    assert [o.key.split("/")[0] for o in store.list()] == ["failures"]  # no lease, no fetch
+    assert {o.key.split("/")[0] for o in store.list()} == {"failures", "farm-index"}  # no lease, no fetch
 
 
 def test_a_failed_quantization_publishes_nothing(tiny_llama: Path, tmp_path: Path) -> None:
