@@ -17,9 +17,12 @@ What each clone holds is printed before the tables.
 Requests are counted with botocore's `before-send` event (every HTTP attempt, retries included);
 on the file store, calls of the store's primitives. Each reader gets requests per view, seconds per
 view (median of `--repeats` for the new readers, one run of each baseline) and the 20 ms model
-(requests x 20 ms: a store across a network), new against baseline, with the ratio. `--simulate N`
-then writes an S3 farm of N index records with their pointers (no payloads; manifests only where a
-reader reads them) and checks the new readers stay within 2x of the goals there.
+(requests x 20 ms: a store across a network), new against baseline, with the ratio. To keep the
+default run near 20 minutes on 2 cores, on S3 farms above `--full-baselines-upto` (1 000) the
+filtered view's baseline (old `/api/artifacts?model=`) is derived from the detail endpoint's (the
+same old `farm_rows` scan) and says so. `--simulate N` then writes an S3 farm of N index records
+with their pointers (no payloads; manifests only where a reader reads them; gc not run) and checks
+the new readers stay within 2x of the goals there; its baseline is the largest run's, scaled.
 
     .venv/bin/python bench/farm_scale.py [--sizes 100,1000,5000] [--simulate 50000] [--stores file,s3]
     .venv/bin/python bench/farm_scale.py --quick        # sizes 40, no simulation: seconds, for the test
