@@ -382,7 +382,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
     pages shown: a handful of requests however large the farm); `--check` lists each shown
     artifact's folder to say whether its files are all there (one request per row)."""
     from neuronforge.farm import FarmQuery, farm_page
-    from neuronforge.stages.publish import verify_files
+    from neuronforge.stages.publish import verify_manifest
     from neuronforge.stores import open_store
 
     if args.limit < 1 or args.offset < 0:
@@ -407,9 +407,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
             "message": r.message,
         }
         if args.check and r.manifest_uri:
-            manifest_key = r.manifest_uri.removeprefix(store.root_uri).strip("/")
-            m = store.read_json(manifest_key)
-            lacking = verify_files(store, manifest_key.rpartition("/")[0], m["files"])
+            lacking = verify_manifest(store, r.manifest_uri.removeprefix(store.root_uri).strip("/"))
             row.update(complete=not lacking, missing_or_truncated=lacking)
         rows.append(row)
     if args.json:

@@ -65,14 +65,6 @@ def _newest_refs() -> dict[str, str]:
     return {p.name: get_profile(p.name).ref for p in all_profiles()}
 
 
-def _seconds(value: Any) -> float | None:
-    return round(float(value), 3) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _ms(seconds: Any) -> float | None:
-    return round(float(seconds) * 1e3, 2) if isinstance(seconds, (int, float)) else None
-
-
 def _stale(profile: str, newest: dict[str, str]) -> bool:
     name = profile.partition("@")[0]
     return bool(profile) and name in newest and newest[name] != profile
@@ -243,7 +235,7 @@ def farm_row(store: ArtifactStore, key: str) -> tuple[FarmRow, dict[str, Any] | 
     manifest and folder listing: three requests), else its failure record or lease."""
     from neuronforge import leases
     from neuronforge.failures import read_failure
-    from neuronforge.farm_index.entry import Entry, published_record
+    from neuronforge.farm_index.entry import building_record, failure_record, published_record
     from neuronforge.stages.publish import incomplete_files, manifest_problem
     from neuronforge.stores import NotFound
 
@@ -263,19 +255,16 @@ def farm_row(store: ArtifactStore, key: str) -> tuple[FarmRow, dict[str, Any] | 
         row.incomplete = incomplete_files(store, index, manifest)
         return row, manifest
     failure = read_failure(store, full)
+    lease = None if failure is not None else leases.current(store, full)
+    if failure is None and (lease is None or not lease.live):
+        return None
+    e = Entry(full)
     if failure is not None:
-        from neuronforge.farm_index.entry import failure_record
-
-        e = Entry(full)
         e.apply(failure_record(failure))
-        return row_of(store, e, newest), None
-    lease = leases.current(store, full)
-    if lease is not None and lease.live:
+    else:
         at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(lease.started))
-        return FarmRow(
-            key=full, status="building", model="(unknown model)", message=f"lease held by {lease.holder}", at=at
-        ), None
-    return None
+        e.apply(building_record(full, lease.holder, at))
+    return row_of(store, e, newest), None
 
 
 def filter_rows(rows: list[FarmRow], **wanted: str | None) -> list[FarmRow]:

@@ -12,6 +12,7 @@ write, the rebuilt rows are used in memory for this read only.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -133,7 +134,7 @@ class FarmIndex:
         if pages:
             first = max([i for i, s in enumerate(starts) if s <= offset] or [0])
             last = len(pages) - 1 if end is None else max([i for i, s in enumerate(starts) if s < end] or [0])
-            fresh = self._tail_entries().values()
+            fresh = self._tail_entries.values()
             # A new row sorting before the window pulls the previous page's last rows into it; a
             # row deleted since pulls the next page's first rows in.
             left = any(not e.empty and e.sort_key < tuple(pages[first].first) for e in fresh)
@@ -158,7 +159,7 @@ class FarmIndex:
         it sorts between `lo` and `hi`. Returns (new rows before `lo`, new rows, loaded rows removed)."""
         known = set(entries)
         before = added = removed = 0
-        for key, e in self._tail_entries().items():
+        for key, e in self._tail_entries.items():
             if key in known:
                 was_empty = entries[key].empty
                 merge(entries, [r for r in self.records if r["key"] == key])
@@ -173,7 +174,9 @@ class FarmIndex:
                 entries[key] = e
         return before, added, removed
 
+    @functools.cached_property
     def _tail_entries(self) -> dict[str, Entry]:
+        """The tail's records folded per key, once per opened index (a window uses them three times)."""
         out: dict[str, Entry] = {}
         merge(out, self.records)
         return out
@@ -192,7 +195,7 @@ class FarmIndex:
             for status, by in (aggregates.get("statuses") or {}).items():
                 counts[status] = dict(by)
             instances.update(aggregates.get("instances") or ())
-            for e in self._tail_entries().values():  # approximate: a tail row is counted as new
+            for e in self._tail_entries.values():  # approximate: a tail row is counted as new
                 if not e.empty:
                     by = counts.setdefault(e.status_class, {})
                     by[e.profile] = by.get(e.profile, 0) + 1
