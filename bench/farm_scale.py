@@ -197,8 +197,8 @@ def previous_version(version: str) -> str:
 def real_artifact(artifact_store: str | None, scratch: Path) -> tuple[Template, float]:
     """The one artifact built by the real pipeline (or found in `artifact_store`)."""
     from neuronforge import settings
+    from neuronforge.published import published_manifests
     from neuronforge.request import Toolchain
-    from neuronforge.stages.publish import published_manifests
     from neuronforge.stores import open_store
     from neuronforge.target import TargetSpec
 
@@ -254,9 +254,9 @@ class Clone:
 def make_clone(tpl: Template, i: int, now: str) -> Clone:
     """Clone `i` (0: the real artifact itself) under the genuine key of its request."""
     from neuronforge import layout
+    from neuronforge.published import INDEX_SCHEMA
     from neuronforge.request import CompileRequest, cache_key, cache_key_material
     from neuronforge.source import ModelSource
-    from neuronforge.stages.publish import INDEX_SCHEMA
 
     if i == 0:
         return Clone(0, tpl.manifest["cache_key"], tpl.prefix, tpl.manifest, tpl.index)

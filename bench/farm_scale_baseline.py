@@ -1,5 +1,5 @@
 """The farm's readers as they were before the farm index (commit 5c3ed6d), for `farm_scale.py`'s
-baseline: every one of them scans the store (`stages.publish.scan_index`: a listing of `index/`,
+baseline: every one of them scans the store (`published.scan_index`: a listing of `index/`,
 then each pointer and its manifest) and most list each artifact's folder too.
 
 Ported with their store reads unchanged; what they render (HTML, text) is left out, which only
@@ -53,7 +53,7 @@ def _ms(seconds: Any) -> float | None:
 
 
 def _published(store: ArtifactStore, newest: dict[str, str]) -> dict[str, FarmRow]:
-    from neuronforge.stages.publish import format_uris, incomplete_files, scan_index
+    from neuronforge.published import format_uris, incomplete_files, scan_index
 
     rows: dict[str, FarmRow] = {}
     for entry in scan_index(store):
@@ -131,7 +131,7 @@ def farm_rows(store: ArtifactStore) -> list[FarmRow]:
 # -- cli.py: ls -----------------------------------------------------------------------------------------
 def ls(uri: str) -> list[dict[str, Any]]:
     """`neuronforge ls STORE`: every published artifact with its folder listed (text not printed)."""
-    from neuronforge.stages.publish import incomplete_files, scan_index
+    from neuronforge.published import incomplete_files, scan_index
 
     store = open_store(uri, must_exist=True)
     rows = []
@@ -215,7 +215,7 @@ class PublishedBuild:
 
 def published_builds(store: ArtifactStore) -> list[PublishedBuild]:
     from neuronforge.errors import InvalidInput, NeuronforgeError
-    from neuronforge.stages.publish import published_manifests
+    from neuronforge.published import published_manifests
     from neuronforge.target import TargetSpec
 
     out = []
@@ -246,7 +246,7 @@ def _ref_order(ref: str) -> tuple[int, ...]:
 
 
 def published_for(store: ArtifactStore, builds: list[PublishedBuild], pinned: Any, spec: Any) -> list[str]:
-    from neuronforge.stages.publish import lookup
+    from neuronforge.published import lookup
 
     name = spec.serving_profile.name
     want = spec.normalized().model_copy(update={"profile": ""})
@@ -263,9 +263,9 @@ def published_for(store: ArtifactStore, builds: list[PublishedBuild], pinned: An
 
 def find_stale(catalog: Any, toolchains: dict[str, Any], store: ArtifactStore, work_dir: Path) -> list[Any]:
     from neuronforge.errors import NeuronforgeError
+    from neuronforge.published import lookup
     from neuronforge.recompile import FRESH, STALE, UNAVAILABLE, UNRESOLVED, TargetState, form_target, usable_toolchain
     from neuronforge.request import CompileRequest, cache_key
-    from neuronforge.stages.publish import lookup
     from neuronforge.stages.resolve import resolve_source
 
     builds = published_builds(store)
@@ -315,7 +315,7 @@ class GcPlan:
 
 
 def gc_published(store: ArtifactStore) -> list[Published]:
-    from neuronforge.stages.publish import published_manifests
+    from neuronforge.published import published_manifests
 
     out = []
     for index_key, index, m in published_manifests(store):

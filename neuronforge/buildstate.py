@@ -16,9 +16,9 @@ from neuronforge.errors import InvalidInput
 from neuronforge.hosts import StageRun
 from neuronforge.leases import Lease
 from neuronforge.localcache import TreeRef
+from neuronforge.published import Published
 from neuronforge.request import CompileRequest, Toolchain
 from neuronforge.source import ModelSource
-from neuronforge.stages.publish import Published
 from neuronforge.target import TargetSpec
 
 # The smoke test's limits (the DAG form's `max_new_tokens` Param has the same maximum).
@@ -147,12 +147,27 @@ class BuildState(BaseModel):
         # a secret in a URI would be kept in XCom, task logs and the manifest: refused here
         refuse_credentials(str(data.get("store_uri", "")), "store URI")
         refuse_credentials(str(data.get("model", "")), "model source")
+        from neuronforge.profiles.registry import pin
+
+        # the edge: the target's profile pinned to `name@version` once, for every stage after
+        target = data.get("target")
+        data["target"] = pin(target if isinstance(target, TargetSpec) else TargetSpec.parse(target or {}))
         super().__init__(**data)
         check_smoke_request(self.prompts, self.max_new_tokens, self.target.sequence_length)
 
     # -- typed views -----------------------------------------------------------------------------
     def request(self) -> CompileRequest:
-        return CompileRequest(self.pinned_source(), self.target)
+        return CompileRequest(self.pinned_source(), self.target, self.profile)
+
+    @property
+    def profile(self):  # -> ServingProfile
+        """The target's serving profile: the exact `name@version` the edge pinned it to (a state is
+        created from a pinned target), looked up, never re-chosen."""
+        from neuronforge.profiles.registry import get_profile
+
+        if not self.target.pinned:
+            raise RuntimeError(f"{self.target.slug}: the target's profile was not pinned at the edge")
+        return get_profile(self.target.profile)
 
     def pinned_source(self) -> ModelSource:
         if self.source is None:

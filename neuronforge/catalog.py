@@ -34,6 +34,7 @@ from typing import Any
 import yaml
 
 from neuronforge.errors import InvalidInput
+from neuronforge.profiles.registry import pin as pin_profile
 from neuronforge.target import LEGACY_BACKENDS, TargetSpec
 
 ENTRY_FIELDS = {"source", "config", "pin", "targets"}
@@ -48,7 +49,7 @@ def default_path() -> Path:
 
 @dataclass
 class CatalogTarget:
-    spec: TargetSpec  # its `profile` as written: a bare name follows the newest version
+    spec: TargetSpec  # its `profile` as written: a bare name follows the newest version (pinned when used)
     line: int
 
 
@@ -136,6 +137,7 @@ def load_catalog(path: Path) -> CatalogReport:
                 continue
             try:
                 spec = TargetSpec.parse(raw)
+                pin_profile(spec)  # the profile must be registered; the entry keeps it as written
             except InvalidInput as exc:
                 problem(_line(t_node), f"{entry.source}: {exc}")
                 continue

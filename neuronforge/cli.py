@@ -55,9 +55,9 @@ def _add_target_args(p: argparse.ArgumentParser, profile_default: str = "cpu") -
 
 
 def _target(args: argparse.Namespace):
-    from neuronforge.target import TargetSpec
+    from neuronforge.profiles import parse_target
 
-    return TargetSpec.parse(
+    return parse_target(
         {
             "instance_type": args.instance,
             "tp_degree": args.tp,
@@ -281,11 +281,14 @@ def cmd_gc(args: argparse.Namespace) -> int:
 
 # -- cache-key --------------------------------------------------------------------------------------
 def cmd_cache_key(args: argparse.Namespace) -> int:
-    from neuronforge.request import CompileRequest, Toolchain, cache_key, cache_key_material
+    from neuronforge.profiles import get_profile
+    from neuronforge.profiles.registry import compile_request
+    from neuronforge.request import Toolchain, cache_key, cache_key_material
     from neuronforge.stages.resolve import resolve_source
 
     target = _target(args)
-    backend = target.serving_profile.backend
+    profile = get_profile(target.profile)
+    backend = profile.backend
     if args.toolchain:
         toolchain = Toolchain.from_json(json.loads(Path(args.toolchain).read_text()))
     elif args.compiler_version or args.backend_version:
@@ -298,11 +301,11 @@ def cmd_cache_key(args: argparse.Namespace) -> int:
         )
     else:
         try:
-            toolchain = target.serving_profile.detect_toolchain(args.compiler_flags or ())
+            toolchain = profile.detect_toolchain(args.compiler_flags or ())
         except InvalidInput as exc:
             raise InvalidInput(f"{exc}; or give the versions: --backend-version and --compiler-version") from None
     source = resolve_source(args.model, work_dir=Path(args.work_dir).expanduser())
-    request = CompileRequest(source, target)
+    request = compile_request(source, target)
     key = cache_key(request, toolchain)
     if args.explain:
         _print_json({"cache_key": key, "material": cache_key_material(request, toolchain)})
@@ -382,7 +385,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
     pages shown: a handful of requests however large the farm); `--check` lists each shown
     artifact's folder to say whether its files are all there (one request per row)."""
     from neuronforge.farm import FarmQuery, farm_page
-    from neuronforge.stages.publish import verify_manifest
+    from neuronforge.published import verify_manifest
     from neuronforge.stores import open_store
 
     if args.limit < 1 or args.offset < 0:

@@ -9,7 +9,6 @@ not secrets.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -38,10 +37,11 @@ class BuildFailure:
         return asdict(self)
 
 
-def record_failure(
+def write_failure(
     store: ArtifactStore, key: str, stage: str, exc: BaseException, run_id: str = "", state: Any = None
 ) -> BuildFailure:
-    """`state` (a BuildState) names the model, target and profile the failure belongs to."""
+    """Write `failures/<key>.json` (the farm index is told by `farm_index.record_failure`, which
+    callers use). `state` (a BuildState) names the model, target and profile the failure belongs to."""
     message = f"{type(exc).__name__}: {exc}"
     if len(message) > MAX_MESSAGE:
         message = message[: MAX_MESSAGE - 1] + "…"
@@ -51,15 +51,11 @@ def record_failure(
         what = {
             "model": str(state.model),
             "target": target.slug,
-            "profile": target.serving_profile.ref,
+            "profile": target.profile,
             "instance": target.instance.name,
         }
     failure = BuildFailure(key, stage, message, run_id, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **what)
     store.write_json(layout.failure_entry(key), failure.to_json())
-    from neuronforge import farm_index
-
-    with contextlib.suppress(StoreError, OSError):  # advisory twice over; the next compaction finds the record
-        farm_index.append(store, [farm_index.failure_record(failure)])
     return failure
 
 

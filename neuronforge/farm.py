@@ -72,7 +72,7 @@ def _stale(profile: str, newest: dict[str, str]) -> bool:
 
 def row_of(store: ArtifactStore, e: Entry, newest: dict[str, str]) -> FarmRow:
     """A farm-index entry as a row, with URIs of the store being read (no request)."""
-    from neuronforge.stages.publish import format_uris
+    from neuronforge.published import format_uris
 
     row = FarmRow(
         key=e.key,
@@ -236,7 +236,7 @@ def farm_row(store: ArtifactStore, key: str) -> tuple[FarmRow, dict[str, Any] | 
     from neuronforge import leases
     from neuronforge.failures import read_failure
     from neuronforge.farm_index.entry import building_record, failure_record, published_record
-    from neuronforge.stages.publish import incomplete_files, manifest_problem
+    from neuronforge.published import incomplete_files, manifest_problem
     from neuronforge.stores import NotFound
 
     full = resolve_key(store, key)

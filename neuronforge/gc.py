@@ -106,7 +106,7 @@ def confirmed(store: ArtifactStore, a: Published) -> bool:
     """The manifest still says what the index said (same key and compiler version): one read, for
     each artifact `collect` would delete. A manifest that is gone or says otherwise is left alone."""
     from neuronforge.errors import StoreError
-    from neuronforge.stages.publish import manifest_problem
+    from neuronforge.published import manifest_problem
     from neuronforge.stores import NotFound
 
     try:

@@ -19,7 +19,6 @@ import threading
 import time
 import uuid
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from neuronforge import layout
 from neuronforge.errors import NeuronforgeError
@@ -89,18 +88,6 @@ def try_acquire(store: ArtifactStore, key: str, holder: str, ttl_s: float = DEFA
             return lease
         return None  # another waiter took it over first
     return None
-
-
-def announce(store: ArtifactStore, lease: Lease, state: Any = None) -> None:
-    """Show the build in the farm index (the catalog's "building" row; readers confirm it against
-    the lease itself). `state` (a BuildState) names the model and target."""
-    from neuronforge import farm_index
-
-    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(lease.started))
-    try:
-        farm_index.append(store, [farm_index.building_record(lease.key, lease.holder, at, state)])
-    except (NeuronforgeError, OSError) as exc:
-        log.warning("lease %s: the farm index was not told (%s)", lease.key[:12], exc)
 
 
 def renew(store: ArtifactStore, lease: Lease, ttl_s: float = DEFAULT_TTL_S) -> Lease:

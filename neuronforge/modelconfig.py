@@ -226,3 +226,14 @@ QUANTIZED_LINEAR = re.compile(
     r"^model\.layers\.\d+\.(self_attn\.(q|k|v|o|qkv)_proj|mlp\.(gate|up|down|gate_up)_proj"
     r"|block_sparse_moe\.experts\.\d+\.w[123]|mlp\.experts\.\d+\.(gate|up|down)_proj)\.weight$"
 )
+
+
+def gqa_strategy(arch: ModelArch, tp: int) -> tuple[str, int]:
+    """How NxD Inference lays GQA's kv heads over `tp` cores: (strategy name, effective kv heads
+    across all cores). The planner sizes the kv cache with it; profiles render it."""
+    kv = arch.num_kv_heads
+    if kv % tp == 0:
+        return "shard-over-heads", kv
+    if tp % kv == 0:
+        return "replicate-to-tp", tp
+    return "convert-to-mha", arch.num_heads

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from neuronforge import layout, leases
+from neuronforge import farm_index, layout, leases
 from neuronforge.buildstate import (
     BuildState,
     CompiledRef,
@@ -40,9 +40,10 @@ from neuronforge.checkpoint import verify_checkpoint
 from neuronforge.errors import InvalidInput, NeuronforgeError
 from neuronforge.localcache import adopt, file_entries, manifest_bytes, materialize, publish_tree
 from neuronforge.planner import Check, Plan, plan, static_problems
+from neuronforge.profiles.registry import compile_request, profile_of
+from neuronforge.published import Published, lookup
 from neuronforge.request import CompileRequest, Toolchain, cache_key
 from neuronforge.source import ModelSource
-from neuronforge.stages.publish import Published, lookup
 from neuronforge.stages.resolve import resolve_source
 from neuronforge.stores import ArtifactStore
 from neuronforge.target import TargetSpec
@@ -83,8 +84,8 @@ def prepare(
     """Pin the source and the toolchain (the profile's, as this worker's toolchain interpreter has
     it): everything the cache key needs."""
     pinned = resolve_source(source, work_dir=work_dir, allow_pickle=allow_pickle)
-    toolchain = target.serving_profile.detect_toolchain(compiler_flags)
-    request = CompileRequest(pinned, target)
+    request = compile_request(pinned, target)
+    toolchain = request.profile.detect_toolchain(compiler_flags)
     return Prepared(request, toolchain, cache_key(request, toolchain))
 
 
@@ -98,7 +99,7 @@ def check_plan(checkpoint_dir: Path, target: TargetSpec, toolchain: Toolchain | 
     verified = verify_checkpoint(checkpoint_dir)
     result = plan(verified.arch, target, tensors=verified.tensors)
     if toolchain is not None:
-        profile = target.serving_profile
+        profile = profile_of(target)
         problems = profile.toolchain_problems(toolchain) + toolchain_problems(
             target, toolchain, verified.arch.model_type
         )
@@ -184,7 +185,7 @@ def compile_inputs(state: BuildState, ctx: Context) -> CompileInputs:
     )
     # A backend that reads the quantized checkpoint itself compiles from the original config; the
     # others compile the dequantized weights (the numbers the quantized model computes with).
-    backend = state.target.serving_profile.backend
+    backend = state.profile.backend
     compile_dir = checkpoint if backend.reads_quantized or backend.quantizes_at_load else dequantized
     return CompileInputs(compile_dir, checkpoint, quantized, dequantized, checkpoint)
 
@@ -199,7 +200,7 @@ def _prepare(state: BuildState, ctx: Context) -> BuildState:
     prep = prepare(state.model, state.target, ctx.work_dir, allow_pickle=state.allow_pickle)
     source, key = prep.request.source, prep.key
     update: dict[str, Any] = {"source": SourcePin.of(source), "toolchain": prep.toolchain.to_json(), "key": key}
-    if state.target.serving_profile.neuron:
+    if state.profile.neuron:
         from neuronforge.devices import neuron_devices
 
         update["neuron_devices"] = neuron_devices(state.target)
@@ -212,11 +213,11 @@ def _prepare(state: BuildState, ctx: Context) -> BuildState:
             check_static(source, state.target)
             # This worker's toolchain must be the one the profile pins (its consumer checks the
             # versions at load time): refused here, before any lease or download.
-            pinned = state.target.serving_profile.toolchain_problems(prep.toolchain)
+            pinned = state.profile.toolchain_problems(prep.toolchain)
             if pinned:
                 raise PlanRejected(f"{state.target.slug}: " + "; ".join(pinned))
         except PlanRejected as exc:
-            from neuronforge.failures import record_failure
+            from neuronforge.farm_index import record_failure
 
             record_failure(ctx.store, key, "prepare", exc, ctx.run_id, state)  # for the recompile report
             raise
@@ -235,7 +236,7 @@ def _claim(state: BuildState, ctx: Context, ttl_s: float, poll_s: float) -> Buil
         waited = leases.wait_for(ctx.store, key, lambda: lookup(ctx.store, key), poll_s=poll_s)
         if waited is not None:
             return state.model_copy(update={"hit": PublishedRef.of(waited)})
-    leases.announce(ctx.store, lease, state)
+    farm_index.announce(ctx.store, lease, state)
     return state.model_copy(update={"lease": LeaseRef.of(lease)})
 
 
@@ -316,7 +317,7 @@ def _compile(state: BuildState, ctx: Context) -> BuildState:
     if state.quantized is not None:
         record["quantized"] = state.quantized.info
     record["cache_sync"] = sync_cache(ctx.work_dir, toolchain, ctx.store, record).to_json()  # failures listed
-    profile = state.target.serving_profile
+    profile = state.profile
     payload, formats = assemble_payload(
         PayloadInput(
             state.request(),
@@ -350,7 +351,7 @@ def _smoke(state: BuildState, ctx: Context) -> BuildState:
 
     compiled = state.need("compiled")
     payload = materialize(ctx.store, compiled.build, ctx.work_dir)
-    profile = state.target.serving_profile
+    profile = state.profile
     load = profile.smoke_load(payload)
     result = smoke_test(
         SmokeInput(payload, load, profile.backend.name, _smoke_cache(state, ctx, load.cache_entries), profile.python())
@@ -389,7 +390,7 @@ def _publish(state: BuildState, ctx: Context) -> BuildState:
     compiled = state.need("compiled")
     runs = [*state.hosts]
     if ctx.stage_started is not None:  # this stage so far: the manifest is its last write
-        host = state.target.serving_profile.placement(STAGE_BY_NAME["publish_artifact"].kind).host
+        host = state.profile.placement(STAGE_BY_NAME["publish_artifact"].kind).host
         runs.append(StageRun.now("publish_artifact", time.monotonic() - ctx.stage_started, host))
     inp = PublishInput(
         state.request(),
@@ -533,13 +534,13 @@ def execute(stage: Stage, state: BuildState, ctx: Context) -> BuildState:
     ctx.stage_started = started = time.monotonic()
     try:
         done = stage.run(state, ctx)
-        host = state.target.serving_profile.placement(stage.kind).host
+        host = state.profile.placement(stage.kind).host
         return done.model_copy(
             update={"hosts": [*done.hosts, StageRun.now(stage.name, time.monotonic() - started, host)]}
         )
     except Exception as exc:
         if state.key and stage.holds_lease:
-            from neuronforge.failures import record_failure
+            from neuronforge.farm_index import record_failure
 
             try:
                 record_failure(ctx.store, state.key, stage.name, exc, ctx.run_id, state)

@@ -28,7 +28,8 @@ from typing import Any
 
 from neuronforge.checkpoint import SAFETENSORS_DTYPES, TensorInfo
 from neuronforge.instances import GIB, INSTANCES, InstanceType
-from neuronforge.modelconfig import QUANTIZED_LINEAR, ModelArch
+from neuronforge.modelconfig import QUANTIZED_LINEAR, ModelArch, gqa_strategy
+from neuronforge.profiles.registry import profile_of, target_problems
 from neuronforge.target import DTYPE_BYTES, Quantization, TargetSpec
 
 RUNTIME_RESERVE = 2 * GIB
@@ -154,16 +155,6 @@ def weight_bytes(
     return params, sum(k * _tensor_bytes(n, s, dtype_bytes, quant) for k, n, s in items)
 
 
-def gqa_strategy(arch: ModelArch, tp: int) -> tuple[str, int]:
-    """(strategy name, effective kv heads across all cores)."""
-    kv = arch.num_kv_heads
-    if kv % tp == 0:
-        return "shard-over-heads", kv
-    if tp % kv == 0:
-        return "replicate-to-tp", tp
-    return "convert-to-mha", arch.num_heads
-
-
 def kv_cache_bytes(arch: ModelArch, tp: int, batch: int, seq_len: int, dtype: str) -> int:
     _, kv_eff = gqa_strategy(arch, tp)
     return 2 * arch.num_layers * kv_eff * arch.head_dim * seq_len * batch * DTYPE_BYTES[dtype]
@@ -190,7 +181,7 @@ def static_problems(arch: ModelArch | None, target: TargetSpec) -> list[str]:
     if arch is None:
         inst, tp = target.instance, target.tp_degree
         supported = inst.supported_tp(target.lnc)
-        problems = target.serving_profile.problems(target)
+        problems = target_problems(profile_of(target), target)
         if tp not in supported or tp > inst.cores(target.lnc):
             problems.insert(
                 0,
@@ -270,8 +261,8 @@ def plan(
             )
         )
 
-    profile = target.serving_profile
-    problems = profile.problems(target, arch.model_type) + profile.arch_problems(target, arch)
+    profile = profile_of(target)
+    problems = target_problems(profile, target, arch.model_type, arch)
     checks += [Check("profile", False, p) for p in problems] or [
         Check("profile", True, f"profile {profile.ref} serves {arch.model_type} on {inst.family}")
     ]

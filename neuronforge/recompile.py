@@ -44,7 +44,7 @@ from packaging.version import InvalidVersion, Version
 from neuronforge import layout
 from neuronforge.catalog import CatalogEntry, CatalogReport
 from neuronforge.errors import InvalidInput, NeuronforgeError
-from neuronforge.profiles import ServingProfile, get_profile, registry
+from neuronforge.profiles import ServingProfile, get_profile, pin, registry
 from neuronforge.request import CompileRequest, Toolchain, cache_key
 from neuronforge.source import ModelSource
 from neuronforge.stores.base import ArtifactStore, NotFound, StoreError
@@ -114,7 +114,7 @@ def form_target(spec: TargetSpec) -> dict[str, Any]:
 def profiles_of(catalog: CatalogReport) -> list[ServingProfile]:
     """The profile versions the catalog's targets are kept built for now (a bare name: its newest
     registered version), in registry order."""
-    refs = {t.spec.serving_profile.ref for e in catalog.entries for t in e.targets}
+    refs = {pin(t.spec).profile for e in catalog.entries for t in e.targets}
     return [p for p in registry.all_profiles() if p.ref in refs]  # read at call time: the registry may grow
 
 
@@ -183,27 +183,6 @@ class PublishedBuild:
     key: str
 
 
-def build_target(manifest: dict[str, Any]) -> TargetSpec | None:
-    """The normalized target a manifest was built for (its profile as `name@version`), or None for
-    an older key schema without a serving profile (built for no profile version)."""
-    try:
-        request = manifest["request"]
-        profile = request["profile"]
-        try:
-            return TargetSpec.from_key_material(request)
-        except InvalidInput:  # built for a version no longer registered: still published for it
-            return TargetSpec.parse(
-                {
-                    **request["target"],
-                    "quantization": request["quantization"],
-                    "profile": profile["name"],
-                    "backend_options": request.get("backend_options", {}),
-                }
-            ).normalized()
-    except (KeyError, TypeError, ValueError, NeuronforgeError):
-        return None
-
-
 def published_builds(store: ArtifactStore, models: set[str] | None = None) -> list[PublishedBuild]:
     """The published artifacts the farm index knows with a target — of `models` (source
     locations) only, reading only the index pages that can hold them: `catalog stale` costs the
@@ -232,7 +211,7 @@ def published_for(builds: list[PublishedBuild], pinned: ModelSource, spec: Targe
     published is decided by `lookup`, which checks the manifest)."""
     from neuronforge.farm_index.entry import target_variant
 
-    name = spec.serving_profile.name
+    name = spec.profile_name
     want = target_variant(spec)
     refs = {
         b.profile
@@ -256,7 +235,7 @@ def find_stale(
     `toolchains` (profile ref → the toolchain the workers of its queue reported, or why there is
     none; a missing ref is "no worker of its queue"), whether a complete manifest is published for
     it, and which versions of its profile the store has it for."""
-    from neuronforge.stages.publish import lookup
+    from neuronforge.published import lookup
 
     resolved: list[tuple[CatalogEntry, ModelSource | None, str]] = []
     for entry in catalog.entries:
@@ -269,8 +248,8 @@ def find_stale(
     order = 0
     for entry, pinned, unresolved in resolved:
         for t in entry.targets:
-            profile = t.spec.serving_profile
-            spec = t.spec.model_copy(update={"profile": profile.ref})
+            spec = pin(t.spec)  # a bare name: the version registered now
+            profile = get_profile(spec.profile)
             state = TargetState(
                 order, entry.source, t.line, spec.slug, form_target(spec), UNRESOLVED, detail=unresolved
             )
@@ -285,7 +264,7 @@ def find_stale(
             if isinstance(toolchain, str):
                 state.status, state.detail = UNAVAILABLE, toolchain
                 continue
-            state.key = cache_key(CompileRequest(pinned, spec), toolchain)
+            state.key = cache_key(CompileRequest(pinned, spec, profile), toolchain)
             hit = lookup(store, state.key)
             if hit is None:
                 state.status, state.stale_for = STALE, [profile.ref]
@@ -332,7 +311,7 @@ def _outcome(store: ArtifactStore, s: TargetState) -> tuple[str, str]:
     only when the ones before it decided nothing (the deferred wait runs this every poll)."""
     from neuronforge import leases
     from neuronforge.failures import read_failure
-    from neuronforge.stages.publish import lookup
+    from neuronforge.published import lookup
 
     hit = lookup(store, s.key)
     if hit is not None:

@@ -30,11 +30,14 @@ import hashlib
 import json
 import shlex
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from neuronforge.errors import InvalidInput
 from neuronforge.source import ModelSource
 from neuronforge.target import TargetSpec
+
+if TYPE_CHECKING:
+    from neuronforge.profiles.base import ServingProfile
 
 # 2: the serving profile (name, version, pins) replaced the bare backend; 3: the compile target named
 # explicitly to the Neuron compilers (they compile on hosts without devices, so nothing is guessed).
@@ -108,8 +111,17 @@ class Toolchain:
 
 @dataclass(frozen=True)
 class CompileRequest:
+    """What to build: the pinned source, the target (its profile spelled `name@version`), and that
+    profile — resolved once, at the edge (`neuronforge.profiles.compile_request`), so that this value
+    and the stages that receive it resolve nothing."""
+
     source: ModelSource
     target: TargetSpec
+    profile: ServingProfile
+
+    def __post_init__(self) -> None:
+        if self.target.profile != self.profile.ref:
+            raise ValueError(f"target names profile {self.target.profile!r}, the request carries {self.profile.ref!r}")
 
 
 def cache_key_material(request: CompileRequest, toolchain: Toolchain) -> dict[str, Any]:
@@ -118,7 +130,7 @@ def cache_key_material(request: CompileRequest, toolchain: Toolchain) -> dict[st
         raise InvalidInput(
             f"cannot compute a cache key for {request.source}: resolve it to an immutable revision first"
         )
-    profile = request.target.serving_profile
+    profile = request.profile
     if toolchain.backend != profile.backend.name:
         raise InvalidInput(
             f"toolchain is for backend {toolchain.backend!r} but profile {profile.ref} compiles with "

@@ -38,6 +38,9 @@ def work_dir() -> Path:
     return home() / "work"
 
 
+# A Neuron compile of a large model takes tens of minutes; past this the child is killed (the compile
+# stage, and a profile's retrace of its consumer's start-up).
+COMPILE_TIMEOUT_S = float(os.environ.get("NEURONFORGE_COMPILE_TIMEOUT_S", 4 * 3600))
 BUILTIN_MODELS = ("tiny-llama",)
 DEFAULT_MODEL = "builtin:tiny-llama"  # the embedded default: what an empty `model` means
 

@@ -8,6 +8,7 @@ logical-core config the instance does not have, buckets longer than the sequence
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -21,6 +22,7 @@ TORCH_DTYPE_NAMES: dict[str, str] = {"bf16": "bfloat16", "fp16": "float16", "fp3
 
 QuantDType = Literal["none", "int8", "f8e4m3", "f8e5m2"]
 QuantMethod = Literal["per_tensor_symmetric", "per_channel_symmetric"]
+PROFILE_SPELLING = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(@[0-9A-Za-z][0-9A-Za-z.+_-]*)?")
 # The `backend` field of earlier releases, and the profile that now says the same and more.
 LEGACY_BACKENDS = {"cpu": "cpu", "optimum": "optimum-neuron", "nxdi": "vllm-neuron"}
 
@@ -145,14 +147,13 @@ class TargetSpec(BaseModel):
 
     @field_validator("profile")
     @classmethod
-    def _known_profile(cls, v: str) -> str:
-        from neuronforge.profiles.registry import get_profile
-
-        try:
-            get_profile(v)
-        except InvalidInput as exc:
-            raise ValueError(str(exc)) from None
-        return v.strip()
+    def _profile_spelling(cls, v: str) -> str:
+        """Only the spelling: whether the profile exists is the registry's answer, asked once at the
+        edge (`neuronforge.profiles.pin`), so that this value type resolves nothing."""
+        v = v.strip()
+        if not PROFILE_SPELLING.fullmatch(v):
+            raise ValueError(f"{v!r} is not a profile name (name or name@version, e.g. vllm-neuron@2.26.1)")
+        return v
 
     @field_validator("quantization", mode="before")
     @classmethod
@@ -210,19 +211,23 @@ class TargetSpec(BaseModel):
         return DTYPE_BYTES[self.dtype]
 
     @property
-    def serving_profile(self):  # -> ServingProfile
-        from neuronforge.profiles.registry import get_profile
+    def profile_name(self) -> str:
+        """The profile's name without its version (`vllm-neuron` of `vllm-neuron@2.26.1`)."""
+        return self.profile.partition("@")[0]
 
-        return get_profile(self.profile)
+    @property
+    def pinned(self) -> bool:
+        """Whether the profile is spelled `name@version`, as the edge pins it (`profiles.pin`)."""
+        return "@" in self.profile
 
     def normalized(self) -> TargetSpec:
-        """Spell every default out (the profile as `name@version`), so equal targets compare (and
-        hash) equal."""
+        """Spell every default out, so equal targets compare (and hash) equal. The profile is left
+        as given: the edge pins it to `name@version` (`neuronforge.profiles.pin`) before anything
+        keys, plans or builds a target."""
         return self.model_copy(
             update={
                 "max_context_length": self.context_length,
                 "logical_nc_config": self.lnc,
-                "profile": self.serving_profile.ref,
                 "backend_options": dict(sorted(self.backend_options.items())),
             }
         )
@@ -242,7 +247,7 @@ class TargetSpec(BaseModel):
     def slug(self) -> str:
         """A readable, path-safe name for this target (the cache key disambiguates the rest)."""
         parts = [
-            self.serving_profile.name,
+            self.profile_name,
             self.instance_type,
             f"tp{self.tp_degree}",
             f"b{self.batch_size}",

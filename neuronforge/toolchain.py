@@ -12,8 +12,6 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-from neuronforge.request import Toolchain
-
 # Packages whose versions change the compiled graphs, per backend.
 # Packages of the Neuron SDK whose versions change the compiled graphs (every Neuron backend adds its library).
 NEURON_SDK_PACKAGES = ("neuronx-cc", "libneuronxla", "torch-neuronx", "neuronx-distributed", "torch", "transformers")
@@ -49,10 +47,3 @@ def detect_runtime() -> dict[str, str]:
     if DRIVER_VERSION_FILE.exists():
         found["neuron-driver"] = DRIVER_VERSION_FILE.read_text().strip()
     return found
-
-
-def detect_toolchain(profile: str, compiler_flags: str | tuple[str, ...] = ()) -> Toolchain:
-    """The toolchain this worker has for serving profile `profile` (`name` or `name@version`)."""
-    from neuronforge.profiles import get_profile
-
-    return get_profile(profile).detect_toolchain(compiler_flags)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from neuronforge.errors import InvalidInput
-from neuronforge.stages.publish import verify_files
+from neuronforge.published import verify_files
 from neuronforge.stores import ArtifactStore, NotFound
 
 

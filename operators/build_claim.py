@@ -25,7 +25,7 @@ def poll_s() -> float:
 
 def _published(store_uri: str, key: str) -> dict[str, Any] | None:
     from neuronforge.buildstate import PublishedRef
-    from neuronforge.stages.publish import lookup
+    from neuronforge.published import lookup
     from neuronforge.stores import open_store
 
     hit = lookup(open_store(store_uri), key)
@@ -80,6 +80,7 @@ class ClaimBuildOperator(BaseOperator):
         return BuildState.model_validate(self.ticket)
 
     def _claim(self, context: Any) -> dict[str, Any]:
+        from neuronforge import farm_index
         from neuronforge.buildstate import LeaseRef
         from neuronforge.stores import open_store
 
@@ -89,7 +90,7 @@ class ClaimBuildOperator(BaseOperator):
         store = open_store(state.store_uri)
         lease = leases.try_acquire(store, key, holder)
         if lease is not None:
-            leases.announce(store, lease, state)
+            farm_index.announce(store, lease, state)
             log.info("lease %s taken: this run builds %s", key[:12], state.target.slug)
             return state.model_copy(update={"lease": LeaseRef.of(lease)}).model_dump(mode="json")
         log.info("another run is building %s; waiting (deferred) for its artifact", key[:12])

@@ -23,12 +23,11 @@ from neuronforge.buildstate import BuildState, LeaseRef
 from neuronforge.pipeline import STAGE_BY_NAME, Context, Stage, execute
 from neuronforge.profiles.base import Placement
 from neuronforge.target import TargetSpec
+from operators.routing import DEFAULT_QUEUE, POOL, group_id
 
 log = logging.getLogger(__name__)
 
 ARTIFACTS_ALIAS = AssetAlias(name="neuronforge-artifacts")
-POOL = "neuron_cores"
-DEFAULT_QUEUE = "default"
 
 
 def _store(state: BuildState):
@@ -170,10 +169,11 @@ def expand_targets(params: dict[str, Any] | None = None) -> list[dict[str, Any]]
         conf = params
     model = params.get("model") or settings.DEFAULT_MODEL
     states, targets = [], []
+    from neuronforge.profiles import get_profile, parse_target
     from operators.compile_params import requested_targets
 
     for raw in requested_targets(params, conf):
-        target = TargetSpec.parse(target_conf(raw, params))
+        target = parse_target(target_conf(raw, params))  # the edge: its profile pinned once
         targets.append(target)
         state = BuildState(
             model=model,
@@ -186,7 +186,7 @@ def expand_targets(params: dict[str, Any] | None = None) -> list[dict[str, Any]]
         states.append(state.model_dump(mode="json"))
     from operators.deployment_checks import check_deployment
 
-    neuron = [t for t in targets if t.serving_profile.neuron]  # pool + policy, before any lease or download
+    neuron = [t for t in targets if get_profile(t.profile).neuron]  # pool + policy, before any lease or download
     check_deployment(needs_neuron=bool(neuron), max_tp=max((t.tp_degree for t in neuron), default=1))
     log.info(
         "%d target(s) of %s: %s",
@@ -205,15 +205,9 @@ def target_conf(raw: dict[str, Any], conf: dict[str, Any]) -> dict[str, Any]:
 def queue_of(target: TargetSpec) -> str:
     """The queue of a target's toolchain (`neuron-compile-<sdk release>`, or default): it picks the
     target's task group."""
-    return target.serving_profile.queue or DEFAULT_QUEUE
+    from neuronforge.profiles import get_profile
 
-
-def group_id(queue: str) -> str:
-    """The task group of a toolchain queue's targets: `cpu_target`, `neuron_2_26_1_target`, …"""
-    if queue == DEFAULT_QUEUE:
-        return "cpu_target"
-    release = queue.removeprefix("neuron-compile-").removeprefix("neuron-")
-    return f"neuron_{release.replace('-', '_').replace('.', '_')}_target"
+    return get_profile(target.profile).queue or DEFAULT_QUEUE
 
 
 def queues() -> list[str]:

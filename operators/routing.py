@@ -33,12 +33,21 @@ from typing import Any
 DAG_ID = "neuronforge_compile_publish"
 SIZED_STAGES = ("compile_graphs", "smoke")  # the stages a profile may place on a Neuron host
 POOL = "neuron_cores"
+DEFAULT_QUEUE = "default"  # the Celery queue of every stage a profile does not place elsewhere
 # The first task of a run: its creation is when the deployment record is refreshed.
 RECORDING_TASK = "expand_targets"
 RECORD_VARIABLE = "neuronforge_deployment"
 POLICY = f"{__name__}.task_instance_mutation_hook"
 
 log = logging.getLogger(__name__)
+
+
+def group_id(queue: str) -> str:
+    """The task group of a toolchain queue's targets: `cpu_target`, `neuron_2_26_1_target`, …"""
+    if queue == DEFAULT_QUEUE:
+        return "cpu_target"
+    release = queue.removeprefix("neuron-compile-").removeprefix("neuron-")
+    return f"neuron_{release.replace('-', '_').replace('.', '_')}_target"
 
 
 def pool_slots_for(task_id: str, map_index: int, conf: dict[str, Any] | None) -> int | None:
@@ -79,8 +88,6 @@ def _profile_of(target: dict[str, Any], conf: dict[str, Any]):  # -> ServingProf
 
 
 def _group(profile) -> str:
-    from operators.compile_publish import DEFAULT_QUEUE, group_id
-
     return group_id(profile.queue or DEFAULT_QUEUE)
 
 

@@ -122,9 +122,10 @@ def smoke_payload(payload: Path, target: TargetSpec, cache_root: Path, timeout_s
     """The smoke test of a payload folder (e.g. a copy a test has altered), as the `smoke` stage runs
     it: the profile reads how its consumer loads it, the backend loads it through a fresh cache."""
     from neuronforge.compile_cache import CompileCache
+    from neuronforge.profiles import get_profile
     from neuronforge.stages.smoke import SmokeInput, smoke_test
 
-    profile = target.serving_profile
+    profile = get_profile(target.profile)
     load = profile.smoke_load(payload)
     cache = CompileCache(cache_root, "neuronxcc" if profile.neuron else "torch-inductor", "0.0.0", None)
     return smoke_test(SmokeInput(payload, load, profile.backend.name, cache, profile.python(), timeout_s=timeout_s))

@@ -117,7 +117,7 @@ def test_long_running_services_have_healthchecks_and_restart(compose) -> None:
 
 
 def test_celery_visibility_timeout_outlasts_the_longest_compile(compose) -> None:
-    from neuronforge.stages import compile as compile_stage
+    from neuronforge import settings
 
     for name, service in _airflow_services(compose).items():
         env = service["environment"]
@@ -126,7 +126,7 @@ def test_celery_visibility_timeout_outlasts_the_longest_compile(compose) -> None
         assert compile_timeout == 4 * 3600
         assert visibility >= compile_timeout + 3600, name  # an hour's margin for the smoke test
     # the compose default is the code's default
-    source = Path(compile_stage.__file__).read_text()
+    source = Path(settings.__file__).read_text()
     assert 'os.environ.get("NEURONFORGE_COMPILE_TIMEOUT_S", 4 * 3600)' in source
 
 

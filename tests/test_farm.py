@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from neuronforge import leases
-from neuronforge.failures import record_failure
+from neuronforge import farm_index, leases
 from neuronforge.farm import FarmQuery, FarmRow, farm_page, farm_row, farm_rows, filter_rows
+from neuronforge.farm_index import record_failure
 from neuronforge.stores import open_store
 from neuronforge.target import TargetSpec
 from tests.conftest import TARGET, Compiled
@@ -56,10 +56,10 @@ def test_failures_leases_and_filters(store) -> None:
     record_failure(store, "b" * 64, "compile_graphs", RuntimeError("NCC_EXTP004"), "manual__2", _state(48))
     mine = leases.try_acquire(store, "c" * 64, "worker-1", ttl_s=600)
     assert mine is not None
-    leases.announce(store, mine, _state(56))
+    farm_index.announce(store, mine, _state(56))
     dead = leases.try_acquire(store, "d" * 64, "worker-2", ttl_s=-1)  # expired at once
     assert dead is not None
-    leases.announce(store, dead, _state(60))
+    farm_index.announce(store, dead, _state(60))
     rows = {r.key[:1]: r for r in farm_rows(store) if r.key[0] in "abcd" and r.key[1] == r.key[0]}
     assert rows["a"].status == "smoke-failed" and rows["a"].model == "org/model" and rows["a"].stage == "smoke"
     assert "greedy tokens differ" in rows["a"].message and rows["a"].run_id == "manual__1"

@@ -13,7 +13,7 @@ from neuronforge.catalog import load_catalog
 from neuronforge.cli import EXIT_OK, EXIT_USAGE, main
 from neuronforge.errors import InvalidInput
 from neuronforge.gc import collect
-from neuronforge.stages.publish import lookup
+from neuronforge.published import lookup
 from neuronforge.stores import open_store
 from tests.test_planner import CONFIGS
 

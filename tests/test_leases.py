@@ -95,7 +95,7 @@ def test_concurrent_identical_requests_compile_once(
 
 def test_a_dead_holders_lease_is_taken_over_after_expiry(fake_neuron: Path, served_llama: Path, tmp_path: Path) -> None:
     from neuronforge.pipeline import prepare
-    from neuronforge.stages.publish import lookup
+    from neuronforge.published import lookup
 
     store = open_store(f"file://{tmp_path / 'store'}")
     key = prepare(str(served_llama), _nxdi_target(), tmp_path / "w").key

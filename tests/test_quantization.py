@@ -11,7 +11,8 @@ import pytest
 import torch
 from hypothesis import given, settings
 
-from neuronforge.quantization import absmax, dequantize, hf_key, nxd_key, quantize_chunk, scale_from_absmax
+from neuronforge.quantization import absmax, dequantize, quantize_chunk, scale_from_absmax
+from neuronforge.quantized_names import hf_key, nxd_key
 from neuronforge.target import Quantization
 
 warnings.filterwarnings("ignore", message=".*quantize_per_.*deprecated.*")
@@ -160,3 +161,10 @@ def test_nxd_key_names() -> None:
     assert nxd_key("model.layers.0.self_attn.q_proj.weight") == "layers.0.self_attn.q_proj.weight"
     assert nxd_key("lm_head.weight") == "lm_head.weight" and hf_key("lm_head.weight") == "lm_head.weight"
     assert hf_key("embed_tokens.weight") == "model.embed_tokens.weight"
+
+
+def test_the_fp8_bounds_without_torch_are_torchs() -> None:
+    """`quantized_names` spells e5m2's range as a number (it imports no torch): it is torch's."""
+    from neuronforge.quantized_names import FP8_BOUNDS
+
+    assert FP8_BOUNDS["f8e5m2"] == float(torch.finfo(torch.float8_e5m2).max)

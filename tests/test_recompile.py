@@ -11,10 +11,12 @@ import pytest
 from neuronforge import leases, recompile
 from neuronforge.catalog import load_catalog
 from neuronforge.cli import EXIT_OK, EXIT_STALE, main
-from neuronforge.failures import read_failure, record_failure
+from neuronforge.failures import read_failure
+from neuronforge.farm_index import record_failure
+from neuronforge.profiles import parse_target
+from neuronforge.profiles.registry import detect_toolchain
 from neuronforge.stores import open_store
 from neuronforge.target import TargetSpec
-from neuronforge.toolchain import detect_toolchain
 from operators.compile_params import TARGET_SCHEMA
 from tests.conftest import NEURON_TARGET, TARGET, Compiled
 
@@ -62,7 +64,7 @@ def test_stale_fresh_unavailable_and_unresolved(compiled: Compiled, tmp_path: Pa
     # The conf is what the compile DAG's form accepts, and means the same target.
     jsonschema.validate(states[1].target, TARGET_SCHEMA)
     assert "publish_formats" not in states[1].target and states[1].target["profile"] == "cpu@local"
-    assert TargetSpec.parse(states[1].target).normalized() == TargetSpec.parse({**TARGET, "batch_size": 2}).normalized()
+    assert parse_target(states[1].target).normalized() == parse_target({**TARGET, "batch_size": 2}).normalized()
 
 
 def test_every_catalog_target_spelling_survives_the_trigger_form() -> None:

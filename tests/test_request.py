@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neuronforge.errors import InvalidInput
+from neuronforge.profiles.registry import compile_request, parse_target
 from neuronforge.request import (
-    CompileRequest,
     Toolchain,
     cache_key,
     cache_key_material,
@@ -29,7 +29,7 @@ TC = Toolchain("nxdi", "0.6.1", "neuronxcc", CC, {"torch": "2.8.0", "transformer
 
 
 def key(target: dict | None = None, toolchain: Toolchain = TC, source: ModelSource = SRC) -> str:
-    return cache_key(CompileRequest(source, TargetSpec.parse({**BASE_TARGET, **(target or {})})), toolchain)
+    return cache_key(compile_request(source, TargetSpec.parse({**BASE_TARGET, **(target or {})})), toolchain)
 
 
 @pytest.mark.parametrize(
@@ -98,7 +98,7 @@ def test_defaults_spelled_out_do_not_change_the_key() -> None:
 def test_field_and_option_order_do_not_change_the_key() -> None:
     a = TargetSpec.parse({**BASE_TARGET, "backend_options": {"a": 1, "b": 2}})
     b = TargetSpec.parse(dict(reversed(list({**BASE_TARGET, "backend_options": {"b": 2, "a": 1}}.items()))))
-    assert cache_key(CompileRequest(SRC, a), TC) == cache_key(CompileRequest(SRC, b), TC)
+    assert cache_key(compile_request(SRC, a), TC) == cache_key(compile_request(SRC, b), TC)
     t1 = Toolchain("nxdi", "1", "neuronxcc", "2", {"x": "1", "y": "2"}, ("-O1", "--model-type transformer"))
     t2 = Toolchain("nxdi", "1", "neuronxcc", "2", {"y": "2", "x": "1"}, ("--model-type  transformer -O1",))
     assert key(toolchain=t1) == key(toolchain=t2)
@@ -117,7 +117,7 @@ def test_unresolved_source_or_mismatched_backend_is_refused() -> None:
 
 
 def test_material_is_canonical_json_and_roundtrips_the_toolchain() -> None:
-    material = cache_key_material(CompileRequest(SRC, TargetSpec.parse(BASE_TARGET)), TC)
+    material = cache_key_material(compile_request(SRC, TargetSpec.parse(BASE_TARGET)), TC)
     assert material["model_revision"] == SHA and material["toolchain"]["compiler_version"] == CC
     assert Toolchain.from_json(json.loads(json.dumps(material["toolchain"]))) == TC
 
@@ -169,7 +169,7 @@ def test_the_profile_and_its_pins_are_in_the_key(monkeypatch) -> None:
 
     base = key()
     assert key({"profile": "vllm-neuron@2.26.1"}) == base
-    material = cache_key_material(CompileRequest(SRC, TargetSpec.parse(BASE_TARGET)), TC)
+    material = cache_key_material(compile_request(SRC, TargetSpec.parse(BASE_TARGET)), TC)
     assert material["profile"]["name"] == "vllm-neuron" and material["profile"]["version"] == "2.26.1"
     assert material["profile"]["pins"]["compiler_version"] == "2.21.33363.0+82129205"
 
@@ -183,8 +183,8 @@ def test_the_profile_and_its_pins_are_in_the_key(monkeypatch) -> None:
 
 
 def test_the_target_is_read_back_from_the_key_material() -> None:
-    target = TargetSpec.parse({**BASE_TARGET, "quantization": "int8:per_channel", "batch_size": 4})
-    material = cache_key_material(CompileRequest(SRC, target), TC)
+    target = parse_target({**BASE_TARGET, "quantization": "int8:per_channel", "batch_size": 4})
+    material = cache_key_material(compile_request(SRC, target), TC)
     assert TargetSpec.from_key_material(json.loads(canonical_json(material))) == target.normalized()
 
 
@@ -196,9 +196,9 @@ def test_the_compile_target_the_toolchain_is_told_is_in_the_key() -> None:
 
     for instance, tp, want in (("inf2.xlarge", 2, "trn1"), ("trn1n.32xlarge", 8, "trn1"), ("trn2.48xlarge", 4, "trn2")):
         target = TargetSpec.parse({**BASE_TARGET, "instance_type": instance, "tp_degree": tp})
-        material = cache_key_material(CompileRequest(SRC, target), TC)
+        material = cache_key_material(compile_request(SRC, target), TC)
         assert material["compile_target"] == want and material["key_schema"] == 3
         assert neuron_compile_env(target, Path("/c"), ())["NEURON_PLATFORM_TARGET_OVERRIDE"] == want
     cpu = TargetSpec.parse({**BASE_TARGET, "profile": "cpu"})
     cpu_tc = Toolchain("cpu", "2.13.0", "torch-inductor", "2.13.0")
-    assert "compile_target" not in cache_key_material(CompileRequest(SRC, cpu), cpu_tc)
+    assert "compile_target" not in cache_key_material(compile_request(SRC, cpu), cpu_tc)

@@ -6,6 +6,7 @@ import pytest
 
 from neuronforge.errors import InvalidInput
 from neuronforge.instances import INSTANCES
+from neuronforge.profiles import parse_target
 from neuronforge.target import Quantization, TargetSpec
 
 BASE = {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 2048}
@@ -14,7 +15,8 @@ BASE = {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 2048}
 def test_defaults_and_normalization() -> None:
     t = TargetSpec.parse(BASE)
     assert (t.batch_size, t.dtype, t.profile, t.quantization.enabled) == (1, "bf16", "cpu", False)
-    assert t.normalized().profile == "cpu@local"
+    assert t.normalized().profile == "cpu"  # a value type resolves no registry: the edge pins it
+    assert parse_target(BASE).profile == "cpu@local"
     n = t.normalized()
     assert n.max_context_length == 2048 and n.logical_nc_config == 1
     assert TargetSpec.parse({**BASE, "instance_type": "trn2.48xlarge"}).lnc == 2
@@ -27,9 +29,8 @@ def test_defaults_and_normalization() -> None:
         ({"batch_size": 0}, "target.batch_size", "greater than or equal to 1"),
         ({"instance_type": "inf3.xlarge"}, "target.instance_type", "unknown instance type 'inf3.xlarge'"),
         ({"dtype": "int4"}, "target.dtype", "'bf16', 'fp16' or 'fp32'"),
-        ({"profile": "tensorrt"}, "target.profile", "unknown profile 'tensorrt'"),
+        ({"profile": "vllm neuron"}, "target.profile", "is not a profile name"),
         ({"backend": "nxdi"}, "target", "`backend` was replaced by `profile`"),
-        ({"profile": "tgi-neuron"}, "target.profile", "nearest supported profile is optimum-neuron"),
         ({"max_context_length": 4096}, "target", "max_context_length=4096 exceeds sequence_length=2048"),
         ({"logical_nc_config": 2}, "target", "logical_nc_config=2 is not available on inf2.xlarge"),
         ({"context_encoding_buckets": [512, 256]}, "target.context_encoding_buckets", "strictly increasing"),
@@ -43,6 +44,23 @@ def test_impossible_values_are_refused_naming_the_field(change: dict, field: str
     with pytest.raises(InvalidInput) as exc:
         TargetSpec.parse({**BASE, **change})
     assert field in str(exc.value) and text in str(exc.value)
+
+
+@pytest.mark.parametrize(
+    ("profile", "text"),
+    [
+        ("tensorrt", "target.profile: unknown profile 'tensorrt'"),
+        ("tgi-neuron", "nearest supported profile is optimum-neuron"),
+        ("vllm-neuron@2.30.0", "profile 'vllm-neuron' has no version '2.30.0'"),
+    ],
+)
+def test_the_edge_pins_the_profile_or_says_why_not(profile: str, text: str) -> None:
+    """`TargetSpec` checks the spelling only; `parse_target` (every entry point's) asks the registry."""
+    assert TargetSpec.parse({**BASE, "profile": profile}).profile == profile
+    with pytest.raises(InvalidInput) as exc:
+        parse_target({**BASE, "profile": profile})
+    assert text in str(exc.value)
+    assert parse_target({**BASE, "profile": "vllm-neuron@2.26"}).profile == "vllm-neuron@2.26.1"
 
 
 def test_every_reference_instance_is_accepted() -> None:

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge.request import CompileRequest, Toolchain, cache_key, cache_key_material
+from neuronforge.profiles.registry import compile_request, detect_toolchain
+from neuronforge.request import Toolchain, cache_key, cache_key_material
 from neuronforge.source import ModelSource
 from neuronforge.target import TargetSpec
-from neuronforge.toolchain import detect_runtime, detect_toolchain
+from neuronforge.toolchain import detect_runtime
 
 
 def _fake_dpkg(bin_dir: Path, versions: dict[str, str]) -> None:
@@ -40,7 +41,7 @@ def test_worker_facts_are_recorded_but_not_keyed(
     assert tc.worker["runtime"] == {"aws-neuronx-runtime-lib": "2.28.23.0"}
     assert tc.worker["architectures"] == ["llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe"]
     assert Toolchain.from_json(tc.to_json()) == tc and tc.to_json()["worker"] == tc.worker
-    request = CompileRequest(
+    request = compile_request(
         ModelSource.parse("org/m").pinned("a" * 40),
         TargetSpec.parse(
             {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 64, "profile": "vllm-neuron"}

@@ -29,6 +29,16 @@ class ChildFailed(NeuronforgeError):
         self.tail = tail
 
 
+# The tokenizer files a served model folder carries beside its weights (every backend copies them).
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "tokenizer.model",
+    "generation_config.json",
+)
+
+
 def run_process(
     argv: list[str],
     *,
@@ -97,8 +107,6 @@ def copy_served_files(checkpoint: Path, out: Path, *, config: bool = True) -> No
     """The checkpoint's tokenizer (and `config.json`) into a build, for loaders that read them from
     the compiled folder (vLLM, the HF generation adapter, LMI's split model, optimum-cli)."""
     import shutil
-
-    from neuronforge.backends.cpu import TOKENIZER_FILES
 
     for name in (*(("config.json",) if config else ()), *TOKENIZER_FILES):
         if (checkpoint / name).exists():

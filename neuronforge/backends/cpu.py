@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from neuronforge.backends.base import Backend, CompileJob, CompileResult, GenerateJob, Generation
+from neuronforge.backends.child import TOKENIZER_FILES
 from neuronforge.compile_cache import CompileCache, entry_name, flags_hash, graph_hash
 from neuronforge.errors import InvalidInput
 from neuronforge.progress import heartbeat
@@ -42,13 +43,6 @@ FORMAT_VERSION = 1
 INDUCTOR_CONFIGS: dict[str, Any] = {"aot_inductor.package_constants_in_so": False}
 COMPILED_JSON = "compiled.json"
 WEIGHTS = "weights.safetensors"
-TOKENIZER_FILES = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "tokenizer.model",
-    "generation_config.json",
-)
 
 
 @dataclass

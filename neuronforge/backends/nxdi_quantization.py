@@ -11,7 +11,7 @@ from typing import Any
 
 from neuronforge import layout
 from neuronforge.errors import InvalidInput
-from neuronforge.quantization import FP8_BOUNDS, matches, module_name
+from neuronforge.quantized_names import FP8_BOUNDS, matches, module_name
 from neuronforge.target import Quantization, TargetSpec
 
 # Model types whose NxD Inference 0.6 state-dict converter copies the expert weights into the fused
@@ -27,7 +27,7 @@ EXPERT_MODULES = ("mlp.expert_mlps.mlp_op.gate_up_proj", "mlp.expert_mlps.mlp_op
 
 def modules_to_not_convert(q: Quantization) -> list[str]:
     """NeuronConfig.modules_to_not_convert for a quantization: every entry the quantizer kept, in the
-    form NxD matches (no `model.` prefix; `neuronforge.quantization.module_name`), always with
+    form NxD matches (no `model.` prefix; `neuronforge.quantized_names.module_name`), always with
     `lm_head`. neuronx-distributed's `convert` (quantization/quantize.py @ v2.26.0) builds a quantized
     layer for every parallel linear not named here — lm_head included — and loading then fails on
     the scale our checkpoint does not have ("Cannot find lm_head.scale in state_dict")."""

@@ -2,7 +2,7 @@
 costs what it shows (a page of rows, one artifact) rather than what the store holds.
 
 The manifests stay the truth; the index is a cache of them, never a reason to publish or skip a
-build (`stages.publish.lookup` still follows `index/<key>.json` to a complete manifest). Writers
+build (`published.lookup` still follows `index/<key>.json` to a complete manifest). Writers
 append small records to a tail with compare-and-swap (`log`); the tail is folded into sorted,
 checksummed pages under a head (`snapshot`); readers merge the two (`reader`).
 `neuronforge index rebuild` writes it afresh from the manifests; `neuronforge verify --store`
@@ -10,7 +10,8 @@ compares it with them, both ways.
 """
 
 from neuronforge.farm_index.entry import Entry, building_record, deleted_record, failure_record, published_record
-from neuronforge.farm_index.log import COMPACT_AT, IndexCorrupt, append
+from neuronforge.farm_index.log import COMPACT_AT, IndexCorrupt
+from neuronforge.farm_index.notes import announce, append, note_published, record_failure
 from neuronforge.farm_index.reader import FarmIndex, Window, read_window
 from neuronforge.farm_index.snapshot import PageRef, check, compact, rebuild, scan
 
@@ -21,14 +22,17 @@ __all__ = [
     "IndexCorrupt",
     "PageRef",
     "Window",
+    "announce",
     "append",
     "building_record",
     "check",
     "compact",
     "deleted_record",
     "failure_record",
+    "note_published",
     "published_record",
     "read_window",
     "rebuild",
+    "record_failure",
     "scan",
 ]

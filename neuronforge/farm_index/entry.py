@@ -13,6 +13,9 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from neuronforge.errors import NeuronforgeError
+from neuronforge.target import TargetSpec
+
 KINDS = ("published", "failed", "building", "deleted")
 
 
@@ -83,9 +86,16 @@ def target_variant(target: Any) -> str:
     return hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:16]
 
 
-def _variant(manifest: dict[str, Any]) -> str:
-    from neuronforge.recompile import build_target
+def build_target(manifest: dict[str, Any]) -> TargetSpec | None:
+    """The normalized target a manifest was built for (its profile as the `name@version` it was
+    built for, registered or not), or None for an older key schema without a serving profile."""
+    try:
+        return TargetSpec.from_key_material(manifest["request"]).normalized()
+    except (KeyError, TypeError, ValueError, NeuronforgeError):
+        return None
 
+
+def _variant(manifest: dict[str, Any]) -> str:
     target = build_target(manifest)
     return target_variant(target) if target is not None else ""
 
@@ -156,7 +166,7 @@ def building_record(key: str, holder: str, at: str, state: Any = None) -> dict[s
         target = state.target
         what = {
             "model": str(state.model),
-            "profile": target.serving_profile.ref,
+            "profile": target.profile,
             "target": target.slug,
             "instance": target.instance.name,
         }

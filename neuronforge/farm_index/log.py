@@ -64,38 +64,8 @@ def read_tail(store: ArtifactStore) -> tuple[dict[str, Any] | None, str]:
     return parse_tail(data), version
 
 
-def _encode(tail: dict[str, Any]) -> bytes:
+def encode_tail(tail: dict[str, Any]) -> bytes:
     return json.dumps(tail, sort_keys=True, separators=(",", ":")).encode()
-
-
-def append(store: ArtifactStore, records: list[dict[str, Any]], *, compact: bool = True) -> int:
-    """Append `records` (each a `kind` + `key` + fields) and return the last sequence number given.
-    A corrupt tail is replaced by a rebuild from the manifests (which holds what it lost)."""
-    from neuronforge.farm_index import snapshot
-
-    for attempt in range(MAX_TRIES):
-        try:
-            tail, version = read_tail(store)
-        except IndexCorrupt as exc:
-            log.warning("farm index: %s; rebuilding it from the manifests", exc)
-            snapshot.rebuild(store)
-            continue
-        if tail is None:
-            tail = {"schema": SCHEMA, "next_seq": snapshot.head_seq(store) + 1, "records": []}
-        seq = tail["next_seq"]
-        new = [{**r, "seq": seq + i} for i, r in enumerate(records)]
-        updated = {**tail, "next_seq": seq + len(new), "records": [*tail["records"], *new]}
-        data = _encode(updated)
-        done = store.replace_if_version(data, TAIL, version) if version else store.put_if_absent(data, TAIL)
-        if done:
-            if compact and len(updated["records"]) >= COMPACT_AT:
-                try:
-                    snapshot.compact(store)
-                except (StoreError, OSError) as exc:  # the records are in; whoever comes next compacts
-                    log.warning("farm index: compaction deferred: %s", exc)
-            return seq + len(new) - 1
-        time.sleep(random.uniform(0, min(0.05 * (attempt + 1), 0.5)))
-    raise StoreError(f"{store.uri(TAIL)}: {MAX_TRIES} conflicting writes in a row; the index was not updated")
 
 
 def trim(store: ArtifactStore, through: int) -> None:
@@ -108,11 +78,11 @@ def trim(store: ArtifactStore, through: int) -> None:
         if len(kept) == len(tail["records"]):
             return
         next_seq = max(tail["next_seq"], through + 1)
-        if store.replace_if_version(_encode({**tail, "next_seq": next_seq, "records": kept}), TAIL, version):
+        if store.replace_if_version(encode_tail({**tail, "next_seq": next_seq, "records": kept}), TAIL, version):
             return
         time.sleep(random.uniform(0, 0.05))
 
 
 def reset(store: ArtifactStore, next_seq: int) -> None:
     """Replace a tail that could not be read by an empty one (after a rebuild holds what it lost)."""
-    store.put_bytes(_encode({"schema": SCHEMA, "next_seq": next_seq, "records": []}), TAIL)
+    store.put_bytes(encode_tail({"schema": SCHEMA, "next_seq": next_seq, "records": []}), TAIL)

@@ -199,7 +199,7 @@ def _listed_keys(store: ArtifactStore, prefix: str, suffix: str) -> set[str]:
 def _reconcile(store: ArtifactStore, entries: dict[str, Entry]) -> None:
     from neuronforge import leases
     from neuronforge.failures import read_failure
-    from neuronforge.stages.publish import manifest_problem
+    from neuronforge.published import manifest_problem
 
     pointers = _listed_keys(store, "index", ".json")
     gone = [key for key, e in entries.items() if e.published is not None and key not in pointers]
@@ -264,7 +264,7 @@ def scan(store: ArtifactStore) -> tuple[dict[str, Entry], list[Skipped]]:
     `rebuild` and `verify --store` cost, never a reader)."""
     from neuronforge import leases
     from neuronforge.failures import read_failure
-    from neuronforge.stages.publish import scan_index
+    from neuronforge.published import scan_index
 
     entries: dict[str, Entry] = {}
     skipped: list[Skipped] = []

@@ -2,7 +2,15 @@
 launched and checked. See `neuronforge.profiles.base` and the registry."""
 
 from neuronforge.profiles.base import Artifact, AssembleJob, LaunchContext, Pins, ServingProfile
-from neuronforge.profiles.registry import all_profiles, get_profile, neuron_queues, profile_names
+from neuronforge.profiles.registry import (
+    all_profiles,
+    get_profile,
+    neuron_queues,
+    parse_target,
+    pin,
+    profile_names,
+    profile_of,
+)
 
 __all__ = [
     "Artifact",
@@ -13,5 +21,8 @@ __all__ = [
     "all_profiles",
     "get_profile",
     "neuron_queues",
+    "parse_target",
+    "pin",
     "profile_names",
+    "profile_of",
 ]

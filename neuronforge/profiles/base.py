@@ -244,7 +244,8 @@ class ServingProfile(ABC):
     # -- planning ------------------------------------------------------------------------------
     def problems(self, target: TargetSpec, model_type: str | None = None) -> list[str]:
         """Why this profile cannot build `target` (for `model_type`, when known), each with the fix.
-        Subclasses add their consumer's limits to these."""
+        Subclasses add their consumer's limits to these. Whether it serves `model_type` at all, and
+        which profiles do instead, is the registry's answer (`registry.target_problems`)."""
         out = []
         family = target.instance.family
         if self.instance_families and family not in self.instance_families:
@@ -252,12 +253,6 @@ class ServingProfile(ABC):
                 f"profile {self.ref} serves {', '.join(sorted(self.instance_families))} instances, "
                 f"not {target.instance_type}"
             )
-        if model_type is not None and model_type not in self.architectures:
-            from neuronforge.profiles.registry import profiles_for
-
-            others = [p.name for p in profiles_for(model_type) if p.name != self.name]
-            fix = f"use profile {' or '.join(others)}" if others else "no profile supports it yet"
-            out.append(f"profile {self.name!r} does not support {model_type}; {fix}")
         return out
 
     def arch_problems(self, target: TargetSpec, arch: ModelArch) -> list[str]:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from neuronforge import layout
-from neuronforge.backends.cpu import TOKENIZER_FILES
+from neuronforge.backends.child import TOKENIZER_FILES
 from neuronforge.backends.tnx import BACKEND, LOAD_FILE, NEFF_DIR, NO_INT8, TnxLoad
 from neuronforge.errors import InvalidInput
 from neuronforge.profiles.base import (
@@ -264,8 +264,7 @@ def gqa_for(target: TargetSpec, model_config: Mapping[str, Any] | None) -> str |
     """The transformers-neuronx GQA strategy for the planner's choice (None: not a GQA model type)."""
     if model_config is None or model_config.get("model_type") not in GQA_MODELS:
         return None
-    from neuronforge.modelconfig import ModelArch
-    from neuronforge.planner import gqa_strategy
+    from neuronforge.modelconfig import ModelArch, gqa_strategy
 
     strategy, _ = gqa_strategy(ModelArch.from_config(dict(model_config)), target.tp_degree)
     return PLANNER_GQA.get(strategy)
@@ -377,7 +376,7 @@ class LmiNeuronxProfile(ServingProfile):
         return out
 
     def arch_problems(self, target: TargetSpec, arch: ModelArch) -> list[str]:
-        from neuronforge.planner import gqa_strategy
+        from neuronforge.modelconfig import gqa_strategy
 
         strategy, _ = gqa_strategy(arch, target.tp_degree)
         if arch.model_type in GQA_MODELS and strategy not in PLANNER_GQA:

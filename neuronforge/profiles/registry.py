@@ -4,9 +4,16 @@ routing and the catalog read this module; adding a profile is one module plus on
 from __future__ import annotations
 
 from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from neuronforge.errors import InvalidInput
 from neuronforge.profiles.base import RefusedStack, ServingProfile
+
+if TYPE_CHECKING:
+    from neuronforge.modelconfig import ModelArch
+    from neuronforge.request import CompileRequest, Toolchain
+    from neuronforge.source import ModelSource
+    from neuronforge.target import TargetSpec
 
 
 @cache
@@ -49,6 +56,60 @@ def get_profile(spec: str) -> ServingProfile:
     if series:
         return max(series, key=lambda p: _version_key(p.version))
     raise InvalidInput(f"profile {name!r} has no version {version!r}; registered: {', '.join(p.ref for p in versions)}")
+
+
+def profile_of(target: TargetSpec) -> ServingProfile:
+    """The profile a target names (pinned by `pin` at the edge: an exact `name@version` lookup)."""
+    return get_profile(target.profile)
+
+
+def pin(target: TargetSpec) -> TargetSpec:
+    """The edge's one resolution: the target with its profile spelled `name@version` (a bare name
+    means its newest registered version), or `InvalidInput` naming the field when no registered
+    profile answers to it. Everything downstream (keys, plans, builds, routing) reads the pinned
+    target, so a registry that gains a version later never changes what a running build means."""
+    try:
+        ref = get_profile(target.profile).ref
+    except InvalidInput as exc:
+        raise InvalidInput(f"target.profile: {exc}") from None
+    return target if ref == target.profile else target.model_copy(update={"profile": ref})
+
+
+def parse_target(data: dict[str, Any]) -> TargetSpec:
+    """`TargetSpec.parse` then `pin`: what every entry point (CLI, form, catalog, sweep) calls on a
+    target a user wrote."""
+    from neuronforge.target import TargetSpec
+
+    return pin(TargetSpec.parse(data))
+
+
+def compile_request(source: ModelSource, target: TargetSpec) -> CompileRequest:
+    """The request for `target` of a pinned `source`: the target pinned and its profile resolved,
+    once, here (the stages and the cache key read `request.profile`)."""
+    from neuronforge.request import CompileRequest
+
+    target = pin(target)
+    return CompileRequest(source, target, get_profile(target.profile))
+
+
+def detect_toolchain(spec: str, compiler_flags: str | tuple[str, ...] = ()) -> Toolchain:
+    """The toolchain this worker has for serving profile `spec` (`name` or `name@version`)."""
+    return get_profile(spec).detect_toolchain(compiler_flags)
+
+
+def target_problems(
+    profile: ServingProfile, target: TargetSpec, model_type: str | None = None, arch: ModelArch | None = None
+) -> list[str]:
+    """Why `profile` cannot build `target` (for `model_type` / `arch` when known), each with its fix:
+    the profile's own rules, and an architecture it does not serve named with the profiles that do."""
+    out = profile.problems(target, model_type)
+    if model_type is not None and model_type not in profile.architectures:
+        others = [p.name for p in profiles_for(model_type) if p.name != profile.name]
+        fix = f"use profile {' or '.join(dict.fromkeys(others))}" if others else "no profile supports it yet"
+        out.append(f"profile {profile.name!r} does not support {model_type}; {fix}")
+    if arch is not None:
+        out += profile.arch_problems(target, arch)
+    return out
 
 
 def profiles_for(model_type: str) -> list[ServingProfile]:

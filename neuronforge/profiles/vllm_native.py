@@ -496,7 +496,7 @@ class VllmNativeProfile(ServingProfile):
     def retrace_problems(self, artifact: Artifact, work_dir: Path) -> list[str] | None:
         """P1: the launch files' command traced again in the SDK image's interpreter (a CPU worker of
         queue `neuron-compile-<sdk>`) in CPU-compile mode against the synced cache, compiling forbidden."""
-        from neuronforge.stages.compile import COMPILE_TIMEOUT_S
+        from neuronforge.settings import COMPILE_TIMEOUT_S
 
         load = self.smoke_load(artifact.root)
         return self.backend.retrace(

@@ -31,7 +31,7 @@ from math import ceil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from neuronforge.backends.cpu import TOKENIZER_FILES
+from neuronforge.backends.child import TOKENIZER_FILES
 from neuronforge.backends.nxdi import BACKEND, PASSTHROUGH_OPTIONS, neuron_config_kwargs
 from neuronforge.backends.nxdi_quantization import quantization_problems
 from neuronforge.profiles.base import (

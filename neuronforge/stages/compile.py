@@ -11,19 +11,18 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from neuronforge import settings
 from neuronforge.compile_cache import CompileCache, SyncReport, graph_set_key
 from neuronforge.request import CompileRequest, Toolchain
 from neuronforge.stores import ArtifactStore
 
 log = logging.getLogger(__name__)
-# A Neuron compile of a large model takes tens of minutes; past this the child is killed.
-COMPILE_TIMEOUT_S = float(os.environ.get("NEURONFORGE_COMPILE_TIMEOUT_S", 4 * 3600))
+COMPILE_TIMEOUT_S = settings.COMPILE_TIMEOUT_S
 
 
 @dataclass
@@ -55,7 +54,7 @@ def compile_target(inp: CompileInput, store: ArtifactStore | None = None) -> Com
 
     started = time.monotonic()
     target = inp.request.target
-    profile = target.serving_profile
+    profile = inp.request.profile
     build = inp.work_dir / "build" / inp.key[:12]
     shutil.rmtree(build, ignore_errors=True)
     cache = compile_cache(inp.work_dir, inp.toolchain, store)

@@ -47,7 +47,7 @@ def assemble_payload(inp: PayloadInput, store: ArtifactStore) -> tuple[Path, dic
     from neuronforge.stages.smoke import DEFAULT_PROMPTS, write_expected
 
     target = inp.request.target
-    profile = target.serving_profile
+    profile = inp.request.profile
     stage = inp.work_dir / "payload" / inp.key[:12]
     shutil.rmtree(stage, ignore_errors=True)
     stage.mkdir(parents=True)

@@ -14,7 +14,7 @@ Output, `quantized/<org>/<name>/<revision>/<quant>-<dtype>[-keep<hash>][-fp8max2
   (float32, [1] per tensor or [out, 1] per channel), biases kept; every other tensor (embeddings,
   norms, lm_head always, and the linears `modules_to_not_convert` names) cast to the target dtype;
   an entry names every linear whose NxD Inference module path contains it, exactly as NxD's
-  `convert` decides which layers to build quantized (`neuronforge.quantization.neuron_modules`), so
+  `convert` decides which layers to build quantized (`neuronforge.quantized_names.neuron_modules`), so
   the checkpoint holds unquantized weights for exactly the layers NxD Inference builds unquantized;
   NxD names: decoder keys without `model.`, `lm_head.*` kept;
 - HF-style shards (≤ 10 GB) + `model.safetensors.index.json`, `config.json` and tokenizer files;
@@ -46,7 +46,7 @@ from filelock import FileLock
 
 import neuronforge
 from neuronforge import layout
-from neuronforge.backends.cpu import TOKENIZER_FILES
+from neuronforge.backends.child import TOKENIZER_FILES
 from neuronforge.checkpoint import TensorInfo, verify_checkpoint
 from neuronforge.errors import CheckpointError, InvalidInput
 from neuronforge.formats.safetensors_stream import (
@@ -59,21 +59,16 @@ from neuronforge.formats.safetensors_stream import (
     write_index,
 )
 from neuronforge.localcache import TreeRef, adopt, materialize, publish_tree, ref_of
-from neuronforge.quantization import (
+from neuronforge.quantization import KernelSwitch, absmax, dequantize, per_channel, scale_from_absmax, storage_dtype
+from neuronforge.quantized_names import (
     FP8_BOUNDS,
     QKV_WEIGHT,
     QUANTIZABLE,
-    KernelSwitch,
-    absmax,
-    dequantize,
     hf_key,
     matches,
     module_name,
     neuron_modules,
     nxd_key,
-    per_channel,
-    scale_from_absmax,
-    storage_dtype,
 )
 from neuronforge.source import FileEntry, ModelSource, list_relative, sha256_file
 from neuronforge.stores import ArtifactStore
@@ -196,7 +191,7 @@ def plan(tensors: dict[str, TensorInfo], req: QuantizeRequest) -> list[_Job]:
 
 def _kept(name: str, keep: tuple[str, ...], used: set[str]) -> bool:
     """Whether a quantizable weight stays unquantized: as NxD Inference decides for its module
-    (`neuronforge.quantization.matches`). An entry that keeps part of one NxD module (q but not
+    (`neuronforge.quantized_names.matches`). An entry that keeps part of one NxD module (q but not
     k, say: q/k/v are one fused Wqkv) is refused, and so is keeping q/k/v under any entry but
     `layers.<i>.self_attn`: NxD Inference's fused-QKV converter concatenates the q/k/v scales
     unless exactly that entry is in the list (models/llama/modeling_llama.py

@@ -187,23 +187,3 @@ def refuse_credentials(uri: str, what: str = "store URI") -> None:
             "logs and manifests). Remove them and provide credentials through the Airflow connection "
             "(aws_default) or the AWS environment (AWS_PROFILE, or AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)"
         )
-
-
-def open_store(uri: str, *, must_exist: bool = False, **kwargs: Any) -> ArtifactStore:
-    """`file:///path`, `/path`, `./path` → FileStore; `s3://bucket[/prefix]` → S3Store.
-
-    `must_exist` is for commands that only read: a folder that does not exist is an error instead of
-    a new empty store, and an S3 bucket is checked to exist (and be reachable) before anything else."""
-    refuse_credentials(uri)
-    if uri.startswith("s3://"):
-        from neuronforge.stores.s3 import S3Store
-
-        store = S3Store.from_uri(uri, **kwargs)
-        if must_exist:
-            store.probe(write=False)
-        return store
-    if "://" in uri and not uri.startswith("file://"):
-        raise StoreError(f"unsupported store URI {uri!r}; use file:///path, a local path, or s3://bucket/prefix")
-    from neuronforge.stores.file import FileStore
-
-    return FileStore(Path(uri.removeprefix("file://")).expanduser(), create=not must_exist)

@@ -137,6 +137,8 @@ def refuse_profile(profile: ServingProfile, instance: InstanceType, arch: ModelA
         sequence_length=space.seq_lens[-1],
         profile=profile.ref,
     )
-    problems = profile.problems(probe, arch.model_type)
+    from neuronforge.profiles.registry import target_problems
+
+    problems = target_problems(profile, probe, arch.model_type)
     if problems:
         raise InvalidInput(f"cannot sweep {instance.name} for profile {profile.ref}: " + "; ".join(problems))

@@ -13,11 +13,11 @@ from neuronforge.backends.child import ChildFailed
 from neuronforge.backends.nxdi import BACKEND, neuron_config_kwargs
 from neuronforge.compile_cache import CacheUse, CompileCache
 from neuronforge.errors import InvalidInput
-from neuronforge.request import CompileRequest, cache_key
+from neuronforge.profiles.registry import compile_request, detect_toolchain, get_profile
+from neuronforge.request import cache_key
 from neuronforge.source import ModelSource
 from neuronforge.stores import open_store
 from neuronforge.target import TargetSpec
-from neuronforge.toolchain import detect_toolchain
 
 VERSION = "2.21.33363.0+82129205"  # neuronxcc.__version__ of SDK 2.26.1, local label included
 
@@ -89,7 +89,7 @@ def test_unknown_options_and_architectures_are_refused(tiny_llama: Path, tmp_pat
 def test_toolchain_is_detected_and_keyed(fake_neuron: Path) -> None:
     tc = detect_toolchain("vllm-neuron", "--model-type transformer")
     assert (tc.backend_version, tc.compiler, tc.compiler_version) == ("0.6.10598", "neuronxcc", VERSION)
-    request = CompileRequest(ModelSource.parse("org/m").pinned("a" * 40), target())
+    request = compile_request(ModelSource.parse("org/m").pinned("a" * 40), target())
     bumped = type(tc)(tc.backend, tc.backend_version, tc.compiler, "2.22.12471.0", tc.packages, tc.compiler_flags)
     assert cache_key(request, tc) != cache_key(request, bumped)
 
@@ -116,7 +116,7 @@ def compile_nxdi(
         timeout_s,
         out.parent,
         preseed=preseed,
-        python=t.serving_profile.python(),
+        python=get_profile(t.profile).python(),
     )
     return BACKEND.compile_use(job)
 

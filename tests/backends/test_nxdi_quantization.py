@@ -15,7 +15,7 @@ from safetensors import safe_open
 from neuronforge import layout
 from neuronforge.backends.nxdi_quantization import neuron_config_quantization, quantization_problems
 from neuronforge.errors import InvalidInput
-from neuronforge.quantization import QUANTIZABLE, neuron_modules
+from neuronforge.quantized_names import QUANTIZABLE, neuron_modules
 from neuronforge.source import ModelSource
 from neuronforge.stages.quantize import QuantizeRequest, quantize
 from neuronforge.target import TargetSpec

@@ -336,7 +336,7 @@ def test_cold_run_and_hit_against_the_s3_endpoint(dag, compiled: Compiled, home:
     store = open_store(store_uri)
     (index,) = store.list("index")
     manifest_key = store.read_json(index.key)["manifest"]
-    from neuronforge.stages.publish import verify_manifest
+    from neuronforge.published import verify_manifest
 
     assert verify_manifest(store, manifest_key) == []
     assert [o for o in store.list("neuron-cache") if o.key.endswith("model.done")]

@@ -10,7 +10,7 @@ import json
 import sys
 
 from neuronforge import layout
-from neuronforge.stages.publish import note_published
+from neuronforge.farm_index import note_published
 from neuronforge.stores import ArtifactStore, open_store
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from neuronforge import recompile
-from neuronforge.failures import record_failure
+from neuronforge.farm_index import record_failure
 from neuronforge.stores import open_store
 from operators.recompile import RebuildsSettledTrigger
 

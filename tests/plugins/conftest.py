@@ -19,8 +19,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from neuronforge import leases
-from neuronforge.failures import record_failure
+from neuronforge import farm_index, leases
+from neuronforge.farm_index import record_failure
 from neuronforge.stores import open_store
 from neuronforge.target import TargetSpec
 from tests.conftest import TARGET, Compiled
@@ -63,7 +63,7 @@ def seeded_store(compiled: Compiled, tmp_path_factory: pytest.TempPathFactory) -
     lease = leases.try_acquire(store, "b" * 64, "worker-1:42", ttl_s=3600)
     assert lease is not None
     building = SimpleNamespace(model="org/in-progress", target=TargetSpec.parse({**TARGET, "sequence_length": 48}))
-    leases.announce(store, lease, building)
+    farm_index.announce(store, lease, building)
     return root
 
 

@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from neuronforge.failures import record_failure
-from neuronforge.farm_index import snapshot
+from neuronforge.farm_index import record_failure, snapshot
 from neuronforge.stores import open_store
 from neuronforge.target import TargetSpec
 from tests.conftest import TARGET
@@ -66,9 +65,7 @@ def farm(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for i in range(12):
         state = SimpleNamespace(model=f"org/m{i:02d}", target=target)
         record_failure(store, _key(i), "compile", RuntimeError(f"failure {i}"), f"manual__{i}", state)
-    hostile = SimpleNamespace(
-        slug=HOSTILE, serving_profile=SimpleNamespace(ref=HOSTILE), instance=SimpleNamespace(name=HOSTILE)
-    )
+    hostile = SimpleNamespace(slug=HOSTILE, profile=HOSTILE, instance=SimpleNamespace(name=HOSTILE))
     state = SimpleNamespace(model=HOSTILE, target=hostile)
     record_failure(store, _key(99), "smoke", RuntimeError('<img src=x onerror="alert(1)">'), HOSTILE, state)
     with pytest.MonkeyPatch.context() as mp:  # the index in pages of four rows, as thousands make pages of 2000

@@ -32,6 +32,7 @@ from neuronforge.profiles.lmi_neuronx import (
     parse_properties,
     render_properties,
 )
+from neuronforge.profiles.registry import target_problems
 from neuronforge.stores import open_store
 from neuronforge.target import TargetSpec
 from neuronforge.tinymodel import make_tiny_llama
@@ -171,7 +172,7 @@ def test_properties_are_read_as_java_properties() -> None:
     ],
 )
 def test_problems_refuse_what_lmi_cannot_load(kw: dict, model_type: str, expected: str) -> None:
-    problems = PROFILE.problems(target(**kw), model_type)
+    problems = target_problems(PROFILE, target(**kw), model_type)
     assert any(expected in p for p in problems), problems
 
 

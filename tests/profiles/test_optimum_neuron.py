@@ -28,6 +28,7 @@ import pytest
 
 from neuronforge.profiles import optimum_neuron as on
 from neuronforge.profiles.base import Artifact, AssembleJob, LaunchContext
+from neuronforge.profiles.registry import target_problems
 from neuronforge.request import Toolchain
 from neuronforge.target import TargetSpec
 from neuronforge.tinymodel import make_tiny_llama
@@ -125,7 +126,7 @@ def test_problems_keep_the_exporters_refusals() -> None:
     problems = PROFILE.problems(target(context_encoding_buckets=[32, 64]), "llama")
     assert any("no bucket parameters; use profile vllm-neuron" in p for p in problems)
     assert PROFILE.problems(target(), "llama") == []
-    assert any("does not support mistral" in p for p in PROFILE.problems(target(), "mistral"))  # M: no mistral
+    assert any("does not support mistral" in p for p in target_problems(PROFILE, target(), "mistral"))  # M: no mistral
     assert PROFILE.compile_settings(target(), "llama") == {}
 
 

@@ -26,6 +26,7 @@ from neuronforge.errors import InvalidInput
 from neuronforge.pipeline import run_target
 from neuronforge.profiles import get_profile
 from neuronforge.profiles.base import Artifact
+from neuronforge.profiles.registry import target_problems
 from neuronforge.stores import open_store
 from neuronforge.target import TargetSpec
 from neuronforge.tinymodel import make_tiny_llama
@@ -65,13 +66,13 @@ def test_both_releases_are_registered_and_resolve_by_series() -> None:
 )
 def test_what_the_plugin_cannot_serve_is_refused_with_the_fix(kw: dict, expected: str) -> None:
     t = target(**kw)
-    problems = t.serving_profile.problems(t, "llama")
+    problems = target_problems(get_profile(t.profile), t, "llama")
     assert any(expected in p for p in problems), problems
 
 
 def test_a_refused_model_type_names_the_profiles_that_serve_it() -> None:
     t = target()
-    assert any("does not support mixtral" in p for p in t.serving_profile.problems(t, "mixtral"))
+    assert any("does not support mixtral" in p for p in target_problems(get_profile(t.profile), t, "mixtral"))
 
 
 def test_one_command_renders_the_compile_the_launch_and_the_manifest() -> None:
@@ -132,7 +133,7 @@ def _artifact(item: dict, where: Path) -> Artifact:
 def test_every_compiled_graph_is_published_complete_marker_last(published: dict, name: str) -> None:
     store, item = published["store"], published[name]
     manifest = CacheManifest.read(item["root"] / "launch" / "vllm-cache.json")
-    version = item["target"].serving_profile.version
+    version = get_profile(item["target"].profile).version
     assert manifest.store_prefix == store.uri(layout.vllm_cache_prefix(version))
     assert len(manifest.entries) == 4  # prefill 128, 256; decode 1, 2
     local = published["base"] / "pulled" / name
@@ -162,7 +163,7 @@ def test_the_published_artifact_passes_preflight_and_verify(published: dict, nam
     from neuronforge.verify import verify_artifact
 
     artifact = _artifact(published[name], tmp_path)
-    assert artifact.target.serving_profile.preflight(artifact) == []
+    assert get_profile(artifact.target.profile).preflight(artifact) == []
     result = verify_artifact(published["store"], f"{published[name]['prefix']}/manifest.json", tmp_path / "v")
     assert result.problems == []
 
@@ -207,7 +208,7 @@ def test_each_broken_rule_is_named_by_preflight(published: dict, case: str, tmp_
     artifact = _artifact(published["llama"], tmp_path)
     (name, old, new), expected = BROKEN[case]
     _edit(artifact.root / "launch" / name, old, new)
-    problems = artifact.target.serving_profile.preflight(artifact)
+    problems = get_profile(artifact.target.profile).preflight(artifact)
     assert any(expected in p for p in problems), problems
 
 
@@ -227,7 +228,7 @@ def test_an_entry_missing_from_the_store_is_named_by_verify(published: dict, tmp
         copy.put_tree(tmp_path / "e" / record.key, f"{prefix}/{record.key}")
     manifest.store_prefix = copy.uri(prefix)
     path.write_text(json.dumps(manifest.to_json()))
-    profile = item["target"].serving_profile
+    profile = get_profile(item["target"].profile)
     assert profile.store_problems(artifact, store) == []
     gone = manifest.entries[0].key
     copy.delete_prefix(f"{prefix}/{gone}/{MARKER}")
@@ -250,13 +251,13 @@ def test_retrace_refuses_a_command_the_cache_was_not_built_for(published: dict, 
     """A change P0 cannot see (a flag vLLM accepts that changes a shape): the trace misses a key."""
     artifact = _artifact(published["qwen3"], tmp_path)
     _edit(artifact.root / "launch" / "serve.sh", "--block-size 32", "--block-size 16")
-    problems = artifact.target.serving_profile.retrace_problems(artifact, tmp_path / "work")
+    problems = get_profile(artifact.target.profile).retrace_problems(artifact, tmp_path / "work")
     assert problems and "local compile cache miss for key" in problems[0], problems
 
 
 # -- a serving host: sync.sh + `vllm serve`, compiling forbidden ------------------------------------------
 def _serving_host(tmp_path: Path, item: dict, endpoint: str, tool: str = "aws") -> dict[str, str]:
-    return serving_host(tmp_path, item["target"].serving_profile.version, endpoint, tool)
+    return serving_host(tmp_path, get_profile(item["target"].profile).version, endpoint, tool)
 
 
 def _serve(launch: Path, env: dict[str, str]) -> tuple[bool, list[str]]:

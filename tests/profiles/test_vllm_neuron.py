@@ -26,6 +26,7 @@ from neuronforge.backends.base import CompileJob
 from neuronforge.backends.nxdi import BACKEND
 from neuronforge.compile_cache import CompileCache
 from neuronforge.profiles.base import Artifact, AssembleJob, LaunchContext
+from neuronforge.profiles.registry import target_problems
 from neuronforge.profiles.vllm_neuron import (
     PROFILE,
     launch_flags,
@@ -157,7 +158,7 @@ def test_buckets_quantization_and_passthrough_options_travel_in_override_neuron_
     ],
 )
 def test_problems_refuse_what_vllm_cannot_serve(kw: dict, model_type: str, expected: str) -> None:
-    problems = PROFILE.problems(target(**kw), model_type)
+    problems = target_problems(PROFILE, target(**kw), model_type)
     assert any(expected in p for p in problems), problems
 
 

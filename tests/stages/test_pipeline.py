@@ -13,8 +13,9 @@ import pytest
 from neuronforge import layout
 from neuronforge.farm import farm_rows
 from neuronforge.pipeline import PlanRejected, run_target
+from neuronforge.published import lookup, verify_manifest
 from neuronforge.stages.compile import CompileInput, compile_target
-from neuronforge.stages.publish import PublishInput, lookup, publish, verify_manifest
+from neuronforge.stages.publish import PublishInput, publish
 from neuronforge.stores import open_store
 from neuronforge.target import TargetSpec
 from tests.conftest import NEURON_TARGET, TARGET, Compiled, smoke_payload
@@ -272,7 +273,7 @@ def test_a_worker_whose_toolchain_is_not_the_profiles_pins_is_refused_before_any
 def test_a_manifest_path_leaving_the_artifact_is_refused_not_downloaded(tmp_path: Path) -> None:
     """A manifest is store content, not trusted input: `../` or an absolute path in its file list is
     reported and never fetched outside the download folder, also for a manifest at the store root."""
-    from neuronforge.stages.publish import verify_files
+    from neuronforge.published import verify_files
 
     store = open_store(f"file://{tmp_path / 'store'}")
     store.put_bytes(b"ok", "ok.txt")

@@ -13,7 +13,8 @@ from safetensors.torch import load_file, save_file
 from neuronforge import layout
 from neuronforge.errors import CheckpointError, InvalidInput
 from neuronforge.localcache import MARKER, lookup_local
-from neuronforge.quantization import QUANTIZABLE, absmax, quantize_chunk, scale_from_absmax
+from neuronforge.quantization import absmax, quantize_chunk, scale_from_absmax
+from neuronforge.quantized_names import QUANTIZABLE
 from neuronforge.source import ModelSource
 from neuronforge.stages.fetch import FetchRequest, fetch
 from neuronforge.stages.quantize import QuantizeRequest, dequantized_checkpoint, quantize

@@ -168,7 +168,7 @@ def test_to_catalog_adds_targets_the_recompile_schedule_reads(try_command: tuple
         (4, 2048),
         (8, 1024),
     }
-    assert all(t.spec.serving_profile.name == "optimum-neuron" for t in by_source[str(LLAMA)].targets)
+    assert all(t.spec.profile_name == "optimum-neuron" for t in by_source[str(LLAMA)].targets)
     # again: nothing new, the file is unchanged
     before = catalog.read_text()
     again = cli(argv)
