@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lint format bench-transfer bench-pipeline bench-cache-seed bench-quantize bench-bytes bench-sweep bench-hosts bench-farm clean
+.PHONY: setup demo test lint format bench-transfer bench-pipeline bench-cache-seed bench-quantize bench-bytes bench-sweep bench-hosts bench-farm bench-dag-parse clean
 
 setup: $(STAMP)
 
@@ -65,3 +65,6 @@ clean:
 
 bench-hosts: setup
 	$(PY) bench/neuron_host_time.py
+
+bench-dag-parse: setup
+	$(PY) bench/dag_parse.py --against a16237d
