@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from airflow.providers.standard.operators.python import PythonOperator
-from airflow.sdk import Asset, AssetAlias, BranchMixIn, get_current_context, task
+from airflow.sdk import Asset, AssetAlias, SkipMixin, get_current_context, task
 from airflow.sdk.bases.decorator import DecoratedOperator, task_decorator_factory
 from airflow.sdk.bases.xcom import BaseXCom
 
@@ -164,11 +164,12 @@ def emit_artifact_event(done: BuildState) -> dict[str, Any]:
     return {"slug": done.target.slug, **extra}
 
 
-class RoutingTaskOperator(DecoratedOperator, PythonOperator, BranchMixIn):
+class RoutingTaskOperator(DecoratedOperator, PythonOperator, SkipMixin):
     """A TaskFlow task that branches: its function's result (the run's outcome, `build` listing the
-    targets left to build) is its XCom, then, like `@task.branch`, it follows only the `tickets_*`
-    tasks of the queues with a target left and skips the other tasks downstream — every one when no
-    target is left (the run succeeds with them skipped)."""
+    targets left to build) is its XCom; then it follows only the `tickets_*` tasks of the queues with
+    a target left and skips every other task downstream — all of them when no target is left (the run
+    succeeds with them skipped). Skipped at once, the tasks behind the tickets too (as
+    `ShortCircuitOperator` does), rather than through their trigger rules one scheduler loop per level."""
 
     custom_operator_name = "@task"
     template_fields = ("templates_dict", "op_args", "op_kwargs")
@@ -183,7 +184,12 @@ class RoutingTaskOperator(DecoratedOperator, PythonOperator, BranchMixIn):
         # Pushed first: skipping ends the task (Airflow raises to skip) before a return value is pushed.
         context["ti"].xcom_push(BaseXCom.XCOM_RETURN_KEY, outcome)
         left = {queue_of(BuildState.model_validate(s).target) for s in outcome["build"]}
-        self.do_branch(context, [tickets_task_id(q) for q in queues() if q in left])
+        follow = {tickets_task_id(q) for q in queues() if q in left}
+        for task_id in list(follow):
+            follow |= self.dag.get_task(task_id).get_flat_relative_ids(upstream=False)
+        skip = [t for t in self.get_flat_relatives(upstream=False) if t.task_id not in follow]
+        log.info("following %s; skipping %d task(s)", sorted(t for t in follow if t.startswith("tickets_")), len(skip))
+        self.skip(context["ti"], skip)
 
 
 def routing_task(**kwargs: Any):
