@@ -9,7 +9,7 @@ to each of `--sizes` published artifacts, in a file store and in S3 (moto's Thre
 127.0.0.1, in a child process so the server has its own core): every other artifact is a clone
 published under a genuine cache key — another model (`bench-farm/llama-NNNNN@<40-hex revision>`,
 five instance types each, 10% of the models built with the previous compiler version) — whose
-key is recomputed with `cache_key(CompileRequest(...), toolchain)`, whose manifest carries
+key is recomputed with `cache_key(compile_request(...), toolchain)`, whose manifest carries
 `cache_key_material`, and whose `manifest.json`, `index/<key>.json` and farm-index record are
 written as `publish` writes them (the record with `farm_index.append`, compaction included).
 What each clone holds is printed before the tables.
@@ -254,8 +254,9 @@ class Clone:
 def make_clone(tpl: Template, i: int, now: str) -> Clone:
     """Clone `i` (0: the real artifact itself) under the genuine key of its request."""
     from neuronforge import layout
+    from neuronforge.profiles.registry import compile_request
     from neuronforge.published import INDEX_SCHEMA
-    from neuronforge.request import CompileRequest, cache_key, cache_key_material
+    from neuronforge.request import cache_key, cache_key_material
     from neuronforge.source import ModelSource
 
     if i == 0:
@@ -264,7 +265,7 @@ def make_clone(tpl: Template, i: int, now: str) -> Clone:
     target = tpl.targets[INSTANCES[(i - 1) % len(INSTANCES)]]
     toolchain = tpl.old_toolchain if m % OLD_TOOLCHAIN_EVERY == 5 else tpl.toolchain
     source = ModelSource("hf", location, None, revision_of(location))
-    request = CompileRequest(source, target)
+    request = compile_request(source, target)
     key = cache_key(request, toolchain)
     prefix = layout.artifact_prefix(source, target, key)
     manifest = {

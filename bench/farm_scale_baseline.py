@@ -248,7 +248,7 @@ def _ref_order(ref: str) -> tuple[int, ...]:
 def published_for(store: ArtifactStore, builds: list[PublishedBuild], pinned: Any, spec: Any) -> list[str]:
     from neuronforge.published import lookup
 
-    name = spec.serving_profile.name
+    name = spec.profile_name
     want = spec.normalized().model_copy(update={"profile": ""})
     refs = {
         b.profile
@@ -263,6 +263,7 @@ def published_for(store: ArtifactStore, builds: list[PublishedBuild], pinned: An
 
 def find_stale(catalog: Any, toolchains: dict[str, Any], store: ArtifactStore, work_dir: Path) -> list[Any]:
     from neuronforge.errors import NeuronforgeError
+    from neuronforge.profiles import get_profile
     from neuronforge.published import lookup
     from neuronforge.recompile import FRESH, STALE, UNAVAILABLE, UNRESOLVED, TargetState, form_target, usable_toolchain
     from neuronforge.request import CompileRequest, cache_key
@@ -278,7 +279,7 @@ def find_stale(catalog: Any, toolchains: dict[str, Any], store: ArtifactStore, w
         except (NeuronforgeError, OSError) as exc:
             pinned, unresolved = None, f"cannot resolve the source: {exc}"
         for t in entry.targets:
-            profile = t.spec.serving_profile
+            profile = get_profile(t.spec.profile)
             spec = t.spec.model_copy(update={"profile": profile.ref})
             state = TargetState(
                 order, entry.source, t.line, spec.slug, form_target(spec), UNRESOLVED, detail=unresolved
@@ -294,7 +295,7 @@ def find_stale(catalog: Any, toolchains: dict[str, Any], store: ArtifactStore, w
             if isinstance(toolchain, str):
                 state.status, state.detail = UNAVAILABLE, toolchain
                 continue
-            state.key = cache_key(CompileRequest(pinned, spec), toolchain)
+            state.key = cache_key(CompileRequest(pinned, spec, profile), toolchain)
             hit = lookup(store, state.key)
             if hit is None:
                 state.status, state.stale_for = STALE, [profile.ref]

@@ -5,7 +5,10 @@ list); `operators/compile_publish.py` turns each into a task. Each target of a r
 instance of the task group of its serving profile's toolchain queue (`cpu_target` on the default
 queue; `neuron_2_26_1_target`, whose toolchain stages go to `neuron-compile-2.26.1` and whose smoke
 test goes to `neuron-2.26.1`, …), so targets are independent: one failing target does not stop the
-others from publishing.
+others from publishing. The first task, `expand_targets`, looks every target up in the store's
+index: a target already published is reported there ("cache hit", its Asset event emitted) and goes
+no further, and only the `tickets_*` tasks of queues with a target left to build run — a run whose
+targets are all published ends after its first task, every other task skipped.
 Tasks hand each other store references, so any worker may run any task.
 """
 
@@ -70,9 +73,9 @@ def target_group(queue: str):
     params=PARAMS,
 )
 def neuronforge_compile_publish():
-    tickets = expand_targets()
+    outcome = expand_targets()  # follows only the tickets_* tasks of queues with a target to build
     for queue in queues():  # one group per queue any registered profile routes to
-        target_group(queue).expand(ticket=tickets_for(queue)(tickets))
+        target_group(queue).expand(ticket=tickets_for(queue)(outcome))
 
 
 neuronforge_compile_publish()

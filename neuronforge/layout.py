@@ -15,6 +15,8 @@
                                                      (`neuronforge.farm_index`; a cache of the above)
     locks/<key>                                      compile leases
     failures/<key>.json                              the last failed build of a key (stage, error, run)
+    toolchains/<profile name>@<version>.json         the toolchain a Neuron profile's `prepare` last detected
+                                                     (what the DAG's first task keys a cache hit with)
     reports/recompile-<date>.{md,json}               what a scheduled recompile found and rebuilt
     sweeps/<org>/<name>/<instance>/<profile>/<name>.json   a sweep's inference-cache-config file
                                                      (+ <name>.records.json: every candidate's outcome)
@@ -136,6 +138,12 @@ def lock_entry(key: str) -> str:
 
 def failure_entry(key: str) -> str:
     return f"failures/{key}.json"
+
+
+def toolchain_record(profile_name: str, profile_version: str) -> str:
+    """The toolchain the workers of a profile version's toolchain queue last detected, e.g.
+    `toolchains/vllm-neuron@2.26.1.json`."""
+    return f"toolchains/{safe_component(profile_name)}@{safe_component(profile_version)}.json"
 
 
 def recompile_report(stamp: str, suffix: str) -> str:

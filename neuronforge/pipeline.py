@@ -40,6 +40,7 @@ from neuronforge.checkpoint import verify_checkpoint
 from neuronforge.errors import InvalidInput, NeuronforgeError
 from neuronforge.localcache import adopt, file_entries, manifest_bytes, materialize, publish_tree
 from neuronforge.planner import Check, Plan, plan, static_problems
+from neuronforge.profiles import ServingProfile
 from neuronforge.profiles.registry import compile_request, profile_of
 from neuronforge.published import Published, lookup
 from neuronforge.request import CompileRequest, Toolchain, cache_key
@@ -68,6 +69,9 @@ class Context:
     keeper: leases.LeaseKeeper | None = None  # the CLI's lease heartbeat, checked before publishing
     run_id: str = ""  # the Airflow run, for failure records
     stage_started: float | None = None  # monotonic start of the running stage (`execute` sets it)
+    # The artifact a lookup of this build found (prepare's, or the claim's wait): the CLI's outcome,
+    # without reading the index again.
+    published: Published | None = None
 
 
 # -- helpers the stages (and tests) share ------------------------------------------------------------
@@ -79,14 +83,56 @@ class Prepared:
 
 
 def prepare(
-    source: str | ModelSource, target: TargetSpec, work_dir: Path, compiler_flags: str = "", allow_pickle: bool = False
+    source: str | ModelSource,
+    target: TargetSpec,
+    work_dir: Path,
+    compiler_flags: str = "",
+    allow_pickle: bool = False,
+    toolchain: Toolchain | None = None,
 ) -> Prepared:
     """Pin the source and the toolchain (the profile's, as this worker's toolchain interpreter has
-    it): everything the cache key needs."""
+    it, unless `toolchain` is given: one detected elsewhere): everything the cache key needs."""
     pinned = resolve_source(source, work_dir=work_dir, allow_pickle=allow_pickle)
     request = compile_request(pinned, target)
-    toolchain = request.profile.detect_toolchain(compiler_flags)
+    toolchain = toolchain or request.profile.detect_toolchain(compiler_flags)
     return Prepared(request, toolchain, cache_key(request, toolchain))
+
+
+def find_published(state: BuildState, store: ArtifactStore, work_dir: Path) -> tuple[BuildState, Published] | None:
+    """Is this target already published? What the DAG's first task asks of each target on the default
+    queue, before routing any: the key `prepare` computes, then one index lookup. The toolchain is
+    detected here when the profile detects it on the default queue (cpu); otherwise it is the one its
+    toolchain queue's `prepare` last recorded in the store, if still the profile's pins — without one
+    the target is not known to hit and its own `prepare` looks it up. On a hit: the state as `prepare`
+    leaves it (source, toolchain, key, `hit`) and the artifact."""
+    from neuronforge.toolchain_records import last_detected
+
+    profile = state.profile
+    toolchain = None
+    if profile.placement("toolchain").queue is not None:  # detected on another queue's workers
+        toolchain = last_detected(store, profile)
+        if toolchain is None:
+            return None
+    source = state.source.source() if state.source is not None else state.model
+    prep = prepare(source, state.target, work_dir, allow_pickle=state.allow_pickle, toolchain=toolchain)
+    hit = lookup(store, prep.key)
+    if hit is None:
+        return None
+    return state.model_copy(update={**_prepared(state, prep), "hit": PublishedRef.of(hit)}), hit
+
+
+def _prepared(state: BuildState, prep: Prepared) -> dict[str, Any]:
+    """What `prepare` adds to a build state: the pinned source, the toolchain, the key."""
+    update: dict[str, Any] = {
+        "source": SourcePin.of(prep.request.source),
+        "toolchain": prep.toolchain.to_json(),
+        "key": prep.key,
+    }
+    if state.profile.neuron:
+        from neuronforge.devices import neuron_devices
+
+        update["neuron_devices"] = neuron_devices(state.target)
+    return update
 
 
 def check_plan(checkpoint_dir: Path, target: TargetSpec, toolchain: Toolchain | None = None) -> Plan:
@@ -195,19 +241,19 @@ def _prepare(state: BuildState, ctx: Context) -> BuildState:
     """Pin the source, detect the toolchain, compute the key, look it up; a miss must pass the
     planner's structural checks before anything is claimed or downloaded. The store is checked
     first (reachable, bucket present) and, on a miss, that it takes writes: a store that cannot hold
-    the result fails in seconds, not after the download and the compile."""
+    the result fails in seconds, not after the download and the compile. A source the run's first
+    task pinned is not resolved again. A Neuron profile's toolchain, detected here on its queue, is
+    recorded in the store for the first task (`toolchain_records.record_detected`)."""
     ctx.store.probe(write=False)
-    prep = prepare(state.model, state.target, ctx.work_dir, allow_pickle=state.allow_pickle)
+    given = state.source.source() if state.source is not None else state.model
+    prep = prepare(given, state.target, ctx.work_dir, allow_pickle=state.allow_pickle)
     source, key = prep.request.source, prep.key
-    update: dict[str, Any] = {"source": SourcePin.of(source), "toolchain": prep.toolchain.to_json(), "key": key}
-    if state.profile.neuron:
-        from neuronforge.devices import neuron_devices
-
-        update["neuron_devices"] = neuron_devices(state.target)
+    update = _prepared(state, prep)
     hit = lookup(ctx.store, key)
     if hit is not None:
         log.info("cache hit for %s: %s", key[:12], hit.manifest_uri)
         update["hit"] = PublishedRef.of(hit)
+        ctx.published = hit
     else:
         try:
             check_static(source, state.target)
@@ -223,7 +269,23 @@ def _prepare(state: BuildState, ctx: Context) -> BuildState:
             raise
         ctx.store.probe(write=True)
         log.info("no published artifact for key %s: building %s", key[:12], state.target.slug)
+    _record_toolchain(prep.request.profile, prep.toolchain, ctx)
     return state.model_copy(update=update)
+
+
+def _record_toolchain(profile: ServingProfile, toolchain: Toolchain, ctx: Context) -> None:
+    """Keep what a profile's toolchain queue detected for the DAG's first task, which keys its cache
+    hits on the default queue (only a toolchain that is the profile's pins; never fails the stage:
+    without it the first task leaves the lookup to this stage)."""
+    if profile.placement("toolchain").queue is None or profile.toolchain_problems(toolchain):
+        return
+    from neuronforge.toolchain_records import record_detected
+
+    try:
+        if record_detected(ctx.store, profile, toolchain, ctx.run_id):
+            log.info("recorded the toolchain of %s for the run's first task", profile.ref)
+    except Exception as exc:  # a read-only store serves hits: not recorded, nothing else lost
+        log.warning("could not record the toolchain of %s: %s", profile.ref, exc)
 
 
 def _claim(state: BuildState, ctx: Context, ttl_s: float, poll_s: float) -> BuildState:
@@ -235,6 +297,7 @@ def _claim(state: BuildState, ctx: Context, ttl_s: float, poll_s: float) -> Buil
         log.info("%s is being built by %s; waiting for its artifact", key[:12], other.holder if other else "?")
         waited = leases.wait_for(ctx.store, key, lambda: lookup(ctx.store, key), poll_s=poll_s)
         if waited is not None:
+            ctx.published = waited
             return state.model_copy(update={"hit": PublishedRef.of(waited)})
     farm_index.announce(ctx.store, lease, state)
     return state.model_copy(update={"lease": LeaseRef.of(lease)})
@@ -500,11 +563,10 @@ def run_target(
     state = _timed(STAGE_BY_NAME["prepare"], state, ctx, timings)
     if state.hit is None:
         state = _timed_call("claim_build", lambda: _claim(state, ctx, lease_ttl_s, lease_poll_s), timings)
-    if state.hit is not None:
-        hit = lookup(store, state.need("key"))
-        if hit is None:  # pragma: no cover - the index entry vanished between two reads
-            raise NeuronforgeError(f"{state.key}: the published artifact disappeared from the store")
-        return TargetOutcome(state.need("key"), "cache-hit", hit, 0, timings, state)
+    if state.hit is not None:  # the artifact prepare's lookup (or the claim's wait) found: not read again
+        if ctx.published is None:  # pragma: no cover - every stage that sets `hit` keeps what it found
+            raise NeuronforgeError(f"{state.key}: a cache hit without the artifact it found")
+        return TargetOutcome(state.need("key"), "cache-hit", ctx.published, 0, timings, state)
     with leases.LeaseKeeper(store, state.need("lease").lease(), lease_ttl_s) as keeper:
         ctx.keeper = keeper
         for stage in STAGES:

@@ -1,6 +1,7 @@
 """The `neuronforge_compile_publish` DAG's tasks, generated from the pipeline's one declaration
 (`neuronforge.pipeline.STAGES`) by one task factory (`stage_task`). Only Airflow concerns live
-here: the trigger's params become build states (`expand_targets`), stage settings become queues
+here: the trigger's params become build states (`expand_targets`, which also reports the targets
+already published and ends the run there when every target is), stage settings become queues
 and pools, the lease is heart-beaten while a task works, failures are recorded, and the publish
 task emits the artifact's Asset event. The claim is a deferrable operator (operators/build_claim.py).
 
@@ -16,7 +17,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from airflow.sdk import Asset, AssetAlias, get_current_context, task
+from airflow.providers.standard.operators.python import PythonOperator
+from airflow.sdk import Asset, AssetAlias, SkipMixin, get_current_context, task
+from airflow.sdk.bases.decorator import DecoratedOperator, task_decorator_factory
+from airflow.sdk.bases.xcom import BaseXCom
 
 from neuronforge import settings
 from neuronforge.buildstate import BuildState, LeaseRef
@@ -134,29 +138,71 @@ def stage_task(stage: Stage, placement: Placement | None = None):
 def _with_asset_event(body):
     def publish_artifact(state: dict[str, Any]) -> dict[str, Any]:
         """Publish (unless a hit) and emit the artifact's Asset event either way."""
-        done = BuildState.model_validate(body(state))
-        info = done.artifact
-        assert info is not None and done.key is not None
-        root = info.manifest_uri.rsplit("/", 1)[0]
-        org, name = done.pinned_source().org_name
-        asset = Asset(name=f"neuronforge/{org}/{name}/{done.target.slug}/{done.key[:12]}", uri=root)
-        extra = {
-            "cache_key": done.key,
-            "manifest_uri": info.manifest_uri,
-            "uris": info.uris,
-            "status": "cache-hit" if done.hit is not None else "published",
-        }
-        get_current_context()["outlet_events"][ARTIFACTS_ALIAS].add(asset, extra=extra)
-        log.info("%s %s: %s", extra["status"], done.target.slug, info.manifest_uri)
-        return {"slug": done.target.slug, **extra}
+        return emit_artifact_event(BuildState.model_validate(body(state)))
 
     return publish_artifact
 
 
-@task(show_return_value_in_logs=False)
-def expand_targets(params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Validate the whole request (every target, its static plan) before any work: one build
-    state per target."""
+def emit_artifact_event(done: BuildState) -> dict[str, Any]:
+    """Add the Asset event of a build's artifact (published now, or a cache hit) to the running task's
+    events on ARTIFACTS_ALIAS — one Asset per artifact root, `extra` = cache key, manifest URI,
+    format URIs, status — and return what the task reports (the same, with the target's slug)."""
+    info = done.artifact
+    assert info is not None and done.key is not None
+    root = info.manifest_uri.rsplit("/", 1)[0]
+    org, name = done.pinned_source().org_name
+    asset = Asset(name=f"neuronforge/{org}/{name}/{done.target.slug}/{done.key[:12]}", uri=root)
+    extra = {
+        "cache_key": done.key,
+        "manifest_uri": info.manifest_uri,
+        "uris": info.uris,
+        "status": "cache-hit" if done.hit is not None else "published",
+    }
+    get_current_context()["outlet_events"][ARTIFACTS_ALIAS].add(asset, extra=extra)
+    log.info("%s %s: %s", "cache hit" if done.hit is not None else "published", done.target.slug, info.manifest_uri)
+    return {"slug": done.target.slug, **extra}
+
+
+class RoutingTaskOperator(DecoratedOperator, PythonOperator, SkipMixin):
+    """A TaskFlow task that branches: its function's result (the run's outcome, `build` listing the
+    targets left to build) is its XCom; then it follows only the `tickets_*` tasks of the queues with
+    a target left and skips every other task downstream — all of them when no target is left (the run
+    succeeds with them skipped). Skipped at once, the tasks behind the tickets too (as
+    `ShortCircuitOperator` does), rather than through their trigger rules one scheduler loop per level."""
+
+    custom_operator_name = "@task"
+    template_fields = ("templates_dict", "op_args", "op_kwargs")
+    inherits_from_skipmixin = True
+
+    def __init__(self, *, python_callable, op_args, op_kwargs, **kwargs) -> None:
+        upstream = {"python_callable": python_callable, "op_args": op_args, "op_kwargs": op_kwargs}
+        super().__init__(kwargs_to_upstream=upstream, **upstream, **kwargs)
+
+    def execute(self, context: Any) -> None:
+        outcome = super().execute(context)
+        # Pushed first: skipping ends the task (Airflow raises to skip) before a return value is pushed.
+        context["ti"].xcom_push(BaseXCom.XCOM_RETURN_KEY, outcome)
+        left = {queue_of(BuildState.model_validate(s).target) for s in outcome["build"]}
+        follow = {tickets_task_id(q) for q in queues() if q in left}
+        for task_id in list(follow):
+            follow |= self.dag.get_task(task_id).get_flat_relative_ids(upstream=False)
+        skip = [t for t in self.get_flat_relatives(upstream=False) if t.task_id not in follow]
+        log.info("following %s; skipping %d task(s)", sorted(t for t in follow if t.startswith("tickets_")), len(skip))
+        self.skip(context["ti"], skip)
+
+
+def routing_task(**kwargs: Any):
+    """`@routing_task(...)`: like `@task(...)`, as a `RoutingTaskOperator`."""
+    return task_decorator_factory(decorated_operator_class=RoutingTaskOperator, **kwargs)
+
+
+@routing_task(outlets=[ARTIFACTS_ALIAS], show_return_value_in_logs=False)
+def expand_targets(params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Validate the whole request (every target, its static plan) before any work; then look each
+    target up, once, in the store's index: a target already published is reported here ("cache hit"
+    and its manifest URI; its Asset event emitted by this task) and goes no further. Returns
+    `targets` (per target, in the request's order: the hit's report, or `to build` and its task
+    group) and `build` (the build states of the others, which the `tickets_*` tasks route)."""
     conf: dict[str, Any]
     if params is None:
         from operators.compile_params import validate_conf
@@ -168,13 +214,12 @@ def expand_targets(params: dict[str, Any] | None = None) -> list[dict[str, Any]]
     else:
         conf = params
     model = params.get("model") or settings.DEFAULT_MODEL
-    states, targets = [], []
-    from neuronforge.profiles import get_profile, parse_target
+    states: list[BuildState] = []
+    from neuronforge.profiles import parse_target
     from operators.compile_params import requested_targets
 
     for raw in requested_targets(params, conf):
         target = parse_target(target_conf(raw, params))  # the edge: its profile pinned once
-        targets.append(target)
         state = BuildState(
             model=model,
             target=target,
@@ -183,18 +228,61 @@ def expand_targets(params: dict[str, Any] | None = None) -> list[dict[str, Any]]
             # as given: BuildState refuses 0, text or a value the sequence cannot hold (never "or 8")
             max_new_tokens=8 if params.get("max_new_tokens") is None else params["max_new_tokens"],
         )
-        states.append(state.model_dump(mode="json"))
+        states.append(state)
+    report, build = [], []
+    for state in _looked_up(states):
+        if state.hit is not None:
+            report.append(emit_artifact_event(state))
+        else:
+            build.append(state)
+            report.append({"slug": state.target.slug, "status": "to build", "group": group_id(queue_of(state.target))})
     from operators.deployment_checks import check_deployment
 
-    neuron = [t for t in targets if get_profile(t.profile).neuron]  # pool + policy, before any lease or download
+    # pool + policy for the Neuron targets left to build, before any lease or download
+    neuron = [s.target for s in build if s.profile.neuron]
     check_deployment(needs_neuron=bool(neuron), max_tp=max((t.tp_degree for t in neuron), default=1))
     log.info(
-        "%d target(s) of %s: %s",
+        "%d target(s) of %s: %d cache hit(s), %d to build%s",
         len(states),
         model,
-        ", ".join(BuildState.model_validate(s).target.slug for s in states),
+        len(states) - len(build),
+        len(build),
+        "".join(f"; {r['slug']} {r['status']}" for r in report),
     )
-    return states
+    return {"targets": report, "build": [s.model_dump(mode="json") for s in build]}
+
+
+def _looked_up(states: list[BuildState]) -> list[BuildState]:
+    """Each target with its source pinned (once per model) and, when the store's index has it, its
+    hit (`pipeline.find_published`: one lookup). Whatever fails here (an unreachable store, a source
+    that cannot be pinned) is left to the target's own `prepare`, which reports it."""
+    from neuronforge.buildstate import SourcePin
+    from neuronforge.pipeline import find_published
+    from neuronforge.stages.resolve import resolve_source
+
+    work_dir = settings.work_dir()
+    pins: dict[tuple[str, bool], SourcePin | None] = {}
+    stores: dict[str, Any] = {}
+    out = []
+    for state in states:
+        model = (state.model, state.allow_pickle)
+        if model not in pins:
+            try:
+                pinned = resolve_source(state.model, work_dir=work_dir, allow_pickle=state.allow_pickle)
+                pins[model] = SourcePin.of(pinned)
+            except Exception as exc:
+                log.info("%s not pinned here (%s); each target's prepare pins it", state.model, exc)
+                pins[model] = None
+        if pins[model] is not None:
+            state = state.model_copy(update={"source": pins[model]})
+        try:
+            store = stores.get(state.store_uri) or stores.setdefault(state.store_uri, _store(state))
+            found = find_published(state, store, work_dir)
+        except Exception as exc:
+            log.info("%s: not looked up here (%s); its prepare looks it up", state.target.slug, exc)
+            found = None
+        out.append(found[0] if found is not None else state)
+    return out
 
 
 def target_conf(raw: dict[str, Any], conf: dict[str, Any]) -> dict[str, Any]:
@@ -238,11 +326,17 @@ def placements(queue: str) -> dict[str | None, Placement]:
     return next(iter(seen.values()))
 
 
-def tickets_for(queue: str):
-    """The task that keeps a run's targets routed to `queue`, in the order of `conf["targets"]`."""
+def tickets_task_id(queue: str) -> str:
+    """`tickets_cpu`, `tickets_neuron_2_26_1`, …: the task routing a run's targets to `queue`'s group."""
+    return f"tickets_{group_id(queue).removesuffix('_target')}"
 
-    @task(task_id=f"tickets_{group_id(queue).removesuffix('_target')}", show_return_value_in_logs=False)
-    def tickets(states: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return [s for s in states if queue_of(BuildState.model_validate(s).target) == queue]
+
+def tickets_for(queue: str):
+    """The task that keeps the run's targets left to build routed to `queue`, in the order of
+    `conf["targets"]` (it runs only when there is one: `expand_targets` skips it otherwise)."""
+
+    @task(task_id=tickets_task_id(queue), show_return_value_in_logs=False)
+    def tickets(outcome: dict[str, Any]) -> list[dict[str, Any]]:
+        return [s for s in outcome["build"] if queue_of(BuildState.model_validate(s).target) == queue]
 
     return tickets

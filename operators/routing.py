@@ -7,9 +7,12 @@ scheduler calls as it creates each mapped instance, with the `dag_run` (and so `
 `docker/airflow_local_settings.py` installs `task_instance_mutation_hook` below; copy it to
 `$AIRFLOW_HOME/config/` (the images and `make demo` do).
 
-Map index i of a Neuron queue's group (`neuron_2_26_1_target`, …) is the run's i-th target whose
-serving profile routes to that queue: `tickets_for(queue)` keeps the order of `conf["targets"]`
-(a target's own `profile`, else the run's, else the form's default `cpu`). Only a stage its profile
+Map index i of a Neuron queue's group (`neuron_2_26_1_target`, …) is the i-th ticket of the group's
+`tickets_*` task: the run's targets routed to that queue, in the order of `conf["targets"]` (a
+target's own `profile`, else the run's, else the form's default `cpu`), less those the run's first
+task found published. The hook reads those tickets (their XCom, in the metadata DB) as the scheduler
+expands the group; without them (an XCom backend that keeps values elsewhere) it maps the conf's
+targets, which is exact when none of the group's targets was a cache hit. Only a stage its profile
 places on a Neuron host (`ServingProfile.placement(...).neuron_cores`: the smoke test; compiling
 only where the toolchain needs a device) is sized; a compile on a CPU worker holds no NeuronCores.
 
@@ -50,19 +53,26 @@ def group_id(queue: str) -> str:
     return f"neuron_{release.replace('-', '_').replace('.', '_')}_target"
 
 
-def pool_slots_for(task_id: str, map_index: int, conf: dict[str, Any] | None) -> int | None:
-    """The pool slots a task instance needs, or None to leave it as declared."""
+def pool_slots_for(
+    task_id: str, map_index: int, conf: dict[str, Any] | None, tickets: list[Any] | None = None
+) -> int | None:
+    """The pool slots a task instance needs, or None to leave it as declared. `tickets`: what the
+    group's `tickets_*` task returned (build states), when known; else the conf's targets are mapped."""
     group, _, stage = task_id.rpartition(".")
     if stage not in SIZED_STAGES or map_index is None or map_index < 0:
         return None
-    from operators.compile_params import conf_targets
+    if tickets is not None:
+        targets = [t.get("target") if isinstance(t, dict) else None for t in tickets]
+        routed = [(t, p) for t in targets if isinstance(t, dict) and (p := _profile_of(t, {}))]
+    else:
+        from operators.compile_params import conf_targets
 
-    conf = conf or {}
-    targets = conf.get("targets")
-    if targets is not None and not isinstance(targets, list):
-        return None
-    targets = conf_targets(conf)
-    routed = [(t, p) for t in targets if isinstance(t, dict) and (p := _profile_of(t, conf)) and _group(p) == group]
+        conf = conf or {}
+        targets = conf.get("targets")
+        if targets is not None and not isinstance(targets, list):
+            return None
+        targets = conf_targets(conf)
+        routed = [(t, p) for t in targets if isinstance(t, dict) and (p := _profile_of(t, conf)) and _group(p) == group]
     if map_index >= len(routed):
         return None
     target, profile = routed[map_index]
@@ -89,6 +99,37 @@ def _profile_of(target: dict[str, Any], conf: dict[str, Any]):  # -> ServingProf
 
 def _group(profile) -> str:
     return group_id(profile.queue or DEFAULT_QUEUE)
+
+
+def group_tickets(task_instance: Any, dag_run: Any) -> list[Any] | None:
+    """The tickets of a sized task's group as the run routed them (the `tickets_*` task's return
+    value, read from the DB in the caller's session), or None when they cannot be read."""
+    group, _, stage = str(getattr(task_instance, "task_id", "")).rpartition(".")
+    if stage not in SIZED_STAGES or getattr(task_instance, "map_index", -1) < 0:
+        return None
+    try:
+        from airflow.models.xcom import XComModel
+        from sqlalchemy import select
+        from sqlalchemy.orm import object_session
+
+        session = object_session(dag_run)
+        if session is None:
+            return None
+        with session.no_autoflush:
+            row = session.scalars(
+                select(XComModel).where(
+                    XComModel.dag_id == dag_run.dag_id,
+                    XComModel.run_id == dag_run.run_id,
+                    XComModel.task_id == f"tickets_{group.removesuffix('_target')}",
+                    XComModel.map_index == -1,
+                    XComModel.key == "return_value",
+                )
+            ).first()
+        value = XComModel.deserialize_value(row) if row is not None else None
+    except Exception:  # the policy must never stop task instances from being created
+        log.warning("neuronforge: could not read the tickets of %s", group, exc_info=True)
+        return None
+    return value if isinstance(value, list) else None
 
 
 def deployment_record(pool_slots: int | None, dag_id: str, run_id: str, now: datetime | None = None) -> dict[str, Any]:
@@ -141,6 +182,7 @@ def task_instance_mutation_hook(task_instance: Any, dag_run: Any = None) -> None
         record_deployment(dag_run)
     if getattr(task_instance, "dag_id", None) != DAG_ID:
         return
-    slots = pool_slots_for(task_instance.task_id, task_instance.map_index, getattr(dag_run, "conf", None))
+    tickets = group_tickets(task_instance, dag_run)
+    slots = pool_slots_for(task_instance.task_id, task_instance.map_index, getattr(dag_run, "conf", None), tickets)
     if slots is not None:
         task_instance.pool_slots = slots

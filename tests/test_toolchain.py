@@ -50,3 +50,29 @@ def test_worker_facts_are_recorded_but_not_keyed(
     upgraded_runtime = Toolchain.from_json({**tc.to_json(), "worker": {"runtime": {"aws-neuronx-runtime-lib": "9"}}})
     assert cache_key(request, tc) == cache_key(request, upgraded_runtime)
     assert "worker" not in cache_key_material(request, tc)["toolchain"]
+
+
+def test_what_a_profiles_queue_detected_is_recorded_once_and_used_while_pinned(tmp_path: Path) -> None:
+    """`prepare` on a Neuron profile's queue records its toolchain for the run's first task, only when
+    what the key hashes changed; the record is used only while it is the profile's pins."""
+    from dataclasses import replace
+
+    from neuronforge import layout
+    from neuronforge.profiles import get_profile
+    from neuronforge.stores import open_store
+    from neuronforge.toolchain_records import last_detected, record_detected
+
+    store = open_store(f"file://{tmp_path / 'store'}")
+    profile = get_profile("vllm-neuron")
+    pins = profile.pins
+    pinned = Toolchain("nxdi", "0.6.10598", "neuronxcc", pins.compiler_version, dict(pins.packages), worker={"a": 1})
+    assert last_detected(store, profile) is None  # nothing recorded yet: the target is not known to hit
+    assert record_detected(store, profile, pinned, "run-1")
+    assert store.exists(layout.toolchain_record("vllm-neuron", profile.version))
+    assert store.exists(f"toolchains/vllm-neuron@{profile.version}.json")
+    assert not record_detected(store, profile, replace(pinned, worker={"a": 2}), "run-2")  # another host, same key
+    assert last_detected(store, profile) == pinned
+    assert store.read_json(layout.toolchain_record("vllm-neuron", profile.version))["run_id"] == "run-1"
+    other = replace(pinned, compiler_version="9.9.9")  # not what vllm-neuron pins: never keys a hit
+    assert record_detected(store, profile, other)
+    assert last_detected(store, profile) is None

@@ -11,6 +11,7 @@ import pytest
 
 from neuronforge import layout
 from neuronforge.stores import open_store
+from neuronforge.target import TargetSpec
 from tests.conftest import NEURON_TARGET, TARGET, Compiled
 
 DAG_ID = "neuronforge_compile_publish"
@@ -33,6 +34,30 @@ def _conf(compiled: Compiled, store: str, targets: list[dict]) -> dict:
 
 def _states(run) -> dict[tuple[str, int], str]:
     return {(ti.task_id, ti.map_index): str(ti.state) for ti in run.get_task_instances()}
+
+
+def _events(run) -> list[tuple[str, str, dict]]:
+    """The run's Asset events: (producing task, asset URI, extra)."""
+    from airflow.models.asset import AssetEvent
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        events = session.query(AssetEvent).filter(AssetEvent.source_run_id == run.run_id).all()
+        return [(e.source_task_id, e.asset.uri, e.extra) for e in events]
+
+
+def _outcome(run) -> dict:
+    """What the run's first task returned (its XCom, as the REST API serves it)."""
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        row = (
+            session.query(XComModel)
+            .filter_by(dag_id=DAG_ID, run_id=run.run_id, task_id="expand_targets", key="return_value")
+            .one()
+        )
+        return XComModel.deserialize_value(row)
 
 
 def test_dag_parses_with_routing_and_form(dag) -> None:
@@ -153,6 +178,69 @@ def test_cold_run_publishes_then_second_run_is_a_hit(dag, compiled: Compiled, ho
     assert str(again.state) == "success"
     assert not objects.exists()
     assert store.read_json(manifest_key)["published_at"] == manifest["published_at"]
+    # The hit ends the run in its first task: every other task instance (tickets_*, each group) skipped.
+    states = _states(again)
+    assert states.pop(("expand_targets", -1)) == "success"
+    assert states and set(states.values()) == {"skipped"}, states
+    # ... and still emits the Asset event consumers subscribe to, the published one's but for its status.
+    ((task, uri, extra),) = _events(again)
+    ((_, cold_uri, cold_extra),) = _events(run)
+    assert task == "expand_targets" and uri == cold_uri
+    assert extra == {**cold_extra, "status": "cache-hit"} and extra["manifest_uri"] == store.uri(manifest_key)
+    # The run's result says so: "cache hit" with the artifact's manifest URI.
+    assert _outcome(again) == {"targets": [{"slug": compiled.target.slug, **extra}], "build": []}
+
+
+def test_a_mixed_run_builds_only_its_misses_and_the_next_run_hits_all_in_its_first_task(
+    dag, compiled: Compiled, home: Path, tmp_path: Path, fake_neuron: Path
+) -> None:
+    """A cpu target already published and a vllm-neuron target not yet built: the first task reports
+    the hit and emits its Asset event, and only the Neuron group runs; its `prepare` records the SDK
+    image's toolchain, with which the next run's first task finds both targets published."""
+    from types import SimpleNamespace
+
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+
+    from operators.routing import group_tickets
+
+    store_dir = tmp_path / "store"
+    shutil.copytree(compiled.store.root_uri.removeprefix("file://"), store_dir)  # TARGET published
+    store_uri = f"file://{store_dir}"
+    neuron = {**NEURON_TARGET, "profile": "vllm-neuron"}
+    run = dag.test(run_conf=_conf(compiled, store_uri, [TARGET, neuron]))
+    states = _states(run)
+    assert str(run.state) == "success", states
+    assert states[("expand_targets", -1)] == states[("tickets_neuron_2_26_1", -1)] == "success"
+    assert states[("neuron_2_26_1_target.publish_artifact", 0)] == "success"
+    started = {k for k, v in states.items() if v != "skipped"}
+    assert {t for t, _ in started} == {"expand_targets", "tickets_neuron_2_26_1"} | {
+        t for t, _ in states if t.startswith("neuron_2_26_1_target.")
+    }, states  # tickets_cpu, cpu_target.* and the other SDKs' tasks: skipped
+    assert sorted((task, extra["status"]) for task, _, extra in _events(run)) == [
+        ("expand_targets", "cache-hit"),
+        ("neuron_2_26_1_target.publish_artifact", "published"),
+    ]
+    hit, left = _outcome(run)["targets"]
+    assert hit["status"] == "cache-hit" and hit["manifest_uri"] == compiled.first.published.manifest_uri.replace(
+        compiled.store.root_uri, store_uri
+    )
+    assert left == {"slug": TargetSpec.parse(neuron).slug, "status": "to build", "group": "neuron_2_26_1_target"}
+    assert open_store(store_uri).exists("toolchains/vllm-neuron@2.26.1.json")
+    # The smoke test holds its target's tp NeuronCores: map index 0 is the group's first ticket.
+    smoke = next(ti for ti in run.get_task_instances() if ti.task_id == "neuron_2_26_1_target.smoke")
+    assert smoke.pool_slots == 2
+    with create_session() as session:
+        dag_run = session.query(DagRun).filter_by(dag_id=DAG_ID, run_id=run.run_id).one()
+        tickets = group_tickets(SimpleNamespace(task_id=smoke.task_id, map_index=0), dag_run)
+    assert [t["target"]["tp_degree"] for t in tickets] == [2]
+
+    again = dag.test(run_conf=_conf(compiled, store_uri, [TARGET, neuron]))
+    states = _states(again)
+    assert str(again.state) == "success" and states.pop(("expand_targets", -1)) == "success"
+    assert set(states.values()) == {"skipped"}, states
+    assert [(task, extra["status"]) for task, _, extra in _events(again)] == [("expand_targets", "cache-hit")] * 2
+    assert [t["status"] for t in _outcome(again)["targets"]] == ["cache-hit", "cache-hit"]
 
 
 def test_asset_events_carry_the_manifest(dag, compiled: Compiled, home: Path, tmp_path: Path) -> None:

@@ -12,6 +12,11 @@ SDK images name theirs): `nf-compile` consumes `neuron-compile-2.26.1` and has n
 CPU compile host), `nf-neuron` consumes `neuron-2.26.1` and `neuron-2.21.1` and has devices
 (FAKE_NEURON_DEVICES: the fakes' loads need one, as the runtime does). Every worker signs its S3
 requests with its own access key id, so the endpoint tells who downloaded what.
+
+`deploy(root, executor="LocalExecutor")` starts the same deployment without redis and Celery workers:
+the scheduler runs every task itself, in its own NEURONFORGE_HOME (bench/pipeline.py measures a
+run's latency so). `extra_dags` adds DAG files (name -> source) beside the repo's, in a copy of its
+dags folder.
 """
 
 from __future__ import annotations
@@ -228,12 +233,20 @@ def _readable(line: str) -> str:
 
 
 # -- setup -------------------------------------------------------------------------------------------------
-def _config(airflow_home: Path, db_url: str, broker_url: str, api_port: int, log_port: int) -> str:
+def _config(
+    airflow_home: Path,
+    db_url: str,
+    broker_url: str,
+    api_port: int,
+    log_port: int,
+    executor: str = "CeleryExecutor",
+    dags_folder: Path = REPO / "dags",
+) -> str:
     return f"""\
 [core]
-dags_folder = {REPO / "dags"}
+dags_folder = {dags_folder}
 plugins_folder = {REPO / "plugins"}
-executor = CeleryExecutor
+executor = {executor}
 load_examples = False
 parallelism = 8
 max_active_tasks_per_dag = 8
@@ -302,7 +315,8 @@ def _base_env(airflow_home: Path, s3: CountingS3, store: str) -> dict[str, str]:
         {
             "AIRFLOW_HOME": str(airflow_home),
             "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
-            "PYTHONPATH": str(airflow_home / "config"),
+            # the checkout being tested first (over an editable install of another one)
+            "PYTHONPATH": os.pathsep.join((str(airflow_home / "config"), str(REPO))),
             "AWS_ENDPOINT_URL": s3.endpoint,
             "AWS_ACCESS_KEY_ID": "testing",
             "AWS_SECRET_ACCESS_KEY": "testing",
@@ -371,8 +385,9 @@ def _fake_toolchains(root: Path) -> dict[str, str]:
     }
 
 
-def deploy(root: Path) -> Deployment:
+def deploy(root: Path, executor: str = "CeleryExecutor", extra_dags: dict[str, str] | None = None) -> Deployment:
     """Start everything; on any failure stop what was started and re-raise with the services' logs."""
+    celery = executor == "CeleryExecutor"
     processes = Processes()
     s3 = CountingS3()
     timings: dict[str, float] = {}
@@ -392,13 +407,21 @@ def deploy(root: Path) -> Deployment:
         store = f"s3://{bucket}/store"
 
         db_url = start_postgres(root, processes)
-        broker_url = start_redis(root, processes)
+        broker_url = start_redis(root, processes) if celery else "redis://127.0.0.1:9/0"  # unused
         timings["postgres+redis+s3"] = time.monotonic() - t0
 
         airflow_home = root / "airflow"
         (airflow_home / "config").mkdir(parents=True)
         api_port, log_port = free_port(), free_port()
-        (airflow_home / "airflow.cfg").write_text(_config(airflow_home, db_url, broker_url, api_port, log_port))
+        dags_folder = REPO / "dags"
+        if extra_dags:
+            dags_folder = root / "dags"
+            shutil.copytree(REPO / "dags", dags_folder, ignore=shutil.ignore_patterns("__pycache__"))
+            for name, source in extra_dags.items():
+                (dags_folder / name).write_text(source)
+        (airflow_home / "airflow.cfg").write_text(
+            _config(airflow_home, db_url, broker_url, api_port, log_port, executor, dags_folder)
+        )
         password = secrets.token_urlsafe(12)
         (airflow_home / "passwords.json").write_text(json.dumps({ADMIN: password}))
         shutil.copy(
@@ -447,10 +470,12 @@ def deploy(root: Path) -> Deployment:
                 {**toolchains, "FAKE_NEURON_DEVICES": "2"},
             ),
         ]
+        if not celery:  # the scheduler runs the tasks
+            workers = []
         for w in workers:
             w.home.mkdir(parents=True)
         isolation = "separate-directories"
-        if namespaces_allowed() and _check_isolation(workers[0].root, workers[1].root):
+        if workers and namespaces_allowed() and _check_isolation(workers[0].root, workers[1].root):
             isolation = "mount-namespaces"
         for w in workers:
             others = [o.root for o in workers if o is not w]

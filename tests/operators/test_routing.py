@@ -42,6 +42,16 @@ def test_pool_slots_follow_the_targets_tp(task_id, map_index, conf, expected) ->
     assert pool_slots_for(task_id, map_index, conf) == expected
 
 
+def test_pool_slots_follow_the_groups_tickets_when_hits_left_the_run() -> None:
+    """Map index i is the group's i-th ticket: the targets the first task found published are not
+    in it, so the conf's order would size the wrong target."""
+    tickets = [{"target": {"tp_degree": 2, "profile": "vllm-neuron"}}]  # CONF's tp-8 target was a hit
+    assert pool_slots_for("neuron_2_26_1_target.smoke", 0, CONF) == 8
+    assert pool_slots_for("neuron_2_26_1_target.smoke", 0, CONF, tickets) == 2
+    assert pool_slots_for("neuron_2_26_1_target.smoke", 1, CONF, tickets) is None
+    assert pool_slots_for("neuron_2_26_1_target.compile_graphs", 0, CONF, tickets) is None  # a CPU worker's
+
+
 def test_hook_mutates_only_this_dags_sized_task_instances() -> None:
     ti = SimpleNamespace(dag_id=DAG_ID, task_id="neuron_2_26_1_target.smoke", map_index=0, pool_slots=1)
     task_instance_mutation_hook(ti, dag_run=SimpleNamespace(conf=CONF))

@@ -48,6 +48,18 @@ def test_second_run_is_a_cache_hit_without_compiling(compiled: Compiled) -> None
     assert set(again.timings) == {"prepare"}  # no fetch, no compile
 
 
+def test_a_hit_reads_the_index_once(compiled: Compiled, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The outcome of a hit is the artifact prepare's lookup found, not a second read of the index."""
+    import neuronforge.pipeline as pipeline
+
+    keys: list[str] = []
+    real = pipeline.lookup
+    monkeypatch.setattr(pipeline, "lookup", lambda store, key: keys.append(key) or real(store, key))
+    again = run_target(str(compiled.checkpoint), compiled.target, compiled.store, compiled.work_dir)
+    assert again.status == "cache-hit" and keys == [compiled.first.key]
+    assert again.published.manifest == compiled.first.published.manifest
+
+
 def test_compile_cache_entries_are_in_the_store_in_neuron_layout(compiled: Compiled) -> None:
     tc = compiled.first.published.manifest["toolchain"]
     prefix = layout.neuron_cache_prefix(tc["compiler"], tc["compiler_version"])
