@@ -9,6 +9,11 @@
 Graph hash: 20 hex chars of sha256 over the graph; flags hash: 8 hex chars of md5 over the flags
 (md5("")[:8] = d41d8cd9 for no flags, as the Neuron compiler names it). Only entries with
 `model.done` are ever read; uploads put `model.done` last, and `*.lock` files never leave the host.
+
+What the store holds of an entry this host uploaded or pulled (each file's size and sha256) is
+remembered beside the cache, per store, in `<root>/.nf-stored/<store digest>/<compiler dir>/<entry>.json`
+(outside the compiler's folder): `sync_to_store` reports it (`SyncReport.stored`), so a payload
+holding the same bytes (e.g. the cpu profile's graphs) is copied inside the store, not uploaded again.
 The store's copy lives under `neuron-cache/` (`layout.neuron_cache_prefix`), so for Neuron backends
 `NEURON_COMPILE_CACHE_URL=<store>/neuron-cache` is the very same cache.
 
@@ -24,8 +29,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
 import shutil
+import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -34,6 +41,7 @@ from typing import Any
 
 from neuronforge import layout
 from neuronforge.errors import StoreError
+from neuronforge.source import sha256_file
 from neuronforge.stores import ArtifactStore, NotFound, ObjectInfo
 
 log = logging.getLogger(__name__)
@@ -45,6 +53,7 @@ GRAPH_SET_IGNORED = frozenset({"_name_or_path", "transformers_version"})
 # "Compilation Successfully Completed for model.MODULE_<hash>+<flags>.hlo_module.pb").
 ENTRY_NAME = re.compile(r"MODULE_[0-9A-Za-z]+\+[0-9a-f]{8}")
 FAILED_LOG = "model.log"
+STORED = ".nf-stored"  # under the cache root: what the store holds of the entries this host synced or pulled
 
 
 def graph_hash(material: str) -> str:
@@ -67,9 +76,12 @@ class SyncReport:
     failed: list[str] = field(default_factory=list)  # compiles that left model.log without model.done
     incomplete: list[str] = field(default_factory=list)  # in progress (lock) or interrupted
     graph_set_recorded: bool = False
+    # Every file of the uploaded and already-present entries whose stored bytes this host knows
+    # ({"key", "size", "sha256"}): what a payload may copy inside the store. Not in `to_json`.
+    stored: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {k: (list(v) if isinstance(v, list) else v) for k, v in self.__dict__.items()}
+        return {k: (list(v) if isinstance(v, list) else v) for k, v in self.__dict__.items() if k != "stored"}
 
 
 class CompileCache:
@@ -103,9 +115,49 @@ class CompileCache:
                 return None
             shutil.rmtree(path, ignore_errors=True)
             tmp.rename(path)
+            self._remember_stored(name)  # the bytes just pulled are the store's
             log.info("compile cache: %s pulled from %s", name, self.store.uri(self.store_prefix))
             return path
         return None
+
+    def _stored_record(self, name: str) -> Path | None:
+        if self.store is None:
+            return None
+        store_digest = hashlib.sha256(self.store.root_uri.encode()).hexdigest()[:16]
+        return self.root / STORED / store_digest / self.dir_name / f"{name}.json"
+
+    def _remember_stored(self, name: str) -> list[dict[str, Any]]:
+        """Record that the store holds entry `name` with exactly the bytes of the local entry (this
+        host just uploaded or pulled them); returns the files as `SyncReport.stored` lists them."""
+        record = self._stored_record(name)
+        path = self.entry(name)
+        if record is None:
+            return []
+        files = [
+            {"path": p.relative_to(path).as_posix(), "size": p.stat().st_size, "sha256": sha256_file(p)}
+            for p in sorted(path.rglob("*"))
+            if p.is_file() and not p.name.endswith(".lock") and p.name != FAILED_LOG
+        ]
+        record.parent.mkdir(parents=True, exist_ok=True)
+        tmp = record.with_name(f".{record.name}.{uuid.uuid4().hex[:8]}")
+        tmp.write_text(json.dumps({"store": self.store.uri(f"{self.store_prefix}/{name}"), "files": files}) + "\n")
+        os.replace(tmp, record)
+        return self._stored_keys(name, files)
+
+    def _stored_keys(self, name: str, files: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [
+            {"key": f"{self.store_prefix}/{name}/{f['path']}", "size": f["size"], "sha256": f["sha256"]} for f in files
+        ]
+
+    def known_stored(self, name: str) -> list[dict[str, Any]]:
+        """What this host recorded the store holds of entry `name` (uploaded or pulled here); [] if
+        nothing (e.g. another host uploaded it while this one compiled the same graph: the bytes may differ)."""
+        record = self._stored_record(name)
+        try:
+            files = json.loads(record.read_text())["files"] if record is not None else []
+        except (OSError, ValueError, KeyError):
+            return []
+        return self._stored_keys(name, files)
 
     def begin(self, name: str, flags: Any) -> Path:
         """A fresh entry directory for a compile about to run (any stale attempt removed)."""
@@ -175,11 +227,13 @@ class CompileCache:
             prefix = f"{self.store_prefix}/{name}"
             if self.store.exists(f"{prefix}/{DONE}"):
                 report.already_present.append(name)
+                report.stored += self.known_stored(name)
                 continue
             skip = (*(p.name for p in path.iterdir() if p.name.endswith(".lock")), DONE)
             self.store.put_tree(path, prefix, exclude=skip)
             self.store.put_file(path / DONE, f"{prefix}/{DONE}")
             report.uploaded.append(name)
+            report.stored += self._remember_stored(name)
         for name in report.failed:
             log.warning("compile cache: %s failed to compile (model.log kept locally, not uploaded)", name)
         return report

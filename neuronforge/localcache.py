@@ -181,13 +181,75 @@ def adopt(folder: Path, ref: TreeRef, work_dir: Path, *, move: bool = True) -> P
     return final
 
 
-def publish_tree(store: ArtifactStore, folder: Path, prefix: str, manifest: dict[str, Any]) -> TreeRef:
+# (sha256, size) -> the key of an object the store already holds with exactly those bytes
+StoredObjects = dict[tuple[str, int], str]
+
+
+def stored_objects(manifest: dict[str, Any], prefix: str) -> StoredObjects:
+    """What a manifest of the folder `prefix` says the store holds there, by content."""
+    return {(str(f["sha256"]), int(f["size"])): f"{prefix}/{f['path']}" for f in manifest.get("files", [])}
+
+
+def stored_objects_of(store: ArtifactStore, ref: TreeRef, work_dir: Path) -> StoredObjects:
+    """`stored_objects` of the folder `ref` names, from this host's verified copy of its manifest when
+    there is one (no store access), else from the store (one small GET, checked against the ref)."""
+    local = objects_dir(work_dir) / ref.manifest_sha256 / layout.MANIFEST
+    try:
+        raw = local.read_bytes()
+    except OSError:
+        raw = b""
+    if hashlib.sha256(raw).hexdigest() != ref.manifest_sha256:
+        try:
+            raw = store.get_bytes(ref.manifest_key)
+        except NotFound:
+            return {}
+        if hashlib.sha256(raw).hexdigest() != ref.manifest_sha256:
+            return {}  # not the folder the ref pins: claim nothing about it
+    return stored_objects(json.loads(raw), ref.prefix)
+
+
+def publish_tree(
+    store: ArtifactStore,
+    folder: Path,
+    prefix: str,
+    manifest: dict[str, Any],
+    stored: StoredObjects | None = None,
+) -> TreeRef:
     """Upload `folder` under `prefix`, data first and its manifest last, and return the ref.
+
+    `stored` names objects the store already holds by content ((sha256, size) -> key, e.g. the
+    checkpoint's files and the compile-cache entries the compile just synced): each listed file
+    whose sha256 and size match one is copied inside the store (`ArtifactStore.copy_keys`, S3
+    CopyObject: no byte through this host) instead of uploaded; the rest is uploaded. A source
+    that vanished meanwhile (deleted, pruned) is uploaded after all.
 
     The manifest is created only if absent: when a concurrent writer of the same content won, its
     manifest is the one the ref pins (the data it lists is the same), so every reader agrees."""
     data = manifest_bytes(manifest)
-    store.put_tree(folder, prefix, exclude=(layout.MANIFEST, MARKER))
+    copies: list[tuple[str, str]] = []
+    copied: list[dict[str, Any]] = []
+    for f in manifest["files"]:
+        src, dst = (stored or {}).get((str(f["sha256"]), int(f["size"]))), f"{prefix}/{f['path']}"
+        if src is not None and src != dst:  # (an object is never copied onto itself: uploaded)
+            copies.append((src, dst))
+            copied.append(f)
+    if copies:
+        try:
+            store.copy_keys(copies)
+        except NotFound as exc:
+            log.warning("%s; uploading the files it would have copied instead", exc)
+            copied = []
+    skip = (layout.MANIFEST, MARKER, *(f["path"] for f in copied))
+    uploaded = store.put_tree(folder, prefix, exclude=skip)
+    if copied:
+        log.info(
+            "%s: %d files (%s) copied inside the store, %d uploaded (%s)",
+            store.uri(prefix),
+            len(copied),
+            _size(copied),
+            len(uploaded),
+            _size([{"size": o.size} for o in uploaded]),
+        )
     key = f"{prefix}/{layout.MANIFEST}"
     if not store.put_if_absent(data, key):
         data = store.get_bytes(key)

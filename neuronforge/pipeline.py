@@ -38,7 +38,15 @@ from neuronforge.buildstate import (
 )
 from neuronforge.checkpoint import verify_checkpoint
 from neuronforge.errors import InvalidInput, NeuronforgeError
-from neuronforge.localcache import adopt, file_entries, manifest_bytes, materialize, publish_tree
+from neuronforge.localcache import (
+    StoredObjects,
+    adopt,
+    file_entries,
+    manifest_bytes,
+    materialize,
+    publish_tree,
+    stored_objects_of,
+)
 from neuronforge.planner import Check, Plan, plan, static_problems
 from neuronforge.profiles import ServingProfile
 from neuronforge.profiles.registry import compile_request, profile_of
@@ -236,6 +244,18 @@ def compile_inputs(state: BuildState, ctx: Context) -> CompileInputs:
     return CompileInputs(compile_dir, checkpoint, quantized, dequantized, checkpoint)
 
 
+def stored_inputs(state: BuildState, ctx: Context) -> StoredObjects:
+    """The objects the store holds of the build's inputs, by content: the checkpoint mirror's files
+    and the quantized checkpoint's (from their manifests: this host's verified copies, else one small
+    GET each). A payload file with the same bytes (a tokenizer, a config, a profile's copy of the
+    checkpoint) is copied from there inside the store instead of uploaded."""
+    refs = [state.need("checkpoint")] + ([state.quantized.checkpoint] if state.quantized is not None else [])
+    stored: StoredObjects = {}
+    for ref in refs:
+        stored.update(stored_objects_of(ctx.store, ref, ctx.work_dir))
+    return stored
+
+
 # -- the stages ----------------------------------------------------------------------------------
 def _prepare(state: BuildState, ctx: Context) -> BuildState:
     """Pin the source, detect the toolchain, compute the key, look it up; a miss must pass the
@@ -379,7 +399,8 @@ def _compile(state: BuildState, ctx: Context) -> BuildState:
     }
     if state.quantized is not None:
         record["quantized"] = state.quantized.info
-    record["cache_sync"] = sync_cache(ctx.work_dir, toolchain, ctx.store, record).to_json()  # failures listed
+    synced = sync_cache(ctx.work_dir, toolchain, ctx.store, record)
+    record["cache_sync"] = synced.to_json()  # failures listed
     profile = state.profile
     payload, formats = assemble_payload(
         PayloadInput(
@@ -399,7 +420,11 @@ def _compile(state: BuildState, ctx: Context) -> BuildState:
     record["formats"] = formats
     manifest = {"schema_version": 1, "cache_key": key, "files": file_entries(payload)}
     prefix = layout.build_prefix(key, hashlib.sha256(manifest_bytes(manifest)).hexdigest())
-    ref = publish_tree(ctx.store, payload, prefix, manifest)
+    # Bytes once: what the store already holds (the checkpoint's files, the compile-cache entries just
+    # synced) is copied inside it, not uploaded a second time.
+    stored = stored_inputs(state, ctx)
+    stored.update({(f["sha256"], int(f["size"])): f["key"] for f in synced.stored})
+    ref = publish_tree(ctx.store, payload, prefix, manifest, stored=stored)
     adopt(payload, ref, ctx.work_dir)  # a smoke test on this host (the CLI) downloads nothing
     shutil.rmtree(out.build_dir, ignore_errors=True)
     return state.model_copy(update={"compiled": CompiledRef(build=ref, record=record)})

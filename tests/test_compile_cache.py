@@ -177,3 +177,42 @@ def test_an_upgraded_compiler_gets_its_own_labelled_folder(
     use = compile_through_cache(new, lambda: _compile_in_child(root, "llama", ["ctx"]))
     assert len(use.created) == 1 and not use.reused
     assert sorted(p.name for p in root.iterdir()) == [CDIR, "neuronxcc-2.22.12471.0+b4a00d10"]
+
+
+def _built(cache: CompileCache, name: str, graph: bytes) -> None:
+    path = cache.begin(name, {"opt": 2})
+    (path / "model.neff").write_bytes(graph)
+    cache.commit(path)
+
+
+def test_sync_reports_the_stored_bytes_it_knows_for_a_payload_to_copy(store, tmp_path: Path) -> None:
+    """`SyncReport.stored`: each file of an entry this host uploaded (or pulled) with the key, size and
+    sha256 the store holds — what the compile stage's payload copies inside the store instead of
+    uploading. An entry another host uploaded while this one compiled the same graph is not claimed:
+    its bytes may differ from this host's."""
+    import hashlib
+
+    name = "MODULE_16389337710168549518+e30acd3a"
+    a = CompileCache(tmp_path / "host-a", "neuronxcc", VERSION, store)
+    _built(a, name, b"neff of host a")
+    report = a.sync_to_store()
+    assert report.uploaded == [name] and "stored" not in report.to_json()  # not for the manifest
+    stored = {f["key"]: (f["size"], f["sha256"]) for f in report.stored}
+    assert set(stored) == {f"{PREFIX}/{name}/{f}" for f in ("model.neff", "compile_flags.json", "model.done")}
+    for key, (size, sha256) in stored.items():
+        data = store.get_bytes(key)
+        assert (len(data), hashlib.sha256(data).hexdigest()) == (size, sha256)
+    again = a.sync_to_store()  # already present, uploaded from here: still known
+    assert again.already_present == [name] and again.stored == report.stored
+
+    b = CompileCache(tmp_path / "host-b", "neuronxcc", VERSION, store)
+    _built(b, name, b"neff of host b")  # compiled here too, before host a's upload landed
+    raced = b.sync_to_store()
+    assert raced.already_present == [name] and raced.stored == []
+
+    c = CompileCache(tmp_path / "host-c", "neuronxcc", VERSION, store)
+    assert c.lookup(name) is not None  # pulled: these bytes are the store's
+    assert c.sync_to_store().stored == report.stored
+    elsewhere = CompileCache(tmp_path / "host-a", "neuronxcc", VERSION, open_store(str(tmp_path / "other")))
+    assert elsewhere.known_stored(name) == []  # what host a knows is per store
+    assert elsewhere.sync_to_store().uploaded == [name]

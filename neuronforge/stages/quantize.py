@@ -58,7 +58,7 @@ from neuronforge.formats.safetensors_stream import (
     read_rows,
     write_index,
 )
-from neuronforge.localcache import TreeRef, adopt, materialize, publish_tree, ref_of
+from neuronforge.localcache import StoredObjects, TreeRef, adopt, materialize, publish_tree, ref_of, stored_objects
 from neuronforge.quantization import KernelSwitch, absmax, dequantize, per_channel, scale_from_absmax, storage_dtype
 from neuronforge.quantized_names import (
     FP8_BOUNDS,
@@ -421,6 +421,16 @@ def _complete(folder: Path) -> dict[str, Any] | None:
     return manifest if ok else None
 
 
+def _checkpoint_objects(req: QuantizeRequest) -> StoredObjects:
+    """The store's mirror of the checkpoint by content, from the verified folder's MANIFEST.json: the
+    config and tokenizer files copied into the quantized checkpoint are copied inside the store."""
+    try:
+        manifest = json.loads((req.checkpoint_dir / layout.MANIFEST).read_text())
+    except (OSError, ValueError):
+        return {}
+    return stored_objects(manifest, layout.checkpoint_prefix(req.source))
+
+
 def quantize(req: QuantizeRequest, store: ArtifactStore | None = None) -> QuantizeResult:
     """The quantized checkpoint for the request: materialized from the store when it holds it
     complete (any host may have built it), else built in a unique staging folder and uploaded
@@ -441,7 +451,7 @@ def quantize(req: QuantizeRequest, store: ArtifactStore | None = None) -> Quanti
         manifest = write_quantized(req, staging, progress=lambda name: log.debug("quantized %s", name))
         ref = None
         if store is not None:
-            ref = publish_tree(store, staging, prefix, manifest)
+            ref = publish_tree(store, staging, prefix, manifest, stored=_checkpoint_objects(req))
             final = adopt(staging, ref, req.work_dir)
         else:
             shutil.rmtree(final, ignore_errors=True)

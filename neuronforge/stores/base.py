@@ -10,8 +10,8 @@ Every call below is safe to repeat. What each guarantees to a concurrent reader:
 - `put_if_absent`: atomic create-if-missing; exactly one of several concurrent callers gets True
   (file store: hard link of a complete temporary file, which fails if the name exists; S3:
   conditional PUT with `If-None-Match: *`, answered 412 when the key exists).
-- `copy_objects`: per object atomic, not as a whole (like `put_tree`); copies inside the store
-  never pass through this host (S3: server-side CopyObject / UploadPartCopy).
+- `copy_keys`, `copy_objects`: per object atomic, not as a whole (like `put_tree`); copies inside
+  the store never pass through this host (S3: server-side CopyObject / UploadPartCopy).
 - `delete_prefix`: removes objects one by one (not atomic); delete manifests before data.
 """
 
@@ -135,9 +135,14 @@ class ArtifactStore(ABC):
         """Download every object under `prefix` into `local_dir`, keeping relative paths."""
 
     @abstractmethod
+    def copy_keys(self, pairs: list[tuple[str, str]]) -> None:
+        """Copy each (source key, destination key) inside the store (the bytes do not travel
+        through this host); a missing source raises `NotFound`."""
+
     def copy_objects(self, src_prefix: str, dst_prefix: str, paths: list[str]) -> None:
         """Copy `src_prefix/<path>` to `dst_prefix/<path>` for each relative path, inside the store
         (the bytes do not travel through this host)."""
+        self.copy_keys([(join(src_prefix, rel), join(dst_prefix, rel)) for rel in paths])
 
     @abstractmethod
     def probe(self, write: bool) -> None:

@@ -157,12 +157,12 @@ class FileStore(ArtifactStore):
             out.append(ObjectInfo(join(prefix, rel), path.stat().st_size))
         return out
 
-    def copy_objects(self, src_prefix: str, dst_prefix: str, paths: list[str]) -> None:
-        for rel in paths:
-            src = self._path(join(src_prefix, rel))
+    def copy_keys(self, pairs: list[tuple[str, str]]) -> None:
+        for src_key, dst_key in pairs:
+            src = self._path(src_key)
             if not src.is_file():
-                raise NotFound(f"{self.uri(join(src_prefix, rel))} does not exist")
-            self.put_file(src, join(dst_prefix, rel))
+                raise NotFound(f"{self.uri(src_key)} does not exist")
+            self.put_file(src, dst_key)
 
     def get_tree(self, prefix: str, local_dir: Path) -> list[ObjectInfo]:
         objects = self.list(prefix)

@@ -301,23 +301,19 @@ class S3Store(ArtifactStore):
         except ClientError as exc:
             raise self._wrap(exc, pairs[0][0] if pairs else "") from None
 
-    def copy_objects(self, src_prefix: str, dst_prefix: str, paths: list[str]) -> None:
+    def copy_keys(self, pairs: list[tuple[str, str]]) -> None:
         """Server-side copies through the transfer manager (CopyObject, or UploadPartCopy in parts
         above the multipart threshold, in parallel): no byte goes through this host."""
-        try:
-            with create_transfer_manager(self.client, self.transfer_config) as mgr:
-                futures = [
-                    mgr.copy(
-                        {"Bucket": self.bucket, "Key": self._key(join(src_prefix, rel))},
-                        self.bucket,
-                        self._key(join(dst_prefix, rel)),
-                    )
-                    for rel in paths
-                ]
-                for future in futures:
+        with create_transfer_manager(self.client, self.transfer_config) as mgr:
+            futures = [
+                (src, mgr.copy({"Bucket": self.bucket, "Key": self._key(src)}, self.bucket, self._key(dst)))
+                for src, dst in pairs
+            ]
+            for src, future in futures:
+                try:
                     future.result()
-        except ClientError as exc:
-            raise self._wrap(exc, src_prefix) from None
+                except ClientError as exc:
+                    raise self._wrap(exc, src) from None
 
     def get_tree(self, prefix: str, local_dir: Path) -> list[ObjectInfo]:
         objects = self.list(prefix)
@@ -366,6 +362,6 @@ for _name in (
     "delete_prefix",
     "put_tree",
     "get_tree",
-    "copy_objects",
+    "copy_keys",
 ):
     setattr(S3Store, _name, _translated(getattr(S3Store, _name)))

@@ -1,5 +1,6 @@
 """The instrument of `bench/bytes_moved.py`: its endpoint counts exactly the bytes it serves (GET
-response bodies, ranged and whole) and receives (PUT bodies, multipart parts), per host."""
+response bodies, ranged and whole), receives (PUT bodies, multipart parts) and copies server-side
+(CopyObject, UploadPartCopy ranges: counted apart, no body), per host; and the goals it checks."""
 
 from __future__ import annotations
 
@@ -57,5 +58,50 @@ def test_counts_get_and_put_bodies_per_host(bench, tmp_path: Path, monkeypatch: 
         assert sum(r.bytes_out for r in gets if r.host == "host-b") == 2
         assert all(bench.is_checkpoint_key(r.key) for r in gets if r.host == "host-a")
         assert not any(bench.is_checkpoint_key(r.key) for r in gets if r.host == "host-b")
+
+        # Server-side copies: a small one (CopyObject) and a multipart one (UploadPartCopy, 3 ranges).
+        a = client("host-a")
+        a.copy_object(Bucket=bucket, Key="store/artifacts/k/index.json", CopySource=f"{bucket}/store/index/k.json")
+        src = {"Bucket": bucket, "Key": "models/m/big.safetensors"}
+        a.copy(src, bucket, "store/builds/k/d/model/big.safetensors", Config=parts)
+        reqs = counter.take()
+        copies = [r for r in reqs if r.copy_source]
+        assert {r.copy_source for r in copies} == {f"{bucket}/store/index/k.json", f"{bucket}/models/m/big.safetensors"}
+        assert sum(r.bytes_in for r in reqs if r.method == "PUT") == 0  # no body went up
+        per_area = {area: sum(r.bytes_copied for r in copies if r.area == area) for area in {r.area for r in copies}}
+        assert per_area == {"store/artifacts/": 2, "store/builds/": 12 * MIB + 5}
+        assert len([r for r in copies if r.area == "store/builds/"]) == 3  # the parts' ranges add up
     finally:
         server.shutdown()
+
+
+def test_goals_count_uploads_outside_the_compile_cache_and_index_reads(bench) -> None:
+    ckpt = 1000
+
+    def req(method: str, key: str, bytes_in: int = 0, bytes_out: int = 0, source: str = "", copied: int = 0):
+        return bench.Request(
+            "host-a", method, f"{bench.BUCKET}/store/{key}", "", "200", bytes_out, bytes_in, source, copied
+        )
+
+    def cold(puts: list, copies: list) -> object:
+        return bench.Row("cold", ckpt, [], puts, copies, 1.0, ["published"], ["host-a"], ["k"])
+
+    within = cold(
+        [req("PUT", "checkpoints/m/w", 1000), req("PUT", "builds/k/d/w", 1040), req("PUT", "neuron-cache/c/M/g", 900)],
+        [req("PUT", "artifacts/m/w", source="b/store/builds/k/d/w", copied=1040)],
+    )
+    assert bench.check(within) == []  # 2.04x outside the compile cache; the cache and the copy reported apart
+    over = cold([req("PUT", "checkpoints/m/w", 1000), req("PUT", "builds/k/d/w", 1060)], [])
+    assert any("2.06" in f for f in bench.check(over))
+    assert any(line.startswith("FAIL") for line in bench.goal_lines([over]))
+
+    def hit(gets: list) -> object:
+        return bench.Row("hit", ckpt * 100, gets, [], [], 1.0, ["cache-hit"], ["host-a"], ["k"])
+
+    once = hit([req("GET", "index/k.json", bytes_out=300), req("GET", "artifacts/m/manifest.json", bytes_out=900)])
+    assert bench.check(once) == [] and once.index_gets() == 1
+    twice = hit([req("GET", "index/k.json", bytes_out=300)] * 2)
+    assert any("index" in f for f in bench.check(twice))
+    assert any(line.startswith("FAIL") and "index" in line for line in bench.goal_lines([twice]))
+    big = hit([req("GET", "index/k.json", bytes_out=300), req("GET", "farm-index/p", bytes_out=65 * 1024)])
+    assert any("bytes" in f for f in bench.check(big))

@@ -171,6 +171,42 @@ def test_same_flow_against_s3(compiled: Compiled, s3_bucket: str) -> None:
     assert run_target(str(compiled.checkpoint), compiled.target, store, compiled.work_dir).status == "cache-hit"
 
 
+def test_a_build_to_s3_stages_the_bytes_the_store_holds_by_copying_them(compiled: Compiled, s3_bucket: str) -> None:
+    """Bytes once: the staged payload's compiled graphs are the compile-cache entries the compile just
+    synced, and its config and tokenizer are the checkpoint mirror's, byte for byte; each is copied
+    inside the store (CopyObject: `x-amz-copy-source`, no body), not uploaded a second time."""
+    import uuid
+    from urllib.parse import unquote, urlsplit
+
+    store = open_store(f"s3://{s3_bucket}/nf")
+    puts: list[tuple[str, str | None]] = []  # (key, copy source) of every PUT, as sent
+
+    def seen(request, **_) -> None:
+        if request.method == "PUT":
+            src = request.headers.get("x-amz-copy-source")
+            src = src.decode() if isinstance(src, bytes) else src
+            key = unquote(urlsplit(request.url).path).removeprefix(f"/{s3_bucket}/nf/")
+            puts.append((key, unquote(src).lstrip("/").removeprefix(f"{s3_bucket}/nf/") if src else None))
+
+    hook = f"bytes-once-{uuid.uuid4().hex}"
+    store.client.meta.events.register("before-send.s3", seen, unique_id=hook)
+    try:
+        out = run_target(str(compiled.checkpoint), compiled.target, store, compiled.work_dir)
+    finally:
+        store.client.meta.events.unregister("before-send.s3", unique_id=hook)
+    assert out.status == "published"
+    staged = {key.split("/", 3)[3]: src for key, src in puts if key.startswith(f"builds/{out.key}/")}
+    graphs = {path: src for path, src in staged.items() if path.endswith(".pt2")}
+    assert sorted(graphs) == ["cpu-aoti/graphs/decode.pt2", "cpu-aoti/graphs/prefill-32.pt2"]
+    entries = {o.key for o in store.list("neuron-cache") if o.key.endswith("/model.pt2")}
+    assert set(graphs.values()) == entries  # each from its compile-cache entry, none uploaded
+    assert staged["cpu-aoti/tokenizer.json"].startswith("checkpoints/")
+    assert staged["cpu-aoti/config.json"].startswith("checkpoints/")
+    assert staged["cpu-aoti/weights.safetensors"] is None  # re-saved for the artifact: new bytes, uploaded
+    manifest = f"{out.published.prefix}/{layout.ARTIFACT_MANIFEST}"
+    assert verify_manifest(store, manifest) == []  # the artifact copied from the staged payload is intact
+
+
 def test_lookup_ignores_an_index_pointing_at_an_incomplete_artifact(compiled: Compiled, tmp_path: Path) -> None:
     store = open_store(f"file://{tmp_path / 'copy'}")
     for o in compiled.store.list():

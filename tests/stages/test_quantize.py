@@ -269,3 +269,22 @@ def test_f8e4m3_checkpoint_and_its_dequantized_reference_use_the_240_range(metho
             assert qw.abs().max() == 240.0 and (qw.abs() <= 240).all()
             assert torch.equal(f.get_tensor(name), qw * scale)
             assert torch.allclose(f.get_tensor(name), w.float(), rtol=0.07, atol=float(scale.max()) * 8)
+
+
+def test_the_files_copied_from_the_checkpoint_are_copied_inside_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The config and tokenizer the quantized checkpoint shares with the checkpoint are copied from the
+    checkpoint's mirror inside the store, not uploaded a second time."""
+    store, fetched = _fetched(make_tiny_llama(tmp_path / "src", tokenizer=True), tmp_path)
+    copies: list[tuple[str, str]] = []
+    copy_keys = store.copy_keys
+    monkeypatch.setattr(store, "copy_keys", lambda pairs: copies.extend(pairs) or copy_keys(pairs))
+    result = quantize(_request(fetched, tmp_path), store)
+    mirror = layout.checkpoint_prefix(fetched.source)
+    copied = {dst.rsplit("/", 1)[1]: src for src, dst in copies}
+    assert {"config.json", "tokenizer.json"} <= set(copied)
+    assert all(src == f"{mirror}/{name}" for name, src in copied.items())
+    assert not any(name.endswith(".safetensors") for name in copied)  # the quantized weights are new bytes
+    for name in copied:
+        assert store.get_bytes(f"{result.prefix}/{name}") == (fetched.local_dir / name).read_bytes()

@@ -132,6 +132,23 @@ def test_delete_prefix_removes_only_that_prefix(store) -> None:
     assert [o.key for o in store.list()] == ["pq/4"]
 
 
+def test_copy_keys_copies_inside_the_store_and_refuses_a_missing_source(store) -> None:
+    store.put_bytes(b"weights", "checkpoints/m/model.safetensors")
+    store.put_bytes(b"graph", "neuron-cache/c+1/MODULE_a+b/model.pt2")
+    store.copy_keys(
+        [("checkpoints/m/model.safetensors", "builds/k/d/model/model.safetensors"),
+         ("neuron-cache/c+1/MODULE_a+b/model.pt2", "builds/k/d/graphs/prefill.pt2")]
+    )  # fmt: skip
+    assert store.get_bytes("builds/k/d/model/model.safetensors") == b"weights"
+    assert store.get_bytes("builds/k/d/graphs/prefill.pt2") == b"graph"
+    assert store.get_bytes("checkpoints/m/model.safetensors") == b"weights"  # a copy, not a move
+    store.copy_objects("builds/k/d", "artifacts/k", ["graphs/prefill.pt2"])
+    assert store.get_bytes("artifacts/k/graphs/prefill.pt2") == b"graph"
+    with pytest.raises(NotFound):
+        store.copy_keys([("checkpoints/m/gone.safetensors", "builds/k/d/gone")])
+    assert not store.exists("builds/k/d/gone")
+
+
 def test_put_if_absent_creates_once(store) -> None:
     assert store.put_if_absent(b"first", "locks/k") is True
     assert store.put_if_absent(b"second", "locks/k") is False
