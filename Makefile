@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lint format bench-transfer bench-pipeline bench-cache-seed bench-quantize bench-bytes bench-sweep bench-hosts bench-farm bench-dag-parse clean
+.PHONY: setup demo test lint format docs docs-build bench-transfer bench-pipeline bench-cache-seed bench-quantize bench-bytes bench-sweep bench-hosts bench-farm bench-dag-parse clean
 
 setup: $(STAMP)
 
@@ -38,6 +38,14 @@ lint: setup
 format: setup
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
+
+# The documentation site (mkdocs.yml, docs/): served with live reload on http://127.0.0.1:8000
+docs: setup
+	$(VENV)/bin/mkdocs serve
+
+# The same site as static files in site/, failing on any warning (a broken link, a page not in the nav)
+docs-build: setup
+	$(VENV)/bin/mkdocs build --strict
 
 bench-pipeline: setup
 	$(PY) bench/pipeline.py

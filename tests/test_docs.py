@@ -1,0 +1,266 @@
+"""Every shell example of the documentation (README.md and docs/**/*.md) is checked, so a page that drifts
+from the code fails here.
+
+Each fenced shell block (```console, ```bash, ```sh, ```shell) carries a marker, an HTML comment on the
+line just before its fence (invisible on GitHub and in the mkdocs site):
+
+    <!-- docs-test: run -->                 executed; `$ ` lines are commands, the lines under each are its
+                                            expected stdout (exit 0)
+    <!-- docs-test: run exit=3 -->          the same, each command exits 3 and the expected lines are its
+                                            stdout then stderr (an error is shown as the user sees it)
+    <!-- docs-test: syntax REASON -->       not executed (REASON: it needs a Neuron host, a cloud, Docker,
+                                            a running server, or takes minutes): every `neuronforge ...` is
+                                            parsed by the CLI's own parser, every `make X` must be a Makefile
+                                            target, and the whole block must pass `bash -n`
+
+Expected output is matched line by line, exactly, except: a line that is only `…` matches any number
+of lines (none included), and `…` inside a line matches any characters there (`"cache_key": "…`).
+
+`run` blocks execute in page order, each page in a fresh directory that looks like a fresh clone (a
+link to every top-level entry of the repository) with `.neuronforge` linked to one home shared by the
+session, and `neuronforge` on PATH. The session starts as `make demo` leaves a clone: the demo's
+target published in `.neuronforge/store` (built once with `neuronforge run`; later examples hit it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from neuronforge import settings
+from neuronforge.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+SHELLS = ("console", "bash", "sh", "shell")
+FENCE = re.compile(r"^(?P<fence>```+|~~~+)[ \t]*(?P<info>[^\n]*)$")
+MARKER = re.compile(r"^<!--\s*docs-test:\s*(?P<kind>\w+)(?P<rest>.*?)-->\s*$")
+ELLIPSIS = ("…", "...")
+
+
+@dataclass(frozen=True)
+class Block:
+    page: Path
+    line: int  # 1-based line of the opening fence
+    lang: str
+    kind: str | None  # run | syntax | None (unmarked)
+    options: str
+    text: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+
+def blocks(page: Path) -> list[Block]:
+    """Every fenced block of a page whose language is a shell, with the marker before it."""
+    lines = page.read_text().splitlines()
+    out: list[Block] = []
+    i = 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        fence, info = m["fence"], m["info"].strip()
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == fence), len(lines))
+        lang = info.split()[0].lstrip(".").strip("{}") if info else ""
+        if lang in SHELLS:
+            prev = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
+            mm = MARKER.match(prev.strip())
+            text = "\n".join(lines[i + 1 : end]) + "\n"
+            out.append(Block(page, i + 1, lang, mm["kind"] if mm else None, (mm["rest"] if mm else "").strip(), text))
+        i = end + 1
+    return out
+
+
+ALL = [b for page in PAGES for b in blocks(page)]
+
+
+def _id(b: Block) -> str:
+    return f"{b.where}[{b.kind}]"
+
+
+def commands(block: Block) -> list[tuple[str, str]]:
+    """(command, expected output) pairs: `$ ` lines of a console block (a trailing `\\` continues a
+    command on the next line); every line of a bash block (comments dropped, no expected output)."""
+    out: list[tuple[str, str]] = []
+    lines = block.text.splitlines()
+    if block.lang == "console":
+        i = 0
+        while i < len(lines):
+            if not lines[i].startswith("$ "):
+                assert not out, f"{block.where}: output line before any `$ ` command: {lines[i]!r}"
+                i += 1
+                continue
+            cmd = lines[i][2:]
+            while cmd.endswith("\\") and i + 1 < len(lines):
+                i += 1
+                cmd = cmd[:-1] + " " + lines[i].strip()
+            i += 1
+            expected: list[str] = []
+            while i < len(lines) and not lines[i].startswith("$ "):
+                expected.append(lines[i])
+                i += 1
+            out.append((cmd, "\n".join(expected)))
+        return out
+    joined = re.sub(r"\\\n", " ", block.text)
+    for line in joined.splitlines():
+        words = shlex.split(line, comments=True)
+        if words:
+            out.append((shlex.join(words), ""))
+    return out
+
+
+def matches(expected: str, actual: str) -> bool:
+    """`…` alone on a line: any lines (none included); `…` inside a line: any characters there."""
+    pattern = ""
+    for line in expected.splitlines():
+        if line.strip() in ELLIPSIS:
+            pattern += r"(?:[^\n]*\n)*?"
+        else:
+            pattern += r"[^\n]*".join(re.escape(part) for part in line.split("…")) + r"\n"
+    text = actual if actual.endswith("\n") or not actual else actual + "\n"
+    return re.fullmatch(pattern, text) is not None
+
+
+def test_every_shell_block_is_marked() -> None:
+    bad = [f"{b.where}: ```{b.lang} without a <!-- docs-test: run|syntax --> marker" for b in ALL if b.kind is None]
+    bad += [f"{b.where}: unknown kind {b.kind!r}" for b in ALL if b.kind not in (None, "run", "syntax")]
+    bad += [f"{b.where}: a syntax block needs a reason" for b in ALL if b.kind == "syntax" and not b.options]
+    bad += [f"{b.where}: run blocks are ```console" for b in ALL if b.kind == "run" and b.lang != "console"]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_docs_have_examples() -> None:
+    runs = [b for b in ALL if b.kind == "run"]
+    assert len(runs) >= 10 and {b.page.name for b in runs} >= {"README.md", "cli.md"}
+
+
+def test_the_matcher() -> None:
+    assert matches("a\n…\nz", "a\nb\nc\nz\n") and matches("a\n…\nz", "a\nz\n")
+    assert matches("x: 1…", "x: 12 34\n") and not matches("x: 1…", "x: 2\n")
+    assert matches("…b…", "abc\n") and not matches("…b…", "ac\n")
+    assert not matches("a\nz", "a\nb\nz\n") and not matches("a", "a\nb\n")
+
+
+# ---- syntax blocks ---------------------------------------------------------------------------------
+
+MAKE_TARGETS = set(re.findall(r"^([A-Za-z][\w-]*):", (ROOT / "Makefile").read_text(), re.M))
+
+
+def _argv(command: str) -> list[str]:
+    words = shlex.split(command, comments=True)
+    while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):
+        words = words[1:]  # VAR=value prefixes
+    return words
+
+
+@pytest.mark.parametrize("block", [b for b in ALL if b.kind == "syntax"], ids=_id)
+def test_syntax_block(block: Block) -> None:
+    script = "\n".join(c for c, _ in commands(block))
+    done = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
+    assert done.returncode == 0, f"{block.where}: bash -n: {done.stderr}"
+    for command, _ in commands(block):
+        for part in re.split(r"\s(?:&&|\|\||;|\|)\s", command):
+            argv = _argv(part)
+            if not argv:
+                continue
+            if Path(argv[0]).name == "neuronforge":
+                try:
+                    build_parser().parse_args(argv[1:])
+                except SystemExit as exc:
+                    pytest.fail(f"{block.where}: the CLI refuses {part!r} (exit {exc.code})")
+            elif argv[0] == "make":
+                targets = [a for a in argv[1:] if not a.startswith("-") and "=" not in a]
+                missing = [t for t in targets if t not in MAKE_TARGETS]
+                assert not missing, f"{block.where}: no Makefile target {missing} in {part!r}"
+
+
+# ---- run blocks ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def docs_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's NEURONFORGE_HOME, as `make demo` leaves it: the demo target published."""
+    home = tmp_path_factory.mktemp("docs-home")
+    t = settings.DEFAULT_TARGET
+    argv = ["run", "--instance", t["instance_type"], "--tp", str(t["tp_degree"]), "--seq-len"]
+    argv += [str(t["sequence_length"]), "--max-context-length", str(t["max_context_length"]), "--dtype", t["dtype"]]
+    done = subprocess.run(_neuronforge(argv), env=_env(home), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    return home
+
+
+def _neuronforge(argv: list[str]) -> list[str]:
+    return [str(Path(sys.executable).parent / "neuronforge"), *argv]
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEURONFORGE_")}
+    env["NEURONFORGE_HOME"] = str(home)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    env["COLUMNS"] = "120"
+    return env
+
+
+def _clone(where: Path, home: Path) -> Path:
+    """A directory that looks like a fresh clone: each tracked top-level entry linked, `.neuronforge` the
+    session's home."""
+    where.mkdir()
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    for name in sorted({line.split("/", 1)[0] for line in tracked.splitlines() if line}):
+        if (ROOT / name).exists():
+            (where / name).symlink_to(ROOT / name)
+    (where / ".neuronforge").symlink_to(home)
+    return where
+
+
+RUN_PAGES = [p for p in PAGES if any(b.kind == "run" for b in blocks(p))]
+
+
+@pytest.mark.parametrize("page", RUN_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_run_blocks(page: Path, docs_home: Path, tmp_path: Path) -> None:
+    cwd = _clone(tmp_path / "clone", docs_home)
+    failures = []
+    for block in (b for b in blocks(page) if b.kind == "run"):
+        exit_code = int(re.search(r"exit=(\d+)", block.options)[1]) if "exit=" in block.options else 0
+        for command, expected in commands(block):
+            done = subprocess.run(
+                ["bash", "-o", "pipefail", "-c", command],
+                cwd=cwd,
+                env=_env(docs_home),
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            actual = done.stdout + (done.stderr if exit_code else "")
+            if done.returncode != exit_code:
+                failures.append(f"{block.where}: `{command}` exited {done.returncode}, not {exit_code}:\n{done.stderr}")
+            elif not matches(expected, actual):
+                failures.append(f"{block.where}: `{command}` printed\n{actual}\ninstead of\n{expected}\n")
+    assert not failures, "\n".join(failures)
+
+
+# ---- the site ----------------------------------------------------------------------------------------
+
+
+def test_mkdocs_build_strict(tmp_path: Path) -> None:
+    """`mkdocs build --strict`: every page in the nav, every link and anchor resolves."""
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "site" / "index.html").is_file()
