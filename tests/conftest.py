@@ -261,7 +261,7 @@ def policy(monkeypatch: pytest.MonkeyPatch):
 
 @pytest.fixture
 def neuron_deployment(airflow_db: str, policy) -> None:
-    """What the README's deploy steps set up for Neuron targets: the cluster policy and the
+    """What the deploy steps (docs/deploy.md) set up for Neuron targets: the cluster policy and the
     `neuron_cores` pool (8 slots), as the run-start check requires."""
     from airflow.models.pool import Pool
 
