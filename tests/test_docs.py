@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ import pytest
 
 from neuronforge import settings
 from neuronforge.cli import build_parser
+from tests.conftest import Compiled
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -188,9 +190,15 @@ def test_syntax_block(block: Block) -> None:
 
 
 @pytest.fixture(scope="session")
-def docs_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's NEURONFORGE_HOME, as `make demo` leaves it: the demo target published."""
+def docs_home(tmp_path_factory: pytest.TempPathFactory, compiled: Compiled) -> Path:
+    """The session's NEURONFORGE_HOME, as `make demo` leaves it: the demo's target published, by a real
+    `neuronforge run`. The embedded model is the session's tiny Llama (same generator, same target), so
+    the store starts with the compile cache of the session's one compile: the graphs are reused, not
+    compiled again."""
     home = tmp_path_factory.mktemp("docs-home")
+    shutil.copytree(
+        Path(compiled.store.root_uri.removeprefix("file://")) / "neuron-cache", home / "store" / "neuron-cache"
+    )
     t = settings.DEFAULT_TARGET
     argv = ["run", "--instance", t["instance_type"], "--tp", str(t["tp_degree"]), "--seq-len"]
     argv += [str(t["sequence_length"]), "--max-context-length", str(t["max_context_length"]), "--dtype", t["dtype"]]
