@@ -153,6 +153,13 @@ def test_the_matcher() -> None:
     assert not matches("a\nz", "a\nb\nz\n") and not matches("a", "a\nb\n")
 
 
+def test_the_readme_links_resolve() -> None:
+    """mkdocs checks the links of docs/; the README's own relative links must name files of the clone."""
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", (ROOT / "README.md").read_text())
+    local = [link for link in links if "://" not in link]
+    assert local and all((ROOT / link).exists() for link in local), [x for x in local if not (ROOT / x).exists()]
+
+
 # ---- syntax blocks ---------------------------------------------------------------------------------
 
 MAKE_TARGETS = set(re.findall(r"^([A-Za-z][\w-]*):", (ROOT / "Makefile").read_text(), re.M))
@@ -224,8 +231,10 @@ def _clone(where: Path, home: Path) -> Path:
     """A directory that looks like a fresh clone: each tracked top-level entry linked, `.neuronforge` the
     session's home."""
     where.mkdir()
-    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    for name in sorted({line.split("/", 1)[0] for line in tracked.splitlines() if line}):
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout
+    names = {line.split("/", 1)[0] for line in tracked.splitlines() if line}
+    names = names or {p.name for p in ROOT.iterdir() if not p.name.startswith(".")}  # not a git checkout
+    for name in sorted(names - {".neuronforge"}):
         if (ROOT / name).exists():
             (where / name).symlink_to(ROOT / name)
     (where / ".neuronforge").symlink_to(home)
