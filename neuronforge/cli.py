@@ -531,8 +531,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"{'hosts' if i == 0 else '':<10} {line}")
     size = sum(f["size"] for f in m["files"])
     print(f"files      {len(m['files'])} ({size} bytes), published {m['published_at']}")
-    for i, (name, uri) in enumerate(_output_uris(store, prefix, m.get("formats") or {}).items()):
-        print(f"{'outputs' if i == 0 else '':<10} {name}  {uri}")
+    outputs = _output_uris(store, prefix, m.get("formats") or {})
+    width = max(map(len, outputs), default=0)
+    for i, (name, uri) in enumerate(outputs.items()):
+        print(f"{'outputs' if i == 0 else '':<10} {name:<{width}}  {uri}")
     return EXIT_OK
 
 
