@@ -1,12 +1,11 @@
+# PYTHON_ARGCOMPLETE_OK
 """`neuronforge` command line.
 
-Exit codes (a contract later tooling relies on):
-  0  success; for `plan`, the configuration is valid and fits
-  1  a store or environment failure
-  2  usage error: unknown instance, malformed value, missing file
-  3  `plan`: the configuration is invalid or does not fit; `fetch`: the checkpoint failed verification
-  3  `verify`: a file does not match the manifest, or the profile's consumer would refuse the artifact
-  4  `catalog stale`: some catalog target has no artifact for the current toolchain
+Every command that takes a target defaults to the same serving profile (`settings.default_profile()`:
+NEURONFORGE_PROFILE, else `cpu`); every command that reads or writes a store defaults to the same store
+(`settings.store_uri()`: NEURONFORGE_STORE, else the local store under NEURONFORGE_HOME). The exit codes
+are a contract later tooling relies on: `ExitCode` and `EXIT_CODES` below are their one table (printed at
+the end of `neuronforge --help`).
 """
 
 from __future__ import annotations
@@ -15,14 +14,49 @@ import argparse
 import errno
 import json
 import logging
+import os
+import re
 import sys
+from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
 from neuronforge import settings
 from neuronforge.errors import CheckpointError, InvalidInput, NeuronforgeError
 
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_REJECTED, EXIT_STALE = 0, 1, 2, 3, 4
+
+class ExitCode(IntEnum):
+    OK = 0
+    FAILURE = 1
+    USAGE = 2
+    REJECTED = 3
+    STALE = 4
+
+
+# The one exit-code table: what each code means, per command where it differs.
+EXIT_CODES: dict[ExitCode, str] = {
+    ExitCode.OK: "success; for `plan`, the configuration is valid and fits",
+    ExitCode.FAILURE: "a store or environment failure (unreachable store, full disk, ...)",
+    ExitCode.USAGE: "usage error: unknown instance or profile, malformed value, missing file, unknown key",
+    ExitCode.REJECTED: "`plan`/`run`: the configuration is invalid or does not fit (or `run`'s smoke test failed); "
+    "`fetch`/`quantize`: the checkpoint failed verification; `verify`: a file does not match the manifest, "
+    "the farm index disagrees with the manifests, or the profile's consumer would refuse the artifact; "
+    "`catalog check`: the catalog has problems",
+    ExitCode.STALE: "`catalog stale`: some catalog target has no artifact for the current toolchain",
+}
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_REJECTED, EXIT_STALE = (
+    ExitCode.OK,
+    ExitCode.FAILURE,
+    ExitCode.USAGE,
+    ExitCode.REJECTED,
+    ExitCode.STALE,
+)
+
+# Options whose value may start with `-` (`--compiler-flags "-O1"`): argparse would take the value for an
+# option, so `main` joins them to `--option=value` before parsing.
+DASH_VALUE_OPTIONS = ("--compiler-flags", "--prompt")
+JSON_HELP = "print JSON instead of text"
+WORK_DIR_HELP = "local work dir for downloads and builds (default: $NEURONFORGE_HOME/work)"
 
 
 def _default_work_dir() -> Path:
@@ -30,14 +64,64 @@ def _default_work_dir() -> Path:
     return settings.work_dir()
 
 
-def _add_target_args(p: argparse.ArgumentParser, profile_default: str = "cpu") -> None:
-    p.add_argument("--instance", required=True, help="instance type, e.g. inf2.xlarge")
+def _store_help(what: str = "store URI: file:///path, a path, or s3://bucket/prefix") -> str:
+    return f"{what} (default: $NEURONFORGE_STORE, else the local store $NEURONFORGE_HOME/store: {settings.store_uri()})"
+
+
+def _add_store_args(p: argparse.ArgumentParser, *, positional: bool = False) -> None:
+    """`--store URI` (and, where the store was a positional argument, an optional positional STORE);
+    `_resolve_store` turns them into `args.store`, the default store when neither is given."""
+    if positional:
+        p.add_argument("store_pos", nargs="?", metavar="STORE", help=_store_help("store URI, the same as --store"))
+    p.add_argument("--store", dest="store_opt", metavar="URI", help=_store_help())
+
+
+def _resolve_store(args: argparse.Namespace) -> None:
+    """`args.store`: the store a command reads or writes (given, else NEURONFORGE_STORE, else local)."""
+    if not hasattr(args, "store_opt"):
+        return
+    pos = getattr(args, "store_pos", None)
+    if pos and args.store_opt:
+        if getattr(args, "prefix", "") is None:  # `store ls --store URI PREFIX`: the one positional is the prefix
+            args.prefix, pos = pos, None
+        elif pos != args.store_opt:
+            raise InvalidInput(f"two stores given ({pos} and --store {args.store_opt}): give one")
+    args.store = settings.store_uri(args.store_opt or pos)
+
+
+def _profile_help() -> str:
+    return (
+        "serving profile: the stack that will load the artifact (`neuronforge profiles` lists them; default: "
+        f"$NEURONFORGE_PROFILE, else {settings.DEFAULT_PROFILE}: {settings.default_profile()}). `plan` checks "
+        "the Neuron instance's limits for every profile, cpu included: the same checks `run` applies"
+    )
+
+
+def _completes(action: argparse.Action, completer: Any) -> None:
+    """Tab completion of the option's values (argcomplete reads `action.completer`)."""
+    action.completer = completer  # type: ignore[attr-defined]
+
+
+def _complete_profiles(**_: Any) -> list[str]:
+    from neuronforge.profiles.registry import profile_names
+
+    return profile_names()
+
+
+def _complete_instances(**_: Any) -> list[str]:
+    from neuronforge.instances import INSTANCES
+
+    return list(INSTANCES)
+
+
+def _add_target_args(p: argparse.ArgumentParser) -> None:
+    _completes(p.add_argument("--instance", required=True, help="instance type, e.g. inf2.xlarge"), _complete_instances)
     p.add_argument("--tp", type=int, required=True, help="tensor-parallel degree")
-    p.add_argument("--batch-size", type=int, default=1)
+    p.add_argument("--batch-size", type=int, default=1, help="batch size (default 1)")
     p.add_argument("--seq-len", type=int, required=True, help="sequence length (prompt + generated)")
     p.add_argument("--max-context-length", type=int, default=None, help="longest prompt (default: --seq-len)")
     p.add_argument("--lnc", type=int, default=None, help="logical NeuronCore config (trn2: 1 or 2)")
-    p.add_argument("--dtype", default="bf16", help="bf16 | fp16 | fp32")
+    p.add_argument("--dtype", default="bf16", help="bf16 | fp16 | fp32 (default bf16)")
     p.add_argument("--quant", default=None, help="none | int8[:per_tensor|per_channel] | f8e4m3[...] | f8e5m2[...]")
     p.add_argument(
         "--modules-to-not-convert",
@@ -47,10 +131,8 @@ def _add_target_args(p: argparse.ArgumentParser, profile_default: str = "cpu") -
         help="modules kept unquantized besides lm_head, as NxD Inference names them (substrings of its module "
         "paths: layers.0.mlp, layers.3.self_attn, expert_mlps); passed to NeuronConfig.modules_to_not_convert",
     )
-    p.add_argument(
-        "--profile",
-        default=profile_default,
-        help="serving profile: the stack that will load the artifact (`neuronforge profiles` lists them)",
+    _completes(
+        p.add_argument("--profile", default=settings.default_profile(), help=_profile_help()), _complete_profiles
     )
 
 
@@ -320,7 +402,7 @@ def cmd_store_ls(args: argparse.Namespace) -> int:
 
     if args.limit < 1:
         raise InvalidInput("--limit must be at least 1")
-    store = open_store(args.uri, must_exist=True)
+    store = open_store(args.store, must_exist=True)
     objects = store.list_page(args.prefix or "", start_after=args.start_after or "", limit=args.limit)
     if args.json:
         _print_json([{"key": o.key, "size": o.size, "uri": store.uri(o.key)} for o in objects])
@@ -345,8 +427,82 @@ def _open_manifest(uri: str) -> tuple[Any, str]:
     return open_store(uri, must_exist=True), "manifest.json"
 
 
+KEY_PREFIX_MIN = 6  # hex characters of a cache key `show`/`verify` accept (`ls` prints 12)
+_HEX = re.compile(r"[0-9a-fA-F]+")
+_CANDIDATES_SHOWN = 10
+
+
+def _is_key_ref(ref: str) -> bool:
+    """A cache key or a prefix of one (hex, no `/`), unless a local path of that name exists."""
+    return bool(_HEX.fullmatch(ref)) and len(ref) <= 64 and not Path(ref).exists()
+
+
+def find_key(store: Any, prefix: str) -> str:
+    """The one cache key of the store's index that starts with `prefix`: one listing request that
+    starts at `index/<prefix>` (S3: ListObjectsV2 with StartAfter), never a scan of the store."""
+    from neuronforge import layout
+
+    prefix = prefix.lower()
+    if len(prefix) < KEY_PREFIX_MIN:
+        raise InvalidInput(
+            f"key prefix {prefix!r} is too short: give at least {KEY_PREFIX_MIN} hex characters of the cache key "
+            "(`neuronforge ls` prints 12)"
+        )
+    first = layout.index_entry(prefix).removesuffix(".json")
+    page = store.list_page("index", start_after=first, limit=_CANDIDATES_SHOWN + 1)
+    keys = [
+        o.key.removeprefix("index/").removesuffix(".json")
+        for o in page
+        if o.key.startswith(first) and o.key.endswith(".json")
+    ]
+    if exact := [k for k in keys if k == prefix]:
+        return exact[0]
+    if not keys:
+        raise InvalidInput(
+            f"no artifact in {store.root_uri} has a cache key starting with {prefix} (`neuronforge ls` lists them)"
+        )
+    if len(keys) > 1:
+        more = ", ..." if len(keys) > _CANDIDATES_SHOWN else ""
+        shown = ", ".join(k[:16] for k in keys[:_CANDIDATES_SHOWN])
+        raise InvalidInput(f"key prefix {prefix} is ambiguous in {store.root_uri}: {shown}{more}; give more characters")
+    return keys[0]
+
+
+def _open_artifact(ref: str, store_uri: str) -> tuple[Any, str, str]:
+    """(store, manifest key, artifact prefix) for a cache key, a unique key prefix (looked up in
+    `store_uri`'s index) or a manifest / artifact-root URI (the prefix is then the store's root: "")."""
+    if not _is_key_ref(ref):
+        store, key = _open_manifest(ref)
+        return store, key, ""
+    from neuronforge import layout
+    from neuronforge.stores import NotFound, open_store
+
+    store = open_store(store_uri, must_exist=True)
+    key = find_key(store, ref)
+    try:
+        entry = store.read_json(layout.index_entry(key))
+    except NotFound:
+        raise InvalidInput(f"no artifact in {store.root_uri} has the cache key {key}") from None
+    if not isinstance(entry, dict) or not isinstance(entry.get("manifest"), str):
+        raise InvalidInput(
+            f"{store.uri(layout.index_entry(key))} is not an index entry (run neuronforge index rebuild)"
+        )
+    manifest_key = entry["manifest"]
+    return store, manifest_key, entry.get("prefix") or manifest_key.rpartition("/")[0]
+
+
+def _output_uris(store: Any, prefix: str, formats: dict[str, str]) -> dict[str, str]:
+    """Where each output of the artifact is: `published.format_uris` below its folder; for a store
+    opened at the artifact's own folder (a URI was given), its paths (or old manifests' URIs) as they are."""
+    from neuronforge.published import format_uris
+
+    if prefix:
+        return format_uris(store, prefix, formats)
+    return {name: str(where) if "://" in str(where) else store.uri(str(where)) for name, where in formats.items()}
+
+
 def cmd_show(args: argparse.Namespace) -> int:
-    store, key = _open_manifest(args.uri)
+    store, key, prefix = _open_artifact(args.ref, args.store)
     m = store.read_json(key)
     if args.json:
         _print_json(m)
@@ -375,8 +531,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"{'hosts' if i == 0 else '':<10} {line}")
     size = sum(f["size"] for f in m["files"])
     print(f"files      {len(m['files'])} ({size} bytes), published {m['published_at']}")
-    for fmt, uri in m.get("formats", {}).items():
-        print(f"{fmt:<10} {uri}")
+    outputs = _output_uris(store, prefix, m.get("formats") or {})
+    width = max(map(len, outputs), default=0)
+    for i, (name, uri) in enumerate(outputs.items()):
+        print(f"{'outputs' if i == 0 else '':<10} {name:<{width}}  {uri}")
     return EXIT_OK
 
 
@@ -416,12 +574,17 @@ def cmd_ls(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(rows)
         return EXIT_OK
+    if rows:  # KEY is what `show` and `verify` take
+        print(f"{'KEY':<12}  {'STATUS' if args.status else 'PUBLISHED':<20}  {'PROFILE':<22} {'TARGET':<40} MODEL")
     for r in rows:
         state = ""
         if r.get("complete") is False:
             state = f"  INCOMPLETE: {len(r['missing_or_truncated'])} file(s) missing or truncated"
         when = r["published_at"] or r["status"]
-        print(f"{r['cache_key'][:12]}  {when:<20}  {r['target']:<40} {r['model']}@{r['revision'][:12]}{state}")
+        print(
+            f"{r['cache_key'][:12]:<12}  {when:<20}  {r['profile'] or '-':<22} {r['target']:<40} "
+            f"{r['model']}@{r['revision'][:12]}{state}"
+        )
     what = f"{args.status} build(s)" if args.status else "published artifact(s)"
     more = page.total is None and len(rows) == args.limit
     if page.total is None:
@@ -526,13 +689,15 @@ def cmd_verify_store(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from neuronforge.verify import verify_artifact
 
-    if args.store:
-        if args.uri or args.retrace:
-            raise InvalidInput("verify takes an artifact URI or --store, not both (--retrace is for an artifact)")
+    if not args.ref:  # the store's farm index against its manifests
+        if args.retrace:
+            raise InvalidInput("--retrace is for an artifact: give its cache key (or prefix) or URI")
         return cmd_verify_store(args)
-    if not args.uri:
-        raise InvalidInput("verify needs an artifact's URI (its manifest.json or folder), or --store URI")
-    store, key = _open_manifest(args.uri)
+    if args.store_opt is not None and not _is_key_ref(args.ref):
+        raise InvalidInput(
+            "verify takes an artifact URI or --store, not both (--store is where a cache key is looked up)"
+        )
+    store, key, _ = _open_artifact(args.ref, args.store)
     result = verify_artifact(store, key, Path(args.work_dir).expanduser(), retrace=args.retrace)
     if args.json:
         _print_json(result.to_json())
@@ -665,24 +830,55 @@ def cmd_cache(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("neuronforge")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _epilog() -> str:
+    import textwrap
+
+    codes = "\n".join(
+        textwrap.fill(text, 100, initial_indent=f"  {int(code)}  ", subsequent_indent="     ")
+        for code, text in EXIT_CODES.items()
+    )
+    return (
+        f"defaults:\n  profile  $NEURONFORGE_PROFILE, else {settings.DEFAULT_PROFILE} (every command that takes a "
+        "target, but sweep)\n  store    $NEURONFORGE_STORE, else the local store $NEURONFORGE_HOME/store "
+        "(every command that\n           reads or writes one)\n\n"
+        f"exit codes:\n{codes}\n\n"
+        'shell completion (bash, zsh): eval "$(register-python-argcomplete neuronforge)"'
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="neuronforge", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="neuronforge",
+        description=__doc__.splitlines()[0],
+        epilog=_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"neuronforge {_version()}", help="print the version")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help="one of:")
 
     p = sub.add_parser("plan", help="check before compiling that a model fits a target, and why not")
     p.add_argument("--model", required=True, help="folder with config.json (and safetensors), or a config.json")
-    _add_target_args(p, profile_default="vllm-neuron")
+    _add_target_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--suggest", action="store_true", help="also list feasible (tp, batch, seq-len) on the instance")
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("fetch", help="download, verify and mirror a checkpoint into a store")
     p.add_argument("source", help="org/name[@revision], hf://org/name@rev, s3://bucket/prefix, or a folder")
-    p.add_argument("--store", required=True, help="store URI: file:///path, a path, or s3://bucket/prefix")
-    p.add_argument("--work-dir", default=str(_default_work_dir()))
+    _add_store_args(p)
+    p.add_argument("--work-dir", default=str(_default_work_dir()), help=WORK_DIR_HELP)
     p.add_argument("--allow-pickle", action="store_true", help="accept *.bin/*.pt weights (loaded weights_only)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_fetch)
 
     p = sub.add_parser("quantize", help="quantize a checkpoint into NxD Inference's quantized format, streaming")
@@ -691,165 +887,240 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", default="per_tensor", help="per_tensor or per_channel (default per_tensor)")
     p.add_argument("--target-dtype", default="bf16", help="dtype of the tensors left unquantized (bf16, fp16, fp32)")
     p.add_argument("--modules-to-not-convert", nargs="*", help="module name substrings to keep unquantized")
-    p.add_argument("--store", required=True, help="store URI: file:///path, a path, or s3://bucket/prefix")
-    p.add_argument("--work-dir", default=str(_default_work_dir()))
-    p.add_argument("--json", action="store_true")
+    _add_store_args(p)
+    p.add_argument("--work-dir", default=str(_default_work_dir()), help=WORK_DIR_HELP)
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_quantize)
 
     p = sub.add_parser("cache-key", help="print the cache key of a compile request")
     p.add_argument("--model", required=True, help="model source (resolved to an immutable revision)")
     _add_target_args(p)
     p.add_argument("--toolchain", help="JSON file with the toolchain (as recorded in a manifest)")
-    p.add_argument("--backend-version")
+    p.add_argument("--backend-version", help="backend version, e.g. 0.6.1 (with --compiler-version: no detection)")
     p.add_argument("--compiler", help="compiler name (default: neuronxcc, or torch-inductor for cpu)")
-    p.add_argument("--compiler-version")
-    p.add_argument("--package", action="append", default=[], metavar="NAME=VERSION")
-    p.add_argument("--compiler-flags", help="NEURON_CC_FLAGS-style string")
-    p.add_argument("--work-dir", default=str(_default_work_dir()))
+    p.add_argument("--compiler-version", help="compiler version, e.g. 2.21.33363.0+82129205")
+    p.add_argument(
+        "--package",
+        action="append",
+        default=[],
+        metavar="NAME=VERSION",
+        help="another package version in the key (repeatable; with --backend-version and --compiler-version)",
+    )
+    p.add_argument(
+        "--compiler-flags",
+        metavar="FLAGS",
+        help='NEURON_CC_FLAGS-style string; may start with "-": --compiler-flags "-O1" works as written',
+    )
+    p.add_argument("--work-dir", default=str(_default_work_dir()), help=WORK_DIR_HELP)
     p.add_argument("--explain", action="store_true", help="print the hashed material too")
     p.set_defaults(func=cmd_cache_key)
 
     p = sub.add_parser("store", help="inspect a store")
-    store_sub = p.add_subparsers(dest="store_command", required=True)
-    ls = store_sub.add_parser("ls", help="list objects under a store URI")
-    ls.add_argument("uri")
-    ls.add_argument("prefix", nargs="?", default="")
+    store_sub = p.add_subparsers(dest="store_command", required=True, metavar="COMMAND", help="one of:")
+    ls = store_sub.add_parser("ls", help="list objects under a store URI, a page at a time")
+    _add_store_args(ls, positional=True)
+    ls.add_argument("prefix", nargs="?", default=None, help="only keys under this folder-like prefix")
     ls.add_argument("--limit", type=int, default=1000, help="objects per page (default 1000: one S3 request)")
     ls.add_argument("--start-after", metavar="KEY", help="list keys after this one (the previous page's last)")
-    ls.add_argument("--json", action="store_true")
+    ls.add_argument("--json", action="store_true", help=JSON_HELP)
     ls.set_defaults(func=cmd_store_ls)
 
     p = sub.add_parser("run", help="run the whole pipeline for one target in this process (no Airflow)")
-    p.add_argument("--model", default="", help="model source (default: the embedded tiny Llama)")
+    p.add_argument("--model", default="", help=f"model source (default: {settings.DEFAULT_MODEL}, a tiny Llama)")
     _add_target_args(p)
-    p.add_argument("--store", default=None, help="store URI (default: NEURONFORGE_STORE or the local store)")
-    p.add_argument("--prompt", action="append", help="smoke-test prompt (repeatable)")
-    p.add_argument("--max-new-tokens", type=int, default=8)
+    _add_store_args(p)
+    p.add_argument("--prompt", action="append", help='smoke-test prompt (repeatable; may start with "-")')
+    p.add_argument("--max-new-tokens", type=int, default=8, help="tokens the smoke test generates (default 8)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("show", help="print a published artifact's manifest readably")
-    p.add_argument("uri", help="URI of a manifest.json or of an artifact root")
-    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "ref",
+        metavar="KEY_OR_URI",
+        help=f"a cache key, a unique prefix of one (>= {KEY_PREFIX_MIN} hex characters, as `ls` prints), "
+        "or the URI of a manifest.json or of an artifact root",
+    )
+    _add_store_args(p)
+    p.add_argument("--json", action="store_true", help="print the manifest as stored")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("catalog", help="the model catalog the recompile schedule keeps compiled")
-    catalog_sub = p.add_subparsers(dest="catalog_command", required=True)
+    catalog_sub = p.add_subparsers(dest="catalog_command", required=True, metavar="COMMAND", help="one of:")
     c = catalog_sub.add_parser("check", help="validate the catalog and plan every target")
     c.add_argument("path", nargs="?", help="catalog YAML (default: NEURONFORGE_CATALOG or catalog/models.yaml)")
-    c.add_argument("--json", action="store_true")
+    c.add_argument("--json", action="store_true", help=JSON_HELP)
     c.set_defaults(func=cmd_catalog_check)
     c = catalog_sub.add_parser("stale", help="which catalog targets have no artifact for this machine's toolchain")
     c.add_argument("path", nargs="?", help="catalog YAML (default: NEURONFORGE_CATALOG or catalog/models.yaml)")
-    c.add_argument("--store", required=True, help="store URI")
-    c.add_argument("--json", action="store_true")
+    _add_store_args(c)
+    c.add_argument("--json", action="store_true", help=JSON_HELP)
     c.set_defaults(func=cmd_catalog_stale)
 
     p = sub.add_parser("gc", help="prune artifacts of older compiler versions (catalog pins are kept)")
-    p.add_argument("store", help="store URI")
+    _add_store_args(p, positional=True)
     p.add_argument("--keep-compilers", type=int, required=True, metavar="N", help="newest compiler versions to keep")
     p.add_argument(
         "--catalog", help="catalog whose pins are kept (default: NEURONFORGE_CATALOG or catalog/models.yaml)"
     )
-    p.add_argument("--dry-run", action="store_true")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--dry-run", action="store_true", help="print what would be deleted, delete nothing")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_gc)
 
     p = sub.add_parser("cache", help="inspect and prune the store's compile cache (neuron-cache/)")
-    cache_sub = p.add_subparsers(dest="cache_command", required=True)
+    cache_sub = p.add_subparsers(dest="cache_command", required=True, metavar="COMMAND", help="one of:")
     for name, text in (
         ("ls", "list entries"),
         ("stats", "counts and sizes per compiler version"),
         ("prune", "delete one compiler version's entries, or incomplete ones"),
     ):
         c = cache_sub.add_parser(name, help=text)
-        c.add_argument("store", help="store URI")
+        _add_store_args(c, positional=True)
         c.add_argument("--compiler", default="neuronxcc", help="compiler name (torch-inductor for cpu)")
         c.add_argument("--compiler-version", help="limit to this compiler version")
         if name == "prune":
             c.add_argument("--incomplete", action="store_true", help="only entries without model.done")
-            c.add_argument("--dry-run", action="store_true")
+            c.add_argument("--dry-run", action="store_true", help="print what would be deleted, delete nothing")
         else:
-            c.add_argument("--json", action="store_true")
+            c.add_argument("--json", action="store_true", help=JSON_HELP)
         c.set_defaults(func=cmd_cache)
 
     p = sub.add_parser(
         "profiles", help="list the serving profiles: SDK, compiler, backend, instances, what is published"
     )
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_profiles)
 
     p = sub.add_parser(
         "worker-queues", help="the Celery queues a Neuron worker image consumes: compile (CPU host) or neuron role"
     )
     p.add_argument("--sdk", required=True, help="the image's Neuron SDK release, e.g. 2.26.1")
-    p.add_argument("--role", required=True, choices=["compile", "neuron"])
+    p.add_argument("--role", required=True, choices=["compile", "neuron"], help="the worker's role")
     p.set_defaults(func=cmd_worker_queues)
 
-    p = sub.add_parser("verify", help="re-hash a published artifact and run its profile's consumer preflight")
-    p.add_argument("uri", nargs="?", help="URI of a manifest.json or of an artifact root")
-    p.add_argument("--store", help="instead: check the store's farm index against its manifests, both ways")
-    p.add_argument("--work-dir", default=str(_default_work_dir()))
+    p = sub.add_parser(
+        "verify",
+        help="re-hash a published artifact and run its profile's consumer preflight; without one, check the "
+        "store's farm index against its manifests",
+    )
+    p.add_argument(
+        "ref",
+        nargs="?",
+        metavar="KEY_OR_URI",
+        help=f"the artifact: a cache key, a unique prefix of one (>= {KEY_PREFIX_MIN} hex characters), or the URI "
+        "of its manifest.json or folder; none: check the store's farm index against its manifests, both ways",
+    )
+    p.add_argument(
+        "--store",
+        dest="store_opt",
+        nargs="?",
+        const="",
+        metavar="URI",
+        help=_store_help("where a cache key is looked up, or (without KEY_OR_URI) whose farm index is checked"),
+    )
+    p.add_argument("--work-dir", default=str(_default_work_dir()), help=WORK_DIR_HELP)
     p.add_argument(
         "--retrace",
         action="store_true",
         help="also re-run the consumer's start-up in its SDK image's interpreter, no device, compiling "
         "forbidden (vllm-neuron-native: on a CPU worker of queue neuron-compile-<sdk>)",
     )
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("sweep", help="find every (tp, batch, sequence length) of a model that loads on an instance")
     p.add_argument("--model", required=True, help="Hub id[@revision], s3:// prefix, local folder or config.json")
-    p.add_argument("--instance", required=True, help="instance type, e.g. inf2.48xlarge")
-    p.add_argument("--profile", default="optimum-neuron", help="serving profile the builds are for")
+    _completes(
+        p.add_argument("--instance", required=True, help="instance type, e.g. inf2.48xlarge"), _complete_instances
+    )
+    _completes(
+        p.add_argument(
+            "--profile",
+            default="optimum-neuron",
+            help="serving profile the builds are for (default optimum-neuron, whose inference-cache-config the "
+            "sweep writes: a sweep measures what loads on a Neuron device, which the cpu profile has not)",
+        ),
+        _complete_profiles,
+    )
     p.add_argument("--tp", type=int, nargs="+", help="tensor parallel sizes (default: every one the rules allow)")
     p.add_argument("--batch-sizes", type=int, nargs="+", help="default: 1 4 8 16 32 64 128")
     p.add_argument("--seq-lens", type=int, nargs="+", help="default: powers of two from 1024 to max positions")
-    p.add_argument("--dtype", default="bf16")
+    p.add_argument("--dtype", default="bf16", help="bf16 | fp16 | fp32 (default bf16)")
     p.add_argument("--out", required=True, help="inference-cache-config JSON (records go beside it)")
     p.add_argument("--try-command", help="command that tries one candidate (JSON on stdin, exit 0 = loads)")
-    p.add_argument("--method", choices=("planned", "document"), default="planned")
+    p.add_argument(
+        "--method",
+        choices=("planned", "document"),
+        default="planned",
+        help="document: the documented workflow's order (tp up, batch down, sequence down); planned (default): "
+        "the same entries with fewer compiles (monotonicity, batch up, the planner skips what cannot fit)",
+    )
     p.add_argument("--planner-margin", type=float, default=1.5, help="skip when the planner's need > this x HBM")
     p.add_argument("--retry-failed", action="store_true", help="try again candidates an earlier run saw fail")
-    p.add_argument("--store", help="store URI for the builds (default: NEURONFORGE_STORE or the home store)")
+    _add_store_args(p)
     p.add_argument("--to-catalog", metavar="FILE", help="add the valid configurations to this catalog YAML")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("ls", help="list the published artifacts of a store, a page at a time")
-    p.add_argument("store", help="store URI")
+    _add_store_args(p, positional=True)
     p.add_argument("--limit", type=int, default=50, help="rows per page (default 50)")
     p.add_argument("--offset", type=int, default=0, help="rows to skip (the previous page's 'next page')")
     p.add_argument("--model", help="only models whose source contains this (any case)")
-    p.add_argument("--profile", help="only this serving profile (name, or name@version)")
-    p.add_argument("--instance", help="only this instance type")
+    _completes(
+        p.add_argument("--profile", help="only this serving profile (name, or name@version)"), _complete_profiles
+    )
+    _completes(p.add_argument("--instance", help="only this instance type"), _complete_instances)
     p.add_argument(
         "--status",
         choices=["published", "stale", "smoke-failed", "failed", "building"],
         help="builds in this state (default: published and stale artifacts)",
     )
     p.add_argument("--check", action="store_true", help="also list each shown artifact's files (one request each)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_ls)
 
     p = sub.add_parser("index", help="the store's farm index (what ls and the catalog page read)")
-    index_sub = p.add_subparsers(dest="index_command", required=True)
+    index_sub = p.add_subparsers(dest="index_command", required=True, metavar="COMMAND", help="one of:")
     c = index_sub.add_parser("rebuild", help="write the farm index afresh from the manifests (a full scan)")
-    c.add_argument("store", help="store URI")
-    c.add_argument("--json", action="store_true")
+    _add_store_args(c, positional=True)
+    c.add_argument("--json", action="store_true", help=JSON_HELP)
     c.set_defaults(func=cmd_index)
     return parser
 
 
+def _join_dash_values(argv: list[str]) -> list[str]:
+    """`--compiler-flags -O1` -> `--compiler-flags=-O1` for the options of DASH_VALUE_OPTIONS, whose
+    value may start with `-` (argparse would take it for an option); nothing after `--` is touched."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            out += argv[i:]
+            break
+        if arg in DASH_VALUE_OPTIONS and i + 1 < len(argv):
+            out.append(f"{arg}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(arg)
+        i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    if "_ARGCOMPLETE" in os.environ:  # the shell's completion hook (register-python-argcomplete neuronforge)
+        import argcomplete
+
+        argcomplete.autocomplete(parser)
+    args = parser.parse_args(_join_dash_values(sys.argv[1:] if argv is None else [str(a) for a in argv]))
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
     try:
+        _resolve_store(args)
         return args.func(args)
     except InvalidInput as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -1,7 +1,8 @@
 """Where the embedded default lives: the work dir, the store, the demo model.
 
-NEURONFORGE_HOME   work dir (checkpoints, compile cache, builds)   default: <repo>/.neuronforge
-NEURONFORGE_STORE  artifact store URI (file:// path or s3://)      default: <home>/store
+NEURONFORGE_HOME     work dir (checkpoints, compile cache, builds)   default: <repo>/.neuronforge
+NEURONFORGE_STORE    artifact store URI (file:// path or s3://)      default: <home>/store
+NEURONFORGE_PROFILE  serving profile of the CLI's targets           default: cpu
 """
 
 from __future__ import annotations
@@ -36,6 +37,14 @@ def store_uri(explicit: str | None = None) -> str:
 
 def work_dir() -> Path:
     return home() / "work"
+
+
+DEFAULT_PROFILE = "cpu"  # the profile that builds and runs on this machine, no Neuron SDK needed
+
+
+def default_profile() -> str:
+    """The serving profile every CLI command that takes a target uses unless told otherwise."""
+    return os.environ.get("NEURONFORGE_PROFILE") or DEFAULT_PROFILE
 
 
 # A Neuron compile of a large model takes tens of minutes; past this the child is killed (the compile

@@ -1,0 +1,104 @@
+"""`ls` prints a key column `show` and `verify` take: a full cache key, a unique prefix (found with one
+listing of `index/<prefix>`, never a scan), or a manifest URI as before."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from neuronforge.cli import ExitCode, find_key, main
+from neuronforge.stores import open_store
+from neuronforge.stores.file import FileStore
+from tests.conftest import Compiled
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def store(compiled: Compiled, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A copy of the session's published store, made the default one (NEURONFORGE_STORE)."""
+    copy = tmp_path / "store"
+    shutil.copytree(Path(compiled.store.root_uri.removeprefix("file://")), copy)
+    monkeypatch.setenv("NEURONFORGE_STORE", f"file://{copy}")
+    return f"file://{copy}"
+
+
+def test_ls_has_a_header_a_profile_column_and_keys_show_takes(capsys, compiled: Compiled, store: str) -> None:
+    code, out, _ = run(capsys, "ls")  # the default store: no argument
+    assert code == ExitCode.OK
+    header, row, *_ = out.splitlines()
+    assert header.split() == ["KEY", "PUBLISHED", "PROFILE", "TARGET", "MODEL"]
+    key = compiled.first.key
+    assert row.split()[0] == key[:12] and row.split()[2].startswith("cpu@")
+    assert header.index("PROFILE") == row.index(row.split()[2]) and header.index("TARGET") == row.index(row.split()[3])
+
+    code, out, _ = run(capsys, "show", row.split()[0])  # exactly what ls printed
+    assert code == ExitCode.OK and f"cache key  {key}" in out and "smoke      passed" in out
+    for ref in (key, key[:6], key[:6].upper()):
+        assert run(capsys, "show", ref, "--json")[0] == ExitCode.OK
+    code, by_uri, _ = run(capsys, "show", compiled.first.published.manifest_uri.replace(compiled.store.root_uri, store))
+    assert code == ExitCode.OK and by_uri == out  # the same text by key as by URI
+
+    # outputs: names and their URIs in this store, never a relative path twice
+    lines = out.splitlines()
+    outputs = [line.split() for line in lines[next(i for i, line in enumerate(lines) if line.startswith("outputs ")) :]]
+    assert all(len(o) == 2 + (i == 0) for i, o in enumerate(outputs)), out  # [outputs] NAME URI
+    uris = [o[-1] for o in outputs]
+    assert all(u.startswith(f"{store}/artifacts/") for u in uris), out
+    for uri in uris:
+        assert Path(uri.removeprefix("file://")).exists(), uri
+
+    code, out, _ = run(capsys, "verify", key[:8], "--work-dir", str(Path(store.removeprefix("file://")).parent / "v"))
+    assert code == ExitCode.OK and "ok: the files match" in out
+
+
+def _index_only_store(root: Path, keys: list[str]) -> FileStore:
+    store = open_store(f"file://{root}")
+    for k in keys:
+        store.write_json(f"index/{k}.json", {"manifest": f"artifacts/x/{k[:12]}/manifest.json", "prefix": "x"})
+    return store  # type: ignore[return-value]
+
+
+def test_show_by_prefix_one_line_errors(capsys, tmp_path: Path) -> None:
+    store = _index_only_store(tmp_path / "s", ["abcdef01" + "0" * 56, "abcdef02" + "0" * 56, "abcdff" + "1" * 58])
+    code, _, err = run(capsys, "show", "abcdef", "--store", store.root_uri)
+    assert code == ExitCode.USAGE and err.count("\n") == 1
+    assert "ambiguous" in err and "abcdef0100000000" in err and "abcdef0200000000" in err and "abcdff" not in err
+    code, _, err = run(capsys, "show", "123456", "--store", store.root_uri)
+    assert code == ExitCode.USAGE and err.count("\n") == 1 and "no artifact in" in err and "123456" in err
+    code, _, err = run(capsys, "show", "abcde", "--store", store.root_uri)
+    assert code == ExitCode.USAGE and err.count("\n") == 1 and "at least 6 hex characters" in err
+    # a unique prefix resolves; its manifest is missing here: a store error, one line
+    code, _, err = run(capsys, "show", "abcdff", "--store", store.root_uri)
+    assert code == ExitCode.FAILURE and err.count("\n") == 1 and "Traceback" not in err
+
+
+class CountingStore(FileStore):
+    """Records listings; a listing of anything but `index` (a scan) fails the test."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.pages: list[tuple[str, str, int]] = []
+
+    def list(self, prefix: str = ""):
+        assert prefix == "index", f"scanned {prefix!r}"
+        return super().list(prefix)
+
+    def list_page(self, prefix: str, start_after: str = "", limit: int = 1000):
+        self.pages.append((prefix, start_after, limit))
+        return super().list_page(prefix, start_after, limit)
+
+
+def test_find_key_is_one_listing_that_starts_at_the_prefix(tmp_path: Path) -> None:
+    keys = [f"{i:02x}" + "a" * 62 for i in range(40)] + ["c0ffee" + "b" * 58]
+    _index_only_store(tmp_path / "s", keys)
+    store = CountingStore(tmp_path / "s")
+    assert find_key(store, "C0FFEE") == "c0ffee" + "b" * 58
+    assert store.pages == [("index", "index/c0ffee", 11)]
+    assert find_key(store, keys[3]) == keys[3]  # a full key: itself
