@@ -43,7 +43,7 @@ USER = "admin"
 POOL = "neuron_cores"  # operators/routing.py's pool (the Neuron tasks take tp slots of it)
 POOL_SLOTS = 2  # the NeuronCores of one inf2.xlarge
 PARALLELISM = 4  # task slots of the local deployment (AIRFLOW__CORE__PARALLELISM overrides)
-STOP_GRACE_S = 10.0  # SIGTERM, then this long before SIGKILL
+STOP_GRACE_S = 8.0  # SIGTERM, then this long before SIGKILL (they log their exit at once, then linger)
 READY_TIMEOUT_S = 300.0
 # The components and their arguments: log servers off (they would listen on every interface).
 COMPONENTS: dict[str, tuple[str, ...]] = {
@@ -159,6 +159,8 @@ def check_port(port: int) -> None:
     if not 1 <= port <= 65535:
         raise InvalidInput(f"--port {port} is not a TCP port; use 1-65535")
     with socket.socket() as s:
+        # as the api-server binds: a port whose last connections are still in TIME_WAIT is free
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((HOST, port))
         except OSError as exc:
@@ -194,8 +196,8 @@ class Deployment:
         return next((n for n, p in self.procs.items() if p.poll() is not None), None)
 
     def stop(self, grace_s: float = STOP_GRACE_S) -> None:
-        """SIGTERM to every component's process group, SIGKILL to whatever is left after `grace_s`,
-        including the task processes that made groups of their own (found as descendants)."""
+        """SIGTERM to every component's process group and to all their descendants (the task and
+        trigger runners make process groups of their own), SIGKILL to whatever is left after `grace_s`."""
         import psutil
 
         tree: list[psutil.Process] = []
@@ -204,6 +206,9 @@ class Deployment:
                 tree += psutil.Process(p.pid).children(recursive=True)
         for p in self.procs.values():
             _killpg(p.pid, signal.SIGTERM)
+        for child in tree:  # those in groups of their own (task and trigger runners) too: else each
+            with contextlib.suppress(psutil.Error):  # waits for its parent's own timeout to reach it
+                child.terminate()
         deadline = time.monotonic() + grace_s
         for p in self.procs.values():
             with contextlib.suppress(subprocess.TimeoutExpired):
