@@ -795,7 +795,7 @@ def build_parser() -> argparse.ArgumentParser:
         "airflow", help="run this checkout's Airflow UI on 127.0.0.1 in the foreground (Ctrl+C stops it)"
     )
     p.add_argument("--port", type=int, default=8080, help="the UI's port on 127.0.0.1 (default 8080)")
-    p.add_argument("--airflow-home", help="the Airflow home (default: <NEURONFORGE_HOME>/airflow, as make demo)")
+    p.add_argument("--airflow-home", help="Airflow home (default: $NEURONFORGE_HOME/airflow)")
     p.set_defaults(func=cmd_airflow)
 
     p = sub.add_parser("verify", help="re-hash a published artifact and run its profile's consumer preflight")
