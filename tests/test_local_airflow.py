@@ -1,8 +1,9 @@
 """`neuronforge airflow` (what `make airflow` runs), started as a user starts it: no activated venv (PATH
 without the venv's bin), a fresh home. One start for the module: it answers on the URL it prints,
-the printed login works in a browser, the catalog plugin and the compile DAG's trigger form are
-there, every socket its processes listen on is on 127.0.0.1, and Ctrl+C stops all of it, exit 0,
-within seconds. Screenshots go to `test-artifacts/screenshots/` (NEURONFORGE_TEST_ARTIFACTS)."""
+the printed login works in a browser, the catalog plugin, the compile DAG's trigger form and the
+plugin's one-sentence answer to a bad trigger are there, every socket its processes listen on is on
+127.0.0.1, and Ctrl+C stops all of it, exit 0, within seconds. Screenshots go to
+`test-artifacts/screenshots/` (NEURONFORGE_TEST_ARTIFACTS)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,6 +172,19 @@ def test_the_printed_url_answers_with_the_plugins_loaded(running: Running) -> No
     request = urllib.request.Request(f"{running.url}/neuronforge/", headers={"Cookie": f"_token={_token(running)}"})
     with urllib.request.urlopen(request, timeout=30) as response:
         assert response.status == 200 and b"matrix" in response.read()
+    # ... and its one-sentence answer to a bad trigger (a conf the DAG's params refuse; no run made)
+    _wait_for_dag(running)
+    body = json.dumps({"logical_date": None, "conf": {"tp_degree": 0}}).encode()
+    request = urllib.request.Request(
+        f"{running.url}/api/v2/dags/neuronforge_compile_publish/dagRuns",
+        data=body,
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {_token(running)}"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30)
+    assert refused.value.code == 400
+    detail = json.loads(refused.value.read())["detail"]
+    assert detail == "neuronforge_compile_publish: tp_degree = 0 is not allowed; use a whole number from 1 to 128."
     # the cluster policy and the pool `make demo` sets up
     assert (running.home / "config" / "airflow_local_settings.py").exists()
     request = urllib.request.Request(
