@@ -1,10 +1,10 @@
-# Single entry points: setup, demo, test, lint, bench.
+# Single entry points: setup, demo, airflow (the UI), test, lint, bench.
 PYTHON ?= python3.11
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lint format docs docs-build bench-transfer bench-pipeline bench-cache-seed bench-quantize bench-bytes bench-sweep bench-hosts bench-farm bench-dag-parse clean
+.PHONY: setup demo airflow test lint format docs docs-build bench-transfer bench-pipeline bench-cache-seed bench-quantize bench-bytes bench-sweep bench-hosts bench-farm bench-dag-parse clean
 
 setup: $(STAMP)
 
@@ -18,6 +18,11 @@ $(STAMP): requirements.txt requirements-runtime.txt requirements-deploy.txt cons
 
 demo: setup
 	$(PY) -m neuronforge.demo
+
+# The Airflow UI of this checkout on http://127.0.0.1:$(PORT) (prints the login; Ctrl+C stops it)
+PORT ?= 8080
+airflow: setup
+	$(PY) -m neuronforge.cli airflow --port $(PORT)
 
 # neuronforge_toolchain runs in the SDK images' own Pythons: 3.10 is the oldest (SDK 2.21.1, the LMI image)
 VERMIN := $(VENV)/bin/vermin -t=3.10- --violations --no-tips --eval-annotations neuronforge_toolchain

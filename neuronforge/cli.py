@@ -790,6 +790,14 @@ def _compiler_dir(args: argparse.Namespace) -> str | None:
     return layout.neuron_cache_prefix(args.compiler, args.compiler_version).split("/", 1)[1]
 
 
+def cmd_airflow(args: argparse.Namespace) -> int:
+    from neuronforge.local_airflow import serve
+
+    # serve() answers 0 on a clean stop (Ctrl+C), 1 when a component died on its own
+    code = serve(port=args.port, home=Path(args.airflow_home) if args.airflow_home else None)
+    return ExitCode.OK if code == 0 else ExitCode.FAILURE
+
+
 def cmd_cache(args: argparse.Namespace) -> int:
     from neuronforge.compile_cache import prune_store, stored_entries
     from neuronforge.stores import open_store
@@ -996,6 +1004,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sdk", required=True, help="the image's Neuron SDK release, e.g. 2.26.1")
     p.add_argument("--role", required=True, choices=["compile", "neuron"], help="the worker's role")
     p.set_defaults(func=cmd_worker_queues)
+
+    p = sub.add_parser(
+        "airflow", help="run this checkout's Airflow UI on 127.0.0.1 in the foreground (Ctrl+C stops it)"
+    )
+    p.add_argument("--port", type=int, default=8080, help="the UI's port on 127.0.0.1 (default 8080)")
+    p.add_argument("--airflow-home", help="Airflow home (default: $NEURONFORGE_HOME/airflow)")
+    p.set_defaults(func=cmd_airflow)
 
     p = sub.add_parser(
         "verify",

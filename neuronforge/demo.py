@@ -13,14 +13,12 @@ Store: `NEURONFORGE_STORE` (default `.neuronforge/store`); work dir: `NEURONFORG
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from neuronforge import settings
+from neuronforge import local_airflow, settings
+from neuronforge.errors import InvalidInput
 from neuronforge.modelconfig import ModelArch
 from neuronforge.planner import plan
 from neuronforge.target import TargetSpec
@@ -36,41 +34,19 @@ LLAMA_3_1_8B = {
 }  # fmt: skip
 
 
-def airflow_env() -> dict[str, str]:
-    home = settings.home()
-    return {
-        **os.environ,
-        "AIRFLOW_HOME": str(home / "airflow"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__DAGS_FOLDER": str(settings.REPO_ROOT / "dags"),
-        "NEURONFORGE_HOME": str(home),
-        "NEURONFORGE_STORE": settings.store_uri(),
-    }
-
-
 def airflow(*args: str, log: Path | None = None) -> int:
-    exe = Path(sys.executable).parent / "airflow"
-    out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115
-    try:
-        return subprocess.run([str(exe), *args], env=airflow_env(), stdout=out, stderr=subprocess.STDOUT).returncode
-    finally:
-        if log:
-            out.close()
+    return local_airflow.run_airflow(*args, env=local_airflow.airflow_env(), log=log)
 
 
 def main() -> int:
     home = settings.home()
-    (home / "airflow" / "config").mkdir(parents=True, exist_ok=True)
-    # Cluster policy: pool_slots = tp for Neuron compile / smoke task instances (operators/routing.py).
-    shutil.copyfile(
-        settings.REPO_ROOT / "docker" / "airflow_local_settings.py",
-        home / "airflow" / "config" / "airflow_local_settings.py",
-    )
-    print(f"Airflow home {home / 'airflow'} (SQLite); store {settings.store_uri()}")
-    if airflow("db", "migrate") != 0:
-        print("error: airflow db migrate failed", file=sys.stderr)
+    print(f"Airflow home {local_airflow.default_home()} (SQLite); store {settings.store_uri()}")
+    try:
+        # the cluster policy, the database, the neuron_cores pool: as `neuronforge airflow` has them
+        local_airflow.init_home(local_airflow.default_home(), local_airflow.airflow_env())
+    except InvalidInput as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 1
-    airflow("pools", "set", "neuron_cores", "2", "NeuronCores of this host (compile and smoke tasks)")
     conf = json.dumps({"model": settings.DEFAULT_MODEL, "targets": [DEMO_TARGET]})
 
     for attempt in (1, 2):

@@ -25,6 +25,8 @@ from neuronforge.errors import InvalidInput
 
 RUNNERS = ("celery", "kubernetes")
 NEURON_RESOURCE = "aws.amazon.com/neuron"
+# The neuron worker image of a release as docker/compose.yaml tags it (`neuronforge-neuron-worker:
+# ${NEURON_SDK_VERSION}`): the one name of that image (tests/test_docker.py checks they agree).
 DEFAULT_IMAGE = "neuronforge-neuron-worker:{sdk}"
 
 
@@ -38,6 +40,11 @@ def runner() -> str:
 def _devices_template(group: str) -> str:
     # Rendered per mapped task: the device count the prepare task of the same target recorded.
     return f"{{{{ ti.xcom_pull(task_ids='{group}.prepare', map_indexes=ti.map_index)['neuron_devices'] }}}}"
+
+
+def release_of(queue: str) -> str:
+    """The SDK release of a Neuron queue: `neuron-compile-2.26.1` and `neuron-2.26.1` -> `2.26.1`."""
+    return queue.removeprefix("neuron-compile-").removeprefix("neuron-")
 
 
 def image_for(sdk_release: str) -> str:
@@ -94,7 +101,7 @@ def pod_tasks(queue: str) -> dict[str, Any]:
     from operators.compile_publish import POOL, group_id, placements
 
     where = placements(queue)
-    release = queue.removeprefix("neuron-compile-").removeprefix("neuron-")
+    release = release_of(queue)
     tasks = {}
     for stage in (s for s in STAGES if s.kind is not None):
         placement = where[stage.kind]

@@ -34,6 +34,7 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from neuronforge import settings
 from neuronforge.profiles import ServingProfile, neuron_queues, registry
 from operators.compile_params import validate_recompile_conf
+from operators.kubernetes import image_for, pod_settings, release_of, runner
 
 log = logging.getLogger(__name__)
 
@@ -77,11 +78,14 @@ def celery_active_queues(timeout: float = 5.0) -> dict[str, list[dict[str, Any]]
     return app.control.inspect(timeout=timeout).active_queues()
 
 
-def queue_served(executor: str, active_queues: Any, queue: str) -> tuple[bool, str]:
+def queue_served(executor: str, active_queues: Any, queue: str, pod_image: str | None = None) -> tuple[bool, str]:
     """Whether a task on `queue` can start, and why. Only Celery routes by queue: every other
-    executor (Local, Kubernetes, ...) runs a task whatever its queue. `active_queues` is Celery's
-    inspect answer, or the exception asking raised (then the queue is assumed served, and the
-    watch's own timeouts bound the wait)."""
+    executor (Local, Kubernetes, ...) runs a task whatever its queue, and with
+    NEURONFORGE_NEURON_RUNNER=kubernetes the queue's watch is a pod of `pod_image`, not a task on
+    the queue. `active_queues` is Celery's inspect answer, or the exception asking raised (then the
+    queue is assumed served, and the watch's own timeouts bound the wait)."""
+    if pod_image is not None:
+        return True, f"NEURONFORGE_NEURON_RUNNER=kubernetes: a pod of {pod_image} runs its watch, no worker needed"
     if "Celery" not in executor:
         return True, f"{executor} runs tasks of every queue"
     if isinstance(active_queues, BaseException):
@@ -134,36 +138,56 @@ def check_workers(params: dict[str, Any] | None = None) -> list[str]:
     params = params or context["params"]
     queues = needed_queues(params.get("catalog"))
     executor = default_executor()
+    pods = runner() == "kubernetes"  # the watches are pods: no Celery worker of a Neuron queue to ask about
     answer: Any = None
-    if "Celery" in executor and queues:
+    if "Celery" in executor and queues and not pods:
         try:
             answer = celery_active_queues()
         except Exception as exc:  # broker unreachable, provider missing: let the watches try
             answer = exc
     workers: dict[str, dict[str, Any]] = {}
     for queue in queues:
-        served, detail = queue_served(executor, answer, queue)
+        served, detail = queue_served(executor, answer, queue, image_for(release_of(queue)) if pods else None)
         log.info("queue %s: %s", queue, detail)
         workers[queue] = {"served": served, "detail": detail}
     context["ti"].xcom_push(key=WORKERS_XCOM, value=workers)
     return [watch_task_id(q) for q, w in workers.items() if w["served"]] + ["find_stale"]
 
 
+def detect_on(queue: str) -> dict[str, Any]:
+    """Where the toolchain of `queue`'s SDK image is (a worker of the queue, or a pod of its image):
+    the toolchain of every profile version routed there, as its backend detects it, or why it cannot
+    be used (not installed, or not the profile's pins: the consumer checks those versions at load,
+    so a rebuild with another toolchain is useless)."""
+    from neuronforge import recompile
+
+    found = recompile.detect_toolchains(profiles_on(queue), f"on the workers of queue {queue!r}")
+    for ref, tc in found.items():
+        log.info("%s: %s", ref, tc if isinstance(tc, str) else f"{tc.backend} {tc.backend_version}, "
+                 f"{tc.compiler} {tc.compiler_version}")  # fmt: skip
+    return {ref: tc if isinstance(tc, str) else tc.to_json() for ref, tc in found.items()}
+
+
+def _watch_pod(queue: str) -> dict[str, Any]:
+    # `@task.kubernetes` runs this function's own source in the pod: no closures, imports inside.
+    from operators.recompile import detect_on
+
+    return detect_on(queue)
+
+
 def watch_toolchain(queue: str):
-    """The watch task of one Neuron queue (call it in the DAG: one per `neuron_queues()`)."""
+    """The watch task of one Neuron queue (call it in the DAG: one per `neuron_queues()`): a task on
+    that queue, or with NEURONFORGE_NEURON_RUNNER=kubernetes a CPU pod of the queue's SDK image (as
+    the compile DAG's `prepare` is), so no Celery worker of a Neuron queue is needed."""
+    options: dict[str, Any] = {"task_id": watch_task_id(queue), "retries": 0, "execution_timeout": timedelta(minutes=5)}
+    if runner() == "kubernetes":
+        pod = pod_settings(watch_task_id(queue), release_of(queue), neuron_cores=False)
+        return task.kubernetes(**options, **pod)(_watch_pod)(queue)
 
-    @task(task_id=watch_task_id(queue), queue=queue, retries=0, execution_timeout=timedelta(minutes=5))
+    @task(queue=queue, **options)
     def watch() -> dict[str, Any]:
-        """On a worker of this queue: the toolchain of every profile version routed here, as its
-        backend detects it, or why it cannot be used (not installed, or not the profile's pins: the
-        consumer checks those versions at load, so a rebuild with another toolchain is useless)."""
-        from neuronforge import recompile
-
-        found = recompile.detect_toolchains(profiles_on(queue), f"on the workers of queue {queue!r}")
-        for ref, tc in found.items():
-            log.info("%s: %s", ref, tc if isinstance(tc, str) else f"{tc.backend} {tc.backend_version}, "
-                     f"{tc.compiler} {tc.compiler_version}")  # fmt: skip
-        return {ref: tc if isinstance(tc, str) else tc.to_json() for ref, tc in found.items()}
+        """On a worker of this queue: what `detect_on` finds there."""
+        return detect_on(queue)
 
     return watch()
 

@@ -295,3 +295,23 @@ def test_compose_runs_the_neuron_image_in_both_roles(compose) -> None:
     )
     assert compile_worker["environment"]["NEURONFORGE_WORKER_ROLE"] == "compile" and "devices" not in compile_worker
     assert neuron_worker["environment"]["NEURONFORGE_WORKER_ROLE"] == "neuron" and neuron_worker["devices"]
+
+
+def test_compose_tags_the_neuron_image_as_the_pods_name_it(compose, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One name for the neuron worker image of a release: compose builds and tags it, and the
+    NEURONFORGE_NEURON_RUNNER=kubernetes pods run it by that name (operators/kubernetes.py)."""
+    from operators.kubernetes import DEFAULT_IMAGE, image_for
+
+    monkeypatch.delenv("NEURONFORGE_NEURON_IMAGE", raising=False)
+    services = _services(compose)
+    images = {services[name]["image"] for name in ("neuron-compile-worker", "neuron-worker")}
+    assert len(images) == 1
+    (image,) = images
+    built = services["neuron-worker"]["build"]["args"]["NEURON_SDK_VERSION"]
+    variable = re.fullmatch(r"\$\{NEURON_SDK_VERSION:-[^}]+\}", built)
+    assert variable, built
+    # the tag is the build's release: the same interpolation, so the same default
+    assert image.replace(built, "{sdk}") == DEFAULT_IMAGE
+    release = _default(built)
+    assert release in IMAGES
+    assert image_for(release) == image.replace(built, release)

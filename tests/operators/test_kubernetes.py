@@ -70,3 +70,44 @@ def test_kubernetes_runner_makes_neuron_tasks_pods(airflow_db: str, monkeypatch:
         model="org/m", target=target, store_uri="s3://b", hit=PublishedRef(manifest_uri="s3://b/m.json", prefix="m")
     ).model_dump(mode="json")
     assert tasks["neuron_2_26_1_target.compile_graphs"].python_callable(hit) == hit
+
+
+def test_pods_mode_needs_no_celery_worker_of_a_neuron_queue(airflow_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recompile DAG's toolchain detection (`watch_toolchain_*`, what the compile DAG's `prepare`
+    does per target) runs as a CPU pod of the SDK image too, and `check_workers` does not hold it back
+    for want of a Celery worker on the Neuron queue, even under the CeleryExecutor."""
+    from types import SimpleNamespace
+
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
+
+    from neuronforge.profiles import neuron_queues
+    from operators import recompile
+
+    monkeypatch.setenv("NEURONFORGE_NEURON_RUNNER", "kubernetes")
+    monkeypatch.delenv("NEURONFORGE_NEURON_IMAGE", raising=False)
+    bag = DagBag(dag_folder=str(Path(__file__).resolve().parents[2] / "dags" / "neuronforge_recompile_on_upgrade.py"))
+    assert bag.import_errors == {}
+    tasks = {t.task_id: t for t in bag.dags["neuronforge_recompile_on_upgrade"].tasks}
+    watch = tasks["watch_toolchain_neuron_compile_2_26_1"]
+    assert isinstance(watch, KubernetesPodOperator) and watch.image == "neuronforge-neuron-worker:2.26.1"
+    assert watch.queue == "default" and watch.pool == "default_pool"  # no Neuron queue, no NeuronCores
+    assert NEURON_RESOURCE not in str(watch.container_resources or "")
+    assert list(watch.op_args) == ["neuron-compile-2.26.1"]  # the pod detects that queue's profiles
+
+    # check_workers under Celery with no worker at all: every needed queue is served by its pods
+    pushed: dict = {}
+    ti = SimpleNamespace(xcom_push=lambda key, value: pushed.update({key: value}))
+    context = {"dag_run": SimpleNamespace(conf={}), "params": {}, "ti": ti}
+    monkeypatch.setattr(recompile, "get_current_context", lambda: context)
+    monkeypatch.setenv("AIRFLOW__CORE__EXECUTOR", "CeleryExecutor")
+    branches = recompile.check_workers.function()
+    queues = recompile.needed_queues(None)
+    assert queues and set(queues) <= set(neuron_queues())
+    assert set(branches) == {*(recompile.watch_task_id(q) for q in queues), "find_stale"}
+    for queue in queues:
+        image = f"neuronforge-neuron-worker:{queue.removeprefix('neuron-compile-').removeprefix('neuron-')}"
+        assert pushed[recompile.WORKERS_XCOM][queue] == {
+            "served": True,
+            "detail": f"NEURONFORGE_NEURON_RUNNER=kubernetes: a pod of {image} runs its watch, no worker needed",
+        }
