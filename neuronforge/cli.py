@@ -667,7 +667,8 @@ def cmd_cache(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="neuronforge", description=__doc__.splitlines()[0])
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log every step to stderr")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the result and errors, no progress")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("plan", help="check before compiling that a model fits a target, and why not")
@@ -845,10 +846,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
+        level=logging.ERROR if args.quiet else logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    from neuronforge import progress
+
+    # Progress on stderr, never stdout: a display on a terminal, else log lines (-v shows them).
+    progress.use(progress.for_cli(quiet=args.quiet, machine=getattr(args, "json", False)))
     try:
         return args.func(args)
     except InvalidInput as exc:
