@@ -56,11 +56,16 @@ class Step:
         self.what, self.total, self.unit = what, total, unit
         self.started = time.monotonic()
         self.done = 0
+        self.last_note = ""
         self._lock = threading.Lock()
 
     def advance(self, n: int = 1) -> None:
         with self._lock:
             self.done += n
+
+    def note(self, text: str) -> None:
+        """What the step is doing now (a sub-step: the task an Airflow run is in). Shown at once."""
+        self.last_note = text
 
     @property
     def elapsed(self) -> float:
@@ -131,7 +136,7 @@ class LogReporter(Reporter):
     ) -> Iterator[Step]:
         out = logger or log
         every = self.every_s or interval_s()
-        current = Step(what, total, unit)
+        current = _LogStep(what, total, unit, out)
         stop = threading.Event()
 
         def beat() -> None:
@@ -149,6 +154,16 @@ class LogReporter(Reporter):
             out.info("%s: done in %.1fs%s", what, current.elapsed, moved)
 
 
+class _LogStep(Step):
+    def __init__(self, what: str, total: int | None, unit: str, out: logging.Logger) -> None:
+        super().__init__(what, total, unit)
+        self._out = out
+
+    def note(self, text: str) -> None:
+        super().note(text)
+        self._out.info("%s: %s", self.what, text)
+
+
 class RichReporter(Reporter):
     """A live rich progress display on a terminal (stderr): one line per running step."""
 
@@ -162,10 +177,12 @@ class RichReporter(Reporter):
 
     def _start(self) -> Any:
         from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn
+        from rich.table import Column
 
         progress = Progress(
             SpinnerColumn(),
-            TextColumn("{task.description}"),
+            # one line per step, however long the path in it: cut with an ellipsis, never markup
+            TextColumn("{task.description}", markup=False, table_column=Column(no_wrap=True, overflow="ellipsis")),
             BarColumn(bar_width=30),
             _detail_column()(),
             console=self.console,
@@ -190,7 +207,7 @@ class RichReporter(Reporter):
         if own_bars:  # the library draws its own bars on the terminal: only the summary line here
             plain = Step(what, total, unit)
             yield plain
-            self.console.print(f"[green]✓[/] {what} [dim]({plain.elapsed:.1f}s)[/]", highlight=False)
+            self._summary(True, what, f"{plain.elapsed:.1f}s")
             return
         with self._lock:
             if self._progress is None:
@@ -211,8 +228,14 @@ class RichReporter(Reporter):
                     progress.stop()
                     self._progress = None
             moved = f", {_amount(current.done, unit)}" if current.done and unit == "B" else ""
-            mark = "[green]✓[/]" if ok else "[red]✗[/]"
-            self.console.print(f"{mark} {what} [dim]({current.elapsed:.1f}s{moved})[/]", highlight=False)
+            self._summary(ok, what, f"{current.elapsed:.1f}s{moved}")
+
+    def _summary(self, ok: bool, what: str, detail: str) -> None:
+        """The line a finished step leaves: `✓ what (12.3s, 40.0 MB)` (`✗` when it raised)."""
+        from rich.text import Text
+
+        line = Text.assemble(("✓ " if ok else "✗ ", "green" if ok else "red"), what, (f" ({detail})", "dim"))
+        self.console.print(line, highlight=False)
 
 
 class _RichStep(Step):
@@ -223,6 +246,10 @@ class _RichStep(Step):
     def advance(self, n: int = 1) -> None:
         super().advance(n)
         self._progress.advance(self._task, n)
+
+    def note(self, text: str) -> None:
+        super().note(text)
+        self._progress.update(self._task, description=f"{self.what}: {text}")
 
 
 def _detail_column() -> type:
