@@ -852,9 +852,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     from neuronforge import progress
 
-    # Progress on stderr, never stdout: a display on a terminal, else log lines (-v shows them).
-    progress.use(progress.for_cli(quiet=args.quiet, machine=getattr(args, "json", False)))
     try:
+        # Progress on stderr, never stdout: a display on a terminal, else log lines (-v shows them).
+        progress.use(progress.for_cli(quiet=args.quiet, machine=getattr(args, "json", False)))
         return args.func(args)
     except InvalidInput as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -316,7 +316,9 @@ def choose(*, quiet: bool = False, machine: bool = False, stream: IO[str] | None
 
 
 def for_cli(*, quiet: bool, machine: bool) -> Reporter:
-    """`choose`, and huggingface_hub's own bars off where they would not draw on a terminal."""
+    """`choose`, and huggingface_hub's own bars off where they would not draw on a terminal. A bad
+    `NEURONFORGE_HEARTBEAT_S` is refused here, before any work."""
+    interval_s()
     reporter = choose(quiet=quiet, machine=machine)
     if not reporter.terminal:
         os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"  # read when huggingface_hub is imported (later)

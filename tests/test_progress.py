@@ -232,3 +232,15 @@ def test_cli_quiet_prints_the_result_only(tiny_llama: Path, tmp_path: Path) -> N
     code, out, err = cli(["--quiet", *_quantize(tiny_llama, tmp_path, "quiet")], tty_stderr=False)
     assert code == 0 and err == ""
     assert out.startswith(f"{tiny_llama}: quantized")
+
+
+def test_cli_refuses_a_bad_interval_before_any_work(capsys, monkeypatch, tmp_path: Path) -> None:
+    from neuronforge.cli import main
+
+    monkeypatch.setenv(progress.INTERVAL_ENV, "soon")
+    store = tmp_path / "store"
+    assert main(["quantize", str(tmp_path), "--dtype", "int8", "--store", str(store)]) == 2
+    assert capsys.readouterr().err == (
+        "error: NEURONFORGE_HEARTBEAT_S='soon' is not a number of seconds above 0: unset it, or set e.g. 10\n"
+    )
+    assert not store.exists()  # refused before the store was opened
