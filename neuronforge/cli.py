@@ -667,7 +667,7 @@ def cmd_cache(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="neuronforge", description=__doc__.splitlines()[0])
-    parser.add_argument("-v", "--verbose", action="store_true", help="log every step to stderr")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the result and errors, no progress")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -845,13 +845,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from neuronforge import progress
+
     logging.basicConfig(
         level=logging.ERROR if args.quiet else logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
+        handlers=[progress.StderrHandler()],  # above the progress display, not through it
     )
-    from neuronforge import progress
 
+    caller = progress.current()  # restored after: `main` is also called in-process (the demo, tests)
     try:
         # Progress on stderr, never stdout: a display on a terminal, else log lines (-v shows them).
         progress.use(progress.for_cli(quiet=args.quiet, machine=getattr(args, "json", False)))
@@ -870,6 +872,8 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {disk_error(exc)}", file=sys.stderr)
         return EXIT_FAILURE
+    finally:
+        progress.use(caller)
 
 
 # A disk that is full or cannot be written: one line naming the path and the fix, never a traceback.

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -287,6 +288,22 @@ def _detail_column() -> type:
             return Text(" ").join(parts)
 
     return Detail
+
+
+class StderrHandler(logging.StreamHandler):
+    """A log handler writing to whatever `sys.stderr` is when a record is emitted: while rich's
+    display runs, that is rich's proxy, which prints the line above the display instead of through it."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property  # type: ignore[override]
+    def stream(self) -> IO[str]:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: IO[str]) -> None:  # StreamHandler sets it; the current stderr wins
+        pass
 
 
 _current: Reporter = LogReporter()

@@ -244,3 +244,21 @@ def test_cli_refuses_a_bad_interval_before_any_work(capsys, monkeypatch, tmp_pat
         "error: NEURONFORGE_HEARTBEAT_S='soon' is not a number of seconds above 0: unset it, or set e.g. 10\n"
     )
     assert not store.exists()  # refused before the store was opened
+
+
+def test_log_lines_print_above_the_display_not_through_it() -> None:
+    from rich.console import Console
+
+    screen = io.StringIO()
+    reporter = progress.RichReporter(Console(file=screen, force_terminal=True, width=100))
+    logger = logging.getLogger("tests.progress.above")
+    handler = progress.StderrHandler()
+    logger.addHandler(handler)
+    try:
+        with reporter.step("compiling graph decode"):
+            logger.warning("a warning while the display runs")
+    finally:
+        logger.removeHandler(handler)
+    text = plain(screen.getvalue())
+    assert "a warning while the display runs\n" in text  # into rich's console, a line of its own
+    assert text.index("a warning while") < text.index("✓ compiling graph decode")
