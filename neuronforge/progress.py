@@ -146,13 +146,15 @@ class LogReporter(Reporter):
 
         thread = threading.Thread(target=beat, name=f"heartbeat:{what}", daemon=True)
         thread.start()
+        ok = False
         try:
             yield current
+            ok = True
         finally:
             stop.set()
             thread.join()
             moved = f", {_amount(current.done, unit)}" if current.done and unit == "B" else ""
-            out.info("%s: done in %.1fs%s", what, current.elapsed, moved)
+            out.info("%s: %s in %.1fs%s", what, "done" if ok else "failed", current.elapsed, moved)
 
 
 class _LogStep(Step):
@@ -167,6 +169,8 @@ class _LogStep(Step):
 
 class RichReporter(Reporter):
     """A live rich progress display on a terminal (stderr): one line per running step."""
+
+    terminal = True
 
     def __init__(self, console: Any = None) -> None:
         from rich.console import Console
@@ -193,8 +197,6 @@ class RichReporter(Reporter):
         )
         progress.start()
         return progress
-
-    terminal = True
 
     @contextmanager
     def step(

@@ -262,3 +262,10 @@ def test_log_lines_print_above_the_display_not_through_it() -> None:
     text = plain(screen.getvalue())
     assert "a warning while the display runs\n" in text  # into rich's console, a line of its own
     assert text.index("a warning while") < text.index("✓ compiling graph decode")
+
+
+def test_a_step_that_raises_is_logged_as_failed(caplog) -> None:
+    caplog.set_level(logging.INFO, logger="neuronforge.progress")
+    with pytest.raises(RuntimeError), progress.LogReporter(every_s=60).step("compiling graph decode"):
+        raise RuntimeError("boom")
+    assert caplog.records[-1].getMessage().startswith("compiling graph decode: failed in 0.")
