@@ -9,12 +9,17 @@ STAMP  := $(VENV)/.installed
 setup: $(STAMP)
 
 # requirements-deploy.txt: the Celery + PostgreSQL extras (the deployment tests start a real deployment)
+# pip stays quiet (its log goes to $(VENV)/pip.log); a line every 10 s says the install is alive.
 $(STAMP): requirements.txt requirements-runtime.txt requirements-deploy.txt constraints.txt pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade "pip>=24"
-	$(PY) -m pip install --quiet -r requirements.txt -r requirements-deploy.txt -c constraints.txt
-	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
-	touch $(STAMP)
+	@echo "setup: installing the Python packages into $(VENV) (about 2 minutes the first time; log $(VENV)/pip.log)"
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@( $(PY) -m pip install --quiet --upgrade "pip>=24" \
+	  && $(PY) -m pip install --quiet -r requirements.txt -r requirements-deploy.txt -c constraints.txt \
+	  && $(PY) -m pip install --quiet --no-deps --no-build-isolation -e . ) >$(VENV)/pip.log 2>&1 & pid=$$!; \
+	  s=0; while kill -0 $$pid 2>/dev/null; do sleep 1; s=$$((s + 1)); \
+	    if [ $$((s % 10)) -eq 0 ]; then echo "setup: still installing ($${s}s)"; fi; done; \
+	  if wait $$pid; then echo "setup: done in $${s}s"; else tail -n 20 $(VENV)/pip.log; exit 1; fi
+	@touch $(STAMP)
 
 demo: setup
 	$(PY) -m neuronforge.demo
@@ -73,8 +78,9 @@ bench-sweep: setup
 bench-farm: setup
 	$(PY) bench/farm_scale.py
 
+# .neuronforge/: what `make demo` wrote (Airflow home, store, work dir); test-artifacts/: kept test outputs
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis .neuronforge test-artifacts
 
 bench-hosts: setup
 	$(PY) bench/neuron_host_time.py

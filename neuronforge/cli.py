@@ -871,6 +871,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the result and errors, no progress")
     parser.add_argument("--version", action="version", version=f"neuronforge {_version()}", help="print the version")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help="one of:")
 
@@ -1129,13 +1130,19 @@ def main(argv: list[str] | None = None) -> int:
 
         argcomplete.autocomplete(parser)
     args = parser.parse_args(_join_dash_values(sys.argv[1:] if argv is None else [str(a) for a in argv]))
+    from neuronforge import progress
+
     logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
+        level=logging.ERROR if args.quiet else logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
+        handlers=[progress.StderrHandler()],  # above the progress display, not through it
     )
+
+    caller = progress.current()  # restored after: `main` is also called in-process (the demo, tests)
     try:
         _resolve_store(args)
+        # Progress on stderr, never stdout: a display on a terminal, else log lines (-v shows them).
+        progress.use(progress.for_cli(quiet=args.quiet, machine=getattr(args, "json", False)))
         return args.func(args)
     except InvalidInput as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -1151,6 +1158,8 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {disk_error(exc)}", file=sys.stderr)
         return EXIT_FAILURE
+    finally:
+        progress.use(caller)
 
 
 # A disk that is full or cannot be written: one line naming the path and the fix, never a traceback.

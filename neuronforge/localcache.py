@@ -144,7 +144,7 @@ def materialize(store: ArtifactStore, ref: TreeRef, work_dir: Path, *, deep: boo
         try:
             pairs = [(f"{ref.prefix}/{f['path']}", inside(tmp, f["path"], "manifest entry")) for f in files]
             log.info("materializing %s (%d files, %s) from the store", ref.prefix, len(files), _size(files))
-            store.get_files(pairs)
+            store.get_files(pairs, total_bytes=sum(int(f["size"]) for f in files))
             for f, (_, local) in zip(files, pairs, strict=True):
                 if local.stat().st_size != f["size"] or sha256_file(local) != f["sha256"]:
                     raise StoreError(

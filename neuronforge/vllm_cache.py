@@ -243,7 +243,10 @@ def pull(store: ArtifactStore, prefix: str, manifest: CacheManifest, cache_dir: 
         tmp = cache_dir / f".{record.key}.sync"
         shutil.rmtree(tmp, ignore_errors=True)
         try:
-            store.get_files([(_at(prefix, f"{record.key}/{rel}"), tmp / rel) for rel, _, _ in record.files])
+            store.get_files(
+                [(_at(prefix, f"{record.key}/{rel}"), tmp / rel) for rel, _, _ in record.files],
+                total_bytes=sum(size for _, size, _ in record.files),
+            )
         except NotFound as exc:
             shutil.rmtree(tmp, ignore_errors=True)
             raise SyncFailed(f"{store.uri(prefix)}/{record.key}: {exc}") from None

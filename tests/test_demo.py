@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
 from neuronforge import demo
+from neuronforge.stores import open_store
 from tests.conftest import Compiled
 
 
@@ -17,10 +19,24 @@ def test_demo_publishes_then_hits(compiled: Compiled, tmp_path: Path, monkeypatc
     shutil.copytree(compiled.work_dir / "compile-cache", home / "work" / "compile-cache")
     monkeypatch.setenv("NEURONFORGE_HOME", str(home))
     monkeypatch.delenv("NEURONFORGE_STORE", raising=False)
+    monkeypatch.setenv("NEURONFORGE_HEARTBEAT_S", "0.5")  # the smoke test's child runs for seconds
     assert demo.main() == 0
     out = capsys.readouterr().out
     assert "run 1: compiled and published" in out
     assert "run 2: cache hit: nothing fetched or compiled" in out
+    # While a run works: the task it is in, and the steps' heartbeats from the task logs.
+    assert "  run 1: task cpu_target.compile_graphs" in out
+    smoke = "smoke test: loading the published payload and generating in a child process: still running ("
+    assert f"  run 1: {smoke}" in out
+    # A heartbeat is in the task log itself, logged by the task that ran the step.
+    log = (home / "airflow" / "demo-run-1.log").read_text()
+    assert smoke in log
+    # The artifact shown and verified is the one this run published (its key, from the run's result).
+    store = open_store(f"file://{home / 'store'}")
+    (entry,) = store.list("index")
+    key = entry.key.removeprefix("index/").removesuffix(".json")
+    assert f"This demo's artifact (cache key {key}):" in out and f"cache key  {key}" in out
+    assert re.search(r"Timings: cold build \d+s, cache hit \d+s", out)
     assert "1 published artifact(s) in file://" in out and "smoke      passed" in out
     assert "tp=1: does not fit" in out and "use tp=2 (inf2.xlarge has 2 cores)" in out
     assert "ok: the files match and the consumer's load-time rules hold" in out  # neuronforge verify

@@ -162,7 +162,8 @@ def _download_s3(source: ModelSource, staging: Path, req: FetchRequest) -> None:
             f"{source.location} changed since the run pinned it (objects added, removed or rewritten); "
             "trigger the run again to build the current checkpoint"
         )
-    open_store(source.location).get_files([(o.key, inside(staging, o.key, "S3 object key")) for o in objects])
+    pairs = [(o.key, inside(staging, o.key, "S3 object key")) for o in objects]
+    open_store(source.location).get_files(pairs, total_bytes=sum(o.size for o in objects))
     if s3_revision(s3_listing(source, req.allow_pickle)) != source.resolved_revision:
         raise CheckpointError(f"{source.location} changed while it was being fetched; fetch again once it is stable")
 

@@ -59,6 +59,7 @@ from neuronforge.formats.safetensors_stream import (
     write_index,
 )
 from neuronforge.localcache import StoredObjects, TreeRef, adopt, materialize, publish_tree, ref_of, stored_objects
+from neuronforge.progress import step as progress_step
 from neuronforge.quantization import KernelSwitch, absmax, dequantize, per_channel, scale_from_absmax, storage_dtype
 from neuronforge.quantized_names import (
     FP8_BOUNDS,
@@ -342,29 +343,31 @@ def write_quantized(req: QuantizeRequest, out: Path, progress: Callable[[str], N
     # slower on 2 cores (dynamo holds the GIL while the main thread has Python work to do).
     kernel = KernelSwitch(req.quantization, input_dtype, use_compiled, wait=True)
     try:
-        for job in jobs:
-            shard = by_output[job.outputs[0].name]
-            if shard.file not in writers:
-                for done in [w for w in writers.values() if w.shard is not shard]:  # shards are written in order
-                    shard_digests[done.shard.file] = done.close()
-                    del writers[done.shard.file]
-                writers[shard.file] = ShardWriter(out, shard)
-            if job.info.file not in handles:
-                for h in handles.values():  # one input shard open at a time
-                    h.close()
-                handles.clear()
-                path = req.checkpoint_dir / job.info.file
-                handles[job.info.file] = open(path, "rb", buffering=0)  # noqa: SIM115 - closed when the next opens
-                layouts[job.info.file] = read_layout(path)
-            f, stored = handles[job.info.file], layouts[job.info.file][job.info.name]
-            if job.quantize:
-                report[job.outputs[0].name] = _quantize_tensor(
-                    f, stored, job, req.quantization, writers[shard.file], req.chunk_bytes, kernel
-                )
-            else:
-                _cast_tensor(f, stored, job, writers[shard.file], req.chunk_bytes)
-            if progress:
-                progress(job.info.name)
+        with progress_step(f"quantizing {req.source} ({req.quantization.slug})", len(jobs), "tensors") as step:
+            for job in jobs:
+                shard = by_output[job.outputs[0].name]
+                if shard.file not in writers:
+                    for done in [w for w in writers.values() if w.shard is not shard]:  # shards are written in order
+                        shard_digests[done.shard.file] = done.close()
+                        del writers[done.shard.file]
+                    writers[shard.file] = ShardWriter(out, shard)
+                if job.info.file not in handles:
+                    for h in handles.values():  # one input shard open at a time
+                        h.close()
+                    handles.clear()
+                    path = req.checkpoint_dir / job.info.file
+                    handles[job.info.file] = open(path, "rb", buffering=0)  # noqa: SIM115 - closed when the next opens
+                    layouts[job.info.file] = read_layout(path)
+                f, stored = handles[job.info.file], layouts[job.info.file][job.info.name]
+                if job.quantize:
+                    report[job.outputs[0].name] = _quantize_tensor(
+                        f, stored, job, req.quantization, writers[shard.file], req.chunk_bytes, kernel
+                    )
+                else:
+                    _cast_tensor(f, stored, job, writers[shard.file], req.chunk_bytes)
+                if progress:
+                    progress(job.info.name)
+                step.advance()
         for w in writers.values():
             shard_digests[w.shard.file] = w.close()
     finally:

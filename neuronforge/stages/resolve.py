@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from neuronforge import progress
 from neuronforge.errors import CheckpointError, InvalidInput, NeuronforgeError
 from neuronforge.source import (
     HUB_SHA,
@@ -93,10 +94,18 @@ def hub_errors(repo: str, revision: str) -> Iterator[None]:
 
 
 def hub_snapshot(source: ModelSource, revision: str, allow_patterns: list[str] | None, token: str | None) -> Path:
-    """Download (or, offline, find in the cache) a Hub snapshot; returns its cache folder."""
+    """Download (or, offline, find in the cache) a Hub snapshot; returns its cache folder.
+    huggingface_hub draws its own byte bars on a terminal; elsewhere (task logs, pipes) they are
+    turned off and the step's heartbeats say it is alive."""
     from huggingface_hub import snapshot_download
+    from huggingface_hub.utils import disable_progress_bars
 
-    with hub_errors(source.location, revision):
+    reporter = progress.current()
+    if not reporter.terminal:
+        disable_progress_bars()
+    files = f"{len(allow_patterns)} file(s) of " if allow_patterns else ""
+    what = f"downloading {files}{source.location}@{revision[:12]} from the Hub"
+    with hub_errors(source.location, revision), reporter.step(what, own_bars=True):
         return Path(
             snapshot_download(
                 repo_id=source.location,

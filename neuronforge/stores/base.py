@@ -19,11 +19,17 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from neuronforge import progress
 from neuronforge.errors import InvalidInput, StoreError
+
+# Transfers smaller than this finish before anyone could read a progress line (manifests, index
+# pages); larger ones (weights, compiled graphs) are reported as a step with bytes and rate.
+PROGRESS_MIN_BYTES = 8 * 1024 * 1024
 
 
 class NotFound(StoreError, KeyError):
@@ -84,10 +90,13 @@ class ArtifactStore(ABC):
     @abstractmethod
     def get_file(self, key: str, local: Path) -> None: ...
 
-    def get_files(self, pairs: list[tuple[str, Path]]) -> None:
-        """Download several objects (key -> local path); stores override it to transfer in parallel."""
-        for key, local in pairs:
-            self.get_file(key, local)
+    def get_files(self, pairs: list[tuple[str, Path]], total_bytes: int = 0) -> None:
+        """Download several objects (key -> local path); stores override it to transfer in parallel.
+        `total_bytes`, when the caller knows it (a manifest, a listing), makes it a progress step."""
+        with transfer_step(f"downloading {len(pairs)} files from {self.root_uri}", total_bytes) as step:
+            for key, local in pairs:
+                self.get_file(key, local)
+                step.advance(local.stat().st_size)
 
     @abstractmethod
     def put_bytes(self, data: bytes, key: str) -> None: ...
@@ -174,6 +183,13 @@ def local_files(local_dir: Path, exclude: tuple[str, ...] = ()) -> list[tuple[Pa
         if rel not in exclude:
             out.append((path, rel))
     return out
+
+
+def transfer_step(what: str, total: int) -> AbstractContextManager[progress.Step]:
+    """A progress step counting `total` bytes, or a silent one for a small transfer."""
+    if total < PROGRESS_MIN_BYTES:
+        return nullcontext(progress.Step(what, total, "B"))
+    return progress.step(what, total=total, unit="B")
 
 
 def join(prefix: str, rel: str) -> str:

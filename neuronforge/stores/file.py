@@ -10,7 +10,16 @@ import uuid
 from pathlib import Path
 
 from neuronforge.errors import StoreError
-from neuronforge.stores.base import ArtifactStore, NotFound, ObjectInfo, clean_key, inside, join, local_files
+from neuronforge.stores.base import (
+    ArtifactStore,
+    NotFound,
+    ObjectInfo,
+    clean_key,
+    inside,
+    join,
+    local_files,
+    transfer_step,
+)
 
 _TMP = ".nf-tmp-"
 
@@ -152,9 +161,12 @@ class FileStore(ArtifactStore):
 
     def put_tree(self, local_dir: Path, prefix: str, exclude: tuple[str, ...] = ()) -> list[ObjectInfo]:
         out = []
-        for path, rel in local_files(local_dir, exclude):
-            self.put_file(path, join(prefix, rel))
-            out.append(ObjectInfo(join(prefix, rel), path.stat().st_size))
+        files = [(path, rel, path.stat().st_size) for path, rel in local_files(local_dir, exclude)]
+        with transfer_step(f"copying {len(files)} files to {self.uri(prefix)}", sum(f[2] for f in files)) as step:
+            for path, rel, size in files:
+                self.put_file(path, join(prefix, rel))
+                out.append(ObjectInfo(join(prefix, rel), size))
+                step.advance(size)
         return out
 
     def copy_keys(self, pairs: list[tuple[str, str]]) -> None:
@@ -167,6 +179,9 @@ class FileStore(ArtifactStore):
     def get_tree(self, prefix: str, local_dir: Path) -> list[ObjectInfo]:
         objects = self.list(prefix)
         base = clean_key(prefix)
-        for obj in objects:
-            self.get_file(obj.key, inside(local_dir, obj.key[len(base) + 1 :]))
+        total = sum(o.size for o in objects)
+        with transfer_step(f"copying {len(objects)} files from {self.uri(prefix)}", total) as step:
+            for obj in objects:
+                self.get_file(obj.key, inside(local_dir, obj.key[len(base) + 1 :]))
+                step.advance(obj.size)
         return objects

@@ -25,9 +25,20 @@ from boto3.s3.transfer import TransferConfig, create_transfer_manager
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 from s3transfer.exceptions import RetriesExceededError
+from s3transfer.subscribers import BaseSubscriber
 
 from neuronforge.errors import StoreError
-from neuronforge.stores.base import ArtifactStore, NotFound, ObjectInfo, clean_key, inside, join, local_files
+from neuronforge.progress import Step
+from neuronforge.stores.base import (
+    ArtifactStore,
+    NotFound,
+    ObjectInfo,
+    clean_key,
+    inside,
+    join,
+    local_files,
+    transfer_step,
+)
 
 MIB = 1024 * 1024
 _CLIENTS: dict[tuple[Any, ...], Any] = {}
@@ -62,6 +73,16 @@ def _env_endpoint() -> str | None:
     """The endpoint the environment names now (part of the shared client's identity, so a changed
     AWS_ENDPOINT_URL — tests, several endpoints in one process — gets its own client)."""
     return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+
+
+class _Progress(BaseSubscriber):
+    """The transfer manager's byte callbacks (every part, every thread) into a progress step."""
+
+    def __init__(self, step: Step) -> None:
+        self.step = step
+
+    def on_progress(self, future: Any, bytes_transferred: int, **kwargs: Any) -> None:
+        self.step.advance(bytes_transferred)  # negative when a part is retried: the count stays true
 
 
 def _code(exc: ClientError) -> str:
@@ -174,12 +195,16 @@ class S3Store(ArtifactStore):
 
     # -- single objects ----------------------------------------------------------------------
     def put_file(self, local: Path, key: str) -> None:
-        with create_transfer_manager(self.client, self.transfer_config) as mgr:
-            mgr.upload(str(local), self.bucket, self._key(key)).result()
+        with (
+            transfer_step(f"uploading {local.name} to {self.uri(key)}", local.stat().st_size) as step,
+            create_transfer_manager(self.client, self.transfer_config) as mgr,
+        ):
+            mgr.upload(str(local), self.bucket, self._key(key), subscribers=[_Progress(step)]).result()
 
     def get_file(self, key: str, local: Path) -> None:
         local.parent.mkdir(parents=True, exist_ok=True)
         try:
+            # the size is not known before the transfer manager's HEAD: a small one-object step
             with create_transfer_manager(self.client, self.transfer_config) as mgr:
                 mgr.download(self.bucket, self._key(key), str(local)).result()
         except ClientError as exc:
@@ -283,19 +308,30 @@ class S3Store(ArtifactStore):
     # -- trees ------------------------------------------------------------------------------------
     def put_tree(self, local_dir: Path, prefix: str, exclude: tuple[str, ...] = ()) -> list[ObjectInfo]:
         files = local_files(local_dir, exclude)
-        with create_transfer_manager(self.client, self.transfer_config) as mgr:
-            futures = [mgr.upload(str(path), self.bucket, self._key(join(prefix, rel))) for path, rel in files]
+        total = sum(path.stat().st_size for path, _ in files)
+        with (
+            transfer_step(f"uploading {len(files)} files to {self.uri(prefix)}", total) as step,
+            create_transfer_manager(self.client, self.transfer_config) as mgr,
+        ):
+            bytes_done = [_Progress(step)]
+            futures = [
+                mgr.upload(str(path), self.bucket, self._key(join(prefix, rel)), subscribers=bytes_done)
+                for path, rel in files
+            ]
             for future in futures:
                 future.result()
         return [ObjectInfo(join(prefix, rel), path.stat().st_size) for path, rel in files]
 
-    def get_files(self, pairs: list[tuple[str, Path]]) -> None:
+    def get_files(self, pairs: list[tuple[str, Path]], total_bytes: int = 0) -> None:
         try:
-            with create_transfer_manager(self.client, self.transfer_config) as mgr:
+            with (
+                transfer_step(f"downloading {len(pairs)} files from {self.root_uri}", total_bytes) as step,
+                create_transfer_manager(self.client, self.transfer_config) as mgr,
+            ):
                 futures = []
                 for key, dest in pairs:
                     dest.parent.mkdir(parents=True, exist_ok=True)
-                    futures.append(mgr.download(self.bucket, self._key(key), str(dest)))
+                    futures.append(mgr.download(self.bucket, self._key(key), str(dest), subscribers=[_Progress(step)]))
                 for future in futures:
                     future.result()
         except ClientError as exc:
@@ -318,13 +354,18 @@ class S3Store(ArtifactStore):
     def get_tree(self, prefix: str, local_dir: Path) -> list[ObjectInfo]:
         objects = self.list(prefix)
         base = clean_key(prefix)
+        total = sum(o.size for o in objects)
         try:
-            with create_transfer_manager(self.client, self.transfer_config) as mgr:
+            with (
+                transfer_step(f"downloading {len(objects)} files from {self.uri(prefix)}", total) as step,
+                create_transfer_manager(self.client, self.transfer_config) as mgr,
+            ):
+                bytes_done = [_Progress(step)]
                 futures = []
                 for obj in objects:
                     dest = inside(local_dir, obj.key[len(base) + 1 :])
                     dest.parent.mkdir(parents=True, exist_ok=True)
-                    futures.append(mgr.download(self.bucket, self._key(obj.key), str(dest)))
+                    futures.append(mgr.download(self.bucket, self._key(obj.key), str(dest), subscribers=bytes_done))
                 for future in futures:
                     future.result()
         except ClientError as exc:
