@@ -264,7 +264,7 @@ class TargetSpec(BaseModel):
             parts.append(self.quantization.slug)
             kept = tuple(m for m in self.quantization.modules_to_not_convert if m != "lm_head")
             if kept:
-                parts.append("keep" + _short(".".join(kept), 16))
+                parts.append("keep" + _short(".".join(kept), 24))
         if self.lnc != self.instance.default_lnc:
             parts.append(f"lnc{self.lnc}")
         if self.context_length != self.sequence_length:
