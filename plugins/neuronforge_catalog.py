@@ -182,7 +182,8 @@ code,h2,p,li,small{overflow-wrap:anywhere}
 .bar.ttft{background:#60a5fa}.bar.per-token{background:#a78bfa}
 .value{flex:none;width:4.5rem;font-size:.8rem;white-space:nowrap}
 .axis{position:relative;height:1rem;font-size:.7rem;color:#6b7280;margin-right:4.8rem;font-weight:400}
-.axis span{position:absolute;transform:translateX(-50%)}.axis span:first-child{transform:none}
+.axis span{position:absolute;white-space:nowrap;transform:translateX(-50%)}
+.axis span:first-child{transform:none}.axis span:last-child{transform:translateX(-100%)}
 .published{background:#dcfce7}.stale{background:#fef9c3}.smoke-failed{background:#fee2e2}
 .failed{background:#fecaca}.building{background:#dbeafe}.empty{color:#9ca3af}
 code,pre{font-size:.85rem}pre{background:#f9fafb;border:1px solid #e5e7eb;padding:.5rem;overflow:auto}
@@ -277,15 +278,21 @@ def _width(value: float, scale: tuple[float, float]) -> float:
     return 4 + 96 * math.log10(value / lo) / math.log10(hi / lo)
 
 
+def _tick(ms: float) -> str:
+    return f"{ms:g}" if ms < 1000 else f"{ms / 1000:g}k"
+
+
 def _axis(scale: tuple[float, float]) -> str:
+    """The scale's decades in ms; beyond three, every other one (labels of a narrow column must not
+    run into each other)."""
     lo, hi = scale
     decades = round(math.log10(hi / lo))
-    ticks = [lo * 10**k for k in range(decades + 1)]
-    return (
-        '<div class="axis">'
-        + "".join(f'<span style="left:{_width(t, scale):.1f}%">{_ms(t)}</span>' for t in ticks)
-        + "</div>"
-    )
+    step = 1 if decades <= 3 else 2
+    ticks = [lo * 10**k for k in range(0, decades + 1, step)]
+    if ticks[-1] != hi:
+        ticks.append(hi)
+    spans = "".join(f'<span style="left:{_width(t, scale):.1f}%">{_tick(t)}</span>' for t in ticks)
+    return f'<div class="axis">{spans}</div>'
 
 
 def _plot(rows: list[Any]) -> str:
@@ -300,7 +307,9 @@ def _plot(rows: list[Any]) -> str:
         values = [getattr(r, attr) for r in shown if (getattr(r, attr) or 0) > 0]
         scales[attr] = _log_scale(values) if values else None
     head = "".join(
-        f'<th class="{css}">{_e(title)} <small>(log scale)</small>{_axis(scales[attr]) if scales[attr] else ""}</th>'
+        f'<th class="{css}">{_e(title)} <small>(ms, log scale)</small>'
+        + (_axis(scales[attr]) if scales[attr] else "")
+        + "</th>"
         for attr, css, title in METRICS
     )
     lines = []

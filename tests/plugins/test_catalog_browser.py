@@ -77,6 +77,16 @@ OVERFLOWING = """() => {
   if (root.scrollWidth > root.clientWidth + 1) out.push(`the page: ${root.scrollWidth} > ${root.clientWidth}`);
   return out;
 }"""
+# Pairs of axis labels of the latency plot that run into each other.
+OVERLAPPING_TICKS = """() => {
+  const out = [];
+  for (const axis of document.querySelectorAll('#latency-plot .axis')) {
+    const boxes = [...axis.querySelectorAll('span')].map(s => [s.textContent, s.getBoundingClientRect()]);
+    for (let i = 1; i < boxes.length; i++)
+      if (boxes[i][1].left < boxes[i - 1][1].right) out.push(`${boxes[i - 1][0]} / ${boxes[i][0]}`);
+  }
+  return out;
+}"""
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +170,7 @@ def test_the_catalog_as_a_person_reads_it(page, server, compiled: Compiled, shot
     assert "time to first token" in text and "per output token" in text and "log scale" in text
     widths = [b.bounding_box()["width"] for b in frame.query_selector_all("#latency-plot .bar.ttft")]
     assert max(widths) > 0 and min(widths) / max(widths) > 0.2, widths  # linear: under 0.1
-    assert frame.evaluate(OVERFLOWING) == []
+    assert frame.evaluate(OVERFLOWING) == [] and frame.evaluate(OVERLAPPING_TICKS) == []
     page.screenshot(path=str(shots / f"catalog-{width}px.png"), full_page=True)
     # each variant's own page says which target it is, and its URIs wrap inside the page
     frame.click("#matrix td[data-status=published] a >> nth=-1")
@@ -270,9 +280,12 @@ def test_a_number_out_of_range_is_refused_not_clamped(page, server, token: str, 
     field.fill(typed)
     field.press("Tab")  # leave the field, as a person does before clicking Trigger
     assert field.input_value() == typed
+    page.screenshot(path=str(shots / f"trigger-tp-{typed}-typed.png"), full_page=True)
     dialog.get_by_role("button", name="Trigger").last.click()
     sentence = f"neuronforge_compile_publish: tp_degree = {typed} is not allowed; use a whole number from 1 to 128."
-    dialog.get_by_text(sentence).wait_for(timeout=30000)
+    error = dialog.get_by_text(sentence)
+    error.wait_for(timeout=30000)
     assert field.input_value() == typed
+    error.scroll_into_view_if_needed()
     page.screenshot(path=str(shots / f"trigger-tp-{typed}.png"), full_page=True)
     assert len(_runs(base, token)) == before
