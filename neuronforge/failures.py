@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from neuronforge import layout
+from neuronforge.source import model_name
 from neuronforge.stores.base import ArtifactStore, NotFound, StoreError
 
 MAX_MESSAGE = 2000
@@ -49,7 +50,7 @@ def write_failure(
     if state is not None:
         target = state.target
         what = {
-            "model": str(state.model),
+            "model": model_name(state.model),
             "target": target.slug,
             "profile": target.profile,
             "instance": target.instance.name,

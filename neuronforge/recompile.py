@@ -184,8 +184,8 @@ class PublishedBuild:
 
 
 def published_builds(store: ArtifactStore, models: set[str] | None = None) -> list[PublishedBuild]:
-    """The published artifacts the farm index knows with a target — of `models` (source
-    locations) only, reading only the index pages that can hold them: `catalog stale` costs the
+    """The published artifacts the farm index knows with a target — of `models` (their
+    `ModelSource.name`s) only, reading only the index pages that can hold them: `catalog stale` costs the
     catalog's size, not the farm's."""
     from neuronforge.farm_index import FarmIndex
 
@@ -243,7 +243,7 @@ def find_stale(
             resolved.append((entry, _resolve(entry, work_dir), ""))
         except (NeuronforgeError, OSError) as exc:
             resolved.append((entry, None, f"cannot resolve the source: {exc}"))
-    builds = published_builds(store, {p.location for _, p, _ in resolved if p is not None})
+    builds = published_builds(store, {p.name for _, p, _ in resolved if p is not None})
     states: list[TargetState] = []
     order = 0
     for entry, pinned, unresolved in resolved:

@@ -19,8 +19,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from fnmatch import fnmatch
 from pathlib import Path
+from typing import Any
 
-from neuronforge.errors import InvalidInput
+from neuronforge.errors import InvalidInput, NeuronforgeError
 
 HUB_SHA = re.compile(r"^[0-9a-f]{40}$")
 _HUB_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]{0,95}/)?[A-Za-z0-9][\w.-]{0,95}$")
@@ -69,6 +70,21 @@ def select_checkpoint_files(relpaths: Iterable[str], allow_pickle: bool) -> list
             "(CLI: --allow-pickle) to load it with torch.load(weights_only=True) and convert it"
         )
     return sorted(chosen + pickles)
+
+
+def model_name(source: str | ModelSource | dict[str, Any]) -> str:
+    """`ModelSource.name` of a source as given (`builtin:tiny-llama`, `hf://org/name@main`, a
+    relative folder), or of a manifest's `source` record (`kind`, `location`). Text that does not
+    parse is returned as given: a record names what it can."""
+    if isinstance(source, ModelSource):
+        return source.name
+    if isinstance(source, dict):
+        kind, location = str(source.get("kind") or ""), str(source.get("location") or "")
+        return ModelSource(kind, location).name if kind and location else location
+    try:
+        return ModelSource.parse(str(source)).name
+    except NeuronforgeError:
+        return str(source)
 
 
 def safe_component(text: str) -> str:
@@ -134,6 +150,13 @@ class ModelSource:
         if self.kind == "builtin":
             return ("builtin", safe_component(self.location))
         return ("local", safe_component(Path(self.location).name))
+
+    @property
+    def name(self) -> str:
+        """The model's one name wherever it is shown or matched (manifests' readers, failure records,
+        the farm index, the catalog page): the source as the user spells it, without a revision —
+        `org/name`, `s3://bucket/prefix`, an absolute folder, `builtin:tiny-llama`."""
+        return f"builtin:{self.location}" if self.kind == "builtin" else self.location
 
     @property
     def is_resolved(self) -> bool:

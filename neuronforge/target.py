@@ -8,6 +8,8 @@ logical-core config the instance does not have, buckets longer than the sequence
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from typing import Any, Literal
 
@@ -245,7 +247,11 @@ class TargetSpec(BaseModel):
 
     @property
     def slug(self) -> str:
-        """A readable, path-safe name for this target (the cache key disambiguates the rest)."""
+        """A readable, path-safe name for this target: every field of it that enters the cache key,
+        the fields at their default left out (so a default target keeps its short, stable name) —
+        two targets of one profile never share a slug unless they share the key. The profile's
+        version is the one part left to the profile ref shown beside it (`cpu@local`): a rebuild
+        for a new SDK release is the same target, published beside the old one under its own key."""
         parts = [
             self.profile_name,
             self.instance_type,
@@ -256,8 +262,20 @@ class TargetSpec(BaseModel):
         ]
         if self.quantization.enabled:
             parts.append(self.quantization.slug)
+            kept = tuple(m for m in self.quantization.modules_to_not_convert if m != "lm_head")
+            if kept:
+                parts.append("keep" + _short(".".join(kept), 24))
         if self.lnc != self.instance.default_lnc:
             parts.append(f"lnc{self.lnc}")
+        if self.context_length != self.sequence_length:
+            parts.append(f"ctx{self.context_length}")
+        if self.context_encoding_buckets:
+            parts.append("cte" + _short(".".join(map(str, self.context_encoding_buckets)), 20))
+        if self.token_generation_buckets:
+            parts.append("tkg" + _short(".".join(map(str, self.token_generation_buckets)), 20))
+        if self.backend_options:
+            options = json.dumps(dict(sorted(self.backend_options.items())), sort_keys=True, separators=(",", ":"))
+            parts.append("opt" + hashlib.sha256(options.encode()).hexdigest()[:8])
         return "-".join(parts)
 
     @classmethod
@@ -268,6 +286,14 @@ class TargetSpec(BaseModel):
             return cls.model_validate(data)
         except ValidationError as exc:
             raise InvalidInput(format_validation_error(exc, prefix="target")) from None
+
+
+def _short(text: str, limit: int) -> str:
+    """`text` when it is path-safe and at most `limit` long, else 8 hex digits of its sha256 (a slug
+    part stays short and path-safe whatever the value)."""
+    if len(text) <= limit and re.fullmatch(r"[A-Za-z0-9._]*", text):
+        return text
+    return "h" + hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
 def format_validation_error(exc: ValidationError, prefix: str) -> str:

@@ -72,6 +72,17 @@ TARGET_SCHEMA: dict[str, Any] = {
 OPTIONAL_STRING = ["null", "string"]
 
 
+def bounded(lo: int | None = None, hi: int | None = None) -> dict[str, Any]:
+    """A number field's range, as the trigger form must carry it: inside `allOf`, not as the
+    schema's own `minimum`/`maximum`. Airflow 3's form (its `FieldNumber`, a Chakra NumberInput)
+    passes those two to the input as `min`/`max`, and the input clamps on blur — 0 typed in
+    "Tensor parallel degree" was sent as 1, 300 as 128, while the field still showed what was
+    typed. Under `allOf` the browser leaves the number alone, Airflow's Param check and
+    `conf_problem` still enforce the range, and a value outside it gets its one sentence."""
+    limits = {k: v for k, v in (("minimum", lo), ("maximum", hi)) if v is not None}
+    return {"allOf": [limits]}
+
+
 def store_param() -> Param:
     """Both DAGs' `store` field (a fresh Param per form)."""
     return Param(
@@ -92,24 +103,22 @@ FORM_TARGET_FIELDS: dict[str, Param] = {
     "tp_degree": Param(
         _D["tp_degree"],
         type="integer",
-        minimum=1,
-        maximum=128,
+        **bounded(1, 128),
         title="Tensor parallel degree",
         description="NeuronCores the model is sharded over: one the instance supports (inf2.xlarge: 1 or 2)",
     ),
-    "batch_size": Param(_D["batch_size"], type="integer", minimum=1, maximum=1024, title="Batch size"),
+    "batch_size": Param(_D["batch_size"], type="integer", **bounded(1, 1024), title="Batch size"),
     "sequence_length": Param(
         _D["sequence_length"],
         type="integer",
-        minimum=8,
-        maximum=1048576,
+        **bounded(8, 1048576),
         title="Sequence length",
         description="prompt + generated tokens, at most the model's max_position_embeddings",
     ),
     "max_context_length": Param(
         _D["max_context_length"],
         type=["null", "integer"],
-        minimum=1,
+        **bounded(1),
         title="Max prompt length",
         description="longest prompt (context encoding); empty: the sequence length",
     ),
@@ -179,7 +188,7 @@ PARAMS: dict[str, Param] = {
         items={"type": "string", "minLength": 1},
         title="Smoke-test prompts",
     ),
-    "max_new_tokens": Param(8, type="integer", minimum=1, maximum=256, title="Smoke-test tokens"),
+    "max_new_tokens": Param(8, type="integer", **bounded(1, 256), title="Smoke-test tokens"),
 }
 
 # The recompile DAG's trigger form.
@@ -196,7 +205,7 @@ RECOMPILE_PARAMS: dict[str, Param] = {
     "wait_minutes": Param(
         720,
         type="integer",
-        minimum=0,
+        **bounded(0),
         title="Wait for rebuilds (minutes)",
         description="how long the report waits (deferred) for the triggered runs; 0: report at once "
         "(with throttled rebuilds the triggers already waited for every run to end)",
@@ -338,6 +347,14 @@ def _allowed(schema: dict[str, Any]) -> str:
     return text
 
 
+def _flat(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with its `allOf` parts merged in (what `_allowed` describes)."""
+    out = {k: v for k, v in schema.items() if k != "allOf"}
+    for part in schema.get("allOf") or ():
+        out.update(part)
+    return out
+
+
 def conf_problem(dag_id: str, conf: Mapping[str, Any] | None) -> str | None:
     """One sentence naming the first field of `conf` the DAG's form refuses and what it accepts (an
     unknown key, a value outside its schema), or None. Airflow's own Param check answers the same
@@ -360,6 +377,8 @@ def conf_problem(dag_id: str, conf: Mapping[str, Any] | None) -> str | None:
         if not errors:
             continue
         err = errors[0]
+        if not err.path:  # the field itself: its type and its range (`bounded`) in one description
+            err.schema = _flat(schema)
         where = name + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.path)
         if err.validator == "additionalProperties":
             allowed = ", ".join(sorted(err.schema.get("properties", {})))

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import html
 import json
+import math
+import re
 from typing import Any, ClassVar
 from urllib.parse import urlencode
 
@@ -168,8 +170,20 @@ def artifact(key: str) -> dict[str, Any]:
 # -- the pages ----------------------------------------------------------------------------------
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:1rem;color:#1f2937}
-table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #d1d5db;padding:.3rem .5rem;vertical-align:top}
+table{border-collapse:collapse;margin:.5rem 0;max-width:100%}
+td,th{border:1px solid #d1d5db;padding:.3rem .5rem;vertical-align:top;overflow-wrap:anywhere}
 th{background:#f3f4f6;font-weight:600;text-align:left}
+code,h2,p,li,small{overflow-wrap:anywhere}
+.cell+.cell{margin-top:.3rem;border-top:1px dashed #d1d5db;padding-top:.3rem}
+#latency-plot{width:100%;table-layout:fixed}
+#latency-plot td,#latency-plot th{border:none;border-bottom:1px solid #f3f4f6}
+#latency-plot .label{width:34%}.meter{display:flex;align-items:center;gap:.3rem}
+.track{flex:1;height:1.1rem;min-width:0}.bar{height:100%;border-radius:2px}
+.bar.ttft{background:#60a5fa}.bar.per-token{background:#a78bfa}
+.value{flex:none;width:4.5rem;font-size:.8rem;white-space:nowrap}
+.axis{position:relative;height:1rem;font-size:.7rem;color:#6b7280;margin-right:4.8rem;font-weight:400}
+.axis span{position:absolute;white-space:nowrap;transform:translateX(-50%)}
+.axis span:first-child{transform:none}.axis span:last-child{transform:translateX(-100%)}
 .published{background:#dcfce7}.stale{background:#fef9c3}.smoke-failed{background:#fee2e2}
 .failed{background:#fecaca}.building{background:#dbeafe}.empty{color:#9ca3af}
 code,pre{font-size:.85rem}pre{background:#f9fafb;border:1px solid #e5e7eb;padding:.5rem;overflow:auto}
@@ -190,6 +204,27 @@ for (const b of document.querySelectorAll('button.copy')) {
 
 def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
+
+
+SEPARATORS = re.compile(r"(?<=[/\-_@:?&=])")
+
+
+def _w(value: Any) -> str:
+    """`value` escaped, with a line-break opportunity (`<wbr>`) after each `/`, `-`, `_`, `@`, `:`,
+    `?`, `&`, `=`: a URI or a target's slug wraps at its separators instead of overflowing its box."""
+    return "<wbr>".join(_e(part) for part in SEPARATORS.split(str(value)))
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.3g} ms" if value < 100 else f"{value:,.0f} ms"
+
+
+def _short_target(profile: str, target: str) -> str:
+    """A target's slug without its profile's name (the column or line already names the profile)."""
+    name = profile.partition("@")[0]
+    return target.removeprefix(f"{name}-") if name else target
 
 
 def _html(title: str, body: str) -> str:
@@ -217,7 +252,7 @@ def _select(name: str, choices: list[str], chosen: str | None) -> str:
 
 def _copy(text: str, label: str) -> str:
     return (
-        f'<code>{_e(text)}</code> <button type="button" class="copy" data-copy="{_e(text)}" '
+        f'<code>{_w(text)}</code> <button type="button" class="copy" data-copy="{_e(text)}" '
         f'aria-label="copy {_e(label)}">copy</button>'
     )
 
@@ -226,52 +261,117 @@ def _artifact_href(key: str) -> str:
     return f"{PREFIX}/artifacts/{_e(key)}"
 
 
+PLOT_ROWS = 30
+METRICS = (("ttft_ms", "ttft", "time to first token"), ("per_token_ms", "per-token", "per output token"))
+
+
+def _log_scale(values: list[float]) -> tuple[float, float]:
+    """Whole decades around `values` (ms): a bar ten times the others still leaves them readable."""
+    lo = 10 ** math.floor(math.log10(min(values)))
+    hi = 10 ** math.ceil(math.log10(max(values)))
+    return lo, hi if hi > lo else lo * 10
+
+
+def _width(value: float, scale: tuple[float, float]) -> float:
+    """A bar's width in % of its track on the log `scale` (at least 4%: the smallest is visible)."""
+    lo, hi = scale
+    return 4 + 96 * math.log10(value / lo) / math.log10(hi / lo)
+
+
+def _tick(ms: float) -> str:
+    return f"{ms:g}" if ms < 1000 else f"{ms / 1000:g}k"
+
+
+def _axis(scale: tuple[float, float]) -> str:
+    """The scale's decades in ms; beyond three, every other one (labels of a narrow column must not
+    run into each other)."""
+    lo, hi = scale
+    decades = round(math.log10(hi / lo))
+    step = 1 if decades <= 3 else 2
+    ticks = [lo * 10**k for k in range(0, decades + 1, step)]
+    if ticks[-1] != hi:
+        ticks.append(hi)
+    spans = "".join(f'<span style="left:{_width(t, scale):.1f}%">{_tick(t)}</span>' for t in ticks)
+    return f'<div class="axis">{spans}</div>'
+
+
 def _plot(rows: list[Any]) -> str:
-    """Smoke latency per target (time to first token), as an inline SVG bar chart."""
-    timed = [r for r in rows if r.ttft_ms is not None][:30]
+    """Smoke latency per artifact: time to first token and per output token, each on its own log
+    scale, as bars in an HTML table (labels wrap like the rest of the page; no fixed-width SVG)."""
+    timed = [r for r in rows if (r.ttft_ms or 0) > 0 or (r.per_token_ms or 0) > 0]
     if not timed:
         return ""
-    top = max(r.ttft_ms for r in timed) or 1.0
-    bar, width = 18, 420
-    parts = []
-    for i, r in enumerate(timed):
-        w = max(1.0, width * r.ttft_ms / top)
-        y = i * (bar + 4)
-        parts.append(
-            f'<text x="0" y="{y + 13}" font-size="11">{_e(r.target[:48])}</text>'
-            f'<rect x="300" y="{y}" width="{w:.1f}" height="{bar}" fill="#60a5fa"><title>{_e(r.target)}: '
-            f"{r.ttft_ms} ms first token, {r.per_token_ms} ms/token</title></rect>"
-            f'<text x="{305 + w:.1f}" y="{y + 13}" font-size="11">{r.ttft_ms} ms</text>'
+    shown = timed[:PLOT_ROWS]
+    scales = {}
+    for attr, _, _ in METRICS:
+        values = [getattr(r, attr) for r in shown if (getattr(r, attr) or 0) > 0]
+        scales[attr] = _log_scale(values) if values else None
+    head = "".join(
+        f'<th class="{css}">{_e(title)} <small>(ms, log scale)</small>'
+        + (_axis(scales[attr]) if scales[attr] else "")
+        + "</th>"
+        for attr, css, title in METRICS
+    )
+    lines = []
+    for r in shown:
+        cells = []
+        for attr, css, title in METRICS:
+            v = getattr(r, attr)
+            if not v or v <= 0 or scales[attr] is None:
+                cells.append('<td class="empty">—</td>')
+                continue
+            w = _width(v, scales[attr])
+            cells.append(
+                f'<td><div class="meter" title="{_e(title)}: {_e(_ms(v))}"><div class="track"><div class="bar {css}" '
+                f'style="width:{w:.1f}%" data-ms="{v}"></div></div><span class="value">{_e(_ms(v))}</span></div></td>'
+            )
+        lines.append(
+            f'<tr class="timed"><td class="label">{_w(r.model)}<br><small>{_w(r.profile)} · '
+            f"{_w(_short_target(r.profile, r.target))}</small></td>{''.join(cells)}</tr>"
         )
-    height = len(timed) * (bar + 4)
+    more = f" (the first {PLOT_ROWS} of this page's {len(timed)})" if len(timed) > PLOT_ROWS else ""
     return (
-        f'<h2>Smoke latency: time to first token</h2><svg id="latency-plot" width="{300 + width + 80}" '
-        f'height="{height}" role="img" aria-label="time to first token per target">{"".join(parts)}</svg>'
+        f"<h2>Smoke latency{_e(more)}</h2>"
+        f'<table id="latency-plot" aria-label="smoke latency per artifact: time to first token and per output '
+        f'token"><tr><th class="label">artifact</th>{head}</tr>{"".join(lines)}</table>'
     )
 
 
+def _latency(r: Any) -> str:
+    if r.ttft_ms is None and r.per_token_ms is None:
+        return ""
+    return f"<br><small>first token {_e(_ms(r.ttft_ms))} · {_e(_ms(r.per_token_ms))}/token</small>"
+
+
 def _matrix(rows: list[Any], past_the_end: bool = False) -> str:
-    """Model × (profile, target) of the page's rows; each cell links to its artifact's page."""
+    """Model × (profile, target) of the page's rows; each cell links to its artifacts' pages (more
+    than one when the model has builds of several revisions for that target: each is reachable)."""
     if not rows:
         return f"<p id='matrix'>{'no rows on this page' if past_the_end else 'nothing matches'}</p>"
     columns = sorted({(r.profile, r.target) for r in rows})
     models = sorted({r.model for r in rows})
-    cell = {(r.model, r.profile, r.target): r for r in rows}
-    head = "".join(f"<th>{_e(p)}<br><small>{_e(t)}</small></th>" for p, t in columns)
+    cell: dict[tuple[str, str, str], list[Any]] = {}
+    for r in rows:
+        cell.setdefault((r.model, r.profile, r.target), []).append(r)
+    head = "".join(f'<th class="target">{_w(p)}<br><small>{_w(_short_target(p, t))}</small></th>' for p, t in columns)
     body = []
     for m in models:
         cells = []
         for p, t in columns:
-            r = cell.get((m, p, t))
-            if r is None:
+            found = cell.get((m, p, t))
+            if not found:
                 cells.append('<td class="empty">—</td>')
                 continue
-            extra = f"<br><small>{r.ttft_ms} ms / {r.per_token_ms} ms/tok</small>" if r.ttft_ms is not None else ""
-            cells.append(
-                f'<td class="{_e(r.status)}" data-status="{_e(r.status)}"><a href="{_artifact_href(r.key)}">'
-                f"{_e(r.status)}</a>{(' · ' + _e(r.stage)) if r.stage else ''}{extra}</td>"
-            )
-        body.append(f"<tr><th>{_e(m)}</th>{''.join(cells)}</tr>")
+            status = found[0].status
+            parts = []
+            for r in found:
+                rev = f"rev {_e(r.revision[:8])}: " if len(found) > 1 and r.revision else ""
+                parts.append(
+                    f'<div class="cell">{rev}<a href="{_artifact_href(r.key)}">{_e(r.status)}</a>'
+                    f"{(' · ' + _e(r.stage)) if r.stage else ''}{_latency(r)}</div>"
+                )
+            cells.append(f'<td class="{_e(status)}" data-status="{_e(status)}">{"".join(parts)}</td>')
+        body.append(f"<tr><th>{_w(m)}</th>{''.join(cells)}</tr>")
     return f'<table id="matrix"><tr><th>model</th>{head}</tr>{"".join(body)}</table>'
 
 
@@ -281,8 +381,8 @@ def _row_list(rows: list[Any]) -> str:
         return ""
     lines = [
         f'<tr id="artifact-{_e(r.key[:12])}" class="row"><td><a href="{_artifact_href(r.key)}">'
-        f"<code>{_e(r.key[:12])}</code></a></td><td>{_e(r.model)}</td><td>{_e(r.profile)}</td>"
-        f'<td>{_e(r.target)}</td><td class="{_e(r.status)}">{_e(r.status)}'
+        f"<code>{_e(r.key[:12])}</code></a></td><td>{_w(r.model)}</td><td>{_w(r.profile)}</td>"
+        f'<td>{_w(r.target)}</td><td class="{_e(r.status)}">{_e(r.status)}'
         f"{(' · ' + _e(r.stage)) if r.stage else ''}{('<br><small>' + _e(r.message) + '</small>') if r.message else ''}"
         f"</td><td>{_e(r.at)}</td></tr>"
         for r in rows
@@ -337,12 +437,17 @@ def _detail_html(row: Any, manifest: dict[str, Any] | None, snippets: dict[str, 
     size = f" · {row.size_bytes / 1e6:.1f} MB" if isinstance(row.size_bytes, (int, float)) else ""
     stage = f" in stage {_e(row.stage)}:" if row.stage else ""
     lines = [
-        f'<div class="detail" id="artifact-{_e(row.key[:12])}"><h2>{_e(row.model)} · {_e(row.target)}</h2>',
+        f'<div class="detail" id="artifact-{_e(row.key[:12])}"><h2>{_w(row.model)} · {_w(row.target)}</h2>',
         f"<p>status <b class='{_e(row.status)}'>{_e(row.status)}</b>{stage} "
         f"{_e(row.message)} · profile {_e(row.profile)} · compiler {_e(row.compiler_version or '-')}{size} · "
         f"{_e(row.at)} · run {run}</p>",
         f"<p>key {_copy(row.key, 'cache key')}</p>",
     ]
+    if row.ttft_ms is not None or row.per_token_ms is not None:
+        lines.append(
+            f'<p class="latency">smoke latency: time to first token {_e(_ms(row.ttft_ms))} · '
+            f"{_e(_ms(row.per_token_ms))} per output token</p>"
+        )
     if row.manifest_uri:
         if row.incomplete is None:
             verify = "not checked"
@@ -351,7 +456,7 @@ def _detail_html(row: Any, manifest: dict[str, Any] | None, snippets: dict[str, 
         else:
             verify = "complete (sizes match the manifest)"
         lines.append(
-            f"<p>verify: {_e(verify)} — full re-hash: <code>neuronforge verify {_e(row.artifact_uri)}</code></p>"
+            f"<p>verify: {_e(verify)} — full re-hash: <code>neuronforge verify {_w(row.artifact_uri)}</code></p>"
         )
         hosts = describe((manifest or {}).get("hosts"))
         if hosts:

@@ -73,3 +73,23 @@ def test_select_files_refuses_pickle_only_unless_allowed() -> None:
     assert select_checkpoint_files(["config.json", "pytorch_model.bin"], True) == ["config.json", "pytorch_model.bin"]
     # With safetensors present, pickle copies are ignored either way.
     assert select_checkpoint_files(["a.safetensors", "b.bin"], True) == ["a.safetensors"]
+
+
+@pytest.mark.parametrize(
+    ("given", "name"),
+    [
+        ("builtin:tiny-llama", "builtin:tiny-llama"),
+        ({"kind": "builtin", "location": "tiny-llama", "revision": "abc"}, "builtin:tiny-llama"),
+        ("hf://org/model@main", "org/model"),
+        ("org/model", "org/model"),
+        ({"kind": "hf", "location": "org/model"}, "org/model"),
+        ("s3://bucket/models/x/", "s3://bucket/models/x"),
+        ("not a source!", "not a source!"),
+    ],
+)
+def test_one_canonical_model_name(given, name: str) -> None:
+    """Manifests keep (kind, location); failure records and builds in progress keep what the user
+    typed: `model_name` gives both the one name the farm index and the catalog show."""
+    from neuronforge.source import model_name
+
+    assert model_name(given) == name

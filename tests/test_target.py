@@ -81,3 +81,96 @@ def test_slug_names_the_target() -> None:
     assert t.slug == "vllm-neuron-inf2.xlarge-tp2-b1-s2048-bf16-int8_per_channel"
     t2 = TargetSpec.parse({**BASE, "instance_type": "trn2.48xlarge", "logical_nc_config": 1})
     assert t2.slug.endswith("-lnc1")
+
+
+# -- the slug names everything in the key ------------------------------------------------------------
+# One other value per field of a target (and of its quantization): a field added to TargetSpec or
+# Quantization without an entry here fails `test_every_key_field_has_a_variant`, and one whose
+# variant changes the key but not the slug fails `test_targets_with_different_keys_have_different_slugs`.
+SLUG_BASE = {"instance_type": "trn2.48xlarge", "tp_degree": 2, "sequence_length": 2048, "profile": "vllm-neuron"}
+VARIANTS: dict[str, list[dict]] = {
+    "instance_type": [{"instance_type": "trn1.32xlarge"}],
+    "tp_degree": [{"tp_degree": 4}],
+    "batch_size": [{"batch_size": 4}],
+    "sequence_length": [{"sequence_length": 4096}],
+    "max_context_length": [{"max_context_length": 1024}, {"max_context_length": 512}],
+    "logical_nc_config": [{"logical_nc_config": 1}],
+    "context_encoding_buckets": [{"context_encoding_buckets": [512, 2048]}, {"context_encoding_buckets": [2048]}],
+    "token_generation_buckets": [{"token_generation_buckets": [2048]}, {"token_generation_buckets": [1024, 2048]}],
+    "dtype": [{"dtype": "fp16"}],
+    "quantization": [{"quantization": "int8"}, {"quantization": "f8e4m3:per_channel"}],
+    "quantization.dtype": [{"quantization": "f8e5m2"}],
+    "quantization.method": [{"quantization": "int8:per_channel"}],
+    "quantization.modules_to_not_convert": [
+        {"quantization": "int8", "modules_to_not_convert": ["model.layers.0.mlp"]},
+        {"quantization": "int8", "modules_to_not_convert": ["model.layers.1.mlp"]},
+    ],
+    "backend_options": [{"backend_options": {"fused_qkv": True}}, {"backend_options": {"fused_qkv": False}}],
+    # The profile's name is in the slug; its version is the one part the profile ref beside it shows.
+    "profile": [{"profile": "optimum-neuron"}],
+}
+
+
+def _key(target: dict) -> str:
+    from neuronforge.profiles.registry import compile_request
+    from neuronforge.request import Toolchain, cache_key
+    from neuronforge.source import ModelSource
+
+    spec = TargetSpec.parse(target)
+    request = compile_request(ModelSource.parse("org/model").pinned("a" * 40), spec)
+    backend = request.profile.backend.name
+    return cache_key(request, Toolchain(backend, "1", "neuronxcc", "2.21", {"torch": "2.8.0"}, ()))
+
+
+def test_every_key_field_has_a_variant() -> None:
+    fields = set(TargetSpec.model_fields) | {f"quantization.{f}" for f in Quantization.model_fields}
+    assert set(VARIANTS) == fields
+
+
+def _all_variants() -> list[dict]:
+    out = [dict(SLUG_BASE)]
+    for changes in VARIANTS.values():
+        out += [{**SLUG_BASE, **c} for c in changes]
+    # and pairs of changes, so a slug part cannot stand in for another field's
+    singles = [c for changes in VARIANTS.values() for c in changes]
+    out += [{**SLUG_BASE, **a, **b} for i, a in enumerate(singles) for b in singles[i + 1 :] if not set(a) & set(b)]
+    return out
+
+
+def test_targets_with_different_keys_have_different_slugs() -> None:
+    slugs: dict[str, str] = {}
+    for target in _all_variants():
+        try:
+            key = _key(target)
+        except InvalidInput:
+            continue  # a pair no profile accepts (e.g. lnc 1 on trn1)
+        slug = TargetSpec.parse(target).slug
+        assert slugs.setdefault(slug, key) == key, f"{slug} names two keys ({target})"
+    assert len(slugs) > 100
+
+
+def test_defaults_spelled_out_keep_the_slug() -> None:
+    short = TargetSpec.parse(SLUG_BASE)
+    spelled = TargetSpec.parse(
+        {**SLUG_BASE, "batch_size": 1, "max_context_length": 2048, "logical_nc_config": 2, "dtype": "bf16"}
+    )
+    assert spelled.slug == short.slug == "vllm-neuron-trn2.48xlarge-tp2-b1-s2048-bf16"
+    assert spelled.normalized().slug == short.slug
+    assert TargetSpec.parse({**SLUG_BASE, "quantization": "int8", "modules_to_not_convert": ["lm_head"]}).slug == (
+        "vllm-neuron-trn2.48xlarge-tp2-b1-s2048-bf16-int8_per_tensor"
+    )
+
+
+def test_slug_parts_stay_short_and_path_safe() -> None:
+    t = TargetSpec.parse(
+        {
+            **SLUG_BASE,
+            "max_context_length": 1024,
+            "context_encoding_buckets": [128, 256, 512, 1024, 2048],
+            "token_generation_buckets": [2048],
+            "backend_options": {"a path": "/x y"},
+        }
+    )
+    assert t.slug.startswith("vllm-neuron-trn2.48xlarge-tp2-b1-s2048-bf16-ctx1024-cteh")
+    assert "-tkg2048-opt" in t.slug
+    assert len(t.slug) < 100 and all(c.isalnum() or c in "._-" for c in t.slug)

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from neuronforge.errors import NeuronforgeError
+from neuronforge.source import model_name
 from neuronforge.target import TargetSpec
 
 KINDS = ("published", "failed", "building", "deleted")
@@ -139,7 +140,7 @@ def published_record(index: dict[str, Any], manifest: dict[str, Any]) -> dict[st
     return {
         "kind": "published",
         "key": str(manifest["cache_key"]),
-        "model": str(manifest["source"].get("location", "")),
+        "model": model_name(manifest["source"]),
         "profile": str(profile.get("ref", "")),
         "target": str(manifest.get("target_slug", "")),
         "instance": str(target.get("instance_type") or ""),
@@ -165,7 +166,7 @@ def building_record(key: str, holder: str, at: str, state: Any = None) -> dict[s
     if state is not None:
         target = state.target
         what = {
-            "model": str(state.model),
+            "model": model_name(state.model),
             "profile": target.profile,
             "target": target.slug,
             "instance": target.instance.name,

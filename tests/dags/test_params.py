@@ -155,3 +155,58 @@ def test_dag_test_refuses_an_unknown_key_before_any_task(synced, conf_policy) ->
 
     settings.Session.rollback()  # dag.test leaves its failed transaction open; the REST API rolls back
     assert not [r for r in _runs(COMPILE_DAG) if r[1] == {"target": []}]
+
+
+def _number_fields() -> list[tuple[str, str, Any]]:
+    from operators.compile_params import FORMS
+
+    return [
+        (dag, name, p)
+        for dag, form in FORMS.items()
+        for name, p in form.items()
+        if {"integer", "number"}
+        & set([p.schema.get("type")] if isinstance(p.schema.get("type"), str) else p.schema.get("type", []))
+    ]
+
+
+def test_no_number_field_gives_the_browser_a_range_to_clamp_to() -> None:
+    """Airflow's form hands a number field's `minimum`/`maximum` to the input, which clamps what
+    is typed (0 sent as 1): the range lives under `allOf`, where only validation reads it."""
+    fields = _number_fields()
+    assert {n for _, n, _ in fields} >= {"tp_degree", "batch_size", "sequence_length", "max_new_tokens"}
+    for dag, name, p in fields:
+        assert not {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} & set(p.schema), (dag, name)
+
+
+@pytest.mark.parametrize(
+    ("conf", "sentence"),
+    [
+        ({"tp_degree": 0}, "tp_degree = 0 is not allowed; use a whole number from 1 to 128."),
+        ({"tp_degree": 300}, "tp_degree = 300 is not allowed; use a whole number from 1 to 128."),
+        ({"batch_size": 2000}, "batch_size = 2000 is not allowed; use a whole number from 1 to 1024."),
+        ({"sequence_length": 4}, "sequence_length = 4 is not allowed; use a whole number from 8 to 1048576."),
+        (
+            {"max_context_length": 0},
+            "max_context_length = 0 is not allowed; use empty or a whole number of at least 1.",
+        ),
+        ({"tp_degree": 1.5}, "tp_degree = 1.5 is not allowed; use a whole number from 1 to 128."),
+        ({"max_new_tokens": 257}, "max_new_tokens = 257 is not allowed; use a whole number from 1 to 256."),
+    ],
+)
+def test_a_number_out_of_range_gets_one_sentence(conf: dict, sentence: str) -> None:
+    from airflow.sdk.definitions.param import ParamsDict
+
+    from operators.compile_params import conf_problem
+
+    assert conf_problem(COMPILE_DAG, conf) == f"{COMPILE_DAG}: {sentence}"
+    # and Airflow's own Param check still refuses it (a caller that bypasses the api-server)
+    params = ParamsDict(PARAMS)
+    with pytest.raises(Exception, match="Invalid input"):
+        params.update(conf)
+        params.validate()
+
+
+def test_a_number_in_range_passes() -> None:
+    from operators.compile_params import conf_problem
+
+    assert conf_problem(COMPILE_DAG, {"tp_degree": 128, "batch_size": 1, "max_context_length": None}) is None

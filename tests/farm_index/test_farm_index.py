@@ -158,3 +158,25 @@ def test_a_store_published_before_the_index_existed_gets_one(tmp_path: Path) -> 
     assert set(_keys(store)) == {key_of("old", i) for i in range(3)}
     assert (tmp_path / "store" / snapshot.HEAD).is_file()  # written once, by the first reader
     assert json.loads((tmp_path / "store" / snapshot.HEAD).read_text())["aggregates"]["rows"] == 3
+
+
+def test_one_model_has_one_name_in_every_record(tmp_path: Path) -> None:
+    """A manifest (`source: {kind: builtin, location: tiny-llama}`), a failure and a build in progress
+    of the model the user calls `builtin:tiny-llama` are one model in the index, under that name."""
+    from types import SimpleNamespace
+
+    from neuronforge import leases
+    from neuronforge.target import TargetSpec
+
+    store = open_store(f"file://{tmp_path}/store")
+    index, manifest = manifest_only(store, key_of("n", 0), model="tiny-llama")
+    manifest["source"]["kind"] = "builtin"
+    farm_index.note_published(store, index, manifest)
+    target = TargetSpec.parse({"instance_type": "inf2.xlarge", "tp_degree": 1, "sequence_length": 64})
+    state = SimpleNamespace(model="builtin:tiny-llama", target=target)
+    farm_index.record_failure(store, key_of("n", 1), "smoke", RuntimeError("differs"), "manual__1", state)
+    lease = leases.try_acquire(store, key_of("n", 2), "worker-1:1", ttl_s=3600)
+    farm_index.announce(store, lease, SimpleNamespace(model="builtin:tiny-llama", target=target))
+    entries = farm_index.read_window(store).entries
+    assert len(entries) == 3
+    assert {e.model for e in entries} == {"builtin:tiny-llama"}

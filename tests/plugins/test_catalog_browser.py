@@ -1,17 +1,24 @@
 """The Airflow UI in headless Chromium (Debian's /usr/bin/chromium driven by playwright), against the
 real api-server of tests/plugins/conftest.py: a person logs in, opens "Artifact catalog" from the
 navigation, reads the matrix, filters it, opens an artifact's page and copies a URI, and triggers the
-compile DAG from its form without writing JSON. Screenshots go to `test-artifacts/` (NEURONFORGE_TEST_ARTIFACTS)."""
+compile DAG from its form without writing JSON; and the page as a person reads it: distinct labels for
+targets that differ in one field, nothing overflowing its box, a latency plot still readable with a
+10x outlier. Screenshots go to `test-artifacts/ui/` (NEURONFORGE_TEST_ARTIFACTS names another folder)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Compiled
+from neuronforge import farm_index, layout
+from neuronforge.stores import open_store
+from neuronforge.target import TargetSpec
+from tests.conftest import TARGET, Compiled
 from tests.plugins.conftest import REPO
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -28,6 +35,58 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+# Two more builds of the published target, differing from it only in max_context_length; one of them
+# ten times slower to its first token.
+VARIANTS = {16: 1.2, 48: 10.0}
+
+
+@pytest.fixture(scope="module")
+def seeded_store(seeded_store: Path, compiled: Compiled) -> Path:
+    """The plugin tests' store, plus the published artifact copied as two builds of targets that
+    differ from it only in `max_context_length`, published as `stages.publish` does (payload,
+    manifest last, index pointer, farm-index record)."""
+    store = open_store(f"file://{seeded_store}")
+    first = compiled.first.published
+    for ctx, slower in VARIANTS.items():
+        spec = TargetSpec.parse({**TARGET, "max_context_length": ctx})
+        key = hashlib.sha256(f"max_context_length={ctx}".encode()).hexdigest()
+        prefix = f"{first.prefix.rsplit('/', 2)[0]}/{spec.slug}/{key[:12]}"
+        shutil.copytree(seeded_store / first.prefix, seeded_store / prefix)
+        manifest = json.loads(json.dumps(first.manifest))
+        manifest["cache_key"], manifest["target_slug"] = key, spec.slug
+        manifest["request"]["target"]["max_context_length"] = ctx
+        manifest["smoke"]["time_to_first_token_s"] *= slower
+        store.write_json(f"{prefix}/{layout.ARTIFACT_MANIFEST}", manifest)
+        index = {"schema_version": 1, "cache_key": key, "manifest": f"{prefix}/manifest.json", "prefix": prefix}
+        store.put_if_absent(json.dumps(index).encode(), layout.index_entry(key))
+        farm_index.note_published(store, index, manifest)
+    return seeded_store
+
+
+# Every box of the page's matrix, rows, plot and artifact detail that is narrower than its content
+# (a code block `pre` scrolls by design), and the page itself if it is wider than the window.
+OVERFLOWING = """() => {
+  const out = [];
+  for (const el of document.querySelectorAll('#matrix *, #rows *, #latency-plot *, .detail *, #matrix, #rows')) {
+    if (el.closest('pre') || el.clientWidth === 0) continue;
+    if (el.scrollWidth > el.clientWidth + 1) out.push(`${el.tagName}.${el.className}: ${el.textContent.slice(0, 80)}`);
+  }
+  const root = document.documentElement;
+  if (root.scrollWidth > root.clientWidth + 1) out.push(`the page: ${root.scrollWidth} > ${root.clientWidth}`);
+  return out;
+}"""
+# Pairs of axis labels of the latency plot that run into each other.
+OVERLAPPING_TICKS = """() => {
+  const out = [];
+  for (const axis of document.querySelectorAll('#latency-plot .axis')) {
+    const boxes = [...axis.querySelectorAll('span')].map(s => [s.textContent, s.getBoundingClientRect()]);
+    for (let i = 1; i < boxes.length; i++)
+      if (boxes[i][1].left < boxes[i - 1][1].right) out.push(`${boxes[i - 1][0]} / ${boxes[i][0]}`);
+  }
+  return out;
+}"""
 
 
 @pytest.fixture(scope="module")
@@ -91,11 +150,43 @@ def test_the_catalog_in_the_ui(page, server, compiled: Compiled, shots: Path) ->
     page.screenshot(path=str(shots / "catalog-filtered.png"), full_page=True)
 
 
+@pytest.mark.parametrize("width", [1280, 900])
+def test_the_catalog_as_a_person_reads_it(page, server, compiled: Compiled, shots: Path, width: int) -> None:
+    """Targets that differ only in max_context_length have different labels everywhere; no box
+    overflows; the plot shows both latencies, and its bars stay readable beside a 10x outlier."""
+    base, _ = server
+    page.set_viewport_size({"width": width, "height": 900})
+    frame = _catalog(page, base)
+    heads = [h.inner_text() for h in frame.query_selector_all("#matrix th.target")]
+    assert len(heads) == len(set(heads)) == 6, heads  # 4 seeded targets + 2 variants, each its own column
+    for ctx in (32, *VARIANTS):  # the published target and its two variants: one column each
+        assert sum(h.endswith(f"s64-fp32-ctx{ctx}") for h in heads) == (2 if ctx == 32 else 1), heads  # +stale
+    labels = [t.inner_text() for t in frame.query_selector_all("#latency-plot td.label")]
+    assert len(labels) == len(set(labels)) == 4, labels  # the three published builds and the stale one
+    assert frame.query_selector_all("#latency-plot .bar.ttft") and len(
+        frame.query_selector_all("#latency-plot .bar.ttft")
+    ) == len(frame.query_selector_all("#latency-plot .bar.per-token"))
+    text = frame.inner_text("#latency-plot")
+    assert "time to first token" in text and "per output token" in text and "log scale" in text
+    widths = [b.bounding_box()["width"] for b in frame.query_selector_all("#latency-plot .bar.ttft")]
+    assert max(widths) > 0 and min(widths) / max(widths) > 0.2, widths  # linear: under 0.1
+    assert frame.evaluate(OVERFLOWING) == [] and frame.evaluate(OVERLAPPING_TICKS) == []
+    page.screenshot(path=str(shots / f"catalog-{width}px.png"), full_page=True)
+    # each variant's own page says which target it is, and its URIs wrap inside the page
+    frame.click("#matrix td[data-status=published] a >> nth=-1")
+    frame.wait_for_selector(".detail h2", timeout=30000)
+    heading = frame.inner_text(".detail h2")
+    assert heading.endswith("-s64-fp32-ctx48") and compiled.checkpoint.name in heading
+    assert "time to first token" in frame.inner_text(".detail .latency")
+    assert frame.evaluate(OVERFLOWING) == []
+    page.screenshot(path=str(shots / f"catalog-artifact-{width}px.png"), full_page=True)
+
+
 def test_copying_a_uri(page, server, compiled: Compiled, shots: Path) -> None:
     base, _ = server
     frame = _catalog(page, base)
     # the published cell opens that artifact's own page, inside the same frame
-    frame.click("td[data-status=published] a")
+    frame.click(f"td[data-status=published] a[href$='{compiled.first.key}']")
     frame.wait_for_selector(f"#artifact-{compiled.first.key[:12]}.detail", timeout=30000)
     assert frame.url == f"{base}/neuronforge/artifacts/{compiled.first.key}"
     assert frame.query_selector_all("pre.snippet")
@@ -175,4 +266,26 @@ def test_a_bad_field_gets_one_sentence(page, server, token: str, shots: Path) ->
     dialog.get_by_text(sentence).wait_for(timeout=30000)
     assert "Failed validating" not in dialog.inner_text()  # not Airflow's JSON schema dump
     page.screenshot(path=str(shots / "trigger-bad-field.png"), full_page=True)
+    assert len(_runs(base, token)) == before
+
+
+@pytest.mark.parametrize("typed", ["0", "300"])
+def test_a_number_out_of_range_is_refused_not_clamped(page, server, token: str, shots: Path, typed: str) -> None:
+    """The browser used to clamp a number field to the schema's range (0 sent as 1, 300 as 128)
+    while showing what was typed: now the value typed is sent, and refused in one sentence."""
+    base, _ = server
+    before = len(_runs(base, token))
+    dialog = _trigger_dialog(page)
+    field = dialog.locator("input[name=element_tp_degree], #element_tp_degree input, input#element_tp_degree").first
+    field.fill(typed)
+    field.press("Tab")  # leave the field, as a person does before clicking Trigger
+    assert field.input_value() == typed
+    page.screenshot(path=str(shots / f"trigger-tp-{typed}-typed.png"), full_page=True)
+    dialog.get_by_role("button", name="Trigger").last.click()
+    sentence = f"neuronforge_compile_publish: tp_degree = {typed} is not allowed; use a whole number from 1 to 128."
+    error = dialog.get_by_text(sentence)
+    error.wait_for(timeout=30000)
+    assert field.input_value() == typed
+    error.scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / f"trigger-tp-{typed}.png"), full_page=True)
     assert len(_runs(base, token)) == before
