@@ -2,7 +2,9 @@
 
 Exit codes (a contract later tooling relies on):
   0  success; for `plan`, the configuration is valid and fits
-  1  a store or environment failure
+  1  a store or environment failure; for a command that summarizes many items (`catalog stale`,
+     `catalog check`, `gc`, `cache prune`, `index rebuild`), some of them could not be checked or
+     handled: the summary line counts them, never "ok" over them
   2  usage error: unknown instance, malformed value, missing file
   3  `plan`: the configuration is invalid or does not fit; `fetch`: the checkpoint failed verification
   3  `verify`: a file does not match the manifest, or the profile's consumer would refuse the artifact
@@ -211,22 +213,29 @@ def cmd_quantize(args: argparse.Namespace) -> int:
 
 # -- catalog ----------------------------------------------------------------------------------------
 def cmd_catalog_check(args: argparse.Namespace) -> int:
-    """Every problem with its line; exit 3 when there are any (nothing gets scheduled from it)."""
+    """Every problem with its line; exit 3 when there are any (nothing gets scheduled from it), else
+    1 when some target could not be planned (its config.json unavailable here): never "ok" over them."""
     from neuronforge.catalog import check_catalog
 
     report = check_catalog(Path(args.path).expanduser() if args.path else None)
     targets = sum(len(e.targets) for e in report.entries)
     if args.json:
-        _print_json({"path": str(report.path), "ok": report.ok, "entries": len(report.entries), "targets": targets,
-                     "problems": report.problems, "notes": report.notes})  # fmt: skip
+        _print_json({"path": str(report.path), "ok": report.ok and not report.unplanned, "entries": len(report.entries),
+                     "targets": targets, "unplanned": report.unplanned, "problems": report.problems,
+                     "notes": report.notes})  # fmt: skip
     else:
         for line in report.problems:
             print(line)
         for line in report.notes:
             print(f"note: {line}")
         state = "ok" if report.ok else f"{len(report.problems)} problem(s)"
+        if report.unplanned:
+            unplanned = f"{report.unplanned} of {targets} target(s) NOT PLANNED (see the notes)"
+            state = unplanned if report.ok else f"{state}; {unplanned}"
         print(f"{report.path}: {len(report.entries)} model(s), {targets} target(s): {state}")
-    return EXIT_OK if report.ok else EXIT_REJECTED
+    if not report.ok:
+        return EXIT_REJECTED
+    return EXIT_FAILURE if report.unplanned else EXIT_OK
 
 
 def cmd_catalog_stale(args: argparse.Namespace) -> int:
@@ -248,9 +257,29 @@ def cmd_catalog_stale(args: argparse.Namespace) -> int:
         for s in states:
             why = f"  ({s.detail})" if s.status != recompile.FRESH and s.detail else ""
             print(f"{s.status:<11} {s.key[:12] or '-':<12} {s.slug:<44} {s.profile:<22} {s.source}{why}")
-        stale = sum(s.status == recompile.STALE for s in states)
-        print(f"{stale} stale of {len(states)} catalog target(s) in {args.store}")
-    return EXIT_STALE if any(s.status == recompile.STALE for s in states) else EXIT_OK
+        print(stale_summary(states, args.store))
+    counts = {status: sum(s.status == status for s in states) for status in (recompile.STALE, *UNDECIDED)}
+    if counts[recompile.STALE]:
+        return EXIT_STALE
+    return EXIT_FAILURE if any(counts[status] for status in UNDECIDED) else EXIT_OK
+
+
+# Catalog targets `catalog stale` could not decide: neither fresh nor stale is known of them.
+UNDECIDED = {
+    "unresolved": "unresolved (the source could not be pinned: Hub or store unreachable, folder missing)",
+    "unavailable": "unavailable (no usable toolchain here for the profile)",
+}
+
+
+def stale_summary(states: list[Any], store: str) -> str:
+    """The last line of `catalog stale`. It never reads as "nothing stale" over targets that were
+    not checked: those are counted by why (each is listed above with its detail)."""
+    line = f"{sum(s.status == 'stale' for s in states)} stale of {len(states)} catalog target(s) in {store}"
+    counts = {status: n for status in UNDECIDED if (n := sum(s.status == status for s in states))}
+    if not counts:
+        return line
+    named = ", ".join(f"{n} {UNDECIDED[status]}" for status, n in counts.items())
+    return f"{line}; {sum(counts.values())} NOT CHECKED: {named}"
 
 
 # -- gc ---------------------------------------------------------------------------------------------

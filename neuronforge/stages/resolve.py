@@ -41,6 +41,16 @@ def hub_cache_dir() -> str | None:
     return os.environ.get("HF_HUB_CACHE") or None
 
 
+def one_hub_log_handler() -> None:
+    """huggingface_hub gives its loggers a stderr handler of their own and lets them propagate to
+    the application's too (the CLI's, Airflow's task log), so each of its warnings (a retry, say)
+    printed twice. Its own handler goes; the application's logging prints each message once."""
+    hub = logging.getLogger("huggingface_hub")
+    for handler in list(hub.handlers):
+        if type(handler) is logging.StreamHandler:
+            hub.removeHandler(handler)
+
+
 @contextmanager
 def hub_errors(repo: str, revision: str) -> Iterator[None]:
     """The Hub's failures as one line naming the repo and the fix: gated, missing, private, a
@@ -62,6 +72,7 @@ def hub_errors(repo: str, revision: str) -> Iterator[None]:
         f"cannot reach the Hugging Face Hub at {constants.ENDPOINT} for {repo}@{revision}; check the network "
         "or HF_ENDPOINT, or set HF_HUB_OFFLINE=1 to use what the local Hugging Face cache holds"
     )
+    one_hub_log_handler()
     try:
         yield
     except GatedRepoError:
@@ -122,6 +133,41 @@ def resolve_hub(source: ModelSource, token: str | None = None) -> ModelSource:
     with hub_errors(source.location, rev):
         info = HfApi(token=token).model_info(source.location, revision=rev)
     return source.pinned(info.sha)
+
+
+def hub_file(source: ModelSource, filename: str, token: str | None = None) -> Path:
+    """One small file of a Hub model (its config.json), failing within a second or so when the Hub
+    cannot be reached, with one line saying so.
+
+    `hf_hub_download` retries a refused connection five times with backoff (about 25 s) before it
+    falls back to the local cache. So the revision is asked of the Hub first with one
+    `HfApi.model_info` request, which is not retried: when the Hub does not answer, the local
+    Hugging Face cache's copy of that revision is used if it has one, else the Hub's failure is
+    raised at once. With `HF_HUB_OFFLINE` only the cache is read; a 40-hex revision the cache holds
+    needs no request at all."""
+    from huggingface_hub import constants, hf_hub_download, try_to_load_from_cache
+
+    repo, rev = source.location, source.revision or "main"
+    cached = try_to_load_from_cache(repo, filename, cache_dir=hub_cache_dir(), revision=rev)
+    if not hub_offline() and not (HUB_SHA.match(rev) and isinstance(cached, str)):
+        from huggingface_hub import HfApi
+
+        try:
+            with hub_errors(repo, rev):
+                rev = HfApi(token=token).model_info(repo, revision=rev, timeout=constants.HF_HUB_ETAG_TIMEOUT).sha
+        except InvalidInput:
+            raise  # gated, missing, no such revision: the cache would not make it right
+        except NeuronforgeError:  # unreachable, or answering an error
+            if not isinstance(cached, str):
+                raise
+            log.warning("the Hugging Face Hub did not answer; using the local cache's %s of %s@%s", filename, repo, rev)
+            return Path(cached)
+    with hub_errors(repo, rev):
+        return Path(
+            hf_hub_download(
+                repo, filename, revision=rev, cache_dir=hub_cache_dir(), token=token, local_files_only=hub_offline()
+            )
+        )
 
 
 def s3_listing(source: ModelSource, allow_pickle: bool, store_kwargs: dict | None = None) -> list[ObjectInfo]:
