@@ -588,6 +588,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from neuronforge.sweep.modelinfo import model_id, read_arch
     from neuronforge.sweep.space import refuse_profile
 
+    config_file = _sweep_config_file(args.model)
+    if args.model_id is not None and model_id(args.model_id, hub_only=True) != args.model_id.strip():
+        raise InvalidInput(f"--model-id {args.model_id}: give the Hub id without a revision, e.g. org/name")
+    if config_file and not args.model_id:
+        raise InvalidInput(
+            f"--model {args.model} is a config.json file: add --model-id org/name, the Hub id the results are "
+            "for (the cache-config file is keyed by it and --to-catalog writes it as the model's source)"
+        )
+    key = args.model_id or model_id(args.model)
     instance = get_instance(args.instance)
     profile = get_profile(args.profile)
     arch = read_arch(args.model)
@@ -602,12 +611,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         "space": space.to_json(),
     }
     log_file, earlier = RecordLog.load(records_path(out), header)
-    cache_config = CacheConfig.load(out, model_id(args.model), instance.family)
+    cache_config = CacheConfig.load(out, key, instance.family)
     if args.try_command:
         trial = CommandTrial(args.try_command, args.model, instance.name)
-    else:
+    else:  # the pipeline builds from weights: a bare config.json has none, its Hub id has
+        build_from = args.model_id if config_file else args.model
         trial = PipelineTrial(
-            args.model, instance.name, profile.ref, settings.store_uri(args.store), settings.work_dir(), args.dtype
+            build_from, instance.name, profile.ref, settings.store_uri(args.store), settings.work_dir(), args.dtype
         )
     result = sweep(
         arch,
@@ -628,7 +638,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
         catalog = Path(args.to_catalog).expanduser()
         targets = catalog_targets(result.valid, instance.name, args.profile, args.dtype)
-        added, notes = add_to_catalog(catalog, args.model, targets)
+        source = args.model_id if config_file else args.model
+        added, notes = add_to_catalog(catalog, source, targets, config=config_file)
         summary["catalog"] = {"path": str(catalog), "added": added, "notes": notes}
     if args.json:
         _print_json(summary)
@@ -640,10 +651,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(f"catalog: {note}")
         print(f"catalog: {summary['catalog']['added']} target(s) added to {summary['catalog']['path']}")
     print(
-        f"{len(result.valid)} valid configuration(s) of {model_id(args.model)} on {instance.name}, "
+        f"{len(result.valid)} valid configuration(s) of {key} on {instance.name}, "
         f"{result.attempts} compile(s) tried ({args.method}); written to {out}, records in {log_file.path}"
     )
     return EXIT_OK
+
+
+def _sweep_config_file(model: str) -> Path | None:
+    """The sweep's `--model` when it is a bare config.json (what the bench and tests sweep): it says
+    nothing of which model it describes, hence `--model-id`."""
+    path = Path(model).expanduser()
+    return path.resolve() if path.is_file() and path.suffix == ".json" else None
 
 
 def _compiler_dir(args: argparse.Namespace) -> str | None:
@@ -842,6 +860,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retry-failed", action="store_true", help="try again candidates an earlier run saw fail")
     p.add_argument("--store", help="store URI for the builds (default: NEURONFORGE_STORE or the home store)")
     p.add_argument("--to-catalog", metavar="FILE", help="add the valid configurations to this catalog YAML")
+    p.add_argument(
+        "--model-id",
+        metavar="ORG/NAME",
+        help="the Hub id the results are for: required when --model is a config.json file (the cache-config file "
+        "is keyed by it, --to-catalog writes it as the source); default: --model's Hub id",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_sweep)
 
