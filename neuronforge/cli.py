@@ -664,12 +664,28 @@ def _sweep_config_file(model: str) -> Path | None:
     return path.resolve() if path.is_file() and path.suffix == ".json" else None
 
 
-def _compiler_dir(args: argparse.Namespace) -> str | None:
-    if not args.compiler_version:
-        return None
+def _cache_selection(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    """`cache`'s filters as `compile_cache` takes them, and how to name them in a message. Both
+    given: the one folder `<compiler>-<version>` (or its labelled siblings); either alone: across
+    the other (`--compiler-version 2.13.0` finds `torch-inductor-2.13.0+cpu` too)."""
     from neuronforge import layout
 
-    return layout.neuron_cache_prefix(args.compiler, args.compiler_version).split("/", 1)[1]
+    compiler, version = args.compiler, args.compiler_version
+    if version is not None or compiler is not None:  # a path component each: refused, never cleaned
+        layout.compiler_dir(compiler or "any", version or "0")
+    named = " ".join(f"{flag} {v}" for flag, v in (("--compiler", compiler), ("--compiler-version", version)) if v)
+    if compiler and version:
+        return {"compiler_dir": layout.compiler_dir(compiler, version)}, named
+    return {"compiler": compiler, "version": version}, named + (" (any compiler)" if version and not compiler else "")
+
+
+def _nothing_matches(store: Any, named: str) -> str:
+    from neuronforge.compile_cache import compiler_dirs
+
+    present = compiler_dirs(store) if named else []
+    if not present:
+        return f"no compile-cache entries in {store.uri('neuron-cache')}" + (f" ({named})" if named else "")
+    return f"no compile-cache entries match {named}; compiler folders present: {', '.join(present)}"
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
@@ -677,23 +693,31 @@ def cmd_cache(args: argparse.Namespace) -> int:
     from neuronforge.stores import open_store
 
     store = open_store(args.store, must_exist=True)
+    selection, named = _cache_selection(args)
     if args.cache_command == "prune":
         if not (args.compiler_version or args.incomplete):
             raise InvalidInput("cache prune needs --compiler-version VERSION and/or --incomplete")
-        entries = prune_store(store, _compiler_dir(args), incomplete_only=args.incomplete, dry_run=args.dry_run)
+        entries = prune_store(store, incomplete_only=args.incomplete, dry_run=args.dry_run, **selection)
         verb = "would delete" if args.dry_run else "deleted"
+        if not entries:
+            what = f"{named} --incomplete".strip() if args.incomplete else named
+            print(_nothing_matches(store, what) if named else "no incomplete compile-cache entries")
         print(f"{verb} {len(entries)} entries ({sum(e.bytes for e in entries)} bytes)")
         return EXIT_OK
-    entries = stored_entries(store, _compiler_dir(args))
+    entries = stored_entries(store, **selection)
     if args.cache_command == "ls":
         if args.json:
             _print_json([e.__dict__ for e in entries])
+        elif not entries:
+            print(_nothing_matches(store, named))
         else:
+            print(f"{'COMPILER FOLDER':<34} {'ENTRY':<40} {'FILES':>9} {'BYTES':>14}  STATE")
             for e in entries:
                 print(
                     f"{e.compiler_dir:<34} {e.name:<40} {e.files:>3} files {e.bytes:>12} B  "
                     f"{'complete' if e.complete else 'INCOMPLETE'}"
                 )
+            print(f"{len(entries)} entries, {sum(e.bytes for e in entries)} bytes")
         return EXIT_OK
     stats: dict[str, dict[str, int]] = {}
     for e in entries:
@@ -703,6 +727,8 @@ def cmd_cache(args: argparse.Namespace) -> int:
         s["bytes"] += e.bytes
     if args.json:
         _print_json(stats)
+    elif not stats:
+        print(_nothing_matches(store, named))
     else:
         for cdir, s in sorted(stats.items()):
             print(
@@ -810,8 +836,8 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         c = cache_sub.add_parser(name, help=text)
         c.add_argument("store", help="store URI")
-        c.add_argument("--compiler", default="neuronxcc", help="compiler name (torch-inductor for cpu)")
-        c.add_argument("--compiler-version", help="limit to this compiler version")
+        c.add_argument("--compiler", help="limit to this compiler: neuronxcc, or torch-inductor for cpu (default: any)")
+        c.add_argument("--compiler-version", help="limit to this compiler version (without its +label: every label)")
         if name == "prune":
             c.add_argument("--incomplete", action="store_true", help="only entries without model.done")
             c.add_argument("--dry-run", action="store_true")
