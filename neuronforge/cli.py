@@ -87,9 +87,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from neuronforge.stores.base import refuse_credentials
 
     refuse_credentials(args.model, "--model")
-    model = Path(args.model).expanduser()
+    if args.model.strip().startswith("builtin:"):  # the embedded model: its folder, generated here on first use
+        from neuronforge.source import ModelSource
+        from neuronforge.stages.resolve import local_folder
+
+        model = local_folder(ModelSource.parse(args.model))
+    else:
+        model = Path(args.model).expanduser()
     if not model.exists():
-        hint = " (plan reads a local folder or config.json; fetch or run take Hub ids and s3:// URIs)"
+        hint = (
+            " (plan reads a local folder, a config.json or builtin:tiny-llama; fetch or run take Hub ids, s3:// URIs)"
+        )
         raise InvalidInput(
             f"--model {args.model}: no such folder or config.json file{hint if '://' in args.model else ''}"
         )
