@@ -298,9 +298,10 @@ def cmd_gc(args: argparse.Namespace) -> int:
 
     catalog = check_catalog(Path(args.catalog).expanduser() if args.catalog else None)
     report = collect(open_store(args.store, must_exist=True), args.keep_compilers, catalog, dry_run=args.dry_run)
+    done = EXIT_FAILURE if report.unconfirmed else EXIT_OK  # never "done" over artifacts it could not decide
     if args.json:
         _print_json(report.to_json())
-        return EXIT_OK
+        return done
     verb = "would delete" if args.dry_run else "deleted"
     for compiler, versions in sorted(report.keep.items()):
         print(f"keep {compiler}: {', '.join(versions)}")
@@ -312,8 +313,16 @@ def cmd_gc(args: argparse.Namespace) -> int:
         print(f"{verb} compile cache {cdir}")
     for t in report.tmp_deleted:
         print(f"{verb} upload leftover {t['key']} ({t['bytes']} bytes, {t['age_hours']} h old)")
-    print(f"{len(report.deleted)} artifact(s) {verb}, {report.kept} kept")
-    return EXIT_OK
+    for u in report.unconfirmed:
+        print(f"LEFT ALONE {u['manifest']} ({u['compiler_version']}): {u['why']}")
+    line = f"{len(report.deleted)} artifact(s) {verb}, {report.kept} kept"
+    if report.unconfirmed:
+        line += (
+            f"; {len(report.unconfirmed)} of them NOT COLLECTED: due for deletion by the farm index, but their "
+            "manifest does not confirm it (check with `neuronforge verify --store`, then `neuronforge index rebuild`)"
+        )
+    print(line)
+    return done
 
 
 # -- cache-key --------------------------------------------------------------------------------------
