@@ -2,9 +2,9 @@
 
 Exit codes (a contract later tooling relies on):
   0  success; for `plan`, the configuration is valid and fits
-  1  a store or environment failure; for a command that summarizes many items (`catalog stale`,
-     `catalog check`, `gc`, `cache prune`, `index rebuild`), some of them could not be checked or
-     handled: the summary line counts them, never "ok" over them
+  1  a store or environment failure; for `catalog stale`, `catalog check` and `gc`, some items could
+     not be checked or handled (source unresolved, no toolchain here, config unavailable, manifest
+     not confirming the index): the summary line counts them, never "ok" over them
   2  usage error: unknown instance, malformed value, missing file
   3  `plan`: the configuration is invalid or does not fit; `fetch`: the checkpoint failed verification
   3  `verify`: a file does not match the manifest, or the profile's consumer would refuse the artifact
@@ -497,7 +497,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(summary)
     else:
-        print(f"farm index of {store.root_uri} rebuilt: {head.rows} row(s) in {len(head.pages)} page(s)")
+        left_out = f"; {len(skipped)} index pointer(s) left out, not artifacts (warnings above)" if skipped else ""
+        print(f"farm index of {store.root_uri} rebuilt: {head.rows} row(s) in {len(head.pages)} page(s){left_out}")
     return EXIT_OK
 
 
