@@ -605,6 +605,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from neuronforge.sweep import CacheConfig, CommandTrial, PipelineTrial, RecordLog, Space, records_path, sweep
     from neuronforge.sweep.modelinfo import model_id, read_arch
     from neuronforge.sweep.space import refuse_profile
+    from neuronforge.sweep.trials import ENVIRONMENT
 
     config_file = _sweep_config_file(args.model)
     if args.model_id is not None and model_id(args.model_id, hub_only=True) != args.model_id.strip():
@@ -637,19 +638,24 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         trial = PipelineTrial(
             build_from, instance.name, profile.ref, settings.store_uri(args.store), settings.work_dir(), args.dtype
         )
-    result = sweep(
-        arch,
-        instance,
-        space,
-        trial,
-        cache_config,
-        log_file,
-        earlier,
-        method=args.method,
-        planner_margin=args.planner_margin,
-        retry_failed=args.retry_failed,
-        dtype=args.dtype,
-    )
+    try:
+        result = sweep(
+            arch,
+            instance,
+            space,
+            trial,
+            cache_config,
+            log_file,
+            earlier,
+            method=args.method,
+            planner_margin=args.planner_margin,
+            retry_failed=args.retry_failed,
+            dtype=args.dtype,
+        )
+    except ENVIRONMENT as exc:  # no candidate is judged on it: the sweep stops, resumable
+        raise NeuronforgeError(
+            f"{exc}; the sweep stopped: what it decided so far is in {log_file.path}, run it again to resume"
+        ) from None
     summary = {**result.to_json(), "out": str(out), "records": str(log_file.path)}
     if args.to_catalog:
         from neuronforge.sweep.to_catalog import add_to_catalog, catalog_targets

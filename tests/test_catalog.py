@@ -90,9 +90,10 @@ def test_an_entry_without_a_config_offline_is_noted_not_planned(tmp_path: Path, 
     assert ": ok" not in out
 
 
-def test_the_built_in_model_is_planned(tmp_path: Path, capsys) -> None:
+def test_the_built_in_model_is_planned(tmp_path: Path, capsys, monkeypatch) -> None:
     """`builtin:tiny-llama` is planned like any model (its config is generated here), so a target it
     cannot fit is a problem, and an unknown built-in name is one too."""
+    monkeypatch.setenv("NEURONFORGE_HOME", str(tmp_path / "home"))
     path = _write(
         tmp_path,
         "models:\n  - source: builtin:tiny-llama\n    targets:\n"

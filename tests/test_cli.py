@@ -96,8 +96,9 @@ def test_plan_missing_model_is_a_usage_error(capsys, tmp_path: Path) -> None:
     assert code == 2 and "no such folder" in err
 
 
-def test_plan_accepts_the_built_in_model(capsys) -> None:
+def test_plan_accepts_the_built_in_model(capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`builtin:tiny-llama` is a model source everywhere one is taken, plan included."""
+    monkeypatch.setenv("NEURONFORGE_HOME", str(tmp_path / "home"))  # generated there
     code, out, err = run(capsys, "plan", "--model", "builtin:tiny-llama", "--instance", "inf2.xlarge", "--tp", "1",
                          "--seq-len", "64", "--dtype", "fp32", "--profile", "cpu")  # fmt: skip
     assert code == 0 and out.startswith("LlamaForCausalLM (0.00B parameters) on inf2.xlarge, tp=1"), out + err

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from neuronforge.errors import CheckpointError, InvalidInput, NeuronforgeError
+from neuronforge.errors import CheckpointError, InvalidInput, ServiceUnreachable
 from neuronforge.source import (
     HUB_SHA,
     ModelSource,
@@ -88,17 +88,17 @@ def hub_errors(repo: str, revision: str) -> Iterator[None]:
             raise InvalidInput(
                 f"{repo}@{revision} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set"
             ) from None
-        raise NeuronforgeError(unreachable) from None  # what snapshot_download raises when the Hub is down
+        raise ServiceUnreachable(unreachable) from None  # what snapshot_download raises when the Hub is down
     except OfflineModeIsEnabled:
         raise InvalidInput(
             f"{repo}@{revision}: huggingface_hub is in offline mode (HF_HUB_OFFLINE) and cannot ask the Hub; "
             "unset it, or give a 40-hex revision that is in the local Hugging Face cache"
         ) from None
     except (requests.ConnectionError, requests.Timeout):
-        raise NeuronforgeError(unreachable) from None
+        raise ServiceUnreachable(unreachable) from None
     except HfHubHTTPError as exc:
         status = exc.response.status_code if exc.response is not None else "?"
-        raise NeuronforgeError(
+        raise ServiceUnreachable(
             f"the Hugging Face Hub answered HTTP {status} for {repo}@{revision}; try again later"
         ) from None
 
@@ -157,7 +157,7 @@ def hub_file(source: ModelSource, filename: str, token: str | None = None) -> Pa
                 rev = HfApi(token=token).model_info(repo, revision=rev, timeout=constants.HF_HUB_ETAG_TIMEOUT).sha
         except InvalidInput:
             raise  # gated, missing, no such revision: the cache would not make it right
-        except NeuronforgeError:  # unreachable, or answering an error
+        except ServiceUnreachable:  # unreachable, or answering an error
             if not isinstance(cached, str):
                 raise
             log.warning("the Hugging Face Hub did not answer; using the local cache's %s of %s@%s", filename, repo, rev)

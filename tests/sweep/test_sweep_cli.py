@@ -278,3 +278,20 @@ def test_each_hub_warning_is_printed_once() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stderr.count("Retrying in 1s [Retry 1/5].") == 1, done.stderr
+
+
+def test_a_store_that_cannot_be_reached_stops_the_sweep_without_judging_candidates(tmp_path: Path, monkeypatch) -> None:
+    """The builds' store unreachable says nothing of a candidate: the sweep stops with one line
+    (exit 1) instead of recording every candidate as failed (never tried again) and reporting
+    "0 valid configuration(s)" with exit 0."""
+    from tests.hubdown import closed_endpoint
+
+    monkeypatch.setenv("NEURONFORGE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("AWS_ENDPOINT_URL", closed_endpoint())
+    out = tmp_path / "tiny.json"
+    argv = ["sweep", "--model", "builtin:tiny-llama", "--instance", "inf2.xlarge", "--profile", "cpu"]
+    argv += ["--dtype", "fp32", "--tp", "2", "--batch-sizes", "1", "--seq-lens", "64", "--out", out]
+    result = cli([*argv, "--store", "s3://nf-down/store"])
+    expect_error(result, 1, "cannot reach the S3 endpoint", "the sweep stopped", "run it again to resume")
+    assert len(result.err.strip().splitlines()) == 1, result.err
+    assert not (tmp_path / "tiny.records.json").exists()  # its one candidate: not recorded, tried again next run
