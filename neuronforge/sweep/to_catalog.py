@@ -42,7 +42,7 @@ def add_to_catalog(
 ) -> tuple[int, list[str]]:
     """Add `targets` for `source` to the catalog at `path` (created if absent); returns how many were
     added and a note for each left out. A new entry gets `config:` when the sweep read a config.json
-    file (relative to the catalog's folder), so `catalog check` plans it without the Hub."""
+    file (relative when under the catalog's folder), so `catalog check` plans it without the Hub."""
     notes: list[str] = []
     existing: set[str] = set()
     text = path.read_text() if path.exists() else None
@@ -68,7 +68,7 @@ def add_to_catalog(
     if not fresh:
         return 0, notes
     lines = [_flow(t) for t in fresh]
-    config_ref = os.path.relpath(config, path.expanduser().resolve().parent) if config is not None else None
+    config_ref = _config_ref(config, path.expanduser().resolve().parent) if config is not None else None
     if text is None:
         new = "# Written by `neuronforge sweep --to-catalog` (see neuronforge/catalog.py for the format).\nmodels:\n"
         new += _entry(source, lines, indent=2, config=config_ref)
@@ -84,6 +84,13 @@ def add_to_catalog(
     finally:
         tmp.unlink(missing_ok=True)
     return len(fresh), notes
+
+
+def _config_ref(config: Path, catalog_dir: Path) -> str:
+    """How the catalog names the config file: relative when it lies under the catalog's folder
+    (the two move together), else absolute."""
+    config = config.resolve()
+    return config.relative_to(catalog_dir).as_posix() if config.is_relative_to(catalog_dir) else str(config)
 
 
 def _flow(target: dict[str, Any]) -> str:
