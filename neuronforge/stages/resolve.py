@@ -154,7 +154,8 @@ def hub_file(source: ModelSource, filename: str, token: str | None = None) -> Pa
 
         try:
             with hub_errors(repo, rev):
-                rev = HfApi(token=token).model_info(repo, revision=rev, timeout=constants.HF_HUB_ETAG_TIMEOUT).sha
+                info = HfApi(token=token).model_info(repo, revision=rev, timeout=constants.HF_HUB_ETAG_TIMEOUT)
+            rev = info.sha or rev
         except InvalidInput:
             raise  # gated, missing, no such revision: the cache would not make it right
         except ServiceUnreachable:  # unreachable, or answering an error

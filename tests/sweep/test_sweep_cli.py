@@ -289,3 +289,29 @@ def test_a_store_that_cannot_be_reached_stops_the_sweep_without_judging_candidat
     expect_error(result, 1, "cannot reach the S3 endpoint", "the sweep stopped", "run it again to resume")
     assert len(result.err.strip().splitlines()) == 1, result.err
     assert not (tmp_path / "tiny.records.json").exists()  # its one candidate: not recorded, tried again next run
+
+
+def test_a_hub_model_the_cache_holds_sweeps_with_the_hub_unreachable(
+    try_command: tuple[str, Path], tmp_path: Path, monkeypatch, request
+) -> None:
+    """The Hub down but the local Hugging Face cache holding the ref's config.json: used at once."""
+    import time
+
+    from tests.hubdown import closed_endpoint, hub_at
+
+    sha = "a" * 40
+    repo = tmp_path / "hf" / "models--meta-llama--Llama-3.1-8B"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(sha)
+    (repo / "snapshots" / sha).mkdir(parents=True)
+    (repo / "snapshots" / sha / "config.json").write_text(LLAMA.read_text())
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))
+    hub_at(closed_endpoint(), monkeypatch, request)
+    command, _ = try_command
+    out = tmp_path / "o.json"
+    argv = ["sweep", "--model", LLAMA_ID, "--instance", "inf2.xlarge", "--tp", "2", "--batch-sizes", "1"]
+    started = time.monotonic()
+    result = cli([*argv, "--seq-lens", "4096", "--out", out, "--try-command", command])
+    assert time.monotonic() - started < 10
+    assert result.code == 0 and f"1 valid configuration(s) of {LLAMA_ID}" in result.out, result.text
+    assert list(json.loads(out.read_text())) == [LLAMA_ID]
