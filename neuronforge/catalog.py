@@ -68,6 +68,7 @@ class CatalogReport:
     entries: list[CatalogEntry] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # "<file>:<line>: message"
     notes: list[str] = field(default_factory=list)  # e.g. an entry that could not be planned offline
+    unplanned: int = 0  # targets the planner could not check (their model's config.json unavailable)
 
     @property
     def ok(self) -> bool:
@@ -167,22 +168,28 @@ def _removed_fields(raw: dict[str, Any]) -> list[str]:
     return out
 
 
-def _config_for(entry: CatalogEntry) -> dict[str, Any] | None:
-    """The model's config.json: the entry's `config:`, a local folder's, or the Hub's (None offline)."""
+def _config_for(entry: CatalogEntry) -> dict[str, Any] | str:
+    """The model's config.json: the entry's `config:`, a local folder's, the built-in model's
+    (generated on this host on first use), or the Hub's — else why it is unavailable here (the
+    Hub unreachable, a folder of another host, an s3:// source). A malformed source raises."""
+    from neuronforge.errors import NeuronforgeError
+    from neuronforge.source import ModelSource
+    from neuronforge.stages.resolve import hub_file, local_folder
+
     if entry.config is not None:
         return json.loads(entry.config.read_text())
-    local = Path(entry.source).expanduser()
-    if (local / "config.json").is_file():
-        return json.loads((local / "config.json").read_text())
-    if entry.source.startswith("s3://"):
-        return None
+    source = ModelSource.parse(entry.source)
+    if source.kind == "builtin":
+        return json.loads((local_folder(source) / "config.json").read_text())
+    if source.kind == "local":
+        config = Path(source.location) / "config.json"
+        return json.loads(config.read_text()) if config.is_file() else f"{config} does not exist on this host"
+    if source.kind == "s3":
+        return "an s3:// source's config.json is not read at check time"
     try:
-        from huggingface_hub import hf_hub_download
-
-        repo, _, rev = entry.source.partition("@")
-        return json.loads(Path(hf_hub_download(repo, "config.json", revision=rev or None)).read_text())
-    except Exception:
-        return None
+        return json.loads(hub_file(source, "config.json").read_text())
+    except NeuronforgeError as exc:
+        return str(exc)
 
 
 def check_catalog(path: Path | None = None) -> CatalogReport:
@@ -195,12 +202,18 @@ def check_catalog(path: Path | None = None) -> CatalogReport:
     for entry in report.entries:
         try:
             config = _config_for(entry)
+        except InvalidInput as exc:  # a malformed source, an unknown built-in model
+            report.problems.append(f"{path.name}:{entry.line}: {exc}")
+            continue
         except (OSError, ValueError) as exc:
             report.problems.append(f"{path.name}:{entry.line}: {entry.source}: config unreadable: {exc}")
             continue
-        if config is None:
-            report.notes.append(f"{path.name}:{entry.line}: {entry.source}: not planned (config.json unavailable; "
-                                "add `config:` to plan it offline)")  # fmt: skip
+        if isinstance(config, str):
+            report.unplanned += len(entry.targets)
+            report.notes.append(
+                f"{path.name}:{entry.line}: {entry.source}: {len(entry.targets)} target(s) not planned: "
+                f"config.json unavailable ({config}); add `config:` to plan it offline"
+            )
             continue
         try:
             arch = ModelArch.from_config(config, where=entry.source)

@@ -36,7 +36,10 @@ class ExitCode(IntEnum):
 # The one exit-code table: what each code means, per command where it differs.
 EXIT_CODES: dict[ExitCode, str] = {
     ExitCode.OK: "success; for `plan`, the configuration is valid and fits",
-    ExitCode.FAILURE: "a store or environment failure (unreachable store, full disk, ...)",
+    ExitCode.FAILURE: "a store or environment failure (unreachable store or Hub, full disk, ...); for `catalog "
+    "stale`, `catalog check` and `gc`: some items could not be checked or handled (source unresolved, no toolchain "
+    'here, config unavailable, a manifest not confirming the index): the summary line counts them, never "ok" '
+    "over them",
     ExitCode.USAGE: "usage error: unknown instance or profile, malformed value, missing file, unknown key",
     ExitCode.REJECTED: "`plan`/`run`: the configuration is invalid or does not fit (or `run`'s smoke test failed); "
     "`fetch`/`quantize`: the checkpoint failed verification; `verify`: a file does not match the manifest, "
@@ -167,9 +170,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from neuronforge.stores.base import refuse_credentials
 
     refuse_credentials(args.model, "--model")
-    model = Path(args.model).expanduser()
+    if args.model.strip().startswith("builtin:"):  # the embedded model: its folder, generated here on first use
+        from neuronforge.source import ModelSource
+        from neuronforge.stages.resolve import local_folder
+
+        model = local_folder(ModelSource.parse(args.model))
+    else:
+        model = Path(args.model).expanduser()
     if not model.exists():
-        hint = " (plan reads a local folder or config.json; fetch or run take Hub ids and s3:// URIs)"
+        hint = (
+            " (plan reads a local folder, a config.json or builtin:tiny-llama; fetch or run take Hub ids, s3:// URIs)"
+        )
         raise InvalidInput(
             f"--model {args.model}: no such folder or config.json file{hint if '://' in args.model else ''}"
         )
@@ -293,22 +304,29 @@ def cmd_quantize(args: argparse.Namespace) -> int:
 
 # -- catalog ----------------------------------------------------------------------------------------
 def cmd_catalog_check(args: argparse.Namespace) -> int:
-    """Every problem with its line; exit 3 when there are any (nothing gets scheduled from it)."""
+    """Every problem with its line; exit 3 when there are any (nothing gets scheduled from it), else
+    1 when some target could not be planned (its config.json unavailable here): never "ok" over them."""
     from neuronforge.catalog import check_catalog
 
     report = check_catalog(Path(args.path).expanduser() if args.path else None)
     targets = sum(len(e.targets) for e in report.entries)
     if args.json:
-        _print_json({"path": str(report.path), "ok": report.ok, "entries": len(report.entries), "targets": targets,
-                     "problems": report.problems, "notes": report.notes})  # fmt: skip
+        _print_json({"path": str(report.path), "ok": report.ok and not report.unplanned, "entries": len(report.entries),
+                     "targets": targets, "unplanned": report.unplanned, "problems": report.problems,
+                     "notes": report.notes})  # fmt: skip
     else:
         for line in report.problems:
             print(line)
         for line in report.notes:
             print(f"note: {line}")
         state = "ok" if report.ok else f"{len(report.problems)} problem(s)"
+        if report.unplanned:
+            unplanned = f"{report.unplanned} of {targets} target(s) NOT PLANNED (see the notes)"
+            state = unplanned if report.ok else f"{state}; {unplanned}"
         print(f"{report.path}: {len(report.entries)} model(s), {targets} target(s): {state}")
-    return EXIT_OK if report.ok else EXIT_REJECTED
+    if not report.ok:
+        return EXIT_REJECTED
+    return EXIT_FAILURE if report.unplanned else EXIT_OK
 
 
 def cmd_catalog_stale(args: argparse.Namespace) -> int:
@@ -330,9 +348,29 @@ def cmd_catalog_stale(args: argparse.Namespace) -> int:
         for s in states:
             why = f"  ({s.detail})" if s.status != recompile.FRESH and s.detail else ""
             print(f"{s.status:<11} {s.key[:12] or '-':<12} {s.slug:<44} {s.profile:<22} {s.source}{why}")
-        stale = sum(s.status == recompile.STALE for s in states)
-        print(f"{stale} stale of {len(states)} catalog target(s) in {args.store}")
-    return EXIT_STALE if any(s.status == recompile.STALE for s in states) else EXIT_OK
+        print(stale_summary(states, args.store))
+    counts = {status: sum(s.status == status for s in states) for status in (recompile.STALE, *UNDECIDED)}
+    if counts[recompile.STALE]:
+        return EXIT_STALE
+    return EXIT_FAILURE if any(counts[status] for status in UNDECIDED) else EXIT_OK
+
+
+# Catalog targets `catalog stale` could not decide: neither fresh nor stale is known of them.
+UNDECIDED = {
+    "unresolved": "unresolved (the source could not be pinned: Hub or store unreachable, folder missing)",
+    "unavailable": "unavailable (no usable toolchain here for the profile)",
+}
+
+
+def stale_summary(states: list[Any], store: str) -> str:
+    """The last line of `catalog stale`. It never reads as "nothing stale" over targets that were
+    not checked: those are counted by why (each is listed above with its detail)."""
+    line = f"{sum(s.status == 'stale' for s in states)} stale of {len(states)} catalog target(s) in {store}"
+    counts = {status: n for status in UNDECIDED if (n := sum(s.status == status for s in states))}
+    if not counts:
+        return line
+    named = ", ".join(f"{n} {UNDECIDED[status]}" for status, n in counts.items())
+    return f"{line}; {sum(counts.values())} NOT CHECKED: {named}"
 
 
 # -- gc ---------------------------------------------------------------------------------------------
@@ -343,9 +381,10 @@ def cmd_gc(args: argparse.Namespace) -> int:
 
     catalog = check_catalog(Path(args.catalog).expanduser() if args.catalog else None)
     report = collect(open_store(args.store, must_exist=True), args.keep_compilers, catalog, dry_run=args.dry_run)
+    done = EXIT_FAILURE if report.unconfirmed else EXIT_OK  # never "done" over artifacts it could not decide
     if args.json:
         _print_json(report.to_json())
-        return EXIT_OK
+        return done
     verb = "would delete" if args.dry_run else "deleted"
     for compiler, versions in sorted(report.keep.items()):
         print(f"keep {compiler}: {', '.join(versions)}")
@@ -357,8 +396,16 @@ def cmd_gc(args: argparse.Namespace) -> int:
         print(f"{verb} compile cache {cdir}")
     for t in report.tmp_deleted:
         print(f"{verb} upload leftover {t['key']} ({t['bytes']} bytes, {t['age_hours']} h old)")
-    print(f"{len(report.deleted)} artifact(s) {verb}, {report.kept} kept")
-    return EXIT_OK
+    for u in report.unconfirmed:
+        print(f"LEFT ALONE {u['manifest']} ({u['compiler_version']}): {u['why']}")
+    line = f"{len(report.deleted)} artifact(s) {verb}, {report.kept} kept"
+    if report.unconfirmed:
+        line += (
+            f"; {len(report.unconfirmed)} of them NOT COLLECTED: due for deletion by the farm index, but their "
+            "manifest does not confirm it (check with `neuronforge verify --store`, then `neuronforge index rebuild`)"
+        )
+    print(line)
+    return done
 
 
 # -- cache-key --------------------------------------------------------------------------------------
@@ -614,7 +661,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(summary)
     else:
-        print(f"farm index of {store.root_uri} rebuilt: {head.rows} row(s) in {len(head.pages)} page(s)")
+        left_out = f"; {len(skipped)} index pointer(s) left out, not artifacts (warnings above)" if skipped else ""
+        print(f"farm index of {store.root_uri} rebuilt: {head.rows} row(s) in {len(head.pages)} page(s){left_out}")
     return EXIT_OK
 
 
@@ -723,7 +771,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from neuronforge.sweep import CacheConfig, CommandTrial, PipelineTrial, RecordLog, Space, records_path, sweep
     from neuronforge.sweep.modelinfo import model_id, read_arch
     from neuronforge.sweep.space import refuse_profile
+    from neuronforge.sweep.trials import ENVIRONMENT
 
+    config_file = _sweep_config_file(args.model)
+    if args.model_id is not None and model_id(args.model_id, hub_only=True) != args.model_id.strip():
+        raise InvalidInput(f"--model-id {args.model_id}: give the Hub id without a revision, e.g. org/name")
+    if config_file and not args.model_id:
+        raise InvalidInput(
+            f"--model {args.model} is a config.json file: add --model-id org/name, the Hub id the results are "
+            "for (the cache-config file is keyed by it and --to-catalog writes it as the model's source)"
+        )
+    key = args.model_id or model_id(args.model)
     instance = get_instance(args.instance)
     profile = get_profile(args.profile)
     arch = read_arch(args.model)
@@ -738,33 +796,40 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         "space": space.to_json(),
     }
     log_file, earlier = RecordLog.load(records_path(out), header)
-    cache_config = CacheConfig.load(out, model_id(args.model), instance.family)
+    cache_config = CacheConfig.load(out, key, instance.family)
     if args.try_command:
         trial = CommandTrial(args.try_command, args.model, instance.name)
-    else:
+    else:  # the pipeline builds from weights: a bare config.json has none, its Hub id has
+        build_from = args.model_id if config_file else args.model
         trial = PipelineTrial(
-            args.model, instance.name, profile.ref, settings.store_uri(args.store), settings.work_dir(), args.dtype
+            build_from, instance.name, profile.ref, settings.store_uri(args.store), settings.work_dir(), args.dtype
         )
-    result = sweep(
-        arch,
-        instance,
-        space,
-        trial,
-        cache_config,
-        log_file,
-        earlier,
-        method=args.method,
-        planner_margin=args.planner_margin,
-        retry_failed=args.retry_failed,
-        dtype=args.dtype,
-    )
+    try:
+        result = sweep(
+            arch,
+            instance,
+            space,
+            trial,
+            cache_config,
+            log_file,
+            earlier,
+            method=args.method,
+            planner_margin=args.planner_margin,
+            retry_failed=args.retry_failed,
+            dtype=args.dtype,
+        )
+    except ENVIRONMENT as exc:  # no candidate is judged on it: the sweep stops, resumable
+        raise NeuronforgeError(
+            f"{exc}; the sweep stopped: what it decided so far is in {log_file.path}, run it again to resume"
+        ) from None
     summary = {**result.to_json(), "out": str(out), "records": str(log_file.path)}
     if args.to_catalog:
         from neuronforge.sweep.to_catalog import add_to_catalog, catalog_targets
 
         catalog = Path(args.to_catalog).expanduser()
         targets = catalog_targets(result.valid, instance.name, args.profile, args.dtype)
-        added, notes = add_to_catalog(catalog, args.model, targets)
+        source = args.model_id if config_file else args.model
+        added, notes = add_to_catalog(catalog, source, targets, config=config_file)
         summary["catalog"] = {"path": str(catalog), "added": added, "notes": notes}
     if args.json:
         _print_json(summary)
@@ -776,18 +841,41 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(f"catalog: {note}")
         print(f"catalog: {summary['catalog']['added']} target(s) added to {summary['catalog']['path']}")
     print(
-        f"{len(result.valid)} valid configuration(s) of {model_id(args.model)} on {instance.name}, "
+        f"{len(result.valid)} valid configuration(s) of {key} on {instance.name}, "
         f"{result.attempts} compile(s) tried ({args.method}); written to {out}, records in {log_file.path}"
     )
     return EXIT_OK
 
 
-def _compiler_dir(args: argparse.Namespace) -> str | None:
-    if not args.compiler_version:
-        return None
+def _sweep_config_file(model: str) -> Path | None:
+    """The sweep's `--model` when it is a bare config.json (what the bench and tests sweep): it says
+    nothing of which model it describes, hence `--model-id`."""
+    path = Path(model).expanduser()
+    return path.resolve() if path.is_file() and path.suffix == ".json" else None
+
+
+def _cache_selection(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    """`cache`'s filters as `compile_cache` takes them, and how to name them in a message. Both
+    given: the one folder `<compiler>-<version>` (or its labelled siblings); either alone: across
+    the other (`--compiler-version 2.13.0` finds `torch-inductor-2.13.0+cpu` too)."""
     from neuronforge import layout
 
-    return layout.neuron_cache_prefix(args.compiler, args.compiler_version).split("/", 1)[1]
+    compiler, version = args.compiler, args.compiler_version
+    if version is not None or compiler is not None:  # a path component each: refused, never cleaned
+        layout.compiler_dir(compiler or "any", version or "0")
+    named = " ".join(f"{flag} {v}" for flag, v in (("--compiler", compiler), ("--compiler-version", version)) if v)
+    if compiler and version:
+        return {"compiler_dir": layout.compiler_dir(compiler, version)}, named
+    return {"compiler": compiler, "version": version}, named + (" (any compiler)" if version and not compiler else "")
+
+
+def _nothing_matches(store: Any, named: str) -> str:
+    from neuronforge.compile_cache import compiler_dirs
+
+    present = compiler_dirs(store) if named else []
+    if not present:
+        return f"no compile-cache entries in {store.uri('neuron-cache')}" + (f" ({named})" if named else "")
+    return f"no compile-cache entries match {named}; compiler folders present: {', '.join(present)}"
 
 
 def cmd_airflow(args: argparse.Namespace) -> int:
@@ -803,23 +891,31 @@ def cmd_cache(args: argparse.Namespace) -> int:
     from neuronforge.stores import open_store
 
     store = open_store(args.store, must_exist=True)
+    selection, named = _cache_selection(args)
     if args.cache_command == "prune":
         if not (args.compiler_version or args.incomplete):
             raise InvalidInput("cache prune needs --compiler-version VERSION and/or --incomplete")
-        entries = prune_store(store, _compiler_dir(args), incomplete_only=args.incomplete, dry_run=args.dry_run)
+        entries = prune_store(store, incomplete_only=args.incomplete, dry_run=args.dry_run, **selection)
         verb = "would delete" if args.dry_run else "deleted"
+        if not entries:
+            what = f"{named} --incomplete".strip() if args.incomplete else named
+            print(_nothing_matches(store, what) if named else "no incomplete compile-cache entries")
         print(f"{verb} {len(entries)} entries ({sum(e.bytes for e in entries)} bytes)")
         return EXIT_OK
-    entries = stored_entries(store, _compiler_dir(args))
+    entries = stored_entries(store, **selection)
     if args.cache_command == "ls":
         if args.json:
             _print_json([e.__dict__ for e in entries])
+        elif not entries:
+            print(_nothing_matches(store, named))
         else:
+            print(f"{'COMPILER FOLDER':<34} {'ENTRY':<40} {'FILES':>9} {'BYTES':>14}  STATE")
             for e in entries:
                 print(
                     f"{e.compiler_dir:<34} {e.name:<40} {e.files:>3} files {e.bytes:>12} B  "
                     f"{'complete' if e.complete else 'INCOMPLETE'}"
                 )
+            print(f"{len(entries)} entries, {sum(e.bytes for e in entries)} bytes")
         return EXIT_OK
     stats: dict[str, dict[str, int]] = {}
     for e in entries:
@@ -829,6 +925,8 @@ def cmd_cache(args: argparse.Namespace) -> int:
         s["bytes"] += e.bytes
     if args.json:
         _print_json(stats)
+    elif not stats:
+        print(_nothing_matches(store, named))
     else:
         for cdir, s in sorted(stats.items()):
             print(
@@ -984,8 +1082,8 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         c = cache_sub.add_parser(name, help=text)
         _add_store_args(c, positional=True)
-        c.add_argument("--compiler", default="neuronxcc", help="compiler name (torch-inductor for cpu)")
-        c.add_argument("--compiler-version", help="limit to this compiler version")
+        c.add_argument("--compiler", help="limit to this compiler: neuronxcc, or torch-inductor for cpu (default: any)")
+        c.add_argument("--compiler-version", help="limit to this compiler version (without its +label: every label)")
         if name == "prune":
             c.add_argument("--incomplete", action="store_true", help="only entries without model.done")
             c.add_argument("--dry-run", action="store_true", help="print what would be deleted, delete nothing")
@@ -1074,6 +1172,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retry-failed", action="store_true", help="try again candidates an earlier run saw fail")
     _add_store_args(p)
     p.add_argument("--to-catalog", metavar="FILE", help="add the valid configurations to this catalog YAML")
+    p.add_argument(
+        "--model-id",
+        metavar="ORG/NAME",
+        help="the Hub id the results are for: required when --model is a config.json file (the cache-config file "
+        "is keyed by it, --to-catalog writes it as the source); default: --model's Hub id",
+    )
     p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(func=cmd_sweep)
 

@@ -258,29 +258,68 @@ def selects(compiler_dir: str, present: str) -> bool:
     return present == compiler_dir or ("+" not in compiler_dir and present.startswith(f"{compiler_dir}+"))
 
 
+# `<compiler>-<full version>`: the compiler's name may hold dashes (torch-inductor), its version starts with a digit.
+_COMPILER_DIR = re.compile(r"(?P<compiler>.+?)-(?P<version>[0-9].*)")
+
+
+def matches(present: str, compiler: str | None = None, version: str | None = None) -> bool:
+    """Whether the stored compiler folder `present` is one of `compiler` (any when None) at
+    `version` (any when None; without a local label, every label of it: `selects`). So
+    `--compiler-version 2.13.0` alone finds `torch-inductor-2.13.0+cpu` as well as a neuronxcc one."""
+    if compiler is None and version is None:
+        return True
+    parts = _COMPILER_DIR.fullmatch(present)
+    if parts is None:
+        return False
+    return (compiler is None or parts["compiler"] == compiler) and (
+        version is None or selects(version, parts["version"])
+    )
+
+
 def _selected_objects(
-    store: ArtifactStore, top: str, compiler_dir: str | None, exact: bool
+    store: ArtifactStore,
+    top: str,
+    compiler_dir: str | None,
+    exact: bool,
+    compiler: str | None = None,
+    version: str | None = None,
 ) -> list[tuple[str, ObjectInfo]]:
-    """(compiler folder, object) under `top/` for the selected compiler folders."""
+    """(compiler folder, object) under `top/` for the selected compiler folders: those
+    `compiler_dir` selects, else those of `compiler` and/or `version` (`matches`)."""
     if compiler_dir is not None and exact:
         return [(compiler_dir, o) for o in store.list(f"{top}/{compiler_dir}") if o.key.count("/") >= 2]
-    if compiler_dir is None or "+" in compiler_dir:  # one folder, listed alone
-        listing = store.list(f"{top}/{compiler_dir}" if compiler_dir else top)
-    else:  # its labelled siblings share no folder-like prefix with it: list the whole top level
+    if compiler_dir is not None and "+" in compiler_dir:  # one folder, listed alone
+        listing = store.list(f"{top}/{compiler_dir}")
+    else:  # labelled siblings, other compilers: they share no folder-like prefix, list the whole top level
         listing = store.list(top)
     out = []
     for obj in listing:
         cdir = obj.key.split("/")[1] if obj.key.count("/") >= 2 else ""
-        if cdir and (compiler_dir is None or selects(compiler_dir, cdir)):
+        if not cdir:
+            continue
+        if selects(compiler_dir, cdir) if compiler_dir is not None else matches(cdir, compiler, version):
             out.append((cdir, obj))
     return out
 
 
-def stored_entries(store: ArtifactStore, compiler_dir: str | None = None, exact: bool = False) -> list[StoredEntry]:
-    """The store's cache entries: all, those of the compiler folders `compiler_dir` selects, or
-    with `exact` only the folder named `compiler_dir` (what `gc` deletes: never a sibling)."""
+def compiler_dirs(store: ArtifactStore) -> list[str]:
+    """The compiler folders the store's cache has (what a selection that matched nothing can name)."""
+    return sorted({o.key.split("/")[1] for o in store.list(layout.NEURON_CACHE) if o.key.count("/") >= 2})
+
+
+def stored_entries(
+    store: ArtifactStore,
+    compiler_dir: str | None = None,
+    exact: bool = False,
+    *,
+    compiler: str | None = None,
+    version: str | None = None,
+) -> list[StoredEntry]:
+    """The store's cache entries: all, those of the compiler folders `compiler_dir` selects (with
+    `exact` only the folder named `compiler_dir`: what `gc` deletes, never a sibling), or those of
+    `compiler` and/or `version` (`matches`)."""
     grouped: dict[tuple[str, str], list[tuple[str, int]]] = {}
-    for cdir, obj in _selected_objects(store, layout.NEURON_CACHE, compiler_dir, exact):
+    for cdir, obj in _selected_objects(store, layout.NEURON_CACHE, compiler_dir, exact, compiler, version):
         parts = obj.key.split("/")
         if len(parts) >= 4 and parts[2].startswith("MODULE_"):
             grouped.setdefault((cdir, parts[2]), []).append((parts[-1], obj.size))
@@ -296,19 +335,24 @@ def prune_store(
     incomplete_only: bool = False,
     dry_run: bool = False,
     exact: bool = False,
+    *,
+    compiler: str | None = None,
+    version: str | None = None,
 ) -> list[StoredEntry]:
     """Delete cache entries: all of the compiler folders `compiler_dir` selects (`selects`; with
-    `exact` only that very folder), or only incomplete ones (no model.done).
-    `model.done` goes first, so a reader never trusts an entry being deleted."""
-    doomed = [e for e in stored_entries(store, compiler_dir, exact) if not (incomplete_only and e.complete)]
+    `exact` only that very folder) or `compiler` / `version` match (`matches`), or only incomplete
+    ones (no model.done). `model.done` goes first, so a reader never trusts an entry being deleted."""
+    chosen = stored_entries(store, compiler_dir, exact, compiler=compiler, version=version)
+    doomed = [e for e in chosen if not (incomplete_only and e.complete)]
     if not dry_run:
         for e in doomed:
             base = f"{layout.NEURON_CACHE}/{e.compiler_dir}/{e.name}"
             if e.complete:
                 store.delete_prefix(f"{base}/{DONE}")
             store.delete_prefix(base)
-        if compiler_dir and not incomplete_only:  # the graph-set records of that version go too
-            for cdir in sorted({c for c, _ in _selected_objects(store, layout.NEURON_CACHE_SETS, compiler_dir, exact)}):
+        if (compiler_dir or version) and not incomplete_only:  # the graph-set records of that version go too
+            sets = _selected_objects(store, layout.NEURON_CACHE_SETS, compiler_dir, exact, compiler, version)
+            for cdir in sorted({c for c, _ in sets}):
                 store.delete_prefix(f"{layout.NEURON_CACHE_SETS}/{cdir}")
     return doomed
 

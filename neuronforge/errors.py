@@ -19,3 +19,8 @@ class CheckpointError(NeuronforgeError):
 
 class StoreError(NeuronforgeError):
     """A store operation failed or a store URI cannot be used."""
+
+
+class ServiceUnreachable(NeuronforgeError):
+    """A service neuronforge depends on (the Hugging Face Hub) cannot be reached or answers an
+    error: nothing about the input, so callers that judge inputs (a sweep's trial) must not."""

@@ -57,6 +57,9 @@ class GcReport:
     kept: int = 0
     cache_dirs_deleted: list[str] = field(default_factory=list)
     tmp_deleted: list[dict[str, Any]] = field(default_factory=list)  # leftovers of killed uploads
+    # Due for deletion by the index, left alone: the manifest unreadable or not what the index says
+    # (`unconfirmed_reason`). Counted in `kept`; the summary never reads as done over them.
+    unconfirmed: list[dict[str, str]] = field(default_factory=list)
     dry_run: bool = False
 
     def to_json(self) -> dict[str, Any]:
@@ -68,6 +71,7 @@ class GcReport:
             "deleted": self.deleted,
             "cache_dirs_deleted": self.cache_dirs_deleted,
             "tmp_deleted": self.tmp_deleted,
+            "unconfirmed": self.unconfirmed,
         }
 
 
@@ -105,19 +109,32 @@ def published(store: ArtifactStore) -> list[Published]:
 def confirmed(store: ArtifactStore, a: Published) -> bool:
     """The manifest still says what the index said (same key and compiler version): one read, for
     each artifact `collect` would delete. A manifest that is gone or says otherwise is left alone."""
+    return unconfirmed_reason(store, a) is None
+
+
+def unconfirmed_reason(store: ArtifactStore, a: Published) -> str | None:
+    """Why the manifest does not confirm what the index says of `a` (None: it does)."""
     from neuronforge.errors import StoreError
     from neuronforge.published import manifest_problem
     from neuronforge.stores import NotFound
 
     try:
         m = store.read_json(a.manifest_key)
-    except (NotFound, StoreError):
+    except (NotFound, StoreError) as exc:
         log.warning("gc: %s: the index names %s, which cannot be read; left alone", a.key[:12], a.manifest_key)
-        return False
-    if manifest_problem(m) is not None or m["cache_key"] != a.key:
-        return False
+        return f"its manifest cannot be read ({type(exc).__name__})"
+    problem = manifest_problem(m)
+    if problem is not None:
+        return f"its manifest is not a complete one: {problem}"
+    if m["cache_key"] != a.key:
+        return f"its manifest is of another cache key ({str(m['cache_key'])[:12]})"
     tc = m["toolchain"]
-    return (tc.get("compiler"), tc.get("compiler_version")) == (a.compiler, a.compiler_version)
+    if (tc.get("compiler"), tc.get("compiler_version")) != (a.compiler, a.compiler_version):
+        return (
+            f"its manifest says {tc.get('compiler')} {tc.get('compiler_version')}, the farm index "
+            f"{a.compiler} {a.compiler_version}"
+        )
+    return None
 
 
 def pin_matches(pin: str, version: str) -> bool:
@@ -166,8 +183,12 @@ def collect(
             report.pinned.append({"manifest": a.manifest_key, "compiler_version": a.compiler_version})
             in_use.add((a.compiler, a.compiler_version))  # its compile cache stays too
             continue
-        if not confirmed(store, a):
+        why = unconfirmed_reason(store, a)
+        if why is not None:
             report.kept += 1
+            report.unconfirmed.append(
+                {"key": a.key, "manifest": a.manifest_key, "compiler_version": a.compiler_version, "why": why}
+            )
             in_use.add((a.compiler, a.compiler_version))
             continue
         report.deleted.append({"key": a.key, "prefix": a.prefix, "compiler_version": a.compiler_version})

@@ -73,3 +73,48 @@ def test_prune_refuses_a_version_that_is_not_one_folder(capsys, tmp_path: Path) 
     assert main(["cache", "prune", store.root_uri, "--compiler-version", "../../index"]) == 2
     assert "holds a path separator" in capsys.readouterr().err
     assert len(store.list("neuron-cache")) == 8 and store.exists("index/k.json")
+
+
+def _with_cpu_cache(tmp_path: Path):
+    store = _store(tmp_path)
+    _entry(store, "torch-inductor-2.13.0+cpu", "MODULE_dddd+d41d8cd9", True)  # the cpu profile's compiler
+    return store
+
+
+def test_a_compiler_version_alone_matches_across_compilers(capsys, tmp_path: Path) -> None:
+    """`--compiler-version` without `--compiler` names a version of whichever compiler has it (the
+    cpu profile's is torch-inductor, not the Neuron compiler); `--compiler` alone, every version of it."""
+    store = _with_cpu_cache(tmp_path)
+    assert main(["cache", "ls", store.root_uri, "--compiler-version", "2.13.0", "--json"]) == 0
+    assert [r["compiler_dir"] for r in json.loads(capsys.readouterr().out)] == ["torch-inductor-2.13.0+cpu"]
+    assert main(["cache", "ls", store.root_uri, "--compiler", "torch-inductor", "--json"]) == 0
+    assert [r["name"] for r in json.loads(capsys.readouterr().out)] == ["MODULE_dddd+d41d8cd9"]
+    assert main(["cache", "ls", store.root_uri, "--compiler", "neuronxcc", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 3
+    assert main(["cache", "prune", store.root_uri, "--compiler-version", "2.13.0", "--dry-run"]) == 0
+    assert "would delete 1 entries (42 bytes)" in capsys.readouterr().out
+    store.write_json("neuron-cache-sets/torch-inductor-2.13.0+cpu/g.json", {"entries": ["MODULE_dddd+d41d8cd9"]})
+    assert main(["cache", "prune", store.root_uri, "--compiler-version", "2.13.0"]) == 0
+    assert "deleted 1 entries" in capsys.readouterr().out
+    assert not store.list("neuron-cache/torch-inductor-2.13.0+cpu")
+    assert not store.list("neuron-cache-sets/torch-inductor-2.13.0+cpu")
+    assert len(store.list("neuron-cache")) == 8  # the neuronxcc folders untouched
+
+
+def test_ls_prints_a_header_or_says_nothing_matches(capsys, tmp_path: Path) -> None:
+    store = _with_cpu_cache(tmp_path)
+    assert main(["cache", "ls", store.root_uri, "--compiler-version", "2.13.0"]) == 0
+    header, row, total = capsys.readouterr().out.splitlines()
+    assert header.split() == ["COMPILER", "FOLDER", "ENTRY", "FILES", "BYTES", "STATE"]
+    assert row.startswith("torch-inductor-2.13.0+cpu") and total == "1 entries, 42 bytes"
+    for command in ("ls", "stats", "prune"):
+        assert main(["cache", command, store.root_uri, "--compiler-version", "9.9.9"]) == 0
+        out = capsys.readouterr().out
+        assert out.startswith(
+            "no compile-cache entries match --compiler-version 9.9.9 (any compiler); compiler folders present: "
+            "neuronxcc-2.21.33363.0+82129205, neuronxcc-2.22.12471.0+b4a00d10, torch-inductor-2.13.0+cpu\n"
+        ), out
+    empty = open_store(f"file://{tmp_path / 'empty'}")
+    empty.put_bytes(b"x", "index/k.json")
+    assert main(["cache", "ls", empty.root_uri]) == 0
+    assert capsys.readouterr().out == f"no compile-cache entries in {empty.uri('neuron-cache')}\n"

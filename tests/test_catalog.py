@@ -8,6 +8,7 @@ from pathlib import Path
 
 from neuronforge.catalog import check_catalog
 from neuronforge.cli import main
+from tests.hubdown import closed_endpoint, hub_at
 from tests.test_planner import CONFIGS
 
 
@@ -64,14 +65,49 @@ def test_structure_errors(tmp_path: Path) -> None:
     assert missing == ["models.yaml:2: an entry needs `source:` (Hub id[@revision], s3:// prefix or folder)"]
 
 
-def test_an_entry_without_a_config_offline_is_noted_not_planned(tmp_path: Path) -> None:
+def test_an_entry_without_a_config_offline_is_noted_not_planned(tmp_path: Path, monkeypatch, request, capsys) -> None:
+    """An unreachable Hub: the entry is noted, counted as not planned, and the command does not say
+    "ok" or exit 0 over it (exit 1, the count named); it answers at once, not after the Hub's retries."""
+    import time
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))
+    hub_at(closed_endpoint(), monkeypatch, request)
     path = _write(
         tmp_path,
         "models:\n  - source: some-org/unknown-model\n    targets:\n"
+        "      - {instance_type: inf2.xlarge, tp_degree: 2, sequence_length: 1024}\n"
+        "  - source: meta-llama/Llama-3.1-8B\n    config: llama.json\n    targets:\n"
         "      - {instance_type: inf2.xlarge, tp_degree: 2, sequence_length: 1024}\n",
     )
+    started = time.monotonic()
     report = check_catalog(path)
-    assert report.ok and "not planned" in report.notes[0]
+    assert time.monotonic() - started < 5
+    assert report.ok and report.unplanned == 1 and "1 target(s) not planned" in report.notes[0]
+    assert "cannot reach the Hugging Face Hub" in report.notes[0]
+    assert main(["catalog", "check", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert out.rstrip().endswith("2 model(s), 2 target(s): 1 of 2 target(s) NOT PLANNED (see the notes)"), out
+    assert ": ok" not in out
+
+
+def test_the_built_in_model_is_planned(tmp_path: Path, capsys, monkeypatch) -> None:
+    """`builtin:tiny-llama` is planned like any model (its config is generated here), so a target it
+    cannot fit is a problem, and an unknown built-in name is one too."""
+    monkeypatch.setenv("NEURONFORGE_HOME", str(tmp_path / "home"))
+    path = _write(
+        tmp_path,
+        "models:\n  - source: builtin:tiny-llama\n    targets:\n"
+        "      - {instance_type: inf2.xlarge, tp_degree: 1, sequence_length: 64, dtype: fp32, profile: cpu}\n"
+        "      - {instance_type: inf2.xlarge, tp_degree: 1, sequence_length: 4096, dtype: fp32, profile: cpu}\n"
+        "  - source: builtin:huge-llama\n    targets:\n"
+        "      - {instance_type: inf2.xlarge, tp_degree: 1, sequence_length: 64, dtype: fp32, profile: cpu}\n",
+    )
+    report = check_catalog(path)
+    assert not report.notes and report.unplanned == 0
+    too_long, unknown = report.problems
+    assert too_long.startswith("models.yaml:5: builtin:tiny-llama ") and "the planner rejects it" in too_long
+    assert unknown.startswith("models.yaml:6:") and "unknown built-in model 'huge-llama'" in unknown
+    assert main(["catalog", "check", str(path)]) == 3
 
 
 def test_targets_name_a_profile_and_the_removed_fields_are_refused_with_the_fix(tmp_path: Path) -> None:
@@ -110,3 +146,23 @@ def test_the_shipped_catalog_names_profiles() -> None:
     report = load_catalog(default_path())
     profiles = {t.spec.profile for e in report.entries for t in e.targets}
     assert report.ok and "vllm-neuron" in profiles and "optimum-neuron@2.26.1" in profiles
+
+
+def test_catalog_stale_never_says_nothing_is_stale_over_unchecked_targets(tmp_path: Path, capsys, monkeypatch) -> None:
+    """A source that cannot be pinned (here a folder missing on this host) leaves its targets
+    unresolved: the summary names them and the exit is 1, not "0 stale" and 0."""
+    monkeypatch.setenv("NEURONFORGE_HOME", str(tmp_path / "home"))
+    (tmp_path / "store").mkdir()
+    path = _write(
+        tmp_path,
+        f"models:\n  - source: {tmp_path / 'gone'}\n    targets:\n"
+        "      - {instance_type: inf2.xlarge, tp_degree: 1, sequence_length: 64, dtype: fp32, profile: cpu}\n"
+        "      - {instance_type: inf2.xlarge, tp_degree: 1, sequence_length: 32, dtype: fp32, profile: cpu}\n",
+    )
+    assert main(["catalog", "stale", str(path), "--store", str(tmp_path / "store")]) == 1
+    last = capsys.readouterr().out.rstrip().splitlines()[-1]
+    assert last.startswith("0 stale of 2 catalog target(s) in ")
+    assert last.endswith("; 2 NOT CHECKED: 2 unresolved (the source could not be pinned: Hub or store "
+                         "unreachable, folder missing)"), last  # fmt: skip
+    assert main(["catalog", "stale", str(path), "--store", str(tmp_path / "store"), "--json"]) == 1
+    assert [s["status"] for s in json.loads(capsys.readouterr().out)] == ["unresolved", "unresolved"]

@@ -96,6 +96,20 @@ def test_plan_missing_model_is_a_usage_error(capsys, tmp_path: Path) -> None:
     assert code == 2 and "no such folder" in err
 
 
+def test_plan_accepts_the_built_in_model(capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`builtin:tiny-llama` is a model source everywhere one is taken, plan included."""
+    monkeypatch.setenv("NEURONFORGE_HOME", str(tmp_path / "home"))  # generated there
+    code, out, err = run(capsys, "plan", "--model", "builtin:tiny-llama", "--instance", "inf2.xlarge", "--tp", "1",
+                         "--seq-len", "64", "--dtype", "fp32", "--profile", "cpu")  # fmt: skip
+    assert code == 0 and out.startswith("LlamaForCausalLM (0.00B parameters) on inf2.xlarge, tp=1"), out + err
+    code, out, _ = run(capsys, "plan", "--model", "builtin:tiny-llama", "--instance", "inf2.xlarge", "--tp", "1",
+                       "--seq-len", "512", "--dtype", "fp32", "--profile", "cpu")  # fmt: skip
+    assert code == 3 and "[FAIL] sequence_length" in out
+    code, _, err = run(capsys, "plan", "--model", "builtin:huge-llama", "--instance", "inf2.xlarge", "--tp", "1",
+                       "--seq-len", "64")  # fmt: skip
+    assert code == 2 and "unknown built-in model 'huge-llama'; built-in models: tiny-llama" in err
+
+
 def test_plan_unknown_architecture_exit_3(capsys, tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert", "architectures": ["BertModel"]}))
     code, _, err = run(

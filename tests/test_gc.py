@@ -150,3 +150,25 @@ def test_plans_from_the_farm_index_and_confirms_against_the_manifest(store) -> N
     assert lookup(store, store.keys["x20"]) is not None  # not deleted on the index's word alone
     shown = {r.key for r in farm_page(store, FarmQuery(published_only=True)).rows}
     assert shown == {store.keys["x20"], store.keys["x21"]}  # the deletions were recorded in the index
+
+
+def test_an_artifact_the_manifest_does_not_confirm_is_named_and_gc_does_not_report_done(store, capsys) -> None:
+    """Due for deletion by the farm index but its manifest says another compiler version: left
+    alone, listed, counted in the summary, and the exit is 1 (never 0 over what gc could not decide)."""
+    from neuronforge import farm_index
+    from neuronforge.cli import EXIT_FAILURE
+
+    farm_index.rebuild(store)
+    manifest_key = lookup(store, store.keys["x19"]).manifest_uri.removeprefix(store.root_uri).strip("/")
+    x19 = store.read_json(manifest_key)
+    x19["toolchain"]["compiler_version"] = "2.21.0.0"
+    store.write_json(manifest_key, x19)
+    args = ["gc", store.root_uri, "--keep-compilers", "1", "--dry-run"]
+    assert main(args) == EXIT_FAILURE
+    out = capsys.readouterr().out.splitlines()
+    assert f"LEFT ALONE {manifest_key} (2.19.0.0): its manifest says neuronxcc 2.21.0.0, the farm index " \
+           "neuronxcc 2.19.0.0" in out  # fmt: skip
+    assert out[-1].startswith("2 artifact(s) would delete, 2 kept; 1 of them NOT COLLECTED: due for deletion")
+    assert main([*args, "--json"]) == EXIT_FAILURE
+    (left,) = json.loads(capsys.readouterr().out)["unconfirmed"]
+    assert left["key"] == store.keys["x19"] and left["manifest"] == manifest_key

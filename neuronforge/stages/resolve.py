@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from neuronforge import progress
-from neuronforge.errors import CheckpointError, InvalidInput, NeuronforgeError
+from neuronforge.errors import CheckpointError, InvalidInput, ServiceUnreachable
 from neuronforge.source import (
     HUB_SHA,
     ModelSource,
@@ -40,6 +40,16 @@ def hub_offline() -> bool:
 
 def hub_cache_dir() -> str | None:
     return os.environ.get("HF_HUB_CACHE") or None
+
+
+def one_hub_log_handler() -> None:
+    """huggingface_hub gives its loggers a stderr handler of their own and lets them propagate to
+    the application's too (the CLI's, Airflow's task log), so each of its warnings (a retry, say)
+    printed twice. Its own handler goes; the application's logging prints each message once."""
+    hub = logging.getLogger("huggingface_hub")
+    for handler in list(hub.handlers):
+        if type(handler) is logging.StreamHandler:
+            hub.removeHandler(handler)
 
 
 @contextmanager
@@ -63,6 +73,7 @@ def hub_errors(repo: str, revision: str) -> Iterator[None]:
         f"cannot reach the Hugging Face Hub at {constants.ENDPOINT} for {repo}@{revision}; check the network "
         "or HF_ENDPOINT, or set HF_HUB_OFFLINE=1 to use what the local Hugging Face cache holds"
     )
+    one_hub_log_handler()
     try:
         yield
     except GatedRepoError:
@@ -78,17 +89,17 @@ def hub_errors(repo: str, revision: str) -> Iterator[None]:
             raise InvalidInput(
                 f"{repo}@{revision} is not in the local Hugging Face cache and HF_HUB_OFFLINE is set"
             ) from None
-        raise NeuronforgeError(unreachable) from None  # what snapshot_download raises when the Hub is down
+        raise ServiceUnreachable(unreachable) from None  # what snapshot_download raises when the Hub is down
     except OfflineModeIsEnabled:
         raise InvalidInput(
             f"{repo}@{revision}: huggingface_hub is in offline mode (HF_HUB_OFFLINE) and cannot ask the Hub; "
             "unset it, or give a 40-hex revision that is in the local Hugging Face cache"
         ) from None
     except (requests.ConnectionError, requests.Timeout):
-        raise NeuronforgeError(unreachable) from None
+        raise ServiceUnreachable(unreachable) from None
     except HfHubHTTPError as exc:
         status = exc.response.status_code if exc.response is not None else "?"
-        raise NeuronforgeError(
+        raise ServiceUnreachable(
             f"the Hugging Face Hub answered HTTP {status} for {repo}@{revision}; try again later"
         ) from None
 
@@ -131,6 +142,42 @@ def resolve_hub(source: ModelSource, token: str | None = None) -> ModelSource:
     with hub_errors(source.location, rev):
         info = HfApi(token=token).model_info(source.location, revision=rev)
     return source.pinned(info.sha)
+
+
+def hub_file(source: ModelSource, filename: str, token: str | None = None) -> Path:
+    """One small file of a Hub model (its config.json), failing within a second or so when the Hub
+    cannot be reached, with one line saying so.
+
+    `hf_hub_download` retries a refused connection five times with backoff (about 25 s) before it
+    falls back to the local cache. So the revision is asked of the Hub first with one
+    `HfApi.model_info` request, which is not retried: when the Hub does not answer, the local
+    Hugging Face cache's copy of that revision is used if it has one, else the Hub's failure is
+    raised at once. With `HF_HUB_OFFLINE` only the cache is read; a 40-hex revision the cache holds
+    needs no request at all."""
+    from huggingface_hub import constants, hf_hub_download, try_to_load_from_cache
+
+    repo, rev = source.location, source.revision or "main"
+    cached = try_to_load_from_cache(repo, filename, cache_dir=hub_cache_dir(), revision=rev)
+    if not hub_offline() and not (HUB_SHA.match(rev) and isinstance(cached, str)):
+        from huggingface_hub import HfApi
+
+        try:
+            with hub_errors(repo, rev):
+                info = HfApi(token=token).model_info(repo, revision=rev, timeout=constants.HF_HUB_ETAG_TIMEOUT)
+            rev = info.sha or rev
+        except InvalidInput:
+            raise  # gated, missing, no such revision: the cache would not make it right
+        except ServiceUnreachable:  # unreachable, or answering an error
+            if not isinstance(cached, str):
+                raise
+            log.warning("the Hugging Face Hub did not answer; using the local cache's %s of %s@%s", filename, repo, rev)
+            return Path(cached)
+    with hub_errors(repo, rev):
+        return Path(
+            hf_hub_download(
+                repo, filename, revision=rev, cache_dir=hub_cache_dir(), token=token, local_files_only=hub_offline()
+            )
+        )
 
 
 def s3_listing(source: ModelSource, allow_pickle: bool, store_kwargs: dict | None = None) -> list[ObjectInfo]:

@@ -12,9 +12,12 @@ from neuronforge.modelconfig import ModelArch, load_config
 from neuronforge.source import ModelSource
 
 
-def model_id(text: str) -> str:
-    """The key of the cache-config file: the Hub id without revision, else the source as given."""
+def model_id(text: str, hub_only: bool = False) -> str:
+    """The key of the cache-config file: the Hub id without revision, else the source as given
+    (with `hub_only`, anything but a Hub id is refused)."""
     source = ModelSource.parse(text)
+    if hub_only and source.kind != "hf":
+        raise InvalidInput(f"--model-id {text}: not a Hub id; give org/name, the model the config.json is of")
     return source.location if source.kind == "hf" else text.strip()
 
 
@@ -35,15 +38,17 @@ def _source_config(source: ModelSource) -> dict[str, Any]:
 
         data = open_store(source.location, must_exist=True).get_bytes("config.json")
     else:
-        from huggingface_hub import hf_hub_download
+        from neuronforge.errors import NeuronforgeError
+        from neuronforge.stages.resolve import hub_file
 
-        from neuronforge.stages.resolve import hub_cache_dir, hub_errors
-
-        revision = source.revision or "main"
-        with hub_errors(source.location, revision):
-            data = Path(
-                hf_hub_download(source.location, "config.json", revision=revision, cache_dir=hub_cache_dir())
-            ).read_bytes()
+        try:
+            data = hub_file(source, "config.json").read_bytes()
+        except NeuronforgeError as exc:
+            # The sweep needs config.json only: say how to sweep without the Hub.
+            raise type(exc)(
+                f"{exc}; or sweep offline from a copy of its config.json: --model config.json --model-id "
+                f"{source.location}"
+            ) from None
     try:
         return json.loads(data)
     except ValueError as exc:

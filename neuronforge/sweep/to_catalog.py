@@ -37,9 +37,12 @@ def catalog_targets(valid: list[Candidate], instance: str, profile: str, dtype: 
     ]
 
 
-def add_to_catalog(path: Path, source: str, targets: list[dict[str, Any]]) -> tuple[int, list[str]]:
+def add_to_catalog(
+    path: Path, source: str, targets: list[dict[str, Any]], config: Path | None = None
+) -> tuple[int, list[str]]:
     """Add `targets` for `source` to the catalog at `path` (created if absent); returns how many were
-    added and a note for each left out."""
+    added and a note for each left out. A new entry gets `config:` when the sweep read a config.json
+    file (relative when under the catalog's folder), so `catalog check` plans it without the Hub."""
     notes: list[str] = []
     existing: set[str] = set()
     text = path.read_text() if path.exists() else None
@@ -65,11 +68,12 @@ def add_to_catalog(path: Path, source: str, targets: list[dict[str, Any]]) -> tu
     if not fresh:
         return 0, notes
     lines = [_flow(t) for t in fresh]
+    config_ref = _config_ref(config, path.expanduser().resolve().parent) if config is not None else None
     if text is None:
         new = "# Written by `neuronforge sweep --to-catalog` (see neuronforge/catalog.py for the format).\nmodels:\n"
-        new += _entry(source, lines, indent=2)
+        new += _entry(source, lines, indent=2, config=config_ref)
     else:
-        new = _insert(text, source, lines)
+        new = _insert(text, source, lines, config=config_ref)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     tmp.write_text(new)
     try:
@@ -82,17 +86,25 @@ def add_to_catalog(path: Path, source: str, targets: list[dict[str, Any]]) -> tu
     return len(fresh), notes
 
 
+def _config_ref(config: Path, catalog_dir: Path) -> str:
+    """How the catalog names the config file: relative when it lies under the catalog's folder
+    (the two move together), else absolute."""
+    config = config.resolve()
+    return config.relative_to(catalog_dir).as_posix() if config.is_relative_to(catalog_dir) else str(config)
+
+
 def _flow(target: dict[str, Any]) -> str:
     return yaml.safe_dump(target, default_flow_style=True, sort_keys=False, width=10**6).strip()
 
 
-def _entry(source: str, lines: list[str], indent: int) -> str:
+def _entry(source: str, lines: list[str], indent: int, config: str | None = None) -> str:
     pad = " " * indent
     body = "".join(f"{pad}    - {line}\n" for line in lines)
-    return f"{pad}- source: {json.dumps(source)}\n{pad}  targets:\n{body}"
+    config_line = f"{pad}  config: {json.dumps(config)}\n" if config else ""
+    return f"{pad}- source: {json.dumps(source)}\n{config_line}{pad}  targets:\n{body}"
 
 
-def _insert(text: str, source: str, lines: list[str]) -> str:
+def _insert(text: str, source: str, lines: list[str], config: str | None = None) -> str:
     root = yaml.compose(text)
     models = next(v for k, v in root.value if k.value == "models")
     rows = text.splitlines(keepends=True)
@@ -107,4 +119,4 @@ def _insert(text: str, source: str, lines: list[str]) -> str:
             rows[at:at] = [f"{item_indent}- {line}\n" for line in lines]
             return "".join(rows)
     indent = models.value[0].start_mark.column - 2 if models.value else 2
-    return "".join(rows) + _entry(source, lines, max(indent, 0))
+    return "".join(rows) + _entry(source, lines, max(indent, 0), config)

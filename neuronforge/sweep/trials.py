@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from neuronforge.errors import InvalidInput, NeuronforgeError
+from neuronforge.errors import InvalidInput, NeuronforgeError, ServiceUnreachable, StoreError
+from neuronforge.leases import LeaseLost
 from neuronforge.sweep.space import Candidate
 
 
@@ -61,6 +62,10 @@ class CommandTrial:
         return TrialResult(False, f"exit {done.returncode}: {tail[0][:500]}".rstrip(": "), seconds)
 
 
+# Failures that say nothing of a candidate: a store or the Hub unreachable, a build lease lost.
+ENVIRONMENT: tuple[type[Exception], ...] = (StoreError, ServiceUnreachable, LeaseLost)
+
+
 @dataclass
 class PipelineTrial:
     model: str
@@ -88,6 +93,10 @@ class PipelineTrial:
                 }
             )
             outcome = run_target(self.model, target, open_store(self.store_uri), self.work_dir)
+        except ENVIRONMENT:
+            # The store or the Hub failed, not the candidate: recorded as "failed" it would never be
+            # tried again, and the sweep would report a result it does not have. The sweep stops.
+            raise
         except NeuronforgeError as exc:  # refused, failed to compile, failed the smoke load
             return TrialResult(False, str(exc).splitlines()[0][:500], time.monotonic() - started)
         return TrialResult(True, f"{outcome.status}: {outcome.published.manifest_uri}", time.monotonic() - started)

@@ -201,6 +201,7 @@ def test_listing_survives_an_index_entry_that_is_not_what_it_claims(case: str, c
     rebuilt = cli(["index", "rebuild", f"file://{copied_store}"])
     assert rebuilt.traceback is None and rebuilt.code == EXIT_OK, rebuilt.text
     assert f"warning: skipped file://{copied_store}/{key}" in rebuilt.err and "1 row(s)" in rebuilt.out
+    assert "; 1 index pointer(s) left out, not artifacts (warnings above)" in rebuilt.out
     listed = cli(["ls", f"file://{copied_store}", "--json"])
     assert len(json.loads(listed.out)) == 1
     checked = cli(["verify", "--store", f"file://{copied_store}"])

@@ -15,6 +15,7 @@ from tests.reliability.harness import cli, expect_error
 from tests.test_planner import CONFIGS
 
 LLAMA = CONFIGS / "meta-llama--Llama-3.1-8B.json"
+LLAMA_ID = "meta-llama/Llama-3.1-8B"  # what LLAMA is the config.json of: --model-id
 # Loads when batch * sequence <= 4096 * tp; logs every candidate it is given.
 TRY = """
 import json, sys
@@ -36,7 +37,8 @@ def try_command(tmp_path: Path) -> tuple[str, Path]:
 def test_a_sweep_with_a_try_command(try_command: tuple[str, Path], tmp_path: Path) -> None:
     command, log = try_command
     out = tmp_path / "llama.json"
-    argv = ["sweep", "--model", LLAMA, "--instance", "inf2.xlarge", "--out", out, "--try-command", command]
+    argv = ["sweep", "--model", LLAMA, "--model-id", LLAMA_ID, "--instance", "inf2.xlarge", "--out", out]
+    argv += ["--try-command", command]
     result = cli([*argv, "--seq-lens", "4096", "2048", "1024", "--json"])
     assert result.traceback is None and result.code == 0, result.text
     tried = [json.loads(line) for line in log.read_text().splitlines()]
@@ -48,7 +50,7 @@ def test_a_sweep_with_a_try_command(try_command: tuple[str, Path], tmp_path: Pat
         "sequence_length",
     }
     assert tried[0]["model"] == str(LLAMA) and tried[0]["instance_type"] == "inf2.xlarge"
-    entries = json.loads(out.read_text())[str(LLAMA)]
+    entries = json.loads(out.read_text())[LLAMA_ID]  # keyed by the Hub id, never the file's path
     # optimum-neuron's spelling: the family (huggingface/optimum-neuron @213224e6,
     # optimum/neuron/utils/instance.py SUPPORTED_INSTANCE_TYPES; tools/cache/auto_fill_llm_cache.py)
     assert {e["instance_type"] for e in entries} == {"inf2"}
@@ -77,6 +79,8 @@ def test_a_sweep_with_no_valid_configuration_completes(tmp_path: Path) -> None:
             "sweep",
             "--model",
             LLAMA,
+            "--model-id",
+            LLAMA_ID,
             "--instance",
             "inf2.xlarge",
             "--out",
@@ -108,6 +112,7 @@ def test_usage_errors_exit_2(case: str, tmp_path: Path) -> None:
     extra, words = USAGE[case]
     base = {
         "--model": str(LLAMA),
+        "--model-id": LLAMA_ID,
         "--instance": "inf2.xlarge",
         "--out": str(tmp_path / "o.json"),
         "--try-command": "true",
@@ -120,7 +125,8 @@ def test_usage_errors_exit_2(case: str, tmp_path: Path) -> None:
 def test_an_out_file_of_another_kind_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "o.json"
     out.write_text("[1, 2]")
-    result = cli(["sweep", "--model", LLAMA, "--instance", "inf2.xlarge", "--out", out, "--try-command", "true"])
+    argv = ["sweep", "--model", LLAMA, "--model-id", LLAMA_ID, "--instance", "inf2.xlarge", "--out", out]
+    result = cli([*argv, "--try-command", "true"])
     expect_error(result, 2, "is not an inference-cache-config file")
     assert out.read_text() == "[1, 2]"
 
@@ -143,6 +149,8 @@ def test_to_catalog_adds_targets_the_recompile_schedule_reads(try_command: tuple
         "sweep",
         "--model",
         LLAMA,
+        "--model-id",
+        LLAMA_ID,
         "--instance",
         "inf2.xlarge",
         "--out",
@@ -157,22 +165,79 @@ def test_to_catalog_adds_targets_the_recompile_schedule_reads(try_command: tuple
         catalog,
     ]
     result = cli(argv)
-    assert result.code == 0 and "catalog: 3 target(s) added" in result.out, result.text
+    assert result.code == 0 and "catalog: 2 target(s) added" in result.out, result.text
+    assert "catalog: already in the catalog: optimum-neuron-inf2.xlarge-tp2-b1-s4096-bf16" in result.out
     text = catalog.read_text()
     assert text.startswith("# our catalog: comments survive\n") and "# kept by hand" in text
     report = load_catalog(catalog)
     assert not report.problems
-    by_source = {e.source: e for e in report.entries}
-    assert {(t.spec.batch_size, t.spec.sequence_length) for t in by_source[str(LLAMA)].targets} == {
-        (1, 4096),
-        (4, 2048),
-        (8, 1024),
-    }
-    assert all(t.spec.profile_name == "optimum-neuron" for t in by_source[str(LLAMA)].targets)
+    # under the Hub id's entry: the config file's path is never written as a model source
+    (entry,) = report.entries
+    assert entry.source == LLAMA_ID and entry.config is None
+    assert {(t.spec.batch_size, t.spec.sequence_length) for t in entry.targets} == {(1, 4096), (4, 2048), (8, 1024)}
+    assert all(t.spec.profile_name == "optimum-neuron" for t in entry.targets)
     # again: nothing new, the file is unchanged
     before = catalog.read_text()
     again = cli(argv)
     assert again.code == 0 and "0 target(s) added" in again.out and catalog.read_text() == before
+
+
+def test_to_catalog_of_a_config_file_writes_the_hub_id_and_the_config(
+    try_command: tuple[str, Path], tmp_path: Path
+) -> None:
+    """A new catalog: the entry's source is --model-id, its `config:` the swept file (relative to the
+    catalog), so `catalog check` plans it without the Hub."""
+    command, _ = try_command
+    catalog = tmp_path / "catalog" / "models.yaml"
+    catalog.parent.mkdir()
+    argv = ["sweep", "--model", LLAMA, "--model-id", LLAMA_ID, "--instance", "inf2.xlarge", "--seq-lens", "4096"]
+    result = cli([*argv, "--out", tmp_path / "o.json", "--try-command", command, "--to-catalog", catalog])
+    assert result.code == 0 and "catalog: 1 target(s) added" in result.out, result.text
+    assert f"valid configuration(s) of {LLAMA_ID} on inf2.xlarge" in result.out
+    assert f'  - source: "{LLAMA_ID}"\n    config: "{LLAMA.resolve()}"\n' in catalog.read_text()
+    checked = cli(["catalog", "check", catalog])
+    assert checked.code == 0 and checked.out.rstrip().endswith("1 model(s), 1 target(s): ok"), checked.text
+    from neuronforge.catalog import load_catalog
+
+    (entry,) = load_catalog(catalog).entries
+    assert entry.source == LLAMA_ID and entry.config == LLAMA.resolve()
+
+
+def test_a_config_file_needs_model_id(tmp_path: Path) -> None:
+    """A bare config.json says nothing of which model it is: without --model-id the sweep stops at
+    once with one line (it would key the cache-config file, and the catalog, by a file path)."""
+    out = tmp_path / "o.json"
+    result = cli(["sweep", "--model", LLAMA, "--instance", "inf2.xlarge", "--out", out, "--try-command", "true"])
+    expect_error(result, 2, f"--model {LLAMA} is a config.json file: add --model-id org/name")
+    assert not out.exists() and len(result.text.strip().splitlines()) == 1
+    for bad in ("./somewhere", f"{LLAMA_ID}@main"):
+        result = cli(["sweep", "--model", LLAMA, "--model-id", bad, "--instance", "inf2.xlarge", "--out", out])
+        expect_error(result, 2, f"--model-id {bad}")
+
+
+def test_a_hub_model_with_the_hub_unreachable_fails_at_once(tmp_path: Path, monkeypatch, request) -> None:
+    """The Hub refusing connections: one line within a few seconds (not the Hub client's retries),
+    naming the Hub and the offline way to sweep; each of huggingface_hub's warnings at most once."""
+    import time
+
+    from tests.hubdown import closed_endpoint, hub_at
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))
+    endpoint = hub_at(closed_endpoint(), monkeypatch, request)
+    started = time.monotonic()
+    result = cli(["sweep", "--model", LLAMA_ID, "--instance", "inf2.xlarge", "--out", tmp_path / "o.json"])
+    assert time.monotonic() - started < 5
+    expect_error(result, 1, f"cannot reach the Hugging Face Hub at {endpoint} for {LLAMA_ID}@main")
+    assert f"--model config.json --model-id {LLAMA_ID}" in result.err
+    lines = result.err.strip().splitlines()
+    assert len(lines) == len(set(lines)) and lines[-1].startswith("error: "), result.err
+
+
+def test_a_hub_model_offline_names_the_cache_and_the_way_out(tmp_path: Path, monkeypatch) -> None:
+    """HF_HUB_OFFLINE (the suite's setting) and a cache without the model: one line, at once."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))
+    result = cli(["sweep", "--model", LLAMA_ID, "--instance", "inf2.xlarge", "--out", tmp_path / "o.json"])
+    expect_error(result, 2, "not in the local Hugging Face cache and HF_HUB_OFFLINE is set", "--model-id")
 
 
 def test_a_sweep_for_the_vllm_neuron_plugin_on_trn2(try_command: tuple[str, Path], tmp_path: Path) -> None:
@@ -180,12 +245,73 @@ def test_a_sweep_for_the_vllm_neuron_plugin_on_trn2(try_command: tuple[str, Path
     cores per chip at LNC 2 on trn2.3xlarge: only 4), and the profile's refusal of inf2."""
     command, log = try_command
     out = tmp_path / "native.json"
-    argv = ["sweep", "--model", LLAMA, "--profile", "vllm-neuron-native@2.32", "--out", out, "--try-command", command]
+    argv = ["sweep", "--model", LLAMA, "--model-id", LLAMA_ID, "--profile", "vllm-neuron-native@2.32", "--out", out]
+    argv += ["--try-command", command]
     result = cli([*argv, "--instance", "trn2.3xlarge", "--batch-sizes", "1", "4", "--seq-lens", "4096", "--json"])
     assert result.traceback is None and result.code == 0, result.text
     tried = [json.loads(line) for line in log.read_text().splitlines()]
     assert {c["tensor_parallel_size"] for c in tried} == {4} and {c["instance_type"] for c in tried} == {"trn2.3xlarge"}
-    assert {e["instance_type"] for e in json.loads(out.read_text())[str(LLAMA)]} == {"trn2"}
+    assert {e["instance_type"] for e in json.loads(out.read_text())[LLAMA_ID]} == {"trn2"}
     argv[argv.index(out)] = tmp_path / "native-inf2.json"
     refused = cli([*argv, "--instance", "inf2.xlarge"])
     assert refused.code != 0 and refused.traceback is None and "use profile vllm-neuron" in refused.text
+
+
+def test_each_hub_warning_is_printed_once() -> None:
+    """huggingface_hub's retry warnings went to its own stderr handler and, propagated, to the CLI's:
+    twice each. After a Hub call through neuronforge, the application's logging prints them once."""
+    import subprocess
+
+    code = (
+        "import logging\n"
+        "logging.basicConfig(level=logging.WARNING)\n"
+        "from huggingface_hub.utils import logging as hf_logging\n"
+        "from neuronforge.stages.resolve import hub_errors\n"
+        "with hub_errors('org/model', 'main'):\n"
+        "    hf_logging.get_logger('huggingface_hub.utils._http').warning('Retrying in 1s [Retry 1/5].')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stderr.count("Retrying in 1s [Retry 1/5].") == 1, done.stderr
+
+
+def test_a_store_that_cannot_be_reached_stops_the_sweep_without_judging_candidates(tmp_path: Path, monkeypatch) -> None:
+    """The builds' store unreachable says nothing of a candidate: the sweep stops with one line
+    (exit 1) instead of recording every candidate as failed (never tried again) and reporting
+    "0 valid configuration(s)" with exit 0."""
+    from tests.hubdown import closed_endpoint
+
+    monkeypatch.setenv("NEURONFORGE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("AWS_ENDPOINT_URL", closed_endpoint())
+    out = tmp_path / "tiny.json"
+    argv = ["sweep", "--model", "builtin:tiny-llama", "--instance", "inf2.xlarge", "--profile", "cpu"]
+    argv += ["--dtype", "fp32", "--tp", "2", "--batch-sizes", "1", "--seq-lens", "64", "--out", out]
+    result = cli([*argv, "--store", "s3://nf-down/store"])
+    expect_error(result, 1, "cannot reach the S3 endpoint", "the sweep stopped", "run it again to resume")
+    assert len(result.err.strip().splitlines()) == 1, result.err
+    assert not (tmp_path / "tiny.records.json").exists()  # its one candidate: not recorded, tried again next run
+
+
+def test_a_hub_model_the_cache_holds_sweeps_with_the_hub_unreachable(
+    try_command: tuple[str, Path], tmp_path: Path, monkeypatch, request
+) -> None:
+    """The Hub down but the local Hugging Face cache holding the ref's config.json: used at once."""
+    import time
+
+    from tests.hubdown import closed_endpoint, hub_at
+
+    sha = "a" * 40
+    repo = tmp_path / "hf" / "models--meta-llama--Llama-3.1-8B"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(sha)
+    (repo / "snapshots" / sha).mkdir(parents=True)
+    (repo / "snapshots" / sha / "config.json").write_text(LLAMA.read_text())
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))
+    hub_at(closed_endpoint(), monkeypatch, request)
+    command, _ = try_command
+    out = tmp_path / "o.json"
+    argv = ["sweep", "--model", LLAMA_ID, "--instance", "inf2.xlarge", "--tp", "2", "--batch-sizes", "1"]
+    started = time.monotonic()
+    result = cli([*argv, "--seq-lens", "4096", "--out", out, "--try-command", command])
+    assert time.monotonic() - started < 10
+    assert result.code == 0 and f"1 valid configuration(s) of {LLAMA_ID}" in result.out, result.text
+    assert list(json.loads(out.read_text())) == [LLAMA_ID]

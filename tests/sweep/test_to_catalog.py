@@ -53,3 +53,15 @@ def test_a_broken_catalog_is_not_touched(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="has problems"):
         add_to_catalog(path, "org/a", catalog_targets([Candidate(2, 1, 1024)], "inf2.xlarge", "cpu", "bf16"))
     assert path.read_text() == "models:\n  - source: org/a\n    targets: []\n"
+
+
+def test_a_config_file_under_the_catalog_is_named_relative_to_it(tmp_path: Path) -> None:
+    config = tmp_path / "configs" / "llama.json"
+    config.parent.mkdir()
+    config.write_text("{}")
+    catalog = tmp_path / "models.yaml"
+    target = {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 1024, "profile": "optimum-neuron"}
+    assert add_to_catalog(catalog, "org/model", [target], config=config) == (1, [])
+    (entry,) = load_catalog(catalog).entries
+    assert entry.source == "org/model" and entry.config == config.resolve()
+    assert '  config: "configs/llama.json"\n' in catalog.read_text()
