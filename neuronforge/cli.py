@@ -381,10 +381,10 @@ def cmd_gc(args: argparse.Namespace) -> int:
 
     catalog = check_catalog(Path(args.catalog).expanduser() if args.catalog else None)
     report = collect(open_store(args.store, must_exist=True), args.keep_compilers, catalog, dry_run=args.dry_run)
-    done = EXIT_FAILURE if report.unconfirmed else EXIT_OK  # never "done" over artifacts it could not decide
+    # never "done" over artifacts it could not decide: exit 1 while any is unconfirmed
     if args.json:
         _print_json(report.to_json())
-        return done
+        return EXIT_FAILURE if report.unconfirmed else EXIT_OK
     verb = "would delete" if args.dry_run else "deleted"
     for compiler, versions in sorted(report.keep.items()):
         print(f"keep {compiler}: {', '.join(versions)}")
@@ -405,7 +405,7 @@ def cmd_gc(args: argparse.Namespace) -> int:
             "manifest does not confirm it (check with `neuronforge verify --store`, then `neuronforge index rebuild`)"
         )
     print(line)
-    return done
+    return EXIT_FAILURE if report.unconfirmed else EXIT_OK
 
 
 # -- cache-key --------------------------------------------------------------------------------------
