@@ -13,11 +13,14 @@ the store already has downloads it only to a host that has not verified it yet.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import shutil
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -168,6 +171,20 @@ def _download_s3(source: ModelSource, staging: Path, req: FetchRequest) -> None:
         raise CheckpointError(f"{source.location} changed while it was being fetched; fetch again once it is stable")
 
 
+@contextmanager
+def _one_fetch_per_host(work_dir: Path, store: ArtifactStore, prefix: str) -> Iterator[None]:
+    """Serialize this host's fetches of one checkpoint revision into one store: the mapped fetch tasks
+    of a run's targets start together on one worker; the second waits, then finds the first's
+    mirror in the store and its verified local copy, instead of downloading the checkpoint again."""
+    from filelock import FileLock
+
+    locks = work_dir / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    name = hashlib.sha256(store.uri(prefix).encode()).hexdigest()[:32]
+    with FileLock(str(locks / f"fetch-{name}.lock")):
+        yield
+
+
 def fetch(req: FetchRequest, store: ArtifactStore | None = None) -> FetchResult:
     started = time.monotonic()
     # A source that cannot be parsed is refused before a store is opened (and, new, created).
@@ -176,7 +193,13 @@ def fetch(req: FetchRequest, store: ArtifactStore | None = None) -> FetchResult:
     work_dir = req.work_dir.resolve()
     source = resolve_source(parsed, work_dir=work_dir, allow_pickle=req.allow_pickle, token=req.token)
     prefix = layout.checkpoint_prefix(source)
+    with _one_fetch_per_host(work_dir, store, prefix):
+        return _fetch_pinned(req, store, source, prefix, work_dir, started)
 
+
+def _fetch_pinned(
+    req: FetchRequest, store: ArtifactStore, source: ModelSource, prefix: str, work_dir: Path, started: float
+) -> FetchResult:
     ref = ref_of(store, prefix)
     if ref is not None:
         local = materialize(store, ref, work_dir, deep=True)  # no download when this host has it intact

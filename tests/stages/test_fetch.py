@@ -47,6 +47,38 @@ def test_second_fetch_is_a_no_op_that_checks_the_manifest(tiny_llama: Path, tmp_
     assert (second.local_dir / "model.safetensors").stat().st_mtime_ns == mtime
 
 
+def test_concurrent_fetches_on_one_host_download_once(tiny_llama: Path, tmp_path: Path, monkeypatch) -> None:
+    """A run's mapped fetch tasks start together on one worker: the second waits for the first and
+    reuses its mirror (tests/deployment's two-target run counts the source bytes read)."""
+    import threading
+    import time
+
+    from neuronforge.stages import fetch as fetch_stage
+
+    downloads: list[str] = []
+    real = fetch_stage._download_into
+
+    def slow_download(*args, **kwargs):
+        downloads.append(threading.current_thread().name)
+        time.sleep(0.5)  # both tasks are past their store lookup before this one publishes
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fetch_stage, "_download_into", slow_download)
+    store_uri = f"file://{tmp_path / 'store'}"
+    results: list = []
+    threads = [
+        threading.Thread(target=lambda: results.append(fetch(_req(str(tiny_llama), store_uri, tmp_path / "work"))))
+        for _ in range(2)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(downloads) == 1, downloads
+    assert sorted(r.reused for r in results) == [False, True]
+    assert results[0].local_dir == results[1].local_dir
+
+
 def test_worker_without_local_copy_gets_the_checkpoint_from_the_store(tiny_llama: Path, tmp_path: Path) -> None:
     store_uri = f"file://{tmp_path / 'store'}"
     first = fetch(_req(str(tiny_llama), store_uri, tmp_path / "work-a"))
