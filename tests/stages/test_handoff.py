@@ -95,9 +95,9 @@ def test_concurrent_materializations_download_once(compiled: Compiled, tmp_path:
     calls: list[int] = []
     original = store.get_files
 
-    def counting(pairs):
+    def counting(pairs, **kwargs):
         calls.append(len(pairs))
-        return original(pairs)
+        return original(pairs, **kwargs)
 
     store.get_files = counting  # type: ignore[method-assign]
     results: list[Path] = []
