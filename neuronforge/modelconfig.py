@@ -393,13 +393,11 @@ def _family_tensors(arch: ModelArch) -> list[tuple[int, str, tuple[int, ...]]]:
     if mt == "gpt2":  # Conv1D layers: weights stored (in, out)
         out += [(1, "transformer.wte.weight", (v, h)), (1, "transformer.wpe.weight", (arch.max_position_embeddings, h))]
         p = "transformer.h.{L}."
-        out += _ln(p + "ln_1", h, n) + [
-            (n, p + "attn.c_attn.weight", (h, 3 * h)),
-            (n, p + "attn.c_attn.bias", (3 * h,)),
-        ]
-        out += [(n, p + "attn.c_proj.weight", (h, h)), (n, p + "attn.c_proj.bias", (h,))] + _ln(p + "ln_2", h, n)
+        out += [*_ln(p + "ln_1", h, n), (n, p + "attn.c_attn.weight", (h, 3 * h))]
+        out += [(n, p + "attn.c_attn.bias", (3 * h,))]
+        out += [(n, p + "attn.c_proj.weight", (h, h)), (n, p + "attn.c_proj.bias", (h,)), *_ln(p + "ln_2", h, n)]
         out += [(n, p + "mlp.c_fc.weight", (h, i)), (n, p + "mlp.c_fc.bias", (i,))]
-        out += [(n, p + "mlp.c_proj.weight", (i, h)), (n, p + "mlp.c_proj.bias", (h,))] + _ln("transformer.ln_f", h)
+        out += [(n, p + "mlp.c_proj.weight", (i, h)), (n, p + "mlp.c_proj.bias", (h,)), *_ln("transformer.ln_f", h)]
         head = ("lm_head.weight", (v, h))
     elif mt == "opt":
         e = arch.word_embed_proj_dim or h
@@ -418,7 +416,7 @@ def _family_tensors(arch: ModelArch) -> list[tuple[int, str, tuple[int, ...]]]:
         out += _ln(p + "final_layer_norm", h, n)
         head = ("lm_head.weight", (v, e))
     elif mt == "bloom":
-        out += [(1, "transformer.word_embeddings.weight", (v, h))] + _ln("transformer.word_embeddings_layernorm", h)
+        out += [(1, "transformer.word_embeddings.weight", (v, h)), *_ln("transformer.word_embeddings_layernorm", h)]
         p = "transformer.h.{L}."
         out += _ln(p + "input_layernorm", h, n) + _linear(p + "self_attention.query_key_value", 3 * h, h, n)
         out += _linear(p + "self_attention.dense", h, h, n) + _ln(p + "post_attention_layernorm", h, n)
@@ -499,7 +497,22 @@ def load_config(path: Path) -> dict[str, Any]:
 QUANTIZED_LINEAR = re.compile(
     r"^model\.layers\.\d+\.(self_attn\.(q|k|v|o|qkv)_proj|mlp\.(gate|up|down|gate_up)_proj"
     r"|block_sparse_moe\.experts\.\d+\.w[123]|mlp\.experts\.\d+\.(gate|up|down)_proj)\.weight$"
+    # the transformers-neuronx guide's families (transformers' names; GPT-2 and BLOOM checkpoints may
+    # drop the `transformer.` prefix): attention and MLP linears. Embeddings, position tables,
+    # LayerNorms, biases, OPT's project_in/out and the LM head (tied to the embeddings in GPT-2, OPT
+    # and BLOOM; GPT-J's lm_head, GPT-NeoX's embed_out) stay in the model dtype — what
+    # transformers-neuronx's int8 weight quantization covers too (attention and MLP weights only).
+    r"|^(?:transformer\.)?h\.\d+\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.weight$"
+    r"|^model\.decoder\.layers\.\d+\.(self_attn\.(q|k|v|out)_proj|fc1|fc2)\.weight$"
+    r"|^(?:transformer\.)?h\.\d+\.(self_attention\.(query_key_value|dense)|mlp\.(dense_h_to_4h|dense_4h_to_h))\.weight$"
+    r"|^transformer\.h\.\d+\.(attn\.(q|k|v|out)_proj|mlp\.(fc_in|fc_out))\.weight$"
+    r"|^gpt_neox\.layers\.\d+\.(attention\.(query_key_value|dense)|mlp\.(dense_h_to_4h|dense_4h_to_h))\.weight$"
 )
+
+
+# GPT-2's Conv1D weights are stored (in, out): their output channels, which per-channel scales
+# follow, are the second dimension.
+TRANSPOSED_LINEAR = re.compile(r"^(?:transformer\.)?h\.\d+\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.weight$")
 
 
 def gqa_strategy(arch: ModelArch, tp: int) -> tuple[str, int]:

@@ -83,7 +83,7 @@ def test_tp_not_supported_on_instance() -> None:
 def test_heads_not_divisible_by_tp() -> None:
     p = plan(arch("Qwen--Qwen2.5-7B"), target(instance_type="inf2.48xlarge", tp_degree=8))
     assert failing(p)["heads_divisible"] == (
-        "28 attention heads are not divisible by tp=8; use tp in [1, 2, 4] on inf2.48xlarge"
+        "28 attention heads are not divisible by tp=8; use tp=2 (tps that divide the heads on inf2.48xlarge: [1, 2, 4])"
     )
 
 
