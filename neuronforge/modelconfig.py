@@ -131,6 +131,12 @@ class ModelArch:
         return self.num_experts > 0
 
     @property
+    def position_field(self) -> str:
+        """The config field that sets the position limit (GPT-2 and GPT-J: n_positions)."""
+        family = _FIELDS.get(self.model_type, {})
+        return family.get("positions", ("max_position_embeddings", None))[0]
+
+    @property
     def position_limit(self) -> int | None:
         """The longest sequence the config allows (None: no limit from the config, ALiBi)."""
         return self.max_position_embeddings

@@ -207,6 +207,8 @@ def plan(
             f"{arch.num_kv_heads} avoids that"
         ),
     }[strategy]
+    if arch.num_kv_heads == arch.num_heads:  # GPT-2, OPT, BLOOM, GPT-J, GPT-NeoX, MHA Llamas: nothing to lay out
+        gqa_text = f"multi-head attention: {arch.num_kv_heads} kv heads, one per attention head"
     checks.append(Check("gqa", True, gqa_text))
 
     if arch.max_position_embeddings is None:
@@ -223,7 +225,7 @@ def plan(
             Check(
                 "sequence_length",
                 True,
-                f"sequence length {target.sequence_length} <= max_position_embeddings {arch.max_position_embeddings}",
+                f"sequence length {target.sequence_length} <= {arch.position_field} {arch.max_position_embeddings}",
             )
         )
     else:
@@ -231,7 +233,7 @@ def plan(
             Check(
                 "sequence_length",
                 False,
-                f"sequence length {target.sequence_length} exceeds the model's max_position_embeddings "
+                f"sequence length {target.sequence_length} exceeds the model's {arch.position_field} "
                 f"{arch.max_position_embeddings}; use --seq-len {arch.max_position_embeddings} or less",
             )
         )
