@@ -210,6 +210,27 @@ class ModelArch:
             return [(k, n.replace("{L}", "0"), s) for k, n, s in _family_tensors(self)]
         return _llama_tensors(self)
 
+    @property
+    def embedding_names(self) -> tuple[str, ...]:
+        """The token embedding's name(s) in a checkpoint: GPT-2 and BLOOM checkpoints may drop `transformer.`."""
+        name = self.tensors()[0][1]
+        return (name, name.removeprefix("transformer.")) if name.startswith("transformer.") else (name,)
+
+    @property
+    def lm_head_name(self) -> str:
+        return "embed_out.weight" if self.model_type == "gpt_neox" else "lm_head.weight"
+
+    @property
+    def layer_pattern(self) -> re.Pattern[str]:
+        """Matches a decoder layer's tensor name; group 1 is the layer index."""
+        if self.model_type not in GPT_FAMILIES:
+            return re.compile(r"model\.layers\.(\d+)\.")
+        template = next(n for _, n, _ in _family_tensors(self) if "{L}" in n)
+        prefix = re.escape(template.split("{L}")[0])
+        if template.startswith("transformer."):
+            prefix = r"(?:transformer\.)?" + prefix.removeprefix(r"transformer\.")
+        return re.compile(prefix + r"(\d+)\.")
+
     def expected_shapes(self) -> list[tuple[re.Pattern[str], tuple[int, ...]]]:
         """(key pattern, shape) for the tensors whose shape follows from the config."""
         if self.model_type in GPT_FAMILIES:

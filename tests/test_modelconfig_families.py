@@ -190,3 +190,38 @@ def test_bloom_n_embed_alias_and_opt_projection() -> None:
 def test_bad_family_fields(name: str, override: dict, message: str) -> None:
     with pytest.raises(InvalidInput, match=re.escape(message)):
         arch(name, **override)
+
+
+TINY = {  # each family's own field names, tiny dimensions
+    "gpt2": {"n_embd": 32, "n_head": 4, "n_layer": 2, "n_positions": 64, "vocab_size": 128},
+    "opt": {"hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2, "ffn_dim": 128,
+            "word_embed_proj_dim": 32, "max_position_embeddings": 64, "vocab_size": 128},
+    "bloom": {"hidden_size": 32, "n_head": 4, "n_layer": 2, "vocab_size": 128},
+    "gptj": {"n_embd": 32, "n_head": 4, "n_layer": 2, "n_positions": 64, "rotary_dim": 4, "vocab_size": 128},
+    "gpt_neox": {"hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2, "intermediate_size": 128,
+                 "max_position_embeddings": 64, "vocab_size": 128},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("model_type", sorted(TINY))
+def test_a_tiny_checkpoint_of_each_family_verifies(model_type: str, tmp_path: Path) -> None:
+    """A checkpoint transformers writes for each family passes the checkpoint verifier, and the planner
+    counts the same parameters from its headers as from its config."""
+    transformers = pytest.importorskip("transformers")
+    from neuronforge.checkpoint import verify_checkpoint
+    from neuronforge.errors import CheckpointError
+    from neuronforge.planner import weight_bytes
+    from neuronforge.target import Quantization
+
+    cfg = transformers.AutoConfig.for_model(model_type, **TINY[model_type])
+    transformers.AutoModelForCausalLM.from_config(cfg).save_pretrained(tmp_path / "m", safe_serialization=True)
+    v = verify_checkpoint(tmp_path / "m")
+    assert v.arch.model_type == model_type
+    headers = weight_bytes(v.arch, "bf16", Quantization(), v.tensors)
+    assert headers == weight_bytes(v.arch, "bf16", Quantization())
+    # a config that does not belong to the weights is refused
+    data = json.loads((tmp_path / "m" / "config.json").read_text())
+    layers = {"gpt2": "n_layer", "bloom": "n_layer", "gptj": "n_layer"}.get(model_type, "num_hidden_layers")
+    (tmp_path / "m" / "config.json").write_text(json.dumps({**data, layers: 3}))
+    with pytest.raises(CheckpointError, match="2 layers"):
+        verify_checkpoint(tmp_path / "m")
