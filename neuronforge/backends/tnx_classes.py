@@ -7,6 +7,8 @@ transformers-neuronx (the founding document `002`):
 - "The number of attention heads needs to be divisible by the tensor-parallelism degree" (guide,
   tensor-parallelism principles; its examples: opt-13b's 40 heads, opt-30b's 56, gpt2-xl's 25, which
   "runs without tensor-parallelism only") — the planner's `heads_divisible` check, for every class.
+- "the Neuron runtime supports tensor-parallelism degrees 1, 2, 8, and 32 on Trn1 and supports
+  tensor-parallelism degrees 1, 2, 4, 8, and 24 on Inf2" (guide, principle 3): `GUIDE_TP`.
 - `amp` is one of 'bf16', 'f16', 'f32' for every class (guide, compile-time configurations); the
   target's dtypes are exactly those three.
 - `context_length_estimate` "is not supported in GPTNeoXForSampling and GPTJForSampling" (guide);
@@ -47,16 +49,32 @@ CLASSES = {
     "mixtral": "MixtralForSampling",
 }
 AMP = ("bf16", "f16", "f32")  # every class
+GUIDE_TP = {"trn1": (1, 2, 8, 32), "trn1n": (1, 2, 8, 32), "inf2": (1, 2, 4, 8, 24)}
 NO_CONTEXT_LENGTH_ESTIMATE = frozenset({"gptj", "gpt_neox"})
 GQA_CLASSES = frozenset({"llama", "mistral", "mixtral"})
 # BloomForSampling's default n_positions, the sequence lengths a sweep walks when ALiBi sets no limit
 BLOOM_DEFAULT_N_POSITIONS = 2048
 
 
+def guide_tps(family: str, cores: int) -> list[int] | None:
+    """The guide's tp degrees on an instance of `family` with `cores` NeuronCores (None: not in the guide)."""
+    if family not in GUIDE_TP:
+        return None
+    return [tp for tp in GUIDE_TP[family] if tp <= cores]
+
+
 def class_problems(arch: ModelArch, target: TargetSpec) -> list[str]:
     """Why the family's transformers-neuronx class cannot build `target` for `arch`, each with the fix."""
     cls = CLASSES.get(arch.model_type, arch.model_type)
     out: list[str] = []
+    inst = target.instance
+    allowed = guide_tps(inst.family, inst.cores())
+    if allowed is not None and target.tp_degree not in allowed:
+        good = [tp for tp in allowed if arch.num_heads % tp == 0]
+        out.append(
+            f"tp={target.tp_degree}: the transformers-neuronx guide's Neuron runtime supports tensor-parallelism "
+            f"degrees {list(GUIDE_TP[inst.family])} on {inst.family}; use tp in {good} on {inst.name}"
+        )
     if arch.model_type in NO_CONTEXT_LENGTH_ESTIMATE:
         t = target.normalized()
         if t.context_encoding_buckets:

@@ -9,10 +9,11 @@
 visited in the document's order: tp increasing, batch decreasing, sequence length decreasing.
 
 A sweep for a profile that compiles with transformers-neuronx (`lmi-neuronx`) takes its tp sizes
-from the transformers-neuronx guide instead: the tensor-parallel degrees the Neuron runtime supports
-on the instance (1 included: gpt2-xl's 25 heads "run without tensor-parallelism only") that divide
-the attention heads. A model with ALiBi (BLOOM) has no position limit in its config: its default
-sequence lengths stop at BloomForSampling's default n_positions (2048).
+from the transformers-neuronx guide instead: the tensor-parallel degrees its Neuron runtime supports
+(trn1: 1, 2, 8, 32; inf2: 1, 2, 4, 8, 24) up to the instance's cores (1 included: gpt2-xl's 25
+heads "run without tensor-parallelism only") that divide the attention heads. A model with ALiBi
+(BLOOM) has no position limit in its config: its default sequence lengths stop at BloomForSampling's
+default n_positions (2048).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from neuronforge.backends.tnx_classes import BLOOM_DEFAULT_N_POSITIONS
+from neuronforge.backends.tnx_classes import BLOOM_DEFAULT_N_POSITIONS, guide_tps
 from neuronforge.errors import InvalidInput
 from neuronforge.instances import InstanceType
 from neuronforge.modelconfig import ModelArch
@@ -67,7 +68,8 @@ def cores_per_device(instance: InstanceType) -> int:
 def default_tps(arch: ModelArch, instance: InstanceType, tnx: bool = False) -> list[int]:
     per_device, cores = cores_per_device(instance), instance.cores()
     if tnx:  # the transformers-neuronx guide's rules: supported degrees that divide the heads
-        return [tp for tp in instance.supported_tp() if tp <= cores and arch.num_heads % tp == 0]
+        allowed = guide_tps(instance.family, cores) or instance.supported_tp()
+        return [tp for tp in allowed if tp in instance.supported_tp() and tp <= cores and arch.num_heads % tp == 0]
     return [tp for tp in range(2, cores + 1) if tp % per_device == 0 and arch.num_heads % tp == 0]
 
 
