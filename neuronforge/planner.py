@@ -26,7 +26,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from neuronforge.backends.tnx_classes import class_problems
+from neuronforge.backends.tnx_classes import class_problems, guide_tps
 from neuronforge.checkpoint import SAFETENSORS_DTYPES, TensorInfo
 from neuronforge.instances import GIB, INSTANCES, InstanceType
 from neuronforge.modelconfig import QUANTIZED_LINEAR, TRANSPOSED_LINEAR, ModelArch, gqa_strategy
@@ -295,15 +295,20 @@ def _fits(arch: ModelArch, target: TargetSpec, tensors, tp: int, batch: int, seq
     return need if need <= target.instance.hbm_per_core(target.lnc) else None
 
 
-def _valid_tps(arch: ModelArch, inst: InstanceType, lnc: int) -> list[int]:
-    return [d for d in inst.supported_tp(lnc) if d <= inst.cores(lnc) and arch.num_heads % d == 0]
+def _valid_tps(arch: ModelArch, inst: InstanceType, lnc: int, target: TargetSpec | None = None) -> list[int]:
+    """The tps that divide the heads on `inst`; for a transformers-neuronx profile, only the guide's degrees."""
+    out = [d for d in inst.supported_tp(lnc) if d <= inst.cores(lnc) and arch.num_heads % d == 0]
+    if target is not None and profile_of(target).backend.name == "tnx":
+        guide = guide_tps(inst.family, inst.cores(lnc))
+        out = [d for d in out if guide is None or d in guide]
+    return out
 
 
 def _heads_fix(arch: ModelArch, target: TargetSpec, tensors) -> str:
     """The guide's sizing rule: heads divisible by tp; names the tps that divide the heads on this
     instance and, of those, the smallest whose memory fits."""
     inst, tp = target.instance, target.tp_degree
-    good = _valid_tps(arch, inst, target.lnc)
+    good = _valid_tps(arch, inst, target.lnc, target)
     b, s, ctx = target.batch_size, target.sequence_length, target.context_length
     fitting = [d for d in good if _fits(arch, target, tensors, d, b, s, ctx)]
     text = f"{arch.num_heads} attention heads are not divisible by tp={tp}; "
@@ -315,7 +320,7 @@ def _heads_fix(arch: ModelArch, target: TargetSpec, tensors) -> str:
 def memory_fix(arch: ModelArch, target: TargetSpec, tensors) -> str:
     """The first concrete change that makes the target fit, in order of least disruption."""
     inst, b, s, ctx = target.instance, target.batch_size, target.sequence_length, target.context_length
-    for tp in _valid_tps(arch, inst, target.lnc):
+    for tp in _valid_tps(arch, inst, target.lnc, target):
         if tp > target.tp_degree and _fits(arch, target, tensors, tp, b, s, ctx):
             return f"use tp={tp} ({inst.name} has {inst.cores(target.lnc)} cores)"
     tp = target.tp_degree
@@ -333,7 +338,7 @@ def memory_fix(arch: ModelArch, target: TargetSpec, tensors) -> str:
         if other.family != inst.family or other.cores() <= inst.cores(target.lnc):
             continue
         t2 = target.model_copy(update={"instance_type": other.name, "logical_nc_config": None})
-        for tp2 in _valid_tps(arch, other, other.default_lnc):
+        for tp2 in _valid_tps(arch, other, other.default_lnc, target):
             if _fits(arch, t2, tensors, tp2, b, s, ctx):
                 return f"use {other.name} with tp={tp2} ({other.cores()} cores)"
     return "no tp, batch size, sequence length or instance of this family makes it fit"
@@ -350,7 +355,7 @@ def suggest(
     seqs = sorted({s for s in (*SEQ_LADDER, target.sequence_length) if limit is None or s <= limit})
     batches = sorted({*BATCH_LADDER, target.batch_size}, reverse=True)
     out = []
-    for tp in _valid_tps(arch, inst, t.lnc):
+    for tp in _valid_tps(arch, inst, t.lnc, t):
         for seq in seqs:
             for batch in batches:
                 ctx = seq if t.max_context_length is None else min(t.max_context_length, seq)
