@@ -37,11 +37,12 @@ def arch(name: str, **override) -> ModelArch:
 
 
 # Exact counts: sum(p.numel()) of transformers 4.57's AutoModelForCausalLM.from_config on the meta
-# device for each config (test_counts_match_transformers recomputes them). The model cards agree
-# for gpt2-xl (1,557,611,200), gpt-neox-20b (20,554,567,680), bloom-560m (559,214,592) and
-# bloom-7b1 (7,069,016,064); gpt-j-6b's card says 6,053,381,344, which counts the
-# mesh-transformer-jax checkpoint — the transformers model holds 6,050,882,784. OPT's cards give
-# no exact figure ("13B", "30B"); the counts include the 2050-row learned position table.
+# device for each config (test_tensors_match_transformers recomputes five of them). The model cards
+# agree for gpt2-xl (1,557,611,200), gpt-neox-20b (20,554,567,680), bloom-560m (559,214,592) and
+# bloom-7b1 (7,069,016,064); gpt-j-6b's card says 6,053,381,344 while transformers' GPTJForCausalLM
+# built from the published config holds 6,050,882,784 (2,498,560 fewer; the card does not say what
+# its figure counts). OPT's cards give no exact figure ("13B", "30B"); the counts include OPT's
+# 2050-row learned position table.
 COUNTS = {
     "openai-community--gpt2-xl": 1_557_611_200,
     "facebook--opt-13b": 12_853_473_280,
