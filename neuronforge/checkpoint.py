@@ -155,16 +155,17 @@ def _check_shapes(arch: ModelArch, tensors: dict[str, TensorInfo], warnings: lis
                         f"{list(shape)}: config and weights do not belong together"
                     )
                 break
-    layers = {int(m.group(1)) for n in tensors if (m := re.match(r"model\.layers\.(\d+)\.", n))}
+    layer = arch.layer_pattern
+    layers = {int(m.group(1)) for n in tensors if (m := layer.match(n))}
     if layers and layers != set(range(arch.num_layers)):
         raise CheckpointError(
             f"weights hold decoder layers {min(layers)}..{max(layers)} ({len(layers)} layers) but "
             f"config.json says num_hidden_layers={arch.num_layers}"
         )
-    if "model.embed_tokens.weight" not in tensors:
-        raise CheckpointError("weights lack model.embed_tokens.weight: not a complete causal-LM checkpoint")
-    if not arch.tie_word_embeddings and "lm_head.weight" not in tensors:
-        raise CheckpointError("weights lack lm_head.weight and config.json does not tie word embeddings")
+    if not any(name in tensors for name in arch.embedding_names):
+        raise CheckpointError(f"weights lack {arch.embedding_names[0]}: not a complete {arch.architecture} checkpoint")
+    if not arch.tie_word_embeddings and arch.lm_head_name not in tensors:
+        raise CheckpointError(f"weights lack {arch.lm_head_name} and config.json does not tie word embeddings")
     float_dtypes = {FLOAT_DTYPES[t.dtype] for t in tensors.values() if t.dtype in FLOAT_DTYPES}
     if arch.torch_dtype and float_dtypes and float_dtypes != {arch.torch_dtype}:
         warnings.append(

@@ -785,7 +785,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     instance = get_instance(args.instance)
     profile = get_profile(args.profile)
     arch = read_arch(args.model)
-    space = Space.build(arch, instance, args.tp, args.batch_sizes, args.seq_lens)
+    space = Space.build(arch, instance, args.tp, args.batch_sizes, args.seq_lens, profile)
     refuse_profile(profile, instance, arch, space)
     out = Path(args.out).expanduser()
     header = {

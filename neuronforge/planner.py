@@ -26,9 +26,10 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from neuronforge.backends.tnx_classes import class_problems, guide_tps
 from neuronforge.checkpoint import SAFETENSORS_DTYPES, TensorInfo
 from neuronforge.instances import GIB, INSTANCES, InstanceType
-from neuronforge.modelconfig import QUANTIZED_LINEAR, ModelArch, gqa_strategy
+from neuronforge.modelconfig import QUANTIZED_LINEAR, TRANSPOSED_LINEAR, ModelArch, gqa_strategy
 from neuronforge.profiles.registry import profile_of, target_problems
 from neuronforge.target import DTYPE_BYTES, Quantization, TargetSpec
 
@@ -102,44 +103,16 @@ class Plan:
 def _tensor_bytes(name: str, shape: tuple[int, ...], dtype_bytes: int, quant: Quantization) -> int:
     numel = math.prod(shape)
     if quant.enabled and QUANTIZED_LINEAR.match(name) and len(shape) == 2:
-        scales = shape[0] if quant.method == "per_channel_symmetric" else 1
+        out_channels = shape[1] if TRANSPOSED_LINEAR.match(name) else shape[0]
+        scales = out_channels if quant.method == "per_channel_symmetric" else 1
         return numel * 1 + scales * FP32
     return numel * dtype_bytes
 
 
 def _config_tensors(arch: ModelArch) -> list[tuple[int, str, tuple[int, ...]]]:
-    """A synthetic tensor list from the config, for weight bytes without headers: (how many, name,
-    shape), one layer's tensors named with layer 0 (and expert 0) so that the quantization patterns
-    apply, counted once per layer (and expert). The list stays a few dozen rows long however many
-    layers or experts a config claims."""
-    h, hd, layers = arch.hidden_size, arch.head_dim, arch.num_layers
-    q, kv = arch.num_heads * hd, arch.num_kv_heads * hd
-    out: list[tuple[int, str, tuple[int, ...]]] = [(1, "model.embed_tokens.weight", (arch.vocab_size, h))]
-    if not arch.tie_word_embeddings:
-        out.append((1, "lm_head.weight", (arch.vocab_size, h)))
-    out.append((1, "model.norm.weight", (h,)))
-    p = "model.layers.0."
-    out += [
-        (layers, p + "self_attn.q_proj.weight", (q, h)),
-        (layers, p + "self_attn.k_proj.weight", (kv, h)),
-        (layers, p + "self_attn.v_proj.weight", (kv, h)),
-        (layers, p + "self_attn.o_proj.weight", (h, q)),
-        (layers, p + "input_layernorm.weight", (h,)),
-        (layers, p + "post_attention_layernorm.weight", (h,)),
-    ]
-    if arch.qkv_bias:
-        out += [(layers, p + "self_attn.q_proj.bias", (q,)), (layers, p + "self_attn.k_proj.bias", (kv,))]
-        out += [(layers, p + "self_attn.v_proj.bias", (kv,))]
-    if arch.is_moe:
-        e, n = arch.expert_intermediate_size, layers * arch.num_experts
-        out.append((layers, p + "block_sparse_moe.gate.weight", (arch.num_experts, h)))
-        ex = f"{p}block_sparse_moe.experts.0."
-        out += [(n, ex + "w1.weight", (e, h)), (n, ex + "w3.weight", (e, h)), (n, ex + "w2.weight", (h, e))]
-    else:
-        i_ = arch.intermediate_size
-        out += [(layers, p + "mlp.gate_proj.weight", (i_, h)), (layers, p + "mlp.up_proj.weight", (i_, h))]
-        out += [(layers, p + "mlp.down_proj.weight", (h, i_))]
-    return out
+    """A synthetic tensor list from the config, for weight bytes without headers (`ModelArch.tensors`:
+    each family's own names, so that the quantization patterns apply)."""
+    return arch.tensors()
 
 
 def weight_bytes(
@@ -171,7 +144,7 @@ def per_core_bytes(weights: int, kv: int, activations: int, tp: int) -> int:
 
 
 # -- the plan -------------------------------------------------------------------------------------
-STRUCTURAL_CHECKS = ("tp_degree", "heads_divisible", "sequence_length", "profile")
+STRUCTURAL_CHECKS = ("tp_degree", "heads_divisible", "sequence_length", "profile", "family")
 
 
 def static_problems(arch: ModelArch | None, target: TargetSpec) -> list[str]:
@@ -223,14 +196,7 @@ def plan(
     if arch.num_heads % tp == 0:
         checks.append(Check("heads_divisible", True, f"{arch.num_heads} attention heads split evenly over tp={tp}"))
     else:
-        good = [d for d in supported if arch.num_heads % d == 0]
-        checks.append(
-            Check(
-                "heads_divisible",
-                False,
-                f"{arch.num_heads} attention heads are not divisible by tp={tp}; use tp in {good} on {inst.name}",
-            )
-        )
+        checks.append(Check("heads_divisible", False, _heads_fix(arch, target, tensors)))
 
     gqa_text = {
         "shard-over-heads": f"{arch.num_kv_heads} kv heads sharded over tp={tp}",
@@ -241,14 +207,25 @@ def plan(
             f"{arch.num_kv_heads} avoids that"
         ),
     }[strategy]
+    if arch.num_kv_heads == arch.num_heads:  # GPT-2, OPT, BLOOM, GPT-J, GPT-NeoX, MHA Llamas: nothing to lay out
+        gqa_text = f"multi-head attention: {arch.num_kv_heads} kv heads, one per attention head"
     checks.append(Check("gqa", True, gqa_text))
 
-    if target.sequence_length <= arch.max_position_embeddings:
+    if arch.max_position_embeddings is None:
         checks.append(
             Check(
                 "sequence_length",
                 True,
-                f"sequence length {target.sequence_length} <= max_position_embeddings {arch.max_position_embeddings}",
+                f"sequence length {target.sequence_length}: {arch.position_embedding} positions "
+                "(no limit from the config)",
+            )
+        )
+    elif target.sequence_length <= arch.max_position_embeddings:
+        checks.append(
+            Check(
+                "sequence_length",
+                True,
+                f"sequence length {target.sequence_length} <= {arch.position_field} {arch.max_position_embeddings}",
             )
         )
     else:
@@ -256,7 +233,7 @@ def plan(
             Check(
                 "sequence_length",
                 False,
-                f"sequence length {target.sequence_length} exceeds the model's max_position_embeddings "
+                f"sequence length {target.sequence_length} exceeds the model's {arch.position_field} "
                 f"{arch.max_position_embeddings}; use --seq-len {arch.max_position_embeddings} or less",
             )
         )
@@ -266,6 +243,8 @@ def plan(
     checks += [Check("profile", False, p) for p in problems] or [
         Check("profile", True, f"profile {profile.ref} serves {arch.model_type} on {inst.family}")
     ]
+    if profile.backend.name == "tnx":  # the family's transformers-neuronx class and its own limits
+        checks += [Check("family", False, p) for p in class_problems(arch, target)]
 
     detail = f"weights {gib(w_bytes / tp)} + KV cache {gib(kv / tp)} + activations {gib(act / tp)} at tp={tp}"
     if fits:
@@ -316,14 +295,32 @@ def _fits(arch: ModelArch, target: TargetSpec, tensors, tp: int, batch: int, seq
     return need if need <= target.instance.hbm_per_core(target.lnc) else None
 
 
-def _valid_tps(arch: ModelArch, inst: InstanceType, lnc: int) -> list[int]:
-    return [d for d in inst.supported_tp(lnc) if d <= inst.cores(lnc) and arch.num_heads % d == 0]
+def _valid_tps(arch: ModelArch, inst: InstanceType, lnc: int, target: TargetSpec | None = None) -> list[int]:
+    """The tps that divide the heads on `inst`; for a transformers-neuronx profile, only the guide's degrees."""
+    out = [d for d in inst.supported_tp(lnc) if d <= inst.cores(lnc) and arch.num_heads % d == 0]
+    if target is not None and profile_of(target).backend.name == "tnx":
+        guide = guide_tps(inst.family, inst.cores(lnc))
+        out = [d for d in out if guide is None or d in guide]
+    return out
+
+
+def _heads_fix(arch: ModelArch, target: TargetSpec, tensors) -> str:
+    """The guide's sizing rule: heads divisible by tp; names the tps that divide the heads on this
+    instance and, of those, the smallest whose memory fits."""
+    inst, tp = target.instance, target.tp_degree
+    good = _valid_tps(arch, inst, target.lnc, target)
+    b, s, ctx = target.batch_size, target.sequence_length, target.context_length
+    fitting = [d for d in good if _fits(arch, target, tensors, d, b, s, ctx)]
+    text = f"{arch.num_heads} attention heads are not divisible by tp={tp}; "
+    if fitting:
+        return text + f"use tp={fitting[0]} (tps that divide the heads on {inst.name}: {good})"
+    return text + f"use tp in {good} on {inst.name}"
 
 
 def memory_fix(arch: ModelArch, target: TargetSpec, tensors) -> str:
     """The first concrete change that makes the target fit, in order of least disruption."""
     inst, b, s, ctx = target.instance, target.batch_size, target.sequence_length, target.context_length
-    for tp in _valid_tps(arch, inst, target.lnc):
+    for tp in _valid_tps(arch, inst, target.lnc, target):
         if tp > target.tp_degree and _fits(arch, target, tensors, tp, b, s, ctx):
             return f"use tp={tp} ({inst.name} has {inst.cores(target.lnc)} cores)"
     tp = target.tp_degree
@@ -341,7 +338,7 @@ def memory_fix(arch: ModelArch, target: TargetSpec, tensors) -> str:
         if other.family != inst.family or other.cores() <= inst.cores(target.lnc):
             continue
         t2 = target.model_copy(update={"instance_type": other.name, "logical_nc_config": None})
-        for tp2 in _valid_tps(arch, other, other.default_lnc):
+        for tp2 in _valid_tps(arch, other, other.default_lnc, target):
             if _fits(arch, t2, tensors, tp2, b, s, ctx):
                 return f"use {other.name} with tp={tp2} ({other.cores()} cores)"
     return "no tp, batch size, sequence length or instance of this family makes it fit"
@@ -354,10 +351,11 @@ def suggest(
     and every sequence length (a power-of-two ladder plus the requested one, up to the model's
     limit) the largest batch size that fits (ladder plus the requested one)."""
     t = target.model_copy(update={"instance_type": inst.name})
-    seqs = sorted({s for s in (*SEQ_LADDER, target.sequence_length) if s <= arch.max_position_embeddings})
+    limit = arch.max_position_embeddings
+    seqs = sorted({s for s in (*SEQ_LADDER, target.sequence_length) if limit is None or s <= limit})
     batches = sorted({*BATCH_LADDER, target.batch_size}, reverse=True)
     out = []
-    for tp in _valid_tps(arch, inst, t.lnc):
+    for tp in _valid_tps(arch, inst, t.lnc, t):
         for seq in seqs:
             for batch in batches:
                 ctx = seq if t.max_context_length is None else min(t.max_context_length, seq)

@@ -166,3 +166,31 @@ def test_catalog_stale_never_says_nothing_is_stale_over_unchecked_targets(tmp_pa
                          "unreachable, folder missing)"), last  # fmt: skip
     assert main(["catalog", "stale", str(path), "--store", str(tmp_path / "store"), "--json"]) == 1
     assert [s["status"] for s in json.loads(capsys.readouterr().out)] == ["unresolved", "unresolved"]
+
+
+def test_the_guide_families_are_planned(tmp_path: Path) -> None:
+    """A catalog of the transformers-neuronx guide's models (their real configs) for lmi-neuronx: each
+    planned, the guide's heads rule enforced (opt-30b's 56 heads at tp=32)."""
+    lines = ["models:"]
+    rows = [
+        ("facebook--opt-30b", "facebook/opt-30b", "trn1.32xlarge", [8, 32], 2048),
+        ("openai-community--gpt2-xl", "openai-community/gpt2-xl", "inf2.xlarge", [1], 1024),
+        ("EleutherAI--gpt-j-6b", "EleutherAI/gpt-j-6b", "inf2.xlarge", [2], 2048),
+        ("bigscience--bloom-7b1", "bigscience/bloom-7b1", "inf2.xlarge", [2], 8192),
+    ]
+    for file, source, instance, tps, seq in rows:
+        shutil.copy(CONFIGS / f"{file}.json", tmp_path / f"{file}.json")
+        lines += [f"  - source: {source}", f"    config: {file}.json", "    targets:"]
+        lines += [
+            f"      - {{instance_type: {instance}, tp_degree: {tp}, sequence_length: {seq}, dtype: fp16, "
+            "profile: lmi-neuronx}"
+            for tp in tps
+        ]
+    path = tmp_path / "models.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    report = check_catalog(path)
+    assert len(report.problems) == 1, report.problems
+    assert (
+        "facebook/opt-30b" in report.problems[0]
+        and "56 attention heads are not divisible by tp=32; use tp=8" in (report.problems[0])
+    )

@@ -12,15 +12,15 @@ from hypothesis import strategies as st
 from neuronforge.checkpoint import verify_checkpoint
 from neuronforge.instances import GIB, INSTANCES
 from neuronforge.modelconfig import ModelArch
-from neuronforge.planner import RUNTIME_RESERVE, kv_cache_bytes, plan
+from neuronforge.planner import RUNTIME_RESERVE, kv_cache_bytes, plan, static_problems
 from neuronforge.target import TargetSpec
 
 # Real published configs (config.json of each Hub repo, copied into the repo; see its README).
 CONFIGS = Path(__file__).resolve().parent / "data" / "model-configs"
 
 
-def arch(name: str) -> ModelArch:
-    return ModelArch.from_config(json.loads((CONFIGS / f"{name}.json").read_text()))
+def arch(name: str, **override) -> ModelArch:
+    return ModelArch.from_config({**json.loads((CONFIGS / f"{name}.json").read_text()), **override})
 
 
 def target(**kw) -> TargetSpec:
@@ -83,7 +83,7 @@ def test_tp_not_supported_on_instance() -> None:
 def test_heads_not_divisible_by_tp() -> None:
     p = plan(arch("Qwen--Qwen2.5-7B"), target(instance_type="inf2.48xlarge", tp_degree=8))
     assert failing(p)["heads_divisible"] == (
-        "28 attention heads are not divisible by tp=8; use tp in [1, 2, 4] on inf2.48xlarge"
+        "28 attention heads are not divisible by tp=8; use tp=2 (tps that divide the heads on inf2.48xlarge: [1, 2, 4])"
     )
 
 
@@ -208,3 +208,88 @@ def test_reserve_is_counted_once_per_core() -> None:
     p = plan(a, target(tp_degree=2))
     assert p.per_core_bytes == -(-(p.weight_bytes + p.kv_cache_bytes + p.activation_bytes) // 2) + RUNTIME_RESERVE
     assert set(INSTANCES) >= {"inf2.xlarge", "trn1.2xlarge", "trn2.48xlarge"}
+
+
+# -- the transformers-neuronx guide's families under lmi-neuronx (the guide's own sizing examples) ---
+def lmi(**kw) -> TargetSpec:
+    return target(**{"profile": "lmi-neuronx", "dtype": "fp16", "sequence_length": 2048, **kw})
+
+
+def test_guide_opt_13b_fits_a_trn1_2xlarge() -> None:
+    """ "facebook/opt-13b has 40 attention heads, and when running at batch size 1 and float16
+    precision the model requires ~29 GB memory, therefore a trn1.2xlarge ... is sufficient"."""
+    p = plan(arch("facebook--opt-13b"), lmi(instance_type="trn1.2xlarge", tp_degree=2))
+    assert p.ok, p.problems
+    assert 26e9 < p.weight_bytes + p.kv_cache_bytes < 29e9
+
+
+def test_guide_opt_30b_heads_refuse_tp_32_and_name_tp_8() -> None:
+    """opt-30b's 56 heads: "it can run on 8 NeuronCores on one trn1.32xlarge"."""
+    a = arch("facebook--opt-30b")
+    p = plan(a, lmi(instance_type="trn1.32xlarge", tp_degree=32))
+    assert failing(p) == {
+        "heads_divisible": "56 attention heads are not divisible by tp=32; "
+        "use tp=8 (tps that divide the heads on trn1.32xlarge: [1, 2, 8])"
+    }
+    assert plan(a, lmi(instance_type="trn1.32xlarge", tp_degree=8)).ok
+    assert "memory" in failing(plan(a, lmi(instance_type="trn1.32xlarge", tp_degree=2)))
+
+
+def test_guide_gpt2_xl_runs_without_tensor_parallelism_only() -> None:
+    a = arch("openai-community--gpt2-xl")
+    p = plan(a, lmi(instance_type="trn1.2xlarge", tp_degree=2, sequence_length=1024, dtype="bf16"))
+    assert failing(p)["heads_divisible"] == (
+        "25 attention heads are not divisible by tp=2; use tp=1 (tps that divide the heads on trn1.2xlarge: [1])"
+    )
+    ok = plan(a, lmi(instance_type="trn1.2xlarge", tp_degree=1, sequence_length=1024, dtype="bf16"))
+    assert ok.ok and ok.weight_bytes / GIB < 4  # "requires ~4 GB memory at bfloat16 precision"
+    assert failing(plan(a, lmi(tp_degree=1)))["sequence_length"] == (
+        "sequence length 2048 exceeds the model's n_positions 1024; use --seq-len 1024 or less"
+    )
+
+
+def test_gptj_and_neox_have_no_context_length_estimate() -> None:
+    for name in ("EleutherAI--gpt-j-6b", "EleutherAI--gpt-neox-20b"):
+        a = arch(name)
+        t = lmi(instance_type="inf2.48xlarge", tp_degree=8, context_encoding_buckets=[512, 1024])
+        assert "has no context_length_estimate" in failing(plan(a, t))["family"]
+        p = plan(a, lmi(instance_type="inf2.48xlarge", tp_degree=8, max_context_length=512))
+        assert "max_context_length=512" in failing(p)["family"]
+        assert plan(a, lmi(instance_type="inf2.48xlarge", tp_degree=8)).ok
+    # the OPT and BLOOM classes have it
+    t = lmi(instance_type="inf2.xlarge", tp_degree=2, context_encoding_buckets=[512, 1024])
+    assert plan(arch("bigscience--bloom-560m"), t).ok
+
+
+def test_class_layout_limits() -> None:
+    neox = arch("EleutherAI--gpt-neox-20b", use_parallel_residual=False)
+    t = lmi(instance_type="inf2.48xlarge", tp_degree=8)
+    assert (
+        "use_parallel_residual=false: GPTNeoXForSampling raises NotImplementedError" in failing(plan(neox, t))["family"]
+    )
+    opt = arch("facebook--opt-13b", ffn_dim=16384)
+    assert "ffn_dim 16384 != 4 x hidden_size 5120" in failing(plan(opt, t))["family"]
+    assert static_problems(opt, t)  # refused before any download
+    # another profile is not bound by transformers-neuronx's classes
+    assert "family" not in failing(plan(neox, t.model_copy(update={"profile": "cpu"})))
+
+
+def test_alibi_sets_no_sequence_limit() -> None:
+    a = arch("bigscience--bloom-7b1")
+    p = plan(a, lmi(instance_type="inf2.48xlarge", tp_degree=8, sequence_length=16384), with_suggestions=True)
+    assert p.ok and "no limit from the config" in next(c.message for c in p.checks if c.name == "sequence_length")
+    assert max(s.seq_len for s in p.suggestions) > 16384
+
+
+def test_gpt2_conv1d_scales_follow_output_channels() -> None:
+    """GPT-2's Conv1D weights are (in, out): per-channel int8 keeps one fp32 scale per output column."""
+    from neuronforge.planner import weight_bytes
+    from neuronforge.target import Quantization
+
+    a = arch("openai-community--gpt2-xl")
+    _, fp16 = weight_bytes(a, "fp16", Quantization())
+    _, int8 = weight_bytes(a, "fp16", Quantization(dtype="int8", method="per_channel_symmetric"))
+    h, layers = 1600, 48
+    linear = layers * (h * 3 * h + h * h + h * 4 * h + 4 * h * h)
+    scales = layers * (3 * h + h + 4 * h + h) * 4
+    assert fp16 - int8 == linear * 2 - (linear + scales)

@@ -7,6 +7,13 @@
 - sequence lengths: powers of two, at least 1024, at most the model's max positions;
 
 visited in the document's order: tp increasing, batch decreasing, sequence length decreasing.
+
+A sweep for a profile that compiles with transformers-neuronx (`lmi-neuronx`) takes its tp sizes
+from the transformers-neuronx guide instead: the tensor-parallel degrees its Neuron runtime supports
+(trn1: 1, 2, 8, 32; inf2: 1, 2, 4, 8, 24) up to the instance's cores (1 included: gpt2-xl's 25
+heads "run without tensor-parallelism only") that divide the attention heads. A model with ALiBi
+(BLOOM) has no position limit in its config: its default sequence lengths stop at BloomForSampling's
+default n_positions (2048).
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from neuronforge.backends.tnx_classes import BLOOM_DEFAULT_N_POSITIONS, guide_tps
 from neuronforge.errors import InvalidInput
 from neuronforge.instances import InstanceType
 from neuronforge.modelconfig import ModelArch
@@ -57,14 +65,22 @@ def cores_per_device(instance: InstanceType) -> int:
     return max(1, CORES_PER_DEVICE[instance.family] // instance.default_lnc)
 
 
-def default_tps(arch: ModelArch, instance: InstanceType) -> list[int]:
+def default_tps(arch: ModelArch, instance: InstanceType, tnx: bool = False) -> list[int]:
     per_device, cores = cores_per_device(instance), instance.cores()
+    if tnx:  # the transformers-neuronx guide's rules: supported degrees that divide the heads
+        allowed = guide_tps(instance.family, cores) or instance.supported_tp()
+        return [tp for tp in allowed if tp in instance.supported_tp() and tp <= cores and arch.num_heads % tp == 0]
     return [tp for tp in range(2, cores + 1) if tp % per_device == 0 and arch.num_heads % tp == 0]
+
+
+def seq_limit(arch: ModelArch) -> int:
+    """The longest default sequence length: the config's limit, else (ALiBi) BloomForSampling's default."""
+    return arch.max_position_embeddings or BLOOM_DEFAULT_N_POSITIONS
 
 
 def default_seq_lens(arch: ModelArch) -> list[int]:
     out, s = [], MIN_SEQUENCE_LENGTH
-    while s <= arch.max_position_embeddings:
+    while s <= seq_limit(arch):
         out.append(s)
         s *= 2
     return out
@@ -88,26 +104,34 @@ class Space:
         tps: list[int] | None = None,
         batch_sizes: list[int] | None = None,
         seq_lens: list[int] | None = None,
+        profile: ServingProfile | None = None,
     ) -> Space:
-        allowed_tps = default_tps(arch, instance)
+        tnx = profile is not None and profile.backend.name == "tnx"
+        allowed_tps = default_tps(arch, instance, tnx)
         tps = sorted(set(tps)) if tps else allowed_tps
         bad = [tp for tp in tps if tp not in allowed_tps]
         if bad:
             raise InvalidInput(
                 f"--tp {bad} not allowed for {instance.name} ({instance.cores()} cores, "
-                f"{cores_per_device(instance)} per device) and {arch.num_heads} attention heads: a tp must be "
-                f"at least 2, a multiple of the cores per device, at most the cores and divide the heads; "
-                f"allowed: {allowed_tps or 'none'}"
+                f"{cores_per_device(instance)} per device) and {arch.num_heads} attention heads: "
+                + (
+                    "a tp must be a degree the Neuron runtime supports there and divide the heads; "
+                    if tnx
+                    else "a tp must be at least 2, a multiple of the cores per device, at most the cores and "
+                    "divide the heads; "
+                )
+                + f"allowed: {allowed_tps or 'none'}"
             )
         batches = sorted(set(batch_sizes or BATCH_SIZES), reverse=True)
         if any(b < 1 for b in batches):
             raise InvalidInput(f"--batch-sizes {batches}: batch sizes are whole numbers from 1")
         seqs = sorted(set(seq_lens or default_seq_lens(arch)), reverse=True)
-        bad = [s for s in seqs if s < 1 or s > arch.max_position_embeddings or s & (s - 1)]
+        limit = arch.max_position_embeddings
+        bad = [s for s in seqs if s < 1 or (limit is not None and s > limit) or s & (s - 1)]
         if bad:
             raise InvalidInput(
                 f"--seq-lens {bad}: sequence lengths are powers of two up to the model's max positions "
-                f"({arch.max_position_embeddings})"
+                f"({limit if limit is not None else 'no limit: ALiBi'})"
             )
         if not tps or not seqs:
             what = "tensor parallel size" if not tps else "sequence length"

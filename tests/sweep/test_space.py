@@ -60,3 +60,30 @@ def test_a_list_outside_the_rules_is_refused(kwargs: dict, words: str) -> None:
     with pytest.raises(InvalidInput) as err:
         Space.build(arch("meta-llama--Llama-3.1-8B"), get_instance("inf2.48xlarge"), **kwargs)
     assert words in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("model", "instance", "tps"),
+    [
+        ("openai-community--gpt2-xl", "trn1.2xlarge", [1]),  # 25 heads: "without tensor-parallelism only"
+        ("facebook--opt-30b", "trn1.32xlarge", [1, 2, 8]),  # 56 heads: not 16 or 32
+        ("facebook--opt-13b", "inf2.48xlarge", [1, 2, 4, 8]),  # 40 heads: not 24
+        ("EleutherAI--gpt-neox-20b", "inf2.24xlarge", [1, 2, 4, 8]),  # 64 heads: not 12
+    ],
+)
+def test_lmi_neuronx_sweeps_take_the_guide_tps(model: str, instance: str, tps: list[int]) -> None:
+    """transformers-neuronx's guide: the degrees the runtime supports on the instance, dividing the heads."""
+    from neuronforge.profiles import get_profile
+
+    space = Space.build(arch(model), get_instance(instance), profile=get_profile("lmi-neuronx"))
+    assert list(space.tps) == tps
+    with pytest.raises(InvalidInput, match="a degree the Neuron runtime supports there and divide the heads"):
+        Space.build(arch(model), get_instance(instance), tps=[3], profile=get_profile("lmi-neuronx"))
+
+
+def test_alibi_models_sweep_up_to_bloom_default_positions() -> None:
+    bloom = arch("bigscience--bloom-7b1")
+    assert Space.build(bloom, get_instance("inf2.xlarge")).seq_lens == (2048, 1024)
+    assert Space.build(bloom, get_instance("inf2.xlarge"), seq_lens=[8192]).seq_lens == (8192,)  # no limit
+    with pytest.raises(InvalidInput, match="no limit: ALiBi"):
+        Space.build(bloom, get_instance("inf2.xlarge"), seq_lens=[3000])

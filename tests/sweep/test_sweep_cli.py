@@ -315,3 +315,24 @@ def test_a_hub_model_the_cache_holds_sweeps_with_the_hub_unreachable(
     assert time.monotonic() - started < 10
     assert result.code == 0 and f"1 valid configuration(s) of {LLAMA_ID}" in result.out, result.text
     assert list(json.loads(out.read_text())) == [LLAMA_ID]
+
+
+@pytest.mark.parametrize(
+    ("file", "model_id", "instance", "tps"),
+    [
+        ("openai-community--gpt2-xl", "openai-community/gpt2-xl", "trn1.2xlarge", {1}),
+        ("facebook--opt-30b", "facebook/opt-30b", "trn1.32xlarge", {8}),  # tp 1 and 2 cannot hold 60 GB
+        ("bigscience--bloom-560m", "bigscience/bloom-560m", "inf2.xlarge", {1, 2}),
+    ],
+)
+def test_an_lmi_neuronx_sweep_of_the_guide_models(
+    try_command: tuple[str, Path], tmp_path: Path, file: str, model_id: str, instance: str, tps: set[int]
+) -> None:
+    command, _log = try_command
+    out = tmp_path / "out.json"
+    argv = ["sweep", "--profile", "lmi-neuronx", "--model", CONFIGS / f"{file}.json", "--model-id", model_id]
+    argv += ["--instance", instance, "--out", out, "--try-command", command, "--batch-sizes", "1", "4", "--json"]
+    result = cli([*argv, "--dtype", "fp16"])
+    assert result.traceback is None and result.code == 0, result.text
+    entries = json.loads(out.read_text())[model_id]
+    assert {e["tensor_parallel_size"] for e in entries} == tps
