@@ -645,7 +645,7 @@ class LmiNeuronxProfile(ServingProfile):
                 )
         if not model_id.rstrip("/").endswith(f"/{self.folder}/{MODEL_DIR}"):
             out.append(f"option.model_id={model_id!r} does not name this artifact's {self.folder}/{MODEL_DIR}")
-        if graphs != cache.get("compiled_graph_path"):
+        if "option.compiled_graph_path" in props and graphs != cache.get("compiled_graph_path"):
             out.append(f"option.compiled_graph_path={graphs!r} is not the one {CACHE_FILE} records")
         if graphs.startswith("s3://"):
             if graphs.rstrip("/").rsplit("/", 1)[-1].startswith("neuronxcc-"):
