@@ -6,6 +6,10 @@ model = <Arch>ForSampling.from_pretrained(path, batch_size=..., tp_degree=..., n
 model.to_neuron()        # one NEFF per bucket, through libneuronxla's persistent cache
 model.save(dir)          # <sha256 of the HLO>[:20].neff per graph: what model.load(dir) reads
 model.sample(input_ids, sequence_length, top_k=1)
+
+`save` / `load` exist only on base.NeuronModelBase classes; GPT-J and GPT-NeoX derive from
+module.PretrainedModel and have neither (nor `serialization_enabled`): the spec's "serializable"
+(neuronforge.backends.tnx.CLASSES) says which, and nothing else is called on the others.
 """
 
 import importlib
@@ -27,6 +31,8 @@ def _build(spec):
     print(f"loading {spec['class']} from {spec['model_path']}", flush=True)
     model = cls.from_pretrained(spec["model_path"], **spec["kwargs"], neuron_config=NeuronConfig(**nc))
     if spec.get("load_dir"):  # LMI with a local compiled_graph_path: the NEFFs of a `model.save`
+        if not spec["serializable"]:
+            raise ValueError(f"{spec['class']} has no load(dir): its NEFFs come from the persistent cache only")
         model.load(spec["load_dir"])
     model.to_neuron()  # compiles, or loads every graph from the persistent cache (or load_dir)
     return model
@@ -36,7 +42,7 @@ def compile(spec):
     """spec: {"module", "class", "model_path", "kwargs", "neuron_config", "save_dir"}."""
     model = _build(spec)
     print("to_neuron finished", flush=True)
-    saved = model.serialization_enabled()  # GPT-J / GPT-NeoX cannot save
+    saved = bool(spec["serializable"]) and model.serialization_enabled()  # GPT-J / GPT-NeoX: no such method
     if saved:
         model.save(spec["save_dir"])
     return {"serialized": saved}
@@ -59,7 +65,7 @@ def generate(spec):
         tokens = out[0, len(ids) :].tolist()[: spec["max_new_tokens"]]
         rows.append({"prompt_ids": ids, "tokens": tokens, "seconds": time.perf_counter() - started})
     neffs = None
-    if model.serialization_enabled():
+    if spec["serializable"] and model.serialization_enabled():
         with tempfile.TemporaryDirectory() as tmp:
             model.save(tmp)
             neffs = sorted(os.listdir(tmp))

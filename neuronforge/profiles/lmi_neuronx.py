@@ -18,7 +18,16 @@ the NEFFs come from:
   and never compiles — the `model.save(dir)` layout, not the cache's.
 So we publish both: the cache entries in the store's `neuron-cache/` (what an S3 store's properties
 name) and the build's `split/neff/` (what a `file://` store's properties name). `file://` URIs are
-refused by LMI (only `s3://` and local paths).
+refused by LMI (only `s3://` and local paths). GPT-J and GPT-NeoX have no `load` (their classes derive
+from transformers-neuronx's `module.PretrainedModel`, not `base.NeuronModelBase`): LMI would raise
+AttributeError on a local compiled_graph_path, so for them a `file://` store's launch files name no
+compiled_graph_path and point `NEURON_COMPILE_CACHE_URL` (lmi.env) at the local cache root instead.
+
+The properties differ per family as the classes do (neuronforge.backends.tnx.CLASSES):
+`option.context_length_estimate` only where the class has that parameter (not GPT-2, GPT-J, GPT-NeoX:
+their config class raises KeyError on it), `option.group_query_attention` only for llama, mistral and
+mixtral, `option.quantize=static_int8` never for GPT-J / GPT-NeoX, continuous batching only for llama
+and mistral (LMI's own rule; the others run LMI's naive rolling batch).
 
 The NEFFs are found only if LMI's load produces the same HLO as our compile: `compile_settings`
 derives the load FROM the rendered `serving.properties` by replaying LMI's rules (`lmi_load`), and
@@ -36,7 +45,17 @@ from typing import TYPE_CHECKING, Any
 
 from neuronforge import layout
 from neuronforge.backends.child import TOKENIZER_FILES
-from neuronforge.backends.tnx import BACKEND, LOAD_FILE, NEFF_DIR, NO_INT8, TnxLoad
+from neuronforge.backends.tnx import (
+    BACKEND,
+    CLASSES,
+    LOAD_FILE,
+    NEFF_DIR,
+    NO_INT8,
+    PRETRAINED_MODEL,
+    TnxClass,
+    TnxLoad,
+    load_problems,
+)
 from neuronforge.errors import InvalidInput
 from neuronforge.profiles.base import (
     LAUNCH_DIR,
@@ -270,13 +289,24 @@ def gqa_for(target: TargetSpec, model_config: Mapping[str, Any] | None) -> str |
     return PLANNER_GQA.get(strategy)
 
 
+def family(model_type: str | None) -> TnxClass | None:
+    return CLASSES.get(model_type or "")
+
+
 def render_properties(
-    target: TargetSpec, model_config: Mapping[str, Any] | None, model_id: str, compiled_graph_path: str
+    target: TargetSpec,
+    model_config: Mapping[str, Any] | None,
+    model_id: str,
+    compiled_graph_path: str | None,
+    model_type: str | None = None,
 ) -> dict[str, str]:
-    """`serving.properties` for a target: every value LMI uses to build the load stated explicitly."""
+    """`serving.properties` for a target: every value LMI uses to build the load stated explicitly,
+    and only properties the family's class takes (`compiled_graph_path=None`: none, the NEFFs come
+    from the cache NEURON_COMPILE_CACHE_URL names)."""
     t = target.normalized()
+    cls = family(model_type or (model_config or {}).get("model_type"))
     rolling = str(t.backend_options.get("rolling_batch", "tnx"))
-    props = {
+    props: dict[str, str | None] = {
         "engine": "Python",
         "option.entryPoint": ENTRY_POINT,
         "option.model_id": model_id,
@@ -287,10 +317,11 @@ def render_properties(
         "option.tensor_parallel_degree": str(t.tp_degree),
         "option.n_positions": str(t.sequence_length),
         "option.dtype": t.dtype,
-        "option.context_length_estimate": ",".join(
-            map(str, t.context_encoding_buckets or build_context_length_estimates(t.context_length))
-        ),
     }
+    if cls is None or cls.context_length_estimate:  # GPT-2 / GPT-J / GPT-NeoX: KeyError in their config class
+        props["option.context_length_estimate"] = ",".join(
+            map(str, t.context_encoding_buckets or build_context_length_estimates(t.context_length))
+        )
     if rolling != "disable":
         props["option.max_rolling_batch_size"] = str(t.batch_size)
     else:  # dynamic batching: the front end batches requests (batch_size), the handler compiles for it
@@ -300,7 +331,7 @@ def render_properties(
         props["option.group_query_attention"] = gqa
     if t.quantization.enabled:
         props["option.quantize"] = "static_int8"
-    return props
+    return {k: v for k, v in props.items() if v is not None}
 
 
 # -- the profile ---------------------------------------------------------------------------------------
@@ -343,6 +374,12 @@ class LmiNeuronxProfile(ServingProfile):
                 f"backend_options rolling_batch={rolling!r}: tnx (rolling batch) or disable (dynamic batching); "
                 f"auto depends on the batch size ({RULE_AUTO}) and vllm loads no tnx graphs"
             )
+        cls = family(model_type)
+        if cls is not None and not cls.context_length_estimate and t.context_encoding_buckets:
+            out.append(
+                f"context_encoding_buckets cannot be expressed for {model_type}: {cls.name} has no "
+                f"context_length_estimate (it encodes the prompt token by token; {cls.source}); leave them unset"
+            )
         if t.token_generation_buckets:
             out.append(
                 "token_generation_buckets cannot be expressed in LMI: it passes n_positions as one value "
@@ -372,7 +409,11 @@ class LmiNeuronxProfile(ServingProfile):
                     "transformers-neuronx quantizes every attention and MLP weight and never lm_head"
                 )
             if model_type in NO_INT8:
-                out.append(f"{model_type}: transformers-neuronx 0.13 has no int8 support for it (NotImplementedError)")
+                out.append(
+                    f"{model_type}: transformers-neuronx 0.13 has no int8 support for it ({CLASSES[model_type].name} "
+                    "raises NotImplementedError('Support for quantization is not yet implemented'); LMI's "
+                    f"option.quantize=static_int8 sets NeuronConfig.quant; {RULE_LOADER}.set_neuron_config)"
+                )
         return out
 
     def arch_problems(self, target: TargetSpec, arch: ModelArch) -> list[str]:
@@ -407,9 +448,11 @@ class LmiNeuronxProfile(ServingProfile):
         model_config: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """`{"tnx": TnxLoad}`: the load LMI builds from the properties we publish (`lmi_load`)."""
-        props = render_properties(target, model_config, "/opt/ml/model", "/opt/ml/neff")
+        props = render_properties(target, model_config, "/opt/ml/model", "/opt/ml/neff", model_type)
         load, problems = lmi_load(props, model_type)
-        if load is None:
+        if load is not None:
+            problems = load_problems(load, dict(model_config) if model_config else None)
+        if load is None or problems:
             raise InvalidInput(f"profile {self.ref}: LMI would not load {target.slug}: " + "; ".join(problems))
         return {"tnx": load, "neuron_cc_flags": LMI_CC_FLAGS}
 
@@ -436,13 +479,19 @@ class LmiNeuronxProfile(ServingProfile):
         outputs[self.folder] = f"{self.folder}/{MODEL_DIR}"  # what option.model_id names
         return outputs
 
-    def _locations(self, ctx: LaunchContext) -> tuple[str, str, str]:
+    def _locations(self, ctx: LaunchContext) -> tuple[str, str | None, str]:
         """(model_id, compiled_graph_path, how): s3 stores by URI (the cache root), `file://` stores by
-        local path (the `model.save` folder, since LMI calls `model.load` on a local directory)."""
+        local path (the `model.save` folder, since LMI calls `model.load` on a local directory) — except
+        for the classes without `load` (GPT-J, GPT-NeoX: module.PretrainedModel), where a local
+        compiled_graph_path is an AttributeError in LMI's maybe_compile_model: no compiled_graph_path,
+        and lmi.env's NEURON_COMPILE_CACHE_URL names the local cache root ("local-cache")."""
         model_uri = ctx.model_uri(f"{self.folder}/{MODEL_DIR}")
         if model_uri.startswith("s3://"):
             return model_uri, ctx.cache_uri, "s3"
         local = model_uri.removeprefix("file://")
+        cls = family(ctx.model_type)
+        if cls is not None and not cls.serializable:
+            return local, None, "local-cache"
         return local, ctx.model_uri(f"{self.folder}/{NEFF_DIR}").removeprefix("file://"), "local"
 
     def launch_spec(self, ctx: LaunchContext) -> dict[str, str]:
@@ -451,24 +500,35 @@ class LmiNeuronxProfile(ServingProfile):
         assert ctx.build_dir is not None, "the LMI launch names the build's cache entries"
         t = ctx.target.normalized()
         model_id, graphs, how = self._locations(ctx)
-        props = render_properties(t, ctx.model_config, model_id, graphs)
+        props = render_properties(t, ctx.model_config, model_id, graphs, ctx.model_type)
         record = json.loads((ctx.build_dir / LOAD_FILE).read_text())
+        local_cache = ctx.cache_uri.removeprefix("file://") if how == "local-cache" else None
         cache = {
             "compiled_graph_path": graphs,
-            "kind": "neuron-compile-cache" if how == "s3" else "model.save",
+            "neuron_compile_cache_url": local_cache,  # lmi.env's, when there is no compiled_graph_path
+            "kind": "model.save" if how == "local" else "neuron-compile-cache",
             "cache_root": ctx.cache_uri,
             "compiler_dir": layout.compiler_dir(ctx.toolchain.compiler, ctx.toolchain.compiler_version),
             "entries": sorted(record.get("cache_entries", [])),
             "neuron_cc_flags": record.get("neuron_cc_flags", ""),
             "load": TnxLoad.from_json(record).to_json(),
         }
-        where = (
-            "# compiled_graph_path is the store's compile-cache ROOT (libneuronxla adds neuronxcc-<version>/).\n"
-            if how == "s3"
-            else "# A file:// store: LMI takes only s3:// URIs and local paths, so model_id and compiled_graph_path\n"
-            "# are paths on this machine; compiled_graph_path is the NEFFs in model.save layout (LMI calls\n"
-            "# model.load on a local directory).\n"
-        )
+        file_store = "# A file:// store: LMI takes only s3:// URIs and local paths, so model_id"
+        if how == "s3":
+            where = "# compiled_graph_path is the store's compile-cache ROOT (libneuronxla adds neuronxcc-<ver>/).\n"
+        elif how == "local":
+            where = (
+                f"{file_store} and compiled_graph_path\n"
+                "# are paths on this machine; compiled_graph_path is the NEFFs in model.save layout (LMI calls\n"
+                "# model.load on a local directory).\n"
+            )
+        else:
+            where = (
+                f"{file_store} is a path on this machine.\n"
+                f"# {CLASSES[ctx.model_type].name} has no load(dir) (it derives from transformers-neuronx's "
+                f"{PRETRAINED_MODEL}),\n# so there is no compiled_graph_path: run LMI with "
+                f"NEURON_COMPILE_CACHE_URL={local_cache}\n# (set in lmi.env), the compile cache the NEFFs are in.\n"
+            )
         header = (
             f"# {ctx.model_type or 'model'} for {t.slug}, built by neuronforge ({self.ref}).\n"
             f"# Serve with {LMI_IMAGE} (Neuron SDK {SDK_RELEASE}, neuronx-cc {COMPILER_VERSION},\n"
@@ -478,6 +538,8 @@ class LmiNeuronxProfile(ServingProfile):
         )
         props_text = header + "".join(f"{k}={v}\n" for k, v in props.items())
         env = {"HF_MODEL_ID": props["option.model_id"]}
+        if local_cache is not None:
+            env["NEURON_COMPILE_CACHE_URL"] = local_cache
         env.update(
             {
                 f"OPTION_{k.removeprefix('option.').upper()}": v
@@ -538,6 +600,9 @@ class LmiNeuronxProfile(ServingProfile):
                 f"graphs transformers-neuronx builds (NeuronConfig fields, NEURON_CC_FLAGS; "
                 f"{RULE_LOADER}.set_neuron_config)"
             )
+        if load is not None and model_type in CLASSES:
+            refused = load_problems(load, config)
+            out += [f"{PROPERTIES_FILE}: transformers-neuronx would refuse LMI's load: {p}" for p in refused]
         if load is not None:
             built = cache["load"]
             for part in ("model_type", "kwargs", "neuron_config"):
@@ -546,17 +611,33 @@ class LmiNeuronxProfile(ServingProfile):
                         f"{PROPERTIES_FILE}: LMI would load with {part} {load.to_json()[part]}, but the NEFFs were "
                         f"compiled with {built.get(part)}: another HLO, so LMI would compile at start-up"
                     )
-        out += self._locations_problems(artifact.root, props, cache)
+        out += self._locations_problems(artifact.root, props, cache, model_type)
         out += self._split_model_problems(model, config)
         out += self._cache_record_problems(artifact, cache)
         out += self._env_problems(launch, props, cache)
         return out
 
-    def _locations_problems(self, root: Path, props: Mapping[str, str], cache: Mapping[str, Any]) -> list[str]:
+    def _locations_problems(
+        self, root: Path, props: Mapping[str, str], cache: Mapping[str, Any], model_type: str = ""
+    ) -> list[str]:
         out = []
         model_id = props.get("option.model_id", "")
         graphs = props.get("option.compiled_graph_path", "")
+        cls = family(model_type)
+        if "option.compiled_graph_path" not in props:
+            # only for a class without load(dir) on a file:// store: the NEFFs come from the cache lmi.env names
+            if cls is None or cls.serializable or not cache.get("neuron_compile_cache_url"):
+                out.append(
+                    f"option.compiled_graph_path is not set and {CACHE_FILE} names no NEURON_COMPILE_CACHE_URL: "
+                    "LMI would find no NEFFs and compile at start-up"
+                )
+            if cache.get("compiled_graph_path") is not None:
+                out.append(
+                    f"option.compiled_graph_path is not set, but {CACHE_FILE} records {cache['compiled_graph_path']!r}"
+                )
         for key, value in (("model_id", model_id), ("compiled_graph_path", graphs)):
+            if key == "compiled_graph_path" and "option.compiled_graph_path" not in props:
+                continue
             if not (S3_URI.match(value) or value.startswith("/")):
                 out.append(
                     f"option.{key}={value!r}: LMI reads only s3:// URIs and local paths (file:// and other "
@@ -564,7 +645,7 @@ class LmiNeuronxProfile(ServingProfile):
                 )
         if not model_id.rstrip("/").endswith(f"/{self.folder}/{MODEL_DIR}"):
             out.append(f"option.model_id={model_id!r} does not name this artifact's {self.folder}/{MODEL_DIR}")
-        if graphs != cache.get("compiled_graph_path"):
+        if "option.compiled_graph_path" in props and graphs != cache.get("compiled_graph_path"):
             out.append(f"option.compiled_graph_path={graphs!r} is not the one {CACHE_FILE} records")
         if graphs.startswith("s3://"):
             if graphs.rstrip("/").rsplit("/", 1)[-1].startswith("neuronxcc-"):
@@ -572,6 +653,13 @@ class LmiNeuronxProfile(ServingProfile):
                     f"option.compiled_graph_path={graphs!r} names a compiler folder: it must be the cache ROOT "
                     "(libneuronxla appends neuronxcc-<version>/ itself)"
                 )
+        elif graphs.startswith("/") and cls is not None and not cls.serializable:
+            out.append(
+                f"option.compiled_graph_path={graphs!r} is a local directory: LMI then calls model.load(dir) "
+                f"({RULE_CACHE_PATH}), but {cls.name} derives from transformers-neuronx's {PRETRAINED_MODEL} and "
+                f"has no load (AttributeError; {cls.source}); use an s3:// cache root, or no compiled_graph_path "
+                "and NEURON_COMPILE_CACHE_URL set to the local cache root"
+            )
         elif graphs.startswith("/"):
             neffs = sorted((root / self.folder / NEFF_DIR).glob("*.neff"))
             if not graphs.rstrip("/").endswith(f"/{self.folder}/{NEFF_DIR}"):
@@ -633,6 +721,12 @@ class LmiNeuronxProfile(ServingProfile):
         if env_to_properties(env) != options:
             diff = sorted(set(env_to_properties(env).items()) ^ set(options.items()))
             out.append(f"{ENV_FILE} and {PROPERTIES_FILE} disagree on {diff[:4]}")
+        want = cache.get("neuron_compile_cache_url")
+        if want and env.get("NEURON_COMPILE_CACHE_URL") != want:
+            out.append(
+                f"{ENV_FILE}: NEURON_COMPILE_CACHE_URL={env.get('NEURON_COMPILE_CACHE_URL')!r}, but the NEFFs are in "
+                f"the compile cache {want!r} (there is no compiled_graph_path to name it)"
+            )
         runtime = env.get("NEURON_CC_FLAGS", LMI_CC_FLAGS)  # the image's ENV unless the env file overrides it
         if runtime.split() != str(cache.get("neuron_cc_flags", "")).split():
             out.append(

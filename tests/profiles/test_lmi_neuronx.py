@@ -33,6 +33,7 @@ from neuronforge.profiles.lmi_neuronx import (
     render_properties,
 )
 from neuronforge.profiles.registry import target_problems
+from neuronforge.request import Toolchain
 from neuronforge.stores import open_store
 from neuronforge.target import TargetSpec
 from neuronforge.tinymodel import make_tiny_llama
@@ -428,3 +429,149 @@ def test_a_load_that_would_compile_fails_the_smoke_test(published_s3: tuple, tmp
     assert not smoke.passed
     assert "graph(s) the published payload lacks" in smoke.reason and "would compile at start-up" in smoke.reason
     assert load.cache_entries[0] in smoke.reason
+
+
+# -- the families LMI serves with transformers-neuronx -------------------------------------------------
+# Each class as aws-neuron/transformers-neuronx 1ade6d74 defines it (neuronforge.backends.tnx.CLASSES):
+# GPT2ForSampling, GPTJForSampling and GPTNeoXForSampling take no context_length_estimate (their config
+# class raises KeyError on it); GPT-J / GPT-NeoX derive from module.PretrainedModel: no load(dir), no int8.
+# L maybe_compile_model calls model.load(compiled_graph_path) on a local directory.
+TINY = {
+    "gpt2": {"model_type": "gpt2", "n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 1024},
+    "gptj": {"model_type": "gptj", "n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 2048},
+    "gpt_neox": {"model_type": "gpt_neox", "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4},
+    "opt": {"model_type": "opt", "hidden_size": 32, "max_position_embeddings": 2048},
+    "bloom": {"model_type": "bloom", "hidden_size": 32, "n_head": 4},
+}
+
+
+@pytest.mark.parametrize("model_type", sorted(TINY))
+def test_each_family_gets_only_the_properties_its_class_takes(model_type: str) -> None:
+    from neuronforge.backends.tnx import CLASSES, load_problems
+
+    p = props(target(sequence_length=1024), TINY[model_type])
+    assert ("option.context_length_estimate" in p) == CLASSES[model_type].context_length_estimate
+    assert "option.group_query_attention" not in p  # llama, mistral, mixtral only
+    load, problems = lmi_load(p, model_type)
+    assert problems == [] and load is not None
+    assert load_problems(load, TINY[model_type]) == []
+    assert "continuous_batching" not in load.neuron_config  # LMI: naive rolling batch outside llama/mistral
+
+
+@pytest.mark.parametrize(
+    ("model_type", "kw", "expected"),
+    [
+        ("gpt2", {"context_encoding_buckets": [64]}, "GPT2ForSampling has no context_length_estimate"),
+        ("gptj", {"context_encoding_buckets": [64]}, "GPTJForSampling has no context_length_estimate"),
+        ("gpt_neox", {"quantization": "int8:per_channel"}, "GPTNeoXForSampling raises NotImplementedError"),
+    ],
+)
+def test_the_plan_refuses_what_a_family_cannot_take(model_type: str, kw: dict, expected: str) -> None:
+    problems = target_problems(PROFILE, target(**kw), model_type)
+    assert any(expected in p for p in problems), problems
+
+
+def test_settings_a_class_would_raise_on_fail_before_compiling() -> None:
+    with pytest.raises(InvalidInput, match="exceeds the checkpoint's n_positions=1024"):
+        PROFILE.compile_settings(target(), "gpt2", model_config=TINY["gpt2"])  # sequence_length 2048
+    neox = {**TINY["gpt_neox"], "use_parallel_residual": False}
+    with pytest.raises(InvalidInput, match="use_parallel_residual=False is not yet implemented"):
+        PROFILE.compile_settings(target(sequence_length=64), "gpt_neox", model_config=neox)
+
+
+@pytest.fixture(scope="module")
+def gptj_file_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, Path]]:
+    """A tiny GPT-J compiled by the tnx backend in the FAKE SDK 2.21.1 and assembled for a file://
+    store (the pipeline cannot plan gptj yet: neuronforge.modelconfig does not know it). Yields
+    (artifact root, compile cache root, compile log)."""
+    from neuronforge.backends.base import CompileJob
+    from neuronforge.backends.tnx import BACKEND
+    from neuronforge.compile_cache import CompileCache
+    from neuronforge.profiles.base import AssembleJob, LaunchContext
+    from tests.backends.tiny_families import make_tiny
+    from tests.conftest import use_fake_sdk
+
+    base = tmp_path_factory.mktemp("lmi-gptj")
+    checkpoint = make_tiny("gptj", base / "tiny-gptj")
+    config = json.loads((checkpoint / "config.json").read_text())
+    t = target(batch_size=2, sequence_length=64).normalized()
+    with pytest.MonkeyPatch.context() as mp:
+        use_fake_sdk(mp, "2.21.1", SDK_2_21_1, base)
+        mp.setenv("FAKE_NEURON_COMPILE_LOG", str(base / "compiles.log"))
+        cache = CompileCache(base / "neuron-cache", "neuronxcc", COMPILER)
+        settings = PROFILE.compile_settings(t, "gptj", model_config=config)
+        build = base / "build"
+        BACKEND.compile(
+            CompileJob(checkpoint, "gptj", t, build, cache, (), 300, base, settings, python=PROFILE.python())
+        )
+        root = base / "artifact"
+        ctx = LaunchContext(t, TOOLCHAIN, f"file://{root}", f"file://{cache.root}", "gptj", config, build)
+        PROFILE.assemble(AssembleJob(build, checkpoint, root, ctx))
+        yield root, cache.root, base / "compiles.log"
+
+
+COMPILER = "2.16.372.0+4a9b2326"
+TOOLCHAIN = Toolchain("tnx", "0.13.380", "neuronxcc", COMPILER, {"transformers-neuronx": "0.13.380"})
+
+
+def test_gptj_on_a_file_store_names_the_cache_not_a_model_save_folder(gptj_file_store: tuple) -> None:
+    """GPTJForSampling has no load(dir), so a local compiled_graph_path would be an AttributeError in
+    L maybe_compile_model: the properties name none, lmi.env points NEURON_COMPILE_CACHE_URL at the
+    compile cache, and the smoke load reads that cache alone, compiling nothing."""
+    from neuronforge.backends.base import GenerateJob
+    from neuronforge.backends.tnx import BACKEND
+    from neuronforge.compile_cache import CompileCache
+    from neuronforge.profiles.base import read_env_file
+
+    root, cache_root, log = gptj_file_store
+    p = parse_properties((root / "launch/serving.properties").read_text())
+    assert "option.compiled_graph_path" not in p and "option.context_length_estimate" not in p
+    assert p["option.model_id"] == str(root / "split/model") and p["option.max_rolling_batch_size"] == "2"
+    assert read_env_file(root / "launch/lmi.env")["NEURON_COMPILE_CACHE_URL"] == str(cache_root)
+    assert not (root / "split/neff").exists()
+    t = target(batch_size=2, sequence_length=64).normalized()
+    assert PROFILE.preflight(Artifact(root, t, TOOLCHAIN)) == []
+
+    load = PROFILE.smoke_load(root)
+    assert not load.settings["load_neffs"] and load.cache_entries
+    before = log.read_text()
+    cache = CompileCache(cache_root, "neuronxcc", COMPILER)
+    job = GenerateJob(root / load.model_dir, [[7, 5, 6]], 4, 300, cache, load.settings, python=PROFILE.python())
+    with pytest.MonkeyPatch.context() as mp:
+        from tests.conftest import use_fake_sdk
+
+        use_fake_sdk(mp, "2.21.1", SDK_2_21_1, root.parent)
+        mp.setenv("FAKE_NEURON_COMPILE_LOG", str(log))
+        result = BACKEND.generate(job)
+    assert len(result["rows"][0]["tokens"]) == 4 and log.read_text() == before
+
+
+PROPS = "launch/serving.properties"
+GPTJ_BROKEN: dict[str, tuple[Callable[[Path], None], str]] = {
+    "local compiled_graph_path": (
+        edit_text(PROPS, "engine=Python", "engine=Python\noption.compiled_graph_path=/m/neff"),
+        "has no load (AttributeError",
+    ),
+    "context_length_estimate": (
+        edit_text(PROPS, "engine=Python", "engine=Python\noption.context_length_estimate=64"),
+        'Found invalid key "context_length_estimate"',
+    ),
+    "static_int8": (
+        edit_text(PROPS, "engine=Python", "engine=Python\noption.quantize=static_int8"),
+        "Support for quantization is not yet implemented",
+    ),
+    "no cache url": (
+        edit_text("launch/lmi.env", "NEURON_COMPILE_CACHE_URL=", "NEURON_COMPILE_CACHE_URLX="),
+        "lmi.env: NEURON_COMPILE_CACHE_URL=None",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GPTJ_BROKEN))
+def test_what_lmi_or_gptj_would_reject_is_named_by_preflight(gptj_file_store: tuple, case: str, tmp_path: Path) -> None:
+    import shutil
+
+    root = tmp_path / "artifact"
+    shutil.copytree(gptj_file_store[0], root)
+    t = target(batch_size=2, sequence_length=64).normalized()
+    assert_named(PROFILE, Artifact(root, t, TOOLCHAIN), GPTJ_BROKEN, case)

@@ -1,7 +1,8 @@
 """FAKE transformers-neuronx 0.13.380 (Neuron SDK 2.21.1) — a test double, compiles nothing.
 
 See tests/fakes/README.md. The top-level exports of the real package (aws-neuron/transformers-neuronx
-main 1ade6d74, src/transformers_neuronx/__init__.py); `__version__` is read from the distribution's
+main 1ade6d74, src/transformers_neuronx/__init__.py; each class with its real base and constructor);
+`__version__` is read from the distribution's
 metadata (`transformers_neuronx-0.13.380.dist-info`)."""
 
 from importlib import metadata
