@@ -114,13 +114,18 @@ class LeaseKeeper:
     ) -> None:
         self.store, self.lease, self.ttl_s, self.release_on_exit = store, lease, ttl_s, release_on_exit
         self.lost: LeaseLost | None = None
+        # One renewal at a time: the heartbeat and `assert_held` renew against `self.lease.version`;
+        # interleaved, one would find the other's write and take it for a takeover (a false LeaseLost,
+        # after which the run publishes nothing and never releases the lease).
+        self._renewing = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, daemon=True, name=f"lease-{lease.key[:8]}")
 
     def _beat(self) -> None:
         while not self._stop.wait(self.ttl_s / 3):
             try:
-                self.lease = renew(self.store, self.lease, self.ttl_s)
+                with self._renewing:
+                    self.lease = renew(self.store, self.lease, self.ttl_s)
             except LeaseLost as exc:
                 self.lost = exc
                 log.error("%s", exc)
@@ -131,7 +136,8 @@ class LeaseKeeper:
     def assert_held(self) -> None:
         if self.lost is not None:
             raise self.lost
-        self.lease = renew(self.store, self.lease, self.ttl_s)  # also proves it right now
+        with self._renewing:
+            self.lease = renew(self.store, self.lease, self.ttl_s)  # also proves it right now
 
     def __enter__(self) -> LeaseKeeper:
         self._thread.start()

@@ -70,6 +70,18 @@ def test_a_keeper_heartbeats_and_notices_a_takeover(tmp_path: Path) -> None:
         keeper.assert_held()
 
 
+def test_assert_held_beside_the_heartbeat_is_no_takeover(tmp_path: Path) -> None:
+    """The pipeline proves its lease (`assert_held`) while the keeper's thread heart-beats it: the two
+    renewals must not take each other's write for a takeover, and the lease is released after."""
+    store = open_store(f"file://{tmp_path / 'store'}")
+    lease = leases.try_acquire(store, KEY, "a", ttl_s=30)
+    with leases.LeaseKeeper(store, lease, ttl_s=0.006) as keeper:  # a heartbeat every 2 ms; no other worker
+        for _ in range(300):
+            keeper.assert_held()
+        assert keeper.lost is None
+    assert not leases.current(store, KEY).live
+
+
 def _nxdi_target() -> TargetSpec:
     return TargetSpec.parse({**NEURON_TARGET, "profile": "vllm-neuron"})
 
