@@ -85,5 +85,8 @@ def nxd_key(hf_key: str) -> str:
     return hf_key.removeprefix("model.")
 
 
-def hf_key(nxd: str) -> str:
-    return nxd if nxd.startswith("lm_head.") else f"model.{nxd}"
+def hf_key(nxd: str, prefixed: bool = True) -> str:
+    """The HF name of an NxD state-dict name. `prefixed`: the family's HF names carry `model.` (Llama
+    and its kin, OPT's `model.decoder.`); GPT-2, BLOOM, GPT-J (`transformer.`) and GPT-NeoX
+    (`gpt_neox.`) names never did, so `nxd_key` left them as they were."""
+    return nxd if not prefixed or nxd.startswith("lm_head.") else f"model.{nxd}"

@@ -491,15 +491,30 @@ def dequantized_checkpoint(quantized: Path, out: Path, dtype: str, chunk_bytes: 
     return out
 
 
+def _hf_names_prefixed(quantized: Path) -> bool:
+    """Whether the family's HF tensor names start with `model.` (which `nxd_key` stripped), read from
+    the config.json the quantized checkpoint carries: its embedding's name says (Llama's
+    `model.embed_tokens`, OPT's `model.decoder.embed_tokens`; GPT-2's `transformer.wte`, GPT-NeoX's
+    `gpt_neox.embed_in` are not). Without a readable config: prefixed, as every NxD family is."""
+    from neuronforge.modelconfig import ModelArch
+
+    try:
+        arch = ModelArch.from_config(json.loads((quantized / "config.json").read_text()))
+    except (OSError, ValueError, InvalidInput):
+        return True
+    return arch.embedding_names[0].startswith("model.")
+
+
 def _write_dequantized(quantized: Path, tmp: Path, dtype: str, chunk_bytes: int) -> None:
     tmp.mkdir(parents=True)
     layouts = {p.name: read_layout(p) for p in sorted(quantized.glob("*.safetensors"))}
+    prefixed = _hf_names_prefixed(quantized)
     planned, sources = [], {}
     for f, stored in layouts.items():
         for name, t in stored.items():
             if not name.endswith(".scale"):
-                planned.append(PlannedTensor(hf_key(name), TARGET_DTYPES[dtype], t.shape))
-                sources[hf_key(name)] = (f, name)
+                planned.append(PlannedTensor(hf_key(name, prefixed), TARGET_DTYPES[dtype], t.shape))
+                sources[hf_key(name, prefixed)] = (f, name)
     shards = plan_shards(planned, 10 * 10**9)
     for shard in shards:
         writer = ShardWriter(tmp, shard)

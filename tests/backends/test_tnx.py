@@ -15,9 +15,9 @@ tag v0.13.0 = f4e38186 has the same bases and constructors), src/transformers_ne
 Which class LMI loads per model_type: djl-serving afece25d (= 1132e3ab~1)
 engines/python/setup/djl_python/neuron_utils/model_loader.py TNXModelLoader.MODEL_TYPE_TO_CLS_LOADER.
 
-The pipeline cannot plan gpt2 / opt / bloom / gptj / gpt_neox yet (neuronforge.modelconfig does not
-know them), so these tests drive the backend and the profile directly; llama runs the whole pipeline
-in tests/profiles/test_lmi_neuronx.py.
+These tests drive the backend and the profile directly; the whole pipeline runs llama in
+tests/profiles/test_lmi_neuronx.py and gpt2 / opt / bloom / gptj / gpt_neox in
+tests/profiles/test_lmi_families_pipeline.py.
 """
 
 from __future__ import annotations

@@ -50,3 +50,29 @@ def make_tiny(model_type: str, dest: Path, *, tokenizer: bool = True, **override
     if tokenizer:
         make_tiny_tokenizer(dest)
     return dest
+
+
+# Fields that size a model (and its token ids, which must fit the tiny tokenizer): what `make_scaled`
+# takes from TINY; every other field of the real config (activation, rotary fraction, parallel residual,
+# tied embeddings, ALiBi, layer-norm placement, ...) is kept as the real model has it.
+SIZE_FIELDS = frozenset({
+    "n_embd", "n_layer", "n_head", "n_positions", "n_ctx", "n_inner", "hidden_size", "num_hidden_layers",
+    "num_attention_heads", "num_key_value_heads", "intermediate_size", "ffn_dim", "word_embed_proj_dim",
+    "max_position_embeddings", "rotary_dim", "vocab_size", "bos_token_id", "eos_token_id", "pad_token_id",
+    "unk_token_id", "num_local_experts", "torch_dtype", "_name_or_path", "transformers_version", "architectures",
+})  # fmt: skip
+
+
+def make_scaled(real_config: Path, dest: Path, **overrides: Any) -> Path:
+    """A tiny checkpoint of the family of `real_config` (a real model's config.json): its own fields,
+    scaled down to TINY's sizes (vocab 128, the tiny tokenizer's bos/eos; a pad id that fits is kept)."""
+    import json
+
+    real = json.loads(real_config.read_text())
+    kept = {k: v for k, v in real.items() if k not in SIZE_FIELDS and k != "model_type"}
+    pad = real.get("pad_token_id")
+    if isinstance(pad, int) and pad < 128:
+        kept["pad_token_id"] = pad
+    if real["model_type"] == "gpt2" and "n_ctx" in real:
+        kept["n_ctx"] = TINY["gpt2"][1]["n_positions"]
+    return make_tiny(real["model_type"], dest, **{**kept, **overrides})

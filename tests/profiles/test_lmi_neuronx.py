@@ -482,7 +482,8 @@ def test_settings_a_class_would_raise_on_fail_before_compiling() -> None:
 @pytest.fixture(scope="module")
 def gptj_file_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, Path]]:
     """A tiny GPT-J compiled by the tnx backend in the FAKE SDK 2.21.1 and assembled for a file://
-    store (the pipeline cannot plan gptj yet: neuronforge.modelconfig does not know it). Yields
+    store by the backend and the profile alone (the file store's launch files as such, broken one rule at
+    a time below; test_lmi_families_pipeline.py runs GPT-J through the whole pipeline). Yields
     (artifact root, compile cache root, compile log)."""
     from neuronforge.backends.base import CompileJob
     from neuronforge.backends.tnx import BACKEND

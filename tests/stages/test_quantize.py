@@ -166,6 +166,21 @@ def test_dequantized_checkpoint_holds_q_times_scale(tmp_path: Path) -> None:
     AutoModelForCausalLM.from_pretrained(deq)  # a plain HF checkpoint again
 
 
+@pytest.mark.parametrize("model_type", ["opt", "gpt2", "bloom", "gptj", "gpt_neox"])
+def test_a_dequantized_checkpoint_has_the_originals_names(model_type: str, tmp_path: Path) -> None:
+    """The quantized checkpoint drops Llama's and OPT's `model.` (NxD names); dequantizing puts it back
+    only where the family had it: GPT-2 / BLOOM / GPT-J (`transformer.`) and GPT-NeoX (`gpt_neox.`)
+    names come back as they were, so transformers loads every weight of the reference."""
+    from tests.backends.tiny_families import make_tiny
+
+    src = make_tiny(model_type, tmp_path / "m", tokenizer=False)
+    store, fetched = _fetched(src, tmp_path)
+    result = quantize(_request(fetched, tmp_path, dtype="fp32"), store)
+    deq = dequantized_checkpoint(result.local_dir, tmp_path / "deq", "fp32")
+    assert set(_load_all(deq)) == set(_load_all(src))
+    assert any(n.endswith(".scale") for n in _load_all(result.local_dir))  # something was quantized
+
+
 @pytest.mark.parametrize("spec", ["int8:per_tensor", "int8:per_channel", "f8e4m3:per_channel"])
 def test_the_compiled_kernel_writes_the_same_bytes_as_the_eager_one(spec: str, tmp_path: Path) -> None:
     _store, fetched = _fetched(make_tiny_llama(tmp_path / "m"), tmp_path)
