@@ -112,7 +112,14 @@ class Env:
     state: object  # a callable's result before and after must be equal
 
 
-CLASSES = ("endpoint down", "bucket absent", "no credentials", "file for folder", "non-UTF-8 name going up")
+CLASSES = (
+    "endpoint down",
+    "bucket absent",
+    "no credentials",
+    "file for folder",
+    "non-UTF-8 name going up",
+    "Hub offline",
+)
 
 
 @pytest.fixture
@@ -149,6 +156,11 @@ def make_env(
             thing = tmp_path / "a-file"
             thing.write_text("not a folder\n")
             return Env(str(thing), str(thing), (str(thing), "is a file, not a folder"), lambda: snapshot(tmp_path))
+        if kind == "Hub offline":  # the suite runs with HF_HUB_OFFLINE=1 and an empty Hugging Face cache
+            store = tmp_path / "store"
+            store.mkdir()
+            words = ("nf-absent-org/nf-absent-model", "not in the local Hugging Face cache", "HF_HUB_OFFLINE")
+            return Env(str(store), "hf://nf-absent-org/nf-absent-model", words, lambda: snapshot(tmp_path))
         assert kind == "non-UTF-8 name going up"
         model = tmp_path / "model"
         shutil.copytree(tiny_llama_template, model)
@@ -162,13 +174,17 @@ def make_env(
 # Where a command's answer to a class is another clean one-line error than the class's own.
 OWN_WORDS: dict[tuple[str, str], tuple[str, ...]] = {
     # plan reads only local configs: an s3:// model is a usage error naming it, a file is read as config.json
-    **{("plan", k): ("{model}", "plan reads a local folder") for k in CLASSES[:3]},
+    **{("plan", k): ("{model}", "plan reads a local folder") for k in (*CLASSES[:3], "Hub offline")},
     ("plan", "file for folder"): ("{model}", "is not valid JSON"),
 }
 
 
 def _applies(command: str, kind: str) -> bool:
-    return kind != "non-UTF-8 name going up" or command in UPLOADING
+    if kind == "non-UTF-8 name going up":
+        return command in UPLOADING
+    if kind == "Hub offline":
+        return "{model}" in COMMANDS[command]
+    return True
 
 
 CASES = [(c, k) for c in COMMANDS for k in CLASSES if _applies(c, k)]
