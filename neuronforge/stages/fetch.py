@@ -190,6 +190,8 @@ def fetch(req: FetchRequest, store: ArtifactStore | None = None) -> FetchResult:
     # A source that cannot be parsed is refused before a store is opened (and, new, created).
     parsed = ModelSource.parse(req.source) if isinstance(req.source, str) else req.source
     store = store or open_store(req.store_uri)
+    # As `run` does: a store that is down or has no bucket fails now, not at the first upload.
+    store.probe(write=False)
     work_dir = req.work_dir.resolve()
     source = resolve_source(parsed, work_dir=work_dir, allow_pickle=req.allow_pickle, token=req.token)
     prefix = layout.checkpoint_prefix(source)
@@ -218,6 +220,7 @@ def _fetch_pinned(
             ref=ref,
         )
 
+    store.probe(write=True)  # a store that cannot hold the checkpoint fails before the download
     staging = work_dir / "staging" / f"{uuid.uuid4().hex}"
     try:
         hashed = _download_into(source, staging, req)

@@ -25,11 +25,12 @@ from neuronforge.source import (
     HUB_SHA,
     ModelSource,
     files_digest,
+    list_relative,
     listing_digest,
     scan_folder,
     select_checkpoint_files,
 )
-from neuronforge.stores.base import ObjectInfo, is_safe_relpath
+from neuronforge.stores.base import ObjectInfo, is_safe_relpath, is_utf8
 
 log = logging.getLogger(__name__)
 
@@ -212,6 +213,10 @@ def local_folder(source: ModelSource) -> Path:
 
         return settings.builtin_model(source.location)
     folder = Path(source.location)
+    if folder.exists() and not folder.is_dir():
+        raise InvalidInput(
+            f"model path {folder} is a file, not a folder: give the folder that holds config.json and the weights"
+        )
     if not folder.is_dir():
         raise InvalidInput(f"model folder {folder} does not exist on this host")
     return folder
@@ -235,6 +240,13 @@ def resolve_source(
     if source.kind == "s3":
         return source.pinned(s3_revision(s3_listing(source, allow_pickle, store_kwargs)))
     folder = local_folder(source)
+    # Names going up are checked like keys coming down: one that is not UTF-8 can be no S3 key.
+    bad = [r for r in select_checkpoint_files(list_relative(folder), allow_pickle) if not is_utf8(r)]
+    if bad:
+        raise CheckpointError(
+            f"{source.location} holds files whose names are not valid UTF-8 "
+            f"({', '.join(repr(r) for r in bad[:3])}); rename them"
+        )
     entries = scan_folder(folder, allow_pickle)
     if not entries:
         raise CheckpointError(f"{source.location} holds no checkpoint files (config.json, *.safetensors)")

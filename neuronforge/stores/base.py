@@ -57,6 +57,16 @@ def clean_key(key: str) -> str:
     return key
 
 
+def is_utf8(name: str) -> bool:
+    """False for a file name that was not valid UTF-8 on disk (Python holds its bytes as lone
+    surrogates, which no S3 key, JSON manifest or terminal takes)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def is_safe_relpath(rel: str) -> bool:
     """True for a relative '/'-path that stays inside whatever folder it is joined to: not absolute,
     no empty, `.` or `..` parts, no NUL, and no U+FFFD (what a key that was not valid UTF-8 decodes to:
@@ -178,6 +188,10 @@ def local_files(local_dir: Path, exclude: tuple[str, ...] = ()) -> list[tuple[Pa
     root = local_dir.resolve()
     for path in sorted(p for p in local_dir.rglob("*") if p.is_file()):
         rel = path.relative_to(local_dir).as_posix()
+        if not is_utf8(rel):
+            raise StoreError(
+                f"refusing to upload {path!r}: its name is not valid UTF-8 and cannot be a store key; rename it"
+            )
         if path.is_symlink() and not path.resolve().is_relative_to(root):
             raise StoreError(f"refusing to upload {path}: it is a link to {path.resolve()}, outside {local_dir}")
         if rel not in exclude:

@@ -29,6 +29,8 @@ class FileStore(ArtifactStore):
         """`create=False` (read-only commands): a store that does not exist is an error, so a
         mistyped path is reported instead of silently becoming an empty new store."""
         self.root = root.resolve()
+        if self.root.exists() and not self.root.is_dir():
+            raise StoreError(f"store {self.root_uri} is a file, not a folder: give a folder (or a new path)")
         if not create and not self.root.is_dir():
             raise StoreError(
                 f"store {self.root_uri} does not exist: check the path (reading a store never creates one)"

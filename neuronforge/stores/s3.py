@@ -143,6 +143,8 @@ class S3Store(ArtifactStore):
         return full_key[len(self.prefix) + 1 :] if self.prefix else full_key
 
     def _wrap(self, exc: ClientError, key: str) -> StoreError:
+        if _code(exc) == "NoSuchBucket":  # on any request, not only the probe: every command says the same
+            return self._no_bucket()
         if _code(exc) in ("NoSuchKey", "404", "NotFound") or _status(exc) == 404:
             return NotFound(f"{self.uri(key)} does not exist")
         return StoreError(f"S3 {_code(exc) or _status(exc)} on {self.uri(key)}: {exc}")
@@ -163,6 +165,12 @@ class S3Store(ArtifactStore):
             "running and that AWS_ENDPOINT_URL names it"
         )
 
+    def _no_bucket(self) -> StoreError:
+        return StoreError(
+            f"bucket {self.bucket!r} does not exist at {self._endpoint()}: create it "
+            f"(aws s3 mb s3://{self.bucket}) or correct the store URI {self.root_uri}"
+        )
+
     def probe(self, write: bool) -> None:
         """The bucket exists and answers (and, with `write`, accepts a PUT), checked with one or two
         requests before a run downloads anything."""
@@ -170,10 +178,7 @@ class S3Store(ArtifactStore):
             self.client.head_bucket(Bucket=self.bucket)
         except ClientError as exc:
             if _status(exc) == 404 or _code(exc) in ("404", "NoSuchBucket", "NotFound"):
-                raise StoreError(
-                    f"bucket {self.bucket!r} does not exist at {self._endpoint()}: create it "
-                    f"(aws s3 mb s3://{self.bucket}) or correct the store URI {self.root_uri}"
-                ) from None
+                raise self._no_bucket() from None
             if _status(exc) == 403:
                 raise StoreError(
                     f"access to bucket {self.bucket!r} is denied for these credentials: grant s3:ListBucket "
@@ -199,7 +204,10 @@ class S3Store(ArtifactStore):
             transfer_step(f"uploading {local.name} to {self.uri(key)}", local.stat().st_size) as step,
             create_transfer_manager(self.client, self.transfer_config) as mgr,
         ):
-            mgr.upload(str(local), self.bucket, self._key(key), subscribers=[_Progress(step)]).result()
+            try:
+                mgr.upload(str(local), self.bucket, self._key(key), subscribers=[_Progress(step)]).result()
+            except ClientError as exc:
+                raise self._wrap(exc, key) from None
 
     def get_file(self, key: str, local: Path) -> None:
         local.parent.mkdir(parents=True, exist_ok=True)
@@ -318,8 +326,11 @@ class S3Store(ArtifactStore):
                 mgr.upload(str(path), self.bucket, self._key(join(prefix, rel)), subscribers=bytes_done)
                 for path, rel in files
             ]
-            for future in futures:
-                future.result()
+            try:
+                for future in futures:
+                    future.result()
+            except ClientError as exc:
+                raise self._wrap(exc, prefix) from None
         return [ObjectInfo(join(prefix, rel), path.stat().st_size) for path, rel in files]
 
     def get_files(self, pairs: list[tuple[str, Path]], total_bytes: int = 0) -> None:
