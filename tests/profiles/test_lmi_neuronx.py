@@ -576,3 +576,37 @@ def test_what_lmi_or_gptj_would_reject_is_named_by_preflight(gptj_file_store: tu
     shutil.copytree(gptj_file_store[0], root)
     t = target(batch_size=2, sequence_length=64).normalized()
     assert_named(PROFILE, Artifact(root, t, TOOLCHAIN), GPTJ_BROKEN, case)
+
+
+def test_dynamic_batching_env_file_carries_the_front_ends_batch_size(tmp_path: Path) -> None:
+    """djl-serving afece25d ModelInfo.configPerModelSettings: with rolling_batch=disable the front end
+    batches `batch_size` requests (the model's property, else the server's SERVING_BATCH_SIZE);
+    OPTION_BATCH_SIZE only reaches the handler. lmi.env alone must carry the front end's size too,
+    and preflight names an env file without it."""
+    from neuronforge.backends.tnx import LOAD_FILE
+    from neuronforge.profiles.base import LaunchContext
+    from neuronforge.profiles.lmi_neuronx import ENV_FILE, PROPERTIES_FILE, parse_properties, read_env_file
+
+    build = tmp_path / "build"
+    build.mkdir()
+    from neuronforge.profiles.lmi_neuronx import LMI_CC_FLAGS
+
+    record = {"model_type": "llama", "kwargs": {}, "cache_entries": [], "neuron_cc_flags": LMI_CC_FLAGS}
+    (build / LOAD_FILE).write_text(json.dumps(record))
+    t = target(backend_options={"rolling_batch": "disable"}).normalized()
+    ctx = LaunchContext(t, TOOLCHAIN, "s3://b/artifacts/k", "s3://b/neuron-cache", "llama", LLAMA, build)
+    files = PROFILE.launch_spec(ctx)
+    launch = tmp_path / "launch"
+    launch.mkdir()
+    for name, text in files.items():
+        (launch / name).write_text(text)
+    env = read_env_file(launch / ENV_FILE)
+    assert env["SERVING_BATCH_SIZE"] == env["OPTION_BATCH_SIZE"] == "4"
+    properties = parse_properties(files[PROPERTIES_FILE])
+    cache = json.loads(files["neff-cache.json"])
+    assert not PROFILE._env_problems(launch, properties, cache)
+    (launch / ENV_FILE).write_text(files[ENV_FILE].replace("SERVING_BATCH_SIZE=4\n", ""))
+    assert any("SERVING_BATCH_SIZE=None" in p for p in PROFILE._env_problems(launch, properties, cache))
+    # rolling batch: the front end does not batch, nothing to carry
+    rolling = PROFILE.launch_spec(LaunchContext(target(), TOOLCHAIN, "s3://b/a/k", "s3://b/c", "llama", LLAMA, build))
+    assert "SERVING_BATCH_SIZE" not in rolling[ENV_FILE]
