@@ -895,12 +895,23 @@ def cmd_cache(args: argparse.Namespace) -> int:
     if args.cache_command == "prune":
         if not (args.compiler_version or args.incomplete):
             raise InvalidInput("cache prune needs --compiler-version VERSION and/or --incomplete")
-        entries = prune_store(store, incomplete_only=args.incomplete, dry_run=args.dry_run, **selection)
+        from neuronforge.gc import referenced_cache_entries
+
+        referenced: dict[tuple[str, str], str] = {}
+
+        def keep(chosen: list) -> set[tuple[str, str]]:
+            referenced.update(referenced_cache_entries(store, chosen))
+            return set(referenced)
+
+        entries = prune_store(store, incomplete_only=args.incomplete, dry_run=args.dry_run, keep=keep, **selection)
+        for (cdir, name), manifest in sorted(referenced.items()):
+            print(f"kept {cdir}/{name}: published artifact {manifest} points at it")
         verb = "would delete" if args.dry_run else "deleted"
-        if not entries:
+        if not entries and not referenced:
             what = f"{named} --incomplete".strip() if args.incomplete else named
             print(_nothing_matches(store, what) if named else "no incomplete compile-cache entries")
-        print(f"{verb} {len(entries)} entries ({sum(e.bytes for e in entries)} bytes)")
+        kept = f"; kept {len(referenced)} that published artifacts point at" if referenced else ""
+        print(f"{verb} {len(entries)} entries ({sum(e.bytes for e in entries)} bytes){kept}")
         return EXIT_OK
     entries = stored_entries(store, **selection)
     if args.cache_command == "ls":

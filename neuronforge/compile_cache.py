@@ -33,7 +33,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -338,12 +338,18 @@ def prune_store(
     *,
     compiler: str | None = None,
     version: str | None = None,
+    keep: Callable[[list[StoredEntry]], Collection[tuple[str, str]]] | None = None,
 ) -> list[StoredEntry]:
     """Delete cache entries: all of the compiler folders `compiler_dir` selects (`selects`; with
     `exact` only that very folder) or `compiler` / `version` match (`matches`), or only incomplete
-    ones (no model.done). `model.done` goes first, so a reader never trusts an entry being deleted."""
+    ones (no model.done). `model.done` goes first, so a reader never trusts an entry being deleted.
+
+    `keep`, given the selected entries, names the (compiler folder, entry) pairs that stay (those a
+    published artifact points at: `neuronforge.gc.referenced_cache_entries`); their folders' graph-set
+    records stay too."""
     chosen = stored_entries(store, compiler_dir, exact, compiler=compiler, version=version)
-    doomed = [e for e in chosen if not (incomplete_only and e.complete)]
+    kept = set(keep(chosen)) if keep is not None else set()
+    doomed = [e for e in chosen if not (incomplete_only and e.complete) and (e.compiler_dir, e.name) not in kept]
     if not dry_run:
         for e in doomed:
             base = f"{layout.NEURON_CACHE}/{e.compiler_dir}/{e.name}"
@@ -352,7 +358,7 @@ def prune_store(
             store.delete_prefix(base)
         if (compiler_dir or version) and not incomplete_only:  # the graph-set records of that version go too
             sets = _selected_objects(store, layout.NEURON_CACHE_SETS, compiler_dir, exact, compiler, version)
-            for cdir in sorted({c for c, _ in sets}):
+            for cdir in sorted({c for c, _ in sets} - {c for c, _ in kept}):
                 store.delete_prefix(f"{layout.NEURON_CACHE_SETS}/{cdir}")
     return doomed
 

@@ -27,6 +27,7 @@ from packaging.version import InvalidVersion, Version
 
 from neuronforge import layout
 from neuronforge.catalog import CatalogReport
+from neuronforge.compile_cache import StoredEntry
 from neuronforge.errors import InvalidInput
 from neuronforge.source import ModelSource
 from neuronforge.stores.base import ArtifactStore
@@ -263,4 +264,43 @@ def _collect_cache_dirs(store: ArtifactStore, doomed: set[tuple[str, str]], dry_
         # must not take a kept `2.21.0.0+<label>` sibling with it.
         if prune_store(store, cdir, dry_run=dry_run, exact=True):
             out.append(cdir)
+    return out
+
+
+def referenced_cache_entries(store: ArtifactStore, entries: list[StoredEntry]) -> dict[tuple[str, str], str]:
+    """Of `entries` (what `cache prune` selected), those a published artifact's NEFFs are in:
+    (compiler folder, entry) -> that artifact's manifest. An `lmi-neuronx` artifact names them in
+    `launch/neff-cache.json` (LMI's compiled_graph_path is the cache root: its NEFFs are these
+    entries, and `verify` names the missing ones). The artifacts come from the farm index, as
+    `collect` plans (no scan of the store); only those of the selected compiler folders are read,
+    once each. One whose record cannot be read keeps its whole folder."""
+    from neuronforge.errors import StoreError
+    from neuronforge.profiles.base import LAUNCH_DIR
+    from neuronforge.profiles.lmi_neuronx import CACHE_FILE
+    from neuronforge.stores import NotFound
+
+    selected = {(e.compiler_dir, e.name) for e in entries}
+    folders = {e.compiler_dir for e in entries}
+    out: dict[tuple[str, str], str] = {}
+    for a in published(store) if selected else ():
+        try:
+            cdir = layout.compiler_dir(a.compiler, a.compiler_version)
+        except InvalidInput:
+            continue
+        if cdir not in folders:
+            continue
+        try:
+            record = store.read_json(f"{a.prefix}/{LAUNCH_DIR}/{CACHE_FILE}")
+        except NotFound:
+            continue  # an artifact that does not point into the compile cache
+        except StoreError as exc:
+            log.warning("cache prune: %s/%s: %s; %s is kept whole", a.prefix, CACHE_FILE, exc, cdir)
+            out.update({k: a.manifest_key for k in selected if k[0] == cdir})
+            continue
+        if not isinstance(record, dict):
+            continue
+        folder = str(record.get("compiler_dir") or cdir)
+        for name in record.get("entries") or ():
+            if (folder, str(name)) in selected:
+                out[(folder, str(name))] = a.manifest_key
     return out

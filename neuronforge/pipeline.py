@@ -397,6 +397,8 @@ def _compile(state: BuildState, ctx: Context) -> BuildState:
         "seconds": out.seconds,
         "graph_set": out.graph_set,
     }
+    if out.graph_env:  # Neuron backends: the graph-shaping environment (backends.base.graph_env)
+        record["graph_env"] = out.graph_env
     if state.quantized is not None:
         record["quantized"] = state.quantized.info
     synced = sync_cache(ctx.work_dir, toolchain, ctx.store, record)

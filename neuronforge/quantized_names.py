@@ -32,7 +32,7 @@ FP8_BOUNDS: dict[str, float] = {"f8e4m3": 240.0, "f8e5m2": 57344.0}
 
 # Where each quantizable HF weight lives in NxD Inference 0.6's own model (the module tree that
 # neuronx-distributed's `convert` walks): GroupQueryAttention_QKV holds q/k/v as `qkv_proj.Wqkv`
-# (fused_qkv, neuronforge's default) or `qkv_proj.{q,k,v}_proj`, GroupQueryAttention_O holds
+# (fused_qkv, neuronforge's default but for per-tensor targets) or `qkv_proj.{q,k,v}_proj`, GroupQueryAttention_O holds
 # `o_proj.o_proj` (modules/attention/gqa.py, attention_base.py @ v0.6.10598); an MoE layer's experts
 # are two fused modules, `mlp.expert_mlps.mlp_op.{gate_up,down}_proj` (the converters in
 # models/mixtral/modeling_mixtral.py and models/qwen3_moe/modeling_qwen3_moe.py @ v0.6.10598).

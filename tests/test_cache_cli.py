@@ -118,3 +118,46 @@ def test_ls_prints_a_header_or_says_nothing_matches(capsys, tmp_path: Path) -> N
     empty.put_bytes(b"x", "index/k.json")
     assert main(["cache", "ls", empty.root_uri]) == 0
     assert capsys.readouterr().out == f"no compile-cache entries in {empty.uri('neuron-cache')}\n"
+
+
+def _publish_lmi(store, version: str, entries: list[str]) -> str:
+    """A published lmi-neuronx artifact (index entry, manifest, launch/neff-cache.json) whose NEFFs
+    are `entries` of neuronxcc `version`'s compile-cache folder."""
+    from neuronforge import layout
+
+    key = f"lmi-{version}".ljust(64, "0")[:64]
+    prefix = f"artifacts/org/x/rev/lmi/{key[:12]}"
+    store.write_json(f"{prefix}/launch/neff-cache.json", {"compiler_dir": f"neuronxcc-{version}", "entries": entries})
+    manifest = {
+        "cache_key": key,
+        "source": {"location": "org/x"},
+        "toolchain": {"compiler": "neuronxcc", "compiler_version": version},
+        "files": [{"path": "launch/neff-cache.json", "size": 1, "sha256": "-"}],
+        "formats": {},
+    }
+    store.write_json(f"{prefix}/manifest.json", manifest)
+    store.write_json(
+        layout.index_entry(key), {"cache_key": key, "manifest": f"{prefix}/manifest.json", "prefix": prefix}
+    )
+    return f"{prefix}/manifest.json"
+
+
+def test_prune_keeps_the_entries_a_published_artifact_points_at(capsys, tmp_path: Path) -> None:
+    """An lmi-neuronx artifact's compiled_graph_path is the cache root: deleting the entries its
+    neff-cache.json names would leave LMI compiling at start-up. prune keeps and names them."""
+    store = _store(tmp_path)
+    cdir = "neuronxcc-2.21.33363.0+82129205"
+    manifest = _publish_lmi(store, "2.21.33363.0+82129205", ["MODULE_aaaa+d41d8cd9"])
+    store.write_json(f"neuron-cache-sets/{cdir}/g.json", {"entries": ["MODULE_aaaa+d41d8cd9"]})
+    assert main(["cache", "prune", store.root_uri, "--compiler-version", "2.21.33363.0", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert f"kept {cdir}/MODULE_aaaa+d41d8cd9: published artifact {manifest} points at it" in out
+    assert "would delete 1 entries" in out and "kept 1 that published artifacts point at" in out
+    assert main(["cache", "prune", store.root_uri, "--compiler-version", "2.21.33363.0+82129205"]) == 0
+    assert store.exists(f"neuron-cache/{cdir}/MODULE_aaaa+d41d8cd9/model.done")
+    assert not store.list(f"neuron-cache/{cdir}/MODULE_bbbb+d41d8cd9")  # not referenced: deleted
+    assert store.exists(f"neuron-cache-sets/{cdir}/g.json")  # its folder is in use: graph sets stay
+    # another version's artifact keeps nothing of this one
+    _publish_lmi(store, "2.22.12471.0+b4a00d10", ["MODULE_aaaa+d41d8cd9"])
+    assert main(["cache", "prune", store.root_uri, "--compiler-version", "2.22.12471.0+b4a00d10"]) == 0
+    assert not store.list("neuron-cache/neuronxcc-2.22.12471.0+b4a00d10")

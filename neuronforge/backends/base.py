@@ -15,6 +15,8 @@ the jobs below names that interpreter.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -46,6 +48,8 @@ class CompileJob:
     preseed: list[str] | None = None  # cache entries a compile of the same graph set recorded
     quantized_dir: Path | None = None  # the quantize stage's output (NxD Inference format)
     python: ToolchainPython | None = None  # the toolchain's interpreter (Neuron backends)
+    # The graph-shaping variables the compile ran with (`graph_env`), for the manifest's compile record.
+    graph_env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -174,6 +178,7 @@ class Backend:
         from neuronforge.compile_cache import compile_through_cache
 
         spec, env = self.compile_request(job)
+        job.graph_env = graph_env(env)
         job.out.mkdir(parents=True, exist_ok=True)
 
         def child() -> list[str]:
@@ -206,6 +211,34 @@ class Backend:
     def generation(self, job: GenerateJob, result: dict[str, Any]) -> Generation:
         """The toolchain's `generate` result as the smoke judge reads it."""
         return generation_rows(result)
+
+
+# Environment variables that change what the Neuron compiler and torch-xla build, so the graphs a
+# cache entry holds: the compiler's flags (their md5 names the entry, but the HLO hash does not see
+# them all) and torch-xla's XLA_* switches (XLA_USE_BF16, XLA_DOWNCAST_BF16, XLA_FLAGS, ...), which
+# change the HLO itself. The compile's child inherits the worker's environment (`interpreter.child_env`).
+GRAPH_ENV_NAMES = frozenset({"NEURON_CC_FLAGS"})
+GRAPH_ENV_PREFIXES = ("XLA_",)
+
+
+def _shapes_graphs(name: str) -> bool:
+    return name in GRAPH_ENV_NAMES or name.startswith(GRAPH_ENV_PREFIXES)
+
+
+def graph_env(declared: Mapping[str, str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The graph-shaping variables a compile runs with: those the backend sets (`declared`, from the
+    profile and target), returned for the manifest. One set in the worker's environment that the
+    backend does not set would change the graphs without any record, and the cache key would not
+    see it: refused before compiling, naming it."""
+    environ = os.environ if environ is None else environ
+    stray = sorted(k for k, v in environ.items() if v and _shapes_graphs(k) and k not in declared)
+    if stray:
+        raise InvalidInput(
+            f"compile: {stray[0]}={environ[stray[0]]!r} is set in the worker's environment but not by the "
+            f"profile or target{f' (also {stray[1:]})' if stray[1:] else ''}: it changes the compiled graphs "
+            "and neither the cache key nor the manifest would record it; unset it on the worker"
+        )
+    return {k: v for k, v in sorted(declared.items()) if _shapes_graphs(k) or k == "NEURON_PLATFORM_TARGET_OVERRIDE"}
 
 
 def neuron_compile_env(target: TargetSpec, cache_root: Path, flags: tuple[str, ...]) -> dict[str, str]:

@@ -79,7 +79,7 @@ def neuron_config_kwargs(
         "torch_dtype": TORCH_DTYPE_NAMES[t.dtype],
         "logical_nc_config": t.logical_nc_config,
         "enable_bucketing": bool(t.context_encoding_buckets or t.token_generation_buckets),
-        "fused_qkv": bool(options.pop("fused_qkv", True)),
+        "fused_qkv": fused_qkv(t, options.pop("fused_qkv", None)),
         # Greedy sampling on device: the smoke test compares greedy tokens.
         "on_device_sampling_config": {"do_sample": False} if options.pop("on_device_sampling", True) else None,
         # Save the sharded weights with the compiled model, so the artifact loads without the checkpoint.
@@ -92,6 +92,35 @@ def neuron_config_kwargs(
     kw.update(neuron_config_quantization(t, quantized_checkpoint))
     kw.update(options)
     return kw
+
+
+# NxD Inference v0.6.10598 (e07f0567) models/llama/modeling_llama.py `convert_state_dict_to_fused_qkv`
+# torch.cat's the q/k/v `scale` tensors of a quantized layer into `Wqkv.scale`: three per-tensor
+# scales (shape [1] each) become a [3] tensor, while the fused per-tensor quantized layer's scale
+# parameter is [1] (neuronx-distributed v2.26.0 quantization layers), so loading fails. Per-channel
+# scales ([out, 1]) concatenate into the fused layer's [q+k+v, 1] and load.
+FUSED_QKV_PER_TENSOR = (
+    "NxD Inference 0.6.10598 models/llama/modeling_llama.py convert_state_dict_to_fused_qkv concatenates "
+    "the q/k/v scales into a [3] tensor, the per-tensor quantized Wqkv's scale is [1]"
+)
+
+
+def per_tensor_quantized(target: TargetSpec) -> bool:
+    q = target.quantization
+    return q.enabled and q.method == "per_tensor_symmetric"
+
+
+def fused_qkv(target: TargetSpec, asked: Any = None) -> bool:
+    """Fused QKV unless asked otherwise — and never for a per-tensor quantized target
+    (`FUSED_QKV_PER_TENSOR`): off by default there, refused when asked for."""
+    if per_tensor_quantized(target):
+        if asked:
+            raise InvalidInput(
+                f"nxdi backend: backend_options fused_qkv=true with quantization {target.quantization.slug}: "
+                f"{FUSED_QKV_PER_TENSOR}; drop fused_qkv (it is off for per-tensor targets) or quantize per_channel"
+            )
+        return False
+    return True if asked is None else bool(asked)
 
 
 def child_spec(model_type: str, model_path: Path, out: Path, kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -98,12 +98,21 @@ RULE_PROPS = f"{_SRC}/properties_manager/tnx_properties.py"
 RULE_CONFIGS = f"{_SRC}/transformers_neuronx.py set_configs"
 RULE_LOADER = f"{_SRC}/neuron_utils/model_loader.py TNXModelLoader"
 RULE_CACHE_PATH = f"{RULE_PROPS} compiled_path_validator; {RULE_LOADER}.maybe_compile_model"
+# The front end's dynamic-batching size (rolling_batch=disable) is the model's top-level `batch_size`
+# property, else the server's `batch_size` (djl-serving afece25d = 1132e3ab~1: wlm ModelInfo
+# configPerModelSettings); the env only sets the server's, as SERVING_BATCH_SIZE (serving ConfigManager:
+# SERVING_<KEY> -> <key>), since OPTION_* variables become `option.*` properties only.
+RULE_FRONT_BATCH = (
+    "djl-serving afece25d wlm/ModelInfo.java configPerModelSettings (batch_size, else the server's); "
+    "serving/util/ConfigManager.java (SERVING_BATCH_SIZE -> batch_size)"
+)
 RULE_AUTO = "djl-serving wlm LmiConfigRecommender: rolling_batch=auto is tnx below max_rolling_batch_size 12, else vllm"
 RULE_TNX_LOAD = "aws-neuron/transformers-neuronx 0.13 (1ade6d74) base.py load / _load_compiled_artifacts"
 RULE_TNX_WEIGHTS = "aws-neuron/transformers-neuronx 0.13 (1ade6d74) module.py PretrainedModel.from_pretrained"
 
 PROPERTIES_FILE = "serving.properties"
 ENV_FILE = "lmi.env"
+FRONT_BATCH_ENV = "SERVING_BATCH_SIZE"
 CACHE_FILE = "neff-cache.json"  # the cache entries and the load the build was compiled for
 MODEL_DIR = "model"  # split/model/: config, safetensors, tokenizer
 # model_loader.py MODEL_TYPE_TO_CLS_LOADER: the architectures LMI loads with transformers-neuronx
@@ -547,6 +556,8 @@ class LmiNeuronxProfile(ServingProfile):
                 if k.startswith("option.") and k != "option.model_id"
             }
         )
+        if "batch_size" in props:  # dynamic batching: the front end's batch size (RULE_FRONT_BATCH)
+            env[FRONT_BATCH_ENV] = props["batch_size"]
         env_text = (
             header
             + "# The same as serving.properties, for `docker run --env-file` (values are taken verbatim).\n"
@@ -721,6 +732,13 @@ class LmiNeuronxProfile(ServingProfile):
         if env_to_properties(env) != options:
             diff = sorted(set(env_to_properties(env).items()) ^ set(options.items()))
             out.append(f"{ENV_FILE} and {PROPERTIES_FILE} disagree on {diff[:4]}")
+        front = props.get("batch_size")
+        if front is not None and env.get(FRONT_BATCH_ENV) != front:
+            out.append(
+                f"{ENV_FILE}: {FRONT_BATCH_ENV}={env.get(FRONT_BATCH_ENV)!r}, but {PROPERTIES_FILE} has "
+                f"batch_size={front}: with the env file alone the front end batches "
+                f"{env.get(FRONT_BATCH_ENV) or 1} request(s) for graphs compiled for {front} ({RULE_FRONT_BATCH})"
+            )
         want = cache.get("neuron_compile_cache_url")
         if want and env.get("NEURON_COMPILE_CACHE_URL") != want:
             out.append(

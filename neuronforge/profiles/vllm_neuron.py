@@ -32,7 +32,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from neuronforge.backends.child import TOKENIZER_FILES
-from neuronforge.backends.nxdi import BACKEND, PASSTHROUGH_OPTIONS, neuron_config_kwargs
+from neuronforge.backends.nxdi import (
+    BACKEND,
+    FUSED_QKV_PER_TENSOR,
+    PASSTHROUGH_OPTIONS,
+    neuron_config_kwargs,
+    per_tensor_quantized,
+)
 from neuronforge.backends.nxdi_quantization import quantization_problems
 from neuronforge.profiles.base import (
     LAUNCH_DIR,
@@ -374,6 +380,12 @@ class VllmNeuronProfile(ServingProfile):
                 f"vllm-neuron uses one block of --max-model-len per sequence ({RULE_PLATFORM})"
             )
         out += quantization_problems(target, model_type)
+        if per_tensor_quantized(t) and options.get("fused_qkv"):
+            out.append(
+                f"backend_options fused_qkv=true with quantization {t.quantization.slug}: {FUSED_QKV_PER_TENSOR}, "
+                "so the build cannot load; drop fused_qkv (neuronforge turns it off for per-tensor targets) or "
+                "quantize per_channel"
+            )
         return out
 
     def _prefix_caching_problems(self, t: TargetSpec) -> list[str]:
@@ -519,8 +531,21 @@ class VllmNeuronProfile(ServingProfile):
         problems = self._compiled_files(folder, nc)
         problems += self._served_folder(folder)
         problems += self._target_fields(nc, artifact.target)
+        problems += self._fused_qkv(nc)
         problems += self._launch(artifact.root, nc)
         return problems
+
+    def _fused_qkv(self, nc: dict[str, Any]) -> list[str]:
+        """A per-tensor quantized build with fused QKV does not load (`FUSED_QKV_PER_TENSOR`)."""
+        per_tensor = (
+            nc.get("quantized") and nc.get("quantization_type", "per_tensor_symmetric") == "per_tensor_symmetric"
+        )
+        if per_tensor and nc.get("fused_qkv"):
+            return [
+                f"{self.folder}/{NEURON_CONFIG}: fused_qkv=true with per-tensor quantization: {FUSED_QKV_PER_TENSOR}, "
+                "so load() fails on the scale shape; compile again without fused_qkv (or per_channel)"
+            ]
+        return []
 
     def _compiled_files(self, folder: Path, nc: dict[str, Any]) -> list[str]:
         out = []

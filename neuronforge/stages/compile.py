@@ -42,6 +42,7 @@ class CompileOutput:
     compiler_invocations: int = 0
     seconds: float = 0.0
     graph_set: str | None = None  # Neuron backends: the graph-set key its entries are recorded under
+    graph_env: dict[str, str] = field(default_factory=dict)  # the graph-shaping variables it ran with
 
 
 def compile_cache(work_dir: Path, toolchain: Toolchain, store: ArtifactStore | None) -> CompileCache:
@@ -82,7 +83,12 @@ def compile_target(inp: CompileInput, store: ArtifactStore | None = None) -> Com
     )
     result = profile.backend.compile(job)
     return CompileOutput(
-        build, result.graphs, result.compiler_invocations, round(time.monotonic() - started, 3), graph_set
+        build,
+        result.graphs,
+        result.compiler_invocations,
+        round(time.monotonic() - started, 3),
+        graph_set,
+        job.graph_env,
     )
 
 

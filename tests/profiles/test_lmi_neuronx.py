@@ -261,6 +261,9 @@ def test_the_published_artifact_is_what_lmi_loads(published_s3: tuple, artifact:
     ]
     assert "neuron" not in json.loads((artifact.root / "split/model/config.json").read_text())
     assert PROFILE.preflight(artifact) == []
+    # the graph-shaping environment the compile ran with is recorded (backends.base.graph_env)
+    graph_env = out.published.manifest["compile"]["graph_env"]
+    assert graph_env["NEURON_CC_FLAGS"] == cache["neuron_cc_flags"] and "NEURON_COMPILE_CACHE_URL" not in graph_env
     assert out.published.manifest["formats"]["split"] == "split/model"  # relative: the store renders it
     assert out.published.uris["split"] == f"{store.uri(out.published.prefix)}/split/model"
 
@@ -576,3 +579,54 @@ def test_what_lmi_or_gptj_would_reject_is_named_by_preflight(gptj_file_store: tu
     shutil.copytree(gptj_file_store[0], root)
     t = target(batch_size=2, sequence_length=64).normalized()
     assert_named(PROFILE, Artifact(root, t, TOOLCHAIN), GPTJ_BROKEN, case)
+
+
+def test_dynamic_batching_env_file_carries_the_front_ends_batch_size(tmp_path: Path) -> None:
+    """djl-serving afece25d ModelInfo.configPerModelSettings: with rolling_batch=disable the front end
+    batches `batch_size` requests (the model's property, else the server's SERVING_BATCH_SIZE);
+    OPTION_BATCH_SIZE only reaches the handler. lmi.env alone must carry the front end's size too,
+    and preflight names an env file without it."""
+    from neuronforge.backends.tnx import LOAD_FILE
+    from neuronforge.profiles.base import LaunchContext
+    from neuronforge.profiles.lmi_neuronx import ENV_FILE, PROPERTIES_FILE, parse_properties, read_env_file
+
+    build = tmp_path / "build"
+    build.mkdir()
+    from neuronforge.profiles.lmi_neuronx import LMI_CC_FLAGS
+
+    record = {"model_type": "llama", "kwargs": {}, "cache_entries": [], "neuron_cc_flags": LMI_CC_FLAGS}
+    (build / LOAD_FILE).write_text(json.dumps(record))
+    t = target(backend_options={"rolling_batch": "disable"}).normalized()
+    ctx = LaunchContext(t, TOOLCHAIN, "s3://b/artifacts/k", "s3://b/neuron-cache", "llama", LLAMA, build)
+    files = PROFILE.launch_spec(ctx)
+    launch = tmp_path / "launch"
+    launch.mkdir()
+    for name, text in files.items():
+        (launch / name).write_text(text)
+    env = read_env_file(launch / ENV_FILE)
+    assert env["SERVING_BATCH_SIZE"] == env["OPTION_BATCH_SIZE"] == "4"
+    properties = parse_properties(files[PROPERTIES_FILE])
+    cache = json.loads(files["neff-cache.json"])
+    assert not PROFILE._env_problems(launch, properties, cache)
+    (launch / ENV_FILE).write_text(files[ENV_FILE].replace("SERVING_BATCH_SIZE=4\n", ""))
+    assert any("SERVING_BATCH_SIZE=None" in p for p in PROFILE._env_problems(launch, properties, cache))
+    # rolling batch: the front end does not batch, nothing to carry
+    rolling = PROFILE.launch_spec(LaunchContext(target(), TOOLCHAIN, "s3://b/a/k", "s3://b/c", "llama", LLAMA, build))
+    assert "SERVING_BATCH_SIZE" not in rolling[ENV_FILE]
+
+
+def test_a_graph_shaping_variable_the_profile_does_not_set_is_refused_before_compiling() -> None:
+    """XLA_* and NEURON_CC_FLAGS change the compiled graphs; the compile's child inherits the worker's
+    environment, so one the backend does not set itself would go unrecorded: refused, named."""
+    from neuronforge.backends.base import graph_env
+
+    declared = {"NEURON_CC_FLAGS": "-O1", "NEURON_COMPILE_CACHE_URL": "/c", "NEURON_PLATFORM_TARGET_OVERRIDE": "trn1"}
+    recorded = {"NEURON_CC_FLAGS": "-O1", "NEURON_PLATFORM_TARGET_OVERRIDE": "trn1"}
+    # the worker's own NEURON_CC_FLAGS is replaced by the declared one: fine
+    assert graph_env(declared, {"NEURON_CC_FLAGS": "-O3", "PATH": "/bin"}) == recorded
+    stray = r"^compile: XLA_FLAGS='--x' is set in the worker's environment.*also \['XLA_USE_BF16'\]"
+    with pytest.raises(InvalidInput, match=stray):
+        graph_env(declared, {"XLA_USE_BF16": "1", "XLA_FLAGS": "--x"})
+    with pytest.raises(InvalidInput, match="NEURON_CC_FLAGS='-O3'"):
+        graph_env({"NEURON_COMPILE_CACHE_URL": "/c"}, {"NEURON_CC_FLAGS": "-O3"})
+    assert graph_env(declared, {"XLA_USE_BF16": ""}) == recorded  # empty: unset

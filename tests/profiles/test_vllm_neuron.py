@@ -368,6 +368,15 @@ BROKEN: dict[str, tuple[Callable[[Path], None], str]] = {
         edit_json("nxdi/neuron_config.json", lambda d: d["neuron_config"].update(batch_size=8)),
         "nxdi/neuron_config.json: batch_size=8, the target says 4",
     ),
+    "per-tensor quantized with fused QKV": (
+        edit_json(
+            "nxdi/neuron_config.json",
+            lambda d: d["neuron_config"].update(
+                fused_qkv=True, quantized=True, quantization_type="per_tensor_symmetric"
+            ),
+        ),
+        "nxdi/neuron_config.json: fused_qkv=true with per-tensor quantization",
+    ),
     # the launch files (V/loader _get_compiled_model_path; N/config _get_lnc)
     "no serve.sh": (delete("launch/serve.sh"), "launch/serve.sh: missing"),
     "artifacts elsewhere": (
@@ -430,3 +439,28 @@ def test_a_quantized_launch_names_no_worker_path_and_still_matches(tmp_path: Pat
     assert launch_mismatches(compiled, launch) == []
     compiled["quantization_type"] = "per_tensor_symmetric"
     assert any("compiled quantization_type='per_tensor_symmetric'" in m for m in launch_mismatches(compiled, launch))
+
+
+# -- fused QKV and per-tensor scales (N/modeling_llama convert_state_dict_to_fused_qkv @ v0.6.10598) -----
+def test_per_tensor_quantized_targets_compile_without_fused_qkv(tmp_path: Path) -> None:
+    """The q/k/v per-tensor scales ([1] each) would be concatenated into [3] for a [1] parameter: fused
+    QKV is off for per-tensor targets, on for per-channel ones, in the build and in the launch."""
+    per_tensor = target(quantization="int8:per_tensor")
+    assert settings(per_tensor, tmp_path)["fused_qkv"] is False
+    flags = PROFILE.launch_command_flags(per_tensor)
+    assert flags["additional_config"]["override_neuron_config"]["fused_qkv"] is False
+    assert settings(target(quantization="int8:per_channel"), tmp_path)["fused_qkv"] is True
+    assert settings(target(), tmp_path)["fused_qkv"] is True
+
+
+def test_fused_qkv_asked_for_a_per_tensor_target_is_refused(tmp_path: Path) -> None:
+    t = target(quantization="f8e4m3:per_tensor", backend_options={"fused_qkv": True})
+    assert any(
+        "fused_qkv=true with quantization f8e4m3" in p and "convert_state_dict_to_fused_qkv" in p
+        for p in PROFILE.problems(t, "llama")
+    )
+    assert not any("fused_qkv" in p for p in PROFILE.problems(target(quantization="int8:per_tensor"), "llama"))
+    from neuronforge.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="fused_qkv=true with quantization"):
+        settings(t, tmp_path)
