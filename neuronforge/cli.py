@@ -897,9 +897,10 @@ def cmd_cache(args: argparse.Namespace) -> int:
             raise InvalidInput("cache prune needs --compiler-version VERSION and/or --incomplete")
         from neuronforge.gc import referenced_cache_entries
 
+        # (folder, entry) -> the manifest of a published artifact that points at it: kept, and named below
         referenced: dict[tuple[str, str], str] = {}
 
-        def keep(chosen: list) -> set[tuple[str, str]]:
+        def keep(chosen: list) -> set[tuple[str, str]]:  # what prune_store must not delete
             referenced.update(referenced_cache_entries(store, chosen))
             return set(referenced)
 
