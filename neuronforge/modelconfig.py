@@ -519,24 +519,6 @@ def load_config(path: Path) -> dict[str, Any]:
     return data
 
 
-# Linear weights that weight quantization converts (NxD Inference quantizes decoder linears and
-# keeps embeddings, norms and the LM head in the model dtype).
-QUANTIZED_LINEAR = re.compile(
-    r"^model\.layers\.\d+\.(self_attn\.(q|k|v|o|qkv)_proj|mlp\.(gate|up|down|gate_up)_proj"
-    r"|block_sparse_moe\.experts\.\d+\.w[123]|mlp\.experts\.\d+\.(gate|up|down)_proj)\.weight$"
-    # the transformers-neuronx guide's families (transformers' names; GPT-2 and BLOOM checkpoints may
-    # drop the `transformer.` prefix): attention and MLP linears. Embeddings, position tables,
-    # LayerNorms, biases, OPT's project_in/out and the LM head (tied to the embeddings in GPT-2, OPT
-    # and BLOOM; GPT-J's lm_head, GPT-NeoX's embed_out) stay in the model dtype — what
-    # transformers-neuronx's int8 weight quantization covers too (attention and MLP weights only).
-    r"|^(?:transformer\.)?h\.\d+\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.weight$"
-    r"|^model\.decoder\.layers\.\d+\.(self_attn\.(q|k|v|out)_proj|fc1|fc2)\.weight$"
-    r"|^(?:transformer\.)?h\.\d+\.(self_attention\.(query_key_value|dense)|mlp\.(dense_h_to_4h|dense_4h_to_h))\.weight$"
-    r"|^transformer\.h\.\d+\.(attn\.(q|k|v|out)_proj|mlp\.(fc_in|fc_out))\.weight$"
-    r"|^gpt_neox\.layers\.\d+\.(attention\.(query_key_value|dense)|mlp\.(dense_h_to_4h|dense_4h_to_h))\.weight$"
-)
-
-
 # GPT-2's Conv1D weights are stored (in, out): their output channels, which per-channel scales
 # follow, are the second dimension.
 TRANSPOSED_LINEAR = re.compile(r"^(?:transformer\.)?h\.\d+\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.weight$")

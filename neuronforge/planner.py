@@ -29,8 +29,9 @@ from typing import Any
 from neuronforge.backends.tnx_classes import class_problems, guide_tps
 from neuronforge.checkpoint import SAFETENSORS_DTYPES, TensorInfo
 from neuronforge.instances import GIB, INSTANCES, InstanceType
-from neuronforge.modelconfig import QUANTIZED_LINEAR, TRANSPOSED_LINEAR, ModelArch, gqa_strategy
+from neuronforge.modelconfig import TRANSPOSED_LINEAR, ModelArch, gqa_strategy
 from neuronforge.profiles.registry import profile_of, target_problems
+from neuronforge.quantized_names import QUANTIZABLE
 from neuronforge.target import DTYPE_BYTES, Quantization, TargetSpec
 
 RUNTIME_RESERVE = 2 * GIB
@@ -102,7 +103,7 @@ class Plan:
 # -- memory arithmetic ----------------------------------------------------------------------------
 def _tensor_bytes(name: str, shape: tuple[int, ...], dtype_bytes: int, quant: Quantization) -> int:
     numel = math.prod(shape)
-    if quant.enabled and QUANTIZED_LINEAR.match(name) and len(shape) == 2:
+    if quant.enabled and QUANTIZABLE.match(name) and len(shape) == 2:  # what the quantizer converts
         out_channels = shape[1] if TRANSPOSED_LINEAR.match(name) else shape[0]
         scales = out_channels if quant.method == "per_channel_symmetric" else 1
         return numel * 1 + scales * FP32

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from neuronforge.errors import InvalidInput
-from neuronforge.modelconfig import QUANTIZED_LINEAR, ModelArch
+from neuronforge.modelconfig import ModelArch
 from neuronforge.quantized_names import QUANTIZABLE
 
 CONFIGS = Path(__file__).resolve().parent / "data" / "model-configs"
@@ -134,8 +134,16 @@ def test_quantized_tensor_names(name: str, quantized: set[str], kept: set[str]) 
     assert ("lm_head.weight" in names) == (name == "EleutherAI--gpt-j-6b")
 
 
-def test_the_planner_and_the_quantizer_share_one_rule() -> None:
-    assert QUANTIZED_LINEAR.pattern == QUANTIZABLE.pattern
+@pytest.mark.parametrize("name", FAMILIES)
+def test_the_planner_and_the_quantizer_share_one_rule(name: str) -> None:
+    """The planner counts int8 bytes for exactly the tensors the quantizer converts."""
+    from neuronforge.planner import _tensor_bytes
+    from neuronforge.target import Quantization
+
+    int8 = Quantization(dtype="int8", method="per_tensor_symmetric")
+    for _, tensor, shape in arch(name).tensors():
+        as_int8 = _tensor_bytes(tensor, shape, 2, int8) < _tensor_bytes(tensor, shape, 2, Quantization())
+        assert as_int8 == (bool(QUANTIZABLE.match(tensor)) and len(shape) == 2), tensor
 
 
 def test_family_fields() -> None:
