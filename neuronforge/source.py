@@ -87,6 +87,15 @@ def model_name(source: str | ModelSource | dict[str, Any]) -> str:
         return str(source)
 
 
+def _existing_path(text: str) -> bool:
+    """Whether `text` names something on this host. Text no file system can name (a component
+    over 255 bytes, a NUL) names nothing: it is refused as a Hub id, not an OSError's traceback."""
+    try:
+        return Path(text).expanduser().exists()
+    except (OSError, ValueError):
+        return False
+
+
 def safe_component(text: str) -> str:
     """A store path component: letters, digits, `.`, `_`, `-` only."""
     cleaned = _SAFE.sub("-", text).strip("-.")
@@ -124,7 +133,7 @@ class ModelSource:
             return cls("local", str(Path(text[7:]).expanduser().resolve()))
         if text.startswith("hf://"):
             return cls._parse_hub(text[5:], original=text)
-        if text.startswith(("/", "./", "../", "~")) or Path(text).expanduser().exists():
+        if text.startswith(("/", "./", "../", "~")) or _existing_path(text):
             return cls("local", str(Path(text).expanduser().resolve()))
         return cls._parse_hub(text, original=text)
 

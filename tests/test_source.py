@@ -85,6 +85,8 @@ def test_select_files_refuses_pickle_only_unless_allowed() -> None:
         ({"kind": "hf", "location": "org/model"}, "org/model"),
         ("s3://bucket/models/x/", "s3://bucket/models/x"),
         ("not a source!", "not a source!"),
+        ("L" * 100_000, "L" * 100_000),  # no file system names it (was an OSError: name too long)
+        ("nul\x00byte", "nul\x00byte"),  # nor a NUL
     ],
 )
 def test_one_canonical_model_name(given, name: str) -> None:
@@ -93,3 +95,11 @@ def test_one_canonical_model_name(given, name: str) -> None:
     from neuronforge.source import model_name
 
     assert model_name(given) == name
+
+
+@pytest.mark.parametrize("text", ["L" * 100_000, "nul\x00byte"])
+def test_text_no_file_system_names_is_refused_in_one_sentence(text: str) -> None:
+    """A model source too long for a path, or holding a NUL, is not a Hub id: InvalidInput, not an
+    OSError from asking the file system whether it exists."""
+    with pytest.raises(InvalidInput, match="is not a Hub id"):
+        ModelSource.parse(text)

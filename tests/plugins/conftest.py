@@ -26,6 +26,20 @@ from neuronforge.target import TargetSpec
 from tests.conftest import TARGET, Compiled
 
 REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+NEEDS_CHROMIUM = pytest.mark.skipif(
+    not Path(CHROMIUM).exists(), reason="needs Debian's chromium (apt-get install chromium; .ci/run does)"
+)
+# As root in a closed network: no sandbox, and none of Chromium's background connections.
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def _free_port() -> int:
@@ -69,7 +83,8 @@ def seeded_store(compiled: Compiled, tmp_path_factory: pytest.TempPathFactory) -
 
 @pytest.fixture(scope="module")
 def server(seeded_store: Path, tmp_path_factory: pytest.TempPathFactory):
-    """`airflow api-server` with the repo's plugins folder; yields (base URL, admin password)."""
+    """`airflow api-server` with the repo's plugins folder over `seeded_store` (a test module
+    serves another store by defining its own `seeded_store` fixture); yields (base URL, admin password)."""
     home = tmp_path_factory.mktemp("airflow-api")
     port = _free_port()
     env = {
@@ -105,6 +120,17 @@ def server(seeded_store: Path, tmp_path_factory: pytest.TempPathFactory):
         proc.terminate()
         proc.wait(timeout=30)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium (Debian's, driven by playwright), one per test module."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()
 
 
 def http_get(url: str, token: str | None = None, cookie: str | None = None) -> tuple[int, bytes]:

@@ -21,22 +21,9 @@ from neuronforge import farm_index, layout
 from neuronforge.stores import open_store
 from neuronforge.target import TargetSpec
 from tests.conftest import TARGET, Compiled
-from tests.plugins.conftest import REPO
+from tests.plugins.conftest import NEEDS_CHROMIUM, REPO
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-pytestmark = pytest.mark.skipif(
-    not Path(CHROMIUM).exists(), reason="needs Debian's chromium (apt-get install chromium; .ci/run does)"
-)
-# As root in a closed network: no sandbox, and none of Chromium's background connections.
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+pytestmark = NEEDS_CHROMIUM
 
 
 # Two more builds of the published target, differing from it only in max_context_length; one of them
@@ -96,16 +83,6 @@ def shots() -> Path:
     folder = Path(os.environ.get("NEURONFORGE_TEST_ARTIFACTS", REPO / "test-artifacts")) / "ui"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture
