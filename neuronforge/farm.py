@@ -13,6 +13,7 @@ catalog target naming the bare profile follows; a new Neuron SDK release) is ano
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -70,6 +71,14 @@ def _stale(profile: str, newest: dict[str, str]) -> bool:
     return bool(profile) and name in newest and newest[name] != profile
 
 
+def _measure(value: Any) -> float | None:
+    """A latency or a duration as the index's writer records it (a finite number), else None: a
+    record that says otherwise (a string, NaN, a boolean) is shown without it, not a failed page."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
 def row_of(store: ArtifactStore, e: Entry, newest: dict[str, str]) -> FarmRow:
     """A farm-index entry as a row, with URIs of the store being read (no request)."""
     from neuronforge.published import format_uris
@@ -91,13 +100,17 @@ def row_of(store: ArtifactStore, e: Entry, newest: dict[str, str]) -> FarmRow:
         row.message = f"built for {e.profile}; the workers' toolchain is now {now}" if stale else ""
         row.revision = str(p.get("revision", ""))
         row.compiler_version = str(p.get("compiler_version", ""))
-        row.size_bytes = p.get("size_bytes")
-        row.ttft_ms, row.per_token_ms = p.get("ttft_ms"), p.get("per_token_ms")
-        row.cpu_seconds, row.neuron_seconds = p.get("cpu_seconds"), p.get("neuron_seconds")
+        size = p.get("size_bytes")
+        row.size_bytes = size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else None
+        row.ttft_ms, row.per_token_ms = _measure(p.get("ttft_ms")), _measure(p.get("per_token_ms"))
+        row.cpu_seconds, row.neuron_seconds = _measure(p.get("cpu_seconds")), _measure(p.get("neuron_seconds"))
         row.at, row.run_id = str(p.get("at", "")), str(p.get("run_id", ""))
         row.artifact_uri, row.manifest_uri = store.uri(prefix), store.uri(str(p.get("manifest", "")))
-        row.uris = format_uris(store, prefix, dict(p.get("formats") or {}))
-        row.launch = {name: store.uri(f"{prefix}/launch/{name}") for name in p.get("launch") or ()}
+        formats, launch = p.get("formats"), p.get("launch")
+        formats = {str(k): str(v) for k, v in formats.items()} if isinstance(formats, dict) else {}
+        row.uris = format_uris(store, prefix, formats)
+        names = [str(n) for n in launch] if isinstance(launch, list) else []
+        row.launch = {name: store.uri(f"{prefix}/launch/{name}") for name in names}
     elif row.status in ("failed", "smoke-failed") and e.failure is not None:
         f = e.failure
         row.stage, row.message, row.at, row.run_id = (
