@@ -263,12 +263,46 @@ def _shown(text: str, *expected: str) -> None:
 
 
 def test_the_catalog_page_shows_hostile_data_as_text(tab, hostile: SimpleNamespace) -> None:
+    _shown(_visit(tab, "/neuronforge/"), SCRIPT)  # the default page
     text = _visit(tab, "/neuronforge/?per_page=500")
     _shown(text, *PAYLOADS.values(), SCRIPT + UNICODE, f"/srv/models/{SVG}{TEMPLATE}", SVG, IMG, ATTR)
-    assert "Internal Server Error" not in text
-    # each artifact link leads into the catalog, whatever the key says
-    hrefs = tab.eval_on_selector_all("#rows a, #matrix a", "as => as.map(a => a.href)")
-    assert hrefs and all(h.startswith(f"{tab.url.split('/neuronforge/')[0]}/neuronforge/artifacts/") for h in hrefs)
+    # each row's cells hold exactly what the store says: model, profile, target; status and message
+    rows = {
+        cells[1]: cells
+        for cells in tab.eval_on_selector_all("#rows tr.row", "rs => rs.map(r => [...r.cells].map(c => c.innerText))")
+    }
+    for f in hostile.failures.values():
+        assert f.error.removesuffix("…") in rows[f.model][4]
+    assert rows[FORGED["model"]][2:4] == [ATTR, SVG]  # the forged record's profile and target
+    assert IMG in tab.eval_on_selector_all("#filter-instance option", "os => os.map(o => o.value)")  # its instance
+    # each artifact link leads into the catalog, whatever the key says; each opens a page or a 404
+    base = tab.url.split("/neuronforge/")[0]
+    hrefs = set(tab.eval_on_selector_all("#rows a, #matrix a", "as => as.map(a => a.href)"))
+    assert len(hrefs) == len(hostile.failures) + 3  # + the published artifact, the build, the forged row
+    for href in sorted(hrefs):
+        assert href.startswith(f"{base}/neuronforge/artifacts/"), href
+        _visit(tab, href.removeprefix(base), (200, 404))
+
+
+def test_the_watch_sees_what_a_csp_blocks(context, server) -> None:
+    """The check of every page can fail: under a CSP, an injected handler is blocked and reported."""
+    base, _ = server
+    page = context.new_page()
+    probe = f"{base}/neuronforge/csp-probe"
+    page.route(
+        probe,
+        lambda route: route.fulfill(
+            status=200,
+            headers={"Content-Type": "text/html", "Content-Security-Policy": "script-src 'self'"},
+            body=f"<p>{IMG}</p>",
+        ),
+    )
+    page.goto(probe)
+    page.wait_for_function("() => window.__violations.length > 0", timeout=5000)
+    found = page.evaluate(INSPECT)
+    assert found["pwned"] == "undefined" and found["made"] == ["IMG onerror=window.__pwned=1"]
+    assert found["violations"][0]["directive"].startswith("script-src")
+    page.close()
 
 
 @pytest.mark.parametrize("name", ["model", "profile", "instance", "status"])
