@@ -40,8 +40,6 @@ from neuronforge.target import TargetSpec
 from tests.conftest import TARGET
 from tests.plugins.conftest import NEEDS_CHROMIUM
 
-pytestmark = NEEDS_CHROMIUM
-
 SCRIPT = "<script>window.__pwned=1</script>"
 IMG = '"><img src=x onerror="window.__pwned=1">'
 ATTR = "'onmouseover='window.__pwned=1"
@@ -262,6 +260,7 @@ def _shown(text: str, *expected: str) -> None:
     assert "tpl49end" not in text  # {{7*7}} / ${7*7} evaluated by a template
 
 
+@NEEDS_CHROMIUM
 def test_the_catalog_page_shows_hostile_data_as_text(tab, hostile: SimpleNamespace) -> None:
     _shown(_visit(tab, "/neuronforge/"), SCRIPT)  # the default page
     text = _visit(tab, "/neuronforge/?per_page=500")
@@ -284,6 +283,7 @@ def test_the_catalog_page_shows_hostile_data_as_text(tab, hostile: SimpleNamespa
         _visit(tab, href.removeprefix(base), (200, 404))
 
 
+@NEEDS_CHROMIUM
 def test_the_watch_sees_what_a_csp_blocks(context, server) -> None:
     """The check of every page can fail: under a CSP, an injected handler is blocked and reported."""
     base, _ = server
@@ -305,6 +305,7 @@ def test_the_watch_sees_what_a_csp_blocks(context, server) -> None:
     page.close()
 
 
+@NEEDS_CHROMIUM
 @pytest.mark.parametrize("name", ["model", "profile", "instance", "status"])
 def test_a_hostile_filter_value_is_shown_as_text(tab, name: str) -> None:
     for label, payload in SHORT.items():
@@ -319,6 +320,7 @@ def test_a_hostile_filter_value_is_shown_as_text(tab, name: str) -> None:
         _visit(tab, f"/neuronforge/?{urlencode({name: SVG})}", (400,))
 
 
+@NEEDS_CHROMIUM
 def test_each_artifact_page_shows_hostile_data_as_text(tab, hostile: SimpleNamespace) -> None:
     text = _visit(tab, f"/neuronforge/artifacts/{hostile.published}")
     _shown(
@@ -359,6 +361,7 @@ def _json(context, path: str):
     return response.json()
 
 
+@NEEDS_CHROMIUM
 def test_the_json_api_returns_hostile_strings_exactly(tab, context, hostile: SimpleNamespace) -> None:
     rows = {r["key"]: r for r in _json(context, "/neuronforge/api/artifacts?limit=1000")["rows"]}
     for f in hostile.failures.values():
