@@ -90,9 +90,22 @@ def manifest_problem(manifest: Any) -> str | None:
     wrong = [k for k, kind in MANIFEST_SHAPE.items() if not isinstance(manifest.get(k), kind)]
     if wrong:
         return f"not an artifact manifest (no valid {', '.join(wrong)})"
-    if not all(isinstance(f, dict) and {"path", "size", "sha256"} <= f.keys() for f in manifest["files"]):
+    if not all(_file_entry(f) for f in manifest["files"]):
         return "not an artifact manifest (its files are not path/size/sha256 entries)"
     return None
+
+
+def _file_entry(f: Any) -> bool:
+    """A manifest's file as `publish` writes it: a path and a sha256 that are text, a size that is a
+    whole number (what readers add up and compare with the store's listing)."""
+    return (
+        isinstance(f, dict)
+        and isinstance(f.get("path"), str)
+        and isinstance(f.get("sha256"), str)
+        and isinstance(f.get("size"), int)
+        and not isinstance(f.get("size"), bool)
+        and f["size"] >= 0
+    )
 
 
 def scan_index(store: ArtifactStore) -> Iterator[IndexedArtifact]:

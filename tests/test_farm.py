@@ -98,3 +98,56 @@ def test_a_truncated_file_is_listed(store, compiled: Compiled) -> None:
     assert row.incomplete == [
         f"{victim.relative_to(Path(row.artifact_uri.removeprefix('file://')))}: missing or wrong size"
     ]
+
+
+def test_a_forged_record_is_read_without_what_it_mistyped(tmp_path: Path) -> None:
+    """The farm index is the store's: a record whose numbers are text, NaN or booleans and whose
+    outputs are not a mapping gives a row without them, not an error on the catalog page."""
+    from neuronforge.farm import row_of
+    from neuronforge.farm_index import Entry
+
+    e = Entry("k" * 64, model="m", profile="cpu@local")
+    e.apply(
+        {
+            "kind": "published",
+            "key": e.key,
+            "published": {
+                "size_bytes": "<b>",
+                "ttft_ms": float("nan"),
+                "per_token_ms": True,
+                "cpu_seconds": "1",
+                "neuron_seconds": 2,
+                "formats": ["x"],
+                "launch": "serve.sh",
+                "prefix": "artifacts/x",
+            },
+        }
+    )
+    row = row_of(open_store(f"file://{tmp_path}"), e, {})
+    assert (row.size_bytes, row.ttft_ms, row.per_token_ms, row.cpu_seconds) == (None, None, None, None)
+    assert row.neuron_seconds == 2.0 and row.uris == {} and row.launch == {}
+
+
+def test_a_manifest_with_sizes_that_are_not_numbers_is_no_artifact() -> None:
+    from neuronforge.published import manifest_problem
+
+    files = [{"path": "a", "size": 1, "sha256": "0" * 64}]
+    manifest = {"cache_key": "k", "source": {}, "toolchain": {}, "files": files}
+    assert manifest_problem(manifest) is None
+    for size in ("1", True, -1, 1.5, None):
+        assert "files are not path/size/sha256" in manifest_problem({**manifest, "files": [{**files[0], "size": size}]})
+
+
+def test_a_hosts_report_that_is_not_numbers_describes_nothing() -> None:
+    from neuronforge.hosts import StageRun, describe, host_report, neuron_share
+
+    runs = [StageRun(stage="compile", seconds=3, host="cpu"), StageRun(stage="smoke", seconds=1, host="neuron")]
+    good = host_report(runs)
+    assert describe(good) == [
+        "CPU hosts 3.0s, Neuron hosts 1.0s (25% of the build on a Neuron host)",
+        "compile 3.0s (cpu), smoke 1.0s (neuron)",
+    ]
+    inf = float("inf")
+    for bad in ({**good, "cpu_seconds": "<b>"}, {**good, "stages": "x"}, ["x"], {**good, "neuron_seconds": inf}):
+        assert describe(bad) == []
+    assert neuron_share({**good, "cpu_seconds": "3"}) is None

@@ -167,9 +167,51 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     building = SimpleNamespace(model=SCRIPT + UNICODE, target=TargetSpec.parse({**TARGET, "sequence_length": 60}))
     farm_index.announce(store, lease, building)
     farm_index.append(store, [FORGED])
+    mistyped, broken = _forge_manifests(store, published)
     return SimpleNamespace(
-        root=root, store=store, published=published, launch=launch, failures=failures, building=lease.key
+        root=root,
+        store=store,
+        published=published,
+        launch=launch,
+        failures=failures,
+        building=lease.key,
+        mistyped=mistyped,
+        broken=broken,
     )
+
+
+def _forge_manifests(store, published: str) -> tuple[str, str]:
+    """Two copies of the published artifact's manifest, forged with the store's own writing calls as
+    a compromised writer could: one of the wrong types where `publish` writes numbers, objects and
+    text (announced in the farm index as `publish` does), one whose files' sizes are text (no
+    reader may take it for an artifact). Returns their keys."""
+    index = store.read_json(layout.index_entry(published))
+    original = store.read_json(index["manifest"])
+    keys = []
+    for name, changes in (
+        (
+            "mistyped",
+            {
+                "hosts": {"stages": [{"stage": SVG, "seconds": SCRIPT, "host": IMG}], "cpu_seconds": SCRIPT},
+                "formats": [IMG],
+                "smoke": SCRIPT,
+                "run_id": {"run": SCRIPT},
+                "published_at": 7,
+            },
+        ),
+        ("broken", {"files": [{**f, "size": SCRIPT} for f in original["files"]]}),
+    ):
+        key = _key(f"forged manifest {name}")
+        prefix = f"{index['prefix'].rsplit('/', 1)[0]}/{key[:12]}"
+        store.copy_objects(index["prefix"], prefix, [f["path"] for f in original["files"]])
+        manifest = {**original, "cache_key": key, **changes}
+        store.write_json(f"{prefix}/{layout.ARTIFACT_MANIFEST}", manifest)
+        pointer = {**index, "cache_key": key, "manifest": f"{prefix}/{layout.ARTIFACT_MANIFEST}", "prefix": prefix}
+        store.put_if_absent(json.dumps(pointer).encode(), layout.index_entry(key))
+        if name == "mistyped":
+            farm_index.note_published(store, pointer, manifest)
+        keys.append(key)
+    return keys[0], keys[1]
 
 
 @pytest.fixture(scope="module")
@@ -277,7 +319,7 @@ def test_the_catalog_page_shows_hostile_data_as_text(tab, hostile: SimpleNamespa
     # each artifact link leads into the catalog, whatever the key says; each opens a page or a 404
     base = tab.url.split("/neuronforge/")[0]
     hrefs = set(tab.eval_on_selector_all("#rows a, #matrix a", "as => as.map(a => a.href)"))
-    assert len(hrefs) == len(hostile.failures) + 3  # + the published artifact, the build, the forged row
+    assert len(hrefs) == len(hostile.failures) + 4  # + the published artifact, the build, 2 forged ones
     for href in sorted(hrefs):
         assert href.startswith(f"{base}/neuronforge/artifacts/"), href
         _visit(tab, href.removeprefix(base), (200, 404))
@@ -345,6 +387,10 @@ def test_each_artifact_page_shows_hostile_data_as_text(tab, hostile: SimpleNames
         _shown(text, failure.model, failure.run_id, failure.error.removesuffix("…"))
         assert name == "long" or failure.stage in text
     _shown(_visit(tab, f"/neuronforge/artifacts/{hostile.building}"), IMG)
+    # a forged manifest of the wrong types is shown without what it mistyped; one whose files are
+    # not path/size/sha256 entries is no artifact (404, not a 500)
+    _shown(_visit(tab, f"/neuronforge/artifacts/{hostile.mistyped}"), f"/srv/models/{SVG}{TEMPLATE}", SCRIPT)
+    _visit(tab, f"/neuronforge/artifacts/{hostile.broken}", (404,))
     for payload in SHORT.values():  # a hostile key: one sentence, the key as text
         text = _visit(tab, f"/neuronforge/artifacts/{quote(payload, safe='')}", (404,))
         if "/" in payload:  # %2F is a `/` to the router: no such route (FastAPI's own JSON 404)
@@ -384,6 +430,8 @@ def test_the_json_api_returns_hostile_strings_exactly(tab, context, hostile: Sim
     for payload in SHORT.values():  # a filter finds the row of that model, and says so exactly
         found = _json(context, f"/neuronforge/api/artifacts?{urlencode({'model': payload})}")["rows"]
         assert any(r["model"] == payload for r in found), payload
+    assert _json(context, f"/neuronforge/api/artifacts/{hostile.mistyped}")["manifest"]["smoke"] == SCRIPT
+    assert context.request.get(f"/neuronforge/api/artifacts/{hostile.broken}").status == 404
     # the JSON as the browser shows it runs nothing either
     _visit(tab, "/neuronforge/api/artifacts?limit=1000")
     _visit(tab, f"/neuronforge/api/artifacts/{hostile.published}")
