@@ -83,7 +83,7 @@ OVERFLOWING = """() => {
 OVERLAPPING_TICKS = """() => {
   const out = [];
   for (const axis of document.querySelectorAll('#latency-plot .axis')) {
-    const boxes = [...axis.querySelectorAll('span')].map(s => [s.textContent, s.getBoundingClientRect()]);
+    const boxes = [...axis.querySelectorAll('text')].map(s => [s.textContent, s.getBoundingClientRect()]);
     for (let i = 1; i < boxes.length; i++)
       if (boxes[i][1].left < boxes[i - 1][1].right) out.push(`${boxes[i - 1][0]} / ${boxes[i][0]}`);
   }
