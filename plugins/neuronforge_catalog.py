@@ -435,7 +435,11 @@ def _ticks(scale: tuple[float, float]) -> list[dict[str, str]]:
         ticks.append(hi)
     last = len(ticks) - 1
     return [
-        {"x": f"{_width(t, scale):.1f}", "anchor": "start" if i == 0 else "end" if i == last else "middle", "label": _tick(t)}
+        {
+            "x": f"{_width(t, scale):.1f}",
+            "anchor": "start" if i == 0 else "end" if i == last else "middle",
+            "label": _tick(t),
+        }
         for i, t in enumerate(ticks)
     ]
 

@@ -72,7 +72,7 @@ def seeded_store(compiled: Compiled, tmp_path_factory: pytest.TempPathFactory) -
 def jwt_secret() -> str:
     """The api-server's JWT signing secret ([api_auth] jwt_secret): tests sign tokens with it (an
     expired one must be refused for its expiry, not for its signature)."""
-    return secrets.token_urlsafe(32)
+    return secrets.token_urlsafe(64)  # >= 64 bytes: what HS512 wants
 
 
 @pytest.fixture(scope="module")

@@ -107,7 +107,7 @@ def _bad_tokens(token: str, secret: str) -> dict[str, str | None]:
         # another user's name, the signature of the real one
         "forged claims": f"{head}.{_b64(json.dumps({**claims, 'sub': 'intruder'}).encode())}.{signature}",
         "expired": _resigned(token, secret, iat=now - 7200, nbf=now - 7200, exp=now - 3600),
-        "other secret": _resigned(token, "not-the-api-servers-secret"),
+        "other secret": _resigned(token, "not-the-api-servers-secret-" * 4),
     }
 
 
@@ -390,7 +390,11 @@ def test_an_unexpected_error_is_one_generic_sentence(client, plugin: ModuleType,
         raise RuntimeError("/home/airflow/secret password=hunter2 AKIAIOSFODNN7EXAMPLE")
 
     monkeypatch.setattr(plugin, "_store", broken)
-    for url, kind in (("/", "text/html"), ("/artifacts/" + "a" * 12, "text/html"), ("/api/artifacts", "application/json")):
+    for url, kind in (
+        ("/", "text/html"),
+        ("/artifacts/" + "a" * 12, "text/html"),
+        ("/api/artifacts", "application/json"),
+    ):
         response = client.get(url)
         assert response.status_code == 500 and response.headers["content-type"].startswith(kind), url
         assert response.headers["content-security-policy"] == plugin.CSP
