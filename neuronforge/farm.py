@@ -225,11 +225,12 @@ def farm_rows(store: ArtifactStore) -> list[FarmRow]:
 
 def resolve_key(store: ArtifactStore, key: str) -> str | None:
     """The full cache key a key or a prefix of at least 12 characters names, from one listing of
-    `index/` (then `failures/`, `locks/`), never a scan; None when none or several match."""
+    `index/` (then `failures/`, `locks/`), never a scan; None when none or several match, or when
+    `key` is not 12 to 64 lower-case hex characters (nothing else reaches a store path)."""
+    if not 12 <= len(key) <= 64 or not all(c in "0123456789abcdef" for c in key):
+        return None
     if len(key) == 64:
         return key
-    if len(key) < 12 or not all(c in "0123456789abcdef" for c in key):
-        return None
     for folder, suffix in (("index", ".json"), ("failures", ".json"), ("locks", "")):
         found = [
             o.key[len(folder) + 1 :].removesuffix(suffix)

@@ -2,44 +2,223 @@
 (serving profile, target), and how to deploy each artifact.
 
 A FastAPI app mounted on the api-server at `/neuronforge` (`fastapi_apps`), with a navigation entry
-(`external_views`, shown inside the UI). Every route depends on Airflow's own `get_user` (the
-`Authorization: Bearer` JWT or the UI's `_token` cookie), so access follows Airflow's
-authentication: an unauthenticated request is answered 401. The data comes from
-`neuronforge.farm` (the store read through its farm index); this module only renders it.
+(`external_views`, shown inside the UI in a same-origin iframe). Every route depends on Airflow's
+own `get_user` (the `Authorization: Bearer` JWT or the UI's `_token` cookie), so access follows
+Airflow's authentication: a request without a valid, unexpired token is answered 401 or 403. The
+data comes from `neuronforge.farm` (the store read through its farm index); this module only
+renders it.
 
     GET /neuronforge/[?page=&per_page=]     one page of the farm: matrix, filters, latency plot, rows
     GET /neuronforge/artifacts/{key}        one artifact: URIs, verify status, deploy snippets
     GET /neuronforge/api/artifacts          a page of rows as JSON (offset, limit; same filters)
     GET /neuronforge/api/artifacts/{key}    one row with its manifest and deploy snippets
+    GET /neuronforge/static/{name}          the pages' catalog.css and catalog.js
+
+The store is treated as hostile: every string it holds (model ids, failure messages, run ids,
+launch files, URIs) reaches the page through Jinja2 templates with autoescape on
+(`neuronforge_catalog_templates/`, next to this file); an `href` built from data is a link only
+when it is relative to this server or http(s); every response carries a Content-Security-Policy
+that allows no inline script or style (script and style are the files of `neuronforge_catalog_static/`);
+a key must be 12 to 64 hex characters and a launch file a plain name before the store is read;
+error bodies are one sentence without local paths or tracebacks (the detail goes to the log).
 
 A page view costs the farm index's head, tail and the pages it shows (`farm.farm_page`, called once:
 its counts and instances make the summary and the instance filter); an artifact's own page costs
-its index pointer, manifest and folder listing (`farm.farm_row`) and its launch files. Filters:
-model (substring), profile, instance, status; a bad value of any parameter is answered 400 with
-one sentence.
+its index pointer, manifest and folder listing (`farm.farm_row`) and its launch files.
 """
 
 from __future__ import annotations
 
-import html
 import json
+import logging
 import math
 import re
+import unicodedata
+from pathlib import Path
 from typing import Any, ClassVar
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 from airflow.api_fastapi.core_api.security import get_user
 from airflow.plugins_manager import AirflowPlugin
-from fastapi import Depends, FastAPI, HTTPException, Query
-from fastapi.responses import HTMLResponse
+from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+log = logging.getLogger(__name__)
 
 PREFIX = "/neuronforge"
 COMPILE_DAG = "neuronforge_compile_publish"
 SNIPPET_LIMIT = 64 * 1024  # a launch file larger than this is linked, not inlined
 PER_PAGE, MAX_PER_PAGE = 50, 500  # rows per page view
 API_LIMIT, MAX_API_LIMIT = 100, 1000  # rows per JSON answer
+TEXT_LIMIT = 256  # characters of a filter (model substring, profile, instance, status) or a number
+KEY_MIN, KEY_MAX = 12, 64  # hex characters of a key or key prefix (`farm.resolve_key`; `ls` prints 12)
+KEY = re.compile(r"[0-9a-f]+")
 
-app = FastAPI(title="neuronforge artifact catalog", dependencies=[Depends(get_user)])
+HERE = Path(__file__).resolve().parent
+TEMPLATES = HERE / "neuronforge_catalog_templates"  # no .py files: Airflow's plugin loader skips them
+STATIC = HERE / "neuronforge_catalog_static"
+ASSETS = {"catalog.css": "text/css; charset=utf-8", "catalog.js": "text/javascript; charset=utf-8"}
+
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'self'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "SAMEORIGIN",  # frame-ancestors for browsers that predate it
+    "Cache-Control": "no-store",  # pages of a store's contents, behind a login
+}
+UNEXPECTED = "The catalog failed on this request; the api-server's log has the details."
+
+app = FastAPI(
+    title="neuronforge artifact catalog",
+    dependencies=[Depends(get_user)],
+    # No /docs, /redoc or /openapi.json: they are not behind `get_user`, and Swagger's page needs
+    # inline script and a CDN, which the Content-Security-Policy refuses.
+    docs_url=None,
+    redoc_url=None,
+    openapi_url=None,
+)
+
+
+# -- security headers, errors ---------------------------------------------------------------------
+class SecurityHeaders:
+    """Pure ASGI middleware: SECURITY_HEADERS on every response of the app (pages, JSON, errors,
+    static files, Airflow's 401 / 403), replacing any the route set."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        ours = [(k.lower().encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
+        names = {k for k, _ in ours}
+
+        async def with_headers(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() not in names]
+                message = {**message, "headers": kept + ours}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+app.add_middleware(SecurityHeaders)
+
+
+def _is_page(request: Request) -> bool:
+    """An HTML route (errors as the HTML page), not /api/ or /static/ (errors as JSON)."""
+    root = request.scope.get("root_path", "")
+    path = request.scope.get("path", "")
+    path = path[len(root) :] if root and path.startswith(root) else path
+    return not (path.startswith("/api/") or path == "/api" or path.startswith("/static/"))
+
+
+def _sentence(text: Any) -> str:
+    """A message as one sentence on one line."""
+    text = " ".join(str(text).split())
+    return text if text.endswith(".") else f"{text}."
+
+
+def _error(request: Request, status: int, sentence: str, headers: dict[str, str] | None = None) -> Response:
+    if _is_page(request):
+        page = _render("error.html.j2", title="neuronforge artifact catalog", message=sentence)
+        return HTMLResponse(page, status_code=status, headers=headers)
+    return JSONResponse({"detail": sentence}, status_code=status, headers=headers)
+
+
+@app.exception_handler(StarletteHTTPException)
+async def _refused(request: Request, exc: StarletteHTTPException) -> Response:
+    """A 400 / 401 / 403 / 404 / 405 / 503 (ours, Airflow's `get_user`'s, the router's): its one
+    sentence, as the HTML error page on a page route and `{"detail": ...}` on /api/ and /static/."""
+    return _error(request, exc.status_code, _sentence(exc.detail), getattr(exc, "headers", None))
+
+
+@app.exception_handler(RequestValidationError)
+async def _invalid(request: Request, exc: RequestValidationError) -> Response:
+    where = ", ".join(str(e.get("loc", ("?",))[-1]) for e in exc.errors()[:3]) or "a parameter"
+    return _error(request, 400, f"the request's {where} is not valid; see the catalog's page for what it takes.")
+
+
+@app.exception_handler(Exception)
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    """Anything else: 500 with one generic sentence, never the traceback (that goes to the log).
+    Starlette answers this outside the middleware stack, so the headers are set here too."""
+    log.error("neuronforge catalog: %s %s failed", request.method, request.url.path, exc_info=exc)
+    try:
+        return _error(request, 500, UNEXPECTED, SECURITY_HEADERS)
+    except Exception:  # the templates themselves: still one sentence
+        return JSONResponse({"detail": UNEXPECTED}, status_code=500, headers=SECURITY_HEADERS)
+
+
+# -- parameters -----------------------------------------------------------------------------------
+def _shown(value: str) -> str:
+    """A refused value as the sentence quotes it: at most 80 characters, in JSON quotes."""
+    return json.dumps(value[:80] + ("..." if len(value) > 80 else ""))
+
+
+def _text(name: str, value: str | None) -> str | None:
+    """A text query parameter of at most TEXT_LIMIT characters (absent or empty: None), else 400."""
+    if value is None or value == "":
+        return None
+    if len(value) > TEXT_LIMIT:
+        raise HTTPException(
+            status_code=400,
+            detail=f"{name} is {len(value)} characters long; give at most {TEXT_LIMIT}.",
+        )
+    return value
+
+
+def _whole(name: str, value: str | None, default: int, lo: int, hi: int | None = None) -> int:
+    """A whole-number query parameter (absent or empty: `default`), else 400."""
+    value = _text(name, value)
+    if value is None or value.strip() == "":
+        return default
+    try:
+        n: int | None = int(value.strip())
+    except ValueError:
+        n = None
+    if n is None or n < lo or (hi is not None and n > hi):
+        shown = value.strip() if value.strip().lstrip("-").isdigit() else _shown(value)
+        span = f"from {lo} to {hi}" if hi is not None else f"from {lo} up"
+        raise HTTPException(status_code=400, detail=f"{name} = {shown} is not allowed; use a whole number {span}.")
+    return n
+
+
+def _key(key: str) -> str:
+    """A cache key or a prefix of one, checked before the store is touched: KEY_MIN to KEY_MAX hex
+    characters (lower-cased), else 400. Nothing else reaches a store path."""
+    lowered = key.lower()
+    if not (KEY_MIN <= len(lowered) <= KEY_MAX and KEY.fullmatch(lowered)):
+        raise HTTPException(
+            status_code=400,
+            detail=f"key {_shown(key)} is not a cache key: give {KEY_MIN} to {KEY_MAX} hex characters "
+            "of one (`neuronforge ls` prints 12).",
+        )
+    return lowered
+
+
+def _query(model: str | None, profile: str | None, instance: str | None, status: str | None):
+    """The filters as a `FarmQuery` (empty values: no filter); too long or an unknown status: 400."""
+    from neuronforge.errors import InvalidInput
+    from neuronforge.farm import FarmQuery
+
+    texts = {n: _text(n, v) for n, v in (("model", model), ("profile", profile), ("instance", instance))}
+    try:
+        return FarmQuery(**texts, status=_text("status", status))
+    except InvalidInput as exc:
+        raise HTTPException(status_code=400, detail=_sentence(exc)) from None
+
+
+# -- the store ------------------------------------------------------------------------------------
+UNREADABLE = "the store NEURONFORGE_STORE names cannot be read; the api-server's log says why."
 
 
 def _store():
@@ -51,39 +230,8 @@ def _store():
     try:
         return open_store(settings.store_uri(None), must_exist=True)
     except NeuronforgeError as exc:
-        raise HTTPException(status_code=503, detail=f"the store cannot be read: {exc}") from None
-
-
-def _sentence(text: Any) -> str:
-    """A message as one sentence on one line."""
-    text = " ".join(str(text).split())
-    return text if text.endswith(".") else f"{text}."
-
-
-def _whole(name: str, value: str | None, default: int, lo: int, hi: int | None = None) -> int:
-    """A whole-number query parameter (absent or empty: `default`), else 400."""
-    if value is None or value.strip() == "":
-        return default
-    try:
-        n: int | None = int(value.strip())
-    except ValueError:
-        n = None
-    if n is None or n < lo or (hi is not None and n > hi):
-        shown = value.strip() if value.strip().lstrip("-").isdigit() else json.dumps(value[:80])
-        span = f"from {lo} to {hi}" if hi is not None else f"from {lo} up"
-        raise HTTPException(status_code=400, detail=f"{name} = {shown} is not allowed; use a whole number {span}.")
-    return n
-
-
-def _query(model: str | None, profile: str | None, instance: str | None, status: str | None):
-    """The filters as a `FarmQuery` (empty values: no filter); an unknown status is a 400."""
-    from neuronforge.errors import InvalidInput
-    from neuronforge.farm import FarmQuery
-
-    try:
-        return FarmQuery(model=model or None, profile=profile or None, instance=instance or None, status=status or None)
-    except InvalidInput as exc:
-        raise HTTPException(status_code=400, detail=_sentence(exc)) from None
+        log.warning("neuronforge catalog: the store cannot be opened: %s", exc)
+        raise HTTPException(status_code=503, detail=UNREADABLE) from None
 
 
 def _farm_page(store: Any, query: Any, offset: int, limit: int):
@@ -93,9 +241,10 @@ def _farm_page(store: Any, query: Any, offset: int, limit: int):
     try:
         return farm_page(store, query, offset=offset, limit=limit)
     except InvalidInput as exc:
-        raise HTTPException(status_code=400, detail=_sentence(exc)) from None
+        raise HTTPException(status_code=400, detail=_sentence(str(exc).replace(store.root_uri, "the store"))) from None
     except NeuronforgeError as exc:
-        raise HTTPException(status_code=503, detail=f"the store cannot be read: {exc}") from None
+        log.warning("neuronforge catalog: reading the farm index of %s failed: %s", store.root_uri, exc)
+        raise HTTPException(status_code=503, detail=UNREADABLE) from None
 
 
 def _farm_row(store: Any, key: str) -> tuple[Any, dict[str, Any] | None]:
@@ -106,23 +255,48 @@ def _farm_row(store: Any, key: str) -> tuple[Any, dict[str, Any] | None]:
     try:
         found = farm_row(store, key)
     except NeuronforgeError as exc:
-        raise HTTPException(status_code=503, detail=f"the store cannot be read: {exc}") from None
+        log.warning("neuronforge catalog: reading %s in %s failed: %s", key, store.root_uri, exc)
+        raise HTTPException(status_code=503, detail=UNREADABLE) from None
     if found is None:
-        raise HTTPException(status_code=404, detail=f"no single build with key {key!r} in {store.root_uri}")
+        raise HTTPException(status_code=404, detail=f"no single build with key '{key}' in the store.")
     return found
 
 
+def _plain_name(name: str) -> bool:
+    """A launch file's name as the pipeline writes it: one path part, no `..`, no control characters
+    (a hostile manifest must not make the page read outside the artifact's launch/ folder)."""
+    return (
+        0 < len(name) <= 255
+        and name not in (".", "..")
+        and not any(c in "/\\" or unicodedata.category(c) in ("Cc", "Cs") for c in name)
+    )
+
+
+def _artifact_prefix(store: Any, row: Any) -> str | None:
+    """The artifact's folder as a store key, when its URI is one inside the store."""
+    from neuronforge.stores.base import is_safe_relpath
+
+    if not row.artifact_uri.startswith(store.root_uri):
+        return None
+    prefix = row.artifact_uri.removeprefix(store.root_uri).strip("/")
+    return prefix if is_safe_relpath(prefix) else None
+
+
 def _snippets(store: Any, row: Any, manifest: dict[str, Any] | None) -> dict[str, str]:
-    """The artifact's launch files up to SNIPPET_LIMIT, as text (larger or missing ones: left out,
-    a larger one unread when the manifest gives its size)."""
+    """The artifact's launch files up to SNIPPET_LIMIT, as text (larger, missing or oddly named
+    ones: left out; a larger one unread when the manifest gives its size)."""
     from neuronforge.errors import StoreError
 
-    if not row.launch:
+    prefix = _artifact_prefix(store, row) if row.launch else None
+    if prefix is None:
         return {}
-    prefix = row.artifact_uri.removeprefix(store.root_uri).strip("/")
-    sizes = {str(f.get("path")): f.get("size") for f in (manifest or {}).get("files") or () if isinstance(f, dict)}
+    files = (manifest or {}).get("files") or ()
+    sizes = {str(f.get("path")): f.get("size") for f in files if isinstance(f, dict)}
     out = {}
     for name in sorted(row.launch):
+        if not _plain_name(name):
+            log.warning("neuronforge catalog: launch file %r of %s not read: not a plain name", name, row.key)
+            continue
         size = sizes.get(f"launch/{name}")
         if isinstance(size, int) and size > SNIPPET_LIMIT:
             continue
@@ -135,6 +309,7 @@ def _snippets(store: Any, row: Any, manifest: dict[str, Any] | None) -> dict[str
     return out
 
 
+# -- the JSON API ---------------------------------------------------------------------------------
 @app.get("/api/artifacts")
 def artifacts(
     model: str | None = Query(None),
@@ -159,6 +334,7 @@ def artifacts(
 
 @app.get("/api/artifacts/{key}")
 def artifact(key: str) -> dict[str, Any]:
+    key = _key(key)
     store = _store()
     row, manifest = _farm_row(store, key)
     out = row.to_json()
@@ -167,52 +343,48 @@ def artifact(key: str) -> dict[str, Any]:
     return out
 
 
-# -- the pages ----------------------------------------------------------------------------------
-STYLE = """
-body{font-family:system-ui,sans-serif;margin:1rem;color:#1f2937}
-table{border-collapse:collapse;margin:.5rem 0;max-width:100%}
-td,th{border:1px solid #d1d5db;padding:.3rem .5rem;vertical-align:top;overflow-wrap:anywhere}
-th{background:#f3f4f6;font-weight:600;text-align:left}
-code,h2,p,li,small{overflow-wrap:anywhere}
-.cell+.cell{margin-top:.3rem;border-top:1px dashed #d1d5db;padding-top:.3rem}
-#latency-plot{width:100%;table-layout:fixed}
-#latency-plot td,#latency-plot th{border:none;border-bottom:1px solid #f3f4f6}
-#latency-plot .label{width:34%}.meter{display:flex;align-items:center;gap:.3rem}
-.track{flex:1;height:1.1rem;min-width:0}.bar{height:100%;border-radius:2px}
-.bar.ttft{background:#60a5fa}.bar.per-token{background:#a78bfa}
-.value{flex:none;width:4.5rem;font-size:.8rem;white-space:nowrap}
-.axis{position:relative;height:1rem;font-size:.7rem;color:#6b7280;margin-right:4.8rem;font-weight:400}
-.axis span{position:absolute;white-space:nowrap;transform:translateX(-50%)}
-.axis span:first-child{transform:none}.axis span:last-child{transform:translateX(-100%)}
-.published{background:#dcfce7}.stale{background:#fef9c3}.smoke-failed{background:#fee2e2}
-.failed{background:#fecaca}.building{background:#dbeafe}.empty{color:#9ca3af}
-code,pre{font-size:.85rem}pre{background:#f9fafb;border:1px solid #e5e7eb;padding:.5rem;overflow:auto}
-.detail{border-top:1px solid #e5e7eb;margin-top:1rem;padding-top:.5rem}
-#pager{margin:.5rem 0}#pager a{margin:0 .4rem}
-button{font-size:.8rem}form label{margin-right:.8rem}
-"""
-
-SCRIPT = """
-for (const b of document.querySelectorAll('button.copy')) {
-  b.addEventListener('click', async () => {
-    try { await navigator.clipboard.writeText(b.dataset.copy); b.textContent = 'copied'; }
-    catch (e) { b.textContent = 'select and copy'; }
-  });
-}
-"""
+@app.get("/static/{name}")
+def static(name: str) -> Response:
+    """The pages' style sheet and script (files, not inline: the CSP allows 'self' only)."""
+    if name not in ASSETS:
+        raise HTTPException(status_code=404, detail=f"no static file {_shown(name)}; there are {', '.join(ASSETS)}.")
+    return Response((STATIC / name).read_bytes(), media_type=ASSETS[name])
 
 
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
+# -- rendering ------------------------------------------------------------------------------------
 SEPARATORS = re.compile(r"(?<=[/\-_@:?&=])")
 
 
-def _w(value: Any) -> str:
-    """`value` escaped, with a line-break opportunity (`<wbr>`) after each `/`, `-`, `_`, `@`, `:`,
-    `?`, `&`, `=`: a URI or a target's slug wraps at its separators instead of overflowing its box."""
-    return "<wbr>".join(_e(part) for part in SEPARATORS.split(str(value)))
+def _wbr_parts(value: Any) -> list[str]:
+    """`value` split after each `/`, `-`, `_`, `@`, `:`, `?`, `&`, `=` (the `w` macro puts `<wbr>`
+    between the parts, each escaped)."""
+    return SEPARATORS.split(str(value))
+
+
+def _safe_href(href: Any) -> bool:
+    """A link the page may render: a path on this server (`/...`, not `//host`) or an http(s) URL
+    with a host. javascript:, data:, vbscript: and the rest are shown as text."""
+    if not isinstance(href, str) or any(unicodedata.category(c) == "Cc" for c in href) or "\\" in href:
+        return False
+    if href.startswith("/"):
+        return not href.startswith("//")
+    parts = urlsplit(href)
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
+
+
+ENV = Environment(
+    loader=FileSystemLoader(TEMPLATES),
+    autoescape=True,  # every template is HTML: every {{ value }} is escaped
+    undefined=StrictUndefined,
+    keep_trailing_newline=False,
+)
+ENV.filters["wbr_parts"] = _wbr_parts
+ENV.tests["safe_href"] = _safe_href
+ENV.globals.update(prefix=PREFIX, static=f"{PREFIX}/static")
+
+
+def _render(template: str, **context: Any) -> str:
+    return ENV.get_template(template).render(**context)
 
 
 def _ms(value: float | None) -> str:
@@ -227,38 +399,8 @@ def _short_target(profile: str, target: str) -> str:
     return target.removeprefix(f"{name}-") if name else target
 
 
-def _html(title: str, body: str) -> str:
-    return (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)}</title>"
-        f"<style>{STYLE}</style></head><body>{body}<script>{SCRIPT}</script></body></html>"
-    )
-
-
-def _refused(exc: HTTPException) -> HTMLResponse:
-    """An HTML route's 400 / 404 / 503: the sentence, and the way back."""
-    body = (
-        f"<h1>neuronforge artifact catalog</h1><p id='error'>{_e(exc.detail)}</p>"
-        f'<p><a href="{PREFIX}/" id="back">the catalog</a></p>'
-    )
-    return HTMLResponse(_html("neuronforge artifact catalog", body), status_code=exc.status_code)
-
-
-def _select(name: str, choices: list[str], chosen: str | None) -> str:
-    opts = ['<option value="">all</option>'] + [
-        f'<option value="{_e(c)}"{" selected" if c == chosen else ""}>{_e(c)}</option>' for c in choices
-    ]
-    return f'<label>{name} <select name="{name}" id="filter-{name}">{"".join(opts)}</select></label>'
-
-
-def _copy(text: str, label: str) -> str:
-    return (
-        f'<code>{_w(text)}</code> <button type="button" class="copy" data-copy="{_e(text)}" '
-        f'aria-label="copy {_e(label)}">copy</button>'
-    )
-
-
 def _artifact_href(key: str) -> str:
-    return f"{PREFIX}/artifacts/{_e(key)}"
+    return f"{PREFIX}/artifacts/{quote(str(key), safe='')}"
 
 
 PLOT_ROWS = 30
@@ -282,115 +424,95 @@ def _tick(ms: float) -> str:
     return f"{ms:g}" if ms < 1000 else f"{ms / 1000:g}k"
 
 
-def _axis(scale: tuple[float, float]) -> str:
+def _ticks(scale: tuple[float, float]) -> list[dict[str, str]]:
     """The scale's decades in ms; beyond three, every other one (labels of a narrow column must not
-    run into each other)."""
+    run into each other). The first label starts at its tick, the last ends at it."""
     lo, hi = scale
     decades = round(math.log10(hi / lo))
     step = 1 if decades <= 3 else 2
     ticks = [lo * 10**k for k in range(0, decades + 1, step)]
     if ticks[-1] != hi:
         ticks.append(hi)
-    spans = "".join(f'<span style="left:{_width(t, scale):.1f}%">{_tick(t)}</span>' for t in ticks)
-    return f'<div class="axis">{spans}</div>'
+    last = len(ticks) - 1
+    return [
+        {
+            "x": f"{_width(t, scale):.1f}",
+            "anchor": "start" if i == 0 else "end" if i == last else "middle",
+            "label": _tick(t),
+        }
+        for i, t in enumerate(ticks)
+    ]
 
 
-def _plot(rows: list[Any]) -> str:
-    """Smoke latency per artifact: time to first token and per output token, each on its own log
-    scale, as bars in an HTML table (labels wrap like the rest of the page; no fixed-width SVG)."""
+def _plot_view(rows: list[Any]) -> dict[str, Any] | None:
+    """What `_plot.html.j2` draws: per metric a log scale and its ticks, per artifact a bar width
+    (% of its track, computed here) and its value as text. None: no smoke latencies on this page."""
     timed = [r for r in rows if (r.ttft_ms or 0) > 0 or (r.per_token_ms or 0) > 0]
     if not timed:
-        return ""
+        return None
     shown = timed[:PLOT_ROWS]
-    scales = {}
+    scales: dict[str, tuple[float, float] | None] = {}
     for attr, _, _ in METRICS:
         values = [getattr(r, attr) for r in shown if (getattr(r, attr) or 0) > 0]
         scales[attr] = _log_scale(values) if values else None
-    head = "".join(
-        f'<th class="{css}">{_e(title)} <small>(ms, log scale)</small>'
-        + (_axis(scales[attr]) if scales[attr] else "")
-        + "</th>"
-        for attr, css, title in METRICS
-    )
     lines = []
     for r in shown:
-        cells = []
+        cells: list[dict[str, Any] | None] = []
         for attr, css, title in METRICS:
-            v = getattr(r, attr)
-            if not v or v <= 0 or scales[attr] is None:
-                cells.append('<td class="empty">—</td>')
+            v, scale = getattr(r, attr), scales[attr]
+            if not v or v <= 0 or scale is None:
+                cells.append(None)
                 continue
-            w = _width(v, scales[attr])
-            cells.append(
-                f'<td><div class="meter" title="{_e(title)}: {_e(_ms(v))}"><div class="track"><div class="bar {css}" '
-                f'style="width:{w:.1f}%" data-ms="{v}"></div></div><span class="value">{_e(_ms(v))}</span></div></td>'
-            )
+            cells.append({"css": css, "title": title, "width": f"{_width(v, scale):.1f}", "ms": v, "text": _ms(v)})
         lines.append(
-            f'<tr class="timed"><td class="label">{_w(r.model)}<br><small>{_w(r.profile)} · '
-            f"{_w(_short_target(r.profile, r.target))}</small></td>{''.join(cells)}</tr>"
+            {"model": r.model, "profile": r.profile, "target": _short_target(r.profile, r.target), "cells": cells}
         )
-    more = f" (the first {PLOT_ROWS} of this page's {len(timed)})" if len(timed) > PLOT_ROWS else ""
-    return (
-        f"<h2>Smoke latency{_e(more)}</h2>"
-        f'<table id="latency-plot" aria-label="smoke latency per artifact: time to first token and per output '
-        f'token"><tr><th class="label">artifact</th>{head}</tr>{"".join(lines)}</table>'
-    )
+    return {
+        "more": f" (the first {PLOT_ROWS} of this page's {len(timed)})" if len(timed) > PLOT_ROWS else "",
+        "metrics": [
+            {"css": css, "title": title, "ticks": _ticks(scales[attr]) if scales[attr] else []}
+            for attr, css, title in METRICS
+        ],
+        "lines": lines,
+    }
 
 
-def _latency(r: Any) -> str:
-    if r.ttft_ms is None and r.per_token_ms is None:
-        return ""
-    return f"<br><small>first token {_e(_ms(r.ttft_ms))} · {_e(_ms(r.per_token_ms))}/token</small>"
-
-
-def _matrix(rows: list[Any], past_the_end: bool = False) -> str:
+def _matrix_view(rows: list[Any]) -> dict[str, Any] | None:
     """Model × (profile, target) of the page's rows; each cell links to its artifacts' pages (more
     than one when the model has builds of several revisions for that target: each is reachable)."""
     if not rows:
-        return f"<p id='matrix'>{'no rows on this page' if past_the_end else 'nothing matches'}</p>"
+        return None
     columns = sorted({(r.profile, r.target) for r in rows})
-    models = sorted({r.model for r in rows})
     cell: dict[tuple[str, str, str], list[Any]] = {}
     for r in rows:
         cell.setdefault((r.model, r.profile, r.target), []).append(r)
-    head = "".join(f'<th class="target">{_w(p)}<br><small>{_w(_short_target(p, t))}</small></th>' for p, t in columns)
-    body = []
-    for m in models:
-        cells = []
+    lines = []
+    for m in sorted({r.model for r in rows}):
+        cells: list[dict[str, Any] | None] = []
         for p, t in columns:
             found = cell.get((m, p, t))
             if not found:
-                cells.append('<td class="empty">—</td>')
+                cells.append(None)
                 continue
-            status = found[0].status
-            parts = []
-            for r in found:
-                rev = f"rev {_e(r.revision[:8])}: " if len(found) > 1 and r.revision else ""
-                parts.append(
-                    f'<div class="cell">{rev}<a href="{_artifact_href(r.key)}">{_e(r.status)}</a>'
-                    f"{(' · ' + _e(r.stage)) if r.stage else ''}{_latency(r)}</div>"
-                )
-            cells.append(f'<td class="{_e(status)}" data-status="{_e(status)}">{"".join(parts)}</td>')
-        body.append(f"<tr><th>{_w(m)}</th>{''.join(cells)}</tr>")
-    return f'<table id="matrix"><tr><th>model</th>{head}</tr>{"".join(body)}</table>'
+            entries = [
+                {
+                    "rev": r.revision[:8] if len(found) > 1 and r.revision else "",
+                    "href": _artifact_href(r.key),
+                    "status": r.status,
+                    "stage": r.stage,
+                    **_latency_view(r),
+                }
+                for r in found
+            ]
+            cells.append({"status": found[0].status, "entries": entries})
+        lines.append({"model": m, "cells": cells})
+    return {"columns": [{"profile": p, "target": _short_target(p, t)} for p, t in columns], "lines": lines}
 
 
-def _row_list(rows: list[Any]) -> str:
-    """The page's rows, one line each, linking to each artifact's page."""
-    if not rows:
-        return ""
-    lines = [
-        f'<tr id="artifact-{_e(r.key[:12])}" class="row"><td><a href="{_artifact_href(r.key)}">'
-        f"<code>{_e(r.key[:12])}</code></a></td><td>{_w(r.model)}</td><td>{_w(r.profile)}</td>"
-        f'<td>{_w(r.target)}</td><td class="{_e(r.status)}">{_e(r.status)}'
-        f"{(' · ' + _e(r.stage)) if r.stage else ''}{('<br><small>' + _e(r.message) + '</small>') if r.message else ''}"
-        f"</td><td>{_e(r.at)}</td></tr>"
-        for r in rows
-    ]
-    return (
-        '<h2>Artifacts</h2><table id="rows"><tr><th>key</th><th>model</th><th>profile</th><th>target</th>'
-        f"<th>status</th><th>when</th></tr>{''.join(lines)}</table>"
-    )
+def _latency_view(r: Any) -> dict[str, str]:
+    if r.ttft_ms is None and r.per_token_ms is None:
+        return {"ttft": "", "per_token": ""}
+    return {"ttft": _ms(r.ttft_ms), "per_token": _ms(r.per_token_ms)}
 
 
 def _page_href(filters: dict[str, str | None], page: int, per_page: int) -> str:
@@ -402,7 +524,7 @@ def _page_href(filters: dict[str, str | None], page: int, per_page: int) -> str:
     return f"{PREFIX}/" + (f"?{urlencode(params)}" if params else "")
 
 
-def _pager(filters: dict[str, str | None], page: int, per_page: int, shown: Any) -> str:
+def _pager_view(filters: dict[str, str | None], page: int, per_page: int, shown: Any) -> dict[str, str]:
     """Previous / next links keeping the filters, and where this page is."""
     first = (page - 1) * per_page
     if shown.total is not None:
@@ -416,68 +538,25 @@ def _pager(filters: dict[str, str | None], page: int, per_page: int, shown: Any)
         if shown.rows:
             where += f" (rows {first + 1}–{first + len(shown.rows)})"
         more = True
-    parts = []
-    if page > 1:
-        parts.append(f'<a id="prev" rel="prev" href="{_e(_page_href(filters, page - 1, per_page))}">← previous</a>')
-    parts.append(f"<span>{_e(where)}</span>")
-    if more:
-        parts.append(f'<a id="next" rel="next" href="{_e(_page_href(filters, page + 1, per_page))}">next →</a>')
-    return f'<nav id="pager">{"".join(parts)}</nav>'
+    return {
+        "prev": _page_href(filters, page - 1, per_page) if page > 1 else "",
+        "where": where,
+        "next": _page_href(filters, page + 1, per_page) if more else "",
+    }
 
 
-def _detail_html(row: Any, manifest: dict[str, Any] | None, snippets: dict[str, str]) -> str:
-    """One artifact: status, profile, compiler, run, hosts, verify status, copyable URIs, deploy files."""
-    from neuronforge.hosts import describe
-
-    run = (
-        f'<a href="/dags/{COMPILE_DAG}/runs/{_e(row.run_id)}" target="_top">{_e(row.run_id)}</a>'
-        if row.run_id
-        else "(CLI)"
-    )
-    size = f" · {row.size_bytes / 1e6:.1f} MB" if isinstance(row.size_bytes, (int, float)) else ""
-    stage = f" in stage {_e(row.stage)}:" if row.stage else ""
-    lines = [
-        f'<div class="detail" id="artifact-{_e(row.key[:12])}"><h2>{_w(row.model)} · {_w(row.target)}</h2>',
-        f"<p>status <b class='{_e(row.status)}'>{_e(row.status)}</b>{stage} "
-        f"{_e(row.message)} · profile {_e(row.profile)} · compiler {_e(row.compiler_version or '-')}{size} · "
-        f"{_e(row.at)} · run {run}</p>",
-        f"<p>key {_copy(row.key, 'cache key')}</p>",
-    ]
-    if row.ttft_ms is not None or row.per_token_ms is not None:
-        lines.append(
-            f'<p class="latency">smoke latency: time to first token {_e(_ms(row.ttft_ms))} · '
-            f"{_e(_ms(row.per_token_ms))} per output token</p>"
-        )
-    if row.manifest_uri:
-        if row.incomplete is None:
-            verify = "not checked"
-        elif row.incomplete:
-            verify = "INCOMPLETE: " + "; ".join(row.incomplete)
-        else:
-            verify = "complete (sizes match the manifest)"
-        lines.append(
-            f"<p>verify: {_e(verify)} — full re-hash: <code>neuronforge verify {_w(row.artifact_uri)}</code></p>"
-        )
-        hosts = describe((manifest or {}).get("hosts"))
-        if hosts:
-            lines.append(f'<p class="hosts">hosts: {_e(hosts[0])}<br><small>{_e(hosts[1])}</small></p>')
-        lines.append(
-            f"<p>manifest {_copy(row.manifest_uri, 'manifest URI')} "
-            f'(<a href="{PREFIX}/api/artifacts/{_e(row.key)}">JSON</a>)</p><ul>'
-        )
-        lines += [f"<li>{_e(fmt)}: {_copy(uri, fmt)}</li>" for fmt, uri in sorted(row.uris.items())]
-        lines.append("</ul>")
-        for name, uri in sorted(row.launch.items()):
-            text = snippets.get(name)
-            if text is None:  # larger than SNIPPET_LIMIT, or missing (the verify line says which)
-                lines.append(f"<p>{_e(name)}: {_copy(uri, name)} (not shown inline)</p>")
-                continue
-            lines.append(
-                f'<p>{_e(name)} <button type="button" class="copy" data-copy="{_e(text)}" '
-                f'aria-label="copy {_e(name)}">copy</button></p><pre class="snippet">{_e(text)}</pre>'
-            )
-    lines.append("</div>")
-    return "".join(lines)
+def _row_view(r: Any) -> dict[str, Any]:
+    return {
+        "short_key": r.key[:12],
+        "href": _artifact_href(r.key),
+        "model": r.model,
+        "profile": r.profile,
+        "target": r.target,
+        "status": r.status,
+        "stage": r.stage,
+        "message": r.message,
+        "at": r.at,
+    }
 
 
 @app.get("/", response_class=HTMLResponse)
@@ -489,20 +568,6 @@ def catalog_page(
     page: str | None = Query(None, description="1-based page number (default 1)"),
     per_page: str | None = Query(None, description=f"rows per page (default {PER_PAGE}, at most {MAX_PER_PAGE})"),
 ) -> HTMLResponse:
-    try:
-        return HTMLResponse(_catalog_html(model, profile, instance, status, page, per_page))
-    except HTTPException as exc:
-        return _refused(exc)
-
-
-def _catalog_html(
-    model: str | None,
-    profile: str | None,
-    instance: str | None,
-    status: str | None,
-    page: str | None,
-    per_page: str | None,
-) -> str:
     from neuronforge.farm import STATUSES
     from neuronforge.profiles import profile_names
 
@@ -511,43 +576,84 @@ def _catalog_html(
     query = _query(model, profile, instance, status)
     store = _store()
     shown = _farm_page(store, query, (number - 1) * size, size)
-    filters = {"model": model, "profile": profile, "instance": instance, "status": status}
-    summary = ", ".join(f"{n} {s}" for s, n in shown.counts.items() if n)
-    form = (
-        f'<form method="get" id="filters"><label>model <input name="model" value="{_e(model or "")}"></label>'
-        + _select("profile", profile_names(), profile)
-        + _select("instance", list(shown.instances), instance)
-        + _select("status", list(STATUSES), status)
-        + (f'<input type="hidden" name="per_page" value="{size}">' if size != PER_PAGE else "")
-        + '<button type="submit">filter</button></form>'
-    )
+    filters = {"model": query.model, "profile": query.profile, "instance": query.instance, "status": query.status}
     api = f"{PREFIX}/api/artifacts?" + urlencode(
         {**{k: v for k, v in filters.items() if v}, "offset": (number - 1) * size, "limit": size}
     )
-    pager = _pager(filters, number, size, shown)
-    body = (
-        f"<h1>neuronforge artifact catalog</h1>"
-        f"<p>store {_copy(store.root_uri, 'store URI')} · {_e(summary or 'empty')} · "
-        f'<a href="{_e(api)}">JSON</a></p>{form}{pager}{_matrix(shown.rows, number > 1)}{_plot(shown.rows)}'
-        f"{_row_list(shown.rows)}{pager if shown.rows else ''}"
+    page_html = _render(
+        "catalog.html.j2",
+        title="neuronforge artifact catalog",
+        store_uri=store.root_uri,
+        summary=", ".join(f"{n} {s}" for s, n in shown.counts.items() if n) or "empty",
+        api_href=api,
+        filters={k: v or "" for k, v in filters.items()},
+        profiles=profile_names(),
+        instances=list(shown.instances),
+        statuses=list(STATUSES),
+        per_page_field=size if size != PER_PAGE else "",
+        pager=_pager_view(filters, number, size, shown),
+        matrix=_matrix_view(shown.rows),
+        past_the_end=number > 1,
+        plot=_plot_view(shown.rows),
+        rows=[_row_view(r) for r in shown.rows],
     )
-    return _html("neuronforge artifact catalog", body)
+    return HTMLResponse(page_html)
+
+
+def _detail_view(row: Any, manifest: dict[str, Any] | None, snippets: dict[str, str]) -> dict[str, Any]:
+    """One artifact as `artifact.html.j2` shows it."""
+    from neuronforge.hosts import describe
+
+    if row.incomplete is None:
+        verify = "not checked"
+    elif row.incomplete:
+        verify = "INCOMPLETE: " + "; ".join(row.incomplete)
+    else:
+        verify = "complete (sizes match the manifest)"
+    latency = None
+    if row.ttft_ms is not None or row.per_token_ms is not None:
+        latency = {"ttft": _ms(row.ttft_ms), "per_token": _ms(row.per_token_ms)}
+    hosts = describe((manifest or {}).get("hosts")) if row.manifest_uri else []
+    return {
+        "short_key": row.key[:12],
+        "key": row.key,
+        "model": row.model,
+        "target": row.target,
+        "status": row.status,
+        "stage": row.stage,
+        "message": row.message,
+        "profile": row.profile,
+        "compiler": row.compiler_version or "-",
+        "size": f" · {row.size_bytes / 1e6:.1f} MB" if isinstance(row.size_bytes, (int, float)) else "",
+        "at": row.at,
+        "run_id": row.run_id,
+        "run_href": f"/dags/{COMPILE_DAG}/runs/{quote(row.run_id, safe='')}",
+        "latency": latency,
+        "manifest_uri": row.manifest_uri,
+        "artifact_uri": row.artifact_uri,
+        "verify": verify,
+        "hosts": hosts[:2] if len(hosts) >= 2 else None,
+        "json_href": f"{PREFIX}/api/artifacts/{quote(row.key, safe='')}",
+        "uris": sorted(row.uris.items()),
+        # larger than SNIPPET_LIMIT, missing (the verify line says which) or not a plain name: text None
+        "launch": [{"name": n, "uri": u, "text": snippets.get(n)} for n, u in sorted(row.launch.items())],
+    }
 
 
 @app.get("/artifacts/{key}", response_class=HTMLResponse)
 def artifact_page(key: str) -> HTMLResponse:
     """One artifact's page (what a matrix cell or row links to)."""
-    try:
-        store = _store()
-        row, manifest = _farm_row(store, key)
-        snippets = _snippets(store, row, manifest)
-    except HTTPException as exc:
-        return _refused(exc)
-    body = (
-        f'<h1>neuronforge artifact catalog</h1><p><a href="{PREFIX}/" id="back">the catalog</a> · '
-        f"store {_copy(store.root_uri, 'store URI')}</p>{_detail_html(row, manifest, snippets)}"
+    key = _key(key)
+    store = _store()
+    row, manifest = _farm_row(store, key)
+    snippets = _snippets(store, row, manifest)
+    page_html = _render(
+        "artifact.html.j2",
+        title=f"{row.model} · {row.target} — neuronforge",
+        store_uri=store.root_uri,
+        a=_detail_view(row, manifest, snippets),
     )
-    return HTMLResponse(_html(f"{row.model} · {row.target} — neuronforge", body))
+    return HTMLResponse(page_html)
 
 
 class NeuronforgeCatalogPlugin(AirflowPlugin):

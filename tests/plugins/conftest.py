@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -82,7 +83,14 @@ def seeded_store(compiled: Compiled, tmp_path_factory: pytest.TempPathFactory) -
 
 
 @pytest.fixture(scope="module")
-def server(seeded_store: Path, tmp_path_factory: pytest.TempPathFactory):
+def jwt_secret() -> str:
+    """The api-server's JWT signing secret ([api_auth] jwt_secret): tests sign tokens with it (an
+    expired one must be refused for its expiry, not for its signature)."""
+    return secrets.token_urlsafe(64)  # >= 64 bytes: what HS512 wants
+
+
+@pytest.fixture(scope="module")
+def server(seeded_store: Path, jwt_secret: str, tmp_path_factory: pytest.TempPathFactory):
     """`airflow api-server` with the repo's plugins folder over `seeded_store` (a test module
     serves another store by defining its own `seeded_store` fixture); yields (base URL, admin password)."""
     home = tmp_path_factory.mktemp("airflow-api")
@@ -95,6 +103,7 @@ def server(seeded_store: Path, tmp_path_factory: pytest.TempPathFactory):
         "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
         "AIRFLOW__API__HOST": "127.0.0.1",
         "AIRFLOW__API__PORT": str(port),
+        "AIRFLOW__API_AUTH__JWT_SECRET": jwt_secret,
         "NEURONFORGE_STORE": f"file://{seeded_store}",
         "PYTHONPATH": str(REPO),
     }

@@ -70,7 +70,7 @@ OVERFLOWING = """() => {
 OVERLAPPING_TICKS = """() => {
   const out = [];
   for (const axis of document.querySelectorAll('#latency-plot .axis')) {
-    const boxes = [...axis.querySelectorAll('span')].map(s => [s.textContent, s.getBoundingClientRect()]);
+    const boxes = [...axis.querySelectorAll('text')].map(s => [s.textContent, s.getBoundingClientRect()]);
     for (let i = 1; i < boxes.length; i++)
       if (boxes[i][1].left < boxes[i - 1][1].right) out.push(`${boxes[i - 1][0]} / ${boxes[i][0]}`);
   }
@@ -91,6 +91,10 @@ def page(browser, server):
     base, password = server
     context = browser.new_context(permissions=["clipboard-read", "clipboard-write"], base_url=base)
     page = context.new_page()
+    # what Chromium reports of every frame's Content-Security-Policy violations (the catalog's
+    # pages must need none: no inline script, style or event handler)
+    page.csp_violations = []
+    page.on("console", lambda m: "Content Security Policy" in m.text and page.csp_violations.append(m.text))
     page.goto("/")
     page.fill("input[name=username]", "admin")
     page.fill("input[name=password]", password)
@@ -127,6 +131,7 @@ def test_the_catalog_in_the_ui(page, server, compiled: Compiled, shots: Path) ->
     assert statuses == {"smoke-failed"}
     assert "greedy tokens differ" in frame.content()  # the page's list of rows says why
     page.screenshot(path=str(shots / "catalog-filtered.png"), full_page=True)
+    assert page.csp_violations == []
 
 
 @pytest.mark.parametrize("width", [1280, 900])
@@ -162,7 +167,10 @@ def test_the_catalog_as_a_person_reads_it(page, server, compiled: Compiled, shot
         if abs(math.log10(ma / mb)) > 0.3
     ]
     assert slopes and max(slopes) / min(slopes) < 1.1, (bars, slopes)  # linear widths: far from constant
+    assert frame.query_selector_all("#latency-plot .axis text")  # the ticks checked next exist
     assert frame.evaluate(OVERFLOWING) == [] and frame.evaluate(OVERLAPPING_TICKS) == []
+    # the style sheet applied (it is a file behind the login: the bars have their colour)
+    assert frame.eval_on_selector("#latency-plot .bar.ttft", "e => getComputedStyle(e).fill") == "rgb(96, 165, 250)"
     page.screenshot(path=str(shots / f"catalog-{width}px.png"), full_page=True)
     # each variant's own page says which target it is, and its URIs wrap inside the page
     frame.click("#matrix td[data-status=published] a >> nth=-1")
@@ -190,7 +198,8 @@ def test_copying_a_uri(page, server, compiled: Compiled, shots: Path) -> None:
     frame.wait_for_function(
         "() => document.querySelector(\"button[aria-label='copy manifest URI']\").textContent === 'copied'"
     )
-    assert frame.evaluate("navigator.clipboard.readText()") == expected
+    assert frame.evaluate("navigator.clipboard.readText()") == expected  # the script file ran
+    assert page.csp_violations == []
 
 
 def test_an_unauthenticated_browser_is_refused(browser, server) -> None:
