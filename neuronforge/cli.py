@@ -1272,7 +1272,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         if exc.errno not in _DISK_FIXES:
             raise
-        print(f"error: {disk_error(exc)}", file=sys.stderr)
+        print(f"error: {disk_error(exc, _written_places(args))}", file=sys.stderr)
         return EXIT_FAILURE
     finally:
         progress.use(caller)
@@ -1288,9 +1288,34 @@ _DISK_FIXES = {
 }
 
 
-def disk_error(exc: OSError) -> str:
-    path = exc.filename2 or exc.filename or "?"
+def disk_error(exc: OSError, places: list[Path] | None = None) -> str:
+    """One line: what failed, where, what to do. A failed `write` (not `open`) carries no file name:
+    then the place is the one of `places` (the command's store, work dir, output) whose file system
+    is full or read-only, as `statvfs` tells."""
+    path = exc.filename2 or exc.filename or _culprit(exc.errno, places or []) or "?"
     return f"{exc.strerror}: {path}; {_DISK_FIXES[exc.errno]}"
+
+
+def _written_places(args: argparse.Namespace) -> list[Path]:
+    """Where a command writes on this host: its file store, --work-dir, --out, NEURONFORGE_HOME."""
+    store = str(getattr(args, "store", "") or "")
+    places = [Path(store.removeprefix("file://"))] if store and not store.startswith("s3://") else []
+    places += [Path(p) for p in (getattr(args, "work_dir", None), getattr(args, "out", None)) if p]
+    return [*places, settings.home()]
+
+
+def _culprit(code: int, places: list[Path]) -> Path | None:
+    for place in places:
+        here = place.expanduser()
+        while not here.exists() and here != here.parent:
+            here = here.parent
+        try:
+            fs = os.statvfs(here)
+        except OSError:
+            continue
+        if (code == errno.ENOSPC and fs.f_bavail == 0) or (code == errno.EROFS and fs.f_flag & os.ST_RDONLY):
+            return place
+    return None
 
 
 if __name__ == "__main__":
