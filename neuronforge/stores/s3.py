@@ -190,7 +190,9 @@ class S3Store(ArtifactStore):
                 f"secret does not match it, or the session token expired): {creds}"
             )
         if code in _DENIED:
-            return StoreError(f"{where} denied these credentials access to {self.root_uri} ({code}): {grant}, or {creds}")
+            return StoreError(
+                f"{where} denied these credentials access to {self.root_uri} ({code}): {grant}, or {creds}"
+            )
         return StoreError(
             f"{where} rejected or denied these credentials for {self.root_uri} (HTTP 403: an unknown access key, a "
             f"wrong secret, or no permission on the bucket): {creds}; or {grant}"
