@@ -28,7 +28,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 from s3transfer.exceptions import RetriesExceededError
 from s3transfer.subscribers import BaseSubscriber
 
-from neuronforge.errors import StoreError
+from neuronforge.errors import StoreError, StoreUnreachable
 from neuronforge.progress import Step
 from neuronforge.stores.base import (
     ArtifactStore,
@@ -172,7 +172,7 @@ class S3Store(ArtifactStore):
                 f"no AWS credentials for {self.root_uri}: set AWS_PROFILE or AWS_ACCESS_KEY_ID / "
                 "AWS_SECRET_ACCESS_KEY, or use the Airflow connection"
             )
-        return StoreError(
+        return StoreUnreachable(
             f"cannot reach the S3 endpoint {self._endpoint()} for {self.root_uri} ({exc}); check that it is "
             "running and that AWS_ENDPOINT_URL names it"
         )
