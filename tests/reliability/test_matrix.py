@@ -172,12 +172,13 @@ def iam_keys(s3_endpoint: str) -> dict[str, tuple[str, str]]:
     """Two IAM users of the moto endpoint: `reader` may do nothing (AccessDenied), `admin` anything."""
     iam = boto3.client("iam", endpoint_url=s3_endpoint, region_name="us-east-1")
     keys = {}
+    tag = uuid4()  # the moto backend is the process's: each module that uses these gets its own users
     for user in ("reader", "admin"):
-        iam.create_user(UserName=f"nf-matrix-{user}")
-        key = iam.create_access_key(UserName=f"nf-matrix-{user}")["AccessKey"]
+        iam.create_user(UserName=f"nf-matrix-{user}-{tag}")
+        key = iam.create_access_key(UserName=f"nf-matrix-{user}-{tag}")["AccessKey"]
         keys[user] = (key["AccessKeyId"], key["SecretAccessKey"])
     policy = '{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}'
-    iam.put_user_policy(UserName="nf-matrix-admin", PolicyName="all", PolicyDocument=policy)
+    iam.put_user_policy(UserName=f"nf-matrix-admin-{tag}", PolicyName="all", PolicyDocument=policy)
     return keys
 
 
