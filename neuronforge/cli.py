@@ -1278,10 +1278,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _written_places(args: argparse.Namespace) -> list[Path]:
-    """Where a command writes on this host: its file store, --work-dir, --out, NEURONFORGE_HOME."""
+    """Where a command writes on this host, the most specific first: --out, --work-dir, its file
+    store, NEURONFORGE_HOME."""
+    places = [Path(p) for p in (getattr(args, "out", None), getattr(args, "work_dir", None)) if p]
     store = str(getattr(args, "store", "") or "")
-    places = [Path(store.removeprefix("file://"))] if store and not store.startswith("s3://") else []
-    places += [Path(p) for p in (getattr(args, "work_dir", None), getattr(args, "out", None)) if p]
+    places += [Path(store.removeprefix("file://"))] if store and not store.startswith("s3://") else []
     return [*places, settings.home()]
 
 

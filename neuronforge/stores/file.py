@@ -52,6 +52,8 @@ class FileStore(ArtifactStore):
             probe = self.root / f"{_TMP}probe-{uuid.uuid4().hex}"
             try:
                 probe.write_bytes(b"")
+            except OSError as exc:  # named by the store's folder, not the probe's made-up file name
+                raise OSError(exc.errno, exc.strerror, str(self.root)) from None
             finally:
                 probe.unlink(missing_ok=True)
 
