@@ -85,7 +85,10 @@ def run_stage_task(name: str, payload: dict[str, Any]) -> dict[str, Any]:
     try:
         store = _store(state)
     except Exception as exc:
-        raise task_failure(exc, state) or exc from None
+        failure = task_failure(exc, state)
+        if failure is None:
+            raise
+        raise failure from None
     ctx = Context(store, settings.work_dir(), run_id=_run_id())
     try:
         if stage.holds_lease and state.lease is not None:
@@ -115,7 +118,14 @@ def task_failure(exc: BaseException, state: BuildState) -> AirflowException | No
     disk, a source of the wrong kind), or in an `AirflowException`, retried as the task's `retries`
     say, when it may pass on its own (an unreachable store endpoint or Hub, a lease taken over, a
     full disk). None for anything else: a bug keeps its traceback."""
-    from neuronforge.errors import DISK_FIXES, TRANSIENT_DISK, NeuronforgeError, ServiceUnreachable, disk_error
+    from neuronforge.errors import (
+        DISK_FIXES,
+        TRANSIENT_DISK,
+        CheckpointError,
+        NeuronforgeError,
+        ServiceUnreachable,
+        disk_error,
+    )
     from neuronforge.leases import LeaseLost
 
     if isinstance(exc, OSError) and exc.errno in DISK_FIXES:
@@ -128,7 +138,10 @@ def task_failure(exc: BaseException, state: BuildState) -> AirflowException | No
         return (AirflowException if exc.errno in TRANSIENT_DISK else AirflowFailException)(line)
     if not isinstance(exc, NeuronforgeError):
         return None
-    line = " ".join(str(exc).split("\n")[0].split()) or type(exc).__name__
+    # one line, all of it (a rejected plan lists each problem on a line of its own)
+    line = "; ".join(part.strip() for part in str(exc).splitlines() if part.strip()) or type(exc).__name__
+    if isinstance(exc, CheckpointError):
+        line = f"checkpoint rejected: {line}"  # as the CLI says it
     return (AirflowException if isinstance(exc, (ServiceUnreachable, LeaseLost)) else AirflowFailException)(line)
 
 

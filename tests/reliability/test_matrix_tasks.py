@@ -179,3 +179,28 @@ def _lasting(state: object) -> object:
     if isinstance(state, list):
         return [k for k in state if not RECORDS.search(k)]
     return state
+
+
+def test_how_a_task_tells_airflow_whether_to_retry(handed) -> None:
+    import errno
+
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from neuronforge.buildstate import BuildState
+    from neuronforge.errors import CheckpointError
+    from neuronforge.leases import LeaseLost
+    from neuronforge.pipeline import PlanRejected
+    from operators.compile_publish import task_failure
+
+    state = BuildState.model_validate(handed["prepare"])
+    assert task_failure(KeyError("a bug"), state) is None  # re-raised as it is: its traceback is the report
+    plan = task_failure(PlanRejected("tp 3 does not divide 32 heads: use 2 or 4\ndoes not fit: use tp 8"), state)
+    assert isinstance(plan, AirflowFailException)
+    assert str(plan) == "tp 3 does not divide 32 heads: use 2 or 4; does not fit: use tp 8"
+    assert str(task_failure(CheckpointError("x.safetensors is truncated"), state)).startswith("checkpoint rejected: ")
+    lost = task_failure(LeaseLost("the lease of abc was taken over"), state)
+    assert lost is not None and not isinstance(lost, AirflowFailException)
+    full = task_failure(OSError(errno.ENOSPC, "No space left on device"), state)
+    assert full is not None and not isinstance(full, AirflowFailException)
+    assert str(full).startswith("No space left on device: ") and "free space there" in str(full)
+    assert isinstance(task_failure(OSError(errno.EROFS, "Read-only file system", "/srv"), state), AirflowFailException)
