@@ -554,4 +554,6 @@ def test_matrix(command: str, kind: str, make_env, tmp_path: Path) -> None:
         assert checked.code == 0 and "matches the manifests" in checked.out, checked.text
     elif env.state:
         assert env.state() == before
-    assert not (tmp_path.parent / "escape.json").exists() and not Path("/abs/escape.json").exists()
+    # nothing a hostile key names was written, wherever it would have landed
+    assert not list(tmp_path.rglob("escape.json")) and not Path("/abs/escape.json").exists()
+    assert not (tmp_path.parent / "escape.json").exists()
