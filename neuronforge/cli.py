@@ -11,7 +11,6 @@ the end of `neuronforge --help`).
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 import logging
 import os
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from neuronforge import settings
-from neuronforge.errors import CheckpointError, InvalidInput, NeuronforgeError
+from neuronforge.errors import DISK_FIXES, CheckpointError, InvalidInput, NeuronforgeError, disk_error
 
 
 class ExitCode(IntEnum):
@@ -1270,27 +1269,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     except OSError as exc:
-        if exc.errno not in _DISK_FIXES:
+        if exc.errno not in DISK_FIXES:
             raise
-        print(f"error: {disk_error(exc)}", file=sys.stderr)
+        print(f"error: {disk_error(exc, _written_places(args))}", file=sys.stderr)
         return EXIT_FAILURE
     finally:
         progress.use(caller)
 
 
-# A disk that is full or cannot be written: one line naming the path and the fix, never a traceback.
-_DISK_FIXES = {
-    errno.ENOSPC: "free space there, or point the store / --work-dir (NEURONFORGE_HOME) at a larger disk",
-    errno.EDQUOT: "raise the quota there, or point the store / --work-dir (NEURONFORGE_HOME) elsewhere",
-    errno.EROFS: "the file system is mounted read-only: use a writable store / --work-dir (NEURONFORGE_HOME)",
-    errno.EACCES: "this user cannot write there: fix its permissions or use another store / --work-dir",
-    errno.EPERM: "this user cannot write there: fix its permissions or use another store / --work-dir",
-}
-
-
-def disk_error(exc: OSError) -> str:
-    path = exc.filename2 or exc.filename or "?"
-    return f"{exc.strerror}: {path}; {_DISK_FIXES[exc.errno]}"
+def _written_places(args: argparse.Namespace) -> list[Path]:
+    """Where a command writes on this host, the most specific first: --out, --work-dir, its file
+    store, NEURONFORGE_HOME."""
+    places = [Path(p) for p in (getattr(args, "out", None), getattr(args, "work_dir", None)) if p]
+    store = str(getattr(args, "store", "") or "")
+    places += [Path(store.removeprefix("file://"))] if store and not store.startswith("s3://") else []
+    return [*places, settings.home()]
 
 
 if __name__ == "__main__":

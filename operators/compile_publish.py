@@ -15,12 +15,14 @@ import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from airflow.providers.standard.operators.python import PythonOperator
 from airflow.sdk import Asset, AssetAlias, SkipMixin, get_current_context, task
 from airflow.sdk.bases.decorator import DecoratedOperator, task_decorator_factory
 from airflow.sdk.bases.xcom import BaseXCom
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from neuronforge import settings
 from neuronforge.buildstate import BuildState, LeaseRef
@@ -80,7 +82,13 @@ def run_stage_task(name: str, payload: dict[str, Any]) -> dict[str, Any]:
     if state.hit is not None and stage.skip_on_hit:
         log.info("%s: cache hit, nothing to do (%s)", stage.name, state.hit.manifest_uri)
         return payload
-    store = _store(state)
+    try:
+        store = _store(state)
+    except Exception as exc:
+        failure = task_failure(exc, state)
+        if failure is None:
+            raise
+        raise failure from None
     ctx = Context(store, settings.work_dir(), run_id=_run_id())
     try:
         if stage.holds_lease and state.lease is not None:
@@ -89,9 +97,12 @@ def run_stage_task(name: str, payload: dict[str, Any]) -> dict[str, Any]:
             result = out[0]
         else:
             result = execute(stage, state, ctx)
-    except Exception:
-        _release_on_last_attempt(state, store)
-        raise
+    except Exception as exc:
+        failure = task_failure(exc, state)
+        _release_on_last_attempt(state, store, final=isinstance(failure, AirflowFailException))
+        if failure is None:
+            raise  # not an explained failure: a bug, with its traceback
+        raise failure from None
     if stage.final and result.lease is not None:
         from neuronforge import leases
 
@@ -100,10 +111,44 @@ def run_stage_task(name: str, payload: dict[str, Any]) -> dict[str, Any]:
     return result.model_dump(mode="json")
 
 
-def _release_on_last_attempt(state: BuildState, store) -> None:
-    """On the last attempt of a failed stage, release the run's compile lease so the next request
-    for the key need not wait for it to expire."""
-    if state.lease is None or not _final_attempt():
+def task_failure(exc: BaseException, state: BuildState) -> AirflowException | None:
+    """What a stage task raises for `exc`: its one line (what failed, the resource, the fix: the
+    message the CLI prints) in an `AirflowFailException` — no retry — when a retry cannot change the
+    outcome (bad input, a rejected checkpoint, a missing bucket, rejected credentials, a read-only
+    disk, a source of the wrong kind), or in an `AirflowException`, retried as the task's `retries`
+    say, when it may pass on its own (an unreachable store endpoint or Hub, a lease taken over, a
+    full disk). None for anything else: a bug keeps its traceback."""
+    from neuronforge.errors import (
+        DISK_FIXES,
+        TRANSIENT_DISK,
+        CheckpointError,
+        NeuronforgeError,
+        ServiceUnreachable,
+        disk_error,
+    )
+    from neuronforge.leases import LeaseLost
+
+    if isinstance(exc, OSError) and exc.errno in DISK_FIXES:
+        uri = state.store_uri
+        places = [
+            settings.work_dir(),
+            *([Path(uri.removeprefix("file://"))] if "://" not in uri or uri.startswith("file://") else []),
+        ]
+        line = disk_error(exc, places)
+        return (AirflowException if exc.errno in TRANSIENT_DISK else AirflowFailException)(line)
+    if not isinstance(exc, NeuronforgeError):
+        return None
+    # one line, all of it (a rejected plan lists each problem on a line of its own)
+    line = "; ".join(part.strip() for part in str(exc).splitlines() if part.strip()) or type(exc).__name__
+    if isinstance(exc, CheckpointError):
+        line = f"checkpoint rejected: {line}"  # as the CLI says it
+    return (AirflowException if isinstance(exc, (ServiceUnreachable, LeaseLost)) else AirflowFailException)(line)
+
+
+def _release_on_last_attempt(state: BuildState, store, final: bool = False) -> None:
+    """On the last attempt of a failed stage (or a failure no retry follows), release the run's
+    compile lease so the next request for the key need not wait for it to expire."""
+    if state.lease is None or not (final or _final_attempt()):
         return
     from neuronforge import leases
 

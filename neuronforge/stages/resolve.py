@@ -101,7 +101,8 @@ def hub_errors(repo: str, revision: str) -> Iterator[None]:
     except HfHubHTTPError as exc:
         status = exc.response.status_code if exc.response is not None else "?"
         raise ServiceUnreachable(
-            f"the Hugging Face Hub answered HTTP {status} for {repo}@{revision}; try again later"
+            f"the Hugging Face Hub at {constants.ENDPOINT} answered HTTP {status} for {repo}@{revision}; retry "
+            "later, check HF_ENDPOINT, or set HF_HUB_OFFLINE=1 to use what the local Hugging Face cache holds"
         ) from None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import os
@@ -45,9 +46,14 @@ class FileStore(ArtifactStore):
         """The folder exists (the constructor made it) and, with `write`, takes a file: a read-only
         or full disk surfaces as the `OSError` naming the path (the CLI prints it in one line)."""
         if write:
+            # an empty file fits on a full disk: its free blocks are asked too
+            if os.statvfs(self.root).f_bavail == 0:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.root))
             probe = self.root / f"{_TMP}probe-{uuid.uuid4().hex}"
             try:
                 probe.write_bytes(b"")
+            except OSError as exc:  # named by the store's folder, not the probe's made-up file name
+                raise OSError(exc.errno, exc.strerror, str(self.root)) from None
             finally:
                 probe.unlink(missing_ok=True)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import os
 import threading
 import uuid
@@ -27,7 +28,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 from s3transfer.exceptions import RetriesExceededError
 from s3transfer.subscribers import BaseSubscriber
 
-from neuronforge.errors import StoreError
+from neuronforge.errors import StoreError, StoreUnreachable
 from neuronforge.progress import Step
 from neuronforge.stores.base import (
     ArtifactStore,
@@ -51,7 +52,9 @@ def _shared_client(endpoint_url: str | None, max_concurrency: int) -> Any:
     logs which provider answered."""
     with _CLIENTS_LOCK:
         # Which identity the environment names now: a changed profile or key gets its own client.
-        identity = (os.environ.get("AWS_PROFILE"), os.environ.get("AWS_ACCESS_KEY_ID"))
+        # A corrected secret for the same key id too (kept as a digest: this dict holds no secret).
+        secret = hashlib.sha256(os.environ.get("AWS_SECRET_ACCESS_KEY", "").encode()).hexdigest()
+        identity = (os.environ.get("AWS_PROFILE"), os.environ.get("AWS_ACCESS_KEY_ID"), secret)
         key = (endpoint_url, max_concurrency, *identity)
         if key not in _CLIENTS:
             _CLIENTS[key] = boto3.session.Session().client(
@@ -87,6 +90,13 @@ class _Progress(BaseSubscriber):
 
 def _code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+# 403 answers: the credentials themselves refused, or valid but not allowed.
+_REJECTED = frozenset(
+    {"InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken", "InvalidClientTokenId"}
+)
+_DENIED = frozenset({"AccessDenied", "AllAccessDisabled", "AccountProblem"})
 
 
 def _status(exc: ClientError) -> int:
@@ -145,6 +155,8 @@ class S3Store(ArtifactStore):
     def _wrap(self, exc: ClientError, key: str) -> StoreError:
         if _code(exc) == "NoSuchBucket":  # on any request, not only the probe: every command says the same
             return self._no_bucket()
+        if _code(exc) in _REJECTED or _code(exc) in _DENIED:
+            return self._refused(_code(exc))
         if _code(exc) in ("NoSuchKey", "404", "NotFound") or _status(exc) == 404:
             return NotFound(f"{self.uri(key)} does not exist")
         return StoreError(f"S3 {_code(exc) or _status(exc)} on {self.uri(key)}: {exc}")
@@ -160,9 +172,30 @@ class S3Store(ArtifactStore):
                 f"no AWS credentials for {self.root_uri}: set AWS_PROFILE or AWS_ACCESS_KEY_ID / "
                 "AWS_SECRET_ACCESS_KEY, or use the Airflow connection"
             )
-        return StoreError(
+        return StoreUnreachable(
             f"cannot reach the S3 endpoint {self._endpoint()} for {self.root_uri} ({exc}); check that it is "
             "running and that AWS_ENDPOINT_URL names it"
+        )
+
+    def _refused(self, code: str) -> StoreError:
+        """S3 answered 403: the credentials were rejected (unknown key, wrong secret, expired token) or
+        lack the permission. One line naming the endpoint, the store and the fix; never the key (the
+        error's own text is left out: some servers echo the access key id or the string to sign)."""
+        where = f"the S3 endpoint {self._endpoint()}"
+        creds = "check AWS_PROFILE or AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or the Airflow connection)"
+        grant = f"grant s3:ListBucket, s3:GetObject and s3:PutObject on {self.root_uri}"
+        if code in _REJECTED:
+            return StoreError(
+                f"{where} rejected these credentials for {self.root_uri} ({code}: the access key is unknown, the "
+                f"secret does not match it, or the session token expired): {creds}"
+            )
+        if code in _DENIED:
+            return StoreError(
+                f"{where} denied these credentials access to {self.root_uri} ({code}): {grant}, or {creds}"
+            )
+        return StoreError(
+            f"{where} rejected or denied these credentials for {self.root_uri} (HTTP 403: an unknown access key, a "
+            f"wrong secret, or no permission on the bucket): {creds}; or {grant}"
         )
 
     def _no_bucket(self) -> StoreError:
@@ -179,11 +212,8 @@ class S3Store(ArtifactStore):
         except ClientError as exc:
             if _status(exc) == 404 or _code(exc) in ("404", "NoSuchBucket", "NotFound"):
                 raise self._no_bucket() from None
-            if _status(exc) == 403:
-                raise StoreError(
-                    f"access to bucket {self.bucket!r} is denied for these credentials: grant s3:ListBucket "
-                    f"(and s3:GetObject / s3:PutObject) on {self.root_uri}, or use other credentials"
-                ) from None
+            if _status(exc) == 403:  # HEAD has no body: which refusal it was is not said
+                raise self._refused(_code(exc)) from None
             raise self._wrap(exc, "") from None
         if not write:
             return

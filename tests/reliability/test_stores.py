@@ -269,8 +269,9 @@ def test_a_hub_answering_500_is_one_line(hub_at, home: Path, tmp_path: Path) -> 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Failing)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        hub_at(f"http://127.0.0.1:{server.server_address[1]}")
+        endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+        hub_at(endpoint)
         outcome = cli(["fetch", "org/model", "--store", tmp_path / "store", "--work-dir", tmp_path / "w"])
     finally:
         server.shutdown()
-    expect_error(outcome, EXIT_FAILURE, "the Hugging Face Hub answered HTTP 500 for org/model@main")
+    expect_error(outcome, EXIT_FAILURE, f"the Hugging Face Hub at {endpoint} answered HTTP 500 for org/model@main")
