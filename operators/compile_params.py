@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -262,16 +263,41 @@ ALLOWED_KEYS: dict[str, frozenset[str]] = {
 }
 
 
+MAX_NAMED = 5  # unknown keys named in a sentence
+MAX_SHOWN = 80  # characters of a value a sentence quotes
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s\"'@]*@")
+
+
+def shown(value: Any, quote: str | None = None) -> str:
+    """`value` as a sentence quotes it: JSON (or the text between `quote`s), at most MAX_SHOWN
+    characters of it, any `scheme://user:secret@` credentials replaced by `***` — a sentence
+    repeats what the caller sent, never a secret in it, and stays one line for a 1 MiB value."""
+    if quote is not None and isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, allow_nan=True, default=repr)
+        except (ValueError, RecursionError):  # a circular or very deep value (not from JSON)
+            text = f"<{type(value).__name__}>"
+    text = _USERINFO.sub(r"\1***@", text.replace("\n", " "))
+    if len(text) > MAX_SHOWN:
+        text = text[: MAX_SHOWN - 1] + "…"
+    return f"{quote}{text}{quote}" if quote is not None else text
+
+
 def refuse_unknown_keys(conf: Mapping[str, Any] | None, allowed: Iterable[str], dag_id: str) -> None:
     """Raise InvalidInput, in one sentence, when `conf` has a top-level key that is not a Param."""
     allowed = sorted(allowed)
-    unknown = sorted(k for k in (conf or {}) if k not in allowed)
+    unknown = sorted(str(k) for k in (conf or {}) if k not in allowed)
     if not unknown:
         return
     hints = []
-    for key in unknown:
-        close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
-        hints.append(f"'{key}' (did you mean '{close[0]}'?)" if close else f"'{key}'")
+    for key in unknown[:MAX_NAMED]:  # a conf of 50 000 unknown keys is named by its first few
+        close = difflib.get_close_matches(key[:64], allowed, n=1, cutoff=0.6)
+        quoted = shown(key, quote="'")
+        hints.append(f"{quoted} (did you mean '{close[0]}'?)" if close else quoted)
+    if len(unknown) > MAX_NAMED:
+        hints.append(f"and {len(unknown) - MAX_NAMED} more")
     noun = "key" if len(unknown) == 1 else "keys"
     raise InvalidInput(
         f"{dag_id} does not take the conf {noun} {', '.join(hints)}; its conf keys are: {', '.join(allowed)}."
@@ -379,12 +405,28 @@ def conf_problem(dag_id: str, conf: Mapping[str, Any] | None) -> str | None:
         err = errors[0]
         if not err.path:  # the field itself: its type and its range (`bounded`) in one description
             err.schema = _flat(schema)
-        where = name + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.path)
+        where = name + "".join(f"[{p}]" if isinstance(p, int) else f".{shown(str(p), quote='')}" for p in err.path)
         if err.validator == "additionalProperties":
             allowed = ", ".join(sorted(err.schema.get("properties", {})))
             extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
-            return f"{dag_id}: {where} has unknown field(s) {', '.join(extra)}; allowed: {allowed}."
+            named = [shown(k, quote="") for k in extra[:MAX_NAMED]]
+            named += [f"and {len(extra) - MAX_NAMED} more"] if len(extra) > MAX_NAMED else []
+            return f"{dag_id}: {where} has unknown field(s) {', '.join(named)}; allowed: {allowed}."
         if err.validator == "required":
             return f"{dag_id}: {where} is missing a field: {err.message}."
-        return f"{dag_id}: {where} = {json.dumps(err.instance)} is not allowed; use {_allowed(err.schema)}."
+        return f"{dag_id}: {where} = {shown(err.instance)} is not allowed; use {_allowed(err.schema)}."
+    return _credentials_problem(dag_id, conf)
+
+
+def _credentials_problem(dag_id: str, conf: Mapping[str, Any]) -> str | None:
+    """The sentence for a `store` or `model` URI carrying credentials: refused at the trigger, so
+    the secret never lands in Airflow's run table (the run's first task would refuse it too)."""
+    from neuronforge.stores.base import refuse_credentials
+
+    for name, what in (("store", "store URI"), ("model", "model source")):
+        if isinstance(conf.get(name), str):
+            try:
+                refuse_credentials(conf[name], what)
+            except InvalidInput as exc:
+                return f"{dag_id}: {str(exc).rstrip('.')}."
     return None
