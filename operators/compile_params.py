@@ -265,7 +265,15 @@ ALLOWED_KEYS: dict[str, frozenset[str]] = {
 
 MAX_NAMED = 5  # unknown keys named in a sentence
 MAX_SHOWN = 80  # characters of a value a sentence quotes
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s\"'@]*@")
+_NETLOC = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/\s\"'\\]*)")
+
+
+def _mask_netloc(match: re.Match[str]) -> str:
+    """`scheme://user:secret@host` -> `scheme://***@host`; `s3://KEY:SECRET/` -> `s3://***`."""
+    scheme, netloc = match.groups()
+    if "@" in netloc:
+        return f"{scheme}***@{netloc.rpartition('@')[2]}"
+    return f"{scheme}***" if ":" in netloc else match[0]
 
 
 def shown(value: Any, quote: str | None = None) -> str:
@@ -279,7 +287,8 @@ def shown(value: Any, quote: str | None = None) -> str:
             text = json.dumps(value, ensure_ascii=False, allow_nan=True, default=repr)
         except (ValueError, RecursionError):  # a circular or very deep value (not from JSON)
             text = f"<{type(value).__name__}>"
-    text = _USERINFO.sub(r"\1***@", text.replace("\n", " "))
+    text = _NETLOC.sub(_mask_netloc, text)  # all of it: a credential's `@` may lie past what is shown
+    text = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text[: MAX_SHOWN + 1])  # one line
     if len(text) > MAX_SHOWN:
         text = text[: MAX_SHOWN - 1] + "…"
     return f"{quote}{text}{quote}" if quote is not None else text
