@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 TRIGGER = re.compile(r"^/api/v2/dags/(?P<dag_id>[^/]+)/dagRuns$")  # no trailing slash: Airflow redirects it
 MAX_BODY = 1024 * 1024  # a trigger's body: a conf of a few KiB, a generous margin
 MAX_DEPTH = 32  # the forms' deepest value is 5 levels (targets[0].backend_options.x)
+MAX_DISCARD_FACTOR = 16  # past the cap, up to 16 MiB more is read and dropped so the client reads the 413
 INLINE_CHECK = 64 * 1024  # bodies up to this are checked on the event loop (well under a millisecond)
 
 Scope = dict[str, Any]
@@ -163,10 +164,39 @@ async def _answer(send: Send, status: int, sentence: str) -> None:
 class OneSentenceTriggerErrors:
     """Pure ASGI: reads a neuronforge trigger's body (bounded), checks it, replays it to the app."""
 
-    def __init__(self, app: Any, max_body: int = MAX_BODY, may_trigger: MayTrigger = airflow_may_trigger) -> None:
+    def __init__(
+        self,
+        app: Any,
+        max_body: int = MAX_BODY,
+        may_trigger: MayTrigger = airflow_may_trigger,
+        max_discard: int | None = None,
+    ) -> None:
         self.app = app
         self.max_body = max_body
         self.may_trigger = may_trigger
+        self.max_discard = MAX_DISCARD_FACTOR * max_body if max_discard is None else max_discard
+
+    async def _too_big(
+        self, dag_id: str, headers: dict[bytes, bytes], receive: Receive, send: Send, sending: bool
+    ) -> None:
+        """413. A client still sending its body would see a reset connection, not this answer, if
+        it came now: what it still sends is read and dropped first (nothing kept), up to
+        `max_discard` bytes. A client that asked `Expect: 100-continue` has sent nothing (the
+        server sends "100 Continue" only once the body is read), and one announcing more than the
+        cap plus `max_discard` is not waited for: both are answered at once."""
+        announced = headers.get(b"content-length", b"").strip()
+        waits = headers.get(b"expect", b"").lower() == b"100-continue"
+        if sending and not waits and not (announced.isdigit() and int(announced) > self.max_body + self.max_discard):
+            dropped = 0
+            while dropped < self.max_discard:
+                message = await receive()
+                if message["type"] != "http.request":
+                    break
+                dropped += len(message.get("body", b""))
+                if not message.get("more_body"):
+                    break
+        sentence = f"{dag_id}: the trigger's body is larger than {self.max_body} bytes; send the form's fields only."
+        await _answer(send, 413, sentence)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         dag_id = neuronforge_trigger(scope)
@@ -174,10 +204,9 @@ class OneSentenceTriggerErrors:
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
-        too_big = f"{dag_id}: the trigger's body is larger than {self.max_body} bytes; send the form's fields only."
         announced = headers.get(b"content-length", b"").strip()
         if announced.isdigit() and int(announced) > self.max_body:
-            await _answer(send, 413, too_big)
+            await self._too_big(dag_id, headers, receive, send, sending=True)
             return
         messages: list[Message] = []
         size = 0
@@ -188,7 +217,8 @@ class OneSentenceTriggerErrors:
                 break
             size += len(message.get("body", b""))
             if size > self.max_body:
-                await _answer(send, 413, too_big)
+                messages.clear()
+                await self._too_big(dag_id, headers, receive, send, sending=bool(message.get("more_body")))
                 return
             if not message.get("more_body"):
                 break

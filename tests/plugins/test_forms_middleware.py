@@ -176,7 +176,7 @@ def test_a_trigger_under_a_base_url_is_read(forms: ModuleType) -> None:
 
 def test_content_length_over_the_cap_is_refused_before_reading(forms: ModuleType) -> None:
     scope = http(TRIGGER, headers=[(b"content-length", str(2 * 1024 * 1024).encode())])
-    inner, client = run(forms, scope, [])
+    inner, client = run(forms, scope, [], max_discard=0)  # (below: what is dropped to let the client read it)
     assert client.received == 0 and inner.calls == []
     assert client.status == 413 and client.detail.endswith("larger than 1048576 bytes; send the form's fields only.")
 
@@ -186,9 +186,28 @@ def test_a_long_chunked_body_is_refused_as_soon_as_it_passes_the_cap(forms: Modu
         for i in range(20_000):
             yield {"type": "http.request", "body": b" " * 1000, "more_body": i < 19_999}
 
-    inner, client = run(forms, http(TRIGGER), stream(), max_body=100_000)
+    inner, client = run(forms, http(TRIGGER), stream(), max_body=100_000, max_discard=0)
     assert client.received == 101 and inner.calls == []  # 101 kB read, not one chunk more
     assert client.status == 413 and "\n" not in client.detail
+
+
+def test_past_the_cap_at_most_max_discard_bytes_are_read_and_dropped(forms: ModuleType) -> None:
+    """So that a client still sending reads the 413 instead of a reset connection, and none waits
+    for the end of an endless body."""
+
+    def stream() -> Iterator[dict]:
+        for i in range(20_000):
+            yield {"type": "http.request", "body": b" " * 1000, "more_body": i < 19_999}
+
+    inner, client = run(forms, http(TRIGGER), stream(), max_body=100_000, max_discard=500_000)
+    assert client.received == 101 + 500 and inner.calls == [] and client.status == 413
+    announced = [(b"content-length", b"300000")]
+    inner, client = run(forms, http(TRIGGER, headers=announced), body(b" " * 300_000, chunk=1000), max_body=100_000)
+    assert client.received == 300 and client.status == 413  # all of it read (and dropped), then answered
+    waiting = [(b"content-length", b"300000"), (b"expect", b"100-continue")]
+    for headers in ([(b"content-length", b"100000000")], waiting):
+        inner, client = run(forms, http(TRIGGER, headers=headers), [], max_body=100_000)
+        assert client.received == 0 and client.status == 413
 
 
 def test_a_body_at_the_cap_is_read(forms: ModuleType) -> None:
