@@ -20,6 +20,7 @@ it; code reading them treats None like "".
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -354,6 +355,14 @@ def refuse_unknown_conf(task_instance: Any, dag_run: Any = None) -> None:
 FORMS: dict[str, dict[str, Param]] = {COMPILE_DAG: PARAMS, RECOMPILE_DAG: RECOMPILE_PARAMS, SWEEP_DAG: SWEEP_PARAMS}
 
 
+@functools.cache
+def _validator(dag_id: str, name: str) -> Any:
+    """The JSON-schema validator of one field of a form (built once: a trigger checks each field)."""
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(FORMS[dag_id][name].schema)
+
+
 def _allowed(schema: dict[str, Any]) -> str:
     """What a field accepts, in words (for the one-sentence answer to a bad value)."""
     if "enum" in schema:
@@ -395,8 +404,6 @@ def conf_problem(dag_id: str, conf: Mapping[str, Any] | None) -> str | None:
     unknown key, a value outside its schema), or None. Airflow's own Param check answers the same
     conf with the whole JSON schema; the api-server middleware (plugins/neuronforge_forms.py) answers
     with this first."""
-    from jsonschema import Draft202012Validator
-
     form = FORMS.get(dag_id)
     if form is None or conf is None:
         return None
@@ -407,8 +414,9 @@ def conf_problem(dag_id: str, conf: Mapping[str, Any] | None) -> str | None:
     except InvalidInput as exc:
         return str(exc)
     for name, value in conf.items():
-        schema = form[name].schema
-        errors = sorted(Draft202012Validator(schema).iter_errors(value), key=lambda e: len(e.path))
+        validator = _validator(dag_id, name)
+        schema = validator.schema
+        errors = sorted(validator.iter_errors(value), key=lambda e: len(e.path))
         if not errors:
             continue
         err = errors[0]

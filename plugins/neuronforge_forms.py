@@ -25,6 +25,7 @@ Guarantees (tests/plugins/test_forms_middleware.py, tests/plugins/test_catalog_p
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -60,14 +61,18 @@ def route_path(scope: Scope) -> str:
 
 def neuronforge_trigger(scope: Scope) -> str | None:
     """The DAG id when `scope` is the trigger of a neuronforge DAG (the only requests read)."""
-    if scope.get("type") != "http" or scope.get("method") != "POST":
+    if scope.get("method") != "POST" or scope.get("type") != "http" or not scope.get("path", "").endswith("/dagRuns"):
         return None
     match = TRIGGER.match(route_path(scope))
-    if match is None:
-        return None
+    return match["dag_id"] if match is not None and match["dag_id"] in _forms() else None
+
+
+@functools.cache
+def _forms() -> frozenset[str]:
+    """The neuronforge DAG ids (imported on the first trigger, not when Airflow loads plugins)."""
     from operators.compile_params import FORMS
 
-    return match["dag_id"] if match["dag_id"] in FORMS else None
+    return frozenset(FORMS)
 
 
 async def airflow_may_trigger(scope: Scope, dag_id: str) -> bool:
