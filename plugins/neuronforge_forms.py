@@ -89,13 +89,15 @@ async def airflow_may_trigger(scope: Scope, dag_id: str) -> bool:
             requires_access_dag,
             resolve_user_from_token,
         )
+        from fastapi.security.utils import get_authorization_scheme_param
         from starlette.requests import Request
 
         request = Request({**scope, "path_params": {"dag_id": dag_id}})  # a copy: the scope stays as sent
-        scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+        # as FastAPI's HTTPBearer(auto_error=False) reads the header for Airflow's `get_user`
+        scheme, credentials = get_authorization_scheme_param(request.headers.get("authorization"))
         state = scope.get("state") or {}
-        if scheme.lower() == "bearer" and credentials.strip():
-            user = await resolve_user_from_token(credentials.strip())
+        if scheme.lower() == "bearer" and credentials:
+            user = await resolve_user_from_token(credentials)
         elif state.get("user") and state.get("user_authenticated_via") is USER_INJECTED_BY_TRUSTED_MIDDLEWARE:
             user = state["user"]
         else:
@@ -139,7 +141,7 @@ def body_problem(dag_id: str, headers: dict[bytes, bytes], body: bytes) -> str |
     from operators.compile_params import conf_problem
 
     kind = headers.get(b"content-type", b"application/json").split(b";")[0].strip().lower()
-    if kind != b"application/json" and not kind.endswith(b"+json"):
+    if not kind.startswith(b"application/") or not (kind == b"application/json" or kind.endswith(b"+json")):
         shown = kind.decode("latin-1")[:60]
         return f"{dag_id}: send the trigger as JSON (Content-Type: application/json), not {shown}."
     try:
