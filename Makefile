@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo airflow test lint format docs docs-build bench-transfer bench-pipeline bench-cache-seed bench-quantize bench-bytes bench-sweep bench-hosts bench-farm bench-dag-parse clean
+.PHONY: setup demo airflow test lint format docs docs-build bench-transfer bench-pipeline bench-cache-seed bench-quantize bench-bytes bench-sweep bench-hosts bench-farm bench-dag-parse bench-forms clean
 
 setup: $(STAMP)
 
@@ -87,3 +87,6 @@ bench-hosts: setup
 
 bench-dag-parse: setup
 	$(PY) bench/dag_parse.py --against a16237d
+
+bench-forms: setup
+	$(PY) bench/forms_middleware.py

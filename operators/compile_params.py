@@ -20,7 +20,9 @@ it; code reading them treats None like "".
 from __future__ import annotations
 
 import difflib
+import functools
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -262,16 +264,50 @@ ALLOWED_KEYS: dict[str, frozenset[str]] = {
 }
 
 
+MAX_NAMED = 5  # unknown keys named in a sentence
+MAX_SHOWN = 80  # characters of a value a sentence quotes
+_NETLOC = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/\s\"'\\]*)")
+
+
+def _mask_netloc(match: re.Match[str]) -> str:
+    """`scheme://user:secret@host` -> `scheme://***@host`; `s3://KEY:SECRET/` -> `s3://***`."""
+    scheme, netloc = match.groups()
+    if "@" in netloc:
+        return f"{scheme}***@{netloc.rpartition('@')[2]}"
+    return f"{scheme}***" if ":" in netloc else match[0]
+
+
+def shown(value: Any, quote: str | None = None) -> str:
+    """`value` as a sentence quotes it: JSON (or the text between `quote`s), at most MAX_SHOWN
+    characters of it, any `scheme://user:secret@` credentials replaced by `***` — a sentence
+    repeats what the caller sent, never a secret in it, and stays one line for a 1 MiB value."""
+    if quote is not None and isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, allow_nan=True, default=repr)
+        except (ValueError, RecursionError):  # a circular or very deep value (not from JSON)
+            text = f"<{type(value).__name__}>"
+    text = _NETLOC.sub(_mask_netloc, text)  # all of it: a credential's `@` may lie past what is shown
+    text = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text[: MAX_SHOWN + 1])  # one line
+    if len(text) > MAX_SHOWN:
+        text = text[: MAX_SHOWN - 1] + "…"
+    return f"{quote}{text}{quote}" if quote is not None else text
+
+
 def refuse_unknown_keys(conf: Mapping[str, Any] | None, allowed: Iterable[str], dag_id: str) -> None:
     """Raise InvalidInput, in one sentence, when `conf` has a top-level key that is not a Param."""
     allowed = sorted(allowed)
-    unknown = sorted(k for k in (conf or {}) if k not in allowed)
+    unknown = sorted(str(k) for k in (conf or {}) if k not in allowed)
     if not unknown:
         return
     hints = []
-    for key in unknown:
-        close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
-        hints.append(f"'{key}' (did you mean '{close[0]}'?)" if close else f"'{key}'")
+    for key in unknown[:MAX_NAMED]:  # a conf of 50 000 unknown keys is named by its first few
+        close = difflib.get_close_matches(key[:64], allowed, n=1, cutoff=0.6)
+        quoted = shown(key, quote="'")
+        hints.append(f"{quoted} (did you mean '{close[0]}'?)" if close else quoted)
+    if len(unknown) > MAX_NAMED:
+        hints.append(f"and {len(unknown) - MAX_NAMED} more")
     noun = "key" if len(unknown) == 1 else "keys"
     raise InvalidInput(
         f"{dag_id} does not take the conf {noun} {', '.join(hints)}; its conf keys are: {', '.join(allowed)}."
@@ -319,6 +355,14 @@ def refuse_unknown_conf(task_instance: Any, dag_run: Any = None) -> None:
 FORMS: dict[str, dict[str, Param]] = {COMPILE_DAG: PARAMS, RECOMPILE_DAG: RECOMPILE_PARAMS, SWEEP_DAG: SWEEP_PARAMS}
 
 
+@functools.cache
+def _validator(dag_id: str, name: str) -> Any:
+    """The JSON-schema validator of one field of a form (built once: a trigger checks each field)."""
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(FORMS[dag_id][name].schema)
+
+
 def _allowed(schema: dict[str, Any]) -> str:
     """What a field accepts, in words (for the one-sentence answer to a bad value)."""
     if "enum" in schema:
@@ -360,8 +404,6 @@ def conf_problem(dag_id: str, conf: Mapping[str, Any] | None) -> str | None:
     unknown key, a value outside its schema), or None. Airflow's own Param check answers the same
     conf with the whole JSON schema; the api-server middleware (plugins/neuronforge_forms.py) answers
     with this first."""
-    from jsonschema import Draft202012Validator
-
     form = FORMS.get(dag_id)
     if form is None or conf is None:
         return None
@@ -372,19 +414,36 @@ def conf_problem(dag_id: str, conf: Mapping[str, Any] | None) -> str | None:
     except InvalidInput as exc:
         return str(exc)
     for name, value in conf.items():
-        schema = form[name].schema
-        errors = sorted(Draft202012Validator(schema).iter_errors(value), key=lambda e: len(e.path))
+        validator = _validator(dag_id, name)
+        schema = validator.schema
+        errors = sorted(validator.iter_errors(value), key=lambda e: len(e.path))
         if not errors:
             continue
         err = errors[0]
         if not err.path:  # the field itself: its type and its range (`bounded`) in one description
             err.schema = _flat(schema)
-        where = name + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.path)
+        where = name + "".join(f"[{p}]" if isinstance(p, int) else f".{shown(str(p), quote='')}" for p in err.path)
         if err.validator == "additionalProperties":
             allowed = ", ".join(sorted(err.schema.get("properties", {})))
             extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
-            return f"{dag_id}: {where} has unknown field(s) {', '.join(extra)}; allowed: {allowed}."
+            named = [shown(k, quote="") for k in extra[:MAX_NAMED]]
+            named += [f"and {len(extra) - MAX_NAMED} more"] if len(extra) > MAX_NAMED else []
+            return f"{dag_id}: {where} has unknown field(s) {', '.join(named)}; allowed: {allowed}."
         if err.validator == "required":
             return f"{dag_id}: {where} is missing a field: {err.message}."
-        return f"{dag_id}: {where} = {json.dumps(err.instance)} is not allowed; use {_allowed(err.schema)}."
+        return f"{dag_id}: {where} = {shown(err.instance)} is not allowed; use {_allowed(err.schema)}."
+    return _credentials_problem(dag_id, conf)
+
+
+def _credentials_problem(dag_id: str, conf: Mapping[str, Any]) -> str | None:
+    """The sentence for a `store` or `model` URI carrying credentials: refused at the trigger, so
+    the secret never lands in Airflow's run table (the run's first task would refuse it too)."""
+    from neuronforge.stores.base import refuse_credentials
+
+    for name, what in (("store", "store URI"), ("model", "model source")):
+        if isinstance(conf.get(name), str):
+            try:
+                refuse_credentials(conf[name], what)
+            except InvalidInput as exc:
+                return f"{dag_id}: {str(exc).rstrip('.')}."
     return None

@@ -15,6 +15,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -89,29 +91,17 @@ def jwt_secret() -> str:
     return secrets.token_urlsafe(64)  # >= 64 bytes: what HS512 wants
 
 
-@pytest.fixture(scope="module")
-def server(seeded_store: Path, jwt_secret: str, tmp_path_factory: pytest.TempPathFactory):
-    """`airflow api-server` with the repo's plugins folder over `seeded_store` (a test module
-    serves another store by defining its own `seeded_store` fixture); yields (base URL, admin password)."""
-    home = tmp_path_factory.mktemp("airflow-api")
+# base URL -> (AIRFLOW_HOME, environment) of each api-server the fixtures started
+STARTED: dict[str, tuple[Path, dict[str, str]]] = {}
+
+
+@contextmanager
+def api_server(home: Path, env: dict[str, str], log_name: str = "api-server.log") -> Iterator[str]:
+    """`airflow api-server` on a free port of 127.0.0.1 over `home` (already migrated); yields its URL."""
     port = _free_port()
-    env = {
-        **os.environ,
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
-        "AIRFLOW__API__HOST": "127.0.0.1",
-        "AIRFLOW__API__PORT": str(port),
-        "AIRFLOW__API_AUTH__JWT_SECRET": jwt_secret,
-        "NEURONFORGE_STORE": f"file://{seeded_store}",
-        "PYTHONPATH": str(REPO),
-    }
+    env = {**env, "AIRFLOW__API__PORT": str(port)}
     airflow = str(Path(sys.executable).parent / "airflow")
-    subprocess.run([airflow, "db", "migrate"], env=env, check=True, capture_output=True)
-    # the DAGs in the DB (what a dag-processor would do), so the UI has their trigger forms
-    subprocess.run([airflow, "dags", "reserialize"], env=env, check=True, capture_output=True)
-    log = open(home / "api-server.log", "w")  # noqa: SIM115 - closed below
+    log = open(home / log_name, "w")  # noqa: SIM115 - closed below
     proc = subprocess.Popen([airflow, "api-server", "--port", str(port)], env=env, stdout=log, stderr=log)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -122,13 +112,48 @@ def server(seeded_store: Path, jwt_secret: str, tmp_path_factory: pytest.TempPat
             except (urllib.error.URLError, OSError):
                 time.sleep(1)
         else:
-            pytest.fail("api-server did not become healthy: " + (home / "api-server.log").read_text()[-2000:])
-        password = json.loads((home / "simple_auth_manager_passwords.json.generated").read_text())["admin"]
-        yield base, password
+            pytest.fail("api-server did not become healthy: " + (home / log_name).read_text()[-2000:])
+        STARTED[base] = (home, env)
+        yield base
     finally:
         proc.terminate()
         proc.wait(timeout=30)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def server(seeded_store: Path, jwt_secret: str, tmp_path_factory: pytest.TempPathFactory):
+    """`airflow api-server` with the repo's plugins folder over `seeded_store` (a test module
+    serves another store by defining its own `seeded_store` fixture); yields (base URL, admin password)."""
+    home = tmp_path_factory.mktemp("airflow-api")
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API_AUTH__JWT_SECRET": jwt_secret,
+        "NEURONFORGE_STORE": f"file://{seeded_store}",
+        "PYTHONPATH": str(REPO),
+    }
+    airflow = str(Path(sys.executable).parent / "airflow")
+    subprocess.run([airflow, "db", "migrate"], env=env, check=True, capture_output=True)
+    # the DAGs in the DB (what a dag-processor would do), so the UI has their trigger forms
+    subprocess.run([airflow, "dags", "reserialize"], env=env, check=True, capture_output=True)
+    with api_server(home, env) as base:
+        password = json.loads((home / "simple_auth_manager_passwords.json.generated").read_text())["admin"]
+        yield base, password
+
+
+@pytest.fixture(scope="module")
+def plain_server(server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A second api-server over the same home (DB, users, JWT secret), without any plugin: what
+    Airflow answers where the first one's plugins must change nothing. Yields its URL."""
+    home, env = STARTED[server[0]]
+    empty = tmp_path_factory.mktemp("no-plugins")
+    with api_server(home, {**env, "AIRFLOW__CORE__PLUGINS_FOLDER": str(empty)}, "plain-api-server.log") as base:
+        yield base
 
 
 @pytest.fixture(scope="module")

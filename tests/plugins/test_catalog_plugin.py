@@ -1,6 +1,8 @@
 """The artifact catalog plugin in a real `airflow api-server` (tests/plugins/conftest.py), over HTTP:
 access follows Airflow's own authentication; the JSON endpoints, the page (a page of rows at a time)
-and each artifact's own page show what `neuronforge.farm` reads."""
+and each artifact's own page show what `neuronforge.farm` reads. Also the forms middleware
+(plugins/neuronforge_forms.py) in the same api-server, compared with a second one without plugins
+over the same database: refused callers and other requests get Airflow's own answers."""
 
 from __future__ import annotations
 
@@ -201,3 +203,128 @@ def test_a_good_trigger_passes_through(server, token: str) -> None:
     base, _ = server
     status, body = _trigger(base, "neuronforge_config_sweep", {"instance": "inf2.xlarge", "profile": "cpu"}, token)
     assert status == 200 and body["conf"]["instance"] == "inf2.xlarge", body
+
+
+# The forms middleware against the real api-server, and against a second api-server over the same
+# DB without any plugin (`plain_server`): what the plugin must not change is compared, not assumed.
+COMPILE_TRIGGER = "/api/v2/dags/neuronforge_compile_publish/dagRuns"
+DEEP = b'{"conf": ' + b'{"a": ' * 100_000 + b"1" + b"}" * 100_001
+BAD_CONF = b'{"logical_date": null, "conf": {"tp_degree": 0}}'
+
+
+def _post(url: str, data: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url, data=data, method="POST", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def _expired(base: str, token: str) -> str:
+    """`token` with its expiry an hour ago, signed with the api-server's own JWT secret."""
+    import configparser
+    import time
+
+    import jwt
+
+    from tests.plugins.conftest import STARTED
+
+    cfg = configparser.ConfigParser(interpolation=None)
+    cfg.read(STARTED[base][0] / "airflow.cfg")
+    claims = jwt.decode(token, options={"verify_signature": False})
+    now = int(time.time())
+    claims.update(iat=now - 7200, nbf=now - 7200, exp=now - 3600)
+    algorithm = jwt.get_unverified_header(token)["alg"]
+    return jwt.encode(claims, cfg["api_auth"]["jwt_secret"], algorithm=algorithm)
+
+
+def _credentials(kind: str, base: str, token: str) -> dict[str, str]:
+    return {
+        "none": {},
+        "garbage bearer": {"Authorization": "Bearer not-a-jwt"},
+        "garbage cookie": {"Cookie": "_token=not-a-jwt"},
+        "expired bearer": {"Authorization": f"Bearer {_expired(base, token)}"},
+        "expired cookie": {"Cookie": f"_token={_expired(base, token)}"},
+        "basic": {"Authorization": "Basic YWRtaW46YWRtaW4="},
+    }[kind]
+
+
+@pytest.mark.parametrize("body", [BAD_CONF, DEEP, b"{not json"], ids=["bad conf", "deep", "malformed"])
+@pytest.mark.parametrize(
+    "kind", ["none", "garbage bearer", "garbage cookie", "expired bearer", "expired cookie", "basic"]
+)
+def test_a_caller_airflow_refuses_gets_airflows_answer(
+    server, plain_server: str, token: str, kind: str, body: bytes
+) -> None:
+    """No sentence of ours before Airflow's authentication: a request without a credential Airflow
+    accepts gets exactly what Airflow answers without the plugin (401/403, or Airflow's own 4xx for
+    a body it cannot parse, which FastAPI reads before authenticating)."""
+    base, _ = server
+    headers = {"Content-Type": "application/json", **_credentials(kind, base, token)}
+    ours = _post(base + COMPILE_TRIGGER, body, headers)
+    plain = _post(plain_server + COMPILE_TRIGGER, body, headers)
+    assert ours == plain and 400 <= ours[0] < 500, (ours, plain)
+    assert b"neuronforge_compile_publish" not in ours[1]
+    if kind.startswith("expired") and body == BAD_CONF:
+        assert ours[0] == 401 and json.loads(ours[1])["detail"] == "Token Expired"
+
+
+OTHER_REQUESTS = {
+    "another DAG's bad conf": ("POST", "/api/v2/dags/not_ours/dagRuns", BAD_CONF),
+    "another DAG's deep body": ("POST", "/api/v2/dags/not_ours/dagRuns", DEEP),
+    "another DAG's malformed body": ("POST", "/api/v2/dags/not_ours/dagRuns", b"{not json"),
+    "another DAG's 2 MiB body": ("POST", "/api/v2/dags/not_ours/dagRuns", b'{"conf": {"x": "' + b"y" * 2**21 + b'"}}'),
+    "Airflow's wildcard": ("POST", "/api/v2/dags/~/dagRuns", BAD_CONF),
+    "trailing slash": ("POST", COMPILE_TRIGGER + "/", BAD_CONF),
+    "the version": ("GET", "/api/v2/version", None),
+    "the runs list": ("GET", COMPILE_TRIGGER + "?limit=1&order_by=run_after", None),
+    "an encoded id": ("POST", "/api/v2/dags/not%2Eours%C3%A9/dagRuns", BAD_CONF),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OTHER_REQUESTS))
+def test_other_requests_are_answered_as_without_the_plugin(server, plain_server: str, token: str, case: str) -> None:
+    import urllib.error
+    import urllib.request
+
+    method, path, body = OTHER_REQUESTS[case]
+    answers = []
+    for base in (server[0], plain_server):
+        request = urllib.request.Request(base + path, data=body, method=method)
+        request.add_header("Authorization", f"Bearer {token}")
+        request.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                answers.append((response.status, response.read()))
+        except urllib.error.HTTPError as exc:
+            answers.append((exc.code, exc.read()))
+    assert answers[0] == answers[1] and answers[0][0] < 500, answers
+
+
+SENTENCES = {
+    "100 000 nested objects": (DEEP, 400, "nests deeper than 32 levels"),
+    "NaN": (b'{"conf": {"max_new_tokens": NaN}}', 400, "NaN is not a JSON number"),
+    "malformed": (b"{not json", 400, "the trigger's body is not JSON"),
+    "not UTF-8": (b'{"conf": {"model": "\xff"}}', 400, "is not UTF-8 text"),
+    "a key twice": (b'{"conf": {"tp_degree": 2, "tp_degree": 0}}', 400, 'the key "tp_degree" appears twice'),
+    "2 MiB": (b'{"conf": {"model": "' + b"y" * 2**21 + b'"}}', 413, "larger than 1048576 bytes"),
+    "a credential": (b'{"conf": {"store": "s3://AKIAEXAMPLE:wJalrXUtnFEMIK7MDENG@b/s"}}', 400, "s3://***@b/s"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SENTENCES))
+def test_a_bad_body_from_a_signed_in_user_is_one_sentence(server, token: str, case: str) -> None:
+    base, _ = server
+    body, status, words = SENTENCES[case]
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    code, answer = _post(base + COMPILE_TRIGGER, body, headers)
+    detail = json.loads(answer)["detail"]
+    assert code == status and words in detail and "\n" not in detail and len(detail) < 700, (code, detail)
+    assert "wJalrXUtnFEMIK7MDENG" not in detail and "Traceback" not in detail and "/" + "tmp" not in detail
+    from tests.plugins.conftest import STARTED
+
+    assert "Traceback" not in (STARTED[base][0] / "api-server.log").read_text()
