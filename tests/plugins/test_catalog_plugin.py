@@ -233,13 +233,17 @@ def _expired(base: str, token: str) -> str:
 
     from tests.plugins.conftest import STARTED
 
-    cfg = configparser.ConfigParser(interpolation=None)
-    cfg.read(STARTED[base][0] / "airflow.cfg")
+    home, env = STARTED[base]
+    secret = env.get("AIRFLOW__API_AUTH__JWT_SECRET")  # the fixture's, else the generated one
+    if secret is None:
+        cfg = configparser.ConfigParser(interpolation=None)
+        cfg.read(home / "airflow.cfg")
+        secret = cfg["api_auth"]["jwt_secret"]
     claims = jwt.decode(token, options={"verify_signature": False})
     now = int(time.time())
     claims.update(iat=now - 7200, nbf=now - 7200, exp=now - 3600)
     algorithm = jwt.get_unverified_header(token)["alg"]
-    return jwt.encode(claims, cfg["api_auth"]["jwt_secret"], algorithm=algorithm)
+    return jwt.encode(claims, secret, algorithm=algorithm)
 
 
 def _credentials(kind: str, base: str, token: str) -> dict[str, str]:
