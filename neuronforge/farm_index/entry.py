@@ -59,9 +59,19 @@ class Entry:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Entry:
+        """A row as stored; a field of the wrong type is a ValueError (the page is then corrupt and
+        rebuilt), so a forged page whose checksum was recomputed cannot carry a number where the
+        readers sort, filter and render text, or a list where they read a record."""
         known = {f: data[f] for f in cls.__dataclass_fields__ if f in data}
         if not isinstance(known.get("key"), str):
             raise ValueError("an index entry without a key")
+        for name in ("model", "profile", "target", "instance"):
+            if not isinstance(known.get(name, ""), str):
+                raise ValueError(f"index entry {known['key'][:12]}: {name} is not text")
+        for name in ("published", "failure", "building"):
+            value = known.get(name)
+            if value is not None and not (isinstance(value, dict) and isinstance(value.get("at", ""), str)):
+                raise ValueError(f"index entry {known['key'][:12]}: {name} is not a record")
         return cls(**known)
 
     def apply(self, record: dict[str, Any]) -> None:

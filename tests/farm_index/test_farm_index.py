@@ -5,6 +5,7 @@ never trusted, windows that read only the pages they show."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import subprocess
@@ -76,7 +77,9 @@ def test_rebuild_recovers_it_too_and_keeps_records_appended_since(tmp_path: Path
     assert set(_keys(store)) == {*(key_of("a", i) for i in range(4)), key_of("killed", 1)}
 
 
-@pytest.mark.parametrize("damage", ["page bytes", "head not JSON", "tail not JSON", "page gone"])
+@pytest.mark.parametrize(
+    "damage", ["page bytes", "head not JSON", "tail not JSON", "page gone", "forged page", "forged record"]
+)
 def test_a_corrupt_index_is_detected_and_rebuilt(damage: str, any_store, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(snapshot, "PAGE_ROWS", 4)
     store = any_store
@@ -89,6 +92,19 @@ def test_a_corrupt_index_is_detected_and_rebuilt(damage: str, any_store, monkeyp
     if damage == "page bytes":  # other content in a valid page: only the checksum can tell
         rows = gzip.decompress(store.get_bytes(page)).replace(b"org/model", b"org/EVIL!")
         store.put_bytes(gzip.compress(rows, mtime=0), page)
+    elif damage in ("forged page", "forged record"):  # a writer that also recomputes the checksum
+        rows = [json.loads(line) for line in gzip.decompress(store.get_bytes(page)).splitlines()]
+        if damage == "forged page":
+            rows[0]["model"] = 7  # a number where readers sort, filter and render text
+        else:
+            rows[0]["published"] = ["not", "a", "record"]
+        data = gzip.compress(b"".join(json.dumps(r).encode() + b"\n" for r in rows), mtime=0)
+        store.put_bytes(data, page)
+        raw = json.loads(store.get_bytes(snapshot.HEAD))
+        for ref in raw["pages"]:
+            if ref["key"] == page:
+                ref["sha256"] = hashlib.sha256(data).hexdigest()
+        store.put_bytes(json.dumps(raw).encode(), snapshot.HEAD)
     elif damage == "page gone":
         store.delete_prefix(page)
     elif damage == "head not JSON":
