@@ -1280,10 +1280,12 @@ def main(argv: list[str] | None = None) -> int:
 def _written_places(args: argparse.Namespace) -> list[Path]:
     """Where a command writes on this host, the most specific first: --out, --work-dir, its file
     store, NEURONFORGE_HOME."""
+    from neuronforge.stores import local_folder
+
     places = [Path(p) for p in (getattr(args, "out", None), getattr(args, "work_dir", None)) if p]
-    store = str(getattr(args, "store", "") or "")
-    places += [Path(store.removeprefix("file://"))] if store and not store.startswith("s3://") else []
-    return [*places, settings.home()]
+    uri = getattr(args, "store", None)
+    store = local_folder(str(uri)) if uri else None
+    return [*places, *([store] if store else []), settings.home()]
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from airflow.providers.standard.operators.python import PythonOperator
@@ -129,12 +128,10 @@ def task_failure(exc: BaseException, state: BuildState) -> AirflowException | No
     from neuronforge.leases import LeaseLost
 
     if isinstance(exc, OSError) and exc.errno in DISK_FIXES:
-        uri = state.store_uri
-        places = [
-            settings.work_dir(),
-            *([Path(uri.removeprefix("file://"))] if "://" not in uri or uri.startswith("file://") else []),
-        ]
-        line = disk_error(exc, places)
+        from neuronforge.stores import local_folder
+
+        store = local_folder(state.store_uri)
+        line = disk_error(exc, [settings.work_dir(), *([store] if store else [])])
         return (AirflowException if exc.errno in TRANSIENT_DISK else AirflowFailException)(line)
     if not isinstance(exc, NeuronforgeError):
         return None

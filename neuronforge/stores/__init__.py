@@ -14,7 +14,7 @@ from typing import Any
 from neuronforge.errors import StoreError
 from neuronforge.stores.base import ArtifactStore, NotFound, ObjectInfo, refuse_credentials
 
-__all__ = ["ArtifactStore", "NotFound", "ObjectInfo", "open_store"]
+__all__ = ["ArtifactStore", "NotFound", "ObjectInfo", "local_folder", "open_store"]
 
 
 def open_store(uri: str, *, must_exist: bool = False, **kwargs: Any) -> ArtifactStore:
@@ -30,8 +30,17 @@ def open_store(uri: str, *, must_exist: bool = False, **kwargs: Any) -> Artifact
         if must_exist:
             store.probe(write=False)
         return store
-    if "://" in uri and not uri.startswith("file://"):
+    folder = local_folder(uri)
+    if folder is None:
         raise StoreError(f"unsupported store URI {uri!r}; use file:///path, a local path, or s3://bucket/prefix")
     from neuronforge.stores.file import FileStore
 
-    return FileStore(Path(uri.removeprefix("file://")).expanduser(), create=not must_exist)
+    return FileStore(folder, create=not must_exist)
+
+
+def local_folder(uri: str) -> Path | None:
+    """The folder of this host a store URI names (`file:///path`, a path), None for any other
+    scheme: where a file store's disk can be full or read-only."""
+    if "://" in uri and not uri.startswith("file://"):
+        return None
+    return Path(uri.removeprefix("file://")).expanduser()
