@@ -223,13 +223,22 @@ def farm_rows(store: ArtifactStore) -> list[FarmRow]:
     return farm_page(store).rows
 
 
+KEY_MIN, KEY_MAX = 12, 64  # hex characters of a key prefix (`ls` prints 12) and of a whole key
+
+
+def is_key(key: str) -> bool:
+    """A cache key or a prefix `resolve_key` looks up: KEY_MIN to KEY_MAX lower-case hex characters
+    (nothing else reaches a store path)."""
+    return KEY_MIN <= len(key) <= KEY_MAX and all(c in "0123456789abcdef" for c in key)
+
+
 def resolve_key(store: ArtifactStore, key: str) -> str | None:
-    """The full cache key a key or a prefix of at least 12 characters names, from one listing of
-    `index/` (then `failures/`, `locks/`), never a scan; None when none or several match, or when
-    `key` is not 12 to 64 lower-case hex characters (nothing else reaches a store path)."""
-    if not 12 <= len(key) <= 64 or not all(c in "0123456789abcdef" for c in key):
+    """The full cache key a key or a prefix of at least KEY_MIN characters names, from one listing
+    of `index/` (then `failures/`, `locks/`), never a scan; None when none or several match, or when
+    `key` is not one (`is_key`)."""
+    if not is_key(key):
         return None
-    if len(key) == 64:
+    if len(key) == KEY_MAX:
         return key
     for folder, suffix in (("index", ".json"), ("failures", ".json"), ("locks", "")):
         found = [

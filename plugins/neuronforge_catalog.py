@@ -54,8 +54,6 @@ SNIPPET_LIMIT = 64 * 1024  # a launch file larger than this is linked, not inlin
 PER_PAGE, MAX_PER_PAGE = 50, 500  # rows per page view
 API_LIMIT, MAX_API_LIMIT = 100, 1000  # rows per JSON answer
 TEXT_LIMIT = 256  # characters of a filter (model substring, profile, instance, status) or a number
-KEY_MIN, KEY_MAX = 12, 64  # hex characters of a key or key prefix (`farm.resolve_key`; `ls` prints 12)
-KEY = re.compile(r"[0-9a-f]+")
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "neuronforge_catalog_templates"  # no .py files: Airflow's plugin loader skips them
@@ -193,10 +191,12 @@ def _whole(name: str, value: str | None, default: int, lo: int, hi: int | None =
 
 
 def _key(key: str) -> str:
-    """A cache key or a prefix of one, checked before the store is touched: KEY_MIN to KEY_MAX hex
-    characters (lower-cased), else 400. Nothing else reaches a store path."""
+    """A cache key or a prefix of one (lower-cased), checked before the store is touched by the rule
+    `farm.resolve_key` applies (`farm.is_key`), else 400. Nothing else reaches a store path."""
+    from neuronforge.farm import KEY_MAX, KEY_MIN, is_key
+
     lowered = key.lower()
-    if not (KEY_MIN <= len(lowered) <= KEY_MAX and KEY.fullmatch(lowered)):
+    if not is_key(lowered):
         raise HTTPException(
             status_code=400,
             detail=f"key {_shown(key)} is not a cache key: give {KEY_MIN} to {KEY_MAX} hex characters "
