@@ -13,13 +13,13 @@ catalog target naming the bare profile follows; a new Neuron SDK release) is ano
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from neuronforge.errors import InvalidInput, StoreError
 from neuronforge.farm_index import Entry, PageRef
+from neuronforge.stored_numbers import finite, whole
 from neuronforge.stores import ArtifactStore
 
 STATUSES = ("published", "stale", "smoke-failed", "failed", "building")
@@ -71,14 +71,6 @@ def _stale(profile: str, newest: dict[str, str]) -> bool:
     return bool(profile) and name in newest and newest[name] != profile
 
 
-def _measure(value: Any) -> float | None:
-    """A latency or a duration as the index's writer records it (a finite number), else None: a
-    record that says otherwise (a string, NaN, a boolean) is shown without it, not a failed page."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
-
-
 def row_of(store: ArtifactStore, e: Entry, newest: dict[str, str]) -> FarmRow:
     """A farm-index entry as a row, with URIs of the store being read (no request)."""
     from neuronforge.published import format_uris
@@ -100,10 +92,10 @@ def row_of(store: ArtifactStore, e: Entry, newest: dict[str, str]) -> FarmRow:
         row.message = f"built for {e.profile}; the workers' toolchain is now {now}" if stale else ""
         row.revision = str(p.get("revision", ""))
         row.compiler_version = str(p.get("compiler_version", ""))
-        size = p.get("size_bytes")
-        row.size_bytes = size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else None
-        row.ttft_ms, row.per_token_ms = _measure(p.get("ttft_ms")), _measure(p.get("per_token_ms"))
-        row.cpu_seconds, row.neuron_seconds = _measure(p.get("cpu_seconds")), _measure(p.get("neuron_seconds"))
+        # a record that is not what the writer writes (a string, NaN, a boolean) shows without that value
+        row.size_bytes = whole(p.get("size_bytes"))
+        row.ttft_ms, row.per_token_ms = finite(p.get("ttft_ms")), finite(p.get("per_token_ms"))
+        row.cpu_seconds, row.neuron_seconds = finite(p.get("cpu_seconds")), finite(p.get("neuron_seconds"))
         row.at, row.run_id = str(p.get("at", "")), str(p.get("run_id", ""))
         row.artifact_uri, row.manifest_uri = store.uri(prefix), store.uri(str(p.get("manifest", "")))
         formats, launch = p.get("formats"), p.get("launch")

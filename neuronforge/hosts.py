@@ -11,11 +11,12 @@ and the catalog page display.
 
 from __future__ import annotations
 
-import math
 import socket
 from typing import Any
 
 from pydantic import BaseModel
+
+from neuronforge.stored_numbers import finite
 
 
 class StageRun(BaseModel):
@@ -45,9 +46,7 @@ def host_report(runs: list[StageRun]) -> dict[str, Any]:
 
 def _seconds(value: Any) -> float | None:
     """A duration as `host_report` records it (a finite number >= 0), else None."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
-        return float(value)
-    return None
+    return finite(value, minimum=0)
 
 
 def neuron_share(report: dict[str, Any] | None) -> float | None:

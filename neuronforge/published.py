@@ -18,6 +18,7 @@ from typing import Any
 from neuronforge import layout
 from neuronforge.errors import StoreError
 from neuronforge.source import sha256_file
+from neuronforge.stored_numbers import whole
 from neuronforge.stores import ArtifactStore, NotFound
 
 log = logging.getLogger(__name__)
@@ -102,9 +103,7 @@ def _file_entry(f: Any) -> bool:
         isinstance(f, dict)
         and isinstance(f.get("path"), str)
         and isinstance(f.get("sha256"), str)
-        and isinstance(f.get("size"), int)
-        and not isinstance(f.get("size"), bool)
-        and f["size"] >= 0
+        and whole(f.get("size")) is not None
     )
 
 
