@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -82,6 +83,17 @@ def seeded_store(compiled: Compiled, tmp_path_factory: pytest.TempPathFactory) -
     building = SimpleNamespace(model="org/in-progress", target=TargetSpec.parse({**TARGET, "sequence_length": 48}))
     farm_index.announce(store, lease, building)
     return root
+
+
+def resigned(token: str, secret: str, **claims: Any) -> str:
+    """`token` (one the api-server issued) with `claims` changed, signed as the api-server signs (its
+    header, its algorithm) with `secret`: the api-server's own (`jwt_secret`) for a token refused for
+    its claims alone (an expiry in the past), another for a forged one."""
+    import jwt
+
+    header = jwt.get_unverified_header(token)
+    payload = {**jwt.decode(token, options={"verify_signature": False}), **claims}
+    return jwt.encode(payload, secret, algorithm=header["alg"], headers={"kid": header["kid"]})
 
 
 @pytest.fixture(scope="module")

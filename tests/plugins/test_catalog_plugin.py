@@ -9,12 +9,13 @@ from __future__ import annotations
 import html
 import json
 import re
+import time
 
 import pytest
 from markupsafe import escape
 
 from tests.conftest import Compiled
-from tests.plugins.conftest import http_get
+from tests.plugins.conftest import http_get, resigned
 
 
 @pytest.mark.parametrize(
@@ -224,35 +225,19 @@ def _post(url: str, data: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
         return exc.code, exc.read()
 
 
-def _expired(base: str, token: str) -> str:
+def _expired(token: str, secret: str) -> str:
     """`token` with its expiry an hour ago, signed with the api-server's own JWT secret."""
-    import configparser
-    import time
-
-    import jwt
-
-    from tests.plugins.conftest import STARTED
-
-    home, env = STARTED[base]
-    secret = env.get("AIRFLOW__API_AUTH__JWT_SECRET")  # the fixture's, else the generated one
-    if secret is None:
-        cfg = configparser.ConfigParser(interpolation=None)
-        cfg.read(home / "airflow.cfg")
-        secret = cfg["api_auth"]["jwt_secret"]
-    claims = jwt.decode(token, options={"verify_signature": False})
     now = int(time.time())
-    claims.update(iat=now - 7200, nbf=now - 7200, exp=now - 3600)
-    algorithm = jwt.get_unverified_header(token)["alg"]
-    return jwt.encode(claims, secret, algorithm=algorithm)
+    return resigned(token, secret, iat=now - 7200, nbf=now - 7200, exp=now - 3600)
 
 
-def _credentials(kind: str, base: str, token: str) -> dict[str, str]:
+def _credentials(kind: str, token: str, secret: str) -> dict[str, str]:
     return {
         "none": {},
         "garbage bearer": {"Authorization": "Bearer not-a-jwt"},
         "garbage cookie": {"Cookie": "_token=not-a-jwt"},
-        "expired bearer": {"Authorization": f"Bearer {_expired(base, token)}"},
-        "expired cookie": {"Cookie": f"_token={_expired(base, token)}"},
+        "expired bearer": {"Authorization": f"Bearer {_expired(token, secret)}"},
+        "expired cookie": {"Cookie": f"_token={_expired(token, secret)}"},
         "basic": {"Authorization": "Basic YWRtaW46YWRtaW4="},
     }[kind]
 
@@ -262,13 +247,13 @@ def _credentials(kind: str, base: str, token: str) -> dict[str, str]:
     "kind", ["none", "garbage bearer", "garbage cookie", "expired bearer", "expired cookie", "basic"]
 )
 def test_a_caller_airflow_refuses_gets_airflows_answer(
-    server, plain_server: str, token: str, kind: str, body: bytes
+    server, plain_server: str, token: str, jwt_secret: str, kind: str, body: bytes
 ) -> None:
     """No sentence of ours before Airflow's authentication: a request without a credential Airflow
     accepts gets exactly what Airflow answers without the plugin (401/403, or Airflow's own 4xx for
     a body it cannot parse, which FastAPI reads before authenticating)."""
     base, _ = server
-    headers = {"Content-Type": "application/json", **_credentials(kind, base, token)}
+    headers = {"Content-Type": "application/json", **_credentials(kind, token, jwt_secret)}
     ours = _post(base + COMPILE_TRIGGER, body, headers)
     plain = _post(plain_server + COMPILE_TRIGGER, body, headers)
     assert ours == plain and 400 <= ours[0] < 500, (ours, plain)

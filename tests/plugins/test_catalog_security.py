@@ -24,7 +24,6 @@ from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
-import jwt
 import pytest
 from fastapi.routing import APIRoute
 from markupsafe import escape
@@ -32,7 +31,7 @@ from markupsafe import escape
 from neuronforge.farm import FarmRow
 from neuronforge.stores import open_store
 from tests.conftest import Compiled
-from tests.plugins.conftest import REPO
+from tests.plugins.conftest import REPO, resigned
 
 HOSTILE = "<script>alert(1)</script>\"'&javascript:alert(1)"
 # What the seeded store holds and no refusal may show.
@@ -87,14 +86,6 @@ def _flip(text: str, at: int) -> str:
     return text[:at] + ("A" if text[at] != "A" else "B") + text[at + 1 :]
 
 
-def _resigned(token: str, secret: str, **claims: Any) -> str:
-    """The fixture's real token with `claims` changed, signed as the api-server signs (its header,
-    its secret, its algorithm)."""
-    header = jwt.get_unverified_header(token)
-    payload = {**jwt.decode(token, options={"verify_signature": False}), **claims}
-    return jwt.encode(payload, secret, algorithm=header["alg"], headers={"kid": header["kid"]})
-
-
 def _bad_tokens(token: str, secret: str) -> dict[str, str | None]:
     head, payload, signature = token.split(".")
     claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
@@ -106,8 +97,8 @@ def _bad_tokens(token: str, secret: str) -> dict[str, str | None]:
         "tampered payload": f"{head}.{_flip(payload, len(payload) // 2)}.{signature}",
         # another user's name, the signature of the real one
         "forged claims": f"{head}.{_b64(json.dumps({**claims, 'sub': 'intruder'}).encode())}.{signature}",
-        "expired": _resigned(token, secret, iat=now - 7200, nbf=now - 7200, exp=now - 3600),
-        "other secret": _resigned(token, "not-the-api-servers-secret-" * 4),
+        "expired": resigned(token, secret, iat=now - 7200, nbf=now - 7200, exp=now - 3600),
+        "other secret": resigned(token, "not-the-api-servers-secret-" * 4),
     }
 
 
@@ -115,7 +106,7 @@ def test_the_signing_of_this_test_is_the_api_servers(server, token: str, jwt_sec
     """The control of the expired token: the same claims re-signed with a future expiry are
     accepted, so the expired one is refused for its expiry alone."""
     base, _ = server
-    fresh = _resigned(token, jwt_secret, exp=int(time.time()) + 600)
+    fresh = resigned(token, jwt_secret, exp=int(time.time()) + 600)
     assert fetch(f"{base}/neuronforge/api/artifacts", token=fresh)[0] == 200
     assert fetch(f"{base}/neuronforge/api/artifacts", cookie=fresh)[0] == 200
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import subprocess
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,3 +63,10 @@ def snapshot(folder: Path) -> dict[str, str]:
         for p in sorted(folder.rglob("*"))
         if p.is_file()
     }
+
+
+def mount(*args: str) -> str | None:
+    """Run mount (a tmpfs for a full disk, a read-only bind mount); the reason it failed, or None
+    (the disk cases then skip with that reason)."""
+    done = subprocess.run(["mount", *args], capture_output=True, text=True, check=False)
+    return None if done.returncode == 0 else (done.stderr.strip() or f"mount exited {done.returncode}")

@@ -14,13 +14,7 @@ from pathlib import Path
 import pytest
 
 from neuronforge.tinymodel import make_tiny_llama
-from tests.reliability.harness import cli, expect_error, snapshot
-
-
-def _mount(*args: str) -> str | None:
-    """Run mount; the reason it failed, or None."""
-    done = subprocess.run(["mount", *args], capture_output=True, text=True, check=False)
-    return None if done.returncode == 0 else (done.stderr.strip() or f"mount exited {done.returncode}")
+from tests.reliability.harness import cli, expect_error, mount, snapshot
 
 
 @pytest.fixture
@@ -28,7 +22,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 96 KiB tmpfs: room for the checkpoint's small files, not for its 360 KiB of weights."""
     point = tmp_path / "small"
     point.mkdir()
-    why = _mount("-t", "tmpfs", "-o", "size=96k", "tmpfs", str(point))
+    why = mount("-t", "tmpfs", "-o", "size=96k", "tmpfs", str(point))
     if why:
         pytest.skip(f"cannot mount a tmpfs here ({why})")
     try:
@@ -43,7 +37,7 @@ def read_only(tmp_path: Path) -> Iterator[Path]:
     src, point = tmp_path / "ro-src", tmp_path / "ro"
     src.mkdir()
     point.mkdir()
-    why = _mount("--bind", str(src), str(point)) or _mount("-o", "remount,bind,ro", str(point))
+    why = mount("--bind", str(src), str(point)) or mount("-o", "remount,bind,ro", str(point))
     if why:
         subprocess.run(["umount", "-l", str(point)], check=False)
         pytest.skip(f"cannot bind-mount read-only here ({why})")

@@ -31,7 +31,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from tests.reliability.harness import cli, snapshot
+from tests.reliability.harness import cli, mount, snapshot
 
 TARGET = ["--instance", "inf2.xlarge", "--tp", "1", "--seq-len", "64"]
 
@@ -208,11 +208,6 @@ def _everything(endpoint: str) -> dict[str, list[str]]:
         }
 
 
-def _mount(*args: str) -> str | None:
-    done = subprocess.run(["mount", *args], capture_output=True, text=True, check=False)
-    return None if done.returncode == 0 else (done.stderr.strip() or f"mount exited {done.returncode}")
-
-
 def _publish_some(root: Path) -> str:
     """A small store of the shape readers rely on: two artifacts of two compiler versions (so gc has
     one to delete), with their files, index pointers and farm index, and an incomplete compile-cache
@@ -318,9 +313,9 @@ def make_env(
     mounts: list[Path] = []
     request.addfinalizer(lambda: [subprocess.run(["umount", "-l", str(m)], check=False) for m in mounts])
 
-    def mount(point: Path, *args: str) -> None:
+    def mount_at(point: Path, *args: str) -> None:
         point.mkdir(parents=True, exist_ok=True)
-        why = _mount(*args, str(point))
+        why = mount(*args, str(point))
         if why:
             pytest.skip(f"cannot mount here ({why})")
         mounts.append(point)
@@ -358,8 +353,8 @@ def make_env(
             if kind == "read-only store":
                 src, point = tmp_path / "ro-src", tmp_path / "ro"
                 artifact = _publish_some(src)
-                mount(point, "--bind", str(src))
-                mount(point, "-o", "remount,bind,ro")
+                mount_at(point, "--bind", str(src))
+                mount_at(point, "-o", "remount,bind,ro")
                 words = ("Read-only file system", str(point), "writable store")
                 return Env(
                     str(point),
@@ -371,7 +366,7 @@ def make_env(
                     out=str(point / "sweep.json"),
                 )
             point = tmp_path / "small"
-            mount(point, "-t", "tmpfs", "-o", "size=256k", "tmpfs")
+            mount_at(point, "-t", "tmpfs", "-o", "size=256k", "tmpfs")
             words = ("No space left on device", str(point), "free space there")
             if kind == "store disk full":
                 artifact = _publish_some(point / "store")
