@@ -71,6 +71,8 @@ SECURITY_HEADERS = {
     "X-Frame-Options": "SAMEORIGIN",  # frame-ancestors for browsers that predate it
     "Cache-Control": "no-store",  # pages of a store's contents, behind a login
 }
+_HEADERS = [(k.lower().encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]  # as ASGI sends them
+_HEADER_NAMES = frozenset(k for k, _ in _HEADERS)
 UNEXPECTED = "The catalog failed on this request; the api-server's log has the details."
 
 app = FastAPI(
@@ -96,13 +98,11 @@ class SecurityHeaders:
         if scope.get("type") != "http":
             await self.app(scope, receive, send)
             return
-        ours = [(k.lower().encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
-        names = {k for k, _ in ours}
 
         async def with_headers(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
-                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() not in names]
-                message = {**message, "headers": kept + ours}
+                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() not in _HEADER_NAMES]
+                message = {**message, "headers": kept + _HEADERS}
             await send(message)
 
         await self.app(scope, receive, with_headers)
