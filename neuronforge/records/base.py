@@ -1,0 +1,114 @@
+"""What every stored record is: a typed model, its kind, its schema version, one way in and out.
+
+A record is anything the pipeline writes to a store and reads back (the artifact manifest, an index
+entry, a lease, a failure record, ...). Each one is a `StoredRecord` subclass in this package, so the
+shape of a record lives in one module and nobody else indexes it by string key.
+
+The version rule, the same for every kind:
+- a record carries its schema version under `VERSION_FIELD` (`schema_version` unless the kind has
+  always stored it under another name);
+- a version newer than `SCHEMA` is refused with the upgrade to make (`RecordTooNew`): a reader
+  never guesses at fields a later neuronforge added;
+- a version older than `SCHEMA` is lifted one step at a time by the class's `UPGRADES` (a function
+  per version `v` turning a `v` record into a `v + 1` one), so what earlier releases wrote still
+  reads; a version below `OLDEST` (or without an upgrade) is refused as unreadable;
+- anything that does not validate is a `RecordError` naming where it was read: a forged or truncated
+  record is a store problem, never a traceback.
+
+Unlike optimum-neuron's `CacheEntry` (whose base class dispatches to subclasses by a type string), the
+base here knows no subclass: a reader names the class it expects.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, Self
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from neuronforge.errors import StoreError
+
+if TYPE_CHECKING:
+    from neuronforge.stores import ArtifactStore
+
+
+class RecordError(StoreError):
+    """A stored record that cannot be read as its kind: not JSON, wrong types, unknown version."""
+
+
+class RecordTooNew(RecordError):
+    """A record written by a newer neuronforge than this one."""
+
+
+class StoredRecord(BaseModel):
+    """Base of every stored record. Subclasses set `KIND` and `SCHEMA` and declare their fields."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    KIND: ClassVar[str]  # what the record is, in messages and the docs ("artifact manifest")
+    SCHEMA: ClassVar[int]  # the version this release writes
+    OLDEST: ClassVar[int] = 1  # the oldest version this release still reads
+    VERSION_FIELD: ClassVar[str] = "schema_version"
+    # v -> a function lifting a version-v record (as a dict) to version v + 1
+    UPGRADES: ClassVar[dict[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {}
+
+    # -- in ------------------------------------------------------------------------------------
+    @classmethod
+    def from_json(cls, data: Any, where: str = "") -> Self:
+        """`data` (parsed JSON) as this kind, lifted to the current schema; `where` names it in errors."""
+        at = f"{where}: " if where else ""
+        if not isinstance(data, dict):
+            raise RecordError(f"{at}not a {cls.KIND} (a JSON object was expected, found {type(data).__name__})")
+        version = data.get(cls.VERSION_FIELD)
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise RecordError(f"{at}{cls.KIND} has no readable {cls.VERSION_FIELD} ({version!r})")
+        if version > cls.SCHEMA:
+            raise RecordTooNew(
+                f"{at}{cls.KIND} has schema {version}, this neuronforge reads up to {cls.SCHEMA}; "
+                "upgrade neuronforge on this host to read it"
+            )
+        if version < cls.OLDEST:
+            raise RecordError(f"{at}{cls.KIND} has schema {version}, older than {cls.OLDEST}, the oldest still read")
+        data = dict(data)
+        while version < cls.SCHEMA:
+            lift = cls.UPGRADES.get(version)
+            if lift is None:
+                raise RecordError(f"{at}{cls.KIND} has schema {version}, which this neuronforge cannot read")
+            data = lift(data)
+            version += 1
+        data.pop(cls.VERSION_FIELD, None)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or "(record)"
+            raise RecordError(f"{at}not a valid {cls.KIND}: {field}: {first['msg']}") from None
+
+    @classmethod
+    def from_bytes(cls, raw: bytes, where: str = "") -> Self:
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8 at all
+            raise RecordError(f"{where + ': ' if where else ''}{cls.KIND} is not valid JSON: {exc}") from None
+        return cls.from_json(data, where)
+
+    @classmethod
+    def read(cls, store: ArtifactStore, key: str) -> Self:
+        """The record at `key` (a missing key raises the store's own KeyError/StoreError)."""
+        return cls.from_bytes(store.get_bytes(key), store.uri(key))
+
+    # -- out -----------------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        """The record as stored: its fields plus the schema version."""
+        return {self.VERSION_FIELD: self.SCHEMA, **self.model_dump(mode="json", by_alias=True)}
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(self.to_json(), indent=2, sort_keys=True).encode() + b"\n"
+
+    def write(self, store: ArtifactStore, key: str) -> None:
+        store.put_bytes(self.to_bytes(), key)
+
+    def write_if_absent(self, store: ArtifactStore, key: str) -> bool:
+        """Create the record unless `key` exists (True when this call created it)."""
+        return store.put_if_absent(self.to_bytes(), key)
