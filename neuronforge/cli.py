@@ -117,44 +117,43 @@ def _complete_instances(**_: Any) -> list[str]:
 
 
 def _add_target_args(p: argparse.ArgumentParser) -> None:
-    _completes(p.add_argument("--instance", required=True, help="instance type, e.g. inf2.xlarge"), _complete_instances)
-    p.add_argument("--tp", type=int, required=True, help="tensor-parallel degree")
-    p.add_argument("--batch-size", type=int, default=1, help="batch size (default 1)")
-    p.add_argument("--seq-len", type=int, required=True, help="sequence length (prompt + generated)")
-    p.add_argument("--max-context-length", type=int, default=None, help="longest prompt (default: --seq-len)")
-    p.add_argument("--lnc", type=int, default=None, help="logical NeuronCore config (trn2: 1 or 2)")
-    p.add_argument("--dtype", default="bf16", help="bf16 | fp16 | fp32 (default bf16)")
-    p.add_argument("--quant", default=None, help="none | int8[:per_tensor|per_channel] | f8e4m3[...] | f8e5m2[...]")
-    p.add_argument(
-        "--modules-to-not-convert",
-        nargs="+",
-        default=None,
-        metavar="MODULE",
-        help="modules kept unquantized besides lm_head, as NxD Inference names them (substrings of its module "
-        "paths: layers.0.mlp, layers.3.self_attn, expert_mlps); passed to NeuronConfig.modules_to_not_convert",
-    )
-    _completes(
-        p.add_argument("--profile", default=settings.default_profile(), help=_profile_help()), _complete_profiles
-    )
+    """A flag for each target input `TargetSpec` declares one for (`Declared.flag`), in its order, with
+    its help; required when the field is. `--profile` defaults to the CLI's one default profile."""
+    from neuronforge.target import target_inputs
+
+    for inp in target_inputs().values():
+        if inp.declared.flag is None:
+            continue
+        kwargs: dict[str, Any] = {"help": inp.declared.help}
+        if inp.schema["type"] in ("integer", ["null", "integer"]):
+            kwargs["type"] = int
+        if "array" in inp.schema["type"]:
+            kwargs.update(nargs="+", metavar=inp.declared.metavar)
+        if inp.required:
+            kwargs["required"] = True
+        elif inp.name == "profile":
+            kwargs.update(default=settings.default_profile(), help=_profile_help())
+        elif isinstance(inp.default, int | str) and inp.declared.form_spelling is None:
+            kwargs.update(default=inp.default, help=f"{inp.declared.help} (default {inp.default})")
+        action = p.add_argument(inp.declared.flag, **kwargs)
+        if inp.name == "profile":
+            _completes(action, _complete_profiles)
+        elif inp.declared.choices is not None:
+            _completes(action, _choices_completer(inp.declared.choices))
+
+
+def _choices_completer(choices: Any) -> Any:
+    """Tab completion of a declared input's choices (the instance types, the quantizations, ...)."""
+    return lambda **_: [str(c) for c in choices() if c is not None]
 
 
 def _target(args: argparse.Namespace):
+    """The target the flags give (each flag's value under its field's name), validated and pinned."""
     from neuronforge.profiles import parse_target
+    from neuronforge.target import target_inputs
 
-    return parse_target(
-        {
-            "instance_type": args.instance,
-            "tp_degree": args.tp,
-            "batch_size": args.batch_size,
-            "sequence_length": args.seq_len,
-            "max_context_length": args.max_context_length,
-            "logical_nc_config": args.lnc,
-            "dtype": args.dtype,
-            "quantization": args.quant,
-            "profile": args.profile,
-        }
-        | ({"modules_to_not_convert": args.modules_to_not_convert} if args.modules_to_not_convert else {})
-    )
+    given = {inp.name: getattr(args, inp.dest) for inp in target_inputs().values() if inp.dest}
+    return parse_target({name: value for name, value in given.items() if value is not None})
 
 
 def _print_json(obj: Any) -> None:
@@ -1239,12 +1238,16 @@ def _join_dash_values(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    if argv == ["--version"]:  # before the parser: its target flags are read from TargetSpec (pydantic)
+        print(f"neuronforge {_version()}")
+        return EXIT_OK
     parser = build_parser()
     if "_ARGCOMPLETE" in os.environ:  # the shell's completion hook (register-python-argcomplete neuronforge)
         import argcomplete
 
         argcomplete.autocomplete(parser)
-    args = parser.parse_args(_join_dash_values(sys.argv[1:] if argv is None else [str(a) for a in argv]))
+    args = parser.parse_args(_join_dash_values(argv))
     from neuronforge import progress
 
     logging.basicConfig(

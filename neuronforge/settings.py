@@ -13,7 +13,9 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 # The embedded default target (trigger form default, demo): small enough to compile in under a
-# minute on 2 cores; fp32 so that the smoke test's greedy tokens match eager exactly.
+# minute on 2 cores; fp32 so that the smoke test's greedy tokens match eager exactly. A value for each
+# of the form's own target fields (`TargetSpec`'s inputs declared `form=True`), in their spelling; the
+# form validates it against `TargetSpec` when the DAG file is parsed (operators/compile_params.py).
 DEFAULT_TARGET = {
     "instance_type": "inf2.xlarge",
     "tp_degree": 1,

@@ -4,16 +4,32 @@ the serving profile: the stack that will load it, which fixes the backend and th
 Validation here rejects values that are impossible whatever the model (a zero batch size, a
 logical-core config the instance does not have, buckets longer than the sequence). Whether a
 *model* fits the target is the planner's job (`neuronforge.planner`), which needs the model config.
+
+`TargetSpec` is the one declaration of a target. Each field is written once, as
+`Annotated[type, Field(bounds...), Declared(help, flag=..., title=..., form=...)]` with its default:
+its type and bounds (pydantic's), its help text, its CLI flag (`--seq-len`) and its trigger-form title
+("Sequence length"). Every surface is generated from that: `target_json_schema()` (the REST conf
+check and the form's `targets` items), the form's own fields and the CLI's target flags
+(`target_inputs()`, read by `operators/compile_params.py` and `cli._add_target_args`), and the
+words a fix is given in (`spoken`: `--seq-len 2048` in the CLI, "Sequence length: 2048" in the form).
+Adding a field is one edit here (plus its line in the docs); `tests/test_target_surfaces.py` proves
+every surface picks it up and accepts exactly the values `TargetSpec` accepts.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
-from typing import Any, Literal
+import types
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
 
+import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.fields import FieldInfo
 
 from neuronforge.errors import InvalidInput
 from neuronforge.instances import INSTANCES, get_instance
@@ -75,6 +91,11 @@ class Quantization(BaseModel):
         return self.dtype != "none"
 
     @property
+    def spelled(self) -> str:
+        """The trigger form's spelling (one of `QUANTIZATION_CHOICES`): `none`, `int8:per_channel_symmetric`."""
+        return f"{self.dtype}:{self.method}" if self.enabled else "none"
+
+    @property
     def slug(self) -> str:
         if not self.enabled:
             return "none"
@@ -96,24 +117,167 @@ class Quantization(BaseModel):
         return cls(dtype=dtype, method=_METHOD_ALIASES[method] if method else None)
 
 
+# The form's quantization choices: `none` and every dtype:method (the CLI also takes `int8`, `int8:per_channel`).
+QUANTIZATION_CHOICES = ["none"] + [f"{d}:{m}" for d in get_args(QuantDType)[1:] for m in get_args(QuantMethod)]
+
+
+@dataclass(frozen=True)
+class Declared:
+    """How a user gives one target field, declared once beside its type, bounds and default (see the
+    module docstring). A field without `flag` is not a CLI option, one without `form` is not one of
+    the compile form's own fields (it is still a key of the form's `targets` JSON)."""
+
+    help: str  # the CLI option's help and the form field's description
+    flag: str | None = None  # the CLI option (`--seq-len`); its argparse dest follows (`seq_len`)
+    title: str | None = None  # how the trigger form labels it ("Sequence length"), and names it in a fix
+    form: bool = False  # one of the compile form's own target fields (their defaults: settings.DEFAULT_TARGET)
+    choices: Callable[[], list[Any]] | None = None  # the values a schema enumerates (validators check them)
+    form_spelling: Callable[[Any], Any] | None = None  # a value as the form's choices spell it
+    metavar: str | None = None  # the CLI's name for a list item
+
+
+def _instance_names() -> list[str]:
+    return list(INSTANCES)
+
+
+def _lnc_choices() -> list[int]:
+    return sorted({n for inst in INSTANCES.values() for n in inst.lnc_options})
+
+
+def _quantization_spelling(value: Any) -> str:
+    return (Quantization.parse(value) if isinstance(value, str) or value is None else value).spelled
+
+
+PositiveLength = Annotated[int, Field(ge=1)]
+# The bounds of the numbers: one rule for every surface (`tests/test_target_surfaces.py`). A sequence is at
+# least 8 tokens: room for a prompt and a generated token on every backend (the form and the REST check
+# always refused shorter ones; the CLI and YAML, which said 1, now agree with them).
+TP_MAX, BATCH_MAX, SEQUENCE_MIN, SEQUENCE_MAX = 128, 1024, 8, 1_048_576
+
+
 class TargetSpec(BaseModel):
     """One compile target. Defaults are resolved by `normalized()` so that spelling a default out
-    yields the same cache key as leaving it implicit."""
+    yields the same cache key as leaving it implicit. Each field's `Declared` says how users give it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    instance_type: str
-    tp_degree: int = Field(ge=1, le=128)
-    batch_size: int = Field(default=1, ge=1, le=1024)
-    sequence_length: int = Field(ge=1, le=1_048_576)
-    max_context_length: int | None = Field(default=None, ge=1)
-    logical_nc_config: int | None = None
-    context_encoding_buckets: tuple[int, ...] | None = None
-    token_generation_buckets: tuple[int, ...] | None = None
-    dtype: DType = "bf16"
-    quantization: Quantization = Quantization()
-    profile: str = "cpu"  # a registered serving profile: `name` (newest version) or `name@version`
-    backend_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    instance_type: Annotated[
+        str,
+        Declared(
+            "the Inferentia/Trainium instance the artifact is built for, e.g. inf2.xlarge",
+            flag="--instance",
+            title="Instance type",
+            form=True,
+            choices=_instance_names,
+        ),
+    ]
+    tp_degree: Annotated[
+        int,
+        Field(ge=1, le=TP_MAX),
+        Declared(
+            "tensor-parallel degree: NeuronCores the model is sharded over, one the instance supports "
+            "(inf2.xlarge: 1 or 2)",
+            flag="--tp",
+            title="Tensor parallel degree",
+            form=True,
+        ),
+    ]
+    batch_size: Annotated[
+        int, Field(ge=1, le=BATCH_MAX), Declared("batch size", flag="--batch-size", title="Batch size", form=True)
+    ] = 1
+    sequence_length: Annotated[
+        int,
+        Field(ge=SEQUENCE_MIN, le=SEQUENCE_MAX),
+        Declared(
+            "sequence length: prompt + generated tokens, at most the model's max_position_embeddings",
+            flag="--seq-len",
+            title="Sequence length",
+            form=True,
+        ),
+    ]
+    max_context_length: Annotated[
+        int | None,
+        Field(ge=1),
+        Declared(
+            "longest prompt (context encoding); default: the sequence length",
+            flag="--max-context-length",
+            title="Max prompt length",
+            form=True,
+        ),
+    ] = None
+    logical_nc_config: Annotated[
+        int | None,
+        Declared(
+            "logical NeuronCore config (trn2: 1 or 2); default: the instance's",
+            flag="--lnc",
+            title="Logical NeuronCore config",
+            choices=_lnc_choices,
+        ),
+    ] = None
+    context_encoding_buckets: Annotated[
+        tuple[PositiveLength, ...] | None,
+        Declared(
+            "prompt lengths the context encoding is compiled for (strictly increasing, at most the sequence "
+            "length); default: the backend's",
+            title="Context encoding buckets",
+        ),
+    ] = None
+    token_generation_buckets: Annotated[
+        tuple[PositiveLength, ...] | None,
+        Declared(
+            "sequence lengths token generation is compiled for (strictly increasing, at most the sequence "
+            "length); default: the backend's",
+            title="Token generation buckets",
+        ),
+    ] = None
+    dtype: Annotated[
+        DType,
+        Declared("dtype of the weights and activations: bf16, fp16 or fp32", flag="--dtype", title="dtype", form=True),
+    ] = "bf16"
+    quantization: Annotated[
+        Quantization,
+        Declared(
+            "weight quantization (none, int8 or fp8; per tensor or per channel); the CLI also takes "
+            "int8, int8:per_channel, f8e4m3:per_tensor, ...",
+            flag="--quant",
+            title="Quantization",
+            form=True,
+            choices=lambda: QUANTIZATION_CHOICES,
+            form_spelling=_quantization_spelling,
+        ),
+    ] = Quantization()
+    # a registered serving profile: `name` (newest version) or `name@version`; its choices are the
+    # registry's, given where a schema is built (`target_json_schema(choices=...)`)
+    profile: Annotated[
+        str,
+        Declared(
+            "the stack that will serve the model: it fixes the SDK, the backend, what is published and the "
+            "launch spec (`neuronforge profiles` lists them)",
+            flag="--profile",
+            title="Serving profile",
+        ),
+    ] = "cpu"
+    backend_options: Annotated[
+        dict[str, str | int | float | bool],
+        Field(default_factory=dict),
+        Declared("backend-specific options passed through to the backend", title="Backend options"),
+    ]
+
+    # Inputs that are not fields: given beside a field and folded into it by a validator (`before`).
+    INPUTS: ClassVar[dict[str, tuple[Any, Declared]]] = {
+        "modules_to_not_convert": (
+            list[Annotated[str, Field(min_length=1)]] | None,
+            Declared(
+                "modules kept unquantized besides lm_head, as NxD Inference names them (substrings of its "
+                "module paths: layers.0.mlp, layers.3.self_attn, expert_mlps); passed to "
+                "NeuronConfig.modules_to_not_convert",
+                flag="--modules-to-not-convert",
+                title="Modules kept unquantized",
+                metavar="MODULE",
+            ),
+        ),
+    }
+    INPUT_BESIDE: ClassVar[dict[str, str]] = {"modules_to_not_convert": "quantization"}  # listed after it
 
     @model_validator(mode="before")
     @classmethod
@@ -286,6 +450,128 @@ class TargetSpec(BaseModel):
             return cls.model_validate(data)
         except ValidationError as exc:
             raise InvalidInput(format_validation_error(exc, prefix="target")) from None
+
+
+# -- the surfaces generated from the declaration ------------------------------------------------------
+Surface = Literal["cli", "form"]  # the CLI's words, and the trigger form's (also the Airflow tasks')
+_JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+_BOUNDS = {annotated_types.Ge: ("minimum", "ge"), annotated_types.Le: ("maximum", "le")}
+
+
+@dataclass(frozen=True)
+class TargetInput:
+    """One input of a target as every surface asks for it: a `TargetSpec` field or one of its `INPUTS`."""
+
+    name: str
+    declared: Declared
+    schema: dict[str, Any]  # the JSON schema of its value: type, bounds, choices (None among them if optional)
+    required: bool
+    default: Any  # as JSON (the form's spelling); None when required
+
+    @property
+    def dest(self) -> str | None:
+        """The argparse attribute its CLI flag fills (`--seq-len` -> `seq_len`)."""
+        return self.declared.flag.lstrip("-").replace("-", "_") if self.declared.flag else None
+
+
+def _value_schema(annotation: Any, metadata: list[Any], choices: Callable[[], list[Any]] | None) -> dict[str, Any]:
+    """The JSON schema of a value of `annotation` with its pydantic bounds (`metadata`) and choices.
+    Covers the types a target is made of; another type is refused here, when the declaration is read."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        inner = [m for a in args[1:] for m in (a.metadata if isinstance(a, FieldInfo) else [a])]
+        return _value_schema(args[0], [*metadata, *inner], choices)
+    if origin in (Union, types.UnionType):
+        kinds = [a for a in args if a is not type(None)]
+        if len(kinds) == 1:
+            schema = _value_schema(kinds[0], metadata, choices)
+        else:
+            schema = {"type": [_value_schema(k, [], None)["type"] for k in kinds]}
+        if len(kinds) < len(args):  # optional: empty (None) is a value too
+            kind = schema["type"]
+            schema["type"] = ["null", *([kind] if isinstance(kind, str) else kind)]
+            if "enum" in schema:
+                schema["enum"] = [*schema["enum"], None]
+        return schema
+    if origin is Literal:
+        schema: dict[str, Any] = {"type": "string", "enum": list(args)}
+    elif origin in (tuple, list):
+        schema = {"type": "array", "items": _value_schema(args[0], [], None)}
+    elif origin is dict:
+        schema = {"type": "object", "additionalProperties": _value_schema(args[1], [], None)}
+    elif annotation in _JSON_TYPES:
+        schema = {"type": _JSON_TYPES[annotation]}
+    elif isinstance(annotation, type) and issubclass(annotation, BaseModel) and choices is not None:
+        schema = {"type": "string"}  # a model given by its spelling (Quantization: `int8:per_channel_symmetric`)
+    else:
+        raise TypeError(f"a target input of type {annotation!r} has no JSON schema; declare its choices")
+    for m in metadata:
+        for bound, (key, attr) in _BOUNDS.items():
+            if isinstance(m, bound):
+                schema[key] = getattr(m, attr)
+        if isinstance(m, annotated_types.MinLen):
+            schema["minLength"] = m.min_length
+    if choices is not None:
+        schema["enum"] = list(choices())
+    return schema
+
+
+def _json_default(info: FieldInfo, declared: Declared) -> Any:
+    if info.is_required():
+        return None
+    value = info.get_default(call_default_factory=True)
+    if isinstance(value, BaseModel):
+        return declared.form_spelling(value) if declared.form_spelling else None
+    return list(value) if isinstance(value, tuple) else value
+
+
+@functools.cache
+def target_inputs(spec: type[TargetSpec] | None = None) -> dict[str, TargetInput]:
+    """Every input of `spec` (default `TargetSpec`) in declaration order, each read from its one
+    declaration: what the CLI flags, the form's fields and the JSON schema are generated from."""
+    spec = spec or TargetSpec
+    out: dict[str, TargetInput] = {}
+    for name, info in spec.model_fields.items():
+        declared = next((m for m in info.metadata if isinstance(m, Declared)), None)
+        if declared is None:
+            raise TypeError(f"{spec.__name__}.{name} has no Declared(...): say how users give it")
+        schema = _value_schema(info.annotation, list(info.metadata), declared.choices)
+        out[name] = TargetInput(name, declared, schema, info.is_required(), _json_default(info, declared))
+        for extra, (annotation, extra_declared) in spec.INPUTS.items():
+            if spec.INPUT_BESIDE.get(extra) == name:
+                schema = _value_schema(annotation, [], extra_declared.choices)
+                out[extra] = TargetInput(extra, extra_declared, schema, False, None)
+    return out
+
+
+def target_json_schema(
+    spec: type[TargetSpec] | None = None, choices: Mapping[str, list[Any]] | None = None
+) -> dict[str, Any]:
+    """The JSON schema of one target (the form's `targets` items, the REST conf check): each input's
+    type, bounds and choices; `choices` gives those only the edge knows (the registry's profiles)."""
+    inputs = target_inputs(spec or TargetSpec)
+    properties = {}
+    for name, inp in inputs.items():
+        schema = dict(inp.schema)
+        if choices and name in choices:
+            schema["enum"] = list(choices[name]) + ([None] if "null" in schema["type"] else [])
+        properties[name] = schema
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": [name for name, inp in inputs.items() if inp.required],
+        "properties": properties,
+    }
+
+
+def spoken(name: str, value: Any, surface: Surface, spec: type[TargetSpec] | None = None) -> str:
+    """`name` set to `value` in a surface's words: `--seq-len 2048` (CLI), `Sequence length: 2048` (form)."""
+    declared = target_inputs(spec or TargetSpec)[name].declared
+    if surface == "cli" and declared.flag:
+        return f"{declared.flag} {value}"
+    if surface == "form" and declared.title:
+        return f"{declared.title}: {declared.form_spelling(value) if declared.form_spelling else value}"
+    return f"{name}={value}"
 
 
 def _short(text: str, limit: int) -> str:

@@ -32,44 +32,20 @@ from neuronforge import settings
 from neuronforge.errors import InvalidInput
 from neuronforge.instances import INSTANCES
 from neuronforge.profiles import all_profiles, profile_names
+from neuronforge.target import QUANTIZATION_CHOICES, TargetInput, TargetSpec, target_inputs, target_json_schema
 
 COMPILE_DAG = "neuronforge_compile_publish"
 RECOMPILE_DAG = "neuronforge_recompile_on_upgrade"
 
-QUANTIZATIONS = ["none"] + [
-    f"{d}:{m}" for d in ("int8", "f8e4m3", "f8e5m2") for m in ("per_tensor_symmetric", "per_channel_symmetric")
-]
+QUANTIZATIONS = QUANTIZATION_CHOICES
 
 # The form's profile choices, read from the registry: each name (its newest version) and each
 # `name@version` a registered profile has.
 PROFILE_CHOICES = profile_names() + [p.ref for p in all_profiles()]
 
-# JSON schema of one target in the trigger form (Airflow validates it before any task runs).
-TARGET_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["instance_type", "tp_degree", "sequence_length"],
-    "properties": {
-        "instance_type": {"type": "string", "enum": list(INSTANCES)},
-        "tp_degree": {"type": "integer", "minimum": 1, "maximum": 128},
-        "batch_size": {"type": "integer", "minimum": 1, "maximum": 1024},
-        "sequence_length": {"type": "integer", "minimum": 8, "maximum": 1048576},
-        "max_context_length": {"type": ["integer", "null"], "minimum": 1},
-        "dtype": {"type": "string", "enum": ["bf16", "fp16", "fp32"]},
-        "quantization": {"type": "string", "enum": QUANTIZATIONS},
-        "modules_to_not_convert": {"type": ["array", "null"], "items": {"type": "string", "minLength": 1}},
-        # Optional per-target override of the run's serving profile (the recompile DAG sends each
-        # catalog model's targets in one run), and the planner's finer knobs.
-        "profile": {"type": "string", "enum": PROFILE_CHOICES},
-        "logical_nc_config": {"type": ["integer", "null"], "enum": [1, 2, None]},
-        "context_encoding_buckets": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}},
-        "token_generation_buckets": {"type": ["array", "null"], "items": {"type": "integer", "minimum": 1}},
-        "backend_options": {
-            "type": "object",
-            "additionalProperties": {"type": ["string", "integer", "number", "boolean"]},
-        },
-    },
-}
+# JSON schema of one target in the trigger form (Airflow validates it before any task runs), generated
+# from `TargetSpec`'s declaration: the same fields and bounds the CLI and the pipeline apply.
+TARGET_SCHEMA: dict[str, Any] = target_json_schema(choices={"profile": PROFILE_CHOICES})
 
 OPTIONAL_STRING = ["null", "string"]
 
@@ -92,47 +68,34 @@ def store_param() -> Param:
     )
 
 
-# The one target the form's own fields describe (the common case: no JSON to write).
-_D = settings.DEFAULT_TARGET
-FORM_TARGET_FIELDS: dict[str, Param] = {
-    "instance_type": Param(
-        _D["instance_type"],
-        type="string",
-        enum=list(INSTANCES),
-        title="Instance type",
-        description="the Inferentia/Trainium instance the artifact is built for",
-    ),
-    "tp_degree": Param(
-        _D["tp_degree"],
-        type="integer",
-        **bounded(1, 128),
-        title="Tensor parallel degree",
-        description="NeuronCores the model is sharded over: one the instance supports (inf2.xlarge: 1 or 2)",
-    ),
-    "batch_size": Param(_D["batch_size"], type="integer", **bounded(1, 1024), title="Batch size"),
-    "sequence_length": Param(
-        _D["sequence_length"],
-        type="integer",
-        **bounded(8, 1048576),
-        title="Sequence length",
-        description="prompt + generated tokens, at most the model's max_position_embeddings",
-    ),
-    "max_context_length": Param(
-        _D["max_context_length"],
-        type=["null", "integer"],
-        **bounded(1),
-        title="Max prompt length",
-        description="longest prompt (context encoding); empty: the sequence length",
-    ),
-    "dtype": Param(_D["dtype"], type="string", enum=["bf16", "fp16", "fp32"], title="dtype"),
-    "quantization": Param(
-        _D["quantization"],
-        type="string",
-        enum=QUANTIZATIONS,
-        title="Quantization",
-        description="weight quantization (none, int8 or fp8; per tensor or per channel)",
-    ),
-}
+def target_param(inp: TargetInput, default: Any, choices: list[Any] | None = None) -> Param:
+    """The form field of one declared target input (`TargetSpec`): its title, help, type and choices,
+    its bounds under `allOf` (`bounded`), `default` as its value."""
+    schema = {k: v for k, v in inp.schema.items() if k not in ("minimum", "maximum")}
+    if choices is not None:
+        schema["enum"] = list(choices)
+    if "minimum" in inp.schema or "maximum" in inp.schema:
+        schema |= bounded(inp.schema.get("minimum"), inp.schema.get("maximum"))
+    return Param(default, **schema, title=inp.declared.title, description=inp.declared.help)
+
+
+def form_target_fields(
+    spec: type[TargetSpec] | None = None, defaults: Mapping[str, Any] | None = None
+) -> dict[str, Param]:
+    """The compile form's own target fields (each input declared `form=True`), valued at `defaults`
+    (the embedded default target) or, for one it does not name, at the declared default."""
+    defaults = settings.DEFAULT_TARGET if defaults is None else defaults
+    return {
+        name: target_param(inp, defaults.get(name, inp.default))
+        for name, inp in target_inputs(spec).items()
+        if inp.declared.form
+    }
+
+
+# The one target the form's own fields describe (the common case: no JSON to write); its defaults, the
+# embedded default target, must be a valid target (checked here, when the DAG file is parsed).
+TargetSpec.parse(settings.DEFAULT_TARGET)
+FORM_TARGET_FIELDS: dict[str, Param] = form_target_fields()
 
 
 def requested_targets(params: Mapping[str, Any], conf: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -164,14 +127,7 @@ PARAMS: dict[str, Param] = {
         title="Model",
         description="org/name[@revision], s3://bucket/prefix or a folder; empty: the embedded tiny Llama",
     ),
-    "profile": Param(
-        "cpu",
-        type="string",
-        enum=PROFILE_CHOICES,
-        title="Serving profile",
-        description="the stack that will serve the model: it fixes the SDK, the backend, what is published "
-        "and the launch spec (`neuronforge profiles` lists them)",
-    ),
+    "profile": target_param(target_inputs()["profile"], "cpu", PROFILE_CHOICES),
     **FORM_TARGET_FIELDS,
     "targets": Param(
         None,
