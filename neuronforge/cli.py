@@ -116,12 +116,12 @@ def _complete_instances(**_: Any) -> list[str]:
     return list(INSTANCES)
 
 
-def _add_target_args(p: argparse.ArgumentParser) -> None:
-    """A flag for each target input `TargetSpec` declares one for (`Declared.flag`), in its order, with
-    its help; required when the field is. `--profile` defaults to the CLI's one default profile."""
+def _add_target_args(p: argparse.ArgumentParser, spec: Any = None) -> None:
+    """A flag for each target input `TargetSpec` (or `spec`) declares one for (`Declared.flag`), in its
+    order, with its help; required when the field is. `--profile` defaults to the CLI's one default profile."""
     from neuronforge.target import target_inputs
 
-    for inp in target_inputs().values():
+    for inp in target_inputs(spec).values():
         if inp.declared.flag is None:
             continue
         kwargs: dict[str, Any] = {"help": inp.declared.help}
@@ -147,13 +147,19 @@ def _choices_completer(choices: Any) -> Any:
     return lambda **_: [str(c) for c in choices() if c is not None]
 
 
-def _target(args: argparse.Namespace):
-    """The target the flags give (each flag's value under its field's name), validated and pinned."""
-    from neuronforge.profiles import parse_target
+def _target_values(args: argparse.Namespace, spec: Any = None) -> dict[str, Any]:
+    """What the target flags gave, under their fields' names (a flag left out: the field's default)."""
     from neuronforge.target import target_inputs
 
-    given = {inp.name: getattr(args, inp.dest) for inp in target_inputs().values() if inp.dest}
-    return parse_target({name: value for name, value in given.items() if value is not None})
+    given = {inp.name: getattr(args, inp.dest) for inp in target_inputs(spec).values() if inp.dest}
+    return {name: value for name, value in given.items() if value is not None}
+
+
+def _target(args: argparse.Namespace):
+    """The target the flags give, validated and its profile pinned."""
+    from neuronforge.profiles import parse_target
+
+    return parse_target(_target_values(args))
 
 
 def _print_json(obj: Any) -> None:

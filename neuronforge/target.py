@@ -197,7 +197,7 @@ class TargetSpec(BaseModel):
     ]
     max_context_length: Annotated[
         int | None,
-        Field(ge=1),
+        Field(ge=1),  # and at most sequence_length (`_cross_field`: a rule across fields, not a bound)
         Declared(
             "longest prompt (context encoding); default: the sequence length",
             flag="--max-context-length",
