@@ -47,7 +47,7 @@ from neuronforge.localcache import (
     publish_tree,
     stored_objects_of,
 )
-from neuronforge.planner import Check, Plan, plan, static_problems
+from neuronforge.planner import Check, Plan, plan, static_checks
 from neuronforge.profiles import ServingProfile
 from neuronforge.profiles.registry import compile_request, profile_of
 from neuronforge.published import Published, lookup
@@ -55,13 +55,30 @@ from neuronforge.request import CompileRequest, Toolchain, cache_key
 from neuronforge.source import ModelSource
 from neuronforge.stages.resolve import resolve_source
 from neuronforge.stores import ArtifactStore
-from neuronforge.target import TargetSpec
+from neuronforge.target import Surface, TargetSpec
 
 log = logging.getLogger(__name__)
 
 
 class PlanRejected(InvalidInput):
-    """The planner found the target invalid or too big; nothing was compiled or published."""
+    """The planner found the target invalid or too big; nothing was compiled or published. Raised
+    with its failed checks (`of`), it says their fixes in each surface's words (`said`); its message
+    is the CLI's."""
+
+    checks: tuple[Check, ...] = ()
+    slug: str = ""
+
+    @classmethod
+    def of(cls, slug: str, checks: list[Check]) -> PlanRejected:
+        exc = cls(f"{slug}: " + "; ".join(c.message for c in checks))
+        exc.slug, exc.checks = slug, tuple(checks)
+        return exc
+
+    def said(self, surface: Surface) -> str:
+        """The rejection in a surface's words: the form's and the Airflow tasks' ("Sequence length: 2048")."""
+        if not self.checks:
+            return str(self)
+        return f"{self.slug}: " + "; ".join(c.said(surface) for c in self.checks)
 
 
 class SmokeFailed(NeuronforgeError):
@@ -166,7 +183,7 @@ def check_plan(checkpoint_dir: Path, target: TargetSpec, toolchain: Toolchain | 
             )
         ]
     if not result.ok:
-        raise PlanRejected(f"{target.slug}: " + "; ".join(result.problems))
+        raise PlanRejected.of(target.slug, result.failed)
     return result
 
 
@@ -180,9 +197,9 @@ def check_static(source: ModelSource | None, target: TargetSpec) -> None:
 
         config = _read_config(source)
         arch = ModelArch.from_config(config) if config is not None else None
-    problems = static_problems(arch, target)
-    if problems:
-        raise PlanRejected(f"{target.slug}: " + "; ".join(problems))
+    failed = static_checks(arch, target)
+    if failed:
+        raise PlanRejected.of(target.slug, failed)
 
 
 def _read_config(source: ModelSource) -> dict[str, Any] | None:

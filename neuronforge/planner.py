@@ -32,7 +32,7 @@ from neuronforge.instances import GIB, INSTANCES, InstanceType
 from neuronforge.modelconfig import TRANSPOSED_LINEAR, ModelArch, gqa_strategy
 from neuronforge.profiles.registry import profile_of, target_problems
 from neuronforge.quantized_names import QUANTIZABLE
-from neuronforge.target import DTYPE_BYTES, Quantization, TargetSpec
+from neuronforge.target import DTYPE_BYTES, Quantization, Surface, TargetSpec, spoken
 
 RUNTIME_RESERVE = 2 * GIB
 FP32 = 4
@@ -44,11 +44,39 @@ def gib(n: float) -> str:
     return f"{n / GIB:.1f} GiB"
 
 
+@dataclass(frozen=True)
+class Fix:
+    """A change to the target that passes a check: its input `field` set to `value`, `why` ending the
+    sentence ("or less", "at tp=2"). Each surface says it in its own words (`said`): the CLI
+    `use --seq-len 2048 or less`, the form and the Airflow tasks `use Sequence length: 2048 or less`."""
+
+    field: str  # a `TargetSpec` input
+    value: Any
+    why: str = ""
+    sentence: str = "use {change}"  # where the change goes in the sentence
+
+    def said(self, surface: Surface = "cli") -> str:
+        text = self.sentence.format(change=spoken(self.field, self.value, surface))
+        return f"{text} {self.why}" if self.why else text
+
+
 @dataclass
 class Check:
+    """One check of a plan: `text` says what was found; a failed check's `fix`, when it is a change of
+    one field, is kept structured and said after it in each surface's words (`said`, `message`)."""
+
     name: str
     ok: bool
-    message: str
+    text: str
+    fix: Fix | None = None
+
+    def said(self, surface: Surface = "cli") -> str:
+        return self.text if self.fix is None else f"{self.text}; {self.fix.said(surface)}"
+
+    @property
+    def message(self) -> str:
+        """The check in the CLI's words (what `plan` prints and its JSON carries)."""
+        return self.said("cli")
 
 
 @dataclass
@@ -82,6 +110,10 @@ class Plan:
     def problems(self) -> list[str]:
         return [c.message for c in self.checks if not c.ok]
 
+    @property
+    def failed(self) -> list[Check]:
+        return [c for c in self.checks if not c.ok]
+
     def to_json(self) -> dict[str, Any]:
         out = {
             "fits": self.fits,
@@ -92,7 +124,7 @@ class Plan:
             "activation_bytes": self.activation_bytes,
             "runtime_reserve_bytes": self.runtime_reserve_bytes,
             "parameter_count": self.parameter_count,
-            "checks": [asdict(c) for c in self.checks],
+            "checks": [{"name": c.name, "ok": c.ok, "message": c.message} for c in self.checks],
             "gqa_strategy": self.gqa_strategy,
         }
         if self.suggestions is not None:
@@ -148,23 +180,31 @@ def per_core_bytes(weights: int, kv: int, activations: int, tp: int) -> int:
 STRUCTURAL_CHECKS = ("tp_degree", "heads_divisible", "sequence_length", "profile", "family")
 
 
-def static_problems(arch: ModelArch | None, target: TargetSpec) -> list[str]:
-    """What makes `target` invalid whatever the weights: tp vs the instance, heads vs tp,
-    sequence length vs the model (with its config), the serving profile. Checked before any lease or
-    download; memory is judged later on the fetched checkpoint's exact tensor sizes."""
+def static_checks(arch: ModelArch | None, target: TargetSpec) -> list[Check]:
+    """The failed checks that make `target` invalid whatever the weights: tp vs the instance, heads vs
+    tp, sequence length vs the model (with its config), the serving profile. Checked before any lease
+    or download; memory is judged later on the fetched checkpoint's exact tensor sizes."""
     if arch is None:
         inst, tp = target.instance, target.tp_degree
         supported = inst.supported_tp(target.lnc)
-        problems = target_problems(profile_of(target), target)
+        failed = [Check("profile", False, p) for p in target_problems(profile_of(target), target)]
         if tp not in supported or tp > inst.cores(target.lnc):
-            problems.insert(
+            failed.insert(
                 0,
-                f"tp={tp} is not supported on {inst.name} ({inst.cores(target.lnc)} cores); "
-                f"use tp in {list(supported)}",
+                Check(
+                    "tp_degree",
+                    False,
+                    f"tp={tp} is not supported on {inst.name} ({inst.cores(target.lnc)} cores); "
+                    f"use tp in {list(supported)}",
+                ),
             )
-        return problems
-    result = plan(arch, target)
-    return [c.message for c in result.checks if not c.ok and c.name in STRUCTURAL_CHECKS]
+        return failed
+    return [c for c in plan(arch, target).failed if c.name in STRUCTURAL_CHECKS]
+
+
+def static_problems(arch: ModelArch | None, target: TargetSpec) -> list[str]:
+    """`static_checks` in the CLI's words."""
+    return [c.message for c in static_checks(arch, target)]
 
 
 def plan(
@@ -235,7 +275,8 @@ def plan(
                 "sequence_length",
                 False,
                 f"sequence length {target.sequence_length} exceeds the model's {arch.position_field} "
-                f"{arch.max_position_embeddings}; use --seq-len {arch.max_position_embeddings} or less",
+                f"{arch.max_position_embeddings}",
+                Fix("sequence_length", arch.max_position_embeddings, "or less"),
             )
         )
 
@@ -258,14 +299,13 @@ def plan(
             )
         )
     else:
+        found = (
+            f"does not fit: needs {gib(need - RUNTIME_RESERVE)} per core ({detail}), a NeuronCore of "
+            f"{inst.name} has {gib(hbm)} minus {gib(RUNTIME_RESERVE)} runtime reserve"
+        )
+        fix = memory_fix(arch, target, tensors)
         checks.append(
-            Check(
-                "memory",
-                False,
-                f"does not fit: needs {gib(need - RUNTIME_RESERVE)} per core ({detail}), a NeuronCore of "
-                f"{inst.name} has {gib(hbm)} minus {gib(RUNTIME_RESERVE)} runtime reserve; "
-                + memory_fix(arch, target, tensors),
-            )
+            Check("memory", False, found, fix) if isinstance(fix, Fix) else Check("memory", False, f"{found}; {fix}")
         )
 
     result = Plan(
@@ -318,8 +358,10 @@ def _heads_fix(arch: ModelArch, target: TargetSpec, tensors) -> str:
     return text + f"use tp in {good} on {inst.name}"
 
 
-def memory_fix(arch: ModelArch, target: TargetSpec, tensors) -> str:
-    """The first concrete change that makes the target fit, in order of least disruption."""
+def memory_fix(arch: ModelArch, target: TargetSpec, tensors) -> Fix | str:
+    """The first concrete change that makes the target fit, in order of least disruption: a `Fix` when
+    it is a change of one field the surfaces name (batch size, sequence length, quantization), else
+    the sentence (a tp, tp=N being every surface's word for it, or another instance)."""
     inst, b, s, ctx = target.instance, target.batch_size, target.sequence_length, target.context_length
     for tp in _valid_tps(arch, inst, target.lnc, target):
         if tp > target.tp_degree and _fits(arch, target, tensors, tp, b, s, ctx):
@@ -327,14 +369,14 @@ def memory_fix(arch: ModelArch, target: TargetSpec, tensors) -> str:
     tp = target.tp_degree
     for batch in sorted((x for x in BATCH_LADDER if x < b), reverse=True):
         if _fits(arch, target, tensors, tp, batch, s, ctx):
-            return f"use --batch-size {batch} at tp={tp}"
+            return Fix("batch_size", batch, f"at tp={tp}")
     for seq in sorted((x for x in SEQ_LADDER if x < s), reverse=True):
         if _fits(arch, target, tensors, tp, b, seq, ctx):
-            return f"use --seq-len {seq} at tp={tp}"
+            return Fix("sequence_length", seq, f"at tp={tp}")
     if not target.quantization.enabled:
         int8 = target.model_copy(update={"quantization": Quantization(dtype="int8")})
         if _fits(arch, int8, tensors, tp, b, s, ctx):
-            return f"quantize the weights (--quant int8:per_channel) at tp={tp}"
+            return Fix("quantization", "int8:per_channel", f"at tp={tp}", sentence="quantize the weights ({change})")
     for other in INSTANCES.values():
         if other.family != inst.family or other.cores() <= inst.cores(target.lnc):
             continue

@@ -25,7 +25,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from neuronforge import settings
 from neuronforge.buildstate import BuildState, LeaseRef
-from neuronforge.pipeline import STAGE_BY_NAME, Context, Stage, execute
+from neuronforge.pipeline import STAGE_BY_NAME, Context, PlanRejected, Stage, execute
 from neuronforge.profiles.base import Placement
 from neuronforge.target import TargetSpec
 from operators.routing import DEFAULT_QUEUE, POOL, group_id
@@ -135,8 +135,10 @@ def task_failure(exc: BaseException, state: BuildState) -> AirflowException | No
         return (AirflowException if exc.errno in TRANSIENT_DISK else AirflowFailException)(line)
     if not isinstance(exc, NeuronforgeError):
         return None
-    # one line, all of it (a rejected plan lists each problem on a line of its own)
-    line = "; ".join(part.strip() for part in str(exc).splitlines() if part.strip()) or type(exc).__name__
+    # one line, all of it (a rejected plan lists each problem on a line of its own), a plan's fixes in
+    # the form's words ("Sequence length: 2048", not the CLI's "--seq-len 2048")
+    said = exc.said("form") if isinstance(exc, PlanRejected) else str(exc)
+    line = "; ".join(part.strip() for part in said.splitlines() if part.strip()) or type(exc).__name__
     if isinstance(exc, CheckpointError):
         line = f"checkpoint rejected: {line}"  # as the CLI says it
     return (AirflowException if isinstance(exc, (ServiceUnreachable, LeaseLost)) else AirflowFailException)(line)
