@@ -112,6 +112,50 @@ def test_sequence_longer_than_the_model_allows() -> None:
     assert "use --seq-len 32768 or less" in failing(p)["sequence_length"]
 
 
+def test_a_fix_is_structured_and_said_in_each_surface_s_words() -> None:
+    """The CLI names the flag, the form and the Airflow tasks the field's title: same fix, same value."""
+    from neuronforge.pipeline import PlanRejected
+    from neuronforge.planner import Fix
+
+    p = plan(arch("mistralai--Mistral-7B-v0.1"), target(sequence_length=65536, tp_degree=2))
+    (check,) = [c for c in p.failed if c.name == "sequence_length"]
+    assert check.fix == Fix("sequence_length", 32768, "or less")
+    assert (
+        check.said("cli")
+        == check.message
+        == ("sequence length 65536 exceeds the model's max_position_embeddings 32768; use --seq-len 32768 or less")
+    )
+    assert check.said("form").endswith("32768; use Sequence length: 32768 or less")
+    assert p.to_json()["checks"][check_index(p, "sequence_length")] == {
+        "name": "sequence_length",
+        "ok": False,
+        "message": check.message,  # the JSON keeps the CLI's words, no new keys
+    }
+    rejected = PlanRejected.of("slug", p.failed)
+    assert str(rejected).startswith("slug: ") and "--seq-len 32768" in str(rejected)
+    assert "Sequence length: 32768" in rejected.said("form") and "--seq-len" not in rejected.said("form")
+
+
+def check_index(p, name: str) -> int:
+    return [c.name for c in p.checks].index(name)
+
+
+def test_a_memory_fix_of_one_field_is_said_in_the_form_s_words() -> None:
+    a = arch("meta-llama--Llama-3.1-8B")
+    t = target(instance_type="inf2.xlarge", tp_degree=2, batch_size=1, sequence_length=131072)
+    (memory,) = [c for c in plan(a, t).failed if c.name == "memory"]
+    assert memory.fix is not None and memory.fix.field == "sequence_length" and memory.fix.why == "at tp=2"
+    assert f"use --seq-len {memory.fix.value} at tp=2" in memory.message
+    assert memory.said("form").endswith(f"; use Sequence length: {memory.fix.value} at tp=2")
+    # 20B parameters in bf16 fill inf2.xlarge's two cores at any length: int8 weights are the fix
+    neox = arch("EleutherAI--gpt-neox-20b")
+    (quantize,) = [c for c in plan(neox, target(tp_degree=2, sequence_length=512)).failed if c.name == "memory"]
+    assert quantize.message.endswith("; quantize the weights (--quant int8:per_channel) at tp=2")
+    assert quantize.said("form").endswith(
+        "; quantize the weights (Quantization: int8:per_channel_symmetric) at tp=2"  # the form's dropdown spelling
+    )
+
+
 def test_backend_that_lacks_the_architecture() -> None:
     p = plan(arch("mistralai--Mistral-7B-v0.1"), target(tp_degree=2, profile="optimum-neuron"))
     assert failing(p)["profile"] == "profile 'optimum-neuron' does not support mistral; use profile cpu or lmi-neuronx"

@@ -223,3 +223,26 @@ def test_a_fix_is_spoken_in_each_surface_s_words() -> None:
     # the form's dropdown spells a quantization in full
     assert spoken("quantization", "int8:per_channel", "cli") == "--quant int8:per_channel"
     assert spoken("quantization", "int8:per_channel", "form") == "Quantization: int8:per_channel_symmetric"
+
+
+def test_a_rejected_plan_fails_an_airflow_task_in_the_form_s_words(tmp_path) -> None:
+    """The same rejection the CLI prints with `--seq-len 32768` fails the task with the form's field name."""
+    import json
+    from pathlib import Path
+
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from neuronforge.buildstate import BuildState
+    from neuronforge.modelconfig import ModelArch
+    from neuronforge.pipeline import PlanRejected
+    from neuronforge.planner import plan
+    from operators.compile_publish import task_failure
+
+    config = Path(__file__).parent / "data" / "model-configs" / "mistralai--Mistral-7B-v0.1.json"
+    target = TargetSpec.parse({"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 65536})
+    rejected = PlanRejected.of(target.slug, plan(ModelArch.from_config(json.loads(config.read_text())), target).failed)
+    assert "use --seq-len 32768 or less" in str(rejected)  # the CLI's words (`neuronforge run`)
+    state = BuildState(model="builtin:tiny-llama", target=target, store_uri=f"file://{tmp_path}")
+    failure = task_failure(rejected, state)
+    assert isinstance(failure, AirflowFailException)
+    assert "use Sequence length: 32768 or less" in str(failure) and "--seq-len" not in str(failure)
