@@ -150,9 +150,8 @@ def _quantization_spelling(value: Any) -> str:
 
 PositiveLength = Annotated[int, Field(ge=1)]
 # The bounds of the numbers: one rule for every surface (`tests/test_target_surfaces.py`). A sequence is at
-# least 8 tokens, the rule the form and the REST check always applied: a prompt and the tokens generated
-# after it, where 1 left no room for both. The CLI, the
-# catalog and YAML, which took 1 to 7 and failed later, now refuse them with the form's bound.
+# least 8 tokens, the rule the trigger form and the REST check always applied (room for a prompt and the
+# tokens generated after it); the CLI, the catalog and YAML, which took 1 to 7, now apply it too.
 TP_MAX, BATCH_MAX, SEQUENCE_MIN, SEQUENCE_MAX = 128, 1024, 8, 1_048_576
 
 
