@@ -237,8 +237,8 @@ class TargetSpec(BaseModel):
     quantization: Annotated[
         Quantization,
         Declared(
-            "weight quantization (none, int8 or fp8; per tensor or per channel); the CLI also takes "
-            "int8, int8:per_channel, f8e4m3:per_tensor, ...",
+            "weight quantization (none, int8 or fp8; per tensor or per channel), e.g. int8:per_channel_symmetric "
+            "(int8:per_channel for short; int8 alone: per tensor)",
             flag="--quant",
             title="Quantization",
             form=True,
