@@ -1,16 +1,32 @@
-"""Where the embedded default lives: the work dir, the store, the demo model.
+"""Every setting neuronforge reads from the environment: one validated model, read when used.
 
-NEURONFORGE_HOME     work dir (checkpoints, compile cache, builds)   default: <repo>/.neuronforge
-NEURONFORGE_STORE    artifact store URI (file:// path or s3://)      default: <home>/store
-NEURONFORGE_PROFILE  serving profile of the CLI's targets           default: cpu
+`Settings` declares each `NEURONFORGE_*` variable once (its field name is the variable without the
+prefix, in lower case): type, default, bounds and meaning. `current()` builds it from the environment
+at call time — never at import, so a changed environment (a test, a worker's task) is always seen — and
+turns a bad value into one `InvalidInput` line naming the variable, the value and what is accepted.
+Nothing else reads `NEURONFORGE_*` variables (tests/test_settings.py enforces it); `neuronforge config`
+prints the effective values and where each came from, and docs/configuration.md is rendered from this
+model (`python -m neuronforge.settings` rewrites its tables).
+
+Variables read outside this process's Python are listed in `READ_ELSEWHERE` (the worker image's start
+command; the toolchain side, `neuronforge_toolchain/`, runs with the standard library only and reads
+none today).
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import typing
 from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from neuronforge.errors import InvalidInput
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+ENV_PREFIX = "NEURONFORGE_"
 
 # The embedded default target (trigger form default, demo): small enough to compile in under a
 # minute on 2 cores; fp32 so that the smoke test's greedy tokens match eager exactly.
@@ -25,31 +41,253 @@ DEFAULT_TARGET = {
 }
 
 
+DEFAULT_PROFILE = "cpu"  # the profile that builds and runs on this machine, no Neuron SDK needed
+TOOLCHAIN_PYTHON_VAR = f"{ENV_PREFIX}TOOLCHAIN_PYTHON"
+# A Neuron compile of a large model takes tens of minutes; past this the child is killed.
+DEFAULT_COMPILE_TIMEOUT_S = 4 * 3600.0
+
+
+def _seconds(default: float, meaning: str) -> Any:
+    return Field(default, gt=0, allow_inf_nan=False, description=meaning)
+
+
+class Settings(BaseModel):
+    """The effective configuration of this process. Build it with `current()`; each field is the
+    variable `NEURONFORGE_<FIELD>` (`env` in a field's extra names another). Empty values are unset."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    home: Path = Field(
+        REPO_ROOT / ".neuronforge",
+        validate_default=True,
+        description="this host's work dir: downloads and builds (`<home>/work`), the local store, the demo model, "
+        "the local Airflow; each worker has its own",
+        json_schema_extra={"shown": "<repo>/.neuronforge"},
+    )
+    store: str | None = Field(
+        None,
+        description="the artifact store every command and task reads and writes: file:///path, a path, or "
+        "s3://bucket/prefix (never with credentials in it)",
+        json_schema_extra={"shown": "file://<home>/store"},
+    )
+    profile: str = Field(
+        DEFAULT_PROFILE,
+        description="the serving profile of every CLI command that takes a target (`neuronforge profiles` lists them)",
+        json_schema_extra={"accepts": "a profile name"},
+    )
+    catalog: Path = Field(
+        REPO_ROOT / "catalog" / "models.yaml",
+        description="the model catalog YAML the catalog commands and the recompile DAG read (the DAG's `catalog` "
+        "param and the Airflow Variable `neuronforge_catalog` come first)",
+        json_schema_extra={"shown": "<repo>/catalog/models.yaml"},
+    )
+    compile_timeout_s: float = _seconds(
+        DEFAULT_COMPILE_TIMEOUT_S,
+        "seconds a compile child (and a profile's retrace of its consumer's start-up) may run before it is killed; "
+        "keep the Celery visibility timeout above it",
+    )
+    lease_ttl_s: float = _seconds(
+        600.0, "seconds a compile lease lives without a heartbeat before another worker may take the build over"
+    )
+    lease_poll_s: float = _seconds(
+        10.0, "seconds between two looks at the store of a DAG target waiting for another run's build"
+    )
+    recompile_poll_s: float = _seconds(
+        60.0, "seconds between two looks at the triggered rebuilds by the recompile DAG's wait"
+    )
+    heartbeat_s: float = _seconds(10.0, "seconds between two progress log lines of a running step")
+    quant_kernel: Literal["auto", "compiled", "eager"] = Field(
+        "auto",
+        description="the quantizer's kernel: compiled (TorchInductor, cached after the first time), eager, or "
+        "auto (compiled once the weights to quantize repay its start-up)",
+    )
+    neuron_runner: Literal["celery", "kubernetes"] = Field(
+        "celery",
+        description="what runs the toolchain stages of Neuron targets: Celery workers of the Neuron queues, or "
+        "Kubernetes pods of the release's worker image",
+    )
+    neuron_image: str = Field(
+        "neuronforge-neuron-worker:{sdk}",
+        description="the worker image of the pods (kubernetes runner); `{sdk}` is replaced by the SDK release",
+        json_schema_extra={"accepts": "an image reference"},
+    )
+    k8s_namespace: str = Field("airflow", description="the namespace of the pods (kubernetes runner)")
+    k8s_pod_template: str | None = Field(
+        None,
+        description="a pod template file for the pods (kubernetes runner): service account, the work-dir volume, "
+        "store credentials",
+        json_schema_extra={"accepts": "a path"},
+    )
+    toolchain_python: str | None = Field(
+        None,
+        description="the Python that has the Neuron SDK, for every release (what a worker image of one release "
+        "sets); unset: the interpreter the profile declares for its SDK image",
+        json_schema_extra={"accepts": "an interpreter's path or name"},
+    )
+    toolchain_pythons: dict[str, str] = Field(
+        default_factory=dict,
+        description="the Python that has the Neuron SDK of one release (dots as underscores, e.g. "
+        "`NEURONFORGE_TOOLCHAIN_PYTHON_2_21_1`); before `NEURONFORGE_TOOLCHAIN_PYTHON`",
+        json_schema_extra={
+            "env": f"{TOOLCHAIN_PYTHON_VAR}_<release>",
+            "shown": "unset",
+            "accepts": "an interpreter's path or name",
+        },
+    )
+
+    @field_validator("home")
+    @classmethod
+    def _absolute(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
+
+    def store_uri(self) -> str:
+        """The store: NEURONFORGE_STORE, else the local store under the home."""
+        return self.store or f"file://{self.home / 'store'}"
+
+    def from_env(self, name: str) -> bool:
+        """Whether the field `name` was set in the environment (not its default)."""
+        return name in self.model_fields_set
+
+    def toolchain_python_for(self, release: str) -> tuple[str, str] | None:
+        """(interpreter, the variable that named it) for an SDK release: the release's own variable, else
+        NEURONFORGE_TOOLCHAIN_PYTHON, else None (the profile's declared interpreter)."""
+        var = toolchain_python_var(release)
+        if (path := self.toolchain_pythons.get(var.removeprefix(f"{TOOLCHAIN_PYTHON_VAR}_"))) is not None:
+            return path, var
+        if self.toolchain_python:
+            return self.toolchain_python, TOOLCHAIN_PYTHON_VAR
+        return None
+
+
+def variable(name: str) -> str:
+    """The environment variable of the field `name`."""
+    extra = Settings.model_fields[name].json_schema_extra
+    return str(extra["env"]) if isinstance(extra, dict) and "env" in extra else f"{ENV_PREFIX}{name.upper()}"
+
+
+def toolchain_python_var(release: str) -> str:
+    """The per-release setting, e.g. NEURONFORGE_TOOLCHAIN_PYTHON_2_21_1."""
+    return f"{TOOLCHAIN_PYTHON_VAR}_{release.replace('.', '_').replace('-', '_')}"
+
+
+def current(environ: typing.Mapping[str, str] | None = None) -> Settings:
+    """The settings as the environment has them now (cheap: no cache, so a changed environment is
+    always seen). A bad value is one `InvalidInput` line: the variable, the value, what is accepted."""
+    env = os.environ if environ is None else environ
+    raw: dict[str, Any] = {}
+    for name in Settings.model_fields:
+        if name != "toolchain_pythons" and (value := env.get(variable(name), "").strip()):
+            raw[name] = value
+    prefix = f"{TOOLCHAIN_PYTHON_VAR}_"
+    releases = {k.removeprefix(prefix): v.strip() for k, v in env.items() if k.startswith(prefix) and v.strip()}
+    if releases:
+        raw["toolchain_pythons"] = releases
+    try:
+        return Settings.model_validate(raw)
+    except ValidationError as exc:
+        raise InvalidInput("; ".join(_problem(str(e["loc"][0]), raw) for e in exc.errors())) from None
+
+
+def accepted(name: str) -> str:
+    """What the field `name` accepts, in words (the error line and the docs' table say it)."""
+    field = Settings.model_fields[name]
+    if isinstance(field.json_schema_extra, dict) and "accepts" in field.json_schema_extra:
+        return str(field.json_schema_extra["accepts"])
+    if choices := _choices(name):
+        return "one of " + ", ".join(choices)
+    if field.annotation is float:
+        return "a number of seconds above 0"
+    if field.annotation is Path:
+        return "a path"
+    return "a URI" if name == "store" else "text"
+
+
+def _choices(name: str) -> tuple[str, ...]:
+    annotation = Settings.model_fields[name].annotation
+    return typing.get_args(annotation) if typing.get_origin(annotation) is Literal else ()
+
+
+def _problem(name: str, raw: dict[str, Any]) -> str:
+    var, value = variable(name), raw.get(name)
+    if choices := _choices(name):
+        default = Settings.model_fields[name].default
+        return f"{var}={value!r}: use one of {', '.join(choices)} (or unset it: {default})"
+    return f"{var}={value!r} is not {accepted(name)}: unset it, or set e.g. {shown_default(name)}"
+
+
+def shown_default(name: str) -> str:
+    """The default as the docs show it (host paths as `<repo>/…`, derived values by their rule)."""
+    field = Settings.model_fields[name]
+    extra = field.json_schema_extra
+    if isinstance(extra, dict) and "shown" in extra:
+        return str(extra["shown"])
+    if field.default is None:
+        return "unset"
+    return f"{field.default:g}" if isinstance(field.default, float) else str(field.default)
+
+
+class Effective(BaseModel):
+    """One line of `neuronforge config`: a variable, its effective value, and where that came from."""
+
+    variable: str
+    value: str | float | None
+    source: str  # "env NEURONFORGE_X", "default", or "derived from …"
+
+
+def effective(s: Settings | None = None) -> list[Effective]:
+    """Every setting's effective value, in the model's order (store URIs as they are: mask before
+    showing them)."""
+    s = s or current()
+    rows: list[Effective] = []
+    for name in Settings.model_fields:
+        var = variable(name)
+        if name == "toolchain_pythons":
+            if not s.toolchain_pythons:
+                rows.append(Effective(variable=var, value=None, source="default"))
+            rows += [
+                Effective(variable=f"{TOOLCHAIN_PYTHON_VAR}_{k}", value=v, source=f"env {TOOLCHAIN_PYTHON_VAR}_{k}")
+                for k, v in sorted(s.toolchain_pythons.items())
+            ]
+            continue
+        value = getattr(s, name)
+        if s.from_env(name):
+            source = f"env {var}"
+        elif name == "store":
+            value, source = s.store_uri(), f"derived from {variable('home')}: <home>/store"
+        else:
+            source = "default"
+        rows.append(Effective(variable=var, value=str(value) if isinstance(value, Path) else value, source=source))
+    return rows
+
+
+# Variables that this model does not read: their reader is not neuronforge's Python. The toolchain side
+# (`neuronforge_toolchain/`, the SDK image's Python, standard library only, never importing neuronforge)
+# would be listed here too; it reads none today. tests/test_settings.py checks the list is complete.
+READ_ELSEWHERE: dict[str, tuple[str, str]] = {
+    f"{ENV_PREFIX}WORKER_ROLE": (
+        "the Neuron worker image's start command (docker/neuron-worker.Dockerfile)",
+        "compile (a CPU host: queue `neuron-compile-<release>`) or neuron (a Neuron host: `neuron-<release>`)",
+    ),
+}
+
+
 def home() -> Path:
-    return Path(os.environ.get("NEURONFORGE_HOME") or REPO_ROOT / ".neuronforge").expanduser().resolve()
+    return current().home
 
 
 def store_uri(explicit: str | None = None) -> str:
-    if explicit:
-        return explicit
-    return os.environ.get("NEURONFORGE_STORE") or f"file://{home() / 'store'}"
+    return explicit or current().store_uri()
 
 
 def work_dir() -> Path:
     return home() / "work"
 
 
-DEFAULT_PROFILE = "cpu"  # the profile that builds and runs on this machine, no Neuron SDK needed
-
-
 def default_profile() -> str:
     """The serving profile every CLI command that takes a target uses unless told otherwise."""
-    return os.environ.get("NEURONFORGE_PROFILE") or DEFAULT_PROFILE
+    return current().profile
 
 
-# A Neuron compile of a large model takes tens of minutes; past this the child is killed (the compile
-# stage, and a profile's retrace of its consumer's start-up).
-COMPILE_TIMEOUT_S = float(os.environ.get("NEURONFORGE_COMPILE_TIMEOUT_S", 4 * 3600))
 BUILTIN_MODELS = ("tiny-llama",)
 DEFAULT_MODEL = "builtin:tiny-llama"  # the embedded default: what an empty `model` means
 
@@ -83,8 +321,40 @@ def demo_model() -> Path:
 
 
 def builtin_model(name: str) -> Path:
-    from neuronforge.errors import InvalidInput
-
     if name not in BUILTIN_MODELS:
         raise InvalidInput(f"unknown built-in model {name!r}; built-in models: {', '.join(BUILTIN_MODELS)}")
     return demo_model()
+
+
+# docs/configuration.md: its tables are rendered from the model between these two lines.
+DOCS_PAGE = REPO_ROOT / "docs" / "configuration.md"
+REGENERATE = "python -m neuronforge.settings"
+DOCS_BEGIN = f"<!-- settings tables: generated from neuronforge/settings.py by `{REGENERATE}` -->"
+DOCS_END = "<!-- settings tables: end -->"
+
+
+def docs_tables() -> str:
+    """The configuration page's tables: every setting, then the variables read elsewhere."""
+    lines = ["| Variable | Default | Accepts | Meaning |", "|---|---|---|---|"]
+    for name, field in Settings.model_fields.items():
+        default = shown_default(name)
+        default = default if default == "unset" else f"`{default}`"
+        lines.append(f"| `{variable(name)}` | {default} | {accepted(name)} | {field.description} |")
+    lines += ["", "Read outside this model (not by neuronforge's Python):", ""]
+    lines += ["| Variable | Read by | Meaning |", "|---|---|---|"]
+    lines += [f"| `{var}` | {by} | {meaning} |" for var, (by, meaning) in READ_ELSEWHERE.items()]
+    return "\n".join(lines) + "\n"
+
+
+def render_page(page: str) -> str:
+    """`page` with the text between DOCS_BEGIN and DOCS_END replaced by `docs_tables()`."""
+    before, begin, rest = page.partition(DOCS_BEGIN + "\n")
+    _, end, after = rest.partition(DOCS_END)
+    if not begin or not end:
+        raise InvalidInput(f"{DOCS_PAGE}: no lines {DOCS_BEGIN!r} ... {DOCS_END!r} to put the tables between")
+    return f"{before}{DOCS_BEGIN}\n\n{docs_tables()}\n{DOCS_END}{after}"
+
+
+if __name__ == "__main__":  # python -m neuronforge.settings: rewrite docs/configuration.md's tables
+    DOCS_PAGE.write_text(render_page(DOCS_PAGE.read_text()))
+    print(f"wrote {DOCS_PAGE}", file=sys.stderr)
