@@ -253,7 +253,7 @@ def effective(s: Settings | None = None) -> list[Effective]:
         if s.from_env(name):
             source = f"env {var}"
         elif name == "store":
-            value, source = s.store_uri(), f"derived from {variable('home')}: <home>/store"
+            value, source = s.store_uri(), f"derived from {variable('home')}"
         else:
             source = "default"
         rows.append(Effective(variable=var, value=str(value) if isinstance(value, Path) else value, source=source))
