@@ -231,7 +231,7 @@ class Effective(BaseModel):
 
     variable: str
     value: str | float | None
-    source: str  # "env NEURONFORGE_X", "default", or "derived from …"
+    source: str  # "env NEURONFORGE_<NAME>", "default", or "derived from …"
 
 
 def effective(s: Settings | None = None) -> list[Effective]:
