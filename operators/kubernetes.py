@@ -17,19 +17,18 @@ the Celery task (`operators.compile_publish.run_stage_task`).
 
 from __future__ import annotations
 
-import typing
 from typing import Any
 
 from neuronforge import settings
 from neuronforge.devices import CORES_PER_DEVICE, neuron_devices  # noqa: F401 (re-exported)
 
-RUNNERS: tuple[str, ...] = typing.get_args(settings.Settings.model_fields["neuron_runner"].annotation)
+RUNNERS = settings.RUNNERS
 POD_HOME = "/var/lib/neuronforge"  # the pods' NEURONFORGE_HOME unless the scheduler's names one
 NEURON_RESOURCE = "aws.amazon.com/neuron"
 # The neuron worker image of a release as docker/compose.yaml tags it (`neuronforge-neuron-worker:
 # ${NEURON_SDK_VERSION}`): the default of NEURONFORGE_NEURON_IMAGE in neuronforge.settings, the one name of that
 # image (tests/test_docker.py checks they agree).
-DEFAULT_IMAGE: str = settings.Settings.model_fields["neuron_image"].default
+DEFAULT_IMAGE: str = settings.default("neuron_image")
 
 
 def runner() -> str:

@@ -34,7 +34,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _variables() -> set[str]:
-    return {settings.variable(name) for name in settings.Settings.model_fields}
+    return {settings.variable(name) for name in settings.SETTINGS}
 
 
 def _is_setting(var: str) -> bool:
@@ -46,15 +46,17 @@ def _is_setting(var: str) -> bool:
 
 
 def test_every_field_declares_its_variable_type_default_and_meaning() -> None:
-    fields = settings.Settings.model_fields
-    assert len(_variables()) == len(fields)  # one variable per field
-    for name, field in fields.items():
-        assert field.description and len(field.description) > 20, name
-        assert field.annotation is not None, name
-        assert settings.accepted(name), name
-        assert settings.shown_default(name), name
-    seconds = [n for n, f in fields.items() if f.annotation is float]
+    import dataclasses
+
+    declared = {f.name: f.type for f in dataclasses.fields(settings.Settings)}
+    assert set(settings.SETTINGS) == set(declared) - {"from_environment"}  # every field is a setting
+    assert len(_variables()) == len(settings.SETTINGS)  # one variable per field
+    for name, spec in settings.SETTINGS.items():
+        assert len(spec.meaning) > 20 and spec.accepts and settings.shown_default(name), name
+    seconds = [n for n, t in declared.items() if t == "float"]
     assert seconds == ["compile_timeout_s", "lease_ttl_s", "lease_poll_s", "recompile_poll_s", "heartbeat_s"]
+    assert all(settings.SETTINGS[n].accepts == "a number of seconds above 0" for n in seconds)
+    assert settings.SETTINGS["neuron_runner"].choices == ("celery", "kubernetes") == settings.RUNNERS
 
 
 def test_the_environment_is_read_when_used_not_at_import(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -290,15 +292,17 @@ def test_the_configuration_page_is_rendered_from_the_model() -> None:
     assert settings.render_page(page) == page, (
         f"docs/configuration.md's tables differ from neuronforge/settings.py: run `{settings.REGENERATE}`"
     )
-    for name in settings.Settings.model_fields:
+    for name in settings.SETTINGS:
         assert f"| `{settings.variable(name)}` |" in page
     assert "configuration.md" in (ROOT / "mkdocs.yml").read_text()
 
 
 def test_a_changed_model_makes_the_page_stale(monkeypatch: pytest.MonkeyPatch) -> None:
     page = settings.DOCS_PAGE.read_text()
-    field = settings.Settings.model_fields["lease_ttl_s"]
-    monkeypatch.setattr(field, "description", "another meaning")
+    import dataclasses
+
+    changed = dataclasses.replace(settings.SETTINGS["lease_ttl_s"], meaning="another meaning")
+    monkeypatch.setitem(settings.SETTINGS, "lease_ttl_s", changed)
     assert settings.render_page(page) != page
     with pytest.raises(InvalidInput, match="no lines"):
         settings.render_page("# a page without the markers\n")
