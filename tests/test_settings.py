@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import subprocess
 import sys
@@ -27,8 +28,6 @@ TEST_ONLY = {"NEURONFORGE_TEST_ARTIFACTS"}
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """No NEURONFORGE_* variable of the caller's shell leaks into these tests."""
-    import os
-
     for var in [v for v in os.environ if v.startswith(settings.ENV_PREFIX)]:
         monkeypatch.delenv(var)
 
