@@ -26,7 +26,6 @@ scheduled).
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,9 +41,9 @@ PIN_FIELDS = {"compilers"}
 
 
 def default_path() -> Path:
-    from neuronforge.settings import REPO_ROOT
+    from neuronforge import settings
 
-    return Path(os.environ.get("NEURONFORGE_CATALOG") or REPO_ROOT / "catalog" / "models.yaml")
+    return settings.current().catalog
 
 
 @dataclass

@@ -715,6 +715,25 @@ def cmd_profiles(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_config(args: argparse.Namespace) -> int:
+    """Every setting's effective value and where it came from (`settings.effective()`); a URI with
+    credentials is shown masked, as the store refuses it."""
+    from neuronforge.stores.base import masked
+
+    rows = settings.effective()
+    for r in rows:
+        if isinstance(r.value, str):
+            r.value = masked(r.value) or r.value
+    if args.json:
+        _print_json({r.variable: {"value": r.value, "source": r.source} for r in rows})
+        return EXIT_OK
+    values = ["-" if r.value is None else f"{r.value:g}" if isinstance(r.value, float) else r.value for r in rows]
+    var_width, value_width = max(len(r.variable) for r in rows), max(map(len, values))
+    for r, value in zip(rows, values, strict=True):
+        print(f"{r.variable:<{var_width}}  {value:<{value_width}}  {r.source}")
+    return EXIT_OK
+
+
 def cmd_worker_queues(args: argparse.Namespace) -> int:
     """The Celery queues a worker of one SDK release's image consumes in its role (the image's CMD)."""
     from neuronforge.profiles.registry import worker_queues
@@ -971,7 +990,8 @@ def _epilog() -> str:
     return (
         f"defaults:\n  profile  $NEURONFORGE_PROFILE, else {settings.DEFAULT_PROFILE} (every command that takes a "
         "target, but sweep)\n  store    $NEURONFORGE_STORE, else the local store $NEURONFORGE_HOME/store "
-        "(every command that\n           reads or writes one)\n\n"
+        "(every command that\n           reads or writes one)\n  settings `neuronforge config` prints every "
+        "NEURONFORGE_* setting and where its value came from\n\n"
         f"exit codes:\n{codes}\n\n"
         'shell completion (bash, zsh): eval "$(register-python-argcomplete neuronforge)"'
     )
@@ -1114,6 +1134,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_profiles)
 
     p = sub.add_parser(
+        "config", help="print every NEURONFORGE_* setting's effective value and where it came from (env, default)"
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object: variable -> value and source")
+    p.set_defaults(func=cmd_config)
+
+    p = sub.add_parser(
         "worker-queues", help="the Celery queues a Neuron worker image consumes: compile (CPU host) or neuron role"
     )
     p.add_argument("--sdk", required=True, help="the image's Neuron SDK release, e.g. 2.26.1")
@@ -1248,7 +1274,12 @@ def main(argv: list[str] | None = None) -> int:
     if argv == ["--version"]:  # before the parser: its target flags are read from TargetSpec (pydantic)
         print(f"neuronforge {_version()}")
         return EXIT_OK
-    parser = build_parser()
+    try:  # a bad NEURONFORGE_* value: one line, before any work (the parser's help shows the settings too)
+        settings.current()
+        parser = build_parser()
+    except InvalidInput as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     if "_ARGCOMPLETE" in os.environ:  # the shell's completion hook (register-python-argcomplete neuronforge)
         import argcomplete
 

@@ -20,12 +20,16 @@ import time
 import uuid
 from dataclasses import asdict, dataclass
 
-from neuronforge import layout
+from neuronforge import layout, settings
 from neuronforge.errors import NeuronforgeError
 from neuronforge.stores import ArtifactStore, NotFound
 
 log = logging.getLogger(__name__)
-DEFAULT_TTL_S = float(os.environ.get("NEURONFORGE_LEASE_TTL_S", 600))
+
+
+def default_ttl_s() -> float:
+    """How long a lease lives without a heartbeat (NEURONFORGE_LEASE_TTL_S, read when a lease is taken)."""
+    return settings.current().lease_ttl_s
 
 
 class LeaseLost(NeuronforgeError):
@@ -62,9 +66,10 @@ def current(store: ArtifactStore, key: str) -> Lease | None:
     return Lease(**json.loads(data), version=version)
 
 
-def try_acquire(store: ArtifactStore, key: str, holder: str, ttl_s: float = DEFAULT_TTL_S) -> Lease | None:
+def try_acquire(store: ArtifactStore, key: str, holder: str, ttl_s: float | None = None) -> Lease | None:
     """The lease for `key`, new or taken over from an expired holder; None while another holds it."""
     path = layout.lock_entry(key)
+    ttl_s = default_ttl_s() if ttl_s is None else ttl_s
     for _ in range(3):  # the lease object can vanish between our calls (deleted by hand)
         now = time.time()
         lease = Lease(key, holder, now, now, now + ttl_s)
@@ -90,9 +95,9 @@ def try_acquire(store: ArtifactStore, key: str, holder: str, ttl_s: float = DEFA
     return None
 
 
-def renew(store: ArtifactStore, lease: Lease, ttl_s: float = DEFAULT_TTL_S) -> Lease:
+def renew(store: ArtifactStore, lease: Lease, ttl_s: float | None = None) -> Lease:
     now = time.time()
-    renewed = Lease(lease.key, lease.holder, lease.started, now, now + ttl_s)
+    renewed = Lease(lease.key, lease.holder, lease.started, now, now + (default_ttl_s() if ttl_s is None else ttl_s))
     path = layout.lock_entry(lease.key)
     if not store.replace_if_version(renewed.record(), path, lease.version):
         raise LeaseLost(f"lease {lease.key[:12]} was taken over by another worker; this run publishes nothing")
@@ -110,9 +115,10 @@ class LeaseKeeper:
     """Heart-beats a lease on a thread while the work runs; `assert_held` before publishing."""
 
     def __init__(
-        self, store: ArtifactStore, lease: Lease, ttl_s: float = DEFAULT_TTL_S, release_on_exit: bool = True
+        self, store: ArtifactStore, lease: Lease, ttl_s: float | None = None, release_on_exit: bool = True
     ) -> None:
-        self.store, self.lease, self.ttl_s, self.release_on_exit = store, lease, ttl_s, release_on_exit
+        self.store, self.lease, self.release_on_exit = store, lease, release_on_exit
+        self.ttl_s = default_ttl_s() if ttl_s is None else ttl_s
         self.lost: LeaseLost | None = None
         # One renewal at a time: the heartbeat and `assert_held` renew against `self.lease.version`;
         # interleaved, one would find the other's write and take it for a takeover (a false LeaseLost,

@@ -265,7 +265,7 @@ def serve(port: int = DEFAULT_PORT, home: Path | None = None) -> int:
         print(f"Airflow home {home} (SQLite, LocalExecutor); store {env['NEURONFORGE_STORE']}", flush=True)
         print("preparing the database ...", flush=True)
         init_home(home, env)
-        if not os.environ.get("NEURONFORGE_STORE"):  # the default store: an empty one until the first run
+        if not settings.current().from_env("store"):  # the default store: an empty one until the first run
             from neuronforge.stores import open_store
 
             open_store(env["NEURONFORGE_STORE"])

@@ -589,11 +589,12 @@ def run_target(
     prompts: list[str] | None = None,
     max_new_tokens: int = 8,
     allow_pickle: bool = False,
-    lease_ttl_s: float = leases.DEFAULT_TTL_S,
+    lease_ttl_s: float | None = None,
     lease_poll_s: float = 5.0,
 ) -> TargetOutcome:
     """One target through `STAGES` in this process; an identical request already building
     elsewhere (its lease in the store is live) is waited for and its artifact reused."""
+    lease_ttl_s = leases.default_ttl_s() if lease_ttl_s is None else lease_ttl_s
     state = BuildState(
         model=source,
         target=target,

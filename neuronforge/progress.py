@@ -27,26 +27,16 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import IO, Any
 
-from neuronforge.errors import InvalidInput
+from neuronforge import settings
 
 log = logging.getLogger("neuronforge.progress")
 
-INTERVAL_ENV = "NEURONFORGE_HEARTBEAT_S"
-DEFAULT_INTERVAL_S = 10.0
+INTERVAL_ENV = settings.variable("heartbeat_s")  # NEURONFORGE_HEARTBEAT_S
 
 
 def interval_s() -> float:
-    """Seconds between two heartbeats: `NEURONFORGE_HEARTBEAT_S`, default 10."""
-    raw = os.environ.get(INTERVAL_ENV, "").strip()
-    if not raw:
-        return DEFAULT_INTERVAL_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise InvalidInput(f"{INTERVAL_ENV}={raw!r} is not a number of seconds above 0: unset it, or set e.g. 10")
-    return value
+    """Seconds between two heartbeats: `NEURONFORGE_HEARTBEAT_S`, default 10 (a bad value: InvalidInput)."""
+    return settings.current().heartbeat_s
 
 
 class Step:

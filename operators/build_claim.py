@@ -6,21 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import AsyncIterator
 from typing import Any
 
 from airflow.sdk import BaseOperator
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from neuronforge import leases
+from neuronforge import leases, settings
 
 log = logging.getLogger(__name__)
 
 
 def poll_s() -> float:
     """How often a waiting target looks at the store (NEURONFORGE_LEASE_POLL_S, default 10 s)."""
-    return float(os.environ.get("NEURONFORGE_LEASE_POLL_S", 10))
+    return settings.current().lease_poll_s
 
 
 def _published(store_uri: str, key: str) -> dict[str, Any] | None:

@@ -17,24 +17,23 @@ the Celery task (`operators.compile_publish.run_stage_task`).
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from neuronforge import settings
 from neuronforge.devices import CORES_PER_DEVICE, neuron_devices  # noqa: F401 (re-exported)
-from neuronforge.errors import InvalidInput
 
-RUNNERS = ("celery", "kubernetes")
+RUNNERS = settings.RUNNERS
+POD_HOME = "/var/lib/neuronforge"  # the pods' NEURONFORGE_HOME unless the scheduler's names one
 NEURON_RESOURCE = "aws.amazon.com/neuron"
 # The neuron worker image of a release as docker/compose.yaml tags it (`neuronforge-neuron-worker:
-# ${NEURON_SDK_VERSION}`): the one name of that image (tests/test_docker.py checks they agree).
-DEFAULT_IMAGE = "neuronforge-neuron-worker:{sdk}"
+# ${NEURON_SDK_VERSION}`): the default of NEURONFORGE_NEURON_IMAGE in neuronforge.settings, the one name of that
+# image (tests/test_docker.py checks they agree).
+DEFAULT_IMAGE: str = settings.default("neuron_image")
 
 
 def runner() -> str:
-    value = os.environ.get("NEURONFORGE_NEURON_RUNNER", "celery")
-    if value not in RUNNERS:
-        raise InvalidInput(f"NEURONFORGE_NEURON_RUNNER={value!r}; use one of {list(RUNNERS)}")
-    return value
+    """NEURONFORGE_NEURON_RUNNER: one of RUNNERS (another value: InvalidInput)."""
+    return settings.current().neuron_runner
 
 
 def _devices_template(group: str) -> str:
@@ -49,25 +48,27 @@ def release_of(queue: str) -> str:
 
 def image_for(sdk_release: str) -> str:
     """The worker image of an SDK release: NEURONFORGE_NEURON_IMAGE with `{sdk}` replaced."""
-    return os.environ.get("NEURONFORGE_NEURON_IMAGE", DEFAULT_IMAGE).replace("{sdk}", sdk_release)
+    return settings.current().neuron_image.replace("{sdk}", sdk_release)
 
 
 def pod_settings(group: str, sdk_release: str, neuron_cores: bool) -> dict[str, Any]:
     """KubernetesPodOperator arguments of one toolchain stage's pods in one Neuron group: Neuron
     device requests only for a stage that needs NeuronCores (a CPU pod otherwise)."""
-    settings: dict[str, Any] = {
+    s = settings.current()
+    options: dict[str, Any] = {
         "image": image_for(sdk_release),
-        "namespace": os.environ.get("NEURONFORGE_K8S_NAMESPACE", "airflow"),
-        "env_vars": {"NEURONFORGE_HOME": os.environ.get("NEURONFORGE_HOME", "/var/lib/neuronforge")},
+        "namespace": s.k8s_namespace,
+        # the pods' own work dir: the scheduler's NEURONFORGE_HOME when set, never this checkout's default
+        "env_vars": {settings.variable("home"): str(s.home) if s.from_env("home") else POD_HOME},
         "get_logs": True,
         "on_finish_action": "delete_succeeded_pod",
     }
     if neuron_cores:
         devices = _devices_template(group)
-        settings["container_resources"] = {"requests": {NEURON_RESOURCE: devices}, "limits": {NEURON_RESOURCE: devices}}
-    if os.environ.get("NEURONFORGE_K8S_POD_TEMPLATE"):
-        settings["pod_template_file"] = os.environ["NEURONFORGE_K8S_POD_TEMPLATE"]
-    return settings
+        options["container_resources"] = {"requests": {NEURON_RESOURCE: devices}, "limits": {NEURON_RESOURCE: devices}}
+    if s.k8s_pod_template:
+        options["pod_template_file"] = s.k8s_pod_template
+    return options
 
 
 # `@task.kubernetes` runs a function's own source in the pod (no closures): one function per stage.

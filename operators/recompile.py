@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -308,7 +307,10 @@ class RebuildsSettledTrigger(BaseTrigger):
 
 
 def poll_s() -> float:
-    return float(os.environ.get("NEURONFORGE_RECOMPILE_POLL_S", 60))
+    """How often the wait looks at the triggered rebuilds (NEURONFORGE_RECOMPILE_POLL_S, default 60 s)."""
+    from neuronforge import settings
+
+    return settings.current().recompile_poll_s
 
 
 class AwaitRebuildsOperator(BaseOperator):

@@ -27,16 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from neuronforge import settings
 from neuronforge.backends.child import ChildFailed, run_process
 from neuronforge.errors import InvalidInput
 
 PACKAGE = "neuronforge_toolchain"
-GLOBAL_VAR = "NEURONFORGE_TOOLCHAIN_PYTHON"
-
-
-def release_var(release: str) -> str:
-    """The per-release setting, e.g. NEURONFORGE_TOOLCHAIN_PYTHON_2_21_1."""
-    return f"{GLOBAL_VAR}_{release.replace('.', '_').replace('-', '_')}"
+GLOBAL_VAR = settings.TOOLCHAIN_PYTHON_VAR
+release_var = settings.toolchain_python_var  # the per-release setting, e.g. NEURONFORGE_TOOLCHAIN_PYTHON_2_21_1
 
 
 @dataclass(frozen=True)
@@ -49,9 +46,9 @@ class ToolchainPython:
 
     @classmethod
     def resolve(cls, release: str, declared: str) -> ToolchainPython:
-        for var in (release_var(release), GLOBAL_VAR):
-            if os.environ.get(var):
-                return cls(os.environ[var], release, var)
+        named = settings.current().toolchain_python_for(release)
+        if named is not None:
+            return cls(named[0], release, named[1])
         return cls(declared, release, "the SDK image's interpreter")
 
     def check(self) -> None:

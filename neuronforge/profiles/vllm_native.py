@@ -496,11 +496,15 @@ class VllmNativeProfile(ServingProfile):
     def retrace_problems(self, artifact: Artifact, work_dir: Path) -> list[str] | None:
         """P1: the launch files' command traced again in the SDK image's interpreter (a CPU worker of
         queue `neuron-compile-<sdk>`) in CPU-compile mode against the synced cache, compiling forbidden."""
-        from neuronforge.settings import COMPILE_TIMEOUT_S
+        from neuronforge import settings
 
         load = self.smoke_load(artifact.root)
         return self.backend.retrace(
-            artifact.root / self.folder, dict(load.settings), self.python(), work_dir, COMPILE_TIMEOUT_S
+            artifact.root / self.folder,
+            dict(load.settings),
+            self.python(),
+            work_dir,
+            settings.current().compile_timeout_s,
         )
 
     def store_problems(self, artifact: Artifact, store: ArtifactStore) -> list[str]:

@@ -22,7 +22,6 @@ from neuronforge.request import CompileRequest, Toolchain
 from neuronforge.stores import ArtifactStore
 
 log = logging.getLogger(__name__)
-COMPILE_TIMEOUT_S = settings.COMPILE_TIMEOUT_S
 
 
 @dataclass
@@ -74,7 +73,7 @@ def compile_target(inp: CompileInput, store: ArtifactStore | None = None) -> Com
         out=build,
         cache=cache,
         flags=inp.toolchain.compiler_flags,
-        timeout_s=COMPILE_TIMEOUT_S,
+        timeout_s=settings.current().compile_timeout_s,
         work_dir=inp.work_dir,
         settings=profile.compile_settings(target, config["model_type"], inp.quantized_dir, model_config=config),
         preseed=preseed,

@@ -30,7 +30,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import shutil
 import threading
 import time
@@ -45,7 +44,7 @@ import torch
 from filelock import FileLock
 
 import neuronforge
-from neuronforge import layout
+from neuronforge import layout, settings
 from neuronforge.backends.child import TOKENIZER_FILES
 from neuronforge.checkpoint import TensorInfo, verify_checkpoint
 from neuronforge.errors import CheckpointError, InvalidInput
@@ -101,7 +100,7 @@ class QuantizeRequest:
     chunk_bytes: int = 8 * MIB
     # "compiled" (TorchInductor fused loop; ~6 s to import and compile, cached on disk after the
     # first time), "eager", or "auto": compiled once the weights to quantize repay that
-    kernel: str = field(default_factory=lambda: os.environ.get("NEURONFORGE_QUANT_KERNEL", "auto"))
+    kernel: str = field(default_factory=lambda: settings.current().quant_kernel)
 
     @property
     def not_converted(self) -> tuple[str, ...]:

@@ -210,13 +210,20 @@ def join(prefix: str, rel: str) -> str:
     return f"{prefix.strip('/')}/{rel}" if prefix.strip("/") else rel
 
 
-def refuse_credentials(uri: str, what: str = "store URI") -> None:
-    """Refuse `scheme://USER:SECRET@host/...`: a secret in a URI ends up in logs, task parameters
-    and manifests. The message shows the URI with the credentials replaced by `***`."""
+def masked(uri: str) -> str | None:
+    """`uri` with its credentials replaced by `***` when it carries any (`scheme://USER:SECRET@host/...`,
+    `s3://KEY:SECRET/...`), else None: the one way a URI with a secret is shown."""
     scheme, sep, rest = uri.partition("://")
     netloc = rest.split("/", 1)[0]
     if sep and ("@" in netloc or (scheme == "s3" and ":" in netloc)):
-        shown = f"{scheme}://***@{rest.rpartition('@')[2]}" if "@" in netloc else f"{scheme}://***/"
+        return f"{scheme}://***@{rest.rpartition('@')[2]}" if "@" in netloc else f"{scheme}://***/"
+    return None
+
+
+def refuse_credentials(uri: str, what: str = "store URI") -> None:
+    """Refuse `scheme://USER:SECRET@host/...`: a secret in a URI ends up in logs, task parameters
+    and manifests. The message shows the URI with the credentials replaced by `***`."""
+    if (shown := masked(uri)) is not None:
         raise InvalidInput(
             f"{what} {shown} carries credentials: neuronforge never takes secrets in a URI (they would reach "
             "logs and manifests). Remove them and provide credentials through the Airflow connection "
