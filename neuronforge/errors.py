@@ -133,6 +133,7 @@ def outcome(exc: BaseException, places: Sequence[Path] | Callable[[], Sequence[P
         text = str(exc) if str(exc).strip() else type(exc).__name__  # a message-less error still says what it is
         return Outcome(exc.exit_code, exc.retryable, exc.prefix, text)
     if isinstance(exc, OSError) and exc.errno in DISK_FIXES:
-        where = list(places() if callable(places) else places)
+        named = exc.filename2 or exc.filename  # else the place whose file system is full or read-only
+        where = [] if named else list(places() if callable(places) else places)
         return Outcome(ExitCode.FAILURE, exc.errno in TRANSIENT_DISK, "", disk_error(exc, where))
     return None
