@@ -4,8 +4,9 @@
 Every command that takes a target defaults to the same serving profile (`settings.default_profile()`:
 NEURONFORGE_PROFILE, else `cpu`); every command that reads or writes a store defaults to the same store
 (`settings.store_uri()`: NEURONFORGE_STORE, else the local store under NEURONFORGE_HOME). The exit codes
-are a contract later tooling relies on: `ExitCode` and `EXIT_CODES` below are their one table (printed at
-the end of `neuronforge --help`).
+are a contract later tooling relies on: `ExitCode` (in `neuronforge.errors`, where each error class names
+its own) and `EXIT_CODES` below are their one table (printed at the end of `neuronforge --help`). Which
+error ends in which code and line is `errors.outcome`'s to say, for `main` and the DAG's tasks alike.
 """
 
 from __future__ import annotations
@@ -16,21 +17,11 @@ import logging
 import os
 import re
 import sys
-from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-from neuronforge import settings
-from neuronforge.errors import DISK_FIXES, CheckpointError, InvalidInput, NeuronforgeError, disk_error
-
-
-class ExitCode(IntEnum):
-    OK = 0
-    FAILURE = 1
-    USAGE = 2
-    REJECTED = 3
-    STALE = 4
-
+from neuronforge import errors, settings
+from neuronforge.errors import CheckpointError, ExitCode, InvalidInput, NeuronforgeError
 
 # The one exit-code table: what each code means, per command where it differs.
 EXIT_CODES: dict[ExitCode, str] = {
@@ -671,19 +662,16 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from neuronforge.pipeline import PlanRejected, SmokeFailed, run_target
+    from neuronforge.pipeline import run_target
     from neuronforge.stores import open_store
 
     target = _target(args)
     store = open_store(settings.store_uri(args.store))
     model = args.model or settings.DEFAULT_MODEL
-    try:
-        outcome = run_target(
-            model, target, store, settings.work_dir(), prompts=args.prompt or None, max_new_tokens=args.max_new_tokens
-        )
-    except (PlanRejected, SmokeFailed) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_REJECTED
+    # A rejected plan or a failed smoke test exits 3 (`PlanRejected`/`SmokeFailed`.exit_code, in `main`).
+    outcome = run_target(
+        model, target, store, settings.work_dir(), prompts=args.prompt or None, max_new_tokens=args.max_new_tokens
+    )
     _print_json(outcome.summary())
     return EXIT_OK
 
@@ -1299,20 +1287,12 @@ def main(argv: list[str] | None = None) -> int:
         # Progress on stderr, never stdout: a display on a terminal, else log lines (-v shows them).
         progress.use(progress.for_cli(quiet=args.quiet, machine=getattr(args, "json", False)))
         return args.func(args)
-    except InvalidInput as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except CheckpointError as exc:
-        print(f"error: checkpoint rejected: {exc}", file=sys.stderr)
-        return EXIT_REJECTED
-    except NeuronforgeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
-    except OSError as exc:
-        if exc.errno not in DISK_FIXES:
-            raise
-        print(f"error: {disk_error(exc, _written_places(args))}", file=sys.stderr)
-        return EXIT_FAILURE
+    except Exception as exc:  # KeyboardInterrupt is not ours to explain: Python's own exit
+        found = errors.outcome(exc, lambda: _written_places(args))
+        if found is None:
+            raise  # not explained: a bug, with its traceback
+        print(f"error: {found.message}", file=sys.stderr)
+        return found.exit_code
     finally:
         progress.use(caller)
 

@@ -18,6 +18,8 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 from neuronforge import layout, settings
@@ -34,6 +36,8 @@ def default_ttl_s() -> float:
 
 class LeaseLost(NeuronforgeError):
     """Another worker took the lease over (ours had expired): our work must not be published."""
+
+    retryable = True  # the retry finds the other worker's artifact, or takes the lease again
 
 
 @dataclass
@@ -154,6 +158,23 @@ class LeaseKeeper:
         self._thread.join()
         if self.lost is None and self.release_on_exit:
             release(self.store, self.lease)
+
+
+@contextmanager
+def keeping(
+    store: ArtifactStore, lease: Lease, ttl_s: float = DEFAULT_TTL_S, *, hand_on: bool = False
+) -> Iterator[LeaseKeeper]:
+    """Hold `lease` while the body works — the one lease keeping of the CLI's runner and the DAG's
+    tasks: heart-beat it, prove it ours before the work starts, and fail fast (`LeaseLost`) if it was
+    taken over. Then release it (the CLI: the build is over, failed or not), or, with `hand_on` (a
+    DAG task: the next task renews it), prove it still ours once the body succeeded and leave it
+    held; `keeper.lease` is then its latest version, the one the next holder renews from."""
+    keeper = LeaseKeeper(store, lease, ttl_s, release_on_exit=not hand_on)
+    with keeper:
+        keeper.assert_held()
+        yield keeper
+    if hand_on:
+        keeper.assert_held()
 
 
 def wait_for(store: ArtifactStore, key: str, found, poll_s: float = 5.0, timeout_s: float = 6 * 3600):

@@ -37,7 +37,7 @@ from neuronforge.buildstate import (
     SourcePin,
 )
 from neuronforge.checkpoint import verify_checkpoint
-from neuronforge.errors import InvalidInput, NeuronforgeError
+from neuronforge.errors import ExitCode, InvalidInput, NeuronforgeError
 from neuronforge.localcache import (
     StoredObjects,
     adopt,
@@ -80,9 +80,13 @@ class PlanRejected(InvalidInput):
             return str(self)
         return f"{self.slug}: " + "; ".join(c.said(surface) for c in self.checks)
 
+    exit_code = ExitCode.REJECTED  # `run`: the configuration is refused, not the command line
+
 
 class SmokeFailed(NeuronforgeError):
     """The compiled artifact did not load or did not generate like the reference; nothing published."""
+
+    exit_code = ExitCode.REJECTED
 
 
 @dataclass
@@ -91,7 +95,7 @@ class Context:
 
     store: ArtifactStore
     work_dir: Path
-    keeper: leases.LeaseKeeper | None = None  # the CLI's lease heartbeat, checked before publishing
+    keeper: leases.LeaseKeeper | None = None  # the lease's heartbeat (`leases.keeping`), checked before publishing
     run_id: str = ""  # the Airflow run, for failure records
     stage_started: float | None = None  # monotonic start of the running stage (`execute` sets it)
     # The artifact a lookup of this build found (prepare's, or the claim's wait): the CLI's outcome,
@@ -612,7 +616,7 @@ def run_target(
         if ctx.published is None:  # pragma: no cover - every stage that sets `hit` keeps what it found
             raise NeuronforgeError(f"{state.key}: a cache hit without the artifact it found")
         return TargetOutcome(state.need("key"), "cache-hit", ctx.published, 0, timings, state)
-    with leases.LeaseKeeper(store, state.need("lease").lease(), lease_ttl_s) as keeper:
+    with leases.keeping(store, state.need("lease").lease(), lease_ttl_s) as keeper:
         ctx.keeper = keeper
         for stage in STAGES:
             if stage.run is None or stage.name == "prepare":

@@ -4,15 +4,13 @@ is a cache hit — or its lease lapses, and then tries again. See `neuronforge/l
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 from airflow.sdk import BaseOperator
-from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from neuronforge import leases, settings
+from operators.polling_trigger import PollingTrigger
 
 log = logging.getLogger(__name__)
 
@@ -38,29 +36,22 @@ def _lease_live(store_uri: str, key: str) -> bool:
     return lease is not None and lease.live
 
 
-class BuildFinishedTrigger(BaseTrigger):
+class BuildFinishedTrigger(PollingTrigger):
     """Fires when the artifact for `key` is published, or when nobody holds a live lease on it."""
+
+    FIELDS = ("store_uri", "key", "poll_s")
 
     def __init__(self, store_uri: str, key: str, poll_s: float = 10.0) -> None:
         super().__init__()
         self.store_uri, self.key, self.poll_s = store_uri, key, poll_s
 
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{__name__}.BuildFinishedTrigger",
-            {"store_uri": self.store_uri, "key": self.key, "poll_s": self.poll_s},
-        )
-
-    async def run(self) -> AsyncIterator[TriggerEvent]:
-        while True:
-            hit = await asyncio.to_thread(_published, self.store_uri, self.key)  # store calls block
-            if hit is not None:
-                yield TriggerEvent({"status": "published", "hit": hit})
-                return
-            if not await asyncio.to_thread(_lease_live, self.store_uri, self.key):
-                yield TriggerEvent({"status": "free"})
-                return
-            await asyncio.sleep(self.poll_s)
+    def poll(self) -> dict[str, Any] | None:
+        hit = _published(self.store_uri, self.key)
+        if hit is not None:
+            return {"status": "published", "hit": hit}
+        if not _lease_live(self.store_uri, self.key):
+            return {"status": "free"}
+        return None
 
 
 class ClaimBuildOperator(BaseOperator):

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from airflow.providers.standard.operators.python import PythonOperator
@@ -25,7 +23,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from neuronforge import settings
 from neuronforge.buildstate import BuildState, LeaseRef
-from neuronforge.pipeline import STAGE_BY_NAME, Context, PlanRejected, Stage, execute
+from neuronforge.pipeline import STAGE_BY_NAME, Context, Stage, execute
 from neuronforge.profiles.base import Placement
 from neuronforge.target import TargetSpec
 from operators.routing import DEFAULT_QUEUE, POOL, group_id
@@ -56,23 +54,6 @@ def _final_attempt() -> bool:
         return True
 
 
-@contextmanager
-def _keeping_lease(state: BuildState, store) -> Iterator[list[BuildState]]:
-    """While a stage of a run that holds the target's lease works, heart-beat the lease (and fail
-    fast if it was taken over). The caller puts the stage's result in the yielded list; it leaves
-    carrying the lease's latest version, which the next task renews from."""
-    from neuronforge import leases
-
-    out: list[BuildState] = []
-    keeper = leases.LeaseKeeper(store, state.need("lease").lease(), release_on_exit=False)
-    with keeper:
-        keeper.assert_held()
-        yield out
-    keeper.assert_held()
-    if out:
-        out[0] = out[0].model_copy(update={"lease": LeaseRef.of(keeper.lease)})
-
-
 def run_stage_task(name: str, payload: dict[str, Any]) -> dict[str, Any]:
     """The body of every generated task (also run inside a Kubernetes pod): one stage of the
     pipeline on this worker, under the lease when the stage needs it."""
@@ -91,9 +72,14 @@ def run_stage_task(name: str, payload: dict[str, Any]) -> dict[str, Any]:
     ctx = Context(store, settings.work_dir(), run_id=_run_id())
     try:
         if stage.holds_lease and state.lease is not None:
-            with _keeping_lease(state, store) as out:
-                out.append(execute(stage, state, ctx))
-            result = out[0]
+            from neuronforge import leases
+
+            # Heart-beaten while the stage works, checked before publishing, left held for the next
+            # task, which renews it from the version the result carries.
+            with leases.keeping(store, state.lease.lease(), hand_on=True) as keeper:
+                ctx.keeper = keeper
+                result = execute(stage, state, ctx)
+            result = result.model_copy(update={"lease": LeaseRef.of(keeper.lease)})
         else:
             result = execute(stage, state, ctx)
     except Exception as exc:
@@ -111,37 +97,25 @@ def run_stage_task(name: str, payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def task_failure(exc: BaseException, state: BuildState) -> AirflowException | None:
-    """What a stage task raises for `exc`: its one line (what failed, the resource, the fix: the
-    message the CLI prints) in an `AirflowFailException` — no retry — when a retry cannot change the
-    outcome (bad input, a rejected checkpoint, a missing bucket, rejected credentials, a read-only
-    disk, a source of the wrong kind), or in an `AirflowException`, retried as the task's `retries`
-    say, when it may pass on its own (an unreachable store endpoint or Hub, a lease taken over, a
-    full disk). None for anything else: a bug keeps its traceback."""
-    from neuronforge.errors import (
-        DISK_FIXES,
-        TRANSIENT_DISK,
-        CheckpointError,
-        NeuronforgeError,
-        ServiceUnreachable,
-        disk_error,
-    )
-    from neuronforge.leases import LeaseLost
+    """What a stage task raises for `exc`, by `errors.outcome` (the policy the CLI's exit codes
+    follow): its one line (what failed, the resource, the fix: the message the CLI prints) in an
+    `AirflowException`, retried as the task's `retries` say, when the error class (or the disk error)
+    is retryable — it may pass on its own: an unreachable store endpoint or Hub, a lease taken over, a
+    full disk —, else in an `AirflowFailException`, no retry, as a retry cannot change the outcome
+    (bad input, a rejected checkpoint, a missing bucket, rejected credentials, a read-only disk). None
+    for anything else: a bug keeps its traceback."""
+    from neuronforge.errors import outcome
 
-    if isinstance(exc, OSError) and exc.errno in DISK_FIXES:
+    def places() -> list:
         from neuronforge.stores import local_folder
 
         store = local_folder(state.store_uri)
-        line = disk_error(exc, [settings.work_dir(), *([store] if store else [])])
-        return (AirflowException if exc.errno in TRANSIENT_DISK else AirflowFailException)(line)
-    if not isinstance(exc, NeuronforgeError):
+        return [settings.work_dir(), *([store] if store else [])]
+
+    found = outcome(exc, places, surface="form")  # a plan's fixes in the form's words
+    if found is None:
         return None
-    # one line, all of it (a rejected plan lists each problem on a line of its own), a plan's fixes in
-    # the form's words ("Sequence length: 2048", not the CLI's "--seq-len 2048")
-    said = exc.said("form") if isinstance(exc, PlanRejected) else str(exc)
-    line = "; ".join(part.strip() for part in said.splitlines() if part.strip()) or type(exc).__name__
-    if isinstance(exc, CheckpointError):
-        line = f"checkpoint rejected: {line}"  # as the CLI says it
-    return (AirflowException if isinstance(exc, (ServiceUnreachable, LeaseLost)) else AirflowFailException)(line)
+    return (AirflowException if found.retryable else AirflowFailException)(found.line)
 
 
 def _release_on_last_attempt(state: BuildState, store, final: bool = False) -> None:

@@ -18,22 +18,20 @@ consumes (and of every queue it does not need), instead of leaving it queued unt
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from airflow.sdk import Asset, BaseOperator, get_current_context, task
 from airflow.sdk.exceptions import AirflowSkipException
-from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from neuronforge import settings
 from neuronforge.profiles import ServingProfile, neuron_queues, registry
 from operators.compile_params import validate_recompile_conf
 from operators.kubernetes import image_for, pod_settings, release_of, runner
+from operators.polling_trigger import PollingTrigger
 
 log = logging.getLogger(__name__)
 
@@ -284,26 +282,21 @@ def _settle(store_uri: str, states: list[dict[str, Any]]) -> tuple[bool, list[di
     return done, [s.to_json() for s in parsed]
 
 
-class RebuildsSettledTrigger(BaseTrigger):
+class RebuildsSettledTrigger(PollingTrigger):
     """Fires when every triggered rebuild has published or recorded a failure, or at the deadline."""
+
+    FIELDS = ("store_uri", "states", "deadline", "poll_s")
 
     def __init__(self, store_uri: str, states: list[dict[str, Any]], deadline: float, poll_s: float = 60.0) -> None:
         super().__init__()
         self.store_uri, self.states, self.deadline, self.poll_s = store_uri, states, deadline, poll_s
 
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{__name__}.RebuildsSettledTrigger",
-            {"store_uri": self.store_uri, "states": self.states, "deadline": self.deadline, "poll_s": self.poll_s},
-        )
+    def poll(self) -> dict[str, Any] | None:
+        done, _ = _settle(self.store_uri, self.states)
+        return {"settled": True} if done else None
 
-    async def run(self) -> AsyncIterator[TriggerEvent]:
-        while True:
-            done, _ = await asyncio.to_thread(_settle, self.store_uri, self.states)  # store calls block
-            if done or time.time() >= self.deadline:
-                yield TriggerEvent({"settled": done})
-                return
-            await asyncio.sleep(min(self.poll_s, max(0.0, self.deadline - time.time())))
+    def at_deadline(self) -> dict[str, Any]:
+        return {"settled": False}
 
 
 def poll_s() -> float:

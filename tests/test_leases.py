@@ -82,6 +82,42 @@ def test_assert_held_beside_the_heartbeat_is_no_takeover(tmp_path: Path) -> None
     assert not leases.current(store, KEY).live
 
 
+def test_keeping_releases_after_the_work_failed_or_not(tmp_path: Path) -> None:
+    """The CLI's runner: the build is over either way, so waiters need not sit out the TTL."""
+    store = open_store(f"file://{tmp_path / 'store'}")
+    with leases.keeping(store, leases.try_acquire(store, KEY, "a", ttl_s=30), ttl_s=30):
+        assert leases.current(store, KEY).live
+    assert not leases.current(store, KEY).live
+    with pytest.raises(RuntimeError), leases.keeping(store, leases.try_acquire(store, KEY, "b", ttl_s=30), ttl_s=30):
+        raise RuntimeError("the stage failed")
+    assert not leases.current(store, KEY).live
+
+
+def test_keeping_hands_a_held_lease_on_at_its_latest_version(tmp_path: Path) -> None:
+    """A DAG task: the lease stays held for the next task, which renews it from `keeper.lease`."""
+    store = open_store(f"file://{tmp_path / 'store'}")
+    lease = leases.try_acquire(store, KEY, "a", ttl_s=30)
+    with leases.keeping(store, lease, ttl_s=30, hand_on=True) as keeper:
+        pass
+    assert leases.current(store, KEY).live and keeper.lease.version != lease.version
+    assert leases.renew(store, keeper.lease).holder == "a"  # the next task's renewal is no takeover
+
+
+def test_keeping_refuses_a_lease_taken_over_before_or_during_the_work(tmp_path: Path) -> None:
+    store = open_store(f"file://{tmp_path / 'store'}")
+    stale = leases.try_acquire(store, KEY, "a", ttl_s=0.2)
+    time.sleep(0.3)
+    taken = leases.try_acquire(store, KEY, "thief", ttl_s=30)
+    ran = []
+    with pytest.raises(leases.LeaseLost), leases.keeping(store, stale, ttl_s=0.2, hand_on=True):
+        ran.append(1)  # pragma: no cover - refused before the work starts
+    assert not ran and leases.current(store, KEY).holder == "thief"
+    with pytest.raises(leases.LeaseLost), leases.keeping(store, taken, ttl_s=30, hand_on=True):
+        time.sleep(0.05)
+        leases.renew(store, leases.current(store, KEY))  # another worker's write: ours is no longer the version
+    assert leases.current(store, KEY).live  # not released: it is not ours
+
+
 def _nxdi_target() -> TargetSpec:
     return TargetSpec.parse({**NEURON_TARGET, "profile": "vllm-neuron"})
 
