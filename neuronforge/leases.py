@@ -162,7 +162,7 @@ class LeaseKeeper:
 
 @contextmanager
 def keeping(
-    store: ArtifactStore, lease: Lease, ttl_s: float = DEFAULT_TTL_S, *, hand_on: bool = False
+    store: ArtifactStore, lease: Lease, ttl_s: float | None = None, *, hand_on: bool = False
 ) -> Iterator[LeaseKeeper]:
     """Hold `lease` while the body works — the one lease keeping of the CLI's runner and the DAG's
     tasks: heart-beat it, prove it ours before the work starts, and fail fast (`LeaseLost`) if it was
