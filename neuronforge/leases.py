@@ -11,17 +11,17 @@ Releasing rewrites the lease as expired, which lets waiters take over at once.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
 import threading
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from neuronforge import layout
 from neuronforge.errors import NeuronforgeError
+from neuronforge.records.lease import LeaseRecord
 from neuronforge.stores import ArtifactStore, NotFound
 
 log = logging.getLogger(__name__)
@@ -42,8 +42,9 @@ class Lease:
     version: str = ""  # the store's version of the lease object as we last wrote it
 
     def record(self) -> bytes:
-        data = {k: v for k, v in asdict(self).items() if k != "version"}
-        return json.dumps(data, sort_keys=True).encode()
+        return LeaseRecord(
+            key=self.key, holder=self.holder, started=self.started, heartbeat=self.heartbeat, expires=self.expires
+        ).to_bytes()
 
     @property
     def live(self) -> bool:
@@ -59,7 +60,8 @@ def current(store: ArtifactStore, key: str) -> Lease | None:
         data, version = store.read_versioned(layout.lock_entry(key))
     except NotFound:
         return None
-    return Lease(**json.loads(data), version=version)
+    r = LeaseRecord.from_bytes(data, store.uri(layout.lock_entry(key)))
+    return Lease(r.key, r.holder, r.started, r.heartbeat, r.expires, version=version)
 
 
 def try_acquire(store: ArtifactStore, key: str, holder: str, ttl_s: float = DEFAULT_TTL_S) -> Lease | None:
