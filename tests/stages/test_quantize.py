@@ -222,7 +222,8 @@ def test_the_targets_modules_to_not_convert_are_kept_and_recorded(tmp_path: Path
         "layers.1.mlp.up_proj",
         "lm_head",
     ]
-    assert json.loads((result.local_dir / "MANIFEST.json").read_text())["schema_version"] == 2 and "-keep" in result.prefix
+    stored = json.loads((result.local_dir / layout.MANIFEST).read_text())
+    assert stored["schema_version"] == 2 and "-keep" in result.prefix
 
 
 def test_the_store_prefix_tells_kept_lists_and_the_fp8_range_apart(tmp_path: Path) -> None:
