@@ -51,9 +51,6 @@ class Record:
             seconds=round(self.seconds, 3),
         )
 
-    def to_json(self) -> dict[str, Any]:
-        return self.decided().model_dump(mode="json")
-
     @classmethod
     def of(cls, d: DecidedCandidate) -> Record:
         return cls(
