@@ -280,9 +280,9 @@ def cmd_quantize(args: argparse.Namespace) -> int:
         "uri": store.uri(result.prefix),
         "local_dir": str(result.local_dir),
         "reused": result.reused,
-        "tensors_quantized": len(result.manifest["tensors"]),
-        "max_rel_error": result.manifest["max_rel_error"],
-        "seconds": result.manifest["seconds"],
+        "tensors_quantized": len(result.manifest.tensors),
+        "max_rel_error": result.manifest.max_rel_error,
+        "seconds": result.manifest.seconds,
     }
     if args.json:
         _print_json(summary)

@@ -10,32 +10,17 @@ not secrets.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from neuronforge import layout
+from neuronforge.records.failure import FailureRecord
 from neuronforge.source import model_name
 from neuronforge.stores.base import ArtifactStore, NotFound, StoreError
 
 MAX_MESSAGE = 2000
 
 
-@dataclass(frozen=True)
-class BuildFailure:
-    key: str
-    stage: str
-    error: str  # "<ExceptionType>: <message>"
-    run_id: str
-    at: str  # UTC, ISO 8601
-    # What was being built, so a failure that never published can be shown under its model and
-    # target (the artifact catalog page); empty in records written before they were kept.
-    model: str = ""
-    target: str = ""  # target slug
-    profile: str = ""  # profile ref (name@version)
-    instance: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+BuildFailure = FailureRecord  # the name callers and the farm index know it by
 
 
 def write_failure(
@@ -55,18 +40,15 @@ def write_failure(
             "profile": target.profile,
             "instance": target.instance.name,
         }
-    failure = BuildFailure(key, stage, message, run_id, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **what)
-    store.write_json(layout.failure_entry(key), failure.to_json())
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    failure = FailureRecord(key=key, stage=stage, error=message, run_id=run_id, at=at, **what)
+    failure.write(store, layout.failure_entry(key))
     return failure
 
 
 def read_failure(store: ArtifactStore, key: str) -> BuildFailure | None:
+    """The failure record of `key`, or None when there is none or it cannot be read (it is advisory)."""
     try:
-        data = store.read_json(layout.failure_entry(key))
-    except (NotFound, StoreError, ValueError):
-        return None
-    try:
-        known = {f: data[f] for f in ("key", "stage", "error", "run_id", "at")}
-        return BuildFailure(**known, **{f: str(data.get(f, "")) for f in ("model", "target", "profile", "instance")})
-    except (KeyError, TypeError):
+        return FailureRecord.read(store, layout.failure_entry(key))
+    except (NotFound, StoreError):
         return None

@@ -11,7 +11,6 @@ Releasing rewrites the lease as expired, which lets waiters take over at once.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -20,10 +19,11 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from neuronforge import layout, settings
 from neuronforge.errors import NeuronforgeError
+from neuronforge.records.lease import LeaseRecord
 from neuronforge.stores import ArtifactStore, NotFound
 
 log = logging.getLogger(__name__)
@@ -50,8 +50,9 @@ class Lease:
     version: str = ""  # the store's version of the lease object as we last wrote it
 
     def record(self) -> bytes:
-        data = {k: v for k, v in asdict(self).items() if k != "version"}
-        return json.dumps(data, sort_keys=True).encode()
+        return LeaseRecord(
+            key=self.key, holder=self.holder, started=self.started, heartbeat=self.heartbeat, expires=self.expires
+        ).to_bytes()
 
     @property
     def live(self) -> bool:
@@ -67,7 +68,8 @@ def current(store: ArtifactStore, key: str) -> Lease | None:
         data, version = store.read_versioned(layout.lock_entry(key))
     except NotFound:
         return None
-    return Lease(**json.loads(data), version=version)
+    r = LeaseRecord.from_bytes(data, store.uri(layout.lock_entry(key)))
+    return Lease(r.key, r.holder, r.started, r.heartbeat, r.expires, version=version)
 
 
 def try_acquire(store: ArtifactStore, key: str, holder: str, ttl_s: float | None = None) -> Lease | None:

@@ -37,9 +37,11 @@ from pydantic import BaseModel, ConfigDict
 
 from neuronforge import layout
 from neuronforge.errors import StoreError
+from neuronforge.records.base import StoredRecord
+from neuronforge.records.tree import FileListing, StoredFile
 from neuronforge.source import sha256_file
 from neuronforge.stores import ArtifactStore, NotFound
-from neuronforge.stores.base import inside
+from neuronforge.stores.base import ObjectInfo, inside
 
 log = logging.getLogger(__name__)
 MARKER = ".nf-verified"
@@ -104,13 +106,12 @@ def lookup_local(ref: TreeRef, work_dir: Path, *, deep: bool = False) -> Path | 
     if not _verified(folder, ref.manifest_sha256):
         return None
     try:
-        files = json.loads((folder / layout.MANIFEST).read_bytes())["files"]
+        files = FileListing.from_bytes((folder / layout.MANIFEST).read_bytes()).files
         intact = all(
-            (folder / f["path"]).stat().st_size == f["size"]
-            and (not deep or sha256_file(folder / f["path"]) == f["sha256"])
+            (folder / f.path).stat().st_size == f.size and (not deep or sha256_file(folder / f.path) == f.sha256)
             for f in files
         )
-    except (OSError, ValueError, KeyError):
+    except (OSError, StoreError):
         intact = False
     if not intact:
         log.warning("local copy of %s is damaged; fetching it from the store again", ref.prefix)
@@ -139,16 +140,16 @@ def materialize(store: ArtifactStore, ref: TreeRef, work_dir: Path, *, deep: boo
                 f"{store.uri(ref.manifest_key)} changed since an earlier stage wrote it "
                 f"(sha256 {hashlib.sha256(raw).hexdigest()[:12]} != {ref.manifest_sha256[:12]}); run the build again"
             )
-        files = json.loads(raw)["files"]
+        files = FileListing.from_bytes(raw, store.uri(ref.manifest_key)).files
         tmp = final.with_name(f".tmp-{ref.manifest_sha256[:16]}-{uuid.uuid4().hex[:8]}")
         try:
-            pairs = [(f"{ref.prefix}/{f['path']}", inside(tmp, f["path"], "manifest entry")) for f in files]
+            pairs = [(f"{ref.prefix}/{f.path}", inside(tmp, f.path, "manifest entry")) for f in files]
             log.info("materializing %s (%d files, %s) from the store", ref.prefix, len(files), _size(files))
-            store.get_files(pairs, total_bytes=sum(int(f["size"]) for f in files))
+            store.get_files(pairs, total_bytes=sum(f.size for f in files))
             for f, (_, local) in zip(files, pairs, strict=True):
-                if local.stat().st_size != f["size"] or sha256_file(local) != f["sha256"]:
+                if local.stat().st_size != f.size or sha256_file(local) != f.sha256:
                     raise StoreError(
-                        f"{store.uri(ref.prefix)}/{f['path']} does not match {layout.MANIFEST} (size or sha256); "
+                        f"{store.uri(ref.prefix)}/{f.path} does not match {layout.MANIFEST} (size or sha256); "
                         "the store copy is damaged: delete that prefix and run the build again"
                     )
             (tmp / layout.MANIFEST).write_bytes(raw)
@@ -185,9 +186,9 @@ def adopt(folder: Path, ref: TreeRef, work_dir: Path, *, move: bool = True) -> P
 StoredObjects = dict[tuple[str, int], str]
 
 
-def stored_objects(manifest: dict[str, Any], prefix: str) -> StoredObjects:
-    """What a manifest of the folder `prefix` says the store holds there, by content."""
-    return {(str(f["sha256"]), int(f["size"])): f"{prefix}/{f['path']}" for f in manifest.get("files", [])}
+def stored_objects(files: list[StoredFile], prefix: str) -> StoredObjects:
+    """What the file list of the folder `prefix`'s manifest says the store holds there, by content."""
+    return {(f.sha256, f.size): f"{prefix}/{f.path}" for f in files}
 
 
 def stored_objects_of(store: ArtifactStore, ref: TreeRef, work_dir: Path) -> StoredObjects:
@@ -205,14 +206,17 @@ def stored_objects_of(store: ArtifactStore, ref: TreeRef, work_dir: Path) -> Sto
             return {}
         if hashlib.sha256(raw).hexdigest() != ref.manifest_sha256:
             return {}  # not the folder the ref pins: claim nothing about it
-    return stored_objects(json.loads(raw), ref.prefix)
+    try:
+        return stored_objects(FileListing.from_bytes(raw).files, ref.prefix)
+    except StoreError:
+        return {}  # a manifest this release cannot list: claim nothing about it
 
 
 def publish_tree(
     store: ArtifactStore,
     folder: Path,
     prefix: str,
-    manifest: dict[str, Any],
+    manifest: StoredRecord | dict[str, Any],
     stored: StoredObjects | None = None,
 ) -> TreeRef:
     """Upload `folder` under `prefix`, data first and its manifest last, and return the ref.
@@ -225,11 +229,11 @@ def publish_tree(
 
     The manifest is created only if absent: when a concurrent writer of the same content won, its
     manifest is the one the ref pins (the data it lists is the same), so every reader agrees."""
-    data = manifest_bytes(manifest)
+    data = manifest.to_bytes() if isinstance(manifest, StoredRecord) else manifest_bytes(manifest)
     copies: list[tuple[str, str]] = []
-    copied: list[dict[str, Any]] = []
-    for f in manifest["files"]:
-        src, dst = (stored or {}).get((str(f["sha256"]), int(f["size"]))), f"{prefix}/{f['path']}"
+    copied: list[StoredFile] = []
+    for f in FileListing.from_bytes(data, f"the manifest for {store.uri(prefix)}").files:
+        src, dst = (stored or {}).get((f.sha256, f.size)), f"{prefix}/{f.path}"
         if src is not None and src != dst:  # (an object is never copied onto itself: uploaded)
             copies.append((src, dst))
             copied.append(f)
@@ -239,7 +243,7 @@ def publish_tree(
         except NotFound as exc:
             log.warning("%s; uploading the files it would have copied instead", exc)
             copied = []
-    skip = (layout.MANIFEST, MARKER, *(f["path"] for f in copied))
+    skip = (layout.MANIFEST, MARKER, *(f.path for f in copied))
     uploaded = store.put_tree(folder, prefix, exclude=skip)
     if copied:
         log.info(
@@ -248,7 +252,7 @@ def publish_tree(
             len(copied),
             _size(copied),
             len(uploaded),
-            _size([{"size": o.size} for o in uploaded]),
+            _size(uploaded),
         )
     key = f"{prefix}/{layout.MANIFEST}"
     if not store.put_if_absent(data, key):
@@ -266,6 +270,6 @@ def ref_of(store: ArtifactStore, prefix: str) -> TreeRef | None:
     return TreeRef(prefix=prefix, manifest_sha256=hashlib.sha256(data).hexdigest())
 
 
-def _size(files: list[dict[str, Any]]) -> str:
-    n = sum(int(f["size"]) for f in files)
+def _size(files: list[StoredFile] | list[ObjectInfo]) -> str:
+    n = sum(f.size for f in files)
     return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n} B"

@@ -383,8 +383,8 @@ def _quantize(state: BuildState, ctx: Context) -> BuildState:
     info = {
         "uri": ctx.store.uri(result.prefix),
         "reused": result.reused,
-        "max_rel_error": result.manifest["max_rel_error"],
-        "tensors_quantized": len(result.manifest["tensors"]),
+        "max_rel_error": result.manifest.max_rel_error,
+        "tensors_quantized": len(result.manifest.tensors),
     }
     log.info("quantized checkpoint %s: %s", t.quantization.slug, info)
     return state.model_copy(update={"quantized": QuantizedRef(checkpoint=result.ref, info=info)})

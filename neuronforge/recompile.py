@@ -32,7 +32,6 @@ these functions.
 from __future__ import annotations
 
 import datetime
-import json
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -45,13 +44,13 @@ from neuronforge import layout
 from neuronforge.catalog import CatalogEntry, CatalogReport
 from neuronforge.errors import InvalidInput, NeuronforgeError
 from neuronforge.profiles import ServingProfile, get_profile, pin, registry
+from neuronforge.records.recompile_report import RecompileReport, ReportedTarget
 from neuronforge.request import CompileRequest, Toolchain, cache_key
 from neuronforge.source import ModelSource
 from neuronforge.stores.base import ArtifactStore, NotFound, StoreError
 from neuronforge.target import TargetSpec
 
 COMPILE_DAG = "neuronforge_compile_publish"
-REPORT_SCHEMA = 2  # 2: per-target profile, published_for and stale_for; toolchains keyed by profile ref
 DEFAULT_QUEUE = "default"  # where the cpu profile's tasks (and its toolchain detection) run
 
 # Status of a catalog target under the current toolchain.
@@ -415,20 +414,23 @@ class Report:
                 out[ref] = {"ref": ref, "registered": False}
         return out
 
+    def record(self) -> RecompileReport:
+        """The report as stored (`recompile/<stamp>.json`)."""
+        return RecompileReport(
+            stamp=self.stamp,
+            generated_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            catalog=self.catalog,
+            store=self.store,
+            profiles=self.profiles(),
+            toolchains=self.toolchains,
+            sdk_release=self.sdk,
+            runs=self.runs,
+            counts=self.counts(),
+            targets=[ReportedTarget(**s.to_json()) for s in self.states],
+        )
+
     def to_json(self) -> dict[str, Any]:
-        return {
-            "schema_version": REPORT_SCHEMA,
-            "stamp": self.stamp,
-            "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "catalog": self.catalog,
-            "store": self.store,
-            "profiles": self.profiles(),
-            "toolchains": self.toolchains,
-            "sdk_release": self.sdk,
-            "runs": self.runs,
-            "counts": self.counts(),
-            "targets": [s.to_json() for s in self.states],
-        }
+        return self.record().to_json()
 
     def to_markdown(self) -> str:
         c = self.counts()
@@ -483,7 +485,7 @@ def write_report(store: ArtifactStore, report: Report) -> dict[str, str]:
     stamp's report, which is what a retried report task should do."""
     json_key = layout.recompile_report(report.stamp, "json")
     md_key = layout.recompile_report(report.stamp, "md")
-    store.put_bytes((json.dumps(report.to_json(), indent=2) + "\n").encode(), json_key)
+    report.record().write(store, json_key)
     store.put_bytes(report.to_markdown().encode(), md_key)
     return {"json": store.uri(json_key), "markdown": store.uri(md_key)}
 

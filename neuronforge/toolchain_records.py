@@ -15,13 +15,12 @@ from typing import TYPE_CHECKING
 
 from neuronforge import layout
 from neuronforge.errors import StoreError
+from neuronforge.records.toolchain import ToolchainRecord
 from neuronforge.request import Toolchain
 
 if TYPE_CHECKING:
     from neuronforge.profiles.base import ServingProfile
     from neuronforge.stores import ArtifactStore
-
-RECORD_SCHEMA = 1
 
 
 def record_detected(store: ArtifactStore, profile: ServingProfile, toolchain: Toolchain, run_id: str = "") -> bool:
@@ -33,16 +32,12 @@ def record_detected(store: ArtifactStore, profile: ServingProfile, toolchain: To
     recorded = _read_record(store, key)
     if recorded is not None and recorded.keyed_json() == toolchain.keyed_json():
         return False
-    store.write_json(
-        key,
-        {
-            "schema_version": RECORD_SCHEMA,
-            "profile": profile.ref,
-            "toolchain": toolchain.to_json(),
-            "run_id": run_id,
-            "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        },
-    )
+    ToolchainRecord(
+        profile=profile.ref,
+        toolchain=toolchain.to_json(),
+        run_id=run_id,
+        recorded_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    ).write(store, key)
     return True
 
 
@@ -57,6 +52,6 @@ def last_detected(store: ArtifactStore, profile: ServingProfile) -> Toolchain | 
 
 def _read_record(store: ArtifactStore, key: str) -> Toolchain | None:
     try:
-        return Toolchain.from_json(store.read_json(key)["toolchain"])
-    except (StoreError, KeyError, TypeError, ValueError):
+        return Toolchain.from_json(ToolchainRecord.read(store, key).toolchain)
+    except (StoreError, KeyError, TypeError, ValueError):  # none, or unreadable: a hint, not needed
         return None

@@ -26,10 +26,10 @@ import hashlib
 import json
 import re
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from neuronforge.records.tree import StoredFile
+from neuronforge.records.vllm_cache import CacheManifest, EntryRecord
 from neuronforge.stores import ArtifactStore, NotFound
 
 KEY = re.compile(r"[0-9a-f]{32}")
@@ -39,7 +39,7 @@ METADATA = re.compile(r"\.artifact_metadata_v\d+\.json")
 NKI_DIR = "nki"
 # Per-host files: observability of local hits and the plugin's per-key locks.
 HOST_LOCAL = re.compile(r"\.cache_accessed|.*\.lock")
-MANIFEST_SCHEMA = 1
+__all__ = ["CacheManifest", "EntryRecord", "entry_record"]  # the manifest's shape: neuronforge.records.vllm_cache
 
 
 def _at(prefix: str, rel: str) -> str:
@@ -94,86 +94,14 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-@dataclass(frozen=True)
-class EntryRecord:
-    """One cache entry as the manifest lists it: its key and every published file (relative path
-    inside the entry, size, sha256); the marker is among them and is always copied last."""
-
-    key: str
-    files: tuple[tuple[str, int, str], ...]
-
-    @classmethod
-    def of(cls, entry: Path) -> EntryRecord:
-        files = sorted(
-            (p.relative_to(entry).as_posix(), p.stat().st_size, _sha256(p))
-            for p in entry.rglob("*")
-            if p.is_file() and not HOST_LOCAL.fullmatch(p.name)
-        )
-        return cls(entry.name, tuple(files))
-
-    def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "files": [{"path": p, "size": s, "sha256": h} for p, s, h in self.files]}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> EntryRecord:
-        return cls(str(data["key"]), tuple((f["path"], int(f["size"]), f["sha256"]) for f in data["files"]))
-
-
-@dataclass
-class CacheManifest:
-    """What a vLLM Neuron server needs from the store to start without compiling, and what it was
-    compiled with: the versions, the exact argv and env of `vllm serve`, the target, the route and
-    every entry with its files' sizes and sha256 (`launch/vllm-cache.json`)."""
-
-    profile: str  # name@version
-    store_prefix: str  # URI of vllm-neuron-cache/<version>
-    versions: dict[str, str]
-    argv: list[str]  # `vllm serve` arguments after `serve`, the model folder as $MODEL_DIR
-    env: dict[str, str]  # the serving environment the graphs depend on
-    target: str  # NEURON_PLATFORM_TARGET_OVERRIDE: trn2 | trn3
-    route: str  # native | xla
-    image: str
-    entries: list[EntryRecord] = field(default_factory=list)
-    nki: list[tuple[str, int, str]] = field(default_factory=list)  # nki/<key>.json files
-    built: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema_version": MANIFEST_SCHEMA,
-            "profile": self.profile,
-            "store_prefix": self.store_prefix,
-            "image": self.image,
-            "versions": dict(sorted(self.versions.items())),
-            "target": self.target,
-            "route": self.route,
-            "argv": list(self.argv),
-            "env": dict(sorted(self.env.items())),
-            "entries": [e.to_json() for e in sorted(self.entries, key=lambda e: e.key)],
-            "nki": [{"path": p, "size": s, "sha256": h} for p, s, h in sorted(self.nki)],
-            "built": self.built,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> CacheManifest:
-        if data.get("schema_version") != MANIFEST_SCHEMA:
-            raise ValueError(f"cache manifest schema {data.get('schema_version')!r}, expected {MANIFEST_SCHEMA}")
-        return cls(
-            profile=data["profile"],
-            store_prefix=data["store_prefix"],
-            versions=dict(data["versions"]),
-            argv=list(data["argv"]),
-            env=dict(data["env"]),
-            target=data["target"],
-            route=data["route"],
-            image=data.get("image", ""),
-            entries=[EntryRecord.from_json(e) for e in data["entries"]],
-            nki=[(f["path"], int(f["size"]), f["sha256"]) for f in data.get("nki", [])],
-            built=dict(data.get("built") or {}),
-        )
-
-    @classmethod
-    def read(cls, path: Path) -> CacheManifest:
-        return cls.from_json(json.loads(path.read_text()))
+def entry_record(entry: Path) -> EntryRecord:
+    """The manifest's record of a complete entry folder: every file but the host-local ones, sorted."""
+    files = sorted(
+        (p.relative_to(entry).as_posix(), p.stat().st_size, _sha256(p))
+        for p in entry.rglob("*")
+        if p.is_file() and not HOST_LOCAL.fullmatch(p.name)
+    )
+    return EntryRecord(key=entry.name, files=[StoredFile(path=p, size=n, sha256=h) for p, n, h in files])
 
 
 # -- store side -------------------------------------------------------------------------------------
@@ -193,14 +121,14 @@ def upload_entry(store: ArtifactStore, prefix: str, entry: Path) -> bool:
     return True
 
 
-def upload_nki(store: ArtifactStore, prefix: str, cache_dir: Path) -> list[tuple[str, int, str]]:
+def upload_nki(store: ArtifactStore, prefix: str, cache_dir: Path) -> list[StoredFile]:
     """The NKI compile results beside the entries (`nki/*.json`): they travel with the graphs."""
     nki = cache_dir / NKI_DIR
     out = []
     for path in sorted(nki.glob("*.json")) if nki.is_dir() else []:
         rel = f"{NKI_DIR}/{path.name}"
         store.put_file(path, f"{prefix}/{rel}")
-        out.append((rel, path.stat().st_size, _sha256(path)))
+        out.append(StoredFile(path=rel, size=path.stat().st_size, sha256=_sha256(path)))
     return out
 
 
@@ -214,14 +142,14 @@ def store_problems(store: ArtifactStore, prefix: str, manifest: CacheManifest) -
         if MARKER not in present:
             out.append(f"{store.uri(base)}: missing or incomplete (no {MARKER}); the server would compile this graph")
             continue
-        for rel, size, _ in record.files:
-            if rel not in present:
-                out.append(f"{store.uri(base)}/{rel}: missing")
-            elif present[rel] != size:
-                out.append(f"{store.uri(base)}/{rel}: {present[rel]} bytes, the manifest says {size}")
-    for rel, _, _ in manifest.nki:
-        if not store.exists(_at(prefix, rel)):
-            out.append(f"{store.uri(prefix)}/{rel}: missing (NKI results travel with the entries)")
+        for f in record.files:
+            if f.path not in present:
+                out.append(f"{store.uri(base)}/{f.path}: missing")
+            elif present[f.path] != f.size:
+                out.append(f"{store.uri(base)}/{f.path}: {present[f.path]} bytes, the manifest says {f.size}")
+    for f in manifest.nki:
+        if not store.exists(_at(prefix, f.path)):
+            out.append(f"{store.uri(prefix)}/{f.path}: missing (NKI results travel with the entries)")
     return out
 
 
@@ -244,24 +172,24 @@ def pull(store: ArtifactStore, prefix: str, manifest: CacheManifest, cache_dir: 
         shutil.rmtree(tmp, ignore_errors=True)
         try:
             store.get_files(
-                [(_at(prefix, f"{record.key}/{rel}"), tmp / rel) for rel, _, _ in record.files],
-                total_bytes=sum(size for _, size, _ in record.files),
+                [(_at(prefix, f"{record.key}/{f.path}"), tmp / f.path) for f in record.files],
+                total_bytes=sum(f.size for f in record.files),
             )
         except NotFound as exc:
             shutil.rmtree(tmp, ignore_errors=True)
             raise SyncFailed(f"{store.uri(prefix)}/{record.key}: {exc}") from None
-        for rel, size, sha in record.files:
-            got = tmp / rel
-            if got.stat().st_size != size or _sha256(got) != sha:
+        for f in record.files:
+            got = tmp / f.path
+            if got.stat().st_size != f.size or _sha256(got) != f.sha256:
                 shutil.rmtree(tmp, ignore_errors=True)
-                raise SyncFailed(f"{store.uri(prefix)}/{record.key}/{rel}: size or sha256 differs from the manifest")
+                raise SyncFailed(f"{store.uri(prefix)}/{record.key}/{f.path}: size or sha256 differs from the manifest")
         shutil.rmtree(dest, ignore_errors=True)
         tmp.rename(dest)
         pulled.append(record.key)
-    for rel, size, sha in manifest.nki:
-        dest = cache_dir / rel
-        store.get_file(_at(prefix, rel), dest)
-        if dest.stat().st_size != size or _sha256(dest) != sha:
+    for f in manifest.nki:
+        dest = cache_dir / f.path
+        store.get_file(_at(prefix, f.path), dest)
+        if dest.stat().st_size != f.size or _sha256(dest) != f.sha256:
             dest.unlink()
-            raise SyncFailed(f"{store.uri(prefix)}/{rel}: size or sha256 differs from the manifest")
+            raise SyncFailed(f"{store.uri(prefix)}/{f.path}: size or sha256 differs from the manifest")
     return pulled

@@ -192,17 +192,16 @@ def try_candidates(queue: str):
 @task(trigger_rule="all_done", outlets=[SWEEP_ASSET])
 def finish_sweep(plan: dict[str, Any]) -> dict[str, Any]:
     """The sweep's result as an Asset event (extra: the files' URIs, valid count, finished)."""
-    import json
-
+    from neuronforge.records.sweep import SweepRecords
     from neuronforge.stores import NotFound, open_store
 
     request = SweepRequest.model_validate(plan["request"])
     store = open_store(request.store_uri)
     try:
-        records = json.loads(store.get_bytes(request.records_key))
+        records = SweepRecords.read(store, request.records_key)
     except NotFound:
         raise AirflowFailException("no candidate was decided: see the try_* tasks' logs") from None
-    valid = [r for r in records["candidates"] if r["outcome"] == "valid"]
+    valid = [r for r in records.candidates if r.outcome == "valid"]
     extra = {
         "model": request.model,
         "instance": request.instance,
@@ -210,8 +209,8 @@ def finish_sweep(plan: dict[str, Any]) -> dict[str, Any]:
         "cache_config": store.uri(request.out_key),
         "records": store.uri(request.records_key),
         "valid": len(valid),
-        "decided": len(records["candidates"]),
-        "finished": bool(records.get("finished")),
+        "decided": len(records.candidates),
+        "finished": records.finished,
     }
     if not extra["finished"]:
         raise AirflowFailException(f"the sweep did not finish ({extra['decided']} decided): see the try_* tasks")

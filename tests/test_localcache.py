@@ -24,6 +24,7 @@ from neuronforge.localcache import (
     stored_objects,
     stored_objects_of,
 )
+from neuronforge.records.tree import StoredFile
 from neuronforge.stores import open_store
 from neuronforge.stores.s3 import S3Store
 
@@ -103,8 +104,8 @@ def _write(folder: Path, files: dict[str, bytes]) -> Path:
     return folder
 
 
-def _entry(rel: str, data: bytes) -> dict:
-    return {"path": rel, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+def _entry(rel: str, data: bytes) -> StoredFile:
+    return StoredFile(path=rel, size=len(data), sha256=hashlib.sha256(data).hexdigest())
 
 
 TOKENIZER, CONFIG, GRAPH = b'{"vocab": [1, 2, 3]}' * 50, b'{"hidden": 64}', b"compiled graph bytes" * 400
@@ -118,8 +119,7 @@ def _stored(store) -> dict:
     store.put_bytes(b"x" * 99, f"{ckpt}/extra.bin")
     entry = "neuron-cache/torch-inductor-2.13.0/MODULE_abc+d41d8cd9"
     store.put_bytes(GRAPH, f"{entry}/model.pt2")
-    manifest = {"files": [_entry("tokenizer.json", TOKENIZER), _entry("config.json", CONFIG)]}
-    stored = stored_objects(manifest, ckpt)
+    stored = stored_objects([_entry("tokenizer.json", TOKENIZER), _entry("config.json", CONFIG)], ckpt)
     stored[(hashlib.sha256(GRAPH).hexdigest(), len(GRAPH))] = f"{entry}/model.pt2"
     # a record whose size is not the file's: the same sha256, another size, is not the same bytes
     stored[(hashlib.sha256(b"y" * 98).hexdigest(), 99)] = f"{ckpt}/extra.bin"

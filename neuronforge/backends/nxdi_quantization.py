@@ -5,13 +5,15 @@ neuronx-distributed v2.26.0 (commit fecfe75b); each rule below names the file it
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from neuronforge import layout
 from neuronforge.errors import InvalidInput
 from neuronforge.quantized_names import FP8_BOUNDS, matches, module_name
+from neuronforge.records.base import RecordError
+from neuronforge.records.local import read_local
+from neuronforge.records.quantized import QuantizedManifest
 from neuronforge.target import Quantization, TargetSpec
 
 # Model types whose NxD Inference 0.6 state-dict converter copies the expert weights into the fused
@@ -61,10 +63,11 @@ def neuron_config_quantization(target: TargetSpec, quantized_checkpoint: Path | 
 
 def _check_manifest(folder: Path, q: Quantization, keep: list[str]) -> None:
     try:
-        manifest = json.loads((folder / layout.MANIFEST).read_text())
-    except (OSError, ValueError):
+        manifest = read_local(QuantizedManifest, folder / layout.MANIFEST)
+    except OSError:
         return  # not the quantize stage's folder (a hand-made checkpoint): nothing to compare
-    made = manifest.get("quantization", {})
+    except RecordError as exc:
+        raise InvalidInput(f"nxdi backend: {exc}; quantize the checkpoint again") from None
     expected = {
         "dtype": q.dtype,
         "method": q.method,
@@ -72,10 +75,10 @@ def _check_manifest(folder: Path, q: Quantization, keep: list[str]) -> None:
         "fp8_max": FP8_BOUNDS.get(q.dtype),
     }
     found = {
-        "dtype": made.get("dtype"),
-        "method": made.get("method"),
-        "modules_to_not_convert": manifest.get("modules_to_not_convert"),
-        "fp8_max": manifest.get("fp8_max"),
+        "dtype": manifest.quantization.dtype,
+        "method": manifest.quantization.method,
+        "modules_to_not_convert": manifest.modules_to_not_convert,
+        "fp8_max": manifest.fp8_max,
     }
     wrong = {k: found[k] for k in expected if found[k] != expected[k]}
     if wrong:

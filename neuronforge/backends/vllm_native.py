@@ -17,7 +17,6 @@ environment, compiling forbidden; any entry the load adds is a graph a server wo
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from pathlib import Path
@@ -52,11 +51,12 @@ class VllmNativeBackend(Backend):
 
     def compile(self, job: CompileJob) -> CompileResult:
         from neuronforge import layout
+        from neuronforge.records.local import write_local
         from neuronforge.vllm_cache import (
             CacheManifest,
-            EntryRecord,
             compile_cache_dir,
             entry_problems,
+            entry_record,
             upload_entry,
             upload_nki,
         )
@@ -104,11 +104,11 @@ class VllmNativeBackend(Backend):
             target=settings["env"]["NEURON_PLATFORM_TARGET_OVERRIDE"],
             route=settings["route"],
             image=settings["image"],
-            entries=[EntryRecord.of(cache_dir / k) for k in keys],
+            entries=[entry_record(cache_dir / k) for k in keys],
             nki=nki,
             built={"mode": "cpu-compile", "uploaded": uploaded},
         )
-        (job.out / CACHE_MANIFEST).write_text(json.dumps(manifest.to_json(), indent=2, sort_keys=True) + "\n")
+        write_local(manifest, job.out / CACHE_MANIFEST)
         graphs = [{"name": k, "entry": k, "cached": k in before, "seconds": None} for k in keys]
         return CompileResult(graphs, sum(1 for k in keys if k not in before))
 
@@ -145,6 +145,7 @@ class VllmNativeBackend(Backend):
             shutil.rmtree(root, ignore_errors=True)
 
     def generate(self, job: GenerateJob) -> Generation:
+        from neuronforge.records.local import read_local
         from neuronforge.vllm_cache import CacheManifest, SyncFailed
 
         settings = job.settings
@@ -163,7 +164,7 @@ class VllmNativeBackend(Backend):
                 "generate",
                 spec,
                 dict(settings["env"]),
-                manifest=CacheManifest.read(Path(settings["manifest"])),
+                manifest=read_local(CacheManifest, Path(settings["manifest"])),
                 store=store,
                 prefix=settings["prefix"],
                 root=job.cache.root / "vllm",
@@ -184,10 +185,11 @@ class VllmNativeBackend(Backend):
         agree: a graph the launch files would make the server compile raises here, before deployment."""
         from neuronforge.backends.child import ChildFailed
         from neuronforge.errors import StoreError
+        from neuronforge.records.local import read_local
         from neuronforge.stores import open_store
         from neuronforge.vllm_cache import CacheManifest, SyncFailed
 
-        manifest = CacheManifest.read(Path(settings["manifest"]))
+        manifest = read_local(CacheManifest, Path(settings["manifest"]))
         env = {**settings["env"], "VLLM_NEURON_CPU_COMPILE": "1", "VLLM_NEURON_DISABLE_WARMUP_COMPILE": "1"}
         try:
             _, new = self.on_published_cache(

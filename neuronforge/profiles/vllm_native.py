@@ -24,7 +24,6 @@ which `verify` compares with what `serve.sh` would run, field by field.
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -50,6 +49,7 @@ from neuronforge.profiles.base import (
 from neuronforge.target import TORCH_DTYPE_NAMES
 
 if TYPE_CHECKING:
+    from neuronforge.records.vllm_cache import CacheManifest
     from neuronforge.stores import ArtifactStore
     from neuronforge.target import TargetSpec
 
@@ -290,16 +290,19 @@ class VllmNativeProfile(ServingProfile):
 
     def launch_spec(self, ctx: LaunchContext) -> dict[str, str]:
         assert ctx.build_dir is not None, "the launch files name what was compiled"
-        manifest = json.loads((ctx.build_dir / CACHE_MANIFEST).read_text())
+        from neuronforge.records.local import read_local
+        from neuronforge.vllm_cache import CacheManifest
+
+        manifest = read_local(CacheManifest, ctx.build_dir / CACHE_MANIFEST)
         r = self.release
         t = ctx.target.normalized()
         env = {
             "MODEL_URI": ctx.model_uri(self.folder),
             "MODEL_DIR": ctx.host_dir(self.folder),
             "CACHE_MANIFEST": CACHE_MANIFEST,
-            "CACHE_URI": manifest["store_prefix"],
+            "CACHE_URI": manifest.store_prefix,
             "VLLM_CACHE_ROOT": HOST_CACHE_ROOT,
-            **manifest["env"],
+            **manifest.env,
             # Fail closed: a local miss raises before any remote lookup or compile (§1.4)...
             "VLLM_NEURON_DISABLE_WARMUP_COMPILE": "1",
             # ... and this release's own assert-hit switch (names per release, §1.1).
@@ -320,9 +323,9 @@ class VllmNativeProfile(ServingProfile):
         ) + "".join(f"{k}={v}\n" for k, v in env.items())
         return {
             ENV_FILE: env_text,
-            CACHE_MANIFEST: json.dumps(manifest, indent=2, sort_keys=True) + "\n",
+            CACHE_MANIFEST: manifest.to_bytes().decode(),
             SYNC_FILE: SYNC_SH,
-            SERVE_FILE: self._serve_sh(manifest["argv"]),
+            SERVE_FILE: self._serve_sh(manifest.argv),
             K8S_FILE: self._k8s(ctx, manifest),
         }
 
@@ -346,7 +349,7 @@ class VllmNativeProfile(ServingProfile):
             f'exec vllm serve "$MODEL_DIR" \\\n  {lines} \\\n  --port "$PORT" "$@"\n'
         )
 
-    def _k8s(self, ctx: LaunchContext, manifest: Mapping[str, Any]) -> str:
+    def _k8s(self, ctx: LaunchContext, manifest: CacheManifest) -> str:
         return (
             f"# Kubernetes: an init container fills the pod's local cache before vLLM starts ({self.ref}).\n"
             "# Mount the artifact's launch/ folder (e.g. from a ConfigMap) at /launch and give the pod S3 read\n"
@@ -392,6 +395,8 @@ class VllmNativeProfile(ServingProfile):
         """P0, without the SDK: the model folder vLLM reads, the manifest against the pins and the
         target, and the launch files parsed back against the compiled command on every field that
         changes a graph's key."""
+        from neuronforge.records.base import RecordError
+        from neuronforge.records.local import read_local
         from neuronforge.vllm_cache import CacheManifest
 
         root = artifact.root
@@ -410,8 +415,8 @@ class VllmNativeProfile(ServingProfile):
         if missing:
             return out + missing
         try:
-            manifest = CacheManifest.read(launch / CACHE_MANIFEST)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            manifest = read_local(CacheManifest, launch / CACHE_MANIFEST)
+        except (OSError, RecordError) as exc:
             return [*out, f"{LAUNCH_DIR}/vllm-cache.json: unreadable ({exc})"]
         out += self._manifest_problems(manifest, artifact.target)
         out += self._launch_problems(launch, manifest)
@@ -512,13 +517,15 @@ class VllmNativeProfile(ServingProfile):
         was published with (the manifest's `store_prefix`, wherever `verify` was pointed: the store's
         root or the artifact's own folder)."""
         from neuronforge.errors import StoreError
+        from neuronforge.records.base import RecordError
+        from neuronforge.records.local import read_local
         from neuronforge.stores import open_store
         from neuronforge.vllm_cache import CacheManifest
         from neuronforge.vllm_cache import store_problems as missing
 
         try:
-            manifest = CacheManifest.read(artifact.root / LAUNCH_DIR / CACHE_MANIFEST)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            manifest = read_local(CacheManifest, artifact.root / LAUNCH_DIR / CACHE_MANIFEST)
+        except (OSError, RecordError) as exc:
             return [
                 f"{LAUNCH_DIR}/vllm-cache.json: unreadable ({exc}): which cache entries the server needs is unknown"
             ]

@@ -49,7 +49,9 @@ class StoredRecord(BaseModel):
     KIND: ClassVar[str]  # what the record is, in messages and the docs ("artifact manifest")
     SCHEMA: ClassVar[int]  # the version this release writes
     OLDEST: ClassVar[int] = 1  # the oldest version this release still reads
-    VERSION_FIELD: ClassVar[str] = "schema_version"
+    # None: a kind that has never stored its version (the lease, the failure record); every record
+    # of it reads as `SCHEMA` and is written without one, as it always was
+    VERSION_FIELD: ClassVar[str | None] = "schema_version"
     # v -> a function lifting a version-v record (as a dict) to version v + 1
     UPGRADES: ClassVar[dict[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {}
 
@@ -60,6 +62,8 @@ class StoredRecord(BaseModel):
         at = f"{where}: " if where else ""
         if not isinstance(data, dict):
             raise RecordError(f"{at}not a {cls.KIND} (a JSON object was expected, found {type(data).__name__})")
+        if cls.VERSION_FIELD is None:
+            return cls._validated(dict(data), at)
         version = data.get(cls.VERSION_FIELD)
         if not isinstance(version, int) or isinstance(version, bool):
             raise RecordError(f"{at}{cls.KIND} has no readable {cls.VERSION_FIELD} ({version!r})")
@@ -78,6 +82,10 @@ class StoredRecord(BaseModel):
             data = lift(data)
             version += 1
         data.pop(cls.VERSION_FIELD, None)
+        return cls._validated(data, at)
+
+    @classmethod
+    def _validated(cls, data: dict[str, Any], at: str) -> Self:
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
@@ -101,7 +109,8 @@ class StoredRecord(BaseModel):
     # -- out -----------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         """The record as stored: its fields plus the schema version."""
-        return {self.VERSION_FIELD: self.SCHEMA, **self.model_dump(mode="json", by_alias=True)}
+        fields = self.model_dump(mode="json", by_alias=True)
+        return fields if self.VERSION_FIELD is None else {self.VERSION_FIELD: self.SCHEMA, **fields}
 
     def to_bytes(self) -> bytes:
         return json.dumps(self.to_json(), indent=2, sort_keys=True).encode() + b"\n"

@@ -14,7 +14,6 @@ the store already has downloads it only to a host that has not verified it yet.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import shutil
 import time
@@ -29,6 +28,9 @@ from neuronforge import layout
 from neuronforge.checkpoint import verify_checkpoint
 from neuronforge.errors import CheckpointError
 from neuronforge.localcache import TreeRef, adopt, materialize, publish_tree, ref_of
+from neuronforge.records.checkpoint import CheckpointManifest, CheckpointOrigin
+from neuronforge.records.local import read_local
+from neuronforge.records.tree import StoredFile
 from neuronforge.source import (
     FileEntry,
     ModelSource,
@@ -53,7 +55,6 @@ from neuronforge.stores import ArtifactStore, open_store
 from neuronforge.stores.base import inside
 
 log = logging.getLogger(__name__)
-MANIFEST_SCHEMA = 1
 
 
 @dataclass
@@ -79,28 +80,29 @@ class FetchResult:
     ref: TreeRef | None = None  # what later stages (on any host) materialize
 
 
-def _manifest(source: ModelSource, entries: list[FileEntry], arch: str, model_type: str, warnings: list[str]) -> dict:
-    return {
-        "schema_version": MANIFEST_SCHEMA,
-        "source": {
-            "kind": source.kind,
-            "location": source.location,
-            "requested_revision": source.revision,
-            "revision": source.resolved_revision,
-        },
-        "architecture": arch,
-        "model_type": model_type,
-        "files": [e.to_json() for e in sorted(entries, key=lambda e: e.path)],
-        "warnings": warnings,
-        "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
+def _manifest(
+    source: ModelSource, entries: list[FileEntry], arch: str, model_type: str, warnings: list[str]
+) -> CheckpointManifest:
+    return CheckpointManifest(
+        source=CheckpointOrigin(
+            kind=source.kind,
+            location=source.location,
+            requested_revision=source.revision,
+            revision=source.resolved_revision,
+        ),
+        architecture=arch,
+        model_type=model_type,
+        files=[StoredFile(path=e.path, size=e.size, sha256=e.sha256) for e in sorted(entries, key=lambda e: e.path)],
+        warnings=warnings,
+        fetched_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    )
 
 
-def _entries(manifest: dict) -> list[FileEntry]:
-    return [FileEntry(f["path"], int(f["size"]), f["sha256"]) for f in manifest["files"]]
+def _entries(manifest: CheckpointManifest) -> list[FileEntry]:
+    return [FileEntry(f.path, f.size, f.sha256) for f in manifest.files]
 
 
-def _local_matches(folder: Path, manifest: dict) -> bool:
+def _local_matches(folder: Path, manifest: CheckpointManifest) -> bool:
     """True when `folder` holds exactly the manifest's files with the same sizes and sha256."""
     if not folder.is_dir():
         return False
@@ -205,7 +207,7 @@ def _fetch_pinned(
     ref = ref_of(store, prefix)
     if ref is not None:
         local = materialize(store, ref, work_dir, deep=True)  # no download when this host has it intact
-        manifest = json.loads((local / layout.MANIFEST).read_text())
+        manifest = read_local(CheckpointManifest, local / layout.MANIFEST)
         log.info("checkpoint %s is in the store (%s); local copy verified", source, store.uri(prefix))
         return FetchResult(
             source=source,
@@ -213,9 +215,9 @@ def _fetch_pinned(
             store_prefix=prefix,
             manifest_uri=store.uri(ref.manifest_key),
             files=_entries(manifest),
-            architecture=manifest["architecture"],
+            architecture=manifest.architecture,
             reused=True,
-            warnings=list(manifest.get("warnings", [])),
+            warnings=list(manifest.warnings),
             seconds=time.monotonic() - started,
             ref=ref,
         )

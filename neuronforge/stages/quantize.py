@@ -70,13 +70,23 @@ from neuronforge.quantized_names import (
     neuron_modules,
     nxd_key,
 )
-from neuronforge.source import FileEntry, ModelSource, list_relative, sha256_file
+from neuronforge.records.base import RecordError
+from neuronforge.records.checkpoint import CheckpointManifest
+from neuronforge.records.local import read_local, write_local
+from neuronforge.records.quantized import (
+    InputFile,
+    QuantizationMade,
+    QuantizedManifest,
+    QuantizedOrigin,
+    TensorReport,
+)
+from neuronforge.records.tree import StoredFile
+from neuronforge.source import ModelSource, list_relative, sha256_file
 from neuronforge.stores import ArtifactStore
 from neuronforge.target import Quantization
 
 log = logging.getLogger(__name__)
 MIB = 1024**2
-MANIFEST_SCHEMA = 2  # 2: modules_to_not_convert matched as NxD does, kept_modules, fp8_max
 COMPILE_FROM_BYTES = 8 * 1024 * MIB  # the compiled kernel's ~4 s fixed cost pays off above ~4 GB
 FLOAT_TORCH = {"BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32}
 TARGET_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
@@ -130,10 +140,10 @@ class QuantizeRequest:
 class QuantizeResult:
     local_dir: Path
     prefix: str | None
-    manifest: dict[str, Any]
+    manifest: QuantizedManifest
     reused: bool
     seconds: float = 0.0
-    tensors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tensors: dict[str, TensorReport] = field(default_factory=dict)
     ref: TreeRef | None = None  # the store copy later stages (on any host) materialize
 
 
@@ -251,7 +261,7 @@ def _checked_absmax(chunk: torch.Tensor, per_row: bool, name: str) -> torch.Tens
 
 def _quantize_tensor(
     f, t: StoredTensor, job: _Job, q: Quantization, writer: ShardWriter, chunk_bytes: int, kernel: KernelSwitch
-) -> dict[str, Any]:
+) -> TensorReport:
     info, (weight_out, scale_out) = job.info, job.outputs
     err = ref = 0.0
     if per_channel(q):
@@ -281,7 +291,7 @@ def _quantize_tensor(
     writer.begin(scale_out.name)
     writer.write(scale.reshape(scale_out.shape).to(torch.float32))
     writer.end()
-    return {"rel_error": (err / ref) ** 0.5 if ref else 0.0, "scale_shape": list(scale_out.shape)}
+    return TensorReport(rel_error=(err / ref) ** 0.5 if ref else 0.0, scale_shape=list(scale_out.shape))
 
 
 def _cast_tensor(f, t: StoredTensor, job: _Job, writer: ShardWriter, chunk_bytes: int) -> None:
@@ -314,10 +324,12 @@ def _expected_digests(folder: Path) -> dict[str, str]:
     manifest = folder / layout.MANIFEST
     if not manifest.exists():
         return {}
-    return {f["path"]: f["sha256"] for f in json.loads(manifest.read_text()).get("files", [])}
+    return {f.path: f.sha256 for f in read_local(CheckpointManifest, manifest).files}
 
 
-def write_quantized(req: QuantizeRequest, out: Path, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def write_quantized(
+    req: QuantizeRequest, out: Path, progress: Callable[[str], None] | None = None
+) -> QuantizedManifest:
     """Quantize `req.checkpoint_dir` into the empty folder `out`; returns the manifest (also written
     there, last). No store involved: the benchmark calls this directly."""
     started = time.monotonic()
@@ -331,7 +343,7 @@ def write_quantized(req: QuantizeRequest, out: Path, progress: Callable[[str], N
     by_output = {t.name: s for s in shards for t in s.tensors}
     writers: dict[str, ShardWriter] = {}
     shard_digests: dict[str, str] = {}
-    report: dict[str, dict[str, Any]] = {}
+    report: dict[str, TensorReport] = {}
     handles: dict[str, Any] = {}
     layouts: dict[str, dict[str, StoredTensor]] = {}
     quantized_bytes = sum(j.info.numel for j in jobs if j.quantize) * 2
@@ -387,39 +399,35 @@ def write_quantized(req: QuantizeRequest, out: Path, progress: Callable[[str], N
         if (req.checkpoint_dir / name).exists():
             shutil.copyfile(req.checkpoint_dir / name, out / name)
     files = [
-        FileEntry(rel, (out / rel).stat().st_size, shard_digests.get(rel) or sha256_file(out / rel)).to_json()
+        StoredFile(path=rel, size=(out / rel).stat().st_size, sha256=shard_digests.get(rel) or sha256_file(out / rel))
         for rel in list_relative(out)
     ]
-    manifest = {
-        "schema_version": MANIFEST_SCHEMA,
-        "format": "nxd-quantized-checkpoint",
-        "source": {"location": req.source.location, "revision": req.source.resolved_revision},
-        "quantization": {"dtype": req.quantization.dtype, "method": req.quantization.method},
-        "dtype": req.dtype,
-        "modules_to_not_convert": list(req.not_converted),  # what NeuronConfig must be given
-        "kept_modules": _kept_modules(jobs),
-        "fp8_max": FP8_BOUNDS.get(req.quantization.dtype),
-        "inputs": [{"path": f, "sha256": hasher.digests.get(f)} for f in inputs],
-        "files": files,
-        "tensors": report,
-        "max_rel_error": max((t["rel_error"] for t in report.values()), default=0.0),
-        "kernel_chunks": dict(kernel.chunks),
-        "seconds": round(time.monotonic() - started, 3),
-        "neuronforge_version": neuronforge.__version__,
-    }
-    (out / layout.MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    manifest = QuantizedManifest(
+        source=QuantizedOrigin(location=req.source.location, revision=req.source.resolved_revision),
+        quantization=QuantizationMade(dtype=req.quantization.dtype, method=req.quantization.method),
+        dtype=req.dtype,
+        modules_to_not_convert=list(req.not_converted),  # what NeuronConfig must be given
+        kept_modules=_kept_modules(jobs),
+        fp8_max=FP8_BOUNDS.get(req.quantization.dtype),
+        inputs=[InputFile(path=f, sha256=hasher.digests.get(f)) for f in inputs],
+        files=files,
+        tensors=report,
+        max_rel_error=max((t.rel_error for t in report.values()), default=0.0),
+        kernel_chunks=dict(kernel.chunks),
+        seconds=round(time.monotonic() - started, 3),
+        neuronforge_version=neuronforge.__version__,
+    )
+    write_local(manifest, out / layout.MANIFEST)
     return manifest
 
 
-def _complete(folder: Path) -> dict[str, Any] | None:
+def _complete(folder: Path) -> QuantizedManifest | None:
     """The folder's manifest if every file it lists is there with its size."""
     try:
-        manifest = json.loads((folder / layout.MANIFEST).read_text())
-    except (OSError, ValueError):
+        manifest = read_local(QuantizedManifest, folder / layout.MANIFEST)
+    except (OSError, RecordError):
         return None
-    ok = all(
-        (folder / f["path"]).is_file() and (folder / f["path"]).stat().st_size == f["size"] for f in manifest["files"]
-    )
+    ok = all((folder / f.path).is_file() and (folder / f.path).stat().st_size == f.size for f in manifest.files)
     return manifest if ok else None
 
 
@@ -427,10 +435,10 @@ def _checkpoint_objects(req: QuantizeRequest) -> StoredObjects:
     """The store's mirror of the checkpoint by content, from the verified folder's MANIFEST.json: the
     config and tokenizer files copied into the quantized checkpoint are copied inside the store."""
     try:
-        manifest = json.loads((req.checkpoint_dir / layout.MANIFEST).read_text())
-    except (OSError, ValueError):
+        manifest = read_local(CheckpointManifest, req.checkpoint_dir / layout.MANIFEST)
+    except (OSError, RecordError):
         return {}
-    return stored_objects(manifest, layout.checkpoint_prefix(req.source))
+    return stored_objects(manifest.files, layout.checkpoint_prefix(req.source))
 
 
 def quantize(req: QuantizeRequest, store: ArtifactStore | None = None) -> QuantizeResult:
@@ -441,13 +449,13 @@ def quantize(req: QuantizeRequest, store: ArtifactStore | None = None) -> Quanti
     prefix = layout.quantized_prefix(req.source, req.quantization, req.variant)
     if store is not None and (ref := ref_of(store, prefix)) is not None:
         local = materialize(store, ref, req.work_dir)
-        manifest = json.loads((local / layout.MANIFEST).read_text())
+        manifest = read_local(QuantizedManifest, local / layout.MANIFEST)
         log.info("quantized checkpoint reused from %s", store.uri(prefix))
         elapsed = round(time.monotonic() - started, 3)
-        return QuantizeResult(local, prefix, manifest, True, elapsed, manifest["tensors"], ref)
+        return QuantizeResult(local, prefix, manifest, True, elapsed, manifest.tensors, ref)
     final = req.work_dir / prefix
-    if store is None and (manifest := _complete(final)) is not None:
-        return QuantizeResult(final, prefix, manifest, True, 0.0, manifest["tensors"])
+    if store is None and (found := _complete(final)) is not None:
+        return QuantizeResult(final, prefix, found, True, 0.0, found.tensors)
     staging = final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}")
     try:
         manifest = write_quantized(req, staging, progress=lambda name: log.debug("quantized %s", name))
@@ -462,13 +470,13 @@ def quantize(req: QuantizeRequest, store: ArtifactStore | None = None) -> Quanti
         shutil.rmtree(staging, ignore_errors=True)
     log.info(
         "quantized %d tensors (%s), max relative error %.2e, in %.1fs",
-        len(manifest["tensors"]),
+        len(manifest.tensors),
         req.quantization.slug,
-        manifest["max_rel_error"],
-        manifest["seconds"],
+        manifest.max_rel_error,
+        manifest.seconds,
     )
     elapsed = round(time.monotonic() - started, 3)
-    return QuantizeResult(final, prefix, manifest, False, elapsed, manifest["tensors"], ref)
+    return QuantizeResult(final, prefix, manifest, False, elapsed, manifest.tensors, ref)
 
 
 def dequantized_checkpoint(quantized: Path, out: Path, dtype: str, chunk_bytes: int = 8 * MIB) -> Path:

@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from neuronforge.errors import InvalidInput
+from neuronforge.records.base import RecordError
+from neuronforge.records.sweep import DecidedCandidate, SweepRecords, SweepSpace
 from neuronforge.sweep.space import Candidate
 
-RECORDS_SCHEMA = 1
 OUTCOMES = ("valid", "failed", "skipped")
 
 
@@ -40,23 +41,20 @@ class Record:
     reason: str
     seconds: float = 0.0
 
-    def to_json(self) -> dict[str, Any]:
-        return {
+    def decided(self) -> DecidedCandidate:
+        """The record file's line for this candidate."""
+        return DecidedCandidate(
             **self.candidate.to_json(),
-            "outcome": self.outcome,
-            "by": self.by,
-            "reason": self.reason,
-            "seconds": round(self.seconds, 3),
-        }
+            outcome=self.outcome,
+            by=self.by,
+            reason=self.reason,
+            seconds=round(self.seconds, 3),
+        )
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Record:
+    def of(cls, d: DecidedCandidate) -> Record:
         return cls(
-            Candidate.from_json(data),
-            data["outcome"],
-            data["by"],
-            data.get("reason", ""),
-            float(data.get("seconds", 0.0)),
+            Candidate(d.tensor_parallel_size, d.batch_size, d.sequence_length), d.outcome, d.by, d.reason, d.seconds
         )
 
     @property
@@ -140,13 +138,21 @@ class RecordLog:
     def load(cls, path: Path, header: dict[str, Any]) -> tuple[RecordLog, list[Record]]:
         """A fresh log with `header`, and the records of an earlier sweep of the same model, instance
         and profile (those of another sweep in the same file are refused, not mixed)."""
-        data = read_json(path, "sweep record")
         earlier: list[Record] = []
-        if data is not None:
-            same = isinstance(data, dict) and all(data.get(k) == header[k] for k in ("model", "instance", "profile"))
-            if not same:
+        try:
+            stored = SweepRecords.from_bytes(path.read_bytes(), str(path))
+        except FileNotFoundError:
+            stored = None
+        except RecordError as exc:
+            raise InvalidInput(f"{exc}; move it away or use another --out") from None
+        if stored is not None:
+            if (stored.model, stored.instance, stored.profile) != (
+                header["model"],
+                header["instance"],
+                header["profile"],
+            ):
                 raise InvalidInput(f"{path} records a sweep of another model, instance or profile; use another --out")
-            earlier = [Record.from_json(r) for r in data.get("candidates", [])]
+            earlier = [Record.of(r) for r in stored.candidates]
         # Kept as they are until decided again: a sweep that stops at a candidate (one DAG task)
         # must not drop what a task that ran before it decided beyond it.
         return cls(path, header, list(earlier)), earlier
@@ -156,14 +162,17 @@ class RecordLog:
         self.save()
 
     def save(self, finished: bool = False) -> None:
-        body = {
-            **self.header,
-            "schema_version": RECORDS_SCHEMA,
-            "updated_at": _now(),
-            "finished": finished,
-            "candidates": [r.to_json() for r in self.records],
-        }
-        write_json_atomic(self.path, body)
+        body = SweepRecords(
+            model=self.header["model"],
+            instance=self.header["instance"],
+            profile=self.header["profile"],
+            method=self.header["method"],
+            space=SweepSpace.model_validate(self.header["space"]),
+            updated_at=_now(),
+            finished=finished,
+            candidates=[r.decided() for r in self.records],
+        )
+        write_json_atomic(self.path, body.to_json())
 
 
 def _now() -> str:

@@ -76,7 +76,7 @@ def test_the_quantizer_keeps_exactly_what_nxd_inference_builds_unquantized(
     source = ModelSource.parse(str(src)).pinned("e" * 64)
     result = quantize(QuantizeRequest(src, source, t.quantization, "bf16", tmp_path / "work"), None)
     nc = neuron_config_quantization(t, result.local_dir)  # also checks the manifest against the target
-    assert result.manifest["modules_to_not_convert"] == nc["modules_to_not_convert"]
+    assert result.manifest.modules_to_not_convert == nc["modules_to_not_convert"]
     with safe_open(str(src / "model.safetensors"), framework="pt") as f:
         hf = [k for k in f.keys() if QUANTIZABLE.match(k) or k == "lm_head.weight"]  # noqa: SIM118
     stored = set()
@@ -89,26 +89,21 @@ def test_the_quantizer_keeps_exactly_what_nxd_inference_builds_unquantized(
         has_scale = name.removeprefix("model.").removesuffix(".weight") + ".scale" in stored
         assert has_scale == converted.pop(), name
     kept = {p for n in hf for p in neuron_modules(n) if not _nxd_converts(p, nc["modules_to_not_convert"])}
-    assert set(result.manifest["kept_modules"]) == kept
+    assert set(result.manifest.kept_modules or ()) == kept
 
 
 def test_a_checkpoint_made_for_another_list_or_the_ocp_fp8_range_is_refused(tmp_path: Path) -> None:
-    (tmp_path / layout.MANIFEST).write_text(
-        json.dumps(
-            {
-                "quantization": {"dtype": "f8e4m3", "method": "per_tensor_symmetric"},
-                "modules_to_not_convert": ["lm_head"],
-                "fp8_max": 240.0,
-            }
-        )
-    )
+    """The stored manifests of tests/data/records: schema 2 (ce27dfa) made for f8e4m3 with the default
+    list; schema 1 (df5aa72^) fp8 checkpoints were scaled to the OCP ±448 and record no fp8_max."""
+    records = Path(__file__).resolve().parent.parent / "data" / "records"
+    (tmp_path / layout.MANIFEST).write_bytes((records / "quantized-v2-f8e4m3.json").read_bytes())
     assert neuron_config_quantization(target("f8e4m3"), tmp_path)["quantization_dtype"] == "f8e4m3"
     with pytest.raises(InvalidInput, match="modules_to_not_convert"):
         neuron_config_quantization(target("f8e4m3", modules_to_not_convert=["mlp"]), tmp_path)
     with pytest.raises(InvalidInput, match="method"):
         neuron_config_quantization(target("f8e4m3:per_channel"), tmp_path)
-    old = json.loads((tmp_path / layout.MANIFEST).read_text())
-    del old["fp8_max"]  # schema 1: scaled to the OCP ±448
+    old = json.loads((records / "quantized-v1-f8e4m3.json").read_text())
+    old["modules_to_not_convert"] = ["lm_head"]  # the list alone agrees: the bound still does not
     (tmp_path / layout.MANIFEST).write_text(json.dumps(old))
     with pytest.raises(InvalidInput, match="fp8_max"):
         neuron_config_quantization(target("f8e4m3"), tmp_path)

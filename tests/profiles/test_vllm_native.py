@@ -27,6 +27,7 @@ from neuronforge.pipeline import run_target
 from neuronforge.profiles import get_profile
 from neuronforge.profiles.base import Artifact
 from neuronforge.profiles.registry import target_problems
+from neuronforge.records.local import read_local, write_local
 from neuronforge.stores import open_store
 from neuronforge.target import TargetSpec
 from neuronforge.tinymodel import make_tiny_llama
@@ -132,7 +133,7 @@ def _artifact(item: dict, where: Path) -> Artifact:
 @pytest.mark.parametrize("name", ["llama", "qwen3"])
 def test_every_compiled_graph_is_published_complete_marker_last(published: dict, name: str) -> None:
     store, item = published["store"], published[name]
-    manifest = CacheManifest.read(item["root"] / "launch" / "vllm-cache.json")
+    manifest = read_local(CacheManifest, item["root"] / "launch" / "vllm-cache.json")
     version = get_profile(item["target"].profile).version
     assert manifest.store_prefix == store.uri(layout.vllm_cache_prefix(version))
     assert len(manifest.entries) == 4  # prefill 128, 256; decode 1, 2
@@ -148,13 +149,13 @@ def test_every_compiled_graph_is_published_complete_marker_last(published: dict,
 
 
 def test_the_manifest_records_the_image_versions_argv_env_and_target(published: dict) -> None:
-    manifest = CacheManifest.read(published["llama"]["root"] / "launch" / "vllm-cache.json")
+    manifest = read_local(CacheManifest, published["llama"]["root"] / "launch" / "vllm-cache.json")
     assert manifest.versions["neuronx-cc"] == "2.27.5334.0+f702b353"
     assert manifest.versions["libtorch-neuronx-lite"] == "2.11.0.1.0.1284+f49d8626"
     assert manifest.versions["vllm-neuron"] == "0.24.0.1.1.0+e8242a9"
     assert (manifest.target, manifest.route) == ("trn2", "xla")
     assert "--num-gpu-blocks-override" in manifest.argv and manifest.built["mode"] == "cpu-compile"
-    qwen = CacheManifest.read(published["qwen3"]["root"] / "launch" / "vllm-cache.json")
+    qwen = read_local(CacheManifest, published["qwen3"]["root"] / "launch" / "vllm-cache.json")
     assert qwen.route == "native" and qwen.versions["neuronx-cc"].startswith("2.28.7631.0+")
 
 
@@ -220,14 +221,13 @@ def test_an_entry_missing_from_the_store_is_named_by_verify(published: dict, tmp
     store, item = published["store"], published["llama"]
     artifact = _artifact(item, tmp_path)
     path = artifact.root / "launch" / "vllm-cache.json"
-    manifest = CacheManifest.read(path)
+    manifest = read_local(CacheManifest, path)
     copy = opener(f"file://{tmp_path / 'store'}")
     prefix = layout.vllm_cache_prefix("2.32.0")
     for record in manifest.entries:
         store.get_tree(f"{prefix}/{record.key}", tmp_path / "e" / record.key)
         copy.put_tree(tmp_path / "e" / record.key, f"{prefix}/{record.key}")
-    manifest.store_prefix = copy.uri(prefix)
-    path.write_text(json.dumps(manifest.to_json()))
+    write_local(manifest.model_copy(update={"store_prefix": copy.uri(prefix)}), path)
     profile = get_profile(item["target"].profile)
     assert profile.store_problems(artifact, store) == []
     gone = manifest.entries[0].key
@@ -272,7 +272,7 @@ def test_a_fresh_serving_host_syncs_and_hits_every_graph(published: dict, name: 
     started, lines = _serve(launch, env)
     assert started, "\n".join(lines[-15:])
     assert not any("Compiling graph" in line for line in lines)
-    manifest = CacheManifest.read(launch / "vllm-cache.json")
+    manifest = read_local(CacheManifest, launch / "vllm-cache.json")
     cache = Path(env["VLLM_CACHE_ROOT"]) / "neuron" / "compile_cache"
     assert {r.key for r in manifest.entries} <= {p.name for p in cache.iterdir() if p.is_dir()}
     assert all((cache / r.key / ".cache_accessed").exists() for r in manifest.entries)  # each one a local hit
@@ -291,7 +291,7 @@ def test_a_one_field_change_to_serve_sh_fails_the_start_instead_of_compiling(pub
     assert not started
     assert any("local compile cache miss for key" in line for line in lines), lines[-5:]
     cache = Path(env["VLLM_CACHE_ROOT"]) / "neuron" / "compile_cache"
-    manifest = CacheManifest.read(launch / "vllm-cache.json")
+    manifest = read_local(CacheManifest, launch / "vllm-cache.json")
     assert {p.name for p in cache.iterdir() if p.is_dir()} == {r.key for r in manifest.entries}  # nothing compiled
 
 

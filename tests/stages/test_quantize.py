@@ -62,12 +62,12 @@ def test_streamed_output_is_nxd_format_and_matches_whole_tensor_quantization(tmp
             scale = scale_from_absmax(absmax(w.float(), True), PER_CHANNEL)
             assert torch.equal(got[nxd], quantize_chunk(w, scale, PER_CHANNEL))
             assert got[nxd].dtype == torch.int8 and torch.equal(got[nxd.replace(".weight", ".scale")], scale)
-            assert result.manifest["tensors"][nxd]["rel_error"] < 0.02
+            assert result.manifest.tensors[nxd].rel_error < 0.02
         else:  # embeddings, norms, lm_head: kept, cast to the target dtype
             assert got[nxd].dtype == torch.bfloat16 and torch.equal(got[nxd], w.to(torch.bfloat16))
     assert "embed_tokens.weight" in got and "lm_head.weight" in got and "norm.weight" in got
     assert (out / "config.json").exists()
-    listed = {f["path"] for f in result.manifest["files"]}
+    listed = {f.path for f in result.manifest.files}
     assert listed == {p.name for p in out.iterdir()} - {layout.MANIFEST, MARKER}
     assert store.exists(f"{result.prefix}/{layout.MANIFEST}")
 
@@ -189,12 +189,12 @@ def test_the_compiled_kernel_writes_the_same_bytes_as_the_eager_one(spec: str, t
     compiled_req = _request(fetched, tmp_path, q, chunk_bytes=4096, kernel="compiled")
     compiled_req.work_dir = tmp_path / "work-compiled"
     compiled = quantize(compiled_req, None)
-    assert eager.manifest["kernel_chunks"]["compiled"] == 0
-    assert compiled.manifest["kernel_chunks"]["eager"] == 0 and compiled.manifest["kernel_chunks"]["compiled"] > 10
+    assert eager.manifest.kernel_chunks["compiled"] == 0
+    assert compiled.manifest.kernel_chunks["eager"] == 0 and compiled.manifest.kernel_chunks["compiled"] > 10
     for f in eager.local_dir.glob("*.safetensors"):
         assert f.read_bytes() == (compiled.local_dir / f.name).read_bytes()
-    for name, report in eager.manifest["tensors"].items():
-        assert compiled.manifest["tensors"][name]["rel_error"] == pytest.approx(report["rel_error"], rel=1e-4)
+    for name, report in eager.manifest.tensors.items():
+        assert compiled.manifest.tensors[name].rel_error == pytest.approx(report.rel_error, rel=1e-4)
 
 
 def _quantization(spec: str = "int8:per_channel", keep: tuple[str, ...] = ()) -> Quantization:
@@ -215,14 +215,15 @@ def test_the_targets_modules_to_not_convert_are_kept_and_recorded(tmp_path: Path
         assert got[f"layers.0.mlp.{proj}.weight"].dtype == torch.int8 and f"layers.0.mlp.{proj}.scale" in got
     assert got["layers.1.self_attn.q_proj.weight"].dtype == torch.int8
     assert got["lm_head.weight"].dtype == torch.bfloat16 and "lm_head.scale" not in got
-    assert result.manifest["modules_to_not_convert"] == ["layers.1.mlp", "lm_head"]
-    assert result.manifest["kept_modules"] == [
+    assert result.manifest.modules_to_not_convert == ["layers.1.mlp", "lm_head"]
+    assert result.manifest.kept_modules == [
         "layers.1.mlp.down_proj",
         "layers.1.mlp.gate_proj",
         "layers.1.mlp.up_proj",
         "lm_head",
     ]
-    assert result.manifest["schema_version"] == 2 and "-keep" in result.prefix
+    stored = json.loads((result.local_dir / layout.MANIFEST).read_text())
+    assert stored["schema_version"] == 2 and "-keep" in result.prefix
 
 
 def test_the_store_prefix_tells_kept_lists_and_the_fp8_range_apart(tmp_path: Path) -> None:
@@ -266,7 +267,7 @@ def test_f8e4m3_checkpoint_and_its_dequantized_reference_use_the_240_range(metho
     original = _load_all(fetched.local_dir)
     q = Quantization(dtype="f8e4m3", method=method)
     result = quantize(_request(fetched, tmp_path, q, dtype="fp32"), store)
-    assert result.manifest["fp8_max"] == 240.0 and result.prefix.endswith("-fp8max240")
+    assert result.manifest.fp8_max == 240.0 and result.prefix.endswith("-fp8max240")
     got = _load_all(result.local_dir)
     deq = dequantized_checkpoint(result.local_dir, tmp_path / "deq", "fp32")
     with safe_open(str(deq / "model.safetensors"), framework="pt") as f:

@@ -37,13 +37,19 @@ class Staircase:
         return TrialResult(ok, "loaded" if ok else "NCC_EVRF009: out of device memory", 1.0)
 
 
+def _header(method: str, space: Space) -> dict:
+    """What the CLI and the sweep DAG give `RecordLog.load`: the sweep the record file is of."""
+    return {"model": "m", "instance": INF2.name, "profile": "p", "method": method, "space": space.to_json()}
+
+
 def run(tmp: Path, oracle, method: str, space: Space | None = None, retry_failed: bool = False, margin=NO_PLANNER):
     out = tmp / "llama.json"
-    log_file, earlier = RecordLog.load(records_path(out), {"model": "m", "instance": INF2.name, "profile": "p"})
+    space = space or Space.build(LLAMA, INF2)
+    log_file, earlier = RecordLog.load(records_path(out), _header(method, space))
     return sweep(
         LLAMA,
         INF2,
-        space or Space.build(LLAMA, INF2),
+        space,
         oracle,
         CacheConfig.load(out, "meta-llama/Llama-3.1-8B", INF2.family),
         log_file,
@@ -148,7 +154,7 @@ def test_deciding_one_candidate_at_a_time_equals_one_sweep(method: str, tmp_path
     oracle = Staircase(8192)
     out = tmp_path / "steps" / "llama.json"
     for c in space.candidates("planned" if method == "planned" else "document"):
-        log_file, earlier = RecordLog.load(records_path(out), {"model": "m", "instance": INF2.name, "profile": "p"})
+        log_file, earlier = RecordLog.load(records_path(out), _header(method, space))
         before = len(oracle.calls)
         sweep(
             LLAMA,

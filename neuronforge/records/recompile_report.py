@@ -1,0 +1,59 @@
+"""The recompile report: `recompile/<stamp>.json` (beside its Markdown), what the recompile-on-upgrade
+run found stale, triggered and saw finish (`neuronforge.recompile.Report` builds it).
+
+Version 1 (before e4c7f7d) keyed the toolchains by backend and named no profile per target; no
+profile version can be derived from a backend, so version 1 reports are refused as too old rather
+than lifted with guessed fields (`OLDEST = 2`): they were written for people, in the Markdown beside.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from neuronforge.records.base import StoredRecord
+
+
+class ReportedTarget(BaseModel):
+    """One catalog entry × target (`recompile.TargetState`, field for field)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    order: int  # position in the catalog: the rebuild priority
+    source: str  # as written in the catalog
+    line: int
+    slug: str
+    target: dict[str, Any]  # the trigger form's spelling (`recompile.form_target`)
+    status: str  # fresh | stale | unavailable | unresolved
+    key: str = ""
+    pinned: str = ""
+    profile: str = ""
+    published_for: list[str] = Field(default_factory=list)
+    stale_for: list[str] = Field(default_factory=list)
+    detail: str = ""
+    run_id: str = ""
+    outcome: str = ""  # rebuilt | failed | running | queued
+    outcome_detail: str = ""
+
+
+class RecompileReport(StoredRecord):
+    KIND: ClassVar[str] = "recompile report"
+    SCHEMA: ClassVar[int] = 2  # 2: per-target profile, published_for and stale_for; toolchains keyed by profile ref
+    OLDEST: ClassVar[int] = 2
+
+    stamp: str  # YYYY-MM-DDTHH-MM-SSZ
+    generated_at: str
+    catalog: str
+    store: str
+    profiles: dict[str, dict[str, Any]]  # profile ref -> its description, or {"ref", "registered": False}
+    toolchains: dict[str, Any]  # profile ref -> the toolchain its workers reported (JSON), or why none
+    sdk_release: dict[str, Any] | None = None
+    runs: list[str] = Field(default_factory=list)
+    counts: dict[str, int]
+    targets: list[ReportedTarget]
+
+    def to_bytes(self) -> bytes:
+        """Indented in field order, as reports were always written (people read them)."""
+        return (json.dumps(self.to_json(), indent=2) + "\n").encode()

@@ -1,0 +1,57 @@
+"""The recompile report (`reports/recompile-<stamp>.json`) as a typed record: version 2 read and
+written the same, version 1 (toolchains keyed by backend) refused as too old to read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from neuronforge import layout, recompile
+from neuronforge.records.base import RecordError, RecordTooNew
+from neuronforge.records.recompile_report import RecompileReport
+from neuronforge.stores import open_store
+from tests.records.stored_fixtures import (
+    check_newer_refused,
+    check_reads_back_as_written,
+    check_wrong_type_refused,
+    raw,
+)
+
+V1, V2 = "recompile-report-v1.json", "recompile-report-v2.json"  # written by c31d810 (e4c7f7d^), ce27dfa
+
+
+def test_a_report_the_previous_release_wrote_reads_and_writes_back_byte_for_byte() -> None:
+    r = check_reads_back_as_written(RecompileReport, V2)
+    assert r.targets[0].status == recompile.FRESH and r.targets[0].published_for == ["cpu@local"]
+    assert r.to_bytes() == raw(V2)  # indented in field order, as people read it
+
+
+def test_write_report_stores_what_the_previous_release_stored(tmp_path: Path) -> None:
+    old = RecompileReport.from_bytes(raw(V2))
+    store = open_store(f"file://{tmp_path / 'store'}")
+    state = recompile.TargetState(**old.targets[0].model_dump())
+    rep = recompile.Report(old.stamp, old.catalog, old.store, dict(old.toolchains), [state])
+    recompile.write_report(store, rep)
+    stored = RecompileReport.read(store, layout.recompile_report(old.stamp, "json"))
+    assert stored.model_dump(exclude={"generated_at"}) == old.model_dump(exclude={"generated_at"})
+
+
+def test_a_version_1_report_is_refused_as_too_old_not_lifted(tmp_path: Path) -> None:
+    store = open_store(f"file://{tmp_path / 'store'}")
+    store.put_bytes(raw(V1), "reports/old.json")
+    with pytest.raises(RecordError) as exc:
+        RecompileReport.read(store, "reports/old.json")
+    assert not isinstance(exc.value, RecordTooNew)
+    assert str(exc.value) == (
+        f"{store.uri('reports/old.json')}: recompile report has schema 1, older than 2, the oldest still read"
+    )
+
+
+def test_a_newer_report_is_refused_with_the_upgrade(tmp_path: Path) -> None:
+    check_newer_refused(RecompileReport, V2, tmp_path)
+
+
+def test_a_report_with_a_wrong_type_names_the_field_and_the_uri(tmp_path: Path) -> None:
+    check_wrong_type_refused(RecompileReport, V2, tmp_path, ("targets", 0, "order"), "first")
+    check_wrong_type_refused(RecompileReport, V2, tmp_path, ("counts",), ["fresh"])
