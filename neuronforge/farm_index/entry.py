@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from neuronforge.errors import NeuronforgeError
+from neuronforge.records.artifact_manifest import ArtifactManifest
+from neuronforge.records.index_entry import IndexEntry
 from neuronforge.source import model_name
 from neuronforge.target import TargetSpec
 
@@ -97,16 +99,16 @@ def target_variant(target: Any) -> str:
     return hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:16]
 
 
-def build_target(manifest: dict[str, Any]) -> TargetSpec | None:
+def build_target(manifest: ArtifactManifest) -> TargetSpec | None:
     """The normalized target a manifest was built for (its profile as the `name@version` it was
     built for, registered or not), or None for an older key schema without a serving profile."""
     try:
-        return TargetSpec.from_key_material(manifest["request"]).normalized()
+        return TargetSpec.from_key_material(manifest.request).normalized()
     except (KeyError, TypeError, ValueError, NeuronforgeError):
         return None
 
 
-def _variant(manifest: dict[str, Any]) -> str:
+def _variant(manifest: ArtifactManifest) -> str:
     target = build_target(manifest)
     return target_variant(target) if target is not None else ""
 
@@ -117,43 +119,35 @@ def _number(value: Any, scale: float = 1.0, digits: int = 3) -> float | None:
     return None
 
 
-def published_record(index: dict[str, Any], manifest: dict[str, Any]) -> dict[str, Any]:
+def published_record(index: IndexEntry, manifest: ArtifactManifest) -> dict[str, Any]:
     """The log record of a published artifact (its index pointer and manifest, as `publish` wrote them)."""
-    prefix = str(index.get("prefix") or index["manifest"].rpartition("/")[0])
-    request = manifest.get("request") if isinstance(manifest.get("request"), dict) else {}
-    target = request.get("target") if isinstance(request.get("target"), dict) else {}
-    profile = manifest.get("profile") if isinstance(manifest.get("profile"), dict) else {}
-    smoke = manifest.get("smoke") if isinstance(manifest.get("smoke"), dict) else {}
-    hosts = manifest.get("hosts") if isinstance(manifest.get("hosts"), dict) else {}
-    formats = manifest.get("formats") if isinstance(manifest.get("formats"), dict) else {}
-    toolchain = manifest["toolchain"]
+    target = manifest.request.get("target")
+    toolchain = manifest.toolchain
     summary = {
-        "revision": str(manifest["source"].get("revision", "")),
-        "compiler": str(toolchain.get("compiler", "")),
-        "compiler_version": str(toolchain.get("compiler_version", "")),
-        "files": len(manifest["files"]),
-        "size_bytes": sum(int(f.get("size", 0)) for f in manifest["files"]),
-        "ttft_ms": _number(smoke.get("time_to_first_token_s"), 1e3, 2),
-        "per_token_ms": _number(smoke.get("per_token_s"), 1e3, 2),
-        "cpu_seconds": _number(hosts.get("cpu_seconds")),
-        "neuron_seconds": _number(hosts.get("neuron_seconds")),
-        "at": str(manifest.get("published_at", "")),
-        "run_id": str(manifest.get("run_id", "")),
-        "prefix": prefix,
-        "manifest": str(index["manifest"]),
-        "formats": {str(k): str(v) for k, v in formats.items()},
-        "launch": sorted(
-            str(f["path"]).removeprefix("launch/") for f in manifest["files"] if str(f["path"]).startswith("launch/")
-        ),
+        "revision": manifest.source.revision,
+        "compiler": toolchain.compiler,
+        "compiler_version": toolchain.compiler_version,
+        "files": len(manifest.files),
+        "size_bytes": manifest.size_bytes,
+        "ttft_ms": _number(manifest.smoke.get("time_to_first_token_s"), 1e3, 2),
+        "per_token_ms": _number(manifest.smoke.get("per_token_s"), 1e3, 2),
+        "cpu_seconds": _number(manifest.hosts.get("cpu_seconds")),
+        "neuron_seconds": _number(manifest.hosts.get("neuron_seconds")),
+        "at": manifest.published_at,
+        "run_id": manifest.run_id,
+        "prefix": index.artifact_prefix,
+        "manifest": index.manifest,
+        "formats": dict(manifest.formats),
+        "launch": manifest.launch_files(),
         "variant": _variant(manifest),
     }
     return {
         "kind": "published",
-        "key": str(manifest["cache_key"]),
-        "model": model_name(manifest["source"]),
-        "profile": str(profile.get("ref", "")),
-        "target": str(manifest.get("target_slug", "")),
-        "instance": str(target.get("instance_type") or ""),
+        "key": manifest.cache_key,
+        "model": model_name(manifest.source.model_dump()),
+        "profile": manifest.profile.ref if manifest.profile is not None else "",
+        "target": manifest.target_slug,
+        "instance": str(target.get("instance_type") or "") if isinstance(target, dict) else "",
         "published": summary,
     }
 

@@ -17,6 +17,8 @@ from neuronforge.farm_index import snapshot
 from neuronforge.farm_index.entry import building_record, failure_record, published_record
 from neuronforge.farm_index.log import COMPACT_AT, MAX_TRIES, SCHEMA, TAIL, IndexCorrupt, encode_tail, read_tail
 from neuronforge.leases import Lease
+from neuronforge.records.artifact_manifest import ArtifactManifest
+from neuronforge.records.index_entry import IndexEntry
 from neuronforge.stores import ArtifactStore
 
 log = logging.getLogger(__name__)
@@ -51,7 +53,7 @@ def append(store: ArtifactStore, records: list[dict[str, Any]], *, compact: bool
     raise StoreError(f"{store.uri(TAIL)}: {MAX_TRIES} conflicting writes in a row; the index was not updated")
 
 
-def note_published(store: ArtifactStore, index: dict[str, Any], manifest: dict[str, Any]) -> None:
+def note_published(store: ArtifactStore, index: IndexEntry, manifest: ArtifactManifest) -> None:
     """After `index/<key>.json` (two requests). Its failure does not unpublish anything: the index
     is a cache of the manifests, and the next compaction finds the pointer without a record."""
     try:
@@ -59,7 +61,7 @@ def note_published(store: ArtifactStore, index: dict[str, Any], manifest: dict[s
     except (StoreError, OSError) as exc:
         log.warning(
             "published %s, but the farm index was not updated (%s); its next compaction recovers it",
-            manifest["cache_key"][:12],
+            manifest.cache_key[:12],
             exc,
         )
 

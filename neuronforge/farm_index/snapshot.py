@@ -30,6 +30,7 @@ from typing import Any
 from neuronforge.errors import StoreError
 from neuronforge.farm_index.entry import Aggregates, Entry, failure_record, published_record
 from neuronforge.farm_index.log import ROOT, IndexCorrupt, read_tail, reset, trim
+from neuronforge.records.index_entry import IndexEntry
 from neuronforge.stores import ArtifactStore, NotFound
 
 log = logging.getLogger(__name__)
@@ -199,7 +200,6 @@ def _listed_keys(store: ArtifactStore, prefix: str, suffix: str) -> set[str]:
 def _reconcile(store: ArtifactStore, entries: dict[str, Entry]) -> None:
     from neuronforge import leases
     from neuronforge.failures import read_failure
-    from neuronforge.published import manifest_problem
 
     pointers = _listed_keys(store, "index", ".json")
     gone = [key for key, e in entries.items() if e.published is not None and key not in pointers]
@@ -211,7 +211,7 @@ def _reconcile(store: ArtifactStore, entries: dict[str, Entry]) -> None:
         )
     recovered = []
     for key in sorted(pointers - {k for k, e in entries.items() if e.published is not None}):
-        record = _pointer_record(store, f"index/{key}.json", manifest_problem)
+        record = _pointer_record(store, f"index/{key}.json")
         if record is not None:
             recovered.append(key)
             merge(entries, [{**record, "seq": 0}])
@@ -236,21 +236,18 @@ def _reconcile(store: ArtifactStore, entries: dict[str, Entry]) -> None:
                 e.building = None
 
 
-def _pointer_record(store: ArtifactStore, index_key: str, manifest_problem: Any) -> dict[str, Any] | None:
+def _pointer_record(store: ArtifactStore, index_key: str) -> dict[str, Any] | None:
     """The published record of one index pointer, or None when it publishes nothing."""
+    from neuronforge.published import read_manifest
+
     try:
-        index = store.read_json(index_key)
-        if not isinstance(index, dict) or not isinstance(index.get("manifest"), str):
-            return None
-        manifest = store.read_json(index["manifest"])
-    except StoreError:
+        index = IndexEntry.read(store, index_key)
+        manifest = read_manifest(store, index.manifest)
+    except StoreError:  # unreadable, or not an index entry / artifact manifest (RecordError)
         return None
-    if manifest_problem(manifest) is not None or f"index/{manifest['cache_key']}.json" != index_key:
+    if f"index/{manifest.cache_key}.json" != index_key:
         return None
-    try:
-        return published_record(index, manifest)
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None
+    return published_record(index, manifest)
 
 
 @dataclass
@@ -272,15 +269,10 @@ def scan(store: ArtifactStore) -> tuple[dict[str, Entry], list[Skipped]]:
         if found.problem is not None or found.index is None or found.manifest is None:
             skipped.append(Skipped(found.index_key, found.problem or "unreadable"))
             continue
-        if f"index/{found.manifest['cache_key']}.json" != found.index_key:
+        if f"index/{found.manifest.cache_key}.json" != found.index_key:
             skipped.append(Skipped(found.index_key, "its manifest is for another cache key"))
             continue
-        try:
-            record = published_record(found.index, found.manifest)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            skipped.append(Skipped(found.index_key, f"manifest unreadable: {exc}"))
-            continue
-        merge(entries, [{**record, "seq": 0}])
+        merge(entries, [{**published_record(found.index, found.manifest), "seq": 0}])
     for key in sorted(_listed_keys(store, "failures", ".json")):
         failure = read_failure(store, key)
         if failure is not None:

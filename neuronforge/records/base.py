@@ -34,7 +34,13 @@ if TYPE_CHECKING:
 
 
 class RecordError(StoreError):
-    """A stored record that cannot be read as its kind: not JSON, wrong types, unknown version."""
+    """A stored record that cannot be read as its kind: not JSON, wrong types, unknown version.
+    `loc` is the path of the first field that did not validate (empty when the whole record failed),
+    for readers that say which part of a record is wrong in their own words."""
+
+    def __init__(self, message: str, loc: tuple[str | int, ...] = ()) -> None:
+        super().__init__(message)
+        self.loc = loc
 
 
 class RecordTooNew(RecordError):
@@ -83,7 +89,7 @@ class StoredRecord(BaseModel):
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or "(record)"
-            raise RecordError(f"{at}not a valid {cls.KIND}: {field}: {first['msg']}") from None
+            raise RecordError(f"{at}not a valid {cls.KIND}: {field}: {first['msg']}", tuple(first["loc"])) from None
 
     @classmethod
     def from_bytes(cls, raw: bytes, where: str = "") -> Self:
