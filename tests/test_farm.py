@@ -48,7 +48,7 @@ def test_a_published_artifact(store, compiled: Compiled) -> None:
     assert row.incomplete is None  # a page of the farm does not list every artifact's folder
     detail, manifest = farm_row(store, row.key[:12])  # one artifact: its own manifest and listing
     assert detail == FarmRow(**{**row.to_json(), "incomplete": []})
-    assert manifest is not None and manifest["cache_key"] == row.key
+    assert manifest is not None and manifest.cache_key == row.key
 
 
 def test_failures_leases_and_filters(store) -> None:

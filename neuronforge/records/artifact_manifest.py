@@ -52,6 +52,7 @@ class ProfileRef(Part):
 class ArtifactManifest(StoredRecord):
     KIND: ClassVar[str] = "artifact manifest"
     SCHEMA: ClassVar[int] = 1
+    UNVERSIONED: ClassVar[int | None] = 1  # its readers never required the field: hand-made ones read
 
     # -- the core: a manifest without it is not an artifact
     cache_key: StrictStr

@@ -6,7 +6,8 @@ shape of a record lives in one module and nobody else indexes it by string key.
 
 The version rule, the same for every kind:
 - a record carries its schema version under `VERSION_FIELD` (`schema_version` unless the kind has
-  always stored it under another name);
+  always stored it under another name); one without it is refused, unless its kind's readers never
+  required it (`UNVERSIONED`: the version such a record is read as);
 - a version newer than `SCHEMA` is refused with the upgrade to make (`RecordTooNew`): a reader
   never guesses at fields a later neuronforge added;
 - a version older than `SCHEMA` is lifted one step at a time by the class's `UPGRADES` (a function
@@ -56,6 +57,9 @@ class StoredRecord(BaseModel):
     SCHEMA: ClassVar[int]  # the version this release writes
     OLDEST: ClassVar[int] = 1  # the oldest version this release still reads
     VERSION_FIELD: ClassVar[str] = "schema_version"
+    # The version a record without `VERSION_FIELD` is read as, for a kind whose readers never required
+    # the field (records made by hand or by other tools read before, and still do); None: refused.
+    UNVERSIONED: ClassVar[int | None] = None
     # v -> a function lifting a version-v record (as a dict) to version v + 1
     UPGRADES: ClassVar[dict[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {}
 
@@ -66,7 +70,7 @@ class StoredRecord(BaseModel):
         at = f"{where}: " if where else ""
         if not isinstance(data, dict):
             raise RecordError(f"{at}not a {cls.KIND} (a JSON object was expected, found {type(data).__name__})")
-        version = data.get(cls.VERSION_FIELD)
+        version = data.get(cls.VERSION_FIELD, cls.UNVERSIONED)
         if not isinstance(version, int) or isinstance(version, bool):
             raise RecordError(f"{at}{cls.KIND} has no readable {cls.VERSION_FIELD} ({version!r})")
         if version > cls.SCHEMA:

@@ -18,6 +18,7 @@ from neuronforge.records.parts import Text
 class IndexEntry(StoredRecord):
     KIND: ClassVar[str] = "index entry"
     SCHEMA: ClassVar[int] = 1
+    UNVERSIONED: ClassVar[int | None] = 1  # its readers never required the field: hand-made ones read
 
     manifest: StrictStr  # the manifest's store key
     cache_key: Text = ""
