@@ -83,6 +83,14 @@ class ArtifactManifest(StoredRecord):
         record._stored = dict(data)
         return record
 
+    def __eq__(self, other: object) -> bool:
+        """Equal when they say the same, whether built here or read (the JSON as read is not compared)."""
+        if not isinstance(other, ArtifactManifest):
+            return NotImplemented
+        return self.to_json() == other.to_json()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable parts (dicts): never a set member or dict key
+
     def as_stored(self) -> dict[str, Any]:
         """The manifest as the store holds it (as it will be written, for one built here)."""
         return dict(self._stored) if self._stored is not None else self.to_json()

@@ -32,6 +32,8 @@ from neuronforge.hosts import StageRun, host_report
 from neuronforge.localcache import file_entries, publish_tree
 from neuronforge.profiles.lmi_neuronx import PROFILE as LMI
 from neuronforge.profiles.lmi_neuronx import PROPERTIES_FILE, render_properties
+from neuronforge.records.artifact_manifest import ArtifactManifest
+from neuronforge.records.index_entry import IndexEntry
 from neuronforge.request import CompileRequest, Toolchain, cache_key
 from neuronforge.source import ModelSource
 from neuronforge.stages.publish import PublishInput, publish
@@ -209,7 +211,7 @@ def _forge_manifests(store, published: str) -> tuple[str, str]:
         pointer = {**index, "cache_key": key, "manifest": f"{prefix}/{layout.ARTIFACT_MANIFEST}", "prefix": prefix}
         store.put_if_absent(json.dumps(pointer).encode(), layout.index_entry(key))
         if name == "mistyped":
-            farm_index.note_published(store, pointer, manifest)
+            farm_index.note_published(store, IndexEntry.from_json(pointer), ArtifactManifest.from_json(manifest))
         keys.append(key)
     return keys[0], keys[1]
 
