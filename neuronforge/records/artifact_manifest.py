@@ -44,7 +44,8 @@ class ProfileRef(Part):
     """The serving profile the artifact was built for (`ServingProfile.describe`), as far as readers
     use it; the rest of the description is kept as written."""
 
-    ref: Text = ""
+    ref: Text = ""  # name@version
+    name: Text = ""
     title: Text = ""
     sdk_release: Text = ""
 
