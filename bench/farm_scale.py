@@ -400,7 +400,7 @@ class Farm:
         for start in range(0, n, 2000):
             clones = [make_clone(self.tpl, i, now) for i in range(start, min(n, start + 2000))]
             for c in clones:
-                merge(entries, [{**farm_index.published_record(*c.records), "seq": 0}])
+                merge(entries, [farm_index.published_record(*c.records).numbered(0)])
                 self.keys[c.i] = c.key
                 if self.has_payload(c.i):
                     self.payload_clones += 1

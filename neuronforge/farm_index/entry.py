@@ -1,8 +1,8 @@
-"""One row of the farm index: what the store knows of one cache key, small enough that thousands fit
-in a page object — the published artifact's summary (from its manifest), the last failure, and a
-build in progress.
+"""The farm index's log records of one cache key — an artifact published (its summary, from its
+manifest), a build failed, a build claimed, an artifact deleted — and the aggregates of its rows.
+The row (`Entry`) and the record (`LogRecord`) are typed in `neuronforge.records.farm_index`.
 
-Built by the same functions whether the row comes from a publish that has the manifest in hand or
+Built by the same functions whether the record comes from a publish that has the manifest in hand or
 from `rebuild` reading the manifests back, so the index and the manifests cannot describe an
 artifact differently.
 """
@@ -15,81 +15,21 @@ from typing import Any
 
 from neuronforge.errors import NeuronforgeError
 from neuronforge.records.artifact_manifest import ArtifactManifest
+from neuronforge.records.farm_index import Entry, LogRecord
 from neuronforge.records.index_entry import IndexEntry
 from neuronforge.source import model_name
 from neuronforge.target import TargetSpec
 
-KINDS = ("published", "failed", "building", "deleted")
-
-
-@dataclass
-class Entry:
-    key: str
-    model: str = ""
-    profile: str = ""  # ref, name@version
-    target: str = ""  # slug
-    instance: str = ""
-    # The published artifact's summary (None: not published, or deleted since).
-    published: dict[str, Any] | None = None
-    # The last failed build of the key (`failures/<key>.json`), kept even once published: the
-    # manifest wins, as `failures` says.
-    failure: dict[str, Any] | None = None
-    # A build took the key's lease (holder, started); readers confirm it against `locks/<key>`.
-    building: dict[str, Any] | None = None
-
-    @property
-    def sort_key(self) -> tuple[str, str, str, str]:
-        return (self.model, self.profile, self.target, self.key)
-
-    @property
-    def status_class(self) -> str:
-        """published, smoke-failed, failed or building (stale is decided by the reader)."""
-        if self.published is not None:
-            return "published"
-        if self.failure is not None and (self.building is None or self.failure["at"] >= self.building["at"]):
-            return "smoke-failed" if self.failure.get("stage") == "smoke" else "failed"
-        if self.building is not None:
-            return "building"
-        return "failed" if self.failure is not None else "deleted"
-
-    @property
-    def empty(self) -> bool:
-        return self.published is None and self.failure is None and self.building is None
-
-    def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v not in (None, "")}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Entry:
-        """A row as stored; a field of the wrong type is a ValueError (the page is then corrupt and
-        rebuilt), so a forged page whose checksum was recomputed cannot carry a number where the
-        readers sort, filter and render text, or a list where they read a record."""
-        known = {f: data[f] for f in cls.__dataclass_fields__ if f in data}
-        if not isinstance(known.get("key"), str):
-            raise ValueError("an index entry without a key")
-        for name in ("model", "profile", "target", "instance"):
-            if not isinstance(known.get(name, ""), str):
-                raise ValueError(f"index entry {known['key'][:12]}: {name} is not text")
-        for name in ("published", "failure", "building"):
-            value = known.get(name)
-            if value is not None and not (isinstance(value, dict) and isinstance(value.get("at", ""), str)):
-                raise ValueError(f"index entry {known['key'][:12]}: {name} is not a record")
-        return cls(**known)
-
-    def apply(self, record: dict[str, Any]) -> None:
-        """Fold one log record (`kind` + fields) into this row."""
-        kind = record["kind"]
-        for name in ("model", "profile", "target", "instance"):
-            if record.get(name) and (kind == "published" or not getattr(self, name)):
-                setattr(self, name, str(record[name]))
-        if kind == "published":
-            self.published, self.building = dict(record["published"]), None
-        elif kind == "failed":
-            self.failure, self.building = dict(record["failure"]), None
-        elif kind == "building":
-            self.building = dict(record["building"])
-        elif kind == "deleted":
-            self.published = None
+__all__ = [
+    "Aggregates",
+    "Entry",
+    "LogRecord",
+    "building_record",
+    "deleted_record",
+    "failure_record",
+    "published_record",
+    "target_variant",
+]
 
 
 def target_variant(target: Any) -> str:
@@ -119,7 +59,7 @@ def _number(value: Any, scale: float = 1.0, digits: int = 3) -> float | None:
     return None
 
 
-def published_record(index: IndexEntry, manifest: ArtifactManifest) -> dict[str, Any]:
+def published_record(index: IndexEntry, manifest: ArtifactManifest) -> LogRecord:
     """The log record of a published artifact (its index pointer and manifest, as `publish` wrote them)."""
     target = manifest.request.get("target")
     toolchain = manifest.toolchain
@@ -141,31 +81,31 @@ def published_record(index: IndexEntry, manifest: ArtifactManifest) -> dict[str,
         "launch": manifest.launch_files(),
         "variant": _variant(manifest),
     }
-    return {
-        "kind": "published",
-        "key": manifest.cache_key,
-        "model": model_name(manifest.source.model_dump()),
-        "profile": manifest.profile.ref if manifest.profile is not None else "",
-        "target": manifest.target_slug,
-        "instance": str(target.get("instance_type") or "") if isinstance(target, dict) else "",
-        "published": summary,
-    }
+    return LogRecord(
+        kind="published",
+        key=manifest.cache_key,
+        model=model_name(manifest.source.model_dump()),
+        profile=manifest.profile.ref if manifest.profile is not None else "",
+        target=manifest.target_slug,
+        instance=str(target.get("instance_type") or "") if isinstance(target, dict) else "",
+        published=summary,
+    )
 
 
-def failure_record(failure: Any) -> dict[str, Any]:
+def failure_record(failure: Any) -> LogRecord:
     """The log record of a `failures.BuildFailure`."""
-    return {
-        "kind": "failed",
-        "key": failure.key,
-        "model": failure.model,
-        "profile": failure.profile,
-        "target": failure.target,
-        "instance": failure.instance,
-        "failure": {"stage": failure.stage, "error": failure.error, "run_id": failure.run_id, "at": failure.at},
-    }
+    return LogRecord(
+        kind="failed",
+        key=failure.key,
+        model=failure.model,
+        profile=failure.profile,
+        target=failure.target,
+        instance=failure.instance,
+        failure={"stage": failure.stage, "error": failure.error, "run_id": failure.run_id, "at": failure.at},
+    )
 
 
-def building_record(key: str, holder: str, at: str, state: Any = None) -> dict[str, Any]:
+def building_record(key: str, holder: str, at: str, state: Any = None) -> LogRecord:
     what: dict[str, Any] = {}
     if state is not None:
         target = state.target
@@ -175,11 +115,11 @@ def building_record(key: str, holder: str, at: str, state: Any = None) -> dict[s
             "target": target.slug,
             "instance": target.instance.name,
         }
-    return {"kind": "building", "key": key, **what, "building": {"holder": holder, "at": at}}
+    return LogRecord(kind="building", key=key, **what, building={"holder": holder, "at": at})
 
 
-def deleted_record(key: str) -> dict[str, Any]:
-    return {"kind": "deleted", "key": key}
+def deleted_record(key: str) -> LogRecord:
+    return LogRecord(kind="deleted", key=key)
 
 
 @dataclass

@@ -43,7 +43,7 @@ def test_two_hosts_racing_200_publishes_lose_no_entry(s3_bucket: str) -> None:
     head, _ = snapshot.read_head(store)
     assert head is not None and head.rows >= index_log.COMPACT_AT  # publishers compacted as they went
     tail, _ = index_log.read_tail(store)
-    assert tail is not None and tail["next_seq"] == 201 and len(tail["records"]) < index_log.COMPACT_AT
+    assert tail is not None and tail.next_seq == 201 and len(tail.records) < index_log.COMPACT_AT
     assert farm_index.check(store) == []
 
 

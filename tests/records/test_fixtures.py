@@ -55,7 +55,8 @@ def test_each_fixture_is_a_complete_artifact_to_the_readers(store_copy) -> None:
     # the outputs are URIs of the store being read, also where the manifest held its writer's URIs
     assert hit.uris and all(uri.startswith(f"{store_copy.root_uri}/{hit.prefix}/") for uri in hit.uris.values())
     record = published_record(found.index, found.manifest)
-    assert record["key"] == found.manifest.cache_key and record["published"]["files"] == len(found.manifest.files)
+    assert record.key == found.manifest.cache_key and record.published is not None
+    assert record.published["files"] == len(found.manifest.files)
 
 
 def test_the_first_manifests_had_no_profile_and_uris_for_outputs() -> None:
