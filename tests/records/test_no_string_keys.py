@@ -16,6 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from neuronforge.records.artifact_manifest import ArtifactManifest
+from neuronforge.records.farm_index import Entry, FarmIndexHead, FarmIndexTail, LogRecord
 from neuronforge.records.index_entry import IndexEntry
 from neuronforge.records.payload_manifest import PayloadManifest
 
@@ -28,6 +29,10 @@ GUARDED: dict[type[BaseModel], tuple[str, ...]] = {
     ArtifactManifest: ("manifest", "m", "artifact_manifest"),
     IndexEntry: ("index", "entry", "pointer", "index_entry"),
     PayloadManifest: ("manifest", "payload_manifest", "staged"),
+    FarmIndexTail: ("tail",),
+    FarmIndexHead: ("head",),
+    LogRecord: ("record",),
+    Entry: ("e", "row_entry"),
 }
 
 # module (repository path) -> the record its guarded names hold there, still a dict
