@@ -19,6 +19,7 @@ from neuronforge.records.artifact_manifest import ArtifactManifest
 from neuronforge.records.farm_index import Entry, FarmIndexHead, FarmIndexTail, LogRecord
 from neuronforge.records.index_entry import IndexEntry
 from neuronforge.records.payload_manifest import PayloadManifest
+from neuronforge.records.smoke_reference import SmokeReference
 
 REPO = Path(__file__).resolve().parents[2]
 SCANNED = ("neuronforge", "plugins", "operators", "dags")
@@ -33,6 +34,7 @@ GUARDED: dict[type[BaseModel], tuple[str, ...]] = {
     FarmIndexHead: ("head",),
     LogRecord: ("record",),
     Entry: ("e", "row_entry"),
+    SmokeReference: ("expected", "reference"),
 }
 
 # module (repository path) -> the record its guarded names hold there, still a dict
