@@ -26,7 +26,7 @@ def test_cold_run_publishes_a_verifiable_artifact(compiled: Compiled, tmp_path: 
     assert out.status == "published" and out.compiler_invocations == 2  # prefill-32 + decode
     manifest_key = f"{out.published.prefix}/{layout.ARTIFACT_MANIFEST}"
     assert verify_manifest(compiled.store, manifest_key, download_to=tmp_path) == []
-    m = out.published.manifest
+    m = out.published.manifest.to_json()  # as stored
     paths = {f["path"] for f in m["files"]}
     assert {"cpu-aoti/config.json", "cpu-aoti/tokenizer.json", "cpu-aoti/compiled.json",
             "cpu-aoti/graphs/prefill-32.pt2", "cpu-aoti/graphs/decode.pt2", "cpu-aoti/weights.safetensors",
@@ -269,7 +269,7 @@ def test_a_quantized_target_runs_end_to_end_on_the_cpu_backend(compiled: Compile
     shutil.copytree(compiled.work_dir / "compile-cache", work / "compile-cache")
     out = run_target(str(compiled.checkpoint), target, compiled.store, work)
     assert out.status == "published" and out.key != compiled.first.key  # quantization is in the key
-    m = out.published.manifest
+    m = out.published.manifest.to_json()  # as stored
     quantized = m["compile"]["quantized"]
     assert not quantized["reused"] and quantized["tensors_quantized"] == 14 and quantized["max_rel_error"] < 0.02
     assert "/quantized/" in quantized["uri"] and quantized["uri"].endswith("int8_per_channel-fp32")
