@@ -108,8 +108,8 @@ def scan_index(store: ArtifactStore) -> Iterator[IndexedArtifact]:
     for obj in store.list("index"):
         try:
             index = IndexEntry.read(store, obj.key)
-        except RecordError:
-            yield IndexedArtifact(obj.key, problem="not an index entry (no manifest key)")
+        except RecordError as exc:
+            yield IndexedArtifact(obj.key, problem="not an index entry (no manifest key)" if exc.loc else str(exc))
             continue
         except StoreError as exc:
             yield IndexedArtifact(obj.key, problem=str(exc))

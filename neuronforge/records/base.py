@@ -69,7 +69,8 @@ class StoredRecord(BaseModel):
         """`data` (parsed JSON) as this kind, lifted to the current schema; `where` names it in errors."""
         at = f"{where}: " if where else ""
         if not isinstance(data, dict):
-            raise RecordError(f"{at}not a {cls.KIND} (a JSON object was expected, found {type(data).__name__})")
+            article = "an" if cls.KIND[:1] in "aeiou" else "a"
+            raise RecordError(f"{at}not {article} {cls.KIND} (a JSON object was expected, found {type(data).__name__})")
         version = data.get(cls.VERSION_FIELD, cls.UNVERSIONED)
         if not isinstance(version, int) or isinstance(version, bool):
             raise RecordError(f"{at}{cls.KIND} has no readable {cls.VERSION_FIELD} ({version!r})")
