@@ -18,7 +18,7 @@ from typing import Any
 from neuronforge import layout
 from neuronforge.errors import StoreError
 from neuronforge.records.artifact_manifest import ArtifactManifest
-from neuronforge.records.base import RecordError
+from neuronforge.records.base import RecordError, RecordTooNew
 from neuronforge.records.index_entry import IndexEntry
 from neuronforge.records.parts import FileEntry
 from neuronforge.source import sha256_file
@@ -51,10 +51,13 @@ def format_uris(store: ArtifactStore, prefix: str, formats: dict[str, str]) -> d
 
 
 def lookup(store: ArtifactStore, key: str) -> Published | None:
-    """The published artifact for `key`, if its index entry points at a complete manifest."""
+    """The published artifact for `key`, if its index entry points at a complete manifest. A newer
+    neuronforge's entry or manifest is `RecordTooNew` (upgrade this host), not "unpublished"."""
     try:
         index = IndexEntry.read(store, layout.index_entry(key))
         manifest = ArtifactManifest.read(store, index.manifest)
+    except RecordTooNew:  # published by a newer neuronforge: never rebuilt over by this one
+        raise
     except (NotFound, StoreError):  # RecordError is a StoreError: a pointer to no artifact
         return None
     if manifest.cache_key != key:

@@ -146,3 +146,16 @@ def test_a_manifest_built_here_equals_the_same_one_read_back() -> None:
     built = ArtifactManifest(**{k: v for k, v in WRITTEN.items() if k != "schema_version"})
     assert ArtifactManifest.from_json(WRITTEN) == built and built.as_stored() == WRITTEN
     assert ArtifactManifest.from_json({**WRITTEN, "run_id": "other"}) != built
+
+
+def test_lookup_refuses_an_artifact_a_newer_neuronforge_published(tmp_path: Path) -> None:
+    """Not "unpublished" (which would rebuild and overwrite it): the one-line upgrade message."""
+    from neuronforge.published import lookup
+
+    store = open_store(f"file://{tmp_path}")
+    store.write_json("a/manifest.json", {**WRITTEN, "schema_version": 2})
+    store.write_json(f"index/{KEY}.json", {"schema_version": 1, "cache_key": KEY, "manifest": "a/manifest.json"})
+    with pytest.raises(RecordTooNew, match="upgrade neuronforge on this host"):
+        lookup(store, KEY)
+    store.write_json("a/manifest.json", {**WRITTEN, "files": "none"})
+    assert lookup(store, KEY) is None  # not an artifact: nothing published
