@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import StrictStr
-
 from neuronforge.records.base import StoredRecord
-from neuronforge.records.parts import FileEntry
+from neuronforge.records.parts import FileEntry, Text
 
 
 class PayloadManifest(StoredRecord):
     KIND: ClassVar[str] = "payload manifest"
     SCHEMA: ClassVar[int] = 1
+    # Its reader (publish) only ever needed the files: a tree staged by hand or by a test reads as 1.
+    UNVERSIONED: ClassVar[int | None] = 1
 
-    cache_key: StrictStr
     files: list[FileEntry]
+    cache_key: Text = ""

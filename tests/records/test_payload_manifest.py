@@ -37,7 +37,6 @@ def test_a_newer_payload_manifest_is_refused() -> None:
     ("data", "field"),
     [
         ({"cache_key": KEY, "files": [{"path": "a", "size": "1", "sha256": "0"}]}, "files.0.size"),
-        ({"cache_key": 1, "files": []}, "cache_key"),
         ({"cache_key": KEY}, "files"),
     ],
 )
@@ -46,7 +45,6 @@ def test_wrong_types_name_the_field(data: dict, field: str) -> None:
         PayloadManifest.from_json({"schema_version": 1, **data}, "builds/x")
 
 
-def test_a_payload_manifest_without_version_is_refused() -> None:
-    """Only the pipeline writes it (with its version): one without is no payload manifest."""
-    with pytest.raises(RecordError, match="no readable schema_version"):
-        PayloadManifest.from_json({"cache_key": KEY, "files": []})
+def test_a_tree_staged_without_version_or_key_reads() -> None:
+    """Its reader only ever needed the files (trees staged by hand or by tests hold nothing else)."""
+    assert PayloadManifest.from_json({"files": []}) == PayloadManifest(files=[])
