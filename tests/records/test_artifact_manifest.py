@@ -159,3 +159,29 @@ def test_lookup_refuses_an_artifact_a_newer_neuronforge_published(tmp_path: Path
         lookup(store, KEY)
     store.write_json("a/manifest.json", {**WRITTEN, "files": "none"})
     assert lookup(store, KEY) is None  # not an artifact: nothing published
+
+
+def test_a_forged_manifest_costs_what_it_forged_never_a_traceback(tmp_path: Path) -> None:
+    """The catalog's artifact page and `ls` read a store's manifests as they are: one whose file sizes
+    are text is no artifact (the page's 404, skipped by the scans); one whose shown parts are of the
+    wrong types is shown without them, and its JSON as the store holds it."""
+    from neuronforge import layout
+    from neuronforge.farm import farm_row
+    from neuronforge.farm_index import snapshot
+    from tests.farm_index.publishers import key_of, manifest_only
+
+    store = open_store(f"file://{tmp_path}")
+    broken, mistyped = key_of("forged", 0), key_of("forged", 1)
+    for key, changes in (
+        (broken, {"files": [{**FILES[0], "size": "5"}]}),
+        (mistyped, {"smoke": "<script>", "formats": ["<img>"], "hosts": {"cpu_seconds": "<b>"}}),
+    ):
+        index, manifest = manifest_only(store, key)
+        store.write_json(index.manifest, {**manifest.as_stored(), **changes})
+    assert farm_row(store, broken) is None
+    row, shown = farm_row(store, mistyped)
+    assert row.key == mistyped and row.uris == {} and row.cpu_seconds is None
+    assert shown is not None and shown.smoke == {} and shown.as_stored()["smoke"] == "<script>"
+    entries, skipped = snapshot.scan(store)
+    assert set(entries) == {mistyped} and [s.index_key for s in skipped] == [layout.index_entry(broken)]
+    assert skipped[0].problem == "not an artifact manifest (its files are not path/size/sha256 entries)"
