@@ -124,7 +124,7 @@ def test_export_smoke_and_publish_read_back_by_the_real_optimum_neuron(
     assert "--tensor_parallel_size 2 --batch_size 2 --sequence_length 64" in (dl / "launch/serve.sh").read_text()
     assert not (dl / "lmi").exists() and not (dl / "tnx").exists() and not (dl / "optimum").exists()
     # What `neuronforge verify` does with a downloaded artifact: the profile's preflight again.
-    assert PROFILE.preflight(Artifact.from_manifest(dl, manifest)) == []
+    assert PROFILE.preflight(Artifact.from_manifest(dl, out.published.manifest)) == []
 
 
 def test_a_second_target_reuses_the_cache(fake_optimum: Path, checkpoint: Path, tmp_path: Path) -> None:
