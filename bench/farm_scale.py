@@ -214,10 +214,11 @@ def real_artifact(artifact_store: str | None, scratch: Path) -> tuple[Template, 
             settings.DEFAULT_MODEL, TargetSpec.parse(settings.DEFAULT_TARGET), store, scratch / "home" / "work"
         )
         print(f"  {out.key[:12]} {out.status} in {time.monotonic() - t0:.0f} s", flush=True)
-    found = next((f for f in published_manifests(store) if f[2].get("profile", {}).get("name") == "cpu"), None)
+    cpu = (f for f in published_manifests(store) if f[2].profile is not None and f[2].profile.name == "cpu")
+    found = next(cpu, None)
     if found is None or not hasattr(store, "root"):
         raise SystemExit(f"{store.root_uri}: no published cpu-profile artifact in a file store to clone")
-    _, index, manifest = found
+    index, manifest = found[1].to_json(), found[2].as_stored()  # cloned as the store holds them
     tc = Toolchain.from_json(manifest["toolchain"])
     old = Toolchain(
         tc.backend,
@@ -247,15 +248,23 @@ class Clone:
     i: int
     key: str
     prefix: str
-    manifest: dict[str, Any]
+    manifest: dict[str, Any]  # as stored
     index: dict[str, Any]
+
+    @property
+    def records(self) -> tuple[Any, Any]:
+        """The index entry and the manifest as the readers hold them."""
+        from neuronforge.records.artifact_manifest import ArtifactManifest
+        from neuronforge.records.index_entry import IndexEntry
+
+        return IndexEntry.from_json(self.index), ArtifactManifest.from_json(self.manifest)
 
 
 def make_clone(tpl: Template, i: int, now: str) -> Clone:
     """Clone `i` (0: the real artifact itself) under the genuine key of its request."""
     from neuronforge import layout
     from neuronforge.profiles.registry import compile_request
-    from neuronforge.published import INDEX_SCHEMA
+    from neuronforge.records.index_entry import IndexEntry
     from neuronforge.request import cache_key, cache_key_material
     from neuronforge.source import ModelSource
 
@@ -280,7 +289,7 @@ def make_clone(tpl: Template, i: int, now: str) -> Clone:
         "published_at": now,
     }
     manifest_key = f"{prefix}/{layout.ARTIFACT_MANIFEST}"
-    index = {"schema_version": INDEX_SCHEMA, "cache_key": key, "manifest": manifest_key, "prefix": prefix}
+    index = {"schema_version": IndexEntry.SCHEMA, "cache_key": key, "manifest": manifest_key, "prefix": prefix}
     return Clone(i, key, prefix, manifest, index)
 
 
@@ -366,7 +375,7 @@ class Farm:
                 for c in rest:
                     self._objects(c)
             for c in clones:
-                record = farm_index.published_record(c.index, c.manifest)
+                record = farm_index.published_record(*c.records)
                 mark, t = self.calls.mark(), time.perf_counter()
                 farm_index.append(self.store, [record])
                 self.publish_seconds.append(time.perf_counter() - t)
@@ -391,7 +400,7 @@ class Farm:
         for start in range(0, n, 2000):
             clones = [make_clone(self.tpl, i, now) for i in range(start, min(n, start + 2000))]
             for c in clones:
-                merge(entries, [{**farm_index.published_record(c.index, c.manifest), "seq": 0}])
+                merge(entries, [farm_index.published_record(*c.records).numbered(0)])
                 self.keys[c.i] = c.key
                 if self.has_payload(c.i):
                     self.payload_clones += 1

@@ -517,20 +517,21 @@ def _open_artifact(ref: str, store_uri: str) -> tuple[Any, str, str]:
         store, key = _open_manifest(ref)
         return store, key, ""
     from neuronforge import layout
+    from neuronforge.records.base import RecordError
+    from neuronforge.records.index_entry import IndexEntry
     from neuronforge.stores import NotFound, open_store
 
     store = open_store(store_uri, must_exist=True)
     key = find_key(store, ref)
     try:
-        entry = store.read_json(layout.index_entry(key))
+        entry = IndexEntry.read(store, layout.index_entry(key))
     except NotFound:
         raise InvalidInput(f"no artifact in {store.root_uri} has the cache key {key}") from None
-    if not isinstance(entry, dict) or not isinstance(entry.get("manifest"), str):
+    except RecordError:
         raise InvalidInput(
             f"{store.uri(layout.index_entry(key))} is not an index entry (run neuronforge index rebuild)"
-        )
-    manifest_key = entry["manifest"]
-    return store, manifest_key, entry.get("prefix") or manifest_key.rpartition("/")[0]
+        ) from None
+    return store, entry.manifest, entry.artifact_prefix
 
 
 def _output_uris(store: Any, prefix: str, formats: dict[str, str]) -> dict[str, str]:
@@ -544,23 +545,25 @@ def _output_uris(store: Any, prefix: str, formats: dict[str, str]) -> dict[str, 
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from neuronforge.published import read_manifest
+
     store, key, prefix = _open_artifact(args.ref, args.store)
-    m = store.read_json(key)
+    m = read_manifest(store, key)
     if args.json:
-        _print_json(m)
+        _print_json(m.as_stored())
         return EXIT_OK
-    smoke = m.get("smoke", {})
-    target = m["request"]["target"]
+    smoke = m.smoke
+    target = m.request["target"]
     print(f"artifact   {store.uri(key).rsplit('/', 1)[0]}")
-    print(f"cache key  {m['cache_key']}")
-    print(f"model      {m['source']['location']} @ {m['source']['revision']}")
-    print(f"target     {m['target_slug']} (batch {target['batch_size']}, sequence {target['sequence_length']})")
-    if "profile" in m:
-        prof = m["profile"]
-        print(f"profile    {prof['ref']} (SDK {prof['sdk_release']}): {prof['title']}")
-    tc = m["toolchain"]
-    print(f"toolchain  {tc['backend']} {tc['backend_version']}, {tc['compiler']} {tc['compiler_version']}")
-    print(f"flags      {' '.join(m['compiler_flags']) or '(none)'}")
+    print(f"cache key  {m.cache_key}")
+    print(f"model      {m.source.location} @ {m.source.revision}")
+    print(f"target     {m.target_slug} (batch {target['batch_size']}, sequence {target['sequence_length']})")
+    if m.profile is not None:
+        prof = m.profile
+        print(f"profile    {prof.ref} (SDK {prof.sdk_release}): {prof.title}")
+    tc = m.toolchain
+    print(f"toolchain  {tc.backend} {tc.backend_version}, {tc.compiler} {tc.compiler_version}")
+    print(f"flags      {' '.join(m.compiler_flags) or '(none)'}")
     print(f"smoke      {'passed' if smoke.get('passed') else 'FAILED'}: {smoke.get('reason')}")
     if smoke.get("load_s") is not None:
         print(
@@ -569,11 +572,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         )
     from neuronforge.hosts import describe
 
-    for i, line in enumerate(describe(m.get("hosts"))):
+    for i, line in enumerate(describe(m.hosts)):
         print(f"{'hosts' if i == 0 else '':<10} {line}")
-    size = sum(f["size"] for f in m["files"])
-    print(f"files      {len(m['files'])} ({size} bytes), published {m['published_at']}")
-    outputs = _output_uris(store, prefix, m.get("formats") or {})
+    print(f"files      {len(m.files)} ({m.size_bytes} bytes), published {m.published_at}")
+    outputs = _output_uris(store, prefix, m.formats)
     width = max(map(len, outputs), default=0)
     for i, (name, uri) in enumerate(outputs.items()):
         print(f"{'outputs' if i == 0 else '':<10} {name:<{width}}  {uri}")

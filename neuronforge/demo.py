@@ -149,12 +149,13 @@ def demo() -> int:
         return 1
 
     from neuronforge.cli import main as cli
+    from neuronforge.published import read_manifest
     from neuronforge.stores import open_store
 
     print()
     cli(["ls", settings.store_uri()])
     root, _, name = cold.manifest_uri.rpartition("/")
-    key = open_store(root, must_exist=True).read_json(name)["cache_key"]
+    key = read_manifest(open_store(root, must_exist=True), name).cache_key
     print(f"\nThis demo's artifact (cache key {key}):")
     cli(["show", cold.manifest_uri])
     print("\nIts consumer's load-time rules, re-checked on a downloaded copy:")

@@ -17,8 +17,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from neuronforge import layout
 from neuronforge.errors import InvalidInput, StoreError
 from neuronforge.farm_index import Entry, PageRef
+from neuronforge.records.artifact_manifest import ArtifactManifest
 from neuronforge.stored_numbers import finite, whole
 from neuronforge.stores import ArtifactStore
 
@@ -245,25 +247,25 @@ def resolve_key(store: ArtifactStore, key: str) -> str | None:
     return None
 
 
-def farm_row(store: ArtifactStore, key: str) -> tuple[FarmRow, dict[str, Any] | None] | None:
+def farm_row(store: ArtifactStore, key: str) -> tuple[FarmRow, ArtifactManifest | None] | None:
     """One build's row and its manifest, drawn from that artifact's own files (its index pointer,
     manifest and folder listing: three requests), else its failure record or lease."""
     from neuronforge import leases
     from neuronforge.failures import read_failure
     from neuronforge.farm_index.entry import building_record, failure_record, published_record
-    from neuronforge.published import incomplete_files, manifest_problem
-    from neuronforge.stores import NotFound
+    from neuronforge.published import incomplete_files, read_manifest
+    from neuronforge.records.index_entry import IndexEntry
 
     full = resolve_key(store, key)
     if full is None:
         return None
     try:
-        index = store.read_json(f"index/{full}.json")
-        manifest = store.read_json(index["manifest"])
-    except (NotFound, KeyError, TypeError, StoreError):
+        index = IndexEntry.read(store, layout.index_entry(full))
+        manifest = read_manifest(store, index.manifest)
+    except StoreError:  # gone, unreadable, or not an index entry / artifact manifest (RecordError)
         index = manifest = None
     newest = _newest_refs()
-    if manifest is not None and manifest_problem(manifest) is None and manifest["cache_key"] == full:
+    if index is not None and manifest is not None and manifest.cache_key == full:
         e = Entry(full)
         e.apply(published_record(index, manifest))
         row = row_of(store, e, newest)

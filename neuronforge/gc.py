@@ -116,24 +116,23 @@ def confirmed(store: ArtifactStore, a: Published) -> bool:
 def unconfirmed_reason(store: ArtifactStore, a: Published) -> str | None:
     """Why the manifest does not confirm what the index says of `a` (None: it does)."""
     from neuronforge.errors import StoreError
-    from neuronforge.published import manifest_problem
+    from neuronforge.published import read_manifest, why_not_artifact
+    from neuronforge.records.base import RecordError
     from neuronforge.stores import NotFound
 
     try:
-        m = store.read_json(a.manifest_key)
+        m = read_manifest(store, a.manifest_key)
+    except RecordError as exc:
+        return f"its manifest is not a complete one: {why_not_artifact(exc)}"
     except (NotFound, StoreError) as exc:
         log.warning("gc: %s: the index names %s, which cannot be read; left alone", a.key[:12], a.manifest_key)
         return f"its manifest cannot be read ({type(exc).__name__})"
-    problem = manifest_problem(m)
-    if problem is not None:
-        return f"its manifest is not a complete one: {problem}"
-    if m["cache_key"] != a.key:
-        return f"its manifest is of another cache key ({str(m['cache_key'])[:12]})"
-    tc = m["toolchain"]
-    if (tc.get("compiler"), tc.get("compiler_version")) != (a.compiler, a.compiler_version):
+    if m.cache_key != a.key:
+        return f"its manifest is of another cache key ({m.cache_key[:12]})"
+    tc = m.toolchain
+    if (tc.compiler, tc.compiler_version) != (a.compiler, a.compiler_version):
         return (
-            f"its manifest says {tc.get('compiler')} {tc.get('compiler_version')}, the farm index "
-            f"{a.compiler} {a.compiler_version}"
+            f"its manifest says {tc.compiler} {tc.compiler_version}, the farm index {a.compiler} {a.compiler_version}"
         )
     return None
 

@@ -42,7 +42,6 @@ from neuronforge.localcache import (
     StoredObjects,
     adopt,
     file_entries,
-    manifest_bytes,
     materialize,
     publish_tree,
     stored_objects_of,
@@ -51,6 +50,7 @@ from neuronforge.planner import Check, Plan, plan, static_checks
 from neuronforge.profiles import ServingProfile
 from neuronforge.profiles.registry import compile_request, profile_of
 from neuronforge.published import Published, lookup
+from neuronforge.records.payload_manifest import PayloadManifest
 from neuronforge.request import CompileRequest, Toolchain, cache_key
 from neuronforge.source import ModelSource
 from neuronforge.stages.resolve import resolve_source
@@ -441,13 +441,13 @@ def _compile(state: BuildState, ctx: Context) -> BuildState:
         ctx.store,
     )
     record["formats"] = formats
-    manifest = {"schema_version": 1, "cache_key": key, "files": file_entries(payload)}
-    prefix = layout.build_prefix(key, hashlib.sha256(manifest_bytes(manifest)).hexdigest())
+    manifest = PayloadManifest(cache_key=key, files=file_entries(payload))
+    prefix = layout.build_prefix(key, hashlib.sha256(manifest.to_bytes()).hexdigest())
     # Bytes once: what the store already holds (the checkpoint's files, the compile-cache entries just
     # synced) is copied inside it, not uploaded a second time.
     stored = stored_inputs(state, ctx)
     stored.update({(f["sha256"], int(f["size"])): f["key"] for f in synced.stored})
-    ref = publish_tree(ctx.store, payload, prefix, manifest, stored=stored)
+    ref = publish_tree(ctx.store, payload, prefix, manifest.to_json(), stored=stored)
     adopt(payload, ref, ctx.work_dir)  # a smoke test on this host (the CLI) downloads nothing
     shutil.rmtree(out.build_dir, ignore_errors=True)
     return state.model_copy(update={"compiled": CompiledRef(build=ref, record=record)})

@@ -10,28 +10,22 @@ catalog read artifacts through this module, below the stage that writes them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from neuronforge import layout
 from neuronforge.errors import StoreError
+from neuronforge.records.artifact_manifest import ArtifactManifest
+from neuronforge.records.base import RecordError, RecordTooNew
+from neuronforge.records.index_entry import IndexEntry
+from neuronforge.records.parts import FileEntry
 from neuronforge.source import sha256_file
-from neuronforge.stored_numbers import whole
 from neuronforge.stores import ArtifactStore, NotFound
 
 log = logging.getLogger(__name__)
-MANIFEST_SCHEMA = 1
-INDEX_SCHEMA = 1
 SMOKE_JSON = "smoke.json"
-# What a manifest must hold to be read at all (a complete one also lists every file present).
-MANIFEST_SHAPE: dict[str, type] = {
-    "cache_key": str,
-    "source": dict,
-    "toolchain": dict,
-    "files": list,
-}
 
 
 @dataclass
@@ -40,7 +34,7 @@ class Published:
     prefix: str
     manifest_uri: str
     uris: dict[str, str] = field(default_factory=dict)  # output (model folder, launch) -> URI
-    manifest: dict[str, Any] = field(default_factory=dict)
+    manifest: ArtifactManifest | None = None
 
 
 def format_uris(store: ArtifactStore, prefix: str, formats: dict[str, str]) -> dict[str, str]:
@@ -57,20 +51,24 @@ def format_uris(store: ArtifactStore, prefix: str, formats: dict[str, str]) -> d
 
 
 def lookup(store: ArtifactStore, key: str) -> Published | None:
-    """The published artifact for `key`, if its index entry points at a complete manifest."""
+    """The published artifact for `key`, if its index entry points at a complete manifest. A newer
+    neuronforge's entry or manifest is `RecordTooNew` (upgrade this host), not "unpublished"."""
     try:
-        index = store.read_json(layout.index_entry(key))
-        manifest = store.read_json(index["manifest"])
-    except (NotFound, KeyError, StoreError):
+        index = IndexEntry.read(store, layout.index_entry(key))
+        manifest = ArtifactManifest.read(store, index.manifest)
+    except RecordTooNew:  # published by a newer neuronforge: never rebuilt over by this one
+        raise
+    except (NotFound, StoreError):  # RecordError is a StoreError: a pointer to no artifact
         return None
-    if manifest.get("cache_key") != key:
+    if manifest.cache_key != key:
         return None
-    missing = missing_files(object_sizes(store, index["prefix"]), index["prefix"], manifest.get("files", []))
+    prefix = index.artifact_prefix
+    missing = missing_files(object_sizes(store, prefix), prefix, manifest.files)
     if missing:
         log.warning("index/%s points at an incomplete artifact (%s missing); ignoring it", key[:12], missing[0])
         return None
-    uris = format_uris(store, index["prefix"], manifest.get("formats", {}))
-    return Published(key, index["prefix"], store.uri(index["manifest"]), uris, manifest)
+    uris = format_uris(store, prefix, manifest.formats)
+    return Published(key, prefix, store.uri(index.manifest), uris, manifest)
 
 
 @dataclass(frozen=True)
@@ -79,32 +77,32 @@ class IndexedArtifact:
     publishes nothing (unreadable, not JSON, another kind of file, manifest gone)."""
 
     index_key: str
-    index: dict[str, Any] | None = None
-    manifest: dict[str, Any] | None = None
+    index: IndexEntry | None = None
+    manifest: ArtifactManifest | None = None
     problem: str | None = None
 
 
-def manifest_problem(manifest: Any) -> str | None:
-    """None for something shaped like an artifact manifest, else what it lacks."""
-    if not isinstance(manifest, dict):
-        return f"not an artifact manifest (a JSON {type(manifest).__name__})"
-    wrong = [k for k, kind in MANIFEST_SHAPE.items() if not isinstance(manifest.get(k), kind)]
-    if wrong:
-        return f"not an artifact manifest (no valid {', '.join(wrong)})"
-    if not all(_file_entry(f) for f in manifest["files"]):
-        return "not an artifact manifest (its files are not path/size/sha256 entries)"
+def manifest_problem(data: Any) -> str | None:
+    """None for what reads as an artifact manifest, else what it lacks (one line, no traceback)."""
+    try:
+        ArtifactManifest.from_json(data)
+    except RecordError as exc:
+        return why_not_artifact(exc)
     return None
 
 
-def _file_entry(f: Any) -> bool:
-    """A manifest's file as `publish` writes it: a path and a sha256 that are text, a size that is a
-    whole number (what readers add up and compare with the store's listing)."""
-    return (
-        isinstance(f, dict)
-        and isinstance(f.get("path"), str)
-        and isinstance(f.get("sha256"), str)
-        and whole(f.get("size")) is not None
-    )
+def why_not_artifact(exc: RecordError) -> str:
+    """What a manifest that did not read lacks, in one line."""
+    if exc.loc[:1] == ("files",) and len(exc.loc) > 1:
+        return "not an artifact manifest (its files are not path/size/sha256 entries)"
+    if exc.loc:
+        return f"not an artifact manifest (no valid {exc.loc[0]})"
+    return str(exc)  # not an object, no schema version, a newer one
+
+
+def read_manifest(store: ArtifactStore, key: str) -> ArtifactManifest:
+    """The artifact manifest at `key`; one that is not (forged, truncated, newer) is a RecordError."""
+    return ArtifactManifest.read(store, key)
 
 
 def scan_index(store: ArtifactStore) -> Iterator[IndexedArtifact]:
@@ -112,22 +110,25 @@ def scan_index(store: ArtifactStore) -> Iterator[IndexedArtifact]:
     a store holds (another JSON file, bytes that are not JSON) makes the scan fail."""
     for obj in store.list("index"):
         try:
-            index = store.read_json(obj.key)
+            index = IndexEntry.read(store, obj.key)
+        except RecordError as exc:
+            yield IndexedArtifact(obj.key, problem="not an index entry (no manifest key)" if exc.loc else str(exc))
+            continue
         except StoreError as exc:
             yield IndexedArtifact(obj.key, problem=str(exc))
             continue
-        if not isinstance(index, dict) or not isinstance(index.get("manifest"), str):
-            yield IndexedArtifact(obj.key, problem="not an index entry (no manifest key)")
-            continue
         try:
-            manifest = store.read_json(index["manifest"])
+            raw = store.read_json(index.manifest)
         except StoreError as exc:
             yield IndexedArtifact(obj.key, index, problem=f"manifest unreadable: {exc}")
             continue
-        yield IndexedArtifact(obj.key, index, manifest, manifest_problem(manifest))
+        try:
+            yield IndexedArtifact(obj.key, index, ArtifactManifest.from_json(raw))
+        except RecordError as exc:
+            yield IndexedArtifact(obj.key, index, problem=why_not_artifact(exc))
 
 
-def published_manifests(store: ArtifactStore) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
+def published_manifests(store: ArtifactStore) -> Iterator[tuple[str, IndexEntry, ArtifactManifest]]:
     """(index key, index entry, manifest) of every index entry whose manifest is readable and is
     one; any other entry publishes nothing and is skipped (`scan_index` says why)."""
     for entry in scan_index(store):
@@ -135,38 +136,43 @@ def published_manifests(store: ArtifactStore) -> Iterator[tuple[str, dict[str, A
             yield entry.index_key, entry.index, entry.manifest
 
 
-def incomplete_files(store: ArtifactStore, index: dict[str, Any], manifest: dict[str, Any]) -> list[str]:
+def incomplete_files(store: ArtifactStore, index: IndexEntry, manifest: ArtifactManifest) -> list[str]:
     """The manifest's files that the store lacks or holds at another size (one listing, no
     download: what `ls` can afford per artifact; `verify` also re-hashes)."""
-    prefix = index.get("prefix") or index["manifest"].rpartition("/")[0]
-    return verify_files(store, prefix, manifest["files"])
+    return verify_files(store, index.artifact_prefix, manifest.files)
 
 
 def verify_manifest(store: ArtifactStore, manifest_key: str, download_to: Path | None = None) -> list[str]:
     """Problems with a published artifact: files missing, sizes or (when downloaded) sha256 wrong."""
-    return verify_files(store, manifest_key.rpartition("/")[0], store.read_json(manifest_key)["files"], download_to)
+    try:
+        files = read_manifest(store, manifest_key).files
+    except RecordError as exc:
+        if not exc.loc:  # not JSON, no or a newer schema version: the store's problem, as it says
+            raise
+        return [why_not_artifact(exc)]
+    return verify_files(store, manifest_key.rpartition("/")[0], files, download_to)
 
 
 def verify_files(
-    store: ArtifactStore, prefix: str, files: list[dict[str, Any]], download_to: Path | None = None
+    store: ArtifactStore, prefix: str, files: Sequence[FileEntry], download_to: Path | None = None
 ) -> list[str]:
     """Problems with the files a manifest lists under `prefix` (the artifact root, "" for the store's
     root): missing or another size, and when downloaded into `download_to`, another sha256. A path
     that would leave the artifact folder is refused, never downloaded."""
-    escaping = [f["path"] for f in files if Path(f["path"]).is_absolute() or ".." in Path(f["path"]).parts]
+    escaping = [f.path for f in files if Path(f.path).is_absolute() or ".." in Path(f.path).parts]
     problems = [f"{path}: path escapes the artifact folder" for path in escaping]
-    files = [f for f in files if f["path"] not in escaping]
+    files = [f for f in files if f.path not in escaping]
     present = object_sizes(store, prefix)
     missing = missing_files(present, prefix, files)
     problems += [f"{path}: missing or wrong size" for path in missing]
     if download_to is not None:
         for f in files:
-            if _under(prefix, f["path"]) not in present:
+            if _under(prefix, f.path) not in present:
                 continue
             # a file of the wrong size is still downloaded: the caller may inspect what is there
-            store.get_file(_under(prefix, f["path"]), download_to / f["path"])
-            if f["path"] not in missing and sha256_file(download_to / f["path"]) != f["sha256"]:
-                problems.append(f"{f['path']}: sha256 mismatch")
+            store.get_file(_under(prefix, f.path), download_to / f.path)
+            if f.path not in missing and sha256_file(download_to / f.path) != f.sha256:
+                problems.append(f"{f.path}: sha256 mismatch")
     return problems
 
 
@@ -178,6 +184,6 @@ def object_sizes(store: ArtifactStore, prefix: str) -> dict[str, int]:
     return {o.key: o.size for o in store.list(prefix)}
 
 
-def missing_files(present: dict[str, int], prefix: str, files: list[dict[str, Any]]) -> list[str]:
+def missing_files(present: dict[str, int], prefix: str, files: Sequence[FileEntry]) -> list[str]:
     """Manifest entries absent from the store listing `present` (key -> size), or with another size."""
-    return [f["path"] for f in files if present.get(_under(prefix, f["path"])) != f["size"]]
+    return [f.path for f in files if present.get(_under(prefix, f.path)) != f.size]

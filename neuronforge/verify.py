@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from neuronforge.errors import InvalidInput
-from neuronforge.published import verify_files
+from neuronforge.published import read_manifest, verify_files
+from neuronforge.records.base import RecordError
 from neuronforge.stores import ArtifactStore, NotFound
 
 
@@ -47,18 +48,20 @@ def verify_artifact(store: ArtifactStore, manifest_key: str, work_dir: Path, ret
     from neuronforge.profiles.base import Artifact
 
     try:
-        manifest = store.read_json(manifest_key)
+        manifest = read_manifest(store, manifest_key)
     except NotFound:
         raise InvalidInput(
             f"{store.uri(manifest_key)}: no manifest there (give an artifact root or its manifest.json)"
         ) from None
+    except RecordError as exc:
+        if not exc.loc:  # not JSON, no or a newer schema version: a store problem, as it says
+            raise
+        raise InvalidInput(f"{exc} (not a neuronforge artifact manifest)") from None
     prefix = manifest_key.rpartition("/")[0]
-    files = manifest.get("files")
-    if not isinstance(files, list) or "profile" not in manifest or "request" not in manifest:
+    if manifest.profile is None or not manifest.request:
         raise InvalidInput(f"{store.uri(manifest_key)} is not a neuronforge artifact manifest with a profile")
-    result = Verification(
-        store.uri(prefix) if prefix else store.root_uri, manifest["profile"].get("ref", "?"), len(files)
-    )
+    files = manifest.files
+    result = Verification(store.uri(prefix) if prefix else store.root_uri, manifest.profile.ref or "?", len(files))
     work_dir.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="nf-verify-", dir=work_dir))
     try:

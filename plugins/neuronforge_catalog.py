@@ -247,7 +247,7 @@ def _farm_page(store: Any, query: Any, offset: int, limit: int):
         raise HTTPException(status_code=503, detail=UNREADABLE) from None
 
 
-def _farm_row(store: Any, key: str) -> tuple[Any, dict[str, Any] | None]:
+def _farm_row(store: Any, key: str) -> tuple[Any, Any]:
     """One artifact's row and manifest (`farm.farm_row`), else 404."""
     from neuronforge.errors import NeuronforgeError
     from neuronforge.farm import farm_row
@@ -282,7 +282,7 @@ def _artifact_prefix(store: Any, row: Any) -> str | None:
     return prefix if is_safe_relpath(prefix) else None
 
 
-def _snippets(store: Any, row: Any, manifest: dict[str, Any] | None) -> dict[str, str]:
+def _snippets(store: Any, row: Any, manifest: Any) -> dict[str, str]:
     """The artifact's launch files up to SNIPPET_LIMIT, as text (larger, missing or oddly named
     ones: left out; a larger one unread when the manifest gives its size)."""
     from neuronforge.errors import StoreError
@@ -290,15 +290,14 @@ def _snippets(store: Any, row: Any, manifest: dict[str, Any] | None) -> dict[str
     prefix = _artifact_prefix(store, row) if row.launch else None
     if prefix is None:
         return {}
-    files = (manifest or {}).get("files") or ()
-    sizes = {str(f.get("path")): f.get("size") for f in files if isinstance(f, dict)}
+    sizes = {f.path: f.size for f in manifest.files} if manifest is not None else {}
     out = {}
     for name in sorted(row.launch):
         if not _plain_name(name):
             log.warning("neuronforge catalog: launch file %r of %s not read: not a plain name", name, row.key)
             continue
         size = sizes.get(f"launch/{name}")
-        if isinstance(size, int) and size > SNIPPET_LIMIT:
+        if size is not None and size > SNIPPET_LIMIT:
             continue
         try:
             data = store.get_bytes(f"{prefix}/launch/{name}")
@@ -338,7 +337,7 @@ def artifact(key: str) -> dict[str, Any]:
     store = _store()
     row, manifest = _farm_row(store, key)
     out = row.to_json()
-    out["manifest"] = manifest
+    out["manifest"] = manifest.as_stored() if manifest is not None else None  # as the store holds it
     out["snippets"] = _snippets(store, row, manifest)
     return out
 
@@ -600,7 +599,7 @@ def catalog_page(
     return HTMLResponse(page_html)
 
 
-def _detail_view(row: Any, manifest: dict[str, Any] | None, snippets: dict[str, str]) -> dict[str, Any]:
+def _detail_view(row: Any, manifest: Any, snippets: dict[str, str]) -> dict[str, Any]:
     """One artifact as `artifact.html.j2` shows it."""
     from neuronforge.hosts import describe
 
@@ -613,7 +612,7 @@ def _detail_view(row: Any, manifest: dict[str, Any] | None, snippets: dict[str, 
     latency = None
     if row.ttft_ms is not None or row.per_token_ms is not None:
         latency = {"ttft": _ms(row.ttft_ms), "per_token": _ms(row.per_token_ms)}
-    hosts = describe((manifest or {}).get("hosts")) if row.manifest_uri else []
+    hosts = describe(manifest.hosts) if manifest is not None and row.manifest_uri else []
     return {
         "short_key": row.key[:12],
         "key": row.key,

@@ -48,7 +48,7 @@ def test_a_published_artifact(store, compiled: Compiled) -> None:
     assert row.incomplete is None  # a page of the farm does not list every artifact's folder
     detail, manifest = farm_row(store, row.key[:12])  # one artifact: its own manifest and listing
     assert detail == FarmRow(**{**row.to_json(), "incomplete": []})
-    assert manifest is not None and manifest["cache_key"] == row.key
+    assert manifest is not None and manifest.cache_key == row.key
 
 
 def test_failures_leases_and_filters(store) -> None:
@@ -105,23 +105,26 @@ def test_a_forged_record_is_read_without_what_it_mistyped(tmp_path: Path) -> Non
     outputs are not a mapping gives a row without them, not an error on the catalog page."""
     from neuronforge.farm import row_of
     from neuronforge.farm_index import Entry
+    from neuronforge.records.farm_index import LogRecord
 
     e = Entry("k" * 64, model="m", profile="cpu@local")
     e.apply(
-        {
-            "kind": "published",
-            "key": e.key,
-            "published": {
-                "size_bytes": "<b>",
-                "ttft_ms": float("nan"),
-                "per_token_ms": True,
-                "cpu_seconds": "1",
-                "neuron_seconds": 2,
-                "formats": ["x"],
-                "launch": "serve.sh",
-                "prefix": "artifacts/x",
-            },
-        }
+        LogRecord.model_validate(
+            {
+                "kind": "published",
+                "key": e.key,
+                "published": {
+                    "size_bytes": "<b>",
+                    "ttft_ms": float("nan"),
+                    "per_token_ms": True,
+                    "cpu_seconds": "1",
+                    "neuron_seconds": 2,
+                    "formats": ["x"],
+                    "launch": "serve.sh",
+                    "prefix": "artifacts/x",
+                },
+            }
+        )
     )
     row = row_of(open_store(f"file://{tmp_path}"), e, {})
     assert (row.size_bytes, row.ttft_ms, row.per_token_ms, row.cpu_seconds) == (None, None, None, None)

@@ -192,7 +192,7 @@ def test_a_new_profile_version_makes_the_catalog_stale_until_rebuilt(
     )
     pinned = load_catalog(pinned_path)
     first = run_target(str(compiled.checkpoint), TargetSpec.parse(target), store, work)
-    assert first.published.manifest["profile"]["ref"] == "vllm-neuron@2.26.1"
+    assert first.published.manifest.profile.ref == "vllm-neuron@2.26.1"
     v1_toolchains = recompile.detect_toolchains([V1])
     assert isinstance(v1_toolchains[V1.ref], Toolchain)
     (before,) = recompile.find_stale(follows, v1_toolchains, store, work)
@@ -255,7 +255,7 @@ def test_a_new_profile_version_makes_the_catalog_stale_until_rebuilt(
 
     # Rebuilt as the run asks: fresh for 2.27.0, published for both versions.
     rebuilt = run_target(str(compiled.checkpoint), TargetSpec.parse(stale.target), store, work)
-    assert rebuilt.key == stale.key and rebuilt.published.manifest["profile"]["ref"] == "vllm-neuron@2.27.0"
+    assert rebuilt.key == stale.key and rebuilt.published.manifest.profile.ref == "vllm-neuron@2.27.0"
     (now,) = recompile.find_stale(follows, v2_toolchains, store, work)
     assert (now.status, now.published_for, now.stale_for) == (
         "fresh",

@@ -16,17 +16,17 @@ import json
 import logging
 import random
 import time
-from typing import Any
 
 from neuronforge import layout
 from neuronforge.errors import StoreError
+from neuronforge.records.base import RecordError
+from neuronforge.records.farm_index import FarmIndexTail
 from neuronforge.stores import ArtifactStore, NotFound
 
 log = logging.getLogger(__name__)
 
 ROOT = layout.FARM_INDEX
 TAIL = f"{ROOT}/tail.json"
-SCHEMA = 1
 COMPACT_AT = 64  # records in the tail that make its writer compact
 MAX_TRIES = 200  # conflicting appends before giving up (each loser retries at once, jittered)
 
@@ -36,26 +36,14 @@ class IndexCorrupt(StoreError):
     never trusted, rebuilt from the manifests."""
 
 
-def parse_tail(data: bytes) -> dict[str, Any]:
+def parse_tail(data: bytes) -> FarmIndexTail:
     try:
-        tail = json.loads(data)
-    except ValueError as exc:
-        raise IndexCorrupt(f"{TAIL} is not JSON ({exc})") from None
-    if (
-        not isinstance(tail, dict)
-        or tail.get("schema") != SCHEMA
-        or not isinstance(tail.get("next_seq"), int)
-        or not isinstance(tail.get("records"), list)
-        or not all(
-            isinstance(r, dict) and isinstance(r.get("seq"), int) and isinstance(r.get("key"), str)
-            for r in tail["records"]
-        )
-    ):
-        raise IndexCorrupt(f"{TAIL} is not a farm-index tail (schema {SCHEMA})")
-    return tail
+        return FarmIndexTail.from_bytes(data, TAIL)
+    except RecordError as exc:  # not JSON, another schema, wrong types: rebuilt from the manifests
+        raise IndexCorrupt(str(exc)) from None
 
 
-def read_tail(store: ArtifactStore) -> tuple[dict[str, Any] | None, str]:
+def read_tail(store: ArtifactStore) -> tuple[FarmIndexTail | None, str]:
     """(tail, version), or (None, "") when there is none yet."""
     try:
         data, version = store.read_versioned(TAIL)
@@ -64,8 +52,8 @@ def read_tail(store: ArtifactStore) -> tuple[dict[str, Any] | None, str]:
     return parse_tail(data), version
 
 
-def encode_tail(tail: dict[str, Any]) -> bytes:
-    return json.dumps(tail, sort_keys=True, separators=(",", ":")).encode()
+def encode_tail(tail: FarmIndexTail) -> bytes:
+    return json.dumps(tail.to_json(), sort_keys=True, separators=(",", ":")).encode()
 
 
 def trim(store: ArtifactStore, through: int) -> None:
@@ -74,15 +62,15 @@ def trim(store: ArtifactStore, through: int) -> None:
         tail, version = read_tail(store)
         if tail is None:
             return
-        kept = [r for r in tail["records"] if r["seq"] > through]
-        if len(kept) == len(tail["records"]):
+        kept = [r for r in tail.records if r.seq is not None and r.seq > through]
+        if len(kept) == len(tail.records):
             return
-        next_seq = max(tail["next_seq"], through + 1)
-        if store.replace_if_version(encode_tail({**tail, "next_seq": next_seq, "records": kept}), TAIL, version):
+        trimmed = FarmIndexTail(next_seq=max(tail.next_seq, through + 1), records=kept)
+        if store.replace_if_version(encode_tail(trimmed), TAIL, version):
             return
         time.sleep(random.uniform(0, 0.05))
 
 
 def reset(store: ArtifactStore, next_seq: int) -> None:
     """Replace a tail that could not be read by an empty one (after a rebuild holds what it lost)."""
-    store.put_bytes(encode_tail({"schema": SCHEMA, "next_seq": next_seq, "records": []}), TAIL)
+    store.put_bytes(encode_tail(FarmIndexTail(next_seq=next_seq)), TAIL)

@@ -15,17 +15,20 @@ from neuronforge.errors import NeuronforgeError, StoreError
 from neuronforge.failures import BuildFailure, write_failure
 from neuronforge.farm_index import snapshot
 from neuronforge.farm_index.entry import building_record, failure_record, published_record
-from neuronforge.farm_index.log import COMPACT_AT, MAX_TRIES, SCHEMA, TAIL, IndexCorrupt, encode_tail, read_tail
+from neuronforge.farm_index.log import COMPACT_AT, MAX_TRIES, TAIL, IndexCorrupt, encode_tail, read_tail
 from neuronforge.leases import Lease
+from neuronforge.records.artifact_manifest import ArtifactManifest
+from neuronforge.records.farm_index import FarmIndexTail, LogRecord
+from neuronforge.records.index_entry import IndexEntry
 from neuronforge.stores import ArtifactStore
 
 log = logging.getLogger(__name__)
 
 
-def append(store: ArtifactStore, records: list[dict[str, Any]], *, compact: bool = True) -> int:
-    """Append `records` (each a `kind` + `key` + fields) to the tail by compare-and-swap and return
-    the last sequence number given; compact when the tail is due. A corrupt tail is replaced by a
-    rebuild from the manifests (which holds what it lost)."""
+def append(store: ArtifactStore, records: list[LogRecord], *, compact: bool = True) -> int:
+    """Append `records` to the tail by compare-and-swap and return the last sequence number given;
+    compact when the tail is due. A corrupt tail is replaced by a rebuild from the manifests (which
+    holds what it lost)."""
     for attempt in range(MAX_TRIES):
         try:
             tail, version = read_tail(store)
@@ -34,14 +37,14 @@ def append(store: ArtifactStore, records: list[dict[str, Any]], *, compact: bool
             snapshot.rebuild(store)
             continue
         if tail is None:
-            tail = {"schema": SCHEMA, "next_seq": snapshot.head_seq(store) + 1, "records": []}
-        seq = tail["next_seq"]
-        new = [{**r, "seq": seq + i} for i, r in enumerate(records)]
-        updated = {**tail, "next_seq": seq + len(new), "records": [*tail["records"], *new]}
+            tail = FarmIndexTail(next_seq=snapshot.head_seq(store) + 1)
+        seq = tail.next_seq
+        new = [r.numbered(seq + i) for i, r in enumerate(records)]
+        updated = FarmIndexTail(next_seq=seq + len(new), records=[*tail.records, *new])
         data = encode_tail(updated)
         done = store.replace_if_version(data, TAIL, version) if version else store.put_if_absent(data, TAIL)
         if done:
-            if compact and len(updated["records"]) >= COMPACT_AT:
+            if compact and len(updated.records) >= COMPACT_AT:
                 try:
                     snapshot.compact(store)
                 except (StoreError, OSError) as exc:  # the records are in; whoever comes next compacts
@@ -51,7 +54,7 @@ def append(store: ArtifactStore, records: list[dict[str, Any]], *, compact: bool
     raise StoreError(f"{store.uri(TAIL)}: {MAX_TRIES} conflicting writes in a row; the index was not updated")
 
 
-def note_published(store: ArtifactStore, index: dict[str, Any], manifest: dict[str, Any]) -> None:
+def note_published(store: ArtifactStore, index: IndexEntry, manifest: ArtifactManifest) -> None:
     """After `index/<key>.json` (two requests). Its failure does not unpublish anything: the index
     is a cache of the manifests, and the next compaction finds the pointer without a record."""
     try:
@@ -59,7 +62,7 @@ def note_published(store: ArtifactStore, index: dict[str, Any], manifest: dict[s
     except (StoreError, OSError) as exc:
         log.warning(
             "published %s, but the farm index was not updated (%s); its next compaction recovers it",
-            manifest["cache_key"][:12],
+            manifest.cache_key[:12],
             exc,
         )
 

@@ -21,7 +21,8 @@ from typing import Any
 from neuronforge.errors import StoreError
 from neuronforge.farm_index.entry import Entry
 from neuronforge.farm_index.log import IndexCorrupt, read_tail
-from neuronforge.farm_index.snapshot import Head, PageRef, merge, read_head, read_page, rebuild, scan
+from neuronforge.farm_index.snapshot import Head, PageRef, after, merge, read_head, read_page, rebuild, scan
+from neuronforge.records.farm_index import LogRecord
 from neuronforge.stores import ArtifactStore, NotFound
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ class Window:
 class FarmIndex:
     store: ArtifactStore
     head: Head | None
-    records: list[dict[str, Any]]  # tail records after the head's sequence number
+    records: list[LogRecord]  # tail records after the head's sequence number
     memory: dict[str, Entry] | None = None  # rebuilt in memory (the store could not be written)
 
     @classmethod
@@ -61,8 +62,7 @@ class FarmIndex:
                 if not cls._rebuild(store):
                     return cls._in_memory(store)
                 continue
-            floor = head.seq if head else 0
-            return cls(store, head, [r for r in (tail or {}).get("records", []) if r["seq"] > floor])
+            return cls(store, head, after(tail, head.seq if head else 0))
         raise StoreError(f"{store.uri('farm-index')} keeps changing under this reader; try again")
 
     @staticmethod
@@ -162,7 +162,7 @@ class FarmIndex:
         for key, e in self._tail_entries.items():
             if key in known:
                 was_empty = entries[key].empty
-                merge(entries, [r for r in self.records if r["key"] == key])
+                merge(entries, [r for r in self.records if r.key == key])
                 removed += entries[key].empty and not was_empty
                 continue
             if e.empty:

@@ -24,63 +24,32 @@ import logging
 import time
 import uuid
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+from pydantic import ValidationError
 
 from neuronforge.errors import StoreError
 from neuronforge.farm_index.entry import Aggregates, Entry, failure_record, published_record
 from neuronforge.farm_index.log import ROOT, IndexCorrupt, read_tail, reset, trim
+from neuronforge.records.base import RecordError
+from neuronforge.records.farm_index import FarmIndexHead as Head
+from neuronforge.records.farm_index import FarmIndexTail, LogRecord, PageRef
+from neuronforge.records.index_entry import IndexEntry
 from neuronforge.stores import ArtifactStore, NotFound
 
 log = logging.getLogger(__name__)
 
 HEAD = f"{ROOT}/head.json"
 PAGES = f"{ROOT}/pages"
-SCHEMA = 1
 PAGE_ROWS = 2000
 MODELS_PER_PAGE = 200  # a page naming more distinct models than this is not skipped by a model filter
 
 
-@dataclass
-class PageRef:
-    key: str
-    rows: int
-    sha256: str
-    first: list[str]  # sort key of the first entry
-    last: list[str]
-    profiles: list[str]
-    instances: list[str]
-    statuses: list[str]
-    models: list[str] | None = None  # None: too many to list
-
-
-@dataclass
-class Head:
-    seq: int = 0  # the last tail record folded in
-    pages: list[PageRef] = field(default_factory=list)
-    aggregates: dict[str, Any] = field(default_factory=dict)
-    built_at: str = ""
-
-    @property
-    def rows(self) -> int:
-        return sum(p.rows for p in self.pages)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"schema": SCHEMA, **asdict(self)}
-
-
 def parse_head(data: bytes) -> Head:
     try:
-        raw = json.loads(data)
-        if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
-            raise ValueError(f"not a farm-index head (schema {SCHEMA})")
-        return Head(
-            seq=int(raw["seq"]),
-            pages=[PageRef(**p) for p in raw["pages"]],
-            aggregates=dict(raw.get("aggregates") or {}),
-            built_at=str(raw.get("built_at", "")),
-        )
-    except (ValueError, KeyError, TypeError) as exc:
+        return Head.from_bytes(data, HEAD)
+    except RecordError as exc:  # not JSON, another schema, wrong types: rebuilt from the manifests
         raise IndexCorrupt(f"{HEAD} cannot be read as a farm-index head: {exc}") from None
 
 
@@ -107,6 +76,10 @@ def read_page(store: ArtifactStore, ref: PageRef) -> list[Entry]:
         raise IndexCorrupt(f"{ref.key} does not match the sha256 its head records")
     try:
         return [Entry.from_json(json.loads(line)) for line in gzip.decompress(data).splitlines() if line]
+    except ValidationError as exc:  # a row of the wrong types: the first, in one line
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise IndexCorrupt(f"{ref.key} cannot be read: a row's {where}: {first['msg']}") from None
     except (ValueError, OSError, TypeError) as exc:
         raise IndexCorrupt(f"{ref.key} cannot be read: {exc}") from None
 
@@ -141,7 +114,8 @@ def write_snapshot(store: ArtifactStore, entries: Iterable[Entry], seq: int, ver
         refs.append(_page_ref(key, data, chunk))
     for e in rows:
         aggregates.add(e)
-    head = Head(seq, refs, aggregates.to_json(), time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    built_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    head = Head(seq=seq, pages=refs, aggregates=aggregates.to_json(), built_at=built_at)
     data = json.dumps(head.to_json(), sort_keys=True, separators=(",", ":")).encode()
     done = store.put_if_absent(data, HEAD) if version is None else store.replace_if_version(data, HEAD, version)
     if not done:
@@ -151,6 +125,11 @@ def write_snapshot(store: ArtifactStore, entries: Iterable[Entry], seq: int, ver
     return head
 
 
+def after(tail: FarmIndexTail | None, floor: int) -> list[LogRecord]:
+    """The tail's records after sequence number `floor` (those a head at `floor` has not folded in)."""
+    return [r for r in tail.records if (r.seq or 0) > floor] if tail is not None else []
+
+
 def _drop_pages(store: ArtifactStore, old: Head | None, new: Head) -> None:
     keep = {p.key for p in new.pages}
     for ref in old.pages if old else ():
@@ -158,9 +137,9 @@ def _drop_pages(store: ArtifactStore, old: Head | None, new: Head) -> None:
             store.delete_prefix(ref.key)
 
 
-def merge(entries: dict[str, Entry], records: Iterable[dict[str, Any]]) -> None:
-    for record in sorted(records, key=lambda r: r["seq"]):
-        entries.setdefault(record["key"], Entry(record["key"])).apply(record)
+def merge(entries: dict[str, Entry], records: Iterable[LogRecord]) -> None:
+    for record in sorted(records, key=lambda r: r.seq or 0):
+        entries.setdefault(record.key, Entry(record.key)).apply(record)
 
 
 def compact(store: ArtifactStore, reconcile: bool = True) -> Head | None:
@@ -174,11 +153,11 @@ def compact(store: ArtifactStore, reconcile: bool = True) -> Head | None:
         log.warning("farm index: %s; rebuilding it from the manifests", exc)
         return rebuild(store)
     floor = head.seq if head else 0
-    records = [r for r in (tail or {}).get("records", []) if r["seq"] > floor]
+    records = after(tail, floor)
     merge(entries, records)
     if reconcile:
         _reconcile(store, entries)
-    seq = max([floor, *(r["seq"] for r in records)])
+    seq = max([floor, *(r.seq or 0 for r in records)])
     new = write_snapshot(store, entries.values(), seq, version if head else None)
     if new is None:
         log.info("farm index: another writer compacted first")
@@ -199,7 +178,6 @@ def _listed_keys(store: ArtifactStore, prefix: str, suffix: str) -> set[str]:
 def _reconcile(store: ArtifactStore, entries: dict[str, Entry]) -> None:
     from neuronforge import leases
     from neuronforge.failures import read_failure
-    from neuronforge.published import manifest_problem
 
     pointers = _listed_keys(store, "index", ".json")
     gone = [key for key, e in entries.items() if e.published is not None and key not in pointers]
@@ -211,10 +189,10 @@ def _reconcile(store: ArtifactStore, entries: dict[str, Entry]) -> None:
         )
     recovered = []
     for key in sorted(pointers - {k for k, e in entries.items() if e.published is not None}):
-        record = _pointer_record(store, f"index/{key}.json", manifest_problem)
+        record = _pointer_record(store, f"index/{key}.json")
         if record is not None:
             recovered.append(key)
-            merge(entries, [{**record, "seq": 0}])
+            merge(entries, [record.numbered(0)])
     if recovered:
         log.warning(
             "farm index: %d artifact(s) were published without their index record (e.g. %s); recovered",
@@ -228,7 +206,7 @@ def _reconcile(store: ArtifactStore, entries: dict[str, Entry]) -> None:
     for key in sorted(failures - {k for k, e in entries.items() if e.failure is not None}):
         failure = read_failure(store, key)
         if failure is not None:
-            merge(entries, [{**failure_record(failure), "seq": 0}])
+            merge(entries, [failure_record(failure).numbered(0)])
     for key, e in entries.items():
         if e.building is not None:
             lease = leases.current(store, key)
@@ -236,21 +214,18 @@ def _reconcile(store: ArtifactStore, entries: dict[str, Entry]) -> None:
                 e.building = None
 
 
-def _pointer_record(store: ArtifactStore, index_key: str, manifest_problem: Any) -> dict[str, Any] | None:
+def _pointer_record(store: ArtifactStore, index_key: str) -> dict[str, Any] | None:
     """The published record of one index pointer, or None when it publishes nothing."""
+    from neuronforge.published import read_manifest
+
     try:
-        index = store.read_json(index_key)
-        if not isinstance(index, dict) or not isinstance(index.get("manifest"), str):
-            return None
-        manifest = store.read_json(index["manifest"])
-    except StoreError:
+        index = IndexEntry.read(store, index_key)
+        manifest = read_manifest(store, index.manifest)
+    except StoreError:  # unreadable, or not an index entry / artifact manifest (RecordError)
         return None
-    if manifest_problem(manifest) is not None or f"index/{manifest['cache_key']}.json" != index_key:
+    if f"index/{manifest.cache_key}.json" != index_key:
         return None
-    try:
-        return published_record(index, manifest)
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None
+    return published_record(index, manifest)
 
 
 @dataclass
@@ -272,29 +247,22 @@ def scan(store: ArtifactStore) -> tuple[dict[str, Entry], list[Skipped]]:
         if found.problem is not None or found.index is None or found.manifest is None:
             skipped.append(Skipped(found.index_key, found.problem or "unreadable"))
             continue
-        if f"index/{found.manifest['cache_key']}.json" != found.index_key:
+        if f"index/{found.manifest.cache_key}.json" != found.index_key:
             skipped.append(Skipped(found.index_key, "its manifest is for another cache key"))
             continue
-        try:
-            record = published_record(found.index, found.manifest)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            skipped.append(Skipped(found.index_key, f"manifest unreadable: {exc}"))
-            continue
-        merge(entries, [{**record, "seq": 0}])
+        merge(entries, [published_record(found.index, found.manifest).numbered(0)])
     for key in sorted(_listed_keys(store, "failures", ".json")):
         failure = read_failure(store, key)
         if failure is not None:
-            merge(entries, [{**failure_record(failure), "seq": 0}])
+            merge(entries, [failure_record(failure).numbered(0)])
     for key in sorted(_listed_keys(store, "locks", "")):
         lease = leases.current(store, key)
         if lease is not None and lease.live:
             e = entries.get(key)
             if e is None or e.published is None:
                 at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(lease.started))
-                merge(
-                    entries,
-                    [{"kind": "building", "key": key, "building": {"holder": lease.holder, "at": at}, "seq": 0}],
-                )
+                building = {"holder": lease.holder, "at": at}
+                merge(entries, [LogRecord(kind="building", key=key, building=building, seq=0)])
     return entries, skipped
 
 
@@ -308,7 +276,7 @@ def rebuild(store: ArtifactStore, skipped_out: list[Skipped] | None = None) -> H
         tail = None
         reset(store, head_seq(store) + 1_000_000)  # far past anything the lost tail numbered
         tail, _ = read_tail(store)
-    seq = max((r["seq"] for r in (tail or {}).get("records", [])), default=(tail or {}).get("next_seq", 1) - 1)
+    seq = max((r.seq or 0 for r in tail.records), default=tail.next_seq - 1) if tail is not None else 0
     seq = max(seq, head_seq(store))
     entries, skipped = scan(store)
     if skipped_out is not None:
@@ -331,7 +299,7 @@ def rebuild(store: ArtifactStore, skipped_out: list[Skipped] | None = None) -> H
     return new
 
 
-def iter_all(store: ArtifactStore, head: Head | None, records: list[dict[str, Any]]) -> Iterator[Entry]:
+def iter_all(store: ArtifactStore, head: Head | None, records: list[LogRecord]) -> Iterator[Entry]:
     """Every entry of the index (all pages and the tail): `verify --store`, `gc`, `catalog stale`."""
     entries = {e.key: e for ref in (head.pages if head else ()) for e in read_page(store, ref)}
     merge(entries, records)
@@ -346,12 +314,7 @@ def check(store: ArtifactStore) -> list[str]:
     try:
         head, _ = read_head(store)
         tail, _ = read_tail(store)
-        indexed = {
-            e.key: e
-            for e in iter_all(
-                store, head, [r for r in (tail or {}).get("records", []) if r["seq"] > (head.seq if head else 0)]
-            )
-        }
+        indexed = {e.key: e for e in iter_all(store, head, after(tail, head.seq if head else 0))}
     except (IndexCorrupt, NotFound) as exc:
         return [f"the farm index cannot be read ({exc}); {fix}"]
     published = {k: e for k, e in truth.items() if e.published is not None}

@@ -38,6 +38,7 @@ from neuronforge.backends.base import Backend
 if TYPE_CHECKING:
     from neuronforge.backends.interpreter import ToolchainPython
     from neuronforge.modelconfig import ModelArch
+    from neuronforge.records.artifact_manifest import ArtifactManifest
     from neuronforge.request import Toolchain
     from neuronforge.stores import ArtifactStore
     from neuronforge.target import TargetSpec
@@ -128,11 +129,12 @@ class Artifact:
     toolchain: Toolchain
 
     @classmethod
-    def from_manifest(cls, root: Path, manifest: dict[str, Any]) -> Artifact:
+    def from_manifest(cls, root: Path, manifest: ArtifactManifest) -> Artifact:
         from neuronforge.request import Toolchain
         from neuronforge.target import TargetSpec
 
-        return cls(root, TargetSpec.from_key_material(manifest["request"]), Toolchain.from_json(manifest["toolchain"]))
+        toolchain = Toolchain.from_json(manifest.toolchain.model_dump())
+        return cls(root, TargetSpec.from_key_material(manifest.request), toolchain)
 
 
 class ServingProfile(ABC):

@@ -6,7 +6,8 @@ shape of a record lives in one module and nobody else indexes it by string key.
 
 The version rule, the same for every kind:
 - a record carries its schema version under `VERSION_FIELD` (`schema_version` unless the kind has
-  always stored it under another name);
+  always stored it under another name); one without it is refused, unless its kind's readers never
+  required it (`UNVERSIONED`: the version such a record is read as);
 - a version newer than `SCHEMA` is refused with the upgrade to make (`RecordTooNew`): a reader
   never guesses at fields a later neuronforge added;
 - a version older than `SCHEMA` is lifted one step at a time by the class's `UPGRADES` (a function
@@ -34,7 +35,13 @@ if TYPE_CHECKING:
 
 
 class RecordError(StoreError):
-    """A stored record that cannot be read as its kind: not JSON, wrong types, unknown version."""
+    """A stored record that cannot be read as its kind: not JSON, wrong types, unknown version.
+    `loc` is the path of the first field that did not validate (empty when the whole record failed),
+    for readers that say which part of a record is wrong in their own words."""
+
+    def __init__(self, message: str, loc: tuple[str | int, ...] = ()) -> None:
+        super().__init__(message)
+        self.loc = loc
 
 
 class RecordTooNew(RecordError):
@@ -52,6 +59,9 @@ class StoredRecord(BaseModel):
     # None: a kind that has never stored its version (the lease, the failure record); every record
     # of it reads as `SCHEMA` and is written without one, as it always was
     VERSION_FIELD: ClassVar[str | None] = "schema_version"
+    # The version a record without `VERSION_FIELD` is read as, for a kind whose readers never required
+    # the field (records made by hand or by other tools read before, and still do); None: refused.
+    UNVERSIONED: ClassVar[int | None] = None
     # v -> a function lifting a version-v record (as a dict) to version v + 1
     UPGRADES: ClassVar[dict[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {}
 
@@ -61,10 +71,11 @@ class StoredRecord(BaseModel):
         """`data` (parsed JSON) as this kind, lifted to the current schema; `where` names it in errors."""
         at = f"{where}: " if where else ""
         if not isinstance(data, dict):
-            raise RecordError(f"{at}not a {cls.KIND} (a JSON object was expected, found {type(data).__name__})")
+            article = "an" if cls.KIND[:1] in "aeiou" else "a"
+            raise RecordError(f"{at}not {article} {cls.KIND} (a JSON object was expected, found {type(data).__name__})")
         if cls.VERSION_FIELD is None:
             return cls._validated(dict(data), at)
-        version = data.get(cls.VERSION_FIELD)
+        version = data.get(cls.VERSION_FIELD, cls.UNVERSIONED)
         if not isinstance(version, int) or isinstance(version, bool):
             raise RecordError(f"{at}{cls.KIND} has no readable {cls.VERSION_FIELD} ({version!r})")
         if version > cls.SCHEMA:
@@ -91,7 +102,7 @@ class StoredRecord(BaseModel):
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or "(record)"
-            raise RecordError(f"{at}not a valid {cls.KIND}: {field}: {first['msg']}") from None
+            raise RecordError(f"{at}not a valid {cls.KIND}: {field}: {first['msg']}", tuple(first["loc"])) from None
 
     @classmethod
     def from_bytes(cls, raw: bytes, where: str = "") -> Self:

@@ -31,15 +31,11 @@ import neuronforge
 from neuronforge import farm_index, layout
 from neuronforge.errors import InvalidInput, StoreError
 from neuronforge.localcache import TreeRef
-from neuronforge.published import (
-    INDEX_SCHEMA,
-    MANIFEST_SCHEMA,
-    SMOKE_JSON,
-    Published,
-    format_uris,
-    missing_files,
-    object_sizes,
-)
+from neuronforge.published import SMOKE_JSON, Published, format_uris, missing_files, object_sizes
+from neuronforge.records.artifact_manifest import ArtifactManifest
+from neuronforge.records.index_entry import IndexEntry
+from neuronforge.records.parts import FileEntry
+from neuronforge.records.payload_manifest import PayloadManifest
 from neuronforge.request import CompileRequest, Toolchain, cache_key_material
 from neuronforge.stores import ArtifactStore
 
@@ -58,7 +54,7 @@ class PublishInput:
     hosts: dict[str, Any] = field(default_factory=dict)  # where each stage ran, how long (`costs.host_report`)
 
 
-def _payload_files(store: ArtifactStore, build: TreeRef) -> list[dict[str, Any]]:
+def _payload_files(store: ArtifactStore, build: TreeRef) -> list[FileEntry]:
     """The staged payload's file list, from its manifest as the smoke test's ref pinned it."""
     raw = store.get_bytes(build.manifest_key)
     if hashlib.sha256(raw).hexdigest() != build.manifest_sha256:
@@ -66,7 +62,7 @@ def _payload_files(store: ArtifactStore, build: TreeRef) -> list[dict[str, Any]]
             f"{store.uri(build.manifest_key)} changed since the compile staged it; run the build again "
             "(what the smoke test loaded is no longer what would be published)"
         )
-    return list(json.loads(raw)["files"])
+    return list(PayloadManifest.from_bytes(raw, store.uri(build.manifest_key)).files)
 
 
 def publish(inp: PublishInput, store: ArtifactStore) -> Published:
@@ -74,43 +70,38 @@ def publish(inp: PublishInput, store: ArtifactStore) -> Published:
         raise InvalidInput(f"refusing to publish {inp.key[:12]}: the smoke test failed ({inp.smoke.get('reason')})")
     prefix = layout.artifact_prefix(inp.request.source, inp.request.target, inp.key)
     files = _payload_files(store, inp.build)
-    store.copy_objects(inp.build.prefix, prefix, [f["path"] for f in files])
+    store.copy_objects(inp.build.prefix, prefix, [f.path for f in files])
     smoke = (json.dumps(inp.smoke, indent=2) + "\n").encode()
     store.put_bytes(smoke, f"{prefix}/{SMOKE_JSON}")
-    files.append({"path": SMOKE_JSON, "size": len(smoke), "sha256": hashlib.sha256(smoke).hexdigest()})
-    files.sort(key=lambda f: f["path"])
+    files.append(FileEntry(path=SMOKE_JSON, size=len(smoke), sha256=hashlib.sha256(smoke).hexdigest()))
+    files.sort(key=lambda f: f.path)
     missing = missing_files(object_sizes(store, prefix), prefix, files)
     if missing:
         raise StoreError(f"{store.uri(prefix)}: {missing[:3]} missing or of another size after copying; not published")
-    compile_record = {k: v for k, v in inp.compile.items() if k != "formats"}
-    manifest = {
-        "schema_version": MANIFEST_SCHEMA,
-        "cache_key": inp.key,
-        "request": cache_key_material(inp.request, inp.toolchain),
-        "source": {
-            "kind": inp.request.source.kind,
-            "location": inp.request.source.location,
-            "revision": inp.request.source.resolved_revision,
-        },
-        "target_slug": inp.request.target.slug,
-        "profile": inp.request.profile.describe(),
-        "toolchain": inp.toolchain.to_json(),
-        "compiler_flags": list(inp.toolchain.compiler_flags),
-        "files": files,
+    source = inp.request.source
+    manifest = ArtifactManifest(
+        cache_key=inp.key,
+        request=cache_key_material(inp.request, inp.toolchain),
+        source={"kind": source.kind, "location": source.location, "revision": source.resolved_revision},
+        target_slug=inp.request.target.slug,
+        profile=inp.request.profile.describe(),
+        toolchain=inp.toolchain.to_json(),
+        compiler_flags=list(inp.toolchain.compiler_flags),
+        files=files,
         # Store-relative (to the artifact's folder): a copied or moved store renders its own URIs.
-        "formats": dict(inp.compile.get("formats") or {}),
-        "smoke": inp.smoke,
-        "compile": compile_record,
-        "hosts": inp.hosts,
-        "neuronforge_version": neuronforge.__version__,
-        "run_id": inp.run_id,
-        "published_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
+        formats=dict(inp.compile.get("formats") or {}),
+        smoke=inp.smoke,
+        compile={k: v for k, v in inp.compile.items() if k != "formats"},
+        hosts=inp.hosts,
+        neuronforge_version=neuronforge.__version__,
+        run_id=inp.run_id,
+        published_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    )
     manifest_key = f"{prefix}/{layout.ARTIFACT_MANIFEST}"
-    store.write_json(manifest_key, manifest)  # last: from here on the artifact exists
-    index = {"schema_version": INDEX_SCHEMA, "cache_key": inp.key, "manifest": manifest_key, "prefix": prefix}
-    if not store.put_if_absent(json.dumps(index, indent=2).encode(), layout.index_entry(inp.key)):
+    manifest.write(store, manifest_key)  # last: from here on the artifact exists
+    index = IndexEntry(cache_key=inp.key, manifest=manifest_key, prefix=prefix)
+    if not index.write_if_absent(store, layout.index_entry(inp.key)):
         log.info("index/%s already present (published by an earlier or concurrent run)", inp.key[:12])
     farm_index.note_published(store, index, manifest)
-    uris = format_uris(store, prefix, manifest["formats"])
+    uris = format_uris(store, prefix, manifest.formats)
     return Published(inp.key, prefix, store.uri(manifest_key), uris, manifest)

@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from neuronforge.progress import heartbeat
+from neuronforge.records.base import RecordError
+from neuronforge.records.smoke_reference import SmokeReference
 
 DEFAULT_PROMPTS = ("Hello, my name is", "The capital of France is")
 SMOKE_JSON = "smoke.json"
@@ -93,7 +95,7 @@ def write_expected(
     max_new_tokens: int,
     unquantized_dir: Path | None = None,
     with_logits: bool = False,
-) -> dict[str, Any]:
+) -> SmokeReference:
     """Compute the reference on this (CPU) host and write it into the payload (see module doc).
     `reference_dir`: the weights the artifact must reproduce (dequantized for a quantized target);
     `unquantized_dir`: the original weights, whose agreement is reported, never judged."""
@@ -107,17 +109,16 @@ def write_expected(
         if unquantized_dir is not None:
             unquantized = _reference_model(unquantized_dir, dtype)
             plain = [_reference(unquantized, ids, max_new_tokens)[0] for ids in prompt_ids]
-    expected = {
-        "schema_version": 1,
-        "reference": f"transformers {transformers.__version__} eager on the CPU, {dtype}, greedy",
-        "prompts": list(prompts),
-        "prompt_ids": prompt_ids,
-        "max_new_tokens": max_new_tokens,
-        "tokens": [tokens for tokens, _ in runs],
-        "unquantized_tokens": plain,
-    }
+    expected = SmokeReference(
+        reference=f"transformers {transformers.__version__} eager on the CPU, {dtype}, greedy",
+        prompts=list(prompts),
+        prompt_ids=prompt_ids,
+        max_new_tokens=max_new_tokens,
+        tokens=[tokens for tokens, _ in runs],
+        unquantized_tokens=plain,
+    )
     (payload / EXPECTED).parent.mkdir(parents=True, exist_ok=True)
-    (payload / EXPECTED).write_text(json.dumps(expected, indent=2) + "\n")
+    (payload / EXPECTED).write_text(json.dumps(expected.to_json(), indent=2) + "\n")  # its key order, unsorted
     if with_logits:
         from safetensors.torch import save_file
 
@@ -137,7 +138,7 @@ class SmokeInput:
     timeout_s: float = 600.0
 
 
-def _generate(inp: SmokeInput, expected: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+def _generate(inp: SmokeInput, expected: SmokeReference) -> tuple[dict[str, Any] | None, str]:
     """The backend loads the payload's model folder as its consumer does, in a child process."""
     from neuronforge.backends import get_backend
     from neuronforge.backends.base import GenerateJob
@@ -146,8 +147,8 @@ def _generate(inp: SmokeInput, expected: dict[str, Any]) -> tuple[dict[str, Any]
 
     job = GenerateJob(
         model_dir=inp.payload / inp.load.model_dir,
-        prompt_ids=expected["prompt_ids"],
-        max_new_tokens=int(expected["max_new_tokens"]),
+        prompt_ids=expected.prompt_ids,
+        max_new_tokens=expected.max_new_tokens,
         timeout_s=inp.timeout_s,
         cache=inp.cache,
         settings=dict(inp.load.settings),
@@ -174,8 +175,8 @@ def smoke_test(inp: SmokeInput) -> SmokeResult:
         return SmokeResult(False, reason, seconds=round(time.monotonic() - started, 3))
 
     try:
-        expected = json.loads((inp.payload / EXPECTED).read_text())
-    except (OSError, ValueError) as exc:
+        expected = SmokeReference.from_bytes((inp.payload / EXPECTED).read_bytes(), EXPECTED)
+    except (OSError, RecordError) as exc:
         return failed(f"the payload has no readable {EXPECTED} (the reference written at compile time): {exc}")
     inp.cache.local.mkdir(parents=True, exist_ok=True)
     before = _entries(inp.cache)
@@ -189,11 +190,11 @@ def smoke_test(inp: SmokeInput) -> SmokeResult:
     if child is None:
         return failed(error)
     logits = _reference_logits(inp.payload)
-    max_new = int(expected["max_new_tokens"])
+    max_new = expected.max_new_tokens
     rows, failures = [], []
     same = total = 0
-    plain_runs = expected.get("unquantized_tokens")
-    for i, (prompt, want, row) in enumerate(zip(expected["prompts"], expected["tokens"], child["rows"], strict=True)):
+    plain_runs = expected.unquantized_tokens
+    for i, (prompt, want, row) in enumerate(zip(expected.prompts, expected.tokens, child["rows"], strict=True)):
         got = row["tokens"]
         agree = next((j for j, (a, b) in enumerate(zip(got, want, strict=False)) if a != b), len(got))
         compared = max(1, agree)

@@ -95,7 +95,7 @@ def test_export_smoke_and_publish_read_back_by_the_real_optimum_neuron(
     out = run_target(str(checkpoint), target(batch_size=2), store, tmp_path / "work")
     assert out.status == "published" and out.compiler_invocations == 2
     assert len(fake_optimum.read_text().splitlines()) == 2
-    manifest = out.published.manifest
+    manifest = out.published.manifest.to_json()  # as stored
     assert manifest["toolchain"]["packages"]["optimum-neuron"] == "0.4.5"
     assert manifest["toolchain"]["compiler_version"] == VERSION
     assert manifest["profile"]["ref"] == "optimum-neuron@2.26.1"
@@ -124,7 +124,7 @@ def test_export_smoke_and_publish_read_back_by_the_real_optimum_neuron(
     assert "--tensor_parallel_size 2 --batch_size 2 --sequence_length 64" in (dl / "launch/serve.sh").read_text()
     assert not (dl / "lmi").exists() and not (dl / "tnx").exists() and not (dl / "optimum").exists()
     # What `neuronforge verify` does with a downloaded artifact: the profile's preflight again.
-    assert PROFILE.preflight(Artifact.from_manifest(dl, manifest)) == []
+    assert PROFILE.preflight(Artifact.from_manifest(dl, out.published.manifest)) == []
 
 
 def test_a_second_target_reuses_the_cache(fake_optimum: Path, checkpoint: Path, tmp_path: Path) -> None:
@@ -136,7 +136,7 @@ def test_a_second_target_reuses_the_cache(fake_optimum: Path, checkpoint: Path, 
     again = run_target(str(checkpoint), target(), store, tmp_path / "w2")
     assert again.status == "published" and again.compiler_invocations == 0
     assert len(fake_optimum.read_text().splitlines()) == 2
-    assert all(g["cached"] for g in again.published.manifest["compile"]["graphs"])
+    assert all(g["cached"] for g in again.published.manifest.compile["graphs"])
 
 
 def test_an_export_its_consumer_would_refuse_is_not_published(

@@ -11,6 +11,8 @@ import sys
 
 from neuronforge import layout
 from neuronforge.farm_index import note_published
+from neuronforge.records.artifact_manifest import ArtifactManifest
+from neuronforge.records.index_entry import IndexEntry
 from neuronforge.stores import ArtifactStore, open_store
 
 
@@ -20,10 +22,11 @@ def key_of(tag: str, i: int) -> str:
 
 def manifest_only(
     store: ArtifactStore, key: str, model: str = "org/model", profile: str = "cpu@local", compiler_version: str = "2.0"
-) -> tuple[dict, dict]:
+) -> tuple[IndexEntry, ArtifactManifest]:
     """Manifest and pointer, as a publisher killed before its index record leaves them."""
     prefix = f"artifacts/{model}/rev/t-{key[:6]}/{key[:12]}"
     manifest = {
+        "schema_version": 1,
         "cache_key": key,
         "source": {"kind": "hub", "location": model, "revision": "rev"},
         "toolchain": {"compiler": "torch-inductor", "compiler_version": compiler_version},
@@ -42,7 +45,7 @@ def manifest_only(
         "prefix": prefix,
     }
     store.put_if_absent(json.dumps(index).encode(), layout.index_entry(key))
-    return index, manifest
+    return IndexEntry.from_json(index), ArtifactManifest.from_json(manifest)
 
 
 def publish(store: ArtifactStore, key: str, **kwargs: str) -> None:

@@ -43,7 +43,7 @@ def test_two_hosts_racing_200_publishes_lose_no_entry(s3_bucket: str) -> None:
     head, _ = snapshot.read_head(store)
     assert head is not None and head.rows >= index_log.COMPACT_AT  # publishers compacted as they went
     tail, _ = index_log.read_tail(store)
-    assert tail is not None and tail["next_seq"] == 201 and len(tail["records"]) < index_log.COMPACT_AT
+    assert tail is not None and tail.next_seq == 201 and len(tail.records) < index_log.COMPACT_AT
     assert farm_index.check(store) == []
 
 
@@ -186,8 +186,8 @@ def test_one_model_has_one_name_in_every_record(tmp_path: Path) -> None:
 
     store = open_store(f"file://{tmp_path}/store")
     index, manifest = manifest_only(store, key_of("n", 0), model="tiny-llama")
-    manifest["source"]["kind"] = "builtin"
-    farm_index.note_published(store, index, manifest)
+    builtin = manifest.model_copy(update={"source": manifest.source.model_copy(update={"kind": "builtin"})})
+    farm_index.note_published(store, index, builtin)
     target = TargetSpec.parse({"instance_type": "inf2.xlarge", "tp_degree": 1, "sequence_length": 64})
     state = SimpleNamespace(model="builtin:tiny-llama", target=target)
     farm_index.record_failure(store, key_of("n", 1), "smoke", RuntimeError("differs"), "manual__1", state)

@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from neuronforge import farm_index, layout
+from neuronforge.records.artifact_manifest import ArtifactManifest
+from neuronforge.records.index_entry import IndexEntry
 from neuronforge.stores import open_store
 from neuronforge.target import TargetSpec
 from tests.conftest import TARGET, Compiled
@@ -43,14 +45,14 @@ def seeded_store(seeded_store: Path, compiled: Compiled) -> Path:
         key = hashlib.sha256(f"max_context_length={ctx}".encode()).hexdigest()
         prefix = f"{first.prefix.rsplit('/', 2)[0]}/{spec.slug}/{key[:12]}"
         shutil.copytree(seeded_store / first.prefix, seeded_store / prefix)
-        manifest = json.loads(json.dumps(first.manifest))
+        manifest = first.manifest.to_json()
         manifest["cache_key"], manifest["target_slug"] = key, spec.slug
         manifest["request"]["target"]["max_context_length"] = ctx
         manifest["smoke"]["time_to_first_token_s"] *= slower
         store.write_json(f"{prefix}/{layout.ARTIFACT_MANIFEST}", manifest)
         index = {"schema_version": 1, "cache_key": key, "manifest": f"{prefix}/manifest.json", "prefix": prefix}
         store.put_if_absent(json.dumps(index).encode(), layout.index_entry(key))
-        farm_index.note_published(store, index, manifest)
+        farm_index.note_published(store, IndexEntry.from_json(index), ArtifactManifest.from_json(manifest))
     return seeded_store
 
 

@@ -32,6 +32,9 @@ from neuronforge.hosts import StageRun, host_report
 from neuronforge.localcache import file_entries, publish_tree
 from neuronforge.profiles.lmi_neuronx import PROFILE as LMI
 from neuronforge.profiles.lmi_neuronx import PROPERTIES_FILE, render_properties
+from neuronforge.records.artifact_manifest import ArtifactManifest
+from neuronforge.records.farm_index import LogRecord
+from neuronforge.records.index_entry import IndexEntry
 from neuronforge.request import CompileRequest, Toolchain, cache_key
 from neuronforge.source import ModelSource
 from neuronforge.stages.publish import PublishInput, publish
@@ -166,7 +169,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     assert lease is not None
     building = SimpleNamespace(model=SCRIPT + UNICODE, target=TargetSpec.parse({**TARGET, "sequence_length": 60}))
     farm_index.announce(store, lease, building)
-    farm_index.append(store, [FORGED])
+    farm_index.append(store, [LogRecord.model_validate(FORGED)])
     mistyped, broken = _forge_manifests(store, published)
     return SimpleNamespace(
         root=root,
@@ -209,7 +212,7 @@ def _forge_manifests(store, published: str) -> tuple[str, str]:
         pointer = {**index, "cache_key": key, "manifest": f"{prefix}/{layout.ARTIFACT_MANIFEST}", "prefix": prefix}
         store.put_if_absent(json.dumps(pointer).encode(), layout.index_entry(key))
         if name == "mistyped":
-            farm_index.note_published(store, pointer, manifest)
+            farm_index.note_published(store, IndexEntry.from_json(pointer), ArtifactManifest.from_json(manifest))
         keys.append(key)
     return keys[0], keys[1]
 

@@ -78,7 +78,7 @@ def test_each_family_is_planned_built_smoked_and_published(built: tuple) -> None
     model_type, out, store_dir, log = built
     c = CLASSES[model_type]
     assert out.status == "published"
-    manifest = out.published.manifest
+    manifest = out.published.manifest.to_json()  # as stored
     assert manifest["profile"]["ref"] == "lmi-neuronx@2.21.1"
     assert manifest["toolchain"]["packages"]["transformers-neuronx"] == "0.13.380"
     # plan: every check passed, the toolchain's among them
@@ -103,7 +103,7 @@ def test_each_family_is_planned_built_smoked_and_published(built: tuple) -> None
     assert ("option.compiled_graph_path" in props) == c.serializable  # GPT-J / NeoX: no load(dir)
     neffs = sorted((root / "split" / NEFF_DIR).glob("*.neff"))
     assert len(neffs) == (len(graphs) if c.serializable else 0)  # model.load(dir) finds every graph
-    assert PROFILE.preflight(Artifact.from_manifest(root, manifest)) == []
+    assert PROFILE.preflight(Artifact.from_manifest(root, out.published.manifest)) == []
 
 
 def test_verify_passes_on_each_published_family(built: tuple, tmp_path: Path, capsys) -> None:

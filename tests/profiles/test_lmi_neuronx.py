@@ -240,7 +240,7 @@ def artifact(published_s3: tuple, tmp_path: Path) -> Artifact:
 
 def test_the_published_artifact_is_what_lmi_loads(published_s3: tuple, artifact: Artifact) -> None:
     store, out, _base, _ = published_s3
-    assert out.status == "published" and out.published.manifest["smoke"]["passed"]
+    assert out.status == "published" and out.published.manifest.smoke["passed"]
     properties = parse_properties((artifact.root / "launch/serving.properties").read_text())
     # L/P: an s3:// compiled_graph_path becomes NEURON_COMPILE_CACHE_URL: the cache ROOT
     assert properties["option.compiled_graph_path"] == store.uri("neuron-cache")
@@ -262,9 +262,9 @@ def test_the_published_artifact_is_what_lmi_loads(published_s3: tuple, artifact:
     assert "neuron" not in json.loads((artifact.root / "split/model/config.json").read_text())
     assert PROFILE.preflight(artifact) == []
     # the graph-shaping environment the compile ran with is recorded (backends.base.graph_env)
-    graph_env = out.published.manifest["compile"]["graph_env"]
+    graph_env = out.published.manifest.compile["graph_env"]
     assert graph_env["NEURON_CC_FLAGS"] == cache["neuron_cc_flags"] and "NEURON_COMPILE_CACHE_URL" not in graph_env
-    assert out.published.manifest["formats"]["split"] == "split/model"  # relative: the store renders it
+    assert out.published.manifest.formats["split"] == "split/model"  # relative: the store renders it
     assert out.published.uris["split"] == f"{store.uri(out.published.prefix)}/split/model"
 
 
@@ -409,10 +409,10 @@ def test_a_file_store_names_local_paths_and_the_model_save_neffs(fake_tnx: Path,
     assert properties["option.model_id"] == str(root / "split/model")
     assert properties["option.compiled_graph_path"] == str(root / "split/neff")
     assert properties["option.quantize"] == "static_int8"
-    assert len(list((root / "split/neff").glob("*.neff"))) == len(out.published.manifest["compile"]["graphs"])
+    assert len(list((root / "split/neff").glob("*.neff"))) == len(out.published.manifest.compile["graphs"])
     assert (root / "split/model/model.safetensors").read_bytes() == (served_llama / "model.safetensors").read_bytes()
     assert PROFILE.preflight(Artifact.from_manifest(root, out.published.manifest)) == []
-    assert out.published.manifest["smoke"]["passed"]
+    assert out.published.manifest.smoke["passed"]
 
 
 def test_a_load_that_would_compile_fails_the_smoke_test(published_s3: tuple, tmp_path: Path) -> None:

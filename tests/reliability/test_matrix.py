@@ -214,6 +214,8 @@ def _publish_some(root: Path) -> str:
     entry (so cache prune --incomplete has one to delete). Returns the key of the newer artifact."""
     from neuronforge import layout
     from neuronforge.farm_index import note_published
+    from neuronforge.records.artifact_manifest import ArtifactManifest
+    from neuronforge.records.index_entry import IndexEntry
     from neuronforge.stores import open_store
     from tests.farm_index.publishers import key_of
 
@@ -244,7 +246,7 @@ def _publish_some(root: Path) -> str:
         index = {"schema_version": 1, "cache_key": key, "manifest": f"{prefix}/{layout.ARTIFACT_MANIFEST}"}
         index["prefix"] = prefix
         store.put_if_absent(json.dumps(index).encode(), layout.index_entry(key))
-        note_published(store, index, manifest)
+        note_published(store, IndexEntry.from_json(index), ArtifactManifest.from_json(manifest))
     store.put_bytes(b"half", "neuron-cache/neuronxcc-2.0/MODULE_0123456789abcdef0123+d41d8cd9/model.neff")
     return key_of("matrix", 1)
 

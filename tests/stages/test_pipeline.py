@@ -26,7 +26,7 @@ def test_cold_run_publishes_a_verifiable_artifact(compiled: Compiled, tmp_path: 
     assert out.status == "published" and out.compiler_invocations == 2  # prefill-32 + decode
     manifest_key = f"{out.published.prefix}/{layout.ARTIFACT_MANIFEST}"
     assert verify_manifest(compiled.store, manifest_key, download_to=tmp_path) == []
-    m = out.published.manifest
+    m = out.published.manifest.to_json()  # as stored
     paths = {f["path"] for f in m["files"]}
     assert {"cpu-aoti/config.json", "cpu-aoti/tokenizer.json", "cpu-aoti/compiled.json",
             "cpu-aoti/graphs/prefill-32.pt2", "cpu-aoti/graphs/decode.pt2", "cpu-aoti/weights.safetensors",
@@ -61,7 +61,7 @@ def test_a_hit_reads_the_index_once(compiled: Compiled, monkeypatch: pytest.Monk
 
 
 def test_compile_cache_entries_are_in_the_store_in_neuron_layout(compiled: Compiled) -> None:
-    tc = compiled.first.published.manifest["toolchain"]
+    tc = compiled.first.published.manifest.toolchain.model_dump()
     prefix = layout.neuron_cache_prefix(tc["compiler"], tc["compiler_version"])
     assert prefix.startswith("neuron-cache/torch-inductor-2.13.0")
     names = {o.key.split("/")[2]: o.key for o in compiled.store.list(prefix)}
@@ -74,7 +74,7 @@ def test_compile_cache_entries_are_in_the_store_in_neuron_layout(compiled: Compi
 def test_another_worker_reuses_graphs_from_the_store(compiled: Compiled, tmp_path: Path) -> None:
     """A fresh host (empty local cache) pulls the graphs instead of compiling them."""
     first = compiled.first
-    src = first.published.manifest["source"]
+    src = first.published.manifest.source.model_dump()
     from neuronforge.pipeline import prepare
 
     prep = prepare(src["location"], compiled.target, tmp_path / "work")
@@ -117,7 +117,7 @@ def test_wrong_weights_fail_the_smoke_test(compiled: Compiled, tmp_path: Path) -
 
 
 def test_smoke_reports_latencies_and_agreement(compiled: Compiled) -> None:
-    smoke = compiled.first.published.manifest["smoke"]
+    smoke = compiled.first.published.manifest.smoke
     assert smoke["load_s"] > 0 and smoke["time_to_first_token_s"] > 0 and smoke["per_token_s"] > 0
     for row in smoke["prompts"]:
         assert row["matching_prefix"] >= 4 and row["max_logit_diff"] < 1e-3
@@ -269,7 +269,7 @@ def test_a_quantized_target_runs_end_to_end_on_the_cpu_backend(compiled: Compile
     shutil.copytree(compiled.work_dir / "compile-cache", work / "compile-cache")
     out = run_target(str(compiled.checkpoint), target, compiled.store, work)
     assert out.status == "published" and out.key != compiled.first.key  # quantization is in the key
-    m = out.published.manifest
+    m = out.published.manifest.to_json()  # as stored
     quantized = m["compile"]["quantized"]
     assert not quantized["reused"] and quantized["tensors_quantized"] == 14 and quantized["max_rel_error"] < 0.02
     assert "/quantized/" in quantized["uri"] and quantized["uri"].endswith("int8_per_channel-fp32")
@@ -278,7 +278,7 @@ def test_a_quantized_target_runs_end_to_end_on_the_cpu_backend(compiled: Compile
     # Another target with the same quantization reuses the quantized checkpoint.
     other = TargetSpec.parse({**TARGET, "quantization": "int8:per_channel", "max_context_length": 48})
     again = run_target(str(compiled.checkpoint), other, compiled.store, work)
-    assert again.published.manifest["compile"]["quantized"]["reused"]
+    assert again.published.manifest.compile["quantized"]["reused"]
 
 
 def test_a_quantized_nxdi_target_points_neuron_config_at_the_quantized_checkpoint(
@@ -287,7 +287,7 @@ def test_a_quantized_nxdi_target_points_neuron_config_at_the_quantized_checkpoin
     store = open_store(f"file://{tmp_path / 'store'}")
     target = TargetSpec.parse({**NEURON_TARGET, "profile": "vllm-neuron", "quantization": "f8e4m3:per_tensor"})
     out = run_target(str(served_llama), target, store, tmp_path / "work")
-    assert out.status == "published" and out.published.manifest["smoke"]["passed"]
+    assert out.status == "published" and out.published.manifest.smoke["passed"]
     from neuronforge.localcache import lookup_local
 
     build = lookup_local(out.state.compiled.build, tmp_path / "work")
@@ -322,14 +322,15 @@ def test_a_manifest_path_leaving_the_artifact_is_refused_not_downloaded(tmp_path
     """A manifest is store content, not trusted input: `../` or an absolute path in its file list is
     reported and never fetched outside the download folder, also for a manifest at the store root."""
     from neuronforge.published import verify_files
+    from neuronforge.records.parts import FileEntry
 
     store = open_store(f"file://{tmp_path / 'store'}")
     store.put_bytes(b"ok", "ok.txt")
     store.put_bytes(b"secret", "outside.txt")
     files = [
-        {"path": "ok.txt", "size": 2, "sha256": hashlib.sha256(b"ok").hexdigest()},
-        {"path": "../outside.txt", "size": 6, "sha256": "0" * 64},
-        {"path": "/etc/passwd", "size": 1, "sha256": "0" * 64},
+        FileEntry(path="ok.txt", size=2, sha256=hashlib.sha256(b"ok").hexdigest()),
+        FileEntry(path="../outside.txt", size=6, sha256="0" * 64),
+        FileEntry(path="/etc/passwd", size=1, sha256="0" * 64),
     ]
     dest = tmp_path / "dl" / "inner"
     dest.mkdir(parents=True)

@@ -1,0 +1,105 @@
+"""The artifact manifest: `artifacts/<org>/<name>/<revision>/<target-slug>/<key12>/manifest.json`.
+
+Written last by the publish stage (`neuronforge.stages.publish`): from then on the artifact exists.
+It names the cache key and what the key hashed (`request`), the model's source, the serving profile
+and toolchain it was built with, every file with its size and sha256, the outputs (`formats`, paths
+relative to the artifact's folder — older manifests held URIs), the smoke result, the compile record
+and where each stage ran (`hosts`).
+
+Its core — cache key, source, toolchain, files — is strict: a manifest whose files are not
+path/size/sha256 entries is not an artifact (readers skip it, the catalog answers 404), never a
+traceback. The parts it only shows are tolerant (`parts`): a forged `smoke` or `formats` costs that
+part. Manifests of every earlier release read (`tests/data/records/`); schema 1 is the only one so far.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Self
+
+from pydantic import Field, PrivateAttr, StrictStr
+
+from neuronforge.records.base import StoredRecord
+from neuronforge.records.parts import AnyObject, FileEntry, Part, Text, or_default
+
+
+class SourceRef(Part):
+    """Where the model came from: `kind` (hub, local, builtin), `location`, the resolved `revision`."""
+
+    kind: Text = ""
+    location: Text = ""
+    revision: Text = ""
+
+
+class ToolchainRef(Part):
+    """The toolchain the artifact was compiled with (`request.Toolchain.to_json`: also its packages,
+    flags and the worker's runtime versions, kept as written)."""
+
+    backend: Text = ""
+    backend_version: Text = ""
+    compiler: Text = ""
+    compiler_version: Text = ""
+
+
+class ProfileRef(Part):
+    """The serving profile the artifact was built for (`ServingProfile.describe`), as far as readers
+    use it; the rest of the description is kept as written."""
+
+    ref: Text = ""  # name@version
+    name: Text = ""
+    title: Text = ""
+    sdk_release: Text = ""
+
+
+class ArtifactManifest(StoredRecord):
+    KIND: ClassVar[str] = "artifact manifest"
+    SCHEMA: ClassVar[int] = 1
+    UNVERSIONED: ClassVar[int | None] = 1  # its readers never required the field: hand-made ones read
+
+    # -- the core: a manifest without it is not an artifact
+    cache_key: StrictStr
+    source: SourceRef
+    toolchain: ToolchainRef
+    files: list[FileEntry]
+    # -- what it shows: a part of the wrong type reads as its default
+    request: AnyObject = Field(default_factory=dict)  # the cache key's material (`cache_key_material`)
+    target_slug: Text = ""
+    # None: written before serving profiles (an older key schema)
+    profile: Annotated[ProfileRef | None, or_default(lambda: None)] = None
+    compiler_flags: Annotated[list[Text], or_default(list)] = Field(default_factory=list)
+    formats: Annotated[dict[str, Text], or_default(dict)] = Field(default_factory=dict)  # output -> path
+    smoke: AnyObject = Field(default_factory=dict)  # `stages.smoke.SmokeResult.to_json`
+    compile: AnyObject = Field(default_factory=dict)  # the compile stage's record (graphs, cache sync)
+    hosts: AnyObject = Field(default_factory=dict)  # where each stage ran (`hosts.host_report`)
+    neuronforge_version: Text = ""
+    run_id: Text = ""  # the Airflow run that built it ("" from the CLI)
+    published_at: Text = ""
+
+    # The JSON as it was read (`as_stored`): `show --json` and the catalog's API print a manifest as
+    # the store holds it, forged parts included, not as this release reads it.
+    _stored: dict[str, Any] | None = PrivateAttr(default=None)
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "") -> Self:
+        record = super().from_json(data, where)
+        record._stored = dict(data)
+        return record
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when they say the same, whether built here or read (the JSON as read is not compared)."""
+        if not isinstance(other, ArtifactManifest):
+            return NotImplemented
+        return self.to_json() == other.to_json()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable parts (dicts): never a set member or dict key
+
+    def as_stored(self) -> dict[str, Any]:
+        """The manifest as the store holds it (as it will be written, for one built here)."""
+        return dict(self._stored) if self._stored is not None else self.to_json()
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+    def launch_files(self) -> list[str]:
+        """The names of the artifact's launch files (`launch/<name>`)."""
+        return sorted(f.path.removeprefix("launch/") for f in self.files if f.path.startswith("launch/"))

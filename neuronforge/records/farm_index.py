@@ -1,0 +1,187 @@
+"""The farm index's records (`neuronforge.farm_index`): the log records writers append, the tail that
+holds them, a row of the pages, and the head that names the pages.
+
+    farm-index/tail.json                          `FarmIndexTail`: {"schema", "next_seq", "records": [LogRecord]}
+    farm-index/head.json                          `FarmIndexHead`: {"schema", "seq", "pages": [PageRef], ...}
+    farm-index/pages/<seq>-<token>-<n>.jsonl.gz   one `Entry` per line (versioned by the head naming them)
+
+The tail and the head have always stored their version under `schema`. What does not validate is
+never trusted: the farm index turns a `RecordError` into `IndexCorrupt` and rebuilds from the
+manifests — so a forged page whose checksum was recomputed cannot carry a number where the readers
+sort, filter and render text, or a list where they read a record. The summary of a published
+artifact inside a row stays free-form: its numbers are read with `stored_numbers` one by one (a
+forged one costs that number, not the row).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, StrictStr
+
+from neuronforge.records.base import StoredRecord
+from neuronforge.records.parts import AnyObject, Text
+
+KINDS = ("published", "failed", "building", "deleted")
+
+
+def _stamped(value: dict[str, Any]) -> dict[str, Any]:
+    if not isinstance(value.get("at", ""), str):
+        raise ValueError("its `at` is not text")
+    return value
+
+
+# A part of a row (the published summary, the last failure, a build in progress): an object whose
+# `at`, when present, is text (readers compare and show it).
+Stamped = Annotated[dict[str, Any], AfterValidator(_stamped)]
+
+
+class LogRecord(BaseModel):
+    """One change to one cache key, as appended to the tail (`farm_index.notes`): `kind` says which
+    part of the row it sets. Fields a builder did not set are not stored (`to_json`)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    kind: StrictStr  # one of KINDS (another folds into nothing)
+    key: StrictStr
+    seq: StrictInt | None = None  # given by the append
+    model: Text = ""
+    profile: Text = ""  # ref, name@version
+    target: Text = ""  # slug
+    instance: Text = ""
+    published: Stamped | None = None
+    failure: Stamped | None = None
+    building: Stamped | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_unset=True)
+
+    def numbered(self, seq: int) -> LogRecord:
+        return self.model_copy(update={"seq": seq})
+
+
+def _numbered(records: list[LogRecord]) -> list[LogRecord]:
+    if any(r.seq is None for r in records):
+        raise ValueError("a record without its sequence number")
+    return records
+
+
+class FarmIndexTail(StoredRecord):
+    """The records written since the last compaction (`farm_index.log`)."""
+
+    KIND: ClassVar[str] = "farm-index tail"
+    SCHEMA: ClassVar[int] = 1
+    VERSION_FIELD: ClassVar[str] = "schema"
+
+    next_seq: StrictInt
+    records: Annotated[list[LogRecord], AfterValidator(_numbered)] = Field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        records = [r.to_json() for r in self.records]
+        return {self.VERSION_FIELD: self.SCHEMA, "next_seq": self.next_seq, "records": records}
+
+
+class Entry(BaseModel):
+    """One row of the farm index: what the store knows of one cache key — the published artifact's
+    summary (from its manifest), the last failure, and a build in progress. Rows are folded from log
+    records (`apply`) and stored as lines of a page; a field of the wrong type in a page is a
+    ValidationError (a ValueError: the page is corrupt and rebuilt)."""
+
+    model_config = ConfigDict(strict=True, extra="ignore", validate_assignment=False)
+
+    key: StrictStr
+    model: StrictStr = ""
+    profile: StrictStr = ""  # ref, name@version
+    target: StrictStr = ""  # slug
+    instance: StrictStr = ""
+    # The published artifact's summary (None: not published, or deleted since).
+    published: Stamped | None = None
+    # The last failed build of the key (`failures/<key>.json`), kept even once published: the
+    # manifest wins, as `failures` says.
+    failure: Stamped | None = None
+    # A build took the key's lease (holder, started); readers confirm it against `locks/<key>`.
+    building: Stamped | None = None
+
+    def __init__(self, *args: Any, **data: Any) -> None:
+        """Fields by position (key first) or by name, as the dataclass it replaces took them."""
+        data.update(zip(type(self).model_fields, args, strict=False))
+        super().__init__(**data)
+
+    @classmethod
+    def from_json(cls, data: Any) -> Entry:
+        """A row as stored; a field of the wrong type is a ValueError (pydantic's ValidationError)."""
+        return cls.model_validate(data)
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.model_dump().items() if v not in (None, "")}
+
+    @property
+    def sort_key(self) -> tuple[str, str, str, str]:
+        return (self.model, self.profile, self.target, self.key)
+
+    @property
+    def status_class(self) -> str:
+        """published, smoke-failed, failed or building (stale is decided by the reader)."""
+        if self.published is not None:
+            return "published"
+        if self.failure is not None and (self.building is None or self.failure["at"] >= self.building["at"]):
+            return "smoke-failed" if self.failure.get("stage") == "smoke" else "failed"
+        if self.building is not None:
+            return "building"
+        return "failed" if self.failure is not None else "deleted"
+
+    @property
+    def empty(self) -> bool:
+        return self.published is None and self.failure is None and self.building is None
+
+    def apply(self, record: LogRecord) -> None:
+        """Fold one log record into this row."""
+        kind = record.kind
+        for name in ("model", "profile", "target", "instance"):
+            value = getattr(record, name)
+            if value and (kind == "published" or not getattr(self, name)):
+                setattr(self, name, value)
+        if kind == "published" and record.published is not None:
+            self.published, self.building = dict(record.published), None
+        elif kind == "failed" and record.failure is not None:
+            self.failure, self.building = dict(record.failure), None
+        elif kind == "building" and record.building is not None:
+            self.building = dict(record.building)
+        elif kind == "deleted":
+            self.published = None
+
+
+class PageRef(BaseModel):
+    """One page as its head names it: where, how many rows, its sha256, and what it holds (the sort
+    keys of its first and last rows, its profiles, instances, statuses, models) so a filtered read
+    skips the pages that cannot match."""
+
+    model_config = ConfigDict(frozen=True, strict=True, extra="forbid")
+
+    key: str
+    rows: int
+    sha256: str
+    first: list[str]  # sort key of the first entry
+    last: list[str]
+    profiles: list[str]
+    instances: list[str]
+    statuses: list[str]
+    models: list[str] | None = None  # None: too many to list
+
+
+class FarmIndexHead(StoredRecord):
+    """The snapshot's head (`farm_index.snapshot`): the last tail record folded in (`seq`), the pages,
+    and what the summary and the filters need without reading a page (`aggregates`)."""
+
+    KIND: ClassVar[str] = "farm-index head"
+    SCHEMA: ClassVar[int] = 1
+    VERSION_FIELD: ClassVar[str] = "schema"
+
+    seq: StrictInt = 0
+    pages: list[PageRef] = Field(default_factory=list)
+    aggregates: AnyObject = Field(default_factory=dict)
+    built_at: Text = ""
+
+    @property
+    def rows(self) -> int:
+        return sum(p.rows for p in self.pages)

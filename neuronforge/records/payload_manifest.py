@@ -1,0 +1,24 @@
+"""The payload manifest: `builds/<key>/<digest>/manifest.json`, the tested payload as staged.
+
+The compile host assembles the artifact's payload and stages it in the store (`localcache.publish_tree`)
+under a folder named for this manifest's sha256, which `localcache.TreeRef` pins: the smoke test loads
+exactly that payload, and `stages.publish` copies the files it lists into the artifact (after checking
+the manifest is still the one the ref pins).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from neuronforge.records.base import StoredRecord
+from neuronforge.records.parts import FileEntry, Text
+
+
+class PayloadManifest(StoredRecord):
+    KIND: ClassVar[str] = "payload manifest"
+    SCHEMA: ClassVar[int] = 1
+    # Its reader (publish) only ever needed the files: a tree staged by hand or by a test reads as 1.
+    UNVERSIONED: ClassVar[int | None] = 1
+
+    files: list[FileEntry]
+    cache_key: Text = ""
