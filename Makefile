@@ -22,12 +22,12 @@ $(STAMP): requirements.txt requirements-runtime.txt requirements-deploy.txt cons
 	@touch $(STAMP)
 
 demo: setup
-	$(PY) -m neuronforge.demo
+	$(PY) -m neuronforge.interfaces.demo
 
 # The Airflow UI of this checkout on http://127.0.0.1:$(PORT) (prints the login; Ctrl+C stops it)
 PORT ?= 8080
 airflow: setup
-	$(PY) -m neuronforge.cli airflow --port $(PORT)
+	$(PY) -m neuronforge.interfaces.cli airflow --port $(PORT)
 
 # neuronforge_toolchain runs in the SDK images' own Pythons: 3.10 is the oldest (SDK 2.21.1, the LMI image)
 VERMIN := $(VENV)/bin/vermin -t=3.10- --violations --no-tips --eval-annotations neuronforge_toolchain

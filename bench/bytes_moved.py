@@ -171,7 +171,7 @@ def make_checkpoint(dest: Path, hidden: int, layers: int, vocab: int) -> int:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from neuronforge.tinymodel import make_tiny_tokenizer
+    from neuronforge.spec.tinymodel import make_tiny_tokenizer
 
     torch.manual_seed(0)
     config = LlamaConfig(
@@ -216,7 +216,7 @@ def run_cli(host: Host, endpoint: str, store: str, seq_len: int, logs: Path) -> 
     }
     for var in ("NEURONFORGE_STORE", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
         env.pop(var, None)
-    cmd = [sys.executable, "-m", "neuronforge.cli", "run", "--model", f"s3://{BUCKET}/models/{MODEL}",
+    cmd = [sys.executable, "-m", "neuronforge.interfaces.cli", "run", "--model", f"s3://{BUCKET}/models/{MODEL}",
            "--store", store, "--instance", TARGET["instance"], "--tp", str(TARGET["tp"]),
            "--batch-size", str(TARGET["batch"]), "--seq-len", str(seq_len),
            "--max-context-length", str(TARGET["ctx"]), "--dtype", TARGET["dtype"], "--profile", "cpu"]  # fmt: skip

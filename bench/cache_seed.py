@@ -31,8 +31,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.transfer import BUCKET, KEY, SECRET, start_endpoint
-from neuronforge import layout
-from neuronforge.compile_cache import CompileCache
+from neuronforge.artifacts import layout
+from neuronforge.compilation.compile_cache import CompileCache
 from neuronforge.stores.s3 import S3Store
 
 VERSION = "2.21.33363.0+82129205"  # neuronx-cc of SDK 2.26.1 as it names its cache folder (local label kept)

@@ -95,7 +95,7 @@ def slowest_imports(root: Path, path: Path, n: int = 5) -> list[tuple[str, float
             self_us = int(parts[0].split(":")[1])
         except ValueError:
             continue
-        if name.split(".")[0] in ("neuronforge", "operators", *HEAVY):
+        if name.split(".")[0] in ("neuronforge", "neuronforge_airflow", *HEAVY):
             rows.append((name, self_us / 1e6))
     return sorted(rows, key=lambda r: -r[1])[:n]
 

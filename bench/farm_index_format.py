@@ -1,4 +1,4 @@
-"""Which format the farm index's pages use: JSON lines + gzip (what `neuronforge.farm_index`
+"""Which format the farm index's pages use: JSON lines + gzip (what `neuronforge.artifacts.farm_index`
 writes) against one SQLite database file, for the same rows — bytes a reader downloads, and the
 time to encode (a compaction) and decode every row (a reader). Parquet (pyarrow) is not in this
 environment's pins; rows with nested, optional fields (formats, launch files, failures) suit it less.
@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from neuronforge.farm_index.entry import Entry
+from neuronforge.artifacts.farm_index.entry import Entry
 
 
 def rows(n: int) -> list[Entry]:

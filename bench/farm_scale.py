@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Farm scale: what each reader of a compile farm's store costs as the farm grows, through the farm
-index (`neuronforge.farm_index`) and through the full scans it replaced (commit 5c3ed6d, ported in
+index (`neuronforge.artifacts.farm_index`) and through the full scans it replaced (commit 5c3ed6d, ported in
 `farm_scale_baseline.py`), both measured in the same run on the same stores.
 
 One artifact is built with the real pipeline (`run_target`, the embedded tiny Llama, cpu profile;
@@ -196,17 +196,17 @@ def previous_version(version: str) -> str:
 
 def real_artifact(artifact_store: str | None, scratch: Path) -> tuple[Template, float]:
     """The one artifact built by the real pipeline (or found in `artifact_store`)."""
-    from neuronforge import settings
-    from neuronforge.published import published_manifests
-    from neuronforge.request import Toolchain
+    from neuronforge.artifacts.published import published_manifests
+    from neuronforge.common import settings
+    from neuronforge.spec.target import TargetSpec
+    from neuronforge.spec.toolchain import Toolchain
     from neuronforge.stores import open_store
-    from neuronforge.target import TargetSpec
 
     t0 = time.monotonic()
     if artifact_store:
         store = open_store(artifact_store, must_exist=True)
     else:
-        from neuronforge.pipeline import run_target
+        from neuronforge.pipeline.runner import run_target
 
         store = open_store(f"file://{scratch / 'template-store'}")
         print("building the real artifact (builtin:tiny-llama, cpu profile) ...", flush=True)
@@ -262,11 +262,11 @@ class Clone:
 
 def make_clone(tpl: Template, i: int, now: str) -> Clone:
     """Clone `i` (0: the real artifact itself) under the genuine key of its request."""
-    from neuronforge import layout
+    from neuronforge.artifacts import layout
     from neuronforge.profiles.registry import compile_request
+    from neuronforge.profiles.request import cache_key, cache_key_material
     from neuronforge.records.index_entry import IndexEntry
-    from neuronforge.request import cache_key, cache_key_material
-    from neuronforge.source import ModelSource
+    from neuronforge.spec.source import ModelSource
 
     if i == 0:
         return Clone(0, tpl.manifest["cache_key"], tpl.prefix, tpl.manifest, tpl.index)
@@ -345,7 +345,7 @@ class Farm:
 
     def _objects(self, c: Clone, manifest: bool = True) -> None:
         """What `publish` writes before the index record: payload, manifest (last), pointer."""
-        from neuronforge import layout
+        from neuronforge.artifacts import layout
 
         if self.has_payload(c.i):
             self._payload(c)
@@ -360,7 +360,7 @@ class Farm:
         record with `farm_index.append` (compaction included), counted. The objects of the clones
         up to the next compaction are written in parallel (publishers at once), so no compaction
         meets a pointer whose record is still to come (which it would read back, 2 requests each)."""
-        from neuronforge import farm_index
+        from neuronforge.artifacts import farm_index
 
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         while self.count < n:
@@ -392,8 +392,8 @@ class Farm:
         """N index records and pointers without publishing each: the snapshot written at once
         (`write_snapshot`, as `rebuild` writes it), pointers for every key (compaction drops a row
         whose pointer is gone), manifests and payloads only where a reader reads them."""
-        from neuronforge import farm_index
-        from neuronforge.farm_index.snapshot import merge, write_snapshot
+        from neuronforge.artifacts import farm_index
+        from neuronforge.artifacts.farm_index.snapshot import merge, write_snapshot
 
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         entries: dict[str, Any] = {}
@@ -470,7 +470,7 @@ class Ctx:
 
 
 def cli(argv: list[str]) -> tuple[int, str]:
-    from neuronforge.cli import main
+    from neuronforge.interfaces.cli import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -479,8 +479,8 @@ def cli(argv: list[str]) -> tuple[int, str]:
 
 
 def new_readers(ctx: Ctx) -> dict[str, Callable[[], str]]:
-    from neuronforge import gc, recompile
-    from neuronforge.farm import FarmQuery, farm_page, farm_row
+    from neuronforge.farm import gc, recompile
+    from neuronforge.farm.rows import FarmQuery, farm_page, farm_row
 
     store, uri = ctx.farm.store, ctx.farm.uri
 
@@ -576,7 +576,7 @@ BASELINE_OF = {  # what the baseline runs for each reader
 
 
 def write_catalog(path: Path, tpl: Template) -> Any:
-    from neuronforge.catalog import load_catalog
+    from neuronforge.farm.catalog import load_catalog
 
     lines = ["models:"]
     for m in CATALOG_MODELS:
@@ -739,7 +739,7 @@ def verify_clones(farm: Farm, setup: Setup) -> bool:
     store also `verify --store` (the index against every manifest)."""
     import random
 
-    from neuronforge import farm_index
+    from neuronforge.artifacts import farm_index
 
     ok = True
     if farm.kind == "file":
@@ -910,7 +910,7 @@ def main() -> int:
     try:
         tpl, built = real_artifact(args.artifact_store, scratch)
         catalog = write_catalog(scratch / "catalog.yaml", tpl)
-        from neuronforge import recompile
+        from neuronforge.farm import recompile
 
         toolchains = {p.ref: tpl.toolchain for p in recompile.profiles_of(catalog)}
         setup = Setup(args, tpl, catalog, toolchains, scratch, warnings, {"real build": built})

@@ -5,12 +5,12 @@ then each pointer and its manifest) and most list each artifact's folder too.
 Ported with their store reads unchanged; what they render (HTML, text) is left out, which only
 makes the baseline look faster than it was:
 
-- `ls`: `neuronforge ls` (5c3ed6d `neuronforge/cli.py::cmd_ls`): every artifact, each folder listed.
-- `farm_rows`: 5c3ed6d `neuronforge/farm.py::farm_rows` (+ `_published`).
+- `ls`: `neuronforge ls` (5c3ed6d `neuronforge/interfaces/cli.py::cmd_ls`): every artifact, each folder listed.
+- `farm_rows`: 5c3ed6d `neuronforge/farm/rows.py::farm_rows` (+ `_published`).
 - `api_artifacts`, `api_artifact`, `page`: 5c3ed6d `plugins/neuronforge_catalog.py`: the JSON
   endpoints and the catalog page (`farm_rows` twice, then each shown row's manifest and launch files).
-- `find_stale`: 5c3ed6d `neuronforge/recompile.py` (`published_builds`, `published_for`).
-- `gc_collect`: 5c3ed6d `neuronforge/gc.py::collect` (`published`, `_collect_cache_dirs`); only the
+- `find_stale`: 5c3ed6d `neuronforge/farm/recompile.py` (`published_builds`, `published_for`).
+- `gc_collect`: 5c3ed6d `neuronforge/farm/gc.py::collect` (`published`, `_collect_cache_dirs`); only the
   plan (`dry_run=True`) is reproduced.
 
 Helpers that did not change since (`lookup`, `incomplete_files`, `read_failure`, `leases.current`,
@@ -26,8 +26,8 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from neuronforge.farm import FarmRow, filter_rows
-from neuronforge.gc import Published
+from neuronforge.farm.gc import Published
+from neuronforge.farm.rows import FarmRow, filter_rows
 from neuronforge.stores import ArtifactStore, open_store
 
 
@@ -53,7 +53,7 @@ def _ms(seconds: Any) -> float | None:
 
 
 def _published(store: ArtifactStore, newest: dict[str, str]) -> dict[str, FarmRow]:
-    from neuronforge.published import format_uris, incomplete_files, scan_index
+    from neuronforge.artifacts.published import format_uris, incomplete_files, scan_index
 
     rows: dict[str, FarmRow] = {}
     for entry in scan_index(store):
@@ -95,8 +95,8 @@ def _published(store: ArtifactStore, newest: dict[str, str]) -> dict[str, FarmRo
 
 
 def farm_rows(store: ArtifactStore) -> list[FarmRow]:
-    from neuronforge import leases
-    from neuronforge.failures import read_failure
+    from neuronforge.artifacts import leases
+    from neuronforge.artifacts.failures import read_failure
 
     rows = _published(store, _newest_refs())
     for obj in store.list("failures"):
@@ -131,7 +131,7 @@ def farm_rows(store: ArtifactStore) -> list[FarmRow]:
 # -- cli.py: ls -----------------------------------------------------------------------------------------
 def ls(uri: str) -> list[dict[str, Any]]:
     """`neuronforge ls STORE`: every published artifact with its folder listed (text not printed)."""
-    from neuronforge.published import incomplete_files, scan_index
+    from neuronforge.artifacts.published import incomplete_files, scan_index
 
     store = open_store(uri, must_exist=True)
     rows = []
@@ -214,9 +214,9 @@ class PublishedBuild:
 
 
 def published_builds(store: ArtifactStore) -> list[PublishedBuild]:
-    from neuronforge.errors import InvalidInput, NeuronforgeError
-    from neuronforge.published import published_manifests
-    from neuronforge.target import TargetSpec
+    from neuronforge.artifacts.published import published_manifests
+    from neuronforge.common.errors import InvalidInput, NeuronforgeError
+    from neuronforge.spec.target import TargetSpec
 
     out = []
     for _, _, manifest in published_manifests(store):
@@ -246,7 +246,7 @@ def _ref_order(ref: str) -> tuple[int, ...]:
 
 
 def published_for(store: ArtifactStore, builds: list[PublishedBuild], pinned: Any, spec: Any) -> list[str]:
-    from neuronforge.published import lookup
+    from neuronforge.artifacts.published import lookup
 
     name = spec.profile_name
     want = spec.normalized().model_copy(update={"profile": ""})
@@ -262,12 +262,20 @@ def published_for(store: ArtifactStore, builds: list[PublishedBuild], pinned: An
 
 
 def find_stale(catalog: Any, toolchains: dict[str, Any], store: ArtifactStore, work_dir: Path) -> list[Any]:
-    from neuronforge.errors import NeuronforgeError
+    from neuronforge.artifacts.published import lookup
+    from neuronforge.common.errors import NeuronforgeError
+    from neuronforge.farm.recompile import (
+        FRESH,
+        STALE,
+        UNAVAILABLE,
+        UNRESOLVED,
+        TargetState,
+        form_target,
+        usable_toolchain,
+    )
+    from neuronforge.pipeline.stages.resolve import resolve_source
     from neuronforge.profiles import get_profile
-    from neuronforge.published import lookup
-    from neuronforge.recompile import FRESH, STALE, UNAVAILABLE, UNRESOLVED, TargetState, form_target, usable_toolchain
-    from neuronforge.request import CompileRequest, cache_key
-    from neuronforge.stages.resolve import resolve_source
+    from neuronforge.profiles.request import CompileRequest, cache_key
 
     builds = published_builds(store)
     states = []
@@ -304,7 +312,7 @@ def find_stale(catalog: Any, toolchains: dict[str, Any], store: ArtifactStore, w
     return states
 
 
-# -- gc.py: the plan of `gc --dry-run` (its record type is unchanged: `neuronforge.gc.Published`) ----------
+# -- gc.py: the plan of `gc --dry-run` (its record type is unchanged: `neuronforge.farm.gc.Published`) ----------
 
 
 @dataclass
@@ -316,7 +324,7 @@ class GcPlan:
 
 
 def gc_published(store: ArtifactStore) -> list[Published]:
-    from neuronforge.published import published_manifests
+    from neuronforge.artifacts.published import published_manifests
 
     out = []
     for index_key, index, m in published_manifests(store):
@@ -347,9 +355,9 @@ def _order(version: str) -> tuple[int, Any]:
 
 def gc_collect(store: ArtifactStore, keep_compilers: int) -> GcPlan:
     """`gc --keep-compilers N --dry-run` without a catalog (no pins)."""
-    from neuronforge import layout
-    from neuronforge.compile_cache import prune_store
-    from neuronforge.gc import collect_tmp_objects
+    from neuronforge.artifacts import layout
+    from neuronforge.compilation.compile_cache import prune_store
+    from neuronforge.farm.gc import collect_tmp_objects
 
     artifacts = gc_published(store)
     plan = GcPlan()

@@ -43,10 +43,10 @@ BEFORE_ON_NEURON = {"prepare", "compile_graphs", "smoke"}
 
 def build(target: dict, home: Path, env: dict[str, str]) -> list[dict]:
     """One cold build in a fresh home; its stage runs (seconds, host) as the manifest records them."""
-    from neuronforge import settings
-    from neuronforge.pipeline import run_target
+    from neuronforge.common import settings
+    from neuronforge.pipeline.runner import run_target
+    from neuronforge.spec.target import TargetSpec
     from neuronforge.stores import open_store
-    from neuronforge.target import TargetSpec
 
     os.environ.update({"NEURONFORGE_HOME": str(home), **env})
     store = open_store(f"file://{home / 'store'}")
@@ -112,7 +112,7 @@ def main() -> int:
     args = parser.parse_args()
     pairs = [tuple(p.split(":", 1)) for p in (args.pair or ["trn1.32xlarge:c7i.8xlarge", "inf2.xlarge:c7i.2xlarge"])]
     prices = json.loads(PRICES.read_text())
-    from neuronforge.demo import DEMO_TARGET
+    from neuronforge.interfaces.demo import DEMO_TARGET
 
     neuron_target = {**DEMO_TARGET, "profile": "vllm-neuron@2.26.1", "tp_degree": 1, "max_context_length": 64}
     rows = []

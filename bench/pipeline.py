@@ -2,7 +2,7 @@
 """Pipeline benchmark: a cold run vs a re-run that finds the artifact published.
 
 Three levels, each from a fresh NEURONFORGE_HOME (empty compile cache, empty inductor cache, empty store):
-- core:      `neuronforge.pipeline.run_target` in this process (what one Airflow task chain does);
+- core:      `neuronforge.pipeline.runner.run_target` in this process (what one Airflow task chain does);
 - airflow:   `airflow dags test neuronforge_compile_publish` (adds Airflow's start-up and task overhead);
 - scheduler: runs triggered through the REST API of a real deployment (tests/deployment/airflow_deploy.py:
              PostgreSQL, api-server, scheduler, dag-processor, triggerer; LocalExecutor by default, or
@@ -52,11 +52,11 @@ noop_dag()
 
 
 def core(home: Path) -> tuple[float, float, int, int]:
-    from neuronforge import settings
-    from neuronforge.demo import DEMO_TARGET
-    from neuronforge.pipeline import run_target
+    from neuronforge.common import settings
+    from neuronforge.interfaces.demo import DEMO_TARGET
+    from neuronforge.pipeline.runner import run_target
+    from neuronforge.spec.target import TargetSpec
     from neuronforge.stores import open_store
-    from neuronforge.target import TargetSpec
 
     os.environ["NEURONFORGE_HOME"] = str(home)
     model = settings.DEFAULT_MODEL
@@ -73,9 +73,9 @@ def core(home: Path) -> tuple[float, float, int, int]:
 
 
 def airflow(home: Path) -> tuple[float, float, int, int]:
-    from neuronforge import settings
-    from neuronforge.demo import DAG_ID, DEMO_TARGET
-    from neuronforge.demo import airflow as run_airflow
+    from neuronforge.common import settings
+    from neuronforge.interfaces.demo import DAG_ID, DEMO_TARGET
+    from neuronforge.interfaces.demo import airflow as run_airflow
 
     os.environ["NEURONFORGE_HOME"] = str(home)
     run_airflow("db", "migrate")
@@ -122,7 +122,7 @@ def _timed_run(dep, dag_id: str, conf: dict, timeout: float = 900) -> dict:
 
 
 def scheduler(runs: int, executor: str) -> dict[str, list[dict]]:
-    from neuronforge.settings import DEFAULT_TARGET
+    from neuronforge.common.settings import DEFAULT_TARGET
     from tests.deployment.airflow_deploy import COMPILE_DAG, deploy, teardown
 
     root = Path(tempfile.mkdtemp(prefix="nf-bench-scheduler-"))

@@ -83,9 +83,9 @@ def make_checkpoint(dest: Path, layers: int, hidden: int, inter: int, vocab: int
 
 # -- the three measured jobs, each run as `python bench/quantize.py --child JOB CKPT OUT METHOD` ----------
 def child_streaming(ckpt: Path, out: Path, method: str) -> None:
-    from neuronforge.source import ModelSource
-    from neuronforge.stages.quantize import QuantizeRequest, write_quantized
-    from neuronforge.target import Quantization
+    from neuronforge.pipeline.stages.quantize import QuantizeRequest, write_quantized
+    from neuronforge.spec.source import ModelSource
+    from neuronforge.spec.target import Quantization
 
     q = Quantization.parse(f"int8:{method}")
     req = QuantizeRequest(ckpt, ModelSource.parse(str(ckpt)).pinned("b" * 64), q, "bf16", out.parent)
@@ -146,7 +146,7 @@ def child_anchor(ckpt: Path, out: Path, method: str) -> None:
 
 
 def child_sha256(ckpt: Path, out: Path, method: str) -> None:
-    from neuronforge.source import sha256_file
+    from neuronforge.spec.source import sha256_file
 
     for f in sorted(ckpt.glob("*.safetensors")):
         sha256_file(f)

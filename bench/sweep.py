@@ -29,10 +29,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from neuronforge.errors import InvalidInput  # noqa: E402
-from neuronforge.instances import INSTANCES, InstanceType, get_instance  # noqa: E402
-from neuronforge.modelconfig import ModelArch, load_config  # noqa: E402
-from neuronforge.sweep import CacheConfig, Candidate, RecordLog, Space, TrialResult, records_path, sweep  # noqa: E402
+from neuronforge.common.errors import InvalidInput  # noqa: E402
+from neuronforge.farm.sweep import CacheConfig, Candidate, RecordLog, Space, TrialResult, records_path, sweep  # noqa: E402
+from neuronforge.spec.instances import INSTANCES, InstanceType, get_instance  # noqa: E402
+from neuronforge.spec.modelconfig import ModelArch, load_config  # noqa: E402
 
 CONFIGS = REPO / "tests" / "data" / "model-configs"
 GIB = 1024**3

@@ -1,7 +1,7 @@
 """neuronforge_compile_publish: checkpoint -> plan -> quantize -> compile -> smoke test -> publish.
 
-Only wiring: the stages are declared once in `neuronforge.pipeline.STAGES` (the CLI runs the same
-list); `operators/compile_publish.py` turns each into a task. Each target of a run is one mapped
+Only wiring: the stages are declared once in `neuronforge.pipeline.runner.STAGES` (the CLI runs the same
+list); `neuronforge_airflow/operators/compile_publish.py` turns each into a task. Each target of a run is one mapped
 instance of the task group of its serving profile's toolchain queue (`cpu_target` on the default
 queue; `neuron_2_26_1_target`, whose toolchain stages go to `neuron-compile-2.26.1` and whose smoke
 test goes to `neuron-2.26.1`, …), so targets are independent: one failing target does not stop the
@@ -17,10 +17,9 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import dag, task_group
 
-from neuronforge.pipeline import STAGES
-from operators.build_claim import ClaimBuildOperator
-from operators.compile_params import PARAMS
-from operators.compile_publish import (
+from neuronforge.pipeline.runner import STAGES
+from neuronforge_airflow.operators.build_claim import ClaimBuildOperator
+from neuronforge_airflow.operators.compile_publish import (
     DEFAULT_QUEUE,
     expand_targets,
     group_id,
@@ -29,7 +28,8 @@ from operators.compile_publish import (
     stage_task,
     tickets_for,
 )
-from operators.kubernetes import pod_tasks, runner
+from neuronforge_airflow.operators.kubernetes import pod_tasks, runner
+from neuronforge_airflow.params import PARAMS
 
 
 def _chain(state, queue: str, pods: dict | None = None):

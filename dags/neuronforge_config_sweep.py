@@ -1,7 +1,7 @@
 """neuronforge_config_sweep: every (tp, batch, sequence length) of a model that compiles and loads on
 an instance, for one serving profile (`neuronforge sweep`, as a DAG).
 
-Only wiring: `operators/sweep.py` holds the tasks. The candidates are mapped tasks of the group of
+Only wiring: `neuronforge_airflow/operators/sweep.py` holds the tasks. The candidates are mapped tasks of the group of
 the profile's queue, run one at a time in the sweep's order; each picks up from the records in the
 store, so a candidate a rule, the planner or monotonicity decided is skipped without a compile, and
 a new run resumes the last one. The cache-config file and the records are in the store under
@@ -13,9 +13,9 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import dag
 
-from operators.compile_params import SWEEP_DAG, SWEEP_PARAMS
-from operators.compile_publish import queues
-from operators.sweep import candidates_for, finish_sweep, plan_sweep, try_candidates
+from neuronforge_airflow.operators.compile_publish import queues
+from neuronforge_airflow.operators.sweep import candidates_for, finish_sweep, plan_sweep, try_candidates
+from neuronforge_airflow.params import SWEEP_DAG, SWEEP_PARAMS
 
 
 @dag(

@@ -15,7 +15,8 @@ keeps run slots for manual runs), and the report — per entry × target the pro
 published for and stale for, rebuilt, failed and why, still running — goes to this run's last task
 log, `reports/recompile-<stamp>.{md,json}` in the store, and the `neuronforge-recompile-report` Asset.
 
-Only wiring: the tasks live in `operators/recompile.py`, the logic in `neuronforge/recompile.py`.
+Only wiring: the tasks live in `neuronforge_airflow/operators/recompile.py`, the logic in
+`neuronforge/farm/recompile.py`.
 """
 
 from __future__ import annotations
@@ -24,10 +25,9 @@ import pendulum
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import dag
 
+from neuronforge.farm.recompile import COMPILE_DAG
 from neuronforge.profiles import neuron_queues
-from neuronforge.recompile import COMPILE_DAG
-from operators.compile_params import RECOMPILE_PARAMS
-from operators.recompile import (
+from neuronforge_airflow.operators.recompile import (
     REBUILD_SLOTS,
     AwaitRebuildsOperator,
     check_workers,
@@ -37,6 +37,7 @@ from operators.recompile import (
     verdict,
     watch_toolchain,
 )
+from neuronforge_airflow.params import RECOMPILE_PARAMS
 
 
 @dag(

@@ -23,7 +23,7 @@ COPY --chown=airflow:root requirements-runtime.txt requirements-deploy.txt const
 RUN pip install --no-cache-dir --extra-index-url https://download.pytorch.org/whl/cpu \
         -r requirements-runtime.txt -r requirements-deploy.txt -c constraints.txt
 COPY --chown=airflow:root neuronforge ./neuronforge
-COPY --chown=airflow:root operators ./operators
+COPY --chown=airflow:root neuronforge_airflow ./neuronforge_airflow
 # The recompile DAG's default model catalog (override: Airflow Variable neuronforge_catalog).
 COPY --chown=airflow:root catalog ./catalog
 COPY --chown=airflow:root dags /opt/airflow/dags

@@ -42,7 +42,7 @@ RUN uv venv --python 3.11 /opt/airflow-venv \
         -r requirements-runtime.txt -r requirements-deploy.txt -c constraints.txt
 COPY neuronforge ./neuronforge
 COPY neuronforge_toolchain ./neuronforge_toolchain
-COPY operators ./operators
+COPY neuronforge_airflow ./neuronforge_airflow
 COPY catalog ./catalog
 COPY dags /opt/airflow/dags
 COPY docker/airflow_local_settings.py ./docker/airflow_local_settings.py

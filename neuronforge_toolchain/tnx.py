@@ -9,7 +9,7 @@ model.sample(input_ids, sequence_length, top_k=1)
 
 `save` / `load` exist only on base.NeuronModelBase classes; GPT-J and GPT-NeoX derive from
 module.PretrainedModel and have neither (nor `serialization_enabled`): the spec's "serializable"
-(neuronforge.backends.tnx.CLASSES) says which, and nothing else is called on the others.
+(neuronforge.compilation.backends.tnx.CLASSES) says which, and nothing else is called on the others.
 """
 
 import importlib

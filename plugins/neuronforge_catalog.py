@@ -5,7 +5,7 @@ A FastAPI app mounted on the api-server at `/neuronforge` (`fastapi_apps`), with
 (`external_views`, shown inside the UI in a same-origin iframe). Every route depends on Airflow's
 own `get_user` (the `Authorization: Bearer` JWT or the UI's `_token` cookie), so access follows
 Airflow's authentication: a request without a valid, unexpired token is answered 401 or 403. The
-data comes from `neuronforge.farm` (the store read through its farm index); this module only
+data comes from `neuronforge.farm.rows` (the store read through its farm index); this module only
 renders it.
 
     GET /neuronforge/[?page=&per_page=]     one page of the farm: matrix, filters, latency plot, rows
@@ -193,7 +193,7 @@ def _whole(name: str, value: str | None, default: int, lo: int, hi: int | None =
 def _key(key: str) -> str:
     """A cache key or a prefix of one (lower-cased), checked before the store is touched by the rule
     `farm.resolve_key` applies (`farm.is_key`), else 400. Nothing else reaches a store path."""
-    from neuronforge.farm import KEY_MAX, KEY_MIN, is_key
+    from neuronforge.farm.rows import KEY_MAX, KEY_MIN, is_key
 
     lowered = key.lower()
     if not is_key(lowered):
@@ -207,8 +207,8 @@ def _key(key: str) -> str:
 
 def _query(model: str | None, profile: str | None, instance: str | None, status: str | None):
     """The filters as a `FarmQuery` (empty values: no filter); too long or an unknown status: 400."""
-    from neuronforge.errors import InvalidInput
-    from neuronforge.farm import FarmQuery
+    from neuronforge.common.errors import InvalidInput
+    from neuronforge.farm.rows import FarmQuery
 
     texts = {n: _text(n, v) for n, v in (("model", model), ("profile", profile), ("instance", instance))}
     try:
@@ -223,8 +223,8 @@ UNREADABLE = "the store NEURONFORGE_STORE names cannot be read; the api-server's
 
 def _store():
     """The store NEURONFORGE_STORE names (read, never created: a mistyped one is an error)."""
-    from neuronforge import settings
-    from neuronforge.errors import NeuronforgeError
+    from neuronforge.common import settings
+    from neuronforge.common.errors import NeuronforgeError
     from neuronforge.stores import open_store
 
     try:
@@ -235,8 +235,8 @@ def _store():
 
 
 def _farm_page(store: Any, query: Any, offset: int, limit: int):
-    from neuronforge.errors import InvalidInput, NeuronforgeError
-    from neuronforge.farm import farm_page
+    from neuronforge.common.errors import InvalidInput, NeuronforgeError
+    from neuronforge.farm.rows import farm_page
 
     try:
         return farm_page(store, query, offset=offset, limit=limit)
@@ -249,8 +249,8 @@ def _farm_page(store: Any, query: Any, offset: int, limit: int):
 
 def _farm_row(store: Any, key: str) -> tuple[Any, Any]:
     """One artifact's row and manifest (`farm.farm_row`), else 404."""
-    from neuronforge.errors import NeuronforgeError
-    from neuronforge.farm import farm_row
+    from neuronforge.common.errors import NeuronforgeError
+    from neuronforge.farm.rows import farm_row
 
     try:
         found = farm_row(store, key)
@@ -285,7 +285,7 @@ def _artifact_prefix(store: Any, row: Any) -> str | None:
 def _snippets(store: Any, row: Any, manifest: Any) -> dict[str, str]:
     """The artifact's launch files up to SNIPPET_LIMIT, as text (larger, missing or oddly named
     ones: left out; a larger one unread when the manifest gives its size)."""
-    from neuronforge.errors import StoreError
+    from neuronforge.common.errors import StoreError
 
     prefix = _artifact_prefix(store, row) if row.launch else None
     if prefix is None:
@@ -567,7 +567,7 @@ def catalog_page(
     page: str | None = Query(None, description="1-based page number (default 1)"),
     per_page: str | None = Query(None, description=f"rows per page (default {PER_PAGE}, at most {MAX_PER_PAGE})"),
 ) -> HTMLResponse:
-    from neuronforge.farm import STATUSES
+    from neuronforge.farm.rows import STATUSES
     from neuronforge.profiles import profile_names
 
     number = _whole("page", page, 1, 1)
@@ -601,7 +601,7 @@ def catalog_page(
 
 def _detail_view(row: Any, manifest: Any, snippets: dict[str, str]) -> dict[str, Any]:
     """One artifact as `artifact.html.j2` shows it."""
-    from neuronforge.hosts import describe
+    from neuronforge.common.hosts import describe
 
     if row.incomplete is None:
         verify = "not checked"

@@ -4,7 +4,7 @@ Airflow checks a trigger's conf against the DAG's Params and answers a bad value
 JSON schema of the field. Both the UI's trigger form and the REST API post to
 `POST /api/v2/dags/{dag_id}/dagRuns`; this root middleware (`fastapi_root_middlewares`) reads the
 body of such a request for a neuronforge DAG and, when it is not a JSON object whose conf
-`operators.compile_params.conf_problem` accepts, answers 400 with one sentence naming the field
+`neuronforge_airflow.params.conf_problem` accepts, answers 400 with one sentence naming the field
 and the values it accepts (the UI shows it in its error alert).
 
 Guarantees (tests/plugins/test_forms_middleware.py, tests/plugins/test_catalog_plugin.py):
@@ -70,7 +70,7 @@ def neuronforge_trigger(scope: Scope) -> str | None:
 @functools.cache
 def _forms() -> frozenset[str]:
     """The neuronforge DAG ids (imported on the first trigger, not when Airflow loads plugins)."""
-    from operators.compile_params import FORMS
+    from neuronforge_airflow.params import FORMS
 
     return frozenset(FORMS)
 
@@ -118,7 +118,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     if len(out) != len(pairs):
         seen: set[str] = set()
         twice = next(k for k, _ in pairs if k in seen or seen.add(k))
-        from operators.compile_params import shown
+        from neuronforge_airflow.params import shown
 
         raise ValueError(f"the key {shown(twice)} appears twice in one object; send it once")
     return out
@@ -138,7 +138,7 @@ def _too_deep(value: Any) -> bool:
 
 def body_problem(dag_id: str, headers: dict[bytes, bytes], body: bytes) -> str | None:
     """One sentence on what is wrong with a trigger's body for `dag_id`, or None."""
-    from operators.compile_params import conf_problem
+    from neuronforge_airflow.params import conf_problem
 
     kind = headers.get(b"content-type", b"application/json").split(b";")[0].strip().lower()
     if not kind.startswith(b"application/") or not (kind == b"application/json" or kind.endswith(b"+json")):

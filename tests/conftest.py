@@ -31,9 +31,9 @@ os.environ["AIRFLOW_HOME"] = _AIRFLOW_HOME
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(Path(__file__).resolve().parents[1] / "dags")
 
-from neuronforge.pipeline import TargetOutcome, run_target  # noqa: E402
+from neuronforge.pipeline.runner import TargetOutcome, run_target  # noqa: E402
+from neuronforge.spec.target import TargetSpec  # noqa: E402
 from neuronforge.stores import ArtifactStore, open_store  # noqa: E402
-from neuronforge.target import TargetSpec  # noqa: E402
 from tests.checkpoints import make_tiny_llama  # noqa: E402
 from tests.fakes import FAKES  # noqa: E402, F401  (tests import FAKES from here)
 
@@ -121,9 +121,9 @@ NEURON_TARGET = {**{k: v for k, v in TARGET.items() if k != "max_context_length"
 def smoke_payload(payload: Path, target: TargetSpec, cache_root: Path, timeout_s: float = 300.0):
     """The smoke test of a payload folder (e.g. a copy a test has altered), as the `smoke` stage runs
     it: the profile reads how its consumer loads it, the backend loads it through a fresh cache."""
-    from neuronforge.compile_cache import CompileCache
+    from neuronforge.compilation.compile_cache import CompileCache
+    from neuronforge.pipeline.stages.smoke import SmokeInput, smoke_test
     from neuronforge.profiles import get_profile
-    from neuronforge.stages.smoke import SmokeInput, smoke_test
 
     profile = get_profile(target.profile)
     load = profile.smoke_load(payload)
@@ -143,7 +143,7 @@ class Compiled:
     def build_dir(self) -> Path:
         """The first run's payload (what was smoke-tested and published), as this host's verified
         local cache holds it."""
-        from neuronforge.localcache import lookup_local
+        from neuronforge.artifacts.localcache import lookup_local
 
         assert self.first.state is not None and self.first.state.compiled is not None
         found = lookup_local(self.first.state.compiled.build, self.work_dir)
@@ -163,7 +163,7 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> Compiled:
 
 
 def _toolchain_python(monkeypatch: pytest.MonkeyPatch, release: str, path: Path) -> Path:
-    from neuronforge.backends.interpreter import release_var
+    from neuronforge.compilation.backends.interpreter import release_var
 
     monkeypatch.setenv(release_var(release), str(path))
     return path

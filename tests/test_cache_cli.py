@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from neuronforge.cli import main
+from neuronforge.interfaces.cli import main
 from neuronforge.stores import open_store
 
 
@@ -123,7 +123,7 @@ def test_ls_prints_a_header_or_says_nothing_matches(capsys, tmp_path: Path) -> N
 def _publish_lmi(store, version: str, entries: list[str]) -> str:
     """A published lmi-neuronx artifact (index entry, manifest, launch/neff-cache.json) whose NEFFs
     are `entries` of neuronxcc `version`'s compile-cache folder."""
-    from neuronforge import layout
+    from neuronforge.artifacts import layout
 
     key = f"lmi-{version}".ljust(64, "0")[:64]
     prefix = f"artifacts/org/x/rev/lmi/{key[:12]}"

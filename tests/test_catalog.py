@@ -6,8 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
-from neuronforge.catalog import check_catalog
-from neuronforge.cli import main
+from neuronforge.farm.catalog import check_catalog
+from neuronforge.interfaces.cli import main
 from tests.hubdown import closed_endpoint, hub_at
 from tests.test_planner import CONFIGS
 
@@ -141,7 +141,7 @@ def test_targets_name_a_profile_and_the_removed_fields_are_refused_with_the_fix(
 
 
 def test_the_shipped_catalog_names_profiles() -> None:
-    from neuronforge.catalog import default_path, load_catalog
+    from neuronforge.farm.catalog import default_path, load_catalog
 
     report = load_catalog(default_path())
     profiles = {t.spec.profile for e in report.entries for t in e.targets}

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge.checkpoint import verify_checkpoint
-from neuronforge.errors import CheckpointError
+from neuronforge.checkpoints.checkpoint import verify_checkpoint
+from neuronforge.common.errors import CheckpointError
 from tests.checkpoints import make_tiny_llama, rewrite_header, safetensors_header
 
 

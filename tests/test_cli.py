@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge.cli import main
+from neuronforge.interfaces.cli import main
 from tests.test_planner import CONFIGS
 
 LLAMA = CONFIGS / "meta-llama--Llama-3.1-8B.json"

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge import cli, settings
-from neuronforge.cli import EXIT_CODES, ExitCode, build_parser, main
+from neuronforge.common import settings
+from neuronforge.interfaces import cli
+from neuronforge.interfaces.cli import EXIT_CODES, ExitCode, build_parser, main
 from neuronforge.stores import open_store
 
 EXE = Path(sys.executable).parent / "neuronforge"
@@ -192,7 +193,8 @@ def test_version_imports_nothing_heavy() -> None:
     from importlib.metadata import version
 
     probe = (
-        "import sys\nfrom neuronforge.cli import main\ntry:\n    main(['--version'])\nexcept SystemExit as e:\n"
+        "import sys\nfrom neuronforge.interfaces.cli import main\n"
+        "try:\n    main(['--version'])\nexcept SystemExit as e:\n"
         "    assert e.code == 0\nheavy = ('torch', 'boto3', 'botocore', 'transformers', 'pydantic', 'yaml', 'numpy')\n"
         "print(sorted(m for m in heavy if m in sys.modules))"
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge.cli import ExitCode, find_key, main
+from neuronforge.interfaces.cli import ExitCode, find_key, main
 from neuronforge.stores import open_store
 from neuronforge.stores.file import FileStore
 from tests.conftest import Compiled

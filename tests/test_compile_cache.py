@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge import layout
-from neuronforge.compile_cache import CompileCache, compile_through_cache, prune_store, stored_entries
-from neuronforge.errors import InvalidInput
+from neuronforge.artifacts import layout
+from neuronforge.common.errors import InvalidInput
+from neuronforge.compilation.compile_cache import CompileCache, compile_through_cache, prune_store, stored_entries
+from neuronforge.spec.target import TargetSpec
 from neuronforge.stores import open_store
-from neuronforge.target import TargetSpec
 from tests.conftest import FAKES
 from tests.fakes import run_in_toolchain
 
@@ -35,7 +35,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path):
 def _compile_in_child(cache_root: Path, material: str, graphs: list[str]) -> list[str]:
     """Run the FAKE compiler in the SDK 2.26.1 toolchain interpreter with the environment the Neuron
     backends give a compile (`neuron_compile_env(target, cache.root, flags)`), returning its log lines."""
-    from neuronforge.backends.base import neuron_compile_env
+    from neuronforge.compilation.backends.base import neuron_compile_env
 
     target = TargetSpec.parse({"instance_type": "inf2.xlarge", "tp_degree": 1, "sequence_length": 64})
     code = f"import neuronxcc; neuronxcc.write_cache_entries({material!r}, {graphs!r})"

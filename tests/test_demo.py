@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge import demo
+from neuronforge.interfaces import demo
 from neuronforge.stores import open_store
 from tests.conftest import Compiled
 

@@ -117,7 +117,7 @@ def test_long_running_services_have_healthchecks_and_restart(compose) -> None:
 
 
 def test_celery_visibility_timeout_outlasts_the_longest_compile(compose) -> None:
-    from neuronforge import settings
+    from neuronforge.common import settings
 
     for name, service in _airflow_services(compose).items():
         env = service["environment"]
@@ -298,8 +298,8 @@ def test_compose_runs_the_neuron_image_in_both_roles(compose) -> None:
 
 def test_compose_tags_the_neuron_image_as_the_pods_name_it(compose, monkeypatch: pytest.MonkeyPatch) -> None:
     """One name for the neuron worker image of a release: compose builds and tags it, and the
-    NEURONFORGE_NEURON_RUNNER=kubernetes pods run it by that name (operators/kubernetes.py)."""
-    from operators.kubernetes import DEFAULT_IMAGE, image_for
+    NEURONFORGE_NEURON_RUNNER=kubernetes pods run it by that name (neuronforge_airflow/operators/kubernetes.py)."""
+    from neuronforge_airflow.operators.kubernetes import DEFAULT_IMAGE, image_for
 
     monkeypatch.delenv("NEURONFORGE_NEURON_IMAGE", raising=False)
     services = _services(compose)

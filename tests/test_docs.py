@@ -35,8 +35,8 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge import settings
-from neuronforge.cli import build_parser
+from neuronforge.common import settings
+from neuronforge.interfaces.cli import build_parser
 from tests.conftest import Compiled
 
 ROOT = Path(__file__).resolve().parents[1]

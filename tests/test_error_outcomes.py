@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge import cli, error_table, errors
-from neuronforge.errors import CheckpointError, ExitCode, InvalidInput, NeuronforgeError, StoreError, outcome
-from neuronforge.leases import LeaseLost
-from neuronforge.pipeline import PlanRejected, SmokeFailed
+from neuronforge.artifacts.leases import LeaseLost
+from neuronforge.common import errors
+from neuronforge.common.errors import CheckpointError, ExitCode, InvalidInput, NeuronforgeError, StoreError, outcome
+from neuronforge.interfaces import cli, error_table
+from neuronforge.pipeline.runner import PlanRejected, SmokeFailed
 from tests.conftest import TARGET
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,9 +88,9 @@ def test_every_class_exit_code_is_in_the_cli_table() -> None:
 def test_the_cli_and_the_tasks_follow_the_same_outcome(cls, monkeypatch, capsys) -> None:
     from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-    from neuronforge.buildstate import BuildState
-    from neuronforge.target import TargetSpec
-    from operators.compile_publish import task_failure
+    from neuronforge.pipeline.buildstate import BuildState
+    from neuronforge.spec.target import TargetSpec
+    from neuronforge_airflow.operators.compile_publish import task_failure
 
     exc = _instance(cls, "what failed: the value\nwhat to do")
 
@@ -131,5 +132,5 @@ def test_the_table_lists_every_error_class_declared_in_the_sources() -> None:
             break
         errors_found |= more
     missing = sorted(f"{name} ({declared[name][0]})" for name in errors_found - listed)
-    assert not missing, f"import their modules in neuronforge/error_table.py: {missing}"
+    assert not missing, f"import their modules in neuronforge/interfaces/error_table.py: {missing}"
     assert {"LeaseLost", "PlanRejected", "RecordTooNew", "NotFound"} <= listed

@@ -10,11 +10,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from neuronforge import farm_index, leases
-from neuronforge.farm import FarmQuery, FarmRow, farm_page, farm_row, farm_rows, filter_rows
-from neuronforge.farm_index import record_failure
+from neuronforge.artifacts import farm_index, leases
+from neuronforge.artifacts.farm_index import record_failure
+from neuronforge.farm.rows import FarmQuery, FarmRow, farm_page, farm_row, farm_rows, filter_rows
+from neuronforge.spec.target import TargetSpec
 from neuronforge.stores import open_store
-from neuronforge.target import TargetSpec
 from tests.conftest import TARGET, Compiled
 
 
@@ -103,8 +103,8 @@ def test_a_truncated_file_is_listed(store, compiled: Compiled) -> None:
 def test_a_forged_record_is_read_without_what_it_mistyped(tmp_path: Path) -> None:
     """The farm index is the store's: a record whose numbers are text, NaN or booleans and whose
     outputs are not a mapping gives a row without them, not an error on the catalog page."""
-    from neuronforge.farm import row_of
-    from neuronforge.farm_index import Entry
+    from neuronforge.artifacts.farm_index import Entry
+    from neuronforge.farm.rows import row_of
     from neuronforge.records.farm_index import LogRecord
 
     e = Entry("k" * 64, model="m", profile="cpu@local")
@@ -132,7 +132,7 @@ def test_a_forged_record_is_read_without_what_it_mistyped(tmp_path: Path) -> Non
 
 
 def test_a_manifest_with_sizes_that_are_not_numbers_is_no_artifact() -> None:
-    from neuronforge.published import manifest_problem
+    from neuronforge.artifacts.published import manifest_problem
 
     files = [{"path": "a", "size": 1, "sha256": "0" * 64}]
     manifest = {"cache_key": "k", "source": {}, "toolchain": {}, "files": files}
@@ -142,7 +142,7 @@ def test_a_manifest_with_sizes_that_are_not_numbers_is_no_artifact() -> None:
 
 
 def test_a_hosts_report_that_is_not_numbers_describes_nothing() -> None:
-    from neuronforge.hosts import StageRun, describe, host_report, neuron_share
+    from neuronforge.common.hosts import StageRun, describe, host_report, neuron_share
 
     runs = [StageRun(stage="compile", seconds=3, host="cpu"), StageRun(stage="smoke", seconds=1, host="neuron")]
     good = host_report(runs)

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge import layout
-from neuronforge.catalog import load_catalog
-from neuronforge.cli import EXIT_OK, EXIT_USAGE, main
-from neuronforge.errors import InvalidInput
-from neuronforge.gc import collect
-from neuronforge.published import lookup
+from neuronforge.artifacts import layout
+from neuronforge.artifacts.published import lookup
+from neuronforge.common.errors import InvalidInput
+from neuronforge.farm.catalog import load_catalog
+from neuronforge.farm.gc import collect
+from neuronforge.interfaces.cli import EXIT_OK, EXIT_USAGE, main
 from neuronforge.stores import open_store
 from tests.test_planner import CONFIGS
 
@@ -138,8 +138,8 @@ def test_labelled_compiler_versions(tmp_path: Path) -> None:
 
 
 def test_plans_from_the_farm_index_and_confirms_against_the_manifest(store) -> None:
-    from neuronforge import farm_index
-    from neuronforge.farm import FarmQuery, farm_page
+    from neuronforge.artifacts import farm_index
+    from neuronforge.farm.rows import FarmQuery, farm_page
 
     farm_index.rebuild(store)  # the index says x20 was compiled by 2.20.0.0 ...
     x20 = store.read_json(lookup(store, store.keys["x20"]).manifest_uri.removeprefix(store.root_uri).strip("/"))
@@ -155,8 +155,8 @@ def test_plans_from_the_farm_index_and_confirms_against_the_manifest(store) -> N
 def test_an_artifact_the_manifest_does_not_confirm_is_named_and_gc_does_not_report_done(store, capsys) -> None:
     """Due for deletion by the farm index but its manifest says another compiler version: left
     alone, listed, counted in the summary, and the exit is 1 (never 0 over what gc could not decide)."""
-    from neuronforge import farm_index
-    from neuronforge.cli import EXIT_FAILURE
+    from neuronforge.artifacts import farm_index
+    from neuronforge.interfaces.cli import EXIT_FAILURE
 
     farm_index.rebuild(store)
     manifest_key = lookup(store, store.keys["x19"]).manifest_uri.removeprefix(store.root_uri).strip("/")

@@ -1,7 +1,7 @@
 """The import structure: one-way layers, no cycle, and nothing heavy where a DAG file is parsed.
 
 The dag-processor re-imports every DAG file on each loop, and every task re-parses its DAG file
-before it runs; a DAG file that pulls torch in (it did: operators.compile_params → profiles →
+before it runs; a DAG file that pulls torch in (it did: neuronforge_airflow.params → profiles →
 backends.nxdi → quantization → torch) costs ~2 s per file per loop and per task. These checks run
 in fresh interpreters, so what an earlier test imported cannot hide what a DAG file imports.
 """
@@ -78,7 +78,7 @@ def test_operators_plugins_and_profile_declarations_import_nothing_heavy() -> No
     (what the form, the routing and `neuronforge profiles` show)."""
     modules = sorted(
         f"{p.parent.name}.{p.stem}"
-        for d in ("operators", "plugins")
+        for d in ("neuronforge_airflow", "plugins")
         for p in (ROOT / d).glob("*.py")
         if p.stem != "__init__"
     )
@@ -95,14 +95,16 @@ def test_value_types_resolve_no_registry() -> None:
     """A target, a request's toolchain and a key's material are pure data: building and normalizing
     a target naming a Neuron profile imports neither the profiles nor the backends."""
     found = _loaded(
-        "from neuronforge.target import TargetSpec\n"
-        "from neuronforge.request import Toolchain, canonical_json\n"
-        "import neuronforge.toolchain\n"
+        "from neuronforge.spec.target import TargetSpec\n"
+        "from neuronforge.spec.toolchain import Toolchain\n"
+        "import neuronforge.compilation.detect\n"
         "t = TargetSpec.parse({'instance_type': 'inf2.xlarge', 'tp_degree': 2, 'sequence_length': 2048,"
         " 'profile': 'vllm-neuron', 'quantization': 'int8'})\n"
         "assert t.normalized().slug.startswith('vllm-neuron-inf2.xlarge-tp2')\n"
     )
-    assert not [m for m in found["modules"] if m.startswith(("neuronforge.profiles", "neuronforge.backends"))]
+    assert not [
+        m for m in found["modules"] if m.startswith(("neuronforge.profiles", "neuronforge.compilation.backends"))
+    ]
     assert found["heavy"] == []
 
 
@@ -153,7 +155,7 @@ def test_no_import_cycle() -> None:
     included (grimp reads them all; TYPE_CHECKING imports are annotations)."""
     import grimp
 
-    graph = grimp.build_graph("neuronforge", "operators", cache_dir=None, exclude_type_checking_imports=True)
+    graph = grimp.build_graph("neuronforge", "neuronforge_airflow", cache_dir=None, exclude_type_checking_imports=False)
     edges = {m: set(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
     cycles = _strongly_connected(edges)
     detail = [

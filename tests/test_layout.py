@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from neuronforge import layout
-from neuronforge.errors import InvalidInput
-from neuronforge.source import ModelSource
-from neuronforge.target import Quantization, TargetSpec
+from neuronforge.artifacts import layout
+from neuronforge.common.errors import InvalidInput
+from neuronforge.spec.source import ModelSource
+from neuronforge.spec.target import Quantization, TargetSpec
 
 SRC = ModelSource.parse("meta-llama/Llama-3.1-8B").pinned("c" * 40)
 KEY = "0123456789ab" + "f" * 52

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge import layout, leases
-from neuronforge.pipeline import run_target
+from neuronforge.artifacts import layout, leases
+from neuronforge.pipeline.runner import run_target
+from neuronforge.spec.target import TargetSpec
 from neuronforge.stores import ArtifactStore, open_store
-from neuronforge.target import TargetSpec
 from tests.conftest import NEURON_TARGET
 
 KEY = "k" * 64
@@ -142,8 +142,8 @@ def test_concurrent_identical_requests_compile_once(
 
 
 def test_a_dead_holders_lease_is_taken_over_after_expiry(fake_neuron: Path, served_llama: Path, tmp_path: Path) -> None:
-    from neuronforge.pipeline import prepare
-    from neuronforge.published import lookup
+    from neuronforge.artifacts.published import lookup
+    from neuronforge.pipeline.runner import prepare
 
     store = open_store(f"file://{tmp_path / 'store'}")
     key = prepare(str(served_llama), _nxdi_target(), tmp_path / "w").key

@@ -25,8 +25,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from neuronforge import local_airflow
-from neuronforge.cli import main
+from neuronforge.interfaces import local_airflow
+from neuronforge.interfaces.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -88,7 +88,7 @@ def running(tmp_path_factory: pytest.TempPathFactory):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "VIRTUAL_ENV", "NEURONFORGE_"))}
     env |= {"PATH": "/usr/bin:/bin", "NEURONFORGE_HOME": str(home), "PYTHONPATH": str(REPO)}  # no venv on PATH
     proc = subprocess.Popen(
-        [sys.executable, "-m", "neuronforge.cli", "airflow", "--port", str(port)],
+        [sys.executable, "-m", "neuronforge.interfaces.cli", "airflow", "--port", str(port)],
         env=env,
         cwd=home,
         stdout=subprocess.PIPE,

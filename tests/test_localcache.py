@@ -15,8 +15,8 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from neuronforge import layout
-from neuronforge.localcache import (
+from neuronforge.artifacts import layout
+from neuronforge.artifacts.localcache import (
     adopt,
     file_entries,
     materialize,

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge.errors import InvalidInput
-from neuronforge.modelconfig import ModelArch
-from neuronforge.quantized_names import QUANTIZABLE
+from neuronforge.checkpoints.quantized_names import QUANTIZABLE
+from neuronforge.common.errors import InvalidInput
+from neuronforge.spec.modelconfig import ModelArch
 
 CONFIGS = Path(__file__).resolve().parent / "data" / "model-configs"
 FAMILIES = [
@@ -137,8 +137,8 @@ def test_quantized_tensor_names(name: str, quantized: set[str], kept: set[str]) 
 @pytest.mark.parametrize("name", FAMILIES)
 def test_the_planner_and_the_quantizer_share_one_rule(name: str) -> None:
     """The planner counts int8 bytes for exactly the tensors the quantizer converts."""
-    from neuronforge.planner import _tensor_bytes
-    from neuronforge.target import Quantization
+    from neuronforge.pipeline.planner import _tensor_bytes
+    from neuronforge.spec.target import Quantization
 
     int8 = Quantization(dtype="int8", method="per_tensor_symmetric")
     for _, tensor, shape in arch(name).tensors():
@@ -217,10 +217,10 @@ def test_a_tiny_checkpoint_of_each_family_verifies(model_type: str, tmp_path: Pa
     """A checkpoint transformers writes for each family passes the checkpoint verifier, and the planner
     counts the same parameters from its headers as from its config."""
     transformers = pytest.importorskip("transformers")
-    from neuronforge.checkpoint import verify_checkpoint
-    from neuronforge.errors import CheckpointError
-    from neuronforge.planner import weight_bytes
-    from neuronforge.target import Quantization
+    from neuronforge.checkpoints.checkpoint import verify_checkpoint
+    from neuronforge.common.errors import CheckpointError
+    from neuronforge.pipeline.planner import weight_bytes
+    from neuronforge.spec.target import Quantization
 
     cfg = transformers.AutoConfig.for_model(model_type, **TINY[model_type])
     transformers.AutoModelForCausalLM.from_config(cfg).save_pretrained(tmp_path / "m", safe_serialization=True)

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from neuronforge.checkpoint import verify_checkpoint
-from neuronforge.instances import GIB, INSTANCES
-from neuronforge.modelconfig import ModelArch
-from neuronforge.planner import RUNTIME_RESERVE, kv_cache_bytes, plan, static_problems
-from neuronforge.target import TargetSpec
+from neuronforge.checkpoints.checkpoint import verify_checkpoint
+from neuronforge.pipeline.planner import RUNTIME_RESERVE, kv_cache_bytes, plan, static_problems
+from neuronforge.spec.instances import GIB, INSTANCES
+from neuronforge.spec.modelconfig import ModelArch
+from neuronforge.spec.target import TargetSpec
 
 # Real published configs (config.json of each Hub repo, copied into the repo; see its README).
 CONFIGS = Path(__file__).resolve().parent / "data" / "model-configs"
@@ -114,8 +114,8 @@ def test_sequence_longer_than_the_model_allows() -> None:
 
 def test_a_fix_is_structured_and_said_in_each_surface_s_words() -> None:
     """The CLI names the flag, the form and the Airflow tasks the field's title: same fix, same value."""
-    from neuronforge.pipeline import PlanRejected
-    from neuronforge.planner import Fix
+    from neuronforge.pipeline.planner import Fix
+    from neuronforge.pipeline.runner import PlanRejected
 
     p = plan(arch("mistralai--Mistral-7B-v0.1"), target(sequence_length=65536, tp_degree=2))
     (check,) = [c for c in p.failed if c.name == "sequence_length"]
@@ -327,8 +327,8 @@ def test_alibi_sets_no_sequence_limit() -> None:
 
 def test_gpt2_conv1d_scales_follow_output_channels() -> None:
     """GPT-2's Conv1D weights are (in, out): per-channel int8 keeps one fp32 scale per output column."""
-    from neuronforge.planner import weight_bytes
-    from neuronforge.target import Quantization
+    from neuronforge.pipeline.planner import weight_bytes
+    from neuronforge.spec.target import Quantization
 
     a = arch("openai-community--gpt2-xl")
     _, fp16 = weight_bytes(a, "fp16", Quantization())

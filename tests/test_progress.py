@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge import progress
-from neuronforge.errors import InvalidInput
+from neuronforge.common import progress
+from neuronforge.common.errors import InvalidInput
 from neuronforge.stores import base as store_base
 from neuronforge.stores import open_store
 
@@ -57,7 +57,7 @@ def recording() -> Iterator[Recording]:
 
 def test_log_reporter_beats_with_bytes_rate_and_time_left(caplog, monkeypatch) -> None:
     monkeypatch.setenv(progress.INTERVAL_ENV, "0.05")
-    caplog.set_level(logging.INFO, logger="neuronforge.progress")
+    caplog.set_level(logging.INFO, logger="neuronforge.common.progress")
     with progress.LogReporter().step("uploading 2 files", total=10_000_000) as s:
         for _ in range(5):
             time.sleep(0.05)
@@ -71,7 +71,7 @@ def test_log_reporter_beats_with_bytes_rate_and_time_left(caplog, monkeypatch) -
 
 def test_a_step_with_nothing_to_count_says_it_is_alive(caplog, monkeypatch) -> None:
     monkeypatch.setenv(progress.INTERVAL_ENV, "0.05")
-    caplog.set_level(logging.INFO, logger="neuronforge.progress")
+    caplog.set_level(logging.INFO, logger="neuronforge.common.progress")
     with progress.LogReporter().step("compiling graph decode"):
         time.sleep(0.2)
     lines = [r.getMessage() for r in caplog.records]
@@ -168,11 +168,11 @@ def test_s3_transfers_count_bytes_from_the_transfer_manager(
 
 # -- the CLI ------------------------------------------------------------------------------------------
 def cli(args: list[str], *, tty_stderr: bool, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    """`python -m neuronforge.cli ARGS` with stdout a pipe and stderr a pseudo-terminal (as in a
+    """`python -m neuronforge.interfaces.cli ARGS` with stdout a pipe and stderr a pseudo-terminal (as in a
     shell, `neuronforge ... | jq`) or a pipe; returns (exit code, stdout, stderr)."""
     environ = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR", "TTY_COMPATIBLE")}
     environ |= {"PYTHONPATH": str(REPO), "TERM": "xterm-256color", "COLUMNS": "120", **(env or {})}
-    cmd = [sys.executable, "-m", "neuronforge.cli", *args]
+    cmd = [sys.executable, "-m", "neuronforge.interfaces.cli", *args]
     if not tty_stderr:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=environ, timeout=300)
         return proc.returncode, proc.stdout, proc.stderr
@@ -225,7 +225,7 @@ def test_cli_json_with_heartbeats_keeps_them_off_stdout(tiny_llama: Path, tmp_pa
     code, out, err = cli(args, tty_stderr=False, env={progress.INTERVAL_ENV: "0.01"})
     assert code == 0, err
     assert json.loads(out)["quantization"] == "int8_per_tensor"  # stdout: the JSON and nothing else
-    assert "neuronforge.progress: quantizing " in err  # heartbeats and the duration: stderr
+    assert "neuronforge.common.progress: quantizing " in err  # heartbeats and the duration: stderr
 
 
 def test_cli_quiet_prints_the_result_only(tiny_llama: Path, tmp_path: Path) -> None:
@@ -235,7 +235,7 @@ def test_cli_quiet_prints_the_result_only(tiny_llama: Path, tmp_path: Path) -> N
 
 
 def test_cli_refuses_a_bad_interval_before_any_work(capsys, monkeypatch, tmp_path: Path) -> None:
-    from neuronforge.cli import main
+    from neuronforge.interfaces.cli import main
 
     monkeypatch.setenv(progress.INTERVAL_ENV, "soon")
     store = tmp_path / "store"
@@ -265,7 +265,7 @@ def test_log_lines_print_above_the_display_not_through_it() -> None:
 
 
 def test_a_step_that_raises_is_logged_as_failed(caplog) -> None:
-    caplog.set_level(logging.INFO, logger="neuronforge.progress")
+    caplog.set_level(logging.INFO, logger="neuronforge.common.progress")
     with pytest.raises(RuntimeError), progress.LogReporter(every_s=60).step("compiling graph decode"):
         raise RuntimeError("boom")
     assert caplog.records[-1].getMessage().startswith("compiling graph decode: failed in 0.")

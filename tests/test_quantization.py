@@ -11,9 +11,9 @@ import pytest
 import torch
 from hypothesis import given, settings
 
-from neuronforge.quantization import absmax, dequantize, quantize_chunk, scale_from_absmax
-from neuronforge.quantized_names import hf_key, nxd_key
-from neuronforge.target import Quantization
+from neuronforge.checkpoints.quantization import absmax, dequantize, quantize_chunk, scale_from_absmax
+from neuronforge.checkpoints.quantized_names import hf_key, nxd_key
+from neuronforge.spec.target import Quantization
 
 warnings.filterwarnings("ignore", message=".*quantize_per_.*deprecated.*")
 
@@ -165,6 +165,6 @@ def test_nxd_key_names() -> None:
 
 def test_the_fp8_bounds_without_torch_are_torchs() -> None:
     """`quantized_names` spells e5m2's range as a number (it imports no torch): it is torch's."""
-    from neuronforge.quantized_names import FP8_BOUNDS
+    from neuronforge.checkpoints.quantized_names import FP8_BOUNDS
 
     assert FP8_BOUNDS["f8e5m2"] == float(torch.finfo(torch.float8_e5m2).max)

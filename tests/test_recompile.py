@@ -8,16 +8,17 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from neuronforge import leases, recompile
-from neuronforge.catalog import load_catalog
-from neuronforge.cli import EXIT_OK, EXIT_STALE, main
-from neuronforge.failures import read_failure
-from neuronforge.farm_index import record_failure
+from neuronforge.artifacts import leases
+from neuronforge.artifacts.failures import read_failure
+from neuronforge.artifacts.farm_index import record_failure
+from neuronforge.farm import recompile
+from neuronforge.farm.catalog import load_catalog
+from neuronforge.interfaces.cli import EXIT_OK, EXIT_STALE, main
 from neuronforge.profiles import parse_target
 from neuronforge.profiles.registry import detect_toolchain
+from neuronforge.spec.target import TargetSpec
 from neuronforge.stores import open_store
-from neuronforge.target import TargetSpec
-from operators.compile_params import TARGET_SCHEMA
+from neuronforge_airflow.params import TARGET_SCHEMA
 from tests.conftest import NEURON_TARGET, TARGET, Compiled
 
 
@@ -170,12 +171,12 @@ def test_a_new_profile_version_makes_the_catalog_stale_until_rebuilt(
     it, is stale for it until rebuilt (with the toolchain of that version's queue), and the report
     names the version it is published for and the one it is stale for; a pinned `name@version`
     target stays fresh."""
-    from neuronforge.pipeline import run_target
+    from neuronforge.pipeline.runner import run_target
     from neuronforge.profiles import registry
     from neuronforge.profiles.base import Pins
     from neuronforge.profiles.vllm_neuron import PROFILE as V1
     from neuronforge.profiles.vllm_neuron import VllmNeuronProfile
-    from neuronforge.request import Toolchain
+    from neuronforge.spec.toolchain import Toolchain
 
     assert V1.pins.compiler_version == "2.21.33363.0+82129205"
     upgrade_fake_neuron(V1.pins.compiler_version)  # the SDK 2.26.1 worker image

@@ -9,17 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neuronforge.errors import InvalidInput
+from neuronforge.common.errors import InvalidInput
 from neuronforge.profiles.registry import compile_request, parse_target
-from neuronforge.request import (
-    Toolchain,
-    cache_key,
-    cache_key_material,
-    canonical_json,
-    normalize_flags,
-)
-from neuronforge.source import ModelSource
-from neuronforge.target import TargetSpec
+from neuronforge.profiles.request import cache_key, cache_key_material, canonical_json
+from neuronforge.spec.source import ModelSource
+from neuronforge.spec.target import TargetSpec
+from neuronforge.spec.toolchain import Toolchain, normalize_flags
 
 SHA = "a" * 40
 SRC = ModelSource.parse("org/model").pinned(SHA)
@@ -192,7 +187,7 @@ def test_the_compile_target_the_toolchain_is_told_is_in_the_key() -> None:
     """A Neuron compile runs on a CPU host and is told its target (NEURON_PLATFORM_TARGET_OVERRIDE):
     the same value is keyed; inf2 compiles for trn1 as optimum-neuron maps it, trn2 for trn2; the
     CPU profile has none."""
-    from neuronforge.backends.base import neuron_compile_env
+    from neuronforge.compilation.backends.base import neuron_compile_env
 
     for instance, tp, want in (("inf2.xlarge", 2, "trn1"), ("trn1n.32xlarge", 8, "trn1"), ("trn2.48xlarge", 4, "trn2")):
         target = TargetSpec.parse({**BASE_TARGET, "instance_type": instance, "tp_degree": tp})

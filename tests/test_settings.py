@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge import settings
-from neuronforge.cli import build_parser, main
-from neuronforge.errors import InvalidInput
+from neuronforge.common import settings
+from neuronforge.common.errors import InvalidInput
+from neuronforge.interfaces.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
-CODE = ("neuronforge", "operators", "plugins", "dags")  # neuronforge's own Python: reads go through settings
+CODE = ("neuronforge", "neuronforge_airflow", "plugins", "dags")  # neuronforge's own Python: reads go through settings
 NAME = re.compile(r"NEURONFORGE_TOOLCHAIN_PYTHON_<release>|NEURONFORGE_[A-Z0-9_]*[A-Z0-9]")
 # Named in the docs, read by the test suite only (the browser tests' screenshot folder): not a setting.
 TEST_ONLY = {"NEURONFORGE_TEST_ARTIFACTS"}
@@ -74,7 +74,7 @@ def test_the_environment_is_read_when_used_not_at_import(monkeypatch: pytest.Mon
 def test_a_lease_lives_as_long_as_the_environment_says_when_it_is_taken(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from neuronforge import leases
+    from neuronforge.artifacts import leases
     from neuronforge.stores import open_store
 
     monkeypatch.setenv("NEURONFORGE_LEASE_TTL_S", "30")
@@ -85,8 +85,10 @@ def test_a_lease_lives_as_long_as_the_environment_says_when_it_is_taken(
 def test_nothing_reads_a_setting_at_import() -> None:
     """A bad value no longer breaks an import (DAG parsing, `--version`): it is refused when read."""
     code = (
-        "import neuronforge.leases, neuronforge.progress, neuronforge.stages.compile, neuronforge.catalog, "
-        "operators.kubernetes, operators.build_claim, operators.recompile, neuronforge.backends.interpreter"
+        "import neuronforge.artifacts.leases, neuronforge.common.progress, neuronforge.pipeline.stages.compile, "
+        "neuronforge.farm.catalog, neuronforge_airflow.operators.kubernetes, "
+        "neuronforge_airflow.operators.build_claim, neuronforge_airflow.operators.recompile, "
+        "neuronforge.compilation.backends.interpreter"
     )
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
     bad = {v: "abc" for v in ("NEURONFORGE_LEASE_TTL_S", "NEURONFORGE_COMPILE_TIMEOUT_S", "NEURONFORGE_NEURON_RUNNER")}
@@ -128,7 +130,7 @@ def test_every_command_refuses_a_bad_value_in_one_line_before_any_work(
 
 
 def test_a_release_s_own_interpreter_comes_before_the_global_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    from neuronforge.backends.interpreter import ToolchainPython
+    from neuronforge.compilation.backends.interpreter import ToolchainPython
 
     monkeypatch.setenv("NEURONFORGE_TOOLCHAIN_PYTHON", "/opt/any/python")
     monkeypatch.setenv("NEURONFORGE_TOOLCHAIN_PYTHON_2_21_1", "/opt/sdk-2.21.1/python")
@@ -140,7 +142,7 @@ def test_a_release_s_own_interpreter_comes_before_the_global_one(monkeypatch: py
 
 
 def test_pods_get_the_scheduler_s_home_else_their_own(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from operators.kubernetes import POD_HOME, pod_settings
+    from neuronforge_airflow.operators.kubernetes import POD_HOME, pod_settings
 
     assert pod_settings("g", "2.26.1", False)["env_vars"] == {"NEURONFORGE_HOME": POD_HOME}
     assert "pod_template_file" not in pod_settings("g", "2.26.1", False)
@@ -213,10 +215,11 @@ def test_nothing_but_settings_reads_a_neuronforge_variable() -> None:
     reads = []
     for folder in CODE:
         for path in sorted((ROOT / folder).rglob("*.py")):
-            if path == ROOT / "neuronforge" / "settings.py":
+            if path == ROOT / "neuronforge" / "common" / "settings.py":
                 continue
             reads += [f"{path.relative_to(ROOT)}:{line}: {var}" for line, var in _env_reads(path.read_text())]
-    assert not reads, "read these through neuronforge.settings.current() (a field of Settings):\n" + "\n".join(reads)
+    where = "neuronforge.common.settings.current()"
+    assert not reads, f"read these through {where} (a field of Settings):\n" + "\n".join(reads)
 
 
 def test_every_neuronforge_variable_the_code_and_docs_name_is_a_setting() -> None:
@@ -233,7 +236,7 @@ def test_every_neuronforge_variable_the_code_and_docs_name_is_a_setting() -> Non
             if not _is_setting(var) and var not in TEST_ONLY and var != "NEURONFORGE_TOOLCHAIN_PYTHON_<release>"
         }
     )
-    assert not unknown, "declare these in neuronforge/settings.py (or READ_ELSEWHERE):\n" + "\n".join(unknown)
+    assert not unknown, "declare these in neuronforge/common/settings.py (or READ_ELSEWHERE):\n" + "\n".join(unknown)
 
 
 def test_the_toolchain_side_reads_only_what_the_docs_list_as_read_elsewhere() -> None:
@@ -289,7 +292,7 @@ def test_config_never_shows_a_secret(monkeypatch: pytest.MonkeyPatch, capsys: py
 def test_the_configuration_page_is_rendered_from_the_model() -> None:
     page = settings.DOCS_PAGE.read_text()
     assert settings.render_page(page) == page, (
-        f"docs/configuration.md's tables differ from neuronforge/settings.py: run `{settings.REGENERATE}`"
+        f"docs/configuration.md's tables differ from neuronforge/common/settings.py: run `{settings.REGENERATE}`"
     )
     for name in settings.SETTINGS:
         assert f"| `{settings.variable(name)}` |" in page

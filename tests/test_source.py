@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge.errors import CheckpointError, InvalidInput
-from neuronforge.source import FileEntry, ModelSource, files_digest, scan_folder, select_checkpoint_files
+from neuronforge.common.errors import CheckpointError, InvalidInput
+from neuronforge.spec.source import FileEntry, ModelSource, files_digest, scan_folder, select_checkpoint_files
 
 
 @pytest.mark.parametrize(
@@ -92,7 +92,7 @@ def test_select_files_refuses_pickle_only_unless_allowed() -> None:
 def test_one_canonical_model_name(given, name: str) -> None:
     """Manifests keep (kind, location); failure records and builds in progress keep what the user
     typed: `model_name` gives both the one name the farm index and the catalog show."""
-    from neuronforge.source import model_name
+    from neuronforge.spec.source import model_name
 
     assert model_name(given) == name
 

@@ -1,10 +1,10 @@
-"""What a reader takes from a stored record's number fields (`neuronforge.stored_numbers`)."""
+"""What a reader takes from a stored record's number fields (`neuronforge.common.stored_numbers`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from neuronforge.stored_numbers import finite, whole
+from neuronforge.common.stored_numbers import finite, whole
 
 
 @pytest.mark.parametrize(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from neuronforge.errors import InvalidInput
-from neuronforge.instances import INSTANCES
+from neuronforge.common.errors import InvalidInput
 from neuronforge.profiles import parse_target
-from neuronforge.target import Quantization, TargetSpec
+from neuronforge.spec.instances import INSTANCES
+from neuronforge.spec.target import Quantization, TargetSpec
 
 BASE = {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 2048}
 
@@ -113,8 +113,9 @@ VARIANTS: dict[str, list[dict]] = {
 
 def _key(target: dict) -> str:
     from neuronforge.profiles.registry import compile_request
-    from neuronforge.request import Toolchain, cache_key
-    from neuronforge.source import ModelSource
+    from neuronforge.profiles.request import cache_key
+    from neuronforge.spec.source import ModelSource
+    from neuronforge.spec.toolchain import Toolchain
 
     spec = TargetSpec.parse(target)
     request = compile_request(ModelSource.parse("org/model").pinned("a" * 40), spec)

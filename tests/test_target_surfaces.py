@@ -17,11 +17,11 @@ from hypothesis import given, settings
 from jsonschema import Draft202012Validator
 from pydantic import Field
 
-from neuronforge import cli
-from neuronforge import settings as nf_settings
-from neuronforge.errors import InvalidInput
-from neuronforge.target import Declared, TargetSpec, spoken, target_inputs, target_json_schema
-from operators.compile_params import (
+from neuronforge.common import settings as nf_settings
+from neuronforge.common.errors import InvalidInput
+from neuronforge.interfaces import cli
+from neuronforge.spec.target import Declared, TargetSpec, spoken, target_inputs, target_json_schema
+from neuronforge_airflow.params import (
     COMPILE_DAG,
     FORM_TARGET_FIELDS,
     PARAMS,
@@ -232,11 +232,11 @@ def test_a_rejected_plan_fails_an_airflow_task_in_the_form_s_words(tmp_path) -> 
 
     from airflow.sdk.exceptions import AirflowFailException
 
-    from neuronforge.buildstate import BuildState
-    from neuronforge.modelconfig import ModelArch
-    from neuronforge.pipeline import PlanRejected
-    from neuronforge.planner import plan
-    from operators.compile_publish import task_failure
+    from neuronforge.pipeline.buildstate import BuildState
+    from neuronforge.pipeline.planner import plan
+    from neuronforge.pipeline.runner import PlanRejected
+    from neuronforge.spec.modelconfig import ModelArch
+    from neuronforge_airflow.operators.compile_publish import task_failure
 
     config = Path(__file__).parent / "data" / "model-configs" / "mistralai--Mistral-7B-v0.1.json"
     target = TargetSpec.parse({"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 65536})

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from neuronforge.compilation.detect import detect_runtime
 from neuronforge.profiles.registry import compile_request, detect_toolchain
-from neuronforge.request import Toolchain, cache_key, cache_key_material
-from neuronforge.source import ModelSource
-from neuronforge.target import TargetSpec
-from neuronforge.toolchain import detect_runtime
+from neuronforge.profiles.request import cache_key, cache_key_material
+from neuronforge.spec.source import ModelSource
+from neuronforge.spec.target import TargetSpec
+from neuronforge.spec.toolchain import Toolchain
 
 
 def _fake_dpkg(bin_dir: Path, versions: dict[str, str]) -> None:
@@ -57,10 +58,10 @@ def test_what_a_profiles_queue_detected_is_recorded_once_and_used_while_pinned(t
     what the key hashes changed; the record is used only while it is the profile's pins."""
     from dataclasses import replace
 
-    from neuronforge import layout
+    from neuronforge.artifacts import layout
+    from neuronforge.pipeline.toolchain_records import last_detected, record_detected
     from neuronforge.profiles import get_profile
     from neuronforge.stores import open_store
-    from neuronforge.toolchain_records import last_detected, record_detected
 
     store = open_store(f"file://{tmp_path / 'store'}")
     profile = get_profile("vllm-neuron")

@@ -11,7 +11,7 @@ A user picks the serving stack; its profile fixes the rest:
 - `preflight`: the consumer's load-time rules, checked offline on the assembled artifact before it
   is published, and by `neuronforge verify`.
 - `toolchain_python`: the interpreter of the SDK image that holds the toolchain (it is not the
-  Airflow worker's: `neuronforge.backends.interpreter`).
+  Airflow worker's: `neuronforge.compilation.backends.interpreter`).
 - `device_stages` and `placement`: which stages need NeuronCores. Loading always does; compiling
   does only where the toolchain cannot compile without devices. So a Neuron profile's toolchain
   stages (`prepare`, `compile_graphs`) go to queue `neuron-compile-<sdk release>` — CPU workers
@@ -33,15 +33,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from neuronforge.backends.base import Backend
+from neuronforge.compilation.backends.base import Backend
 
 if TYPE_CHECKING:
-    from neuronforge.backends.interpreter import ToolchainPython
-    from neuronforge.modelconfig import ModelArch
+    from neuronforge.compilation.backends.interpreter import ToolchainPython
     from neuronforge.records.artifact_manifest import ArtifactManifest
-    from neuronforge.request import Toolchain
+    from neuronforge.spec.modelconfig import ModelArch
+    from neuronforge.spec.target import TargetSpec
+    from neuronforge.spec.toolchain import Toolchain
     from neuronforge.stores import ArtifactStore
-    from neuronforge.target import TargetSpec
 
 LAUNCH_DIR = "launch"  # the launch spec's files, next to the model folder
 # Where a stage runs, as a profile places it (`ServingProfile.placement`): stages that need the
@@ -130,8 +130,8 @@ class Artifact:
 
     @classmethod
     def from_manifest(cls, root: Path, manifest: ArtifactManifest) -> Artifact:
-        from neuronforge.request import Toolchain
-        from neuronforge.target import TargetSpec
+        from neuronforge.spec.target import TargetSpec
+        from neuronforge.spec.toolchain import Toolchain
 
         toolchain = Toolchain.from_json(manifest.toolchain.model_dump())
         return cls(root, TargetSpec.from_key_material(manifest.request), toolchain)
@@ -200,7 +200,7 @@ class ServingProfile(ABC):
         """The interpreter its toolchain runs in on this worker (None: this process, the cpu backend)."""
         if not self.neuron:
             return None
-        from neuronforge.backends.interpreter import ToolchainPython
+        from neuronforge.compilation.backends.interpreter import ToolchainPython
 
         return ToolchainPython.resolve(self.version, self.toolchain_python or "python3")
 
@@ -345,8 +345,8 @@ def version_matches(pinned: str, found: str | None) -> bool:
 
 def copy_tree(src: Path, dest: Path) -> None:
     """Copy a materialized folder, leaving out its store bookkeeping (MANIFEST.json, the marker)."""
-    from neuronforge import layout
-    from neuronforge.localcache import MARKER
+    from neuronforge.artifacts import layout
+    from neuronforge.artifacts.localcache import MARKER
 
     def ignore(folder: str, names: list[str]) -> set[str]:
         return {n for n in names if n in (layout.MANIFEST, MARKER)} if Path(folder) == src else set()

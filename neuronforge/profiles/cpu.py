@@ -1,11 +1,11 @@
 """Profile `cpu`: the embedded default. AOTInductor graphs for this machine's CPU, loaded by
-`neuronforge.backends.cpu.CpuModel` (torch + safetensors only). Published under `cpu-aoti/`: it is
+`neuronforge.compilation.backends.cpu.CpuModel` (torch + safetensors only). Published under `cpu-aoti/`: it is
 a CPU artifact and says so (`compiled.json` names its format); it is no Optimum export and carries
 no `neuron_config.json` that a Neuron loader could mistake for one."""
 
 from __future__ import annotations
 
-from neuronforge.backends.cpu import BACKEND, COMPILED_JSON, FORMAT, FORMAT_VERSION
+from neuronforge.compilation.backends.cpu import BACKEND, COMPILED_JSON, FORMAT, FORMAT_VERSION
 from neuronforge.profiles.base import Artifact, LaunchContext, Pins, ServingProfile, read_json
 
 
@@ -29,7 +29,7 @@ class CpuProfile(ServingProfile):
                 f"# artifact: {uri}\n"
                 "import sys\n"
                 "from pathlib import Path\n\n"
-                "from neuronforge.backends.cpu import CpuModel\n\n"
+                "from neuronforge.compilation.backends.cpu import CpuModel\n\n"
                 f"model = CpuModel(Path(sys.argv[1] if len(sys.argv) > 1 else {self.folder!r}))\n"
                 "print(model.generate([1, 2, 3], 8)['tokens'])\n"
             )

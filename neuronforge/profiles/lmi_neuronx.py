@@ -23,7 +23,7 @@ from transformers-neuronx's `module.PretrainedModel`, not `base.NeuronModelBase`
 AttributeError on a local compiled_graph_path, so for them a `file://` store's launch files name no
 compiled_graph_path and point `NEURON_COMPILE_CACHE_URL` (lmi.env) at the local cache root instead.
 
-The properties differ per family as the classes do (neuronforge.backends.tnx.CLASSES):
+The properties differ per family as the classes do (neuronforge.compilation.backends.tnx.CLASSES):
 `option.context_length_estimate` only where the class has that parameter (not GPT-2, GPT-J, GPT-NeoX:
 their config class raises KeyError on it), `option.group_query_attention` only for llama, mistral and
 mixtral, `option.quantize=static_int8` never for GPT-J / GPT-NeoX, continuous batching only for llama
@@ -43,9 +43,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from neuronforge import layout
-from neuronforge.backends.child import TOKENIZER_FILES
-from neuronforge.backends.tnx import (
+from neuronforge.artifacts import layout
+from neuronforge.common.errors import InvalidInput
+from neuronforge.compilation.backends.child import TOKENIZER_FILES
+from neuronforge.compilation.backends.tnx import (
     BACKEND,
     CLASSES,
     LOAD_FILE,
@@ -56,7 +57,6 @@ from neuronforge.backends.tnx import (
     TnxLoad,
     load_problems,
 )
-from neuronforge.errors import InvalidInput
 from neuronforge.profiles.base import (
     LAUNCH_DIR,
     Artifact,
@@ -71,10 +71,10 @@ from neuronforge.profiles.base import (
 )
 
 if TYPE_CHECKING:
-    from neuronforge.modelconfig import ModelArch
-    from neuronforge.request import Toolchain
+    from neuronforge.spec.modelconfig import ModelArch
+    from neuronforge.spec.target import TargetSpec
+    from neuronforge.spec.toolchain import Toolchain
     from neuronforge.stores import ArtifactStore
-    from neuronforge.target import TargetSpec
 
 SDK_RELEASE = "2.21.1"
 COMPILER_VERSION = "2.16.372.0+4a9b2326"  # neuronxcc.__version__ of the 2.16.372.0 wheel
@@ -292,7 +292,7 @@ def gqa_for(target: TargetSpec, model_config: Mapping[str, Any] | None) -> str |
     """The transformers-neuronx GQA strategy for the planner's choice (None: not a GQA model type)."""
     if model_config is None or model_config.get("model_type") not in GQA_MODELS:
         return None
-    from neuronforge.modelconfig import ModelArch, gqa_strategy
+    from neuronforge.spec.modelconfig import ModelArch, gqa_strategy
 
     strategy, _ = gqa_strategy(ModelArch.from_config(dict(model_config)), target.tp_degree)
     return PLANNER_GQA.get(strategy)
@@ -426,7 +426,7 @@ class LmiNeuronxProfile(ServingProfile):
         return out
 
     def arch_problems(self, target: TargetSpec, arch: ModelArch) -> list[str]:
-        from neuronforge.modelconfig import gqa_strategy
+        from neuronforge.spec.modelconfig import gqa_strategy
 
         strategy, _ = gqa_strategy(arch, target.tp_degree)
         if arch.model_type in GQA_MODELS and strategy not in PLANNER_GQA:
@@ -757,8 +757,8 @@ class LmiNeuronxProfile(ServingProfile):
         """Every cache entry the NEFFs are in must be complete (model.done) in the compile cache the
         artifact was published with (`cache_root` of neff-cache.json: the store's `neuron-cache/`,
         wherever `verify` was pointed), and an s3:// compiled_graph_path must be that root."""
-        from neuronforge.compile_cache import DONE
-        from neuronforge.errors import StoreError
+        from neuronforge.common.errors import StoreError
+        from neuronforge.compilation.compile_cache import DONE
         from neuronforge.stores import open_store
 
         cache = read_json(artifact.root / LAUNCH_DIR / CACHE_FILE)

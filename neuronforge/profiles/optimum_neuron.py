@@ -39,7 +39,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from neuronforge.backends.optimum import BACKEND, unsupported
+from neuronforge.compilation.backends.optimum import BACKEND, unsupported
 from neuronforge.profiles.base import (
     SHELL_VAR,
     Artifact,
@@ -50,10 +50,10 @@ from neuronforge.profiles.base import (
     read_json,
     tokenizer_problems,
 )
-from neuronforge.target import TORCH_DTYPE_NAMES
+from neuronforge.spec.target import TORCH_DTYPE_NAMES
 
 if TYPE_CHECKING:
-    from neuronforge.target import TargetSpec
+    from neuronforge.spec.target import TargetSpec
 
 SDK_RELEASE = "2.26.1"
 OPTIMUM_NEURON_VERSION = "0.4.5"
@@ -366,7 +366,7 @@ class OptimumNeuronProfile(ServingProfile):
 
 
 def _target_of(family: str) -> str:
-    from neuronforge.instances import INSTANCES
+    from neuronforge.spec.instances import INSTANCES
 
     return next(i.compile_target for i in INSTANCES.values() if i.family == family)
 
@@ -394,7 +394,7 @@ def read_neuron_config(folder: Path) -> tuple[Any | None, str | None]:
     """`NxDNeuronConfig.from_pretrained(folder)` of the installed optimum-neuron, with the compiler
     version it compares against being the pinned one: there is no `neuronxcc` outside the worker
     image, and the serving host's is the pin. Returns (config, None) or (None, why it refused)."""
-    from neuronforge.toolchain import installed_version
+    from neuronforge.compilation.detect import installed_version
 
     found = installed_version("optimum-neuron")
     if found != OPTIMUM_NEURON_VERSION:

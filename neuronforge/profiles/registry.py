@@ -6,14 +6,15 @@ from __future__ import annotations
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from neuronforge.errors import InvalidInput
+from neuronforge.common.errors import InvalidInput
 from neuronforge.profiles.base import RefusedStack, ServingProfile
 
 if TYPE_CHECKING:
-    from neuronforge.modelconfig import ModelArch
-    from neuronforge.request import CompileRequest, Toolchain
-    from neuronforge.source import ModelSource
-    from neuronforge.target import TargetSpec
+    from neuronforge.profiles.request import CompileRequest
+    from neuronforge.spec.modelconfig import ModelArch
+    from neuronforge.spec.source import ModelSource
+    from neuronforge.spec.target import TargetSpec
+    from neuronforge.spec.toolchain import Toolchain
 
 
 @cache
@@ -78,7 +79,7 @@ def pin(target: TargetSpec) -> TargetSpec:
 def parse_target(data: dict[str, Any]) -> TargetSpec:
     """`TargetSpec.parse` then `pin`: what every entry point (CLI, form, catalog, sweep) calls on a
     target a user wrote."""
-    from neuronforge.target import TargetSpec
+    from neuronforge.spec.target import TargetSpec
 
     return pin(TargetSpec.parse(data))
 
@@ -86,7 +87,7 @@ def parse_target(data: dict[str, Any]) -> TargetSpec:
 def compile_request(source: ModelSource, target: TargetSpec) -> CompileRequest:
     """The request for `target` of a pinned `source`: the target pinned and its profile resolved,
     once, here (the stages and the cache key read `request.profile`)."""
-    from neuronforge.request import CompileRequest
+    from neuronforge.profiles.request import CompileRequest
 
     target = pin(target)
     return CompileRequest(source, target, get_profile(target.profile))

@@ -2,7 +2,7 @@
 Trn2/Trn3) — the stack AWS ships today. Facts and sources: shared/reference/VLLM_NEURON_NATIVE.md.
 
 The plugin compiles with torch.compile into its own cache (`$VLLM_CACHE_ROOT/neuron/compile_cache/
-<32-hex key>/`, `neuronforge.vllm_cache`), whose key hashes the traced graph, every input's
+<32-hex key>/`, `neuronforge.compilation.vllm_cache`), whose key hashes the traced graph, every input's
 shape (buckets, `--max-model-len`, `--block-size`, the KV block count), the TP layout, the compiler
 and NKI versions and the compiler target. So a server hits only if it runs the very command the
 cache was built with. This profile renders that command once (`ServeCommand`: argv and the
@@ -31,8 +31,8 @@ from math import ceil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from neuronforge.backends.vllm_native import ARCHITECTURES, BACKEND, CACHE_MANIFEST
-from neuronforge.errors import InvalidInput
+from neuronforge.common.errors import InvalidInput
+from neuronforge.compilation.backends.vllm_native import ARCHITECTURES, BACKEND, CACHE_MANIFEST
 from neuronforge.profiles.base import (
     LAUNCH_DIR,
     Artifact,
@@ -46,12 +46,12 @@ from neuronforge.profiles.base import (
     tokenizer_problems,
     version_matches,
 )
-from neuronforge.target import TORCH_DTYPE_NAMES
+from neuronforge.spec.target import TORCH_DTYPE_NAMES
 
 if TYPE_CHECKING:
     from neuronforge.records.vllm_cache import CacheManifest
+    from neuronforge.spec.target import TargetSpec
     from neuronforge.stores import ArtifactStore
-    from neuronforge.target import TargetSpec
 
 RULES = "shared/reference/VLLM_NEURON_NATIVE.md"
 RULE_KEY = f"{RULES} §1.3 (vllm_neuron/compile/cache.py create_cache_hash)"
@@ -290,8 +290,8 @@ class VllmNativeProfile(ServingProfile):
 
     def launch_spec(self, ctx: LaunchContext) -> dict[str, str]:
         assert ctx.build_dir is not None, "the launch files name what was compiled"
+        from neuronforge.compilation.vllm_cache import CacheManifest
         from neuronforge.records.local import read_local
-        from neuronforge.vllm_cache import CacheManifest
 
         manifest = read_local(CacheManifest, ctx.build_dir / CACHE_MANIFEST)
         r = self.release
@@ -380,7 +380,7 @@ class VllmNativeProfile(ServingProfile):
             at = argv.index("--port")
             argv = argv[:at] + argv[at + 2 :]
         served = {k: env[k] for k in env if k in GRAPH_ENV or k.startswith(("VLLM_NEURON_", self.release.cache_env))}
-        from neuronforge import layout
+        from neuronforge.artifacts import layout
 
         settings = {
             "argv": argv,
@@ -395,9 +395,9 @@ class VllmNativeProfile(ServingProfile):
         """P0, without the SDK: the model folder vLLM reads, the manifest against the pins and the
         target, and the launch files parsed back against the compiled command on every field that
         changes a graph's key."""
+        from neuronforge.compilation.vllm_cache import CacheManifest
         from neuronforge.records.base import RecordError
         from neuronforge.records.local import read_local
-        from neuronforge.vllm_cache import CacheManifest
 
         root = artifact.root
         folder = root / self.folder
@@ -501,7 +501,7 @@ class VllmNativeProfile(ServingProfile):
     def retrace_problems(self, artifact: Artifact, work_dir: Path) -> list[str] | None:
         """P1: the launch files' command traced again in the SDK image's interpreter (a CPU worker of
         queue `neuron-compile-<sdk>`) in CPU-compile mode against the synced cache, compiling forbidden."""
-        from neuronforge import settings
+        from neuronforge.common import settings
 
         load = self.smoke_load(artifact.root)
         return self.backend.retrace(
@@ -516,12 +516,12 @@ class VllmNativeProfile(ServingProfile):
         """Every entry the manifest lists, complete at its recorded sizes in the cache the artifact
         was published with (the manifest's `store_prefix`, wherever `verify` was pointed: the store's
         root or the artifact's own folder)."""
-        from neuronforge.errors import StoreError
+        from neuronforge.common.errors import StoreError
+        from neuronforge.compilation.vllm_cache import CacheManifest
+        from neuronforge.compilation.vllm_cache import store_problems as missing
         from neuronforge.records.base import RecordError
         from neuronforge.records.local import read_local
         from neuronforge.stores import open_store
-        from neuronforge.vllm_cache import CacheManifest
-        from neuronforge.vllm_cache import store_problems as missing
 
         try:
             manifest = read_local(CacheManifest, artifact.root / LAUNCH_DIR / CACHE_MANIFEST)

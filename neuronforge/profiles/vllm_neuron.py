@@ -31,15 +31,15 @@ from math import ceil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from neuronforge.backends.child import TOKENIZER_FILES
-from neuronforge.backends.nxdi import (
+from neuronforge.compilation.backends.child import TOKENIZER_FILES
+from neuronforge.compilation.backends.nxdi import (
     BACKEND,
     FUSED_QKV_PER_TENSOR,
     PASSTHROUGH_OPTIONS,
     neuron_config_kwargs,
     per_tensor_quantized,
 )
-from neuronforge.backends.nxdi_quantization import quantization_problems
+from neuronforge.compilation.backends.nxdi_quantization import quantization_problems
 from neuronforge.profiles.base import (
     LAUNCH_DIR,
     SHELL_VAR,
@@ -53,10 +53,10 @@ from neuronforge.profiles.base import (
     read_json,
     tokenizer_problems,
 )
-from neuronforge.target import TORCH_DTYPE_NAMES
+from neuronforge.spec.target import TORCH_DTYPE_NAMES
 
 if TYPE_CHECKING:
-    from neuronforge.target import TargetSpec
+    from neuronforge.spec.target import TargetSpec
 
 SDK_RELEASE = "2.26.1"
 # SDK 2.26.1's Python packages (its update script, released 2025-10-29): neuronx-cc==2.21.33363.0

@@ -1,6 +1,6 @@
 """The artifact manifest: `artifacts/<org>/<name>/<revision>/<target-slug>/<key12>/manifest.json`.
 
-Written last by the publish stage (`neuronforge.stages.publish`): from then on the artifact exists.
+Written last by the publish stage (`neuronforge.pipeline.stages.publish`): from then on the artifact exists.
 It names the cache key and what the key hashed (`request`), the model's source, the serving profile
 and toolchain it was built with, every file with its size and sha256, the outputs (`formats`, paths
 relative to the artifact's folder — older manifests held URIs), the smoke result, the compile record

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from neuronforge.errors import StoreError
+from neuronforge.common.errors import StoreError
 
 if TYPE_CHECKING:
     from neuronforge.stores import ArtifactStore

@@ -1,4 +1,4 @@
-"""The failure record: `failures/<key>.json`, why the last build of a key failed (`neuronforge.failures`).
+"""The failure record: `failures/<key>.json`, why the last build of a key failed (`neuronforge.artifacts.failures`).
 It has never stored a version; records from before the model, target, profile and instance were kept
 read with those empty."""
 

@@ -1,4 +1,4 @@
-"""The farm index's records (`neuronforge.farm_index`): the log records writers append, the tail that
+"""The farm index's records (`neuronforge.artifacts.farm_index`): the log records writers append, the tail that
 holds them, a row of the pages, and the head that names the pages.
 
     farm-index/tail.json                          `FarmIndexTail`: {"schema", "next_seq", "records": [LogRecord]}

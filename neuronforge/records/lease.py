@@ -1,5 +1,5 @@
 """The compile lease: `locks/<key>` in the store, who compiles a key and until when
-(`neuronforge.leases`). Leases have never stored a version: a lease record without one is this
+(`neuronforge.artifacts.leases`). Leases have never stored a version: a lease record without one is this
 shape, and one is written the same way, so workers of the previous release read it during an
 upgrade (they built the lease from every key the object holds)."""
 

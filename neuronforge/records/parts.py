@@ -3,7 +3,7 @@
 A record has a core a reader cannot do without (an artifact's cache key and file list) and parts it
 only shows (a smoke summary, where each stage ran). The core is strict: a wrong type there makes the
 whole record unreadable (`RecordError`). A shown part is tolerant: a wrong type costs that part —
-its default — never the record, the page or the command (the rule of `neuronforge.stored_numbers`,
+its default — never the record, the page or the command (the rule of `neuronforge.common.stored_numbers`,
 applied to whole parts).
 """
 

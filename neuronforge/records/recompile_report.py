@@ -1,5 +1,5 @@
 """The recompile report: `recompile/<stamp>.json` (beside its Markdown), what the recompile-on-upgrade
-run found stale, triggered and saw finish (`neuronforge.recompile.Report` builds it).
+run found stale, triggered and saw finish (`neuronforge.farm.recompile.Report` builds it).
 
 Version 1 (before e4c7f7d) keyed the toolchains by backend and named no profile per target; no
 profile version can be derived from a backend, so version 1 reports are refused as too old rather

@@ -1,6 +1,6 @@
 """The sweep's record file: `<out>.records.json` beside the cache-config file (and in the store for
 the sweep DAG), every candidate the sweep decided with its outcome, so a resumed or repeated sweep
-never repeats a failure (`neuronforge.sweep.records` rewrites it after each candidate)."""
+never repeats a failure (`neuronforge.farm.sweep.records` rewrites it after each candidate)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The toolchain record: `toolchains/<name>@<version>.json`, what a Neuron profile's toolchain queue
-last detected (`neuronforge.toolchain_records`). A hint for computing keys without waking that queue."""
+last detected (`neuronforge.pipeline.toolchain_records`). A hint for computing keys without waking that queue."""
 
 from __future__ import annotations
 

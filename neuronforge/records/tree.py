@@ -1,7 +1,7 @@
 """What every folder the store holds under a `MANIFEST.json` lists: its files (path, size, sha256).
 
 The checkpoint manifest, the quantized manifest and the build's payload manifest each add their own
-fields to this list; `neuronforge.localcache` moves any such folder between the store and a host and
+fields to this list; `neuronforge.artifacts.localcache` moves any such folder between the store and a host and
 needs only the list, whatever the kind and version of the manifest around it (`FileListing`).
 """
 

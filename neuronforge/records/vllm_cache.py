@@ -1,6 +1,6 @@
 """The vLLM cache manifest: `launch/vllm-cache.json` in an artifact built for the vLLM Neuron plugin,
 what its server needs from the store to start without compiling and what it was compiled with
-(`neuronforge.vllm_cache` keeps the entries' store side)."""
+(`neuronforge.compilation.vllm_cache` keeps the entries' store side)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from neuronforge.errors import StoreError
+from neuronforge.common.errors import StoreError
 from neuronforge.stores.base import ArtifactStore, NotFound, ObjectInfo, refuse_credentials
 
 __all__ = ["ArtifactStore", "NotFound", "ObjectInfo", "local_folder", "open_store"]

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from neuronforge import progress
-from neuronforge.errors import InvalidInput, StoreError
+from neuronforge.common import progress
+from neuronforge.common.errors import InvalidInput, StoreError
 
 # Transfers smaller than this finish before anyone could read a progress line (manifests, index
 # pages); larger ones (weights, compiled graphs) are reported as a step with bytes and rate.

@@ -10,7 +10,7 @@ import shutil
 import uuid
 from pathlib import Path
 
-from neuronforge.errors import StoreError
+from neuronforge.common.errors import StoreError
 from neuronforge.stores.base import (
     ArtifactStore,
     NotFound,

@@ -28,8 +28,8 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 from s3transfer.exceptions import RetriesExceededError
 from s3transfer.subscribers import BaseSubscriber
 
-from neuronforge.errors import StoreError, StoreUnreachable
-from neuronforge.progress import Step
+from neuronforge.common.errors import StoreError, StoreUnreachable
+from neuronforge.common.progress import Step
 from neuronforge.stores.base import (
     ArtifactStore,
     NotFound,

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge.backends.base import CompileJob
-from neuronforge.backends.child import ChildFailed
-from neuronforge.backends.nxdi import BACKEND, neuron_config_kwargs
-from neuronforge.compile_cache import CacheUse, CompileCache
-from neuronforge.errors import InvalidInput
+from neuronforge.common.errors import InvalidInput
+from neuronforge.compilation.backends.base import CompileJob
+from neuronforge.compilation.backends.child import ChildFailed
+from neuronforge.compilation.backends.nxdi import BACKEND, neuron_config_kwargs
+from neuronforge.compilation.compile_cache import CacheUse, CompileCache
 from neuronforge.profiles.registry import compile_request, detect_toolchain, get_profile
-from neuronforge.request import cache_key
-from neuronforge.source import ModelSource
+from neuronforge.profiles.request import cache_key
+from neuronforge.spec.source import ModelSource
+from neuronforge.spec.target import TargetSpec
 from neuronforge.stores import open_store
-from neuronforge.target import TargetSpec
 
 VERSION = "2.21.33363.0+82129205"  # neuronxcc.__version__ of SDK 2.26.1, local label included
 
@@ -80,7 +80,7 @@ def test_unknown_options_and_architectures_are_refused(tiny_llama: Path, tmp_pat
     assert "prefix_caching" not in neuron_config_kwargs(t, handled={"prefix_caching"})
     with pytest.raises(InvalidInput, match=r"known: .*'prefix_caching'"):
         neuron_config_kwargs(target(backend_options={"turbo": True}), handled={"prefix_caching"})
-    from neuronforge.backends.nxdi import architecture
+    from neuronforge.compilation.backends.nxdi import architecture
 
     with pytest.raises(InvalidInput, match="no NxD Inference model class for model_type 'gpt2'"):
         architecture("gpt2")
@@ -185,7 +185,7 @@ def test_a_second_worker_is_preseeded_with_the_graph_set_and_never_recompiles(
 
 
 def test_graph_sets_are_shared_by_fine_tunes_but_not_by_other_shapes() -> None:
-    from neuronforge.compile_cache import graph_set_key
+    from neuronforge.compilation.compile_cache import graph_set_key
 
     config = {"model_type": "llama", "hidden_size": 4096, "_name_or_path": "/a", "transformers_version": "4.57.6"}
     tc = {"compiler_version": VERSION}
@@ -205,7 +205,7 @@ def test_a_graph_set_is_recorded_only_when_all_its_entries_are_in_the_store(tmp_
 
 
 def test_moe_models_get_the_moe_config(fake_neuron: Path, tmp_path: Path) -> None:
-    from neuronforge.tinymodel import make_tiny_llama
+    from neuronforge.spec.tinymodel import make_tiny_llama
 
     ck = make_tiny_llama(tmp_path / "m")
     cache = CompileCache(tmp_path / "cache", "neuronxcc", VERSION, None)

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from safetensors import safe_open
 
-from neuronforge import layout
-from neuronforge.backends.nxdi_quantization import neuron_config_quantization, quantization_problems
-from neuronforge.errors import InvalidInput
-from neuronforge.quantized_names import QUANTIZABLE, neuron_modules
-from neuronforge.source import ModelSource
-from neuronforge.stages.quantize import QuantizeRequest, quantize
-from neuronforge.target import TargetSpec
+from neuronforge.artifacts import layout
+from neuronforge.checkpoints.quantized_names import QUANTIZABLE, neuron_modules
+from neuronforge.common.errors import InvalidInput
+from neuronforge.compilation.backends.nxdi_quantization import neuron_config_quantization, quantization_problems
+from neuronforge.pipeline.stages.quantize import QuantizeRequest, quantize
+from neuronforge.spec.source import ModelSource
+from neuronforge.spec.target import TargetSpec
 from tests.checkpoints import make_tiny_llama
 
 

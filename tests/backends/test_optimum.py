@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge.backends.base import neuron_compile_env
-from neuronforge.backends.optimum import export_kwargs, unsupported
-from neuronforge.errors import InvalidInput
-from neuronforge.pipeline import PlanRejected, run_target
-from neuronforge.planner import plan
-from neuronforge.request import Toolchain
+from neuronforge.common.errors import InvalidInput
+from neuronforge.compilation.backends.base import neuron_compile_env
+from neuronforge.compilation.backends.optimum import export_kwargs, unsupported
+from neuronforge.pipeline.planner import plan
+from neuronforge.pipeline.runner import PlanRejected, run_target
+from neuronforge.spec.target import TargetSpec
+from neuronforge.spec.toolchain import Toolchain
 from neuronforge.stores import open_store
-from neuronforge.target import TargetSpec
 
 VERSION = "2.21.33363.0+82129205"  # neuronx-cc of SDK 2.26.1 (the profile's pin), full version
 
@@ -28,7 +28,7 @@ def target(**kw) -> TargetSpec:
 @pytest.fixture
 def checkpoint(tmp_path: Path) -> Path:
     """A tiny Llama with its tokenizer: `optimum-cli neuron serve` (vLLM) loads it from the folder."""
-    from neuronforge.tinymodel import make_tiny_llama
+    from neuronforge.spec.tinymodel import make_tiny_llama
 
     return make_tiny_llama(tmp_path / "tiny-llama", tokenizer=True)
 
@@ -62,7 +62,7 @@ def test_what_optimum_cannot_express_is_refused_before_any_work(fields: dict, me
 
 
 def test_the_planner_reports_the_refusals(tiny_llama: Path) -> None:
-    from neuronforge.checkpoint import verify_checkpoint
+    from neuronforge.checkpoints.checkpoint import verify_checkpoint
 
     verified = verify_checkpoint(tiny_llama)
     result = plan(verified.arch, target(context_encoding_buckets=[32, 64]), tensors=verified.tensors)
@@ -144,7 +144,7 @@ def test_an_export_its_consumer_would_refuse_is_not_published(
 ) -> None:
     """publish runs the profile's preflight before uploading: a checkpoint without a tokenizer
     would not start under `optimum-cli neuron serve`, so nothing reaches the store."""
-    from neuronforge.stages.payload import PreflightFailed
+    from neuronforge.pipeline.stages.payload import PreflightFailed
 
     for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
         (checkpoint / name).unlink()
@@ -157,7 +157,7 @@ def test_an_export_its_consumer_would_refuse_is_not_published(
 def test_a_target_the_worker_toolchain_cannot_build_fails_in_the_plan(
     fake_optimum: Path, tiny_llama: Path, tmp_path: Path
 ) -> None:
-    from neuronforge.pipeline import check_plan
+    from neuronforge.pipeline.runner import check_plan
 
     old = Toolchain(
         "optimum", "0.4.5", "neuronxcc", "2.15.128.0", {"optimum-neuron": "0.4.5"}, (), {"architectures": ["qwen2"]}

@@ -28,12 +28,12 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge.backends.base import CompileJob, GenerateJob
-from neuronforge.backends.tnx import BACKEND, CLASSES, LOAD_FILE, NEFF_DIR, TnxLoad, load_problems
-from neuronforge.compile_cache import CompileCache
-from neuronforge.errors import InvalidInput
+from neuronforge.common.errors import InvalidInput
+from neuronforge.compilation.backends.base import CompileJob, GenerateJob
+from neuronforge.compilation.backends.tnx import BACKEND, CLASSES, LOAD_FILE, NEFF_DIR, TnxLoad, load_problems
+from neuronforge.compilation.compile_cache import CompileCache
 from neuronforge.profiles.lmi_neuronx import COMPILER_VERSION, LMI_CC_FLAGS, PROFILE
-from neuronforge.target import TargetSpec
+from neuronforge.spec.target import TargetSpec
 from tests.backends.tiny_families import make_tiny
 from tests.fakes import SDK_2_21_1, run_in_toolchain
 
@@ -62,7 +62,7 @@ def sdk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 FACTS = """
 import importlib, inspect, json
 from transformers_neuronx import base, module
-from neuronforge.backends.tnx import CLASSES
+from neuronforge.compilation.backends.tnx import CLASSES
 out = {}
 for mt, c in CLASSES.items():
     cls = getattr(importlib.import_module("transformers_neuronx." + c.module), c.name)

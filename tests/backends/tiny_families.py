@@ -40,7 +40,7 @@ def make_tiny(model_type: str, dest: Path, *, tokenizer: bool = True, **override
     import transformers
     from transformers import AutoModelForCausalLM
 
-    from neuronforge.tinymodel import make_tiny_tokenizer
+    from neuronforge.spec.tinymodel import make_tiny_tokenizer
 
     torch.manual_seed(0)
     name, fields = TINY[model_type]

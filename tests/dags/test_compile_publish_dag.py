@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge import layout
+from neuronforge.artifacts import layout
+from neuronforge.spec.target import TargetSpec
 from neuronforge.stores import open_store
-from neuronforge.target import TargetSpec
 from tests.conftest import NEURON_TARGET, TARGET, Compiled
 
 DAG_ID = "neuronforge_compile_publish"
@@ -202,7 +202,7 @@ def test_a_mixed_run_builds_only_its_misses_and_the_next_run_hits_all_in_its_fir
     from airflow.models.dagrun import DagRun
     from airflow.utils.session import create_session
 
-    from operators.routing import group_tickets
+    from neuronforge_airflow.policies.routing import group_tickets
 
     store_dir = tmp_path / "store"
     shutil.copytree(compiled.store.root_uri.removeprefix("file://"), store_dir)  # TARGET published
@@ -278,7 +278,7 @@ def test_a_rejected_target_publishes_nothing_and_does_not_block_others(
     assert failure["stage"] == "prepare" and failure["run_id"] == run.run_id
     assert "PlanRejected" in failure["error"] and "tp=4 is not supported" in failure["error"]
     assert len(store.list("locks")) == 1  # only the good target took a lease
-    from neuronforge import leases
+    from neuronforge.artifacts import leases
 
     bad_key = record.key.removeprefix("failures/").removesuffix(".json")
     assert leases.current(store, bad_key) is None  # the rejected target never took a lease
@@ -301,7 +301,7 @@ def test_vllm_neuron_profile_end_to_end_with_the_fake_toolchain(
     manifest = store.read_json(manifest_key)
     paths = {f["path"] for f in manifest["files"]}
     # `neuronforge verify`: every file re-hashed, the profile's preflight passes on a downloaded copy.
-    from neuronforge.verify import verify_artifact
+    from neuronforge.farm.verify import verify_artifact
 
     assert verify_artifact(store, manifest_key, tmp_path / "verify").problems == []
     # An NxD Inference compile output is published as what it is (`nxdi/`), never as `optimum/`:
@@ -369,7 +369,7 @@ def test_an_lmi_target_through_the_dag_is_verified(dag, compiled: Compiled, home
     """Profile lmi-neuronx end to end in Airflow with the FAKE transformers-neuronx 0.13.380: the
     target runs in the SDK 2.21.1 group (queue neuron-2.21.1), publishes the split model, the
     model.save NEFFs and serving.properties, and `neuronforge verify` passes on the result."""
-    from neuronforge.cli import main
+    from neuronforge.interfaces.cli import main
 
     store_uri = f"file://{tmp_path / 'store'}"
     target = {**NEURON_TARGET, "profile": "lmi-neuronx"}
@@ -395,9 +395,9 @@ def test_a_target_whose_lease_is_held_waits_deferred_then_takes_over(
 ) -> None:
     """Another worker holds the target's lease and dies: claim_build defers (no worker slot) until
     the lease lapses, then takes it over and the run builds and publishes."""
-    from neuronforge import leases
-    from neuronforge.pipeline import prepare
-    from neuronforge.target import TargetSpec
+    from neuronforge.artifacts import leases
+    from neuronforge.pipeline.runner import prepare
+    from neuronforge.spec.target import TargetSpec
 
     monkeypatch.setenv("NEURONFORGE_LEASE_POLL_S", "0.5")
     store_uri = f"file://{tmp_path / 'store'}"
@@ -424,7 +424,7 @@ def test_cold_run_and_hit_against_the_s3_endpoint(dag, compiled: Compiled, home:
     store = open_store(store_uri)
     (index,) = store.list("index")
     manifest_key = store.read_json(index.key)["manifest"]
-    from neuronforge.published import verify_manifest
+    from neuronforge.artifacts.published import verify_manifest
 
     assert verify_manifest(store, manifest_key) == []
     assert [o for o in store.list("neuron-cache") if o.key.endswith("model.done")]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge import layout
-from neuronforge.source import ModelSource
+from neuronforge.artifacts import layout
+from neuronforge.spec.source import ModelSource
 from neuronforge.stores import open_store
 
 DAG_ID = "neuronforge_config_sweep"

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from neuronforge.errors import InvalidInput
-from operators.compile_params import (
+from neuronforge.common.errors import InvalidInput
+from neuronforge_airflow.params import (
     COMPILE_DAG,
     PARAMS,
     RECOMPILE_DAG,
@@ -158,7 +158,7 @@ def test_dag_test_refuses_an_unknown_key_before_any_task(synced, conf_policy) ->
 
 
 def _number_fields() -> list[tuple[str, str, Any]]:
-    from operators.compile_params import FORMS
+    from neuronforge_airflow.params import FORMS
 
     return [
         (dag, name, p)
@@ -196,7 +196,7 @@ def test_no_number_field_gives_the_browser_a_range_to_clamp_to() -> None:
 def test_a_number_out_of_range_gets_one_sentence(conf: dict, sentence: str) -> None:
     from airflow.sdk.definitions.param import ParamsDict
 
-    from operators.compile_params import conf_problem
+    from neuronforge_airflow.params import conf_problem
 
     assert conf_problem(COMPILE_DAG, conf) == f"{COMPILE_DAG}: {sentence}"
     # and Airflow's own Param check still refuses it (a caller that bypasses the api-server)
@@ -207,6 +207,6 @@ def test_a_number_out_of_range_gets_one_sentence(conf: dict, sentence: str) -> N
 
 
 def test_a_number_in_range_passes() -> None:
-    from operators.compile_params import conf_problem
+    from neuronforge_airflow.params import conf_problem
 
     assert conf_problem(COMPILE_DAG, {"tp_degree": 128, "batch_size": 1, "max_context_length": None}) is None

@@ -37,7 +37,7 @@ def _register_release(monkeypatch: pytest.MonkeyPatch, sdk_release: str, compile
     from neuronforge.profiles import registry
     from neuronforge.profiles.base import Pins
     from neuronforge.profiles.vllm_neuron import PROFILE, VllmNeuronProfile
-    from operators.compile_params import TARGET_SCHEMA
+    from neuronforge_airflow.params import TARGET_SCHEMA
 
     class Release(VllmNeuronProfile):
         pins = Pins(sdk_release, compiler_version, dict(PROFILE.pins.packages))
@@ -263,7 +263,7 @@ def test_without_a_celery_worker_on_queue_neuron_the_watch_is_skipped_not_queued
     """CeleryExecutor with workers on the default queue only: `check_workers` decides at once, the
     watch of queue neuron-compile-2.26.1 is never queued (skipped), the Neuron target is unavailable with the
     reason naming the queue."""
-    import operators.recompile
+    import neuronforge_airflow.operators.recompile
 
     asked: list[float] = []
 
@@ -271,8 +271,8 @@ def test_without_a_celery_worker_on_queue_neuron_the_watch_is_skipped_not_queued
         asked.append(timeout)
         return {"celery@cpu-1": [{"name": "default", "exchange": {"name": "default"}}]}
 
-    monkeypatch.setattr(operators.recompile, "default_executor", lambda: "CeleryExecutor")
-    monkeypatch.setattr(operators.recompile, "celery_active_queues", active_queues)
+    monkeypatch.setattr(neuronforge_airflow.operators.recompile, "default_executor", lambda: "CeleryExecutor")
+    monkeypatch.setattr(neuronforge_airflow.operators.recompile, "celery_active_queues", active_queues)
     catalog = _catalog(tmp_path, compiled.checkpoint, compiled.checkpoint)
     shutil.copytree(compiled.store.root_uri.removeprefix("file://"), tmp_path / "store")
     store_uri = f"file://{tmp_path / 'store'}"

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from neuronforge.settings import DEFAULT_TARGET
+from neuronforge.common.settings import DEFAULT_TARGET
 from tests.deployment.airflow_deploy import (
     COMPILE_DAG,
     COMPILE_WORKER,
@@ -418,8 +418,8 @@ def test_vllm_neuron_native_builds_publish_a_cache_a_fresh_server_hits(deploymen
     """A Llama on SDK 2.32.0 and a Qwen3 on SDK 2.33.0, through the DAG: the plugin's CPU-compile mode on
     the SDK image's CPU worker, the smoke test on the Neuron host; then a fresh serving host runs the
     published sync.sh + `vllm serve` (fake plugin) with compiling forbidden and hits every graph."""
-    from neuronforge.tinymodel import make_tiny_llama
-    from neuronforge.vllm_cache import CacheManifest
+    from neuronforge.compilation.vllm_cache import CacheManifest
+    from neuronforge.spec.tinymodel import make_tiny_llama
     from tests.vllm_serving import serve, serving_host
 
     dep = deployment

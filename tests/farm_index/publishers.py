@@ -9,8 +9,8 @@ import hashlib
 import json
 import sys
 
-from neuronforge import layout
-from neuronforge.farm_index import note_published
+from neuronforge.artifacts import layout
+from neuronforge.artifacts.farm_index import note_published
 from neuronforge.records.artifact_manifest import ArtifactManifest
 from neuronforge.records.index_entry import IndexEntry
 from neuronforge.stores import ArtifactStore, open_store

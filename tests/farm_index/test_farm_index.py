@@ -1,4 +1,4 @@
-"""The farm index (`neuronforge.farm_index`): every record kept under racing publishers on a real
+"""The farm index (`neuronforge.artifacts.farm_index`): every record kept under racing publishers on a real
 S3 endpoint, recovery of a publisher killed between its manifest and its record, corrupt objects
 never trusted, windows that read only the pages they show."""
 
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge import farm_index
-from neuronforge.farm_index import log as index_log
-from neuronforge.farm_index import snapshot
-from neuronforge.farm_index.reader import FarmIndex
+from neuronforge.artifacts import farm_index
+from neuronforge.artifacts.farm_index import log as index_log
+from neuronforge.artifacts.farm_index import snapshot
+from neuronforge.artifacts.farm_index.reader import FarmIndex
 from neuronforge.stores import open_store
 from tests.farm_index.publishers import key_of, manifest_only, publish
 
@@ -151,7 +151,7 @@ def test_a_read_costs_what_it_shows_on_s3(s3_bucket: str, monkeypatch: pytest.Mo
         publish(store, key_of("s", i))
     requests: list[str] = []
     store.client.meta.events.register("before-send.s3", lambda request, **_: requests.append(request.url))
-    from neuronforge.farm import FarmQuery, farm_page, farm_row
+    from neuronforge.farm.rows import FarmQuery, farm_page, farm_row
 
     page = farm_page(store, FarmQuery(), offset=0, limit=20)
     assert len(page.rows) == 20 and page.total == 300
@@ -181,8 +181,8 @@ def test_one_model_has_one_name_in_every_record(tmp_path: Path) -> None:
     of the model the user calls `builtin:tiny-llama` are one model in the index, under that name."""
     from types import SimpleNamespace
 
-    from neuronforge import leases
-    from neuronforge.target import TargetSpec
+    from neuronforge.artifacts import leases
+    from neuronforge.spec.target import TargetSpec
 
     store = open_store(f"file://{tmp_path}/store")
     index, manifest = manifest_only(store, key_of("n", 0), model="tiny-llama")

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from operators import routing
-from operators.deployment_checks import problem
+from neuronforge_airflow.policies import routing
+from neuronforge_airflow.policies.deployment_checks import problem
 
 REPO = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -87,8 +87,8 @@ from pathlib import Path
 
 from airflow.sdk import dag, get_current_context, task
 
-from neuronforge.errors import InvalidInput
-from operators.deployment_checks import check_deployment
+from neuronforge.common.errors import InvalidInput
+from neuronforge_airflow.policies.deployment_checks import check_deployment
 
 
 @dag(dag_id="nf_deployment_check", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC"))
@@ -168,4 +168,4 @@ def test_a_pool_smaller_than_a_targets_tp_fails_and_a_big_enough_one_passes(
     record = json.loads(Variable.get(routing.RECORD_VARIABLE))
     assert record["pools"] == {"neuron_cores": 4}
     assert record["dag_id"] == "nf_deployment_check"
-    assert record["policy"] == "operators.routing.task_instance_mutation_hook"
+    assert record["policy"] == "neuronforge_airflow.policies.routing.task_instance_mutation_hook"

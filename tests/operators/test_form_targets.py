@@ -4,9 +4,9 @@ builds just those. The cluster policy sizes pool slots from the same list."""
 
 from __future__ import annotations
 
-from neuronforge import settings
-from operators.compile_params import FORM_TARGET_FIELDS, PARAMS, conf_targets, requested_targets
-from operators.routing import pool_slots_for
+from neuronforge.common import settings
+from neuronforge_airflow.params import FORM_TARGET_FIELDS, PARAMS, conf_targets, requested_targets
+from neuronforge_airflow.policies.routing import pool_slots_for
 
 EXTRA = {"instance_type": "trn1.32xlarge", "tp_degree": 8, "sequence_length": 2048}
 

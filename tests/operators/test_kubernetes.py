@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge.errors import InvalidInput
-from neuronforge.target import TargetSpec
-from operators.kubernetes import NEURON_RESOURCE, neuron_devices, runner
+from neuronforge.common.errors import InvalidInput
+from neuronforge.spec.target import TargetSpec
+from neuronforge_airflow.operators.kubernetes import NEURON_RESOURCE, neuron_devices, runner
 
 
 def _t(instance: str, tp: int, **kw) -> TargetSpec:
@@ -60,8 +60,8 @@ def test_kubernetes_runner_makes_neuron_tasks_pods(airflow_db: str, monkeypatch:
     for name in ("prepare", "compile_graphs", "smoke"):
         assert not isinstance(tasks[f"cpu_target.{name}"], KubernetesPodOperator)
     # The pod runs the Celery task's body: a build state that hit the index passes through untouched.
-    from neuronforge.buildstate import BuildState, PublishedRef
-    from neuronforge.target import TargetSpec
+    from neuronforge.pipeline.buildstate import BuildState, PublishedRef
+    from neuronforge.spec.target import TargetSpec
 
     target = TargetSpec.parse(
         {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 64, "profile": "vllm-neuron"}
@@ -82,7 +82,7 @@ def test_pods_mode_needs_no_celery_worker_of_a_neuron_queue(airflow_db: str, mon
     from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
 
     from neuronforge.profiles import neuron_queues
-    from operators import recompile
+    from neuronforge_airflow.operators import recompile
 
     monkeypatch.setenv("NEURONFORGE_NEURON_RUNNER", "kubernetes")
     monkeypatch.delenv("NEURONFORGE_NEURON_IMAGE", raising=False)

@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from neuronforge import leases
+from neuronforge.artifacts import leases
 from neuronforge.stores import open_store
-from operators.build_claim import BuildFinishedTrigger
-from operators.polling_trigger import PollingTrigger
+from neuronforge_airflow.operators.build_claim import BuildFinishedTrigger
+from neuronforge_airflow.triggers.polling import PollingTrigger
 
 KEY = "b" * 64
 
@@ -68,13 +68,13 @@ def test_fires_at_the_deadline_after_one_last_poll() -> None:
 def test_serializes_to_its_own_classpath_and_fields() -> None:
     path, kwargs = BuildFinishedTrigger("file:///s", KEY, 3.0).serialize()
     assert (path, kwargs) == (
-        "operators.build_claim.BuildFinishedTrigger",
+        "neuronforge_airflow.operators.build_claim.BuildFinishedTrigger",
         {"store_uri": "file:///s", "key": KEY, "poll_s": 3.0},
     )
-    from operators.recompile import RebuildsSettledTrigger
+    from neuronforge_airflow.operators.recompile import RebuildsSettledTrigger
 
     path, kwargs = RebuildsSettledTrigger("file:///s", [], deadline=5.0, poll_s=1.0).serialize()
-    assert path == "operators.recompile.RebuildsSettledTrigger"
+    assert path == "neuronforge_airflow.operators.recompile.RebuildsSettledTrigger"
     assert kwargs == {"store_uri": "file:///s", "states": [], "deadline": 5.0, "poll_s": 1.0}
 
 
@@ -90,7 +90,7 @@ def test_build_finished_fires_free_when_the_holder_releases_its_lease(tmp_path: 
 
 
 def test_build_finished_fires_published_with_the_hit(tmp_path: Path, monkeypatch) -> None:
-    from operators import build_claim
+    from neuronforge_airflow.operators import build_claim
 
     hit = {"manifest_uri": "file:///s/m.json"}
     monkeypatch.setattr(build_claim, "_published", lambda store_uri, key: hit if key == KEY else None)

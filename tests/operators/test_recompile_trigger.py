@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge import recompile
-from neuronforge.farm_index import record_failure
+from neuronforge.artifacts.farm_index import record_failure
+from neuronforge.farm import recompile
 from neuronforge.stores import open_store
-from operators.recompile import RebuildsSettledTrigger
+from neuronforge_airflow.operators.recompile import RebuildsSettledTrigger
 
 
 def _first_event(trigger: RebuildsSettledTrigger):
@@ -64,7 +64,7 @@ def test_gives_up_at_the_deadline_and_says_so(tmp_path: Path) -> None:
 
 
 def test_only_celery_routes_by_queue() -> None:
-    from operators.recompile import queue_served
+    from neuronforge_airflow.operators.recompile import queue_served
 
     for executor in ("LocalExecutor", "KubernetesExecutor"):
         served, why = queue_served(executor, None, "neuron-2.26.1")
@@ -72,7 +72,7 @@ def test_only_celery_routes_by_queue() -> None:
 
 
 def test_celery_without_a_consumer_of_the_queue_is_not_served() -> None:
-    from operators.recompile import queue_served
+    from neuronforge_airflow.operators.recompile import queue_served
 
     answer = {"w1@a": [{"name": "default"}], "w2@b": [{"name": "default"}, {"name": "bulk"}]}
     served, why = queue_served("CeleryExecutor", answer, "neuron-2.26.1")
@@ -96,7 +96,7 @@ def test_one_watch_per_neuron_queue_and_what_each_profile_gets_when_it_did_not_r
     from neuronforge.profiles.optimum_neuron import PROFILE as OPTIMUM
     from neuronforge.profiles.vllm_neuron import PROFILE as VLLM
     from neuronforge.profiles.vllm_neuron import VllmNeuronProfile
-    from operators.recompile import _queue_reports, profiles_on, watch_task_id
+    from neuronforge_airflow.operators.recompile import _queue_reports, profiles_on, watch_task_id
 
     class Release2270(VllmNeuronProfile):
         pins = Pins("2.27.0", "2.22.12471.0+b4a00d10", dict(VLLM.pins.packages))
@@ -144,7 +144,7 @@ def test_one_watch_per_neuron_queue_and_what_each_profile_gets_when_it_did_not_r
 
 
 def test_default_executor_reads_the_first_configured_one(monkeypatch) -> None:
-    from operators.recompile import default_executor
+    from neuronforge_airflow.operators.recompile import default_executor
 
     monkeypatch.setenv(
         "AIRFLOW__CORE__EXECUTOR", "gpu:airflow.providers.celery.executors.celery_executor.CeleryExecutor,LocalExecutor"
@@ -183,7 +183,7 @@ def test_a_real_celery_worker_on_the_default_queue_does_not_serve_a_neuron_queue
             stderr=subprocess.DEVNULL,
         )
         probe = (
-            "import json; from operators.recompile import celery_active_queues, queue_served\n"
+            "import json; from neuronforge_airflow.operators.recompile import celery_active_queues, queue_served\n"
             "print(json.dumps(queue_served('CeleryExecutor', celery_active_queues(2.0), 'neuron-2.26.1')))"
         )
         deadline = time.monotonic() + 90

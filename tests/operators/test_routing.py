@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from operators.routing import DAG_ID, pool_slots_for, task_instance_mutation_hook
+from neuronforge_airflow.policies.routing import DAG_ID, pool_slots_for, task_instance_mutation_hook
 
 CONF = {"targets": [{"tp_degree": 8}, {"tp_degree": 2}], "profile": "vllm-neuron"}
 # Per-target backends (as the recompile DAG sends them): the neuron group maps only the Neuron ones.
@@ -88,11 +88,11 @@ def test_airflow_loads_the_policy_from_airflow_home(tmp_path) -> None:
 def test_deployment_record_names_the_pool_and_who_saw_it() -> None:
     from datetime import UTC, datetime
 
-    from operators.routing import deployment_record
+    from neuronforge_airflow.policies.routing import deployment_record
 
     at = datetime(2026, 5, 1, tzinfo=UTC)
     assert deployment_record(None, "d", "r", now=at) == {
-        "policy": "operators.routing.task_instance_mutation_hook",
+        "policy": "neuronforge_airflow.policies.routing.task_instance_mutation_hook",
         "pools": {"neuron_cores": None},
         "dag_id": "d",
         "run_id": "r",

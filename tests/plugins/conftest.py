@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
-from neuronforge import farm_index, leases
-from neuronforge.farm_index import record_failure
+from neuronforge.artifacts import farm_index, leases
+from neuronforge.artifacts.farm_index import record_failure
+from neuronforge.spec.target import TargetSpec
 from neuronforge.stores import open_store
-from neuronforge.target import TargetSpec
 from tests.conftest import TARGET, Compiled
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,7 +59,7 @@ def seeded_store(compiled: Compiled, tmp_path_factory: pytest.TempPathFactory) -
     store = open_store(f"file://{root}")
     # A stale artifact, built by the pipeline under a profile version this deployment has since
     # replaced: registered here only (the api-server's registry has just cpu@local).
-    from neuronforge.pipeline import run_target
+    from neuronforge.pipeline.runner import run_target
     from neuronforge.profiles import registry
     from neuronforge.profiles.cpu import CpuProfile
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge import farm_index, layout
+from neuronforge.artifacts import farm_index, layout
 from neuronforge.records.artifact_manifest import ArtifactManifest
 from neuronforge.records.index_entry import IndexEntry
+from neuronforge.spec.target import TargetSpec
 from neuronforge.stores import open_store
-from neuronforge.target import TargetSpec
 from tests.conftest import TARGET, Compiled
 from tests.plugins.conftest import NEEDS_CHROMIUM, REPO
 

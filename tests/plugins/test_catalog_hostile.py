@@ -25,21 +25,22 @@ from urllib.parse import quote, urlencode
 
 import pytest
 
-from neuronforge import farm_index, layout, leases
-from neuronforge.errors import InvalidInput
-from neuronforge.failures import MAX_MESSAGE
-from neuronforge.hosts import StageRun, host_report
-from neuronforge.localcache import file_entries, publish_tree
+from neuronforge.artifacts import farm_index, layout, leases
+from neuronforge.artifacts.failures import MAX_MESSAGE
+from neuronforge.artifacts.localcache import file_entries, publish_tree
+from neuronforge.common.errors import InvalidInput
+from neuronforge.common.hosts import StageRun, host_report
+from neuronforge.pipeline.stages.publish import PublishInput, publish
 from neuronforge.profiles.lmi_neuronx import PROFILE as LMI
 from neuronforge.profiles.lmi_neuronx import PROPERTIES_FILE, render_properties
+from neuronforge.profiles.request import CompileRequest, cache_key
 from neuronforge.records.artifact_manifest import ArtifactManifest
 from neuronforge.records.farm_index import LogRecord
 from neuronforge.records.index_entry import IndexEntry
-from neuronforge.request import CompileRequest, Toolchain, cache_key
-from neuronforge.source import ModelSource
-from neuronforge.stages.publish import PublishInput, publish
+from neuronforge.spec.source import ModelSource
+from neuronforge.spec.target import TargetSpec
+from neuronforge.spec.toolchain import Toolchain
 from neuronforge.stores import open_store
-from neuronforge.target import TargetSpec
 from tests.conftest import TARGET
 from tests.plugins.conftest import NEEDS_CHROMIUM
 

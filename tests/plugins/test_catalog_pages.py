@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from neuronforge.farm_index import record_failure, snapshot
+from neuronforge.artifacts.farm_index import record_failure, snapshot
+from neuronforge.spec.target import TargetSpec
 from neuronforge.stores import open_store
-from neuronforge.target import TargetSpec
 from tests.conftest import TARGET
 from tests.plugins.conftest import REPO
 

@@ -1,6 +1,6 @@
 """The artifact catalog plugin in a real `airflow api-server` (tests/plugins/conftest.py), over HTTP:
 access follows Airflow's own authentication; the JSON endpoints, the page (a page of rows at a time)
-and each artifact's own page show what `neuronforge.farm` reads. Also the forms middleware
+and each artifact's own page show what `neuronforge.farm.rows` reads. Also the forms middleware
 (plugins/neuronforge_forms.py) in the same api-server, compared with a second one without plugins
 over the same database: refused callers and other requests get Airflow's own answers."""
 

@@ -28,7 +28,7 @@ import pytest
 from fastapi.routing import APIRoute
 from markupsafe import escape
 
-from neuronforge.farm import FarmRow
+from neuronforge.farm.rows import FarmRow
 from neuronforge.stores import open_store
 from tests.conftest import Compiled
 from tests.plugins.conftest import REPO, resigned

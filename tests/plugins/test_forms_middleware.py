@@ -19,7 +19,7 @@ import hypothesis.strategies as st
 import pytest
 from hypothesis import given, settings
 
-from operators.compile_params import COMPILE_DAG, FORMS, RECOMPILE_DAG, SWEEP_DAG, conf_problem
+from neuronforge_airflow.params import COMPILE_DAG, FORMS, RECOMPILE_DAG, SWEEP_DAG, conf_problem
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY"

@@ -1,5 +1,5 @@
 """Each family LMI serves with transformers-neuronx besides Llama, through the whole pipeline
-(`neuronforge.pipeline.run_target`, what `neuronforge run` runs) with profile `lmi-neuronx` and the
+(`neuronforge.pipeline.runner.run_target`, what `neuronforge run` runs) with profile `lmi-neuronx` and the
 FAKE SDK 2.21.1 (transformers-neuronx 0.13.380, neuronx-cc 2.16.372.0) into a `file://` store:
 plan -> quantize (int8 where the class takes it: BLOOM, OPT, GPT-2) -> compile -> smoke -> publish,
 then `neuronforge verify` (the profile's preflight) on the published artifact.
@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge.backends.tnx import CLASSES, NEFF_DIR
-from neuronforge.pipeline import TargetOutcome, run_target
+from neuronforge.compilation.backends.tnx import CLASSES, NEFF_DIR
+from neuronforge.pipeline.runner import TargetOutcome, run_target
 from neuronforge.profiles.base import Artifact
 from neuronforge.profiles.lmi_neuronx import COMPILER_VERSION, PROFILE, parse_properties
+from neuronforge.spec.target import TargetSpec
 from neuronforge.stores import open_store
-from neuronforge.target import TargetSpec
 from tests.backends.tiny_families import make_scaled
 from tests.fakes import SDK_2_21_1
 
@@ -107,7 +107,7 @@ def test_each_family_is_planned_built_smoked_and_published(built: tuple) -> None
 
 
 def test_verify_passes_on_each_published_family(built: tuple, tmp_path: Path, capsys) -> None:
-    from neuronforge.cli import main
+    from neuronforge.interfaces.cli import main
 
     _model_type, out, store_dir, _log = built
     store = open_store(f"file://{store_dir}")

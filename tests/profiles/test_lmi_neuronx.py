@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge.errors import InvalidInput
-from neuronforge.pipeline import run_target
+from neuronforge.common.errors import InvalidInput
+from neuronforge.pipeline.runner import run_target
 from neuronforge.profiles.base import Artifact
 from neuronforge.profiles.lmi_neuronx import (
     PROFILE,
@@ -33,10 +33,10 @@ from neuronforge.profiles.lmi_neuronx import (
     render_properties,
 )
 from neuronforge.profiles.registry import target_problems
-from neuronforge.request import Toolchain
+from neuronforge.spec.target import TargetSpec
+from neuronforge.spec.tinymodel import make_tiny_llama
+from neuronforge.spec.toolchain import Toolchain
 from neuronforge.stores import open_store
-from neuronforge.target import TargetSpec
-from neuronforge.tinymodel import make_tiny_llama
 from tests.fakes import SDK_2_21_1
 from tests.profiles.edits import assert_named, delete, edit_json, edit_text
 
@@ -179,7 +179,7 @@ def test_problems_refuse_what_lmi_cannot_load(kw: dict, model_type: str, expecte
 
 def test_a_tp_that_splits_kv_heads_unevenly_is_refused_by_the_plan() -> None:
     """transformers-neuronx's GQA strategies replicate or shard KV heads; 3 heads over tp 2 fit neither."""
-    from neuronforge.modelconfig import ModelArch
+    from neuronforge.spec.modelconfig import ModelArch
 
     arch = ModelArch.from_config({**LLAMA, "num_attention_heads": 6, "num_key_value_heads": 3, "hidden_size": 96})
     assert "neither divide nor are divided by tp=2" in PROFILE.arch_problems(target(), arch)[0]
@@ -272,9 +272,9 @@ def test_lmis_own_load_through_the_published_cache_compiles_nothing(published_s3
     """What LMI does at start-up, with the fake transformers-neuronx: the load replayed from the
     published serving.properties, NEURON_COMPILE_CACHE_URL = a copy of the store's cache (what
     compiled_graph_path names): to_neuron() finds every graph, and the fake's compile log stays empty."""
-    from neuronforge.backends.base import GenerateJob
-    from neuronforge.backends.tnx import BACKEND, TnxLoad
-    from neuronforge.compile_cache import CompileCache
+    from neuronforge.compilation.backends.base import GenerateJob
+    from neuronforge.compilation.backends.tnx import BACKEND, TnxLoad
+    from neuronforge.compilation.compile_cache import CompileCache
 
     store, out, base, _ = published_s3
     root = tmp_path / "a"
@@ -298,7 +298,7 @@ def test_lmis_own_load_through_the_published_cache_compiles_nothing(published_s3
 
 
 def test_verify_passes_and_names_a_missing_cache_entry(published_s3: tuple, tmp_path: Path) -> None:
-    from neuronforge.verify import verify_artifact
+    from neuronforge.farm.verify import verify_artifact
 
     store, out, _, _ = published_s3
     manifest_key = f"{out.published.prefix}/manifest.json"
@@ -418,8 +418,8 @@ def test_a_file_store_names_local_paths_and_the_model_save_neffs(fake_tnx: Path,
 def test_a_load_that_would_compile_fails_the_smoke_test(published_s3: tuple, tmp_path: Path) -> None:
     """The smoke test loads through a cache holding only the entries the launch files name, pulled
     from the store: with one missing there, transformers-neuronx compiles it, and LMI would too."""
-    from neuronforge.compile_cache import CompileCache
-    from neuronforge.stages.smoke import SmokeInput, smoke_test
+    from neuronforge.compilation.compile_cache import CompileCache
+    from neuronforge.pipeline.stages.smoke import SmokeInput, smoke_test
 
     store, out, _, _ = published_s3
     payload = tmp_path / "payload"
@@ -435,7 +435,7 @@ def test_a_load_that_would_compile_fails_the_smoke_test(published_s3: tuple, tmp
 
 
 # -- the families LMI serves with transformers-neuronx -------------------------------------------------
-# Each class as aws-neuron/transformers-neuronx 1ade6d74 defines it (neuronforge.backends.tnx.CLASSES):
+# Each class as aws-neuron/transformers-neuronx 1ade6d74 defines it (neuronforge.compilation.backends.tnx.CLASSES):
 # GPT2ForSampling, GPTJForSampling and GPTNeoXForSampling take no context_length_estimate (their config
 # class raises KeyError on it); GPT-J / GPT-NeoX derive from module.PretrainedModel: no load(dir), no int8.
 # L maybe_compile_model calls model.load(compiled_graph_path) on a local directory.
@@ -450,7 +450,7 @@ TINY = {
 
 @pytest.mark.parametrize("model_type", sorted(TINY))
 def test_each_family_gets_only_the_properties_its_class_takes(model_type: str) -> None:
-    from neuronforge.backends.tnx import CLASSES, load_problems
+    from neuronforge.compilation.backends.tnx import CLASSES, load_problems
 
     p = props(target(sequence_length=1024), TINY[model_type])
     assert ("option.context_length_estimate" in p) == CLASSES[model_type].context_length_estimate
@@ -488,9 +488,9 @@ def gptj_file_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
     store by the backend and the profile alone (the file store's launch files as such, broken one rule at
     a time below; test_lmi_families_pipeline.py runs GPT-J through the whole pipeline). Yields
     (artifact root, compile cache root, compile log)."""
-    from neuronforge.backends.base import CompileJob
-    from neuronforge.backends.tnx import BACKEND
-    from neuronforge.compile_cache import CompileCache
+    from neuronforge.compilation.backends.base import CompileJob
+    from neuronforge.compilation.backends.tnx import BACKEND
+    from neuronforge.compilation.compile_cache import CompileCache
     from neuronforge.profiles.base import AssembleJob, LaunchContext
     from tests.backends.tiny_families import make_tiny
     from tests.conftest import use_fake_sdk
@@ -522,9 +522,9 @@ def test_gptj_on_a_file_store_names_the_cache_not_a_model_save_folder(gptj_file_
     """GPTJForSampling has no load(dir), so a local compiled_graph_path would be an AttributeError in
     L maybe_compile_model: the properties name none, lmi.env points NEURON_COMPILE_CACHE_URL at the
     compile cache, and the smoke load reads that cache alone, compiling nothing."""
-    from neuronforge.backends.base import GenerateJob
-    from neuronforge.backends.tnx import BACKEND
-    from neuronforge.compile_cache import CompileCache
+    from neuronforge.compilation.backends.base import GenerateJob
+    from neuronforge.compilation.backends.tnx import BACKEND
+    from neuronforge.compilation.compile_cache import CompileCache
     from neuronforge.profiles.base import read_env_file
 
     root, cache_root, log = gptj_file_store
@@ -586,7 +586,7 @@ def test_dynamic_batching_env_file_carries_the_front_ends_batch_size(tmp_path: P
     batches `batch_size` requests (the model's property, else the server's SERVING_BATCH_SIZE);
     OPTION_BATCH_SIZE only reaches the handler. lmi.env alone must carry the front end's size too,
     and preflight names an env file without it."""
-    from neuronforge.backends.tnx import LOAD_FILE
+    from neuronforge.compilation.backends.tnx import LOAD_FILE
     from neuronforge.profiles.base import LaunchContext
     from neuronforge.profiles.lmi_neuronx import ENV_FILE, PROPERTIES_FILE, parse_properties, read_env_file
 
@@ -618,7 +618,7 @@ def test_dynamic_batching_env_file_carries_the_front_ends_batch_size(tmp_path: P
 def test_a_graph_shaping_variable_the_profile_does_not_set_is_refused_before_compiling() -> None:
     """XLA_* and NEURON_CC_FLAGS change the compiled graphs; the compile's child inherits the worker's
     environment, so one the backend does not set itself would go unrecorded: refused, named."""
-    from neuronforge.backends.base import graph_env
+    from neuronforge.compilation.backends.base import graph_env
 
     declared = {"NEURON_CC_FLAGS": "-O1", "NEURON_COMPILE_CACHE_URL": "/c", "NEURON_PLATFORM_TARGET_OVERRIDE": "trn1"}
     recorded = {"NEURON_CC_FLAGS": "-O1", "NEURON_PLATFORM_TARGET_OVERRIDE": "trn1"}

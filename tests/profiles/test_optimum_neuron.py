@@ -29,9 +29,9 @@ import pytest
 from neuronforge.profiles import optimum_neuron as on
 from neuronforge.profiles.base import Artifact, AssembleJob, LaunchContext
 from neuronforge.profiles.registry import target_problems
-from neuronforge.request import Toolchain
-from neuronforge.target import TargetSpec
-from neuronforge.tinymodel import make_tiny_llama
+from neuronforge.spec.target import TargetSpec
+from neuronforge.spec.tinymodel import make_tiny_llama
+from neuronforge.spec.toolchain import Toolchain
 from tests.fakes import SDK_2_26_1
 from tests.profiles.edits import delete, edit_json, edit_text
 
@@ -52,9 +52,9 @@ TOOLCHAIN = Toolchain("optimum", "0.4.5", "neuronxcc", on.COMPILER_VERSION, {"op
 def export(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One export of a tiny Llama (with tokenizer) for inf2, tp 2, batch 2, seq 64, fp32, written by
     the FAKE optimum-neuron through the backend, in the SDK 2.26.1 toolchain interpreter."""
-    from neuronforge.backends.base import CompileJob
-    from neuronforge.backends.optimum import BACKEND
-    from neuronforge.compile_cache import CompileCache
+    from neuronforge.compilation.backends.base import CompileJob
+    from neuronforge.compilation.backends.optimum import BACKEND
+    from neuronforge.compilation.compile_cache import CompileCache
     from tests.conftest import use_fake_sdk
     from tests.fakes import OPTIMUM
 
@@ -415,9 +415,9 @@ def test_the_export_must_be_for_the_artifacts_target(staged: Path) -> None:
 
 
 def test_preflight_needs_optimum_neuron_0_4_5_to_read(staged: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import neuronforge.toolchain
+    import neuronforge.compilation.detect
 
-    monkeypatch.setattr(neuronforge.toolchain, "installed_version", lambda p: "0.4.4")
+    monkeypatch.setattr(neuronforge.compilation.detect, "installed_version", lambda p: "0.4.4")
     problems = preflight(staged)
     assert any("preflight reads with optimum-neuron 0.4.5, this host has 0.4.4" in p for p in problems), problems
 

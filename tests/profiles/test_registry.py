@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from neuronforge.errors import InvalidInput
+from neuronforge.common.errors import InvalidInput
 from neuronforge.profiles import all_profiles, get_profile, neuron_queues, profile_names, registry
 from neuronforge.profiles.base import Pins, Placement
 from neuronforge.profiles.vllm_neuron import VllmNeuronProfile
@@ -94,7 +94,7 @@ def test_unknown_and_refused_stacks_say_why_and_what_to_use(name: str, text: str
 
 
 def test_neuronforge_profiles_lists_the_registry(capsys) -> None:
-    from neuronforge.cli import main
+    from neuronforge.interfaces.cli import main
 
     assert main(["profiles", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
@@ -130,8 +130,8 @@ def test_neuronforge_profiles_lists_the_registry(capsys) -> None:
 
 
 def test_a_target_for_an_instance_the_profile_does_not_serve_is_refused_by_the_planner() -> None:
-    from neuronforge.planner import static_problems
-    from neuronforge.target import TargetSpec
+    from neuronforge.pipeline.planner import static_problems
+    from neuronforge.spec.target import TargetSpec
 
     class Trn2Only(VllmNeuronProfile):
         instance_families = frozenset({"trn2"})

@@ -21,17 +21,17 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge import layout
-from neuronforge.errors import InvalidInput
-from neuronforge.pipeline import run_target
+from neuronforge.artifacts import layout
+from neuronforge.common.errors import InvalidInput
+from neuronforge.compilation.vllm_cache import MARKER, CacheManifest, entry_problems
+from neuronforge.pipeline.runner import run_target
 from neuronforge.profiles import get_profile
 from neuronforge.profiles.base import Artifact
 from neuronforge.profiles.registry import target_problems
 from neuronforge.records.local import read_local, write_local
+from neuronforge.spec.target import TargetSpec
+from neuronforge.spec.tinymodel import make_tiny_llama
 from neuronforge.stores import open_store
-from neuronforge.target import TargetSpec
-from neuronforge.tinymodel import make_tiny_llama
-from neuronforge.vllm_cache import MARKER, CacheManifest, entry_problems
 from tests.fakes import VLLM_NATIVE, VLLM_SDK_2_32_0, VLLM_SDK_2_33_0, fake_python
 from tests.vllm_serving import serve, serving_host
 
@@ -122,7 +122,7 @@ def published(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Ite
 
 
 def _artifact(item: dict, where: Path) -> Artifact:
-    from neuronforge.request import Toolchain
+    from neuronforge.spec.toolchain import Toolchain
 
     root = where / "artifact"
     shutil.copytree(item["root"], root)
@@ -161,7 +161,7 @@ def test_the_manifest_records_the_image_versions_argv_env_and_target(published: 
 
 @pytest.mark.parametrize("name", ["llama", "qwen3"])
 def test_the_published_artifact_passes_preflight_and_verify(published: dict, name: str, tmp_path: Path) -> None:
-    from neuronforge.verify import verify_artifact
+    from neuronforge.farm.verify import verify_artifact
 
     artifact = _artifact(published[name], tmp_path)
     assert get_profile(artifact.target.profile).preflight(artifact) == []
@@ -239,7 +239,7 @@ def test_an_entry_missing_from_the_store_is_named_by_verify(published: dict, tmp
 def test_retrace_in_the_image_accepts_the_published_command(published: dict, tmp_path: Path) -> None:
     """P1: the serving command traced again in CPU-compile mode against the synced cache, compiling
     forbidden, in the SDK image's interpreter (no device)."""
-    from neuronforge.verify import verify_artifact
+    from neuronforge.farm.verify import verify_artifact
 
     result = verify_artifact(
         published["store"], f"{published['llama']['prefix']}/manifest.json", tmp_path / "v", retrace=True

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge.backends.base import CompileJob
-from neuronforge.backends.nxdi import BACKEND
-from neuronforge.compile_cache import CompileCache
+from neuronforge.compilation.backends.base import CompileJob
+from neuronforge.compilation.backends.nxdi import BACKEND
+from neuronforge.compilation.compile_cache import CompileCache
 from neuronforge.profiles.base import Artifact, AssembleJob, LaunchContext
 from neuronforge.profiles.registry import target_problems
 from neuronforge.profiles.vllm_neuron import (
@@ -35,9 +35,9 @@ from neuronforge.profiles.vllm_neuron import (
     render_serve_command,
     serve_flags,
 )
-from neuronforge.request import Toolchain
-from neuronforge.target import TargetSpec
-from neuronforge.tinymodel import make_tiny_llama
+from neuronforge.spec.target import TargetSpec
+from neuronforge.spec.tinymodel import make_tiny_llama
+from neuronforge.spec.toolchain import Toolchain
 from tests.fakes import SDK_2_26_1
 from tests.profiles.edits import assert_named, delete, edit_json, edit_text
 
@@ -163,8 +163,8 @@ def test_problems_refuse_what_vllm_cannot_serve(kw: dict, model_type: str, expec
 
 
 def test_problems_include_nxdi_quantization_limits() -> None:
-    """NxD Inference 0.6's quantization refusals (neuronforge.backends.nxdi_quantization) apply."""
-    from neuronforge.backends.nxdi_quantization import quantization_problems
+    """NxD Inference 0.6's quantization refusals (neuronforge.compilation.backends.nxdi_quantization) apply."""
+    from neuronforge.compilation.backends.nxdi_quantization import quantization_problems
 
     t = target(quantization="f8e5m2")
     assert quantization_problems(t, "llama") and set(quantization_problems(t, "llama")) <= set(
@@ -460,7 +460,7 @@ def test_fused_qkv_asked_for_a_per_tensor_target_is_refused(tmp_path: Path) -> N
         for p in PROFILE.problems(t, "llama")
     )
     assert not any("fused_qkv" in p for p in PROFILE.problems(target(quantization="int8:per_tensor"), "llama"))
-    from neuronforge.errors import InvalidInput
+    from neuronforge.common.errors import InvalidInput
 
     with pytest.raises(InvalidInput, match="fused_qkv=true with quantization"):
         settings(t, tmp_path)

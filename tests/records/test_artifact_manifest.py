@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from neuronforge.published import manifest_problem
+from neuronforge.artifacts.published import manifest_problem
 from neuronforge.records.artifact_manifest import ArtifactManifest
 from neuronforge.records.base import RecordError, RecordTooNew
 from neuronforge.stores import open_store
@@ -150,7 +150,7 @@ def test_a_manifest_built_here_equals_the_same_one_read_back() -> None:
 
 def test_lookup_refuses_an_artifact_a_newer_neuronforge_published(tmp_path: Path) -> None:
     """Not "unpublished" (which would rebuild and overwrite it): the one-line upgrade message."""
-    from neuronforge.published import lookup
+    from neuronforge.artifacts.published import lookup
 
     store = open_store(f"file://{tmp_path}")
     store.write_json("a/manifest.json", {**WRITTEN, "schema_version": 2})
@@ -165,9 +165,9 @@ def test_a_forged_manifest_costs_what_it_forged_never_a_traceback(tmp_path: Path
     """The catalog's artifact page and `ls` read a store's manifests as they are: one whose file sizes
     are text is no artifact (the page's 404, skipped by the scans); one whose shown parts are of the
     wrong types is shown without them, and its JSON as the store holds it."""
-    from neuronforge import layout
-    from neuronforge.farm import farm_row
-    from neuronforge.farm_index import snapshot
+    from neuronforge.artifacts import layout
+    from neuronforge.artifacts.farm_index import snapshot
+    from neuronforge.farm.rows import farm_row
     from tests.farm_index.publishers import key_of, manifest_only
 
     store = open_store(f"file://{tmp_path}")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from neuronforge.pipeline.stages.fetch import FetchRequest, fetch
 from neuronforge.records.checkpoint import CheckpointManifest
-from neuronforge.stages.fetch import FetchRequest, fetch
 from neuronforge.stores import open_store
 from tests.checkpoints import make_tiny_llama
 from tests.records.stored_fixtures import (

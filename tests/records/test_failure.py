@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from neuronforge import layout
-from neuronforge.failures import read_failure, write_failure
+from neuronforge.artifacts import layout
+from neuronforge.artifacts.failures import read_failure, write_failure
 from neuronforge.records.failure import FailureRecord
 from neuronforge.stores import open_store
 from tests.records.stored_fixtures import check_reads_back_as_written, check_wrong_type_refused, data, raw

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge.farm_index import log as index_log
-from neuronforge.farm_index import snapshot
-from neuronforge.farm_index.log import IndexCorrupt, encode_tail, parse_tail
+from neuronforge.artifacts.farm_index import log as index_log
+from neuronforge.artifacts.farm_index import snapshot
+from neuronforge.artifacts.farm_index.log import IndexCorrupt, encode_tail, parse_tail
 from neuronforge.records.base import RecordError, RecordTooNew
 from neuronforge.records.farm_index import Entry, FarmIndexHead, FarmIndexTail, LogRecord, PageRef
 from neuronforge.stores import open_store

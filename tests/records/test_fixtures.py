@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge.farm_index.entry import published_record
-from neuronforge.published import lookup, scan_index, verify_manifest
+from neuronforge.artifacts.farm_index.entry import published_record
+from neuronforge.artifacts.published import lookup, scan_index, verify_manifest
 from neuronforge.records.artifact_manifest import ArtifactManifest
 from neuronforge.records.index_entry import IndexEntry
 from neuronforge.records.payload_manifest import PayloadManifest
@@ -72,14 +72,15 @@ def test_the_publish_stage_writes_what_the_last_release_wrote(tmp_path: Path, mo
     import hashlib
     import time
 
-    from neuronforge import layout
-    from neuronforge.hosts import StageRun, host_report
-    from neuronforge.localcache import file_entries, publish_tree
+    from neuronforge.artifacts import layout
+    from neuronforge.artifacts.localcache import file_entries, publish_tree
+    from neuronforge.common.hosts import StageRun, host_report
+    from neuronforge.pipeline.stages import publish as publish_stage
     from neuronforge.profiles.registry import compile_request
-    from neuronforge.request import Toolchain, cache_key
-    from neuronforge.source import ModelSource
-    from neuronforge.stages import publish as publish_stage
-    from neuronforge.target import TargetSpec
+    from neuronforge.profiles.request import cache_key
+    from neuronforge.spec.source import ModelSource
+    from neuronforge.spec.target import TargetSpec
+    from neuronforge.spec.toolchain import Toolchain
 
     monkeypatch.setattr(time, "strftime", lambda fmt, t=None: "2026-11-25T12:00:00Z")
     monkeypatch.setattr(publish_stage.neuronforge, "__version__", "0.1.0")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from neuronforge import layout
-from neuronforge.leases import current, try_acquire
+from neuronforge.artifacts import layout
+from neuronforge.artifacts.leases import current, try_acquire
 from neuronforge.records.lease import LeaseRecord
 from neuronforge.stores import open_store
 from tests.records.stored_fixtures import check_wrong_type_refused, data, raw

@@ -22,7 +22,7 @@ from neuronforge.records.payload_manifest import PayloadManifest
 from neuronforge.records.smoke_reference import SmokeReference
 
 REPO = Path(__file__).resolve().parents[2]
-SCANNED = ("neuronforge", "plugins", "operators", "dags")
+SCANNED = ("neuronforge", "plugins", "neuronforge_airflow", "dags")
 RECORDS = REPO / "neuronforge" / "records"
 
 # record kind -> the names code uses for it (extend for each kind that becomes a StoredRecord)

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SCANNED = ("neuronforge", "operators", "dags", "plugins")
+SCANNED = ("neuronforge", "neuronforge_airflow", "dags", "plugins")
 # Fields that only these records store (a field shared with the artifact manifest, such as "files" or
 # "source", is part 1's scan's to watch).
 THEIR_FIELDS = frozenset(
@@ -28,10 +28,16 @@ THEIR_FIELDS = frozenset(
 HAND_PARSED = re.compile(r"json\.loads\([^\n]*(layout\.MANIFEST|CACHE_MANIFEST|vllm-cache\.json)")
 # Not these records, though spelled like their fields.
 ALLOWED = {
-    ("operators/deployment_checks.py", "recorded_at"),  # the Airflow Variable the cluster policy writes
-    ("neuronforge/cli.py", "max_rel_error"),  # `neuronforge quantize`'s own summary (its --json output)
-    ("neuronforge/farm.py", "holder"),  # the farm index's "building" entry (farm_index records, part 1)
-    ("operators/sweep.py", "candidates"),  # the sweep plan handed between tasks (XCom), not the record file
+    (
+        "neuronforge_airflow/policies/deployment_checks.py",
+        "recorded_at",
+    ),  # the Airflow Variable the cluster policy writes
+    ("neuronforge/interfaces/cli.py", "max_rel_error"),  # `neuronforge quantize`'s own summary (its --json output)
+    ("neuronforge/farm/rows.py", "holder"),  # the farm index's "building" entry (farm_index records, part 1)
+    (
+        "neuronforge_airflow/operators/sweep.py",
+        "candidates",
+    ),  # the sweep plan handed between tasks (XCom), not the record file
 }
 
 

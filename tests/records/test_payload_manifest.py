@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge.localcache import file_entries, manifest_bytes
+from neuronforge.artifacts.localcache import file_entries, manifest_bytes
 from neuronforge.records.base import RecordError, RecordTooNew
 from neuronforge.records.payload_manifest import PayloadManifest
 

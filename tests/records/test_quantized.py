@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge import layout
-from neuronforge.backends.nxdi_quantization import neuron_config_quantization
-from neuronforge.errors import InvalidInput
+from neuronforge.artifacts import layout
+from neuronforge.common.errors import InvalidInput
+from neuronforge.compilation.backends.nxdi_quantization import neuron_config_quantization
 from neuronforge.records.local import read_local, write_local
 from neuronforge.records.quantized import QuantizedManifest
-from neuronforge.target import TargetSpec
+from neuronforge.spec.target import TargetSpec
 from tests.records.stored_fixtures import (
     DATA,
     check_newer_refused,

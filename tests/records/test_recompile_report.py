@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge import layout, recompile
+from neuronforge.artifacts import layout
+from neuronforge.farm import recompile
 from neuronforge.records.base import RecordError, RecordTooNew
 from neuronforge.records.recompile_report import RecompileReport
 from neuronforge.stores import open_store

@@ -48,7 +48,7 @@ def test_wrong_types_name_the_field(changes: dict, field: str) -> None:
 def test_a_payload_with_an_unreadable_reference_fails_its_smoke_test_in_one_line(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
-    from neuronforge.stages.smoke import EXPECTED, SmokeInput, smoke_test
+    from neuronforge.pipeline.stages.smoke import EXPECTED, SmokeInput, smoke_test
 
     (tmp_path / EXPECTED).parent.mkdir(parents=True)
     (tmp_path / EXPECTED).write_text(json.dumps({**WRITTEN, "tokens": "none"}))

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge.errors import InvalidInput
+from neuronforge.common.errors import InvalidInput
+from neuronforge.farm.sweep.records import Record, RecordLog
+from neuronforge.farm.sweep.space import Candidate
 from neuronforge.records.sweep import SweepRecords
-from neuronforge.sweep.records import Record, RecordLog
-from neuronforge.sweep.space import Candidate
 from tests.records.stored_fixtures import (
     check_newer_refused,
     check_reads_back_as_written,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from neuronforge import layout
+from neuronforge.artifacts import layout
+from neuronforge.pipeline.toolchain_records import last_detected
 from neuronforge.profiles import get_profile
 from neuronforge.records.toolchain import ToolchainRecord
-from neuronforge.request import Toolchain
+from neuronforge.spec.toolchain import Toolchain
 from neuronforge.stores import open_store
-from neuronforge.toolchain_records import last_detected
 from tests.records.stored_fixtures import (
     check_newer_refused,
     check_reads_back_as_written,

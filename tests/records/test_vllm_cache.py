@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from neuronforge.compilation.vllm_cache import entry_record, pull, store_problems
 from neuronforge.records.base import RecordError
 from neuronforge.records.local import read_local, write_local
 from neuronforge.records.vllm_cache import CacheManifest
 from neuronforge.stores import open_store
-from neuronforge.vllm_cache import entry_record, pull, store_problems
 from tests.records.stored_fixtures import (
     check_newer_refused,
     check_reads_back_as_written,

@@ -1,6 +1,6 @@
 """The reliability suite's one way to run the CLI as a user would and judge the outcome.
 
-`cli(argv)` runs `neuronforge.cli.main` in this process (the console script's entry point) with
+`cli(argv)` runs `neuronforge.interfaces.cli.main` in this process (the console script's entry point) with
 stdout/stderr captured. Any exception that escapes `main` is what the user would have seen as a
 traceback: `Outcome.traceback` holds it, and `expect_error` fails on it. `snapshot(folder)` and
 `assert_unchanged` tell whether a failed command left a store exactly as it was.
@@ -30,7 +30,7 @@ class Outcome:
 
 
 def cli(argv: list[str]) -> Outcome:
-    from neuronforge.cli import main
+    from neuronforge.interfaces.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

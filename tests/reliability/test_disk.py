@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge.tinymodel import make_tiny_llama
+from neuronforge.spec.tinymodel import make_tiny_llama
 from tests.reliability.harness import cli, expect_error, mount, snapshot
 
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from neuronforge.errors import InvalidInput
-from operators.compile_params import validate_conf
-from operators.compile_publish import expand_targets  # the run's first task (`.function`: its body)
+from neuronforge.common.errors import InvalidInput
+from neuronforge_airflow.operators.compile_publish import expand_targets  # the run's first task (`.function`: its body)
+from neuronforge_airflow.params import validate_conf
 from tests.reliability.harness import snapshot
 
 SECRET = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY"

@@ -101,7 +101,7 @@ def _subcommands(parser: argparse.ArgumentParser, prefix: str = "") -> Iterator[
 
 
 def test_the_table_covers_every_store_touching_command() -> None:
-    from neuronforge.cli import build_parser
+    from neuronforge.interfaces.cli import build_parser
 
     every = set(_subcommands(build_parser()))
     assert every - set(STORE_FREE) == set(COMMANDS), (
@@ -212,8 +212,8 @@ def _publish_some(root: Path) -> str:
     """A small store of the shape readers rely on: two artifacts of two compiler versions (so gc has
     one to delete), with their files, index pointers and farm index, and an incomplete compile-cache
     entry (so cache prune --incomplete has one to delete). Returns the key of the newer artifact."""
-    from neuronforge import layout
-    from neuronforge.farm_index import note_published
+    from neuronforge.artifacts import layout
+    from neuronforge.artifacts.farm_index import note_published
     from neuronforge.records.artifact_manifest import ArtifactManifest
     from neuronforge.records.index_entry import IndexEntry
     from neuronforge.stores import open_store

@@ -90,10 +90,10 @@ def test_the_table_covers_every_task_of_the_dag() -> None:
 def handed(tmp_path_factory: pytest.TempPathFactory, tiny_llama_template: Path) -> dict[str, dict[str, Any]]:
     """The state each stage receives in a healthy run (prepare and fetch run for real on a file
     store; the compile's and smoke's results stand in: the failing store is met before they are read)."""
-    from neuronforge.buildstate import BuildState, CompiledRef
-    from neuronforge.localcache import TreeRef
+    from neuronforge.artifacts.localcache import TreeRef
+    from neuronforge.pipeline.buildstate import BuildState, CompiledRef
     from neuronforge.profiles import parse_target
-    from operators.compile_publish import run_stage_task
+    from neuronforge_airflow.operators.compile_publish import run_stage_task
 
     base = tmp_path_factory.mktemp("tasks")
     with pytest.MonkeyPatch.context() as mp:
@@ -142,7 +142,7 @@ CASES = [(t, k) for t, (applies, _) in TASKS.items() for k in applies]
 def test_task_matrix(task: str, kind: str, make_env, handed, caplog: pytest.LogCaptureFixture) -> None:  # noqa: F811
     from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-    from operators.compile_publish import expand_targets, run_stage_task
+    from neuronforge_airflow.operators.compile_publish import expand_targets, run_stage_task
 
     env = make_env(kind)
     state = _failing(handed[task], env.store, env.model, kind)
@@ -186,11 +186,11 @@ def test_how_a_task_tells_airflow_whether_to_retry(handed) -> None:
 
     from airflow.sdk.exceptions import AirflowFailException
 
-    from neuronforge.buildstate import BuildState
-    from neuronforge.errors import CheckpointError
-    from neuronforge.leases import LeaseLost
-    from neuronforge.pipeline import PlanRejected
-    from operators.compile_publish import task_failure
+    from neuronforge.artifacts.leases import LeaseLost
+    from neuronforge.common.errors import CheckpointError
+    from neuronforge.pipeline.buildstate import BuildState
+    from neuronforge.pipeline.runner import PlanRejected
+    from neuronforge_airflow.operators.compile_publish import task_failure
 
     state = BuildState.model_validate(handed["prepare"])
     assert task_failure(KeyError("a bug"), state) is None  # re-raised as it is: its traceback is the report

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import boto3
 
-from neuronforge.published import lookup
+from neuronforge.artifacts.published import lookup
 from neuronforge.stores import open_store
 from tests.conftest import Compiled
 from tests.reliability.harness import cli

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from neuronforge.buildstate import BuildState
-from neuronforge.errors import InvalidInput
-from neuronforge.gc import TMP_GRACE_S, collect_tmp_objects
+from neuronforge.common.errors import InvalidInput
+from neuronforge.farm.gc import TMP_GRACE_S, collect_tmp_objects
+from neuronforge.pipeline.buildstate import BuildState
+from neuronforge.spec.target import TargetSpec
 from neuronforge.stores.file import FileStore
-from neuronforge.target import TargetSpec
 from tests.reliability.harness import cli, expect_error, snapshot
 
 EXIT_OK, EXIT_USAGE = 0, 2
@@ -87,7 +87,7 @@ def test_the_build_state_refuses_what_the_dag_could_pass(changes: dict[str, Any]
 
 
 def test_the_dag_refuses_new_tokens_beyond_the_sequence_before_any_work(tmp_path: Path) -> None:
-    from operators.compile_publish import expand_targets
+    from neuronforge_airflow.operators.compile_publish import expand_targets
 
     store = tmp_path / "store"
     params = {
@@ -109,7 +109,7 @@ def test_good_limits_and_a_state_read_back_pass() -> None:
 
 
 # -- a fresh home, several runs at once --------------------------------------------------------
-GENERATE = "from neuronforge import settings; print(settings.builtin_model('tiny-llama'))"
+GENERATE = "from neuronforge.spec import builtin; print(builtin.builtin_model('tiny-llama'))"
 
 
 def _digest(folder: Path) -> dict[str, str]:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge import layout
-from neuronforge.errors import CheckpointError, InvalidInput
-from neuronforge.source import files_digest, scan_folder
-from neuronforge.stages.fetch import FetchRequest, fetch
+from neuronforge.artifacts import layout
+from neuronforge.common.errors import CheckpointError, InvalidInput
+from neuronforge.pipeline.stages.fetch import FetchRequest, fetch
+from neuronforge.spec.source import files_digest, scan_folder
 from neuronforge.stores import open_store
 from tests.checkpoints import make_tiny_llama
 
@@ -53,7 +53,7 @@ def test_concurrent_fetches_on_one_host_download_once(tiny_llama: Path, tmp_path
     import threading
     import time
 
-    from neuronforge.stages import fetch as fetch_stage
+    from neuronforge.pipeline.stages import fetch as fetch_stage
 
     downloads: list[str] = []
     real = fetch_stage._download_into
@@ -194,7 +194,7 @@ def _count_gets(store) -> list[str]:
 
 
 def test_s3_source_is_pinned_from_its_listing_without_downloading(tiny_llama: Path, s3_bucket: str) -> None:
-    from neuronforge.stages.resolve import resolve_source
+    from neuronforge.pipeline.stages.resolve import resolve_source
 
     src = open_store(f"s3://{s3_bucket}/models")
     src.put_tree(tiny_llama, "m")
@@ -208,7 +208,7 @@ def test_s3_source_is_pinned_from_its_listing_without_downloading(tiny_llama: Pa
 
 
 def test_an_s3_source_that_changed_after_its_pin_is_refused(tiny_llama: Path, tmp_path: Path, s3_bucket: str) -> None:
-    from neuronforge.stages.resolve import resolve_source
+    from neuronforge.pipeline.stages.resolve import resolve_source
 
     src = open_store(f"s3://{s3_bucket}/models")
     src.put_tree(tiny_llama, "m")

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge import layout, leases
-from neuronforge.buildstate import BuildState, LeaseRef
-from neuronforge.localcache import TreeRef, lookup_local, materialize
-from neuronforge.pipeline import STAGES, Context, execute
+from neuronforge.artifacts import layout, leases
+from neuronforge.artifacts.localcache import TreeRef, lookup_local, materialize
+from neuronforge.pipeline.buildstate import BuildState, LeaseRef
+from neuronforge.pipeline.runner import STAGES, Context, execute
+from neuronforge.spec.target import TargetSpec
 from neuronforge.stores import open_store
-from neuronforge.target import TargetSpec
 from tests.conftest import TARGET, Compiled
 
 
@@ -66,14 +66,14 @@ def test_a_damaged_store_copy_is_refused_not_used(compiled: Compiled, tmp_path: 
     store = open_store(f"file://{tmp_path / 'store'}")
     folder = tmp_path / "folder"
     shutil.copytree(compiled.checkpoint, folder)
-    from neuronforge.localcache import file_entries, publish_tree
+    from neuronforge.artifacts.localcache import file_entries, publish_tree
 
     ref = publish_tree(store, folder, "things/x", {"files": file_entries(folder)})
     weights = Path(store.root_uri.removeprefix("file://")) / "things/x/model.safetensors"
     data = bytearray(weights.read_bytes())
     data[-1] ^= 0xFF  # same size, one byte flipped
     weights.write_bytes(bytes(data))
-    from neuronforge.errors import StoreError
+    from neuronforge.common.errors import StoreError
 
     with pytest.raises(StoreError, match=r"model\.safetensors does not match MANIFEST\.json"):
         materialize(store, ref, tmp_path / "host")
@@ -86,7 +86,7 @@ def test_a_damaged_store_copy_is_refused_not_used(compiled: Compiled, tmp_path: 
 
 
 def test_concurrent_materializations_download_once(compiled: Compiled, tmp_path: Path) -> None:
-    from neuronforge.localcache import file_entries, publish_tree
+    from neuronforge.artifacts.localcache import file_entries, publish_tree
 
     store = open_store(f"file://{tmp_path / 'store'}")
     folder = tmp_path / "folder"
@@ -114,8 +114,8 @@ def test_concurrent_materializations_download_once(compiled: Compiled, tmp_path:
 
 def test_builtin_default_model_is_generated_once_under_concurrency(tmp_path: Path, monkeypatch) -> None:
     """Several runs starting at once in an empty home: one generates, all get the same folder."""
-    from neuronforge import settings
-    from neuronforge.stages.resolve import resolve_source
+    from neuronforge.common import settings
+    from neuronforge.pipeline.stages.resolve import resolve_source
 
     monkeypatch.setenv("NEURONFORGE_HOME", str(tmp_path / "home"))
     revisions: list[str] = []

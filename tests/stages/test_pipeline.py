@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge import layout
-from neuronforge.farm import farm_rows
-from neuronforge.pipeline import PlanRejected, run_target
-from neuronforge.published import lookup, verify_manifest
-from neuronforge.stages.compile import CompileInput, compile_target
-from neuronforge.stages.publish import PublishInput, publish
+from neuronforge.artifacts import layout
+from neuronforge.artifacts.published import lookup, verify_manifest
+from neuronforge.farm.rows import farm_rows
+from neuronforge.pipeline.runner import PlanRejected, run_target
+from neuronforge.pipeline.stages.compile import CompileInput, compile_target
+from neuronforge.pipeline.stages.publish import PublishInput, publish
+from neuronforge.spec.target import TargetSpec
 from neuronforge.stores import open_store
-from neuronforge.target import TargetSpec
 from tests.conftest import NEURON_TARGET, TARGET, Compiled, smoke_payload
 
 
@@ -50,7 +50,7 @@ def test_second_run_is_a_cache_hit_without_compiling(compiled: Compiled) -> None
 
 def test_a_hit_reads_the_index_once(compiled: Compiled, monkeypatch: pytest.MonkeyPatch) -> None:
     """The outcome of a hit is the artifact prepare's lookup found, not a second read of the index."""
-    import neuronforge.pipeline as pipeline
+    import neuronforge.pipeline.runner as pipeline
 
     keys: list[str] = []
     real = pipeline.lookup
@@ -75,7 +75,7 @@ def test_another_worker_reuses_graphs_from_the_store(compiled: Compiled, tmp_pat
     """A fresh host (empty local cache) pulls the graphs instead of compiling them."""
     first = compiled.first
     src = first.published.manifest.source.model_dump()
-    from neuronforge.pipeline import prepare
+    from neuronforge.pipeline.runner import prepare
 
     prep = prepare(src["location"], compiled.target, tmp_path / "work")
     assert prep.key == first.key
@@ -93,9 +93,9 @@ def test_corrupted_graph_fails_the_smoke_test_and_nothing_is_published(compiled:
     smoke = smoke_payload(payload, compiled.target, tmp_path / "cache")
     assert not smoke.passed and "failed to load or run" in smoke.reason
     store = open_store(f"file://{tmp_path / 'store'}")
-    from neuronforge.errors import InvalidInput
-    from neuronforge.localcache import TreeRef
-    from neuronforge.pipeline import prepare
+    from neuronforge.artifacts.localcache import TreeRef
+    from neuronforge.common.errors import InvalidInput
+    from neuronforge.pipeline.runner import prepare
 
     prep = prepare(str(compiled.checkpoint), compiled.target, tmp_path / "w")
     staged = TreeRef(prefix="builds/x", manifest_sha256="0" * 64)
@@ -148,7 +148,7 @@ def test_a_failed_quantization_publishes_nothing(tiny_llama: Path, tmp_path: Pat
     """NaN weights are found by the quantize stage, after fetch and plan and before any compile."""
     from safetensors.torch import load_file, save_file
 
-    from neuronforge.errors import InvalidInput
+    from neuronforge.common.errors import InvalidInput
 
     weights = load_file(tiny_llama / "model.safetensors")
     weights["model.layers.1.mlp.down_proj.weight"][0, 0] = float("nan")
@@ -221,8 +221,8 @@ def test_an_artifact_its_consumer_would_refuse_is_not_published(
 ) -> None:
     """The profile's preflight runs on the assembled payload, on the compile host, before any byte of
     it is uploaded: a failing rule leaves no artifact, no manifest and no index entry behind."""
+    from neuronforge.pipeline.stages.payload import PreflightFailed
     from neuronforge.profiles.cpu import CpuProfile
-    from neuronforge.stages.payload import PreflightFailed
 
     monkeypatch.setattr(CpuProfile, "preflight", lambda self, artifact: ["compiled.json: a rule the loader checks"])
     store = open_store(f"file://{tmp_path / 'store'}")
@@ -240,7 +240,7 @@ def test_an_artifact_its_consumer_would_refuse_is_not_published(
 def test_verify_rehashes_the_files_and_runs_the_preflight(compiled: Compiled, tmp_path: Path) -> None:
     """`neuronforge verify`: exit 0 on the published artifact; 3 with the reasons once a file
     changed (sha256) or the consumer's rule breaks (compiled.json vs the target)."""
-    from neuronforge.cli import main
+    from neuronforge.interfaces.cli import main
 
     store = open_store(f"file://{tmp_path / 'copy'}")
     for o in compiled.store.list(compiled.first.published.prefix):
@@ -251,7 +251,7 @@ def test_verify_rehashes_the_files_and_runs_the_preflight(compiled: Compiled, tm
     meta = store.read_json(key)
     store.write_json(key, {**meta, "sequence_length": meta["sequence_length"] * 2})
     assert main(["verify", manifest_uri.rsplit("/", 1)[0], "--work-dir", str(tmp_path / "v")]) == 3
-    from neuronforge.verify import verify_artifact
+    from neuronforge.farm.verify import verify_artifact
 
     problems = verify_artifact(store, f"{compiled.first.published.prefix}/manifest.json", tmp_path / "v").problems
     assert len(problems) == 2 and problems[0].startswith("cpu-aoti/compiled.json: ")  # size or sha256
@@ -288,7 +288,7 @@ def test_a_quantized_nxdi_target_points_neuron_config_at_the_quantized_checkpoin
     target = TargetSpec.parse({**NEURON_TARGET, "profile": "vllm-neuron", "quantization": "f8e4m3:per_tensor"})
     out = run_target(str(served_llama), target, store, tmp_path / "work")
     assert out.status == "published" and out.published.manifest.smoke["passed"]
-    from neuronforge.localcache import lookup_local
+    from neuronforge.artifacts.localcache import lookup_local
 
     build = lookup_local(out.state.compiled.build, tmp_path / "work")
     nc = json.loads((build / "nxdi" / "neuron_config.json").read_text())["neuron_config"]
@@ -321,7 +321,7 @@ def test_a_worker_whose_toolchain_is_not_the_profiles_pins_is_refused_before_any
 def test_a_manifest_path_leaving_the_artifact_is_refused_not_downloaded(tmp_path: Path) -> None:
     """A manifest is store content, not trusted input: `../` or an absolute path in its file list is
     reported and never fetched outside the download folder, also for a manifest at the store root."""
-    from neuronforge.published import verify_files
+    from neuronforge.artifacts.published import verify_files
     from neuronforge.records.parts import FileEntry
 
     store = open_store(f"file://{tmp_path / 'store'}")

@@ -10,16 +10,16 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
-from neuronforge import layout
-from neuronforge.errors import CheckpointError, InvalidInput
-from neuronforge.localcache import MARKER, lookup_local
-from neuronforge.quantization import absmax, quantize_chunk, scale_from_absmax
-from neuronforge.quantized_names import QUANTIZABLE
-from neuronforge.source import ModelSource
-from neuronforge.stages.fetch import FetchRequest, fetch
-from neuronforge.stages.quantize import QuantizeRequest, dequantized_checkpoint, quantize
+from neuronforge.artifacts import layout
+from neuronforge.artifacts.localcache import MARKER, lookup_local
+from neuronforge.checkpoints.quantization import absmax, quantize_chunk, scale_from_absmax
+from neuronforge.checkpoints.quantized_names import QUANTIZABLE
+from neuronforge.common.errors import CheckpointError, InvalidInput
+from neuronforge.pipeline.stages.fetch import FetchRequest, fetch
+from neuronforge.pipeline.stages.quantize import QuantizeRequest, dequantized_checkpoint, quantize
+from neuronforge.spec.source import ModelSource
+from neuronforge.spec.target import Quantization
 from neuronforge.stores import open_store
-from neuronforge.target import Quantization
 from tests.checkpoints import make_tiny_llama
 
 PER_CHANNEL = Quantization(dtype="int8", method="per_channel_symmetric")
@@ -110,7 +110,7 @@ def _write_variant(src: Path, dest: Path, change) -> Path:
 def test_bad_input_is_refused_and_nothing_reaches_the_final_location(change, message, tmp_path: Path) -> None:
     src = _write_variant(make_tiny_llama(tmp_path / "m"), tmp_path / "bad", change)
     store = open_store(f"file://{tmp_path / 'store'}")
-    from neuronforge.source import ModelSource
+    from neuronforge.spec.source import ModelSource
 
     source = ModelSource.parse(str(src)).pinned("d" * 64)
     req = QuantizeRequest(src, source, PER_CHANNEL, "bf16", tmp_path / "work")
@@ -122,9 +122,9 @@ def test_bad_input_is_refused_and_nothing_reaches_the_final_location(change, mes
 
 
 def test_a_non_2d_tensor_to_quantize_is_refused_before_reading_anything(tmp_path: Path) -> None:
-    from neuronforge.checkpoint import TensorInfo
-    from neuronforge.source import ModelSource
-    from neuronforge.stages.quantize import plan
+    from neuronforge.checkpoints.checkpoint import TensorInfo
+    from neuronforge.pipeline.stages.quantize import plan
+    from neuronforge.spec.source import ModelSource
 
     tensors = {
         "model.layers.0.mlp.experts.0.up_proj.weight": TensorInfo("model.layers.0.mlp.experts.0.up_proj.weight",
@@ -250,8 +250,8 @@ def test_the_store_prefix_tells_kept_lists_and_the_fp8_range_apart(tmp_path: Pat
     ],
 )
 def test_lists_nxd_inference_would_load_wrongly_are_refused(keep, message, tmp_path: Path) -> None:
-    from neuronforge.checkpoint import verify_checkpoint
-    from neuronforge.stages.quantize import plan
+    from neuronforge.checkpoints.checkpoint import verify_checkpoint
+    from neuronforge.pipeline.stages.quantize import plan
 
     src = make_tiny_llama(tmp_path / "m")
     req = QuantizeRequest(src, ModelSource.parse(str(src)), _quantization(keep=keep), "bf16", tmp_path)

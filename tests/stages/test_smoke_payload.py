@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge import leases
-from neuronforge.buildstate import BuildState, LeaseRef
-from neuronforge.localcache import file_entries, publish_tree
-from neuronforge.pipeline import STAGE_BY_NAME, Context, SmokeFailed, execute
+from neuronforge.artifacts import leases
+from neuronforge.artifacts.localcache import file_entries, publish_tree
+from neuronforge.pipeline.buildstate import BuildState, LeaseRef
+from neuronforge.pipeline.runner import STAGE_BY_NAME, Context, SmokeFailed, execute
+from neuronforge.spec.target import TargetSpec
 from neuronforge.stores import open_store
-from neuronforge.target import TargetSpec
 from tests.conftest import NEURON_TARGET
 
 UNTIL_COMPILED = ("prepare", "fetch_checkpoint", "plan_target", "quantize_weights", "compile_graphs")

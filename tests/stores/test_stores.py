@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge.errors import StoreError
+from neuronforge.common.errors import StoreError
 from neuronforge.stores import NotFound, open_store
 from neuronforge.stores.file import FileStore
 from neuronforge.stores.s3 import S3Store

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neuronforge.instances import get_instance
-from neuronforge.modelconfig import ModelArch, load_config
-from neuronforge.sweep import CacheConfig, Candidate, RecordLog, Space, TrialResult, records_path, sweep
+from neuronforge.farm.sweep import CacheConfig, Candidate, RecordLog, Space, TrialResult, records_path, sweep
+from neuronforge.spec.instances import get_instance
+from neuronforge.spec.modelconfig import ModelArch, load_config
 from tests.test_planner import CONFIGS
 
 LLAMA = ModelArch.from_config(load_config(CONFIGS / "meta-llama--Llama-3.1-8B.json"))

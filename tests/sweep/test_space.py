@@ -1,5 +1,5 @@
 """The candidate space follows the export-configuration document (../shared/seeds, "Optimal export
-configurations", copied in neuronforge.sweep.space's docstring): tp at least 2, a multiple of the
+configurations", copied in neuronforge.farm.sweep.space's docstring): tp at least 2, a multiple of the
 cores per device, at most the instance's cores, dividing the attention heads; batch sizes
 [1, 4, 8, 16, 32, 64, 128]; sequence lengths powers of two from 1024 to the max positions; order
 tp up, batch down, sequence length down."""
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from neuronforge.errors import InvalidInput
-from neuronforge.instances import get_instance
-from neuronforge.modelconfig import ModelArch, load_config
-from neuronforge.sweep import BATCH_SIZES, Candidate, Space
+from neuronforge.common.errors import InvalidInput
+from neuronforge.farm.sweep import BATCH_SIZES, Candidate, Space
+from neuronforge.spec.instances import get_instance
+from neuronforge.spec.modelconfig import ModelArch, load_config
 from tests.test_planner import CONFIGS
 
 

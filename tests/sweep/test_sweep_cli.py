@@ -132,7 +132,7 @@ def test_an_out_file_of_another_kind_is_refused(tmp_path: Path) -> None:
 
 
 def test_to_catalog_adds_targets_the_recompile_schedule_reads(try_command: tuple[str, Path], tmp_path: Path) -> None:
-    from neuronforge.catalog import load_catalog
+    from neuronforge.farm.catalog import load_catalog
 
     command, _ = try_command
     catalog = tmp_path / "models.yaml"
@@ -197,7 +197,7 @@ def test_to_catalog_of_a_config_file_writes_the_hub_id_and_the_config(
     assert f'  - source: "{LLAMA_ID}"\n    config: "{LLAMA.resolve()}"\n' in catalog.read_text()
     checked = cli(["catalog", "check", catalog])
     assert checked.code == 0 and checked.out.rstrip().endswith("1 model(s), 1 target(s): ok"), checked.text
-    from neuronforge.catalog import load_catalog
+    from neuronforge.farm.catalog import load_catalog
 
     (entry,) = load_catalog(catalog).entries
     assert entry.source == LLAMA_ID and entry.config == LLAMA.resolve()
@@ -266,7 +266,7 @@ def test_each_hub_warning_is_printed_once() -> None:
         "import logging\n"
         "logging.basicConfig(level=logging.WARNING)\n"
         "from huggingface_hub.utils import logging as hf_logging\n"
-        "from neuronforge.stages.resolve import hub_errors\n"
+        "from neuronforge.pipeline.stages.resolve import hub_errors\n"
         "with hub_errors('org/model', 'main'):\n"
         "    hf_logging.get_logger('huggingface_hub.utils._http').warning('Retrying in 1s [Retry 1/5].')\n"
     )

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge.catalog import load_catalog
-from neuronforge.errors import InvalidInput
-from neuronforge.sweep import Candidate
-from neuronforge.sweep.to_catalog import add_to_catalog, catalog_targets
+from neuronforge.common.errors import InvalidInput
+from neuronforge.farm.catalog import load_catalog
+from neuronforge.farm.sweep import Candidate
+from neuronforge.farm.sweep.to_catalog import add_to_catalog, catalog_targets
 
 CATALOG = """\
 models:

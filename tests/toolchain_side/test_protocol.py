@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 import neuronforge_toolchain
-from neuronforge.backends.child import ChildFailed
-from neuronforge.backends.interpreter import ToolchainPython, release_var, run_toolchain, staged_package
-from neuronforge.errors import InvalidInput
+from neuronforge.common.errors import InvalidInput
+from neuronforge.compilation.backends.child import ChildFailed
+from neuronforge.compilation.backends.interpreter import ToolchainPython, release_var, run_toolchain, staged_package
 
 PACKAGE = Path(neuronforge_toolchain.__file__).parent
 BIN = Path(sys.executable).parent

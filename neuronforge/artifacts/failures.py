@@ -1,0 +1,54 @@
+"""Failed builds, recorded in the store so that whoever scheduled the build can say why it failed.
+
+A run that fails after the cache key is known writes `failures/<key>.json` (the stage, the error's
+type and message, the Airflow run that failed, when). It is advisory: the published manifest always
+wins, so a later successful build makes an old failure record irrelevant without deleting it.
+Messages are truncated and never carry credentials: the stages' errors name paths and settings,
+not secrets.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from neuronforge.artifacts import layout
+from neuronforge.records.failure import FailureRecord
+from neuronforge.spec.source import model_name
+from neuronforge.stores.base import ArtifactStore, NotFound, StoreError
+
+MAX_MESSAGE = 2000
+
+
+BuildFailure = FailureRecord  # the name callers and the farm index know it by
+
+
+def write_failure(
+    store: ArtifactStore, key: str, stage: str, exc: BaseException, run_id: str = "", state: Any = None
+) -> BuildFailure:
+    """Write `failures/<key>.json` (the farm index is told by `farm_index.record_failure`, which
+    callers use). `state` (a BuildState) names the model, target and profile the failure belongs to."""
+    message = f"{type(exc).__name__}: {exc}"
+    if len(message) > MAX_MESSAGE:
+        message = message[: MAX_MESSAGE - 1] + "…"
+    what = {}
+    if state is not None:
+        target = state.target
+        what = {
+            "model": model_name(state.model),
+            "target": target.slug,
+            "profile": target.profile,
+            "instance": target.instance.name,
+        }
+    at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    failure = FailureRecord(key=key, stage=stage, error=message, run_id=run_id, at=at, **what)
+    failure.write(store, layout.failure_entry(key))
+    return failure
+
+
+def read_failure(store: ArtifactStore, key: str) -> BuildFailure | None:
+    """The failure record of `key`, or None when there is none or it cannot be read (it is advisory)."""
+    try:
+        return FailureRecord.read(store, layout.failure_entry(key))
+    except (NotFound, StoreError):
+        return None

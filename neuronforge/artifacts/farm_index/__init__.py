@@ -1,0 +1,44 @@
+"""The farm index: a summary of what a store holds that the store keeps itself, so that every read
+costs what it shows (a page of rows, one artifact) rather than what the store holds.
+
+The manifests stay the truth; the index is a cache of them, never a reason to publish or skip a
+build (`published.lookup` still follows `index/<key>.json` to a complete manifest). Writers
+append small records to a tail with compare-and-swap (`log`); the tail is folded into sorted,
+checksummed pages under a head (`snapshot`); readers merge the two (`reader`).
+`neuronforge index rebuild` writes it afresh from the manifests; `neuronforge verify --store`
+compares it with them, both ways.
+"""
+
+from neuronforge.artifacts.farm_index.entry import (
+    Entry,
+    building_record,
+    deleted_record,
+    failure_record,
+    published_record,
+)
+from neuronforge.artifacts.farm_index.log import COMPACT_AT, IndexCorrupt
+from neuronforge.artifacts.farm_index.notes import announce, append, note_published, record_failure
+from neuronforge.artifacts.farm_index.reader import FarmIndex, Window, read_window
+from neuronforge.artifacts.farm_index.snapshot import PageRef, check, compact, rebuild, scan
+
+__all__ = [
+    "COMPACT_AT",
+    "Entry",
+    "FarmIndex",
+    "IndexCorrupt",
+    "PageRef",
+    "Window",
+    "announce",
+    "append",
+    "building_record",
+    "check",
+    "compact",
+    "deleted_record",
+    "failure_record",
+    "note_published",
+    "published_record",
+    "read_window",
+    "rebuild",
+    "record_failure",
+    "scan",
+]

@@ -1,0 +1,142 @@
+"""The farm index's log records of one cache key — an artifact published (its summary, from its
+manifest), a build failed, a build claimed, an artifact deleted — and the aggregates of its rows.
+The row (`Entry`) and the record (`LogRecord`) are typed in `neuronforge.records.farm_index`.
+
+Built by the same functions whether the record comes from a publish that has the manifest in hand or
+from `rebuild` reading the manifests back, so the index and the manifests cannot describe an
+artifact differently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from neuronforge.common.errors import NeuronforgeError
+from neuronforge.records.artifact_manifest import ArtifactManifest
+from neuronforge.records.farm_index import Entry, LogRecord
+from neuronforge.records.index_entry import IndexEntry
+from neuronforge.spec.source import model_name
+from neuronforge.spec.target import TargetSpec
+
+__all__ = [
+    "Aggregates",
+    "Entry",
+    "LogRecord",
+    "building_record",
+    "deleted_record",
+    "failure_record",
+    "published_record",
+    "target_variant",
+]
+
+
+def target_variant(target: Any) -> str:
+    """What a target is apart from its profile's version, hashed: two builds of one revision with
+    the same variant are the same target for two SDK releases (`catalog stale`'s `published_for`)."""
+    spec = target.normalized().model_copy(update={"profile": ""})
+    return hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:16]
+
+
+def build_target(manifest: ArtifactManifest) -> TargetSpec | None:
+    """The normalized target a manifest was built for (its profile as the `name@version` it was
+    built for, registered or not), or None for an older key schema without a serving profile."""
+    try:
+        return TargetSpec.from_key_material(manifest.request).normalized()
+    except (KeyError, TypeError, ValueError, NeuronforgeError):
+        return None
+
+
+def _variant(manifest: ArtifactManifest) -> str:
+    target = build_target(manifest)
+    return target_variant(target) if target is not None else ""
+
+
+def _number(value: Any, scale: float = 1.0, digits: int = 3) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return round(float(value) * scale, digits)
+    return None
+
+
+def published_record(index: IndexEntry, manifest: ArtifactManifest) -> LogRecord:
+    """The log record of a published artifact (its index pointer and manifest, as `publish` wrote them)."""
+    target = manifest.request.get("target")
+    toolchain = manifest.toolchain
+    summary = {
+        "revision": manifest.source.revision,
+        "compiler": toolchain.compiler,
+        "compiler_version": toolchain.compiler_version,
+        "files": len(manifest.files),
+        "size_bytes": manifest.size_bytes,
+        "ttft_ms": _number(manifest.smoke.get("time_to_first_token_s"), 1e3, 2),
+        "per_token_ms": _number(manifest.smoke.get("per_token_s"), 1e3, 2),
+        "cpu_seconds": _number(manifest.hosts.get("cpu_seconds")),
+        "neuron_seconds": _number(manifest.hosts.get("neuron_seconds")),
+        "at": manifest.published_at,
+        "run_id": manifest.run_id,
+        "prefix": index.artifact_prefix,
+        "manifest": index.manifest,
+        "formats": dict(manifest.formats),
+        "launch": manifest.launch_files(),
+        "variant": _variant(manifest),
+    }
+    return LogRecord(
+        kind="published",
+        key=manifest.cache_key,
+        model=model_name(manifest.source.model_dump()),
+        profile=manifest.profile.ref if manifest.profile is not None else "",
+        target=manifest.target_slug,
+        instance=str(target.get("instance_type") or "") if isinstance(target, dict) else "",
+        published=summary,
+    )
+
+
+def failure_record(failure: Any) -> LogRecord:
+    """The log record of a `failures.BuildFailure`."""
+    return LogRecord(
+        kind="failed",
+        key=failure.key,
+        model=failure.model,
+        profile=failure.profile,
+        target=failure.target,
+        instance=failure.instance,
+        failure={"stage": failure.stage, "error": failure.error, "run_id": failure.run_id, "at": failure.at},
+    )
+
+
+def building_record(key: str, holder: str, at: str, state: Any = None) -> LogRecord:
+    what: dict[str, Any] = {}
+    if state is not None:
+        target = state.target
+        what = {
+            "model": model_name(state.model),
+            "profile": target.profile,
+            "target": target.slug,
+            "instance": target.instance.name,
+        }
+    return LogRecord(kind="building", key=key, **what, building={"holder": holder, "at": at})
+
+
+def deleted_record(key: str) -> LogRecord:
+    return LogRecord(kind="deleted", key=key)
+
+
+@dataclass
+class Aggregates:
+    """What the page's summary and filter choices need without reading any page."""
+
+    rows: int = 0
+    statuses: dict[str, dict[str, int]] = field(default_factory=dict)  # status class -> profile ref -> n
+    instances: set[str] = field(default_factory=set)
+    models: int = 0
+
+    def add(self, e: Entry) -> None:
+        self.rows += 1
+        by_profile = self.statuses.setdefault(e.status_class, {})
+        by_profile[e.profile] = by_profile.get(e.profile, 0) + 1
+        if e.instance:
+            self.instances.add(e.instance)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "instances": sorted(self.instances)}

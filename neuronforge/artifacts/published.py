@@ -1,0 +1,189 @@
+"""What a published artifact is in the store, and the readers that trust only complete ones.
+
+`artifacts/<org>/<name>/<revision>/<target-slug>/<key12>/manifest.json` (written last by the publish
+stage, `neuronforge.pipeline.stages.publish`) lists every file with its size and sha256; `index/<key>.json`
+points at it. `lookup` follows the pointer to the manifest and checks every file it lists exists:
+a reader never trusts a folder, only a complete manifest. The farm index, `gc`, `verify` and the
+catalog read artifacts through this module, below the stage that writes them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from neuronforge.artifacts import layout
+from neuronforge.common.errors import StoreError
+from neuronforge.records.artifact_manifest import ArtifactManifest
+from neuronforge.records.base import RecordError, RecordTooNew
+from neuronforge.records.index_entry import IndexEntry
+from neuronforge.records.parts import FileEntry
+from neuronforge.spec.source import sha256_file
+from neuronforge.stores import ArtifactStore, NotFound
+
+log = logging.getLogger(__name__)
+SMOKE_JSON = "smoke.json"
+
+
+@dataclass
+class Published:
+    key: str
+    prefix: str
+    manifest_uri: str
+    uris: dict[str, str] = field(default_factory=dict)  # output (model folder, launch) -> URI
+    manifest: ArtifactManifest | None = None
+
+
+def format_uris(store: ArtifactStore, prefix: str, formats: dict[str, str]) -> dict[str, str]:
+    """The URIs of an artifact's outputs in the store being read. Manifests hold paths relative to
+    the artifact's folder; older ones held URIs of the store they were written to, of which the part
+    below the artifact's folder is kept — so a replicated bucket or a moved folder points at itself."""
+    out = {}
+    for name, where in formats.items():
+        rel = str(where)
+        if "://" in rel:
+            rel = rel.split(f"/{prefix}/", 1)[-1] if f"/{prefix}/" in rel else rel.rsplit("/", 1)[-1]
+        out[name] = store.uri(f"{prefix}/{rel}")
+    return out
+
+
+def lookup(store: ArtifactStore, key: str) -> Published | None:
+    """The published artifact for `key`, if its index entry points at a complete manifest. A newer
+    neuronforge's entry or manifest is `RecordTooNew` (upgrade this host), not "unpublished"."""
+    try:
+        index = IndexEntry.read(store, layout.index_entry(key))
+        manifest = ArtifactManifest.read(store, index.manifest)
+    except RecordTooNew:  # published by a newer neuronforge: never rebuilt over by this one
+        raise
+    except (NotFound, StoreError):  # RecordError is a StoreError: a pointer to no artifact
+        return None
+    if manifest.cache_key != key:
+        return None
+    prefix = index.artifact_prefix
+    missing = missing_files(object_sizes(store, prefix), prefix, manifest.files)
+    if missing:
+        log.warning("index/%s points at an incomplete artifact (%s missing); ignoring it", key[:12], missing[0])
+        return None
+    uris = format_uris(store, prefix, manifest.formats)
+    return Published(key, prefix, store.uri(index.manifest), uris, manifest)
+
+
+@dataclass(frozen=True)
+class IndexedArtifact:
+    """One `index/<key>.json` as found: its entry and manifest, or `problem` saying why it
+    publishes nothing (unreadable, not JSON, another kind of file, manifest gone)."""
+
+    index_key: str
+    index: IndexEntry | None = None
+    manifest: ArtifactManifest | None = None
+    problem: str | None = None
+
+
+def manifest_problem(data: Any) -> str | None:
+    """None for what reads as an artifact manifest, else what it lacks (one line, no traceback)."""
+    try:
+        ArtifactManifest.from_json(data)
+    except RecordError as exc:
+        return why_not_artifact(exc)
+    return None
+
+
+def why_not_artifact(exc: RecordError) -> str:
+    """What a manifest that did not read lacks, in one line."""
+    if exc.loc[:1] == ("files",) and len(exc.loc) > 1:
+        return "not an artifact manifest (its files are not path/size/sha256 entries)"
+    if exc.loc:
+        return f"not an artifact manifest (no valid {exc.loc[0]})"
+    return str(exc)  # not an object, no schema version, a newer one
+
+
+def read_manifest(store: ArtifactStore, key: str) -> ArtifactManifest:
+    """The artifact manifest at `key`; one that is not (forged, truncated, newer) is a RecordError."""
+    return ArtifactManifest.read(store, key)
+
+
+def scan_index(store: ArtifactStore) -> Iterator[IndexedArtifact]:
+    """Every index entry of the store, each either with its manifest or with the problem; nothing
+    a store holds (another JSON file, bytes that are not JSON) makes the scan fail."""
+    for obj in store.list("index"):
+        try:
+            index = IndexEntry.read(store, obj.key)
+        except RecordError as exc:
+            yield IndexedArtifact(obj.key, problem="not an index entry (no manifest key)" if exc.loc else str(exc))
+            continue
+        except StoreError as exc:
+            yield IndexedArtifact(obj.key, problem=str(exc))
+            continue
+        try:
+            raw = store.read_json(index.manifest)
+        except StoreError as exc:
+            yield IndexedArtifact(obj.key, index, problem=f"manifest unreadable: {exc}")
+            continue
+        try:
+            yield IndexedArtifact(obj.key, index, ArtifactManifest.from_json(raw))
+        except RecordError as exc:
+            yield IndexedArtifact(obj.key, index, problem=why_not_artifact(exc))
+
+
+def published_manifests(store: ArtifactStore) -> Iterator[tuple[str, IndexEntry, ArtifactManifest]]:
+    """(index key, index entry, manifest) of every index entry whose manifest is readable and is
+    one; any other entry publishes nothing and is skipped (`scan_index` says why)."""
+    for entry in scan_index(store):
+        if entry.problem is None and entry.index is not None and entry.manifest is not None:
+            yield entry.index_key, entry.index, entry.manifest
+
+
+def incomplete_files(store: ArtifactStore, index: IndexEntry, manifest: ArtifactManifest) -> list[str]:
+    """The manifest's files that the store lacks or holds at another size (one listing, no
+    download: what `ls` can afford per artifact; `verify` also re-hashes)."""
+    return verify_files(store, index.artifact_prefix, manifest.files)
+
+
+def verify_manifest(store: ArtifactStore, manifest_key: str, download_to: Path | None = None) -> list[str]:
+    """Problems with a published artifact: files missing, sizes or (when downloaded) sha256 wrong."""
+    try:
+        files = read_manifest(store, manifest_key).files
+    except RecordError as exc:
+        if not exc.loc:  # not JSON, no or a newer schema version: the store's problem, as it says
+            raise
+        return [why_not_artifact(exc)]
+    return verify_files(store, manifest_key.rpartition("/")[0], files, download_to)
+
+
+def verify_files(
+    store: ArtifactStore, prefix: str, files: Sequence[FileEntry], download_to: Path | None = None
+) -> list[str]:
+    """Problems with the files a manifest lists under `prefix` (the artifact root, "" for the store's
+    root): missing or another size, and when downloaded into `download_to`, another sha256. A path
+    that would leave the artifact folder is refused, never downloaded."""
+    escaping = [f.path for f in files if Path(f.path).is_absolute() or ".." in Path(f.path).parts]
+    problems = [f"{path}: path escapes the artifact folder" for path in escaping]
+    files = [f for f in files if f.path not in escaping]
+    present = object_sizes(store, prefix)
+    missing = missing_files(present, prefix, files)
+    problems += [f"{path}: missing or wrong size" for path in missing]
+    if download_to is not None:
+        for f in files:
+            if _under(prefix, f.path) not in present:
+                continue
+            # a file of the wrong size is still downloaded: the caller may inspect what is there
+            store.get_file(_under(prefix, f.path), download_to / f.path)
+            if f.path not in missing and sha256_file(download_to / f.path) != f.sha256:
+                problems.append(f"{f.path}: sha256 mismatch")
+    return problems
+
+
+def _under(prefix: str, path: str) -> str:
+    return f"{prefix}/{path}" if prefix else path
+
+
+def object_sizes(store: ArtifactStore, prefix: str) -> dict[str, int]:
+    return {o.key: o.size for o in store.list(prefix)}
+
+
+def missing_files(present: dict[str, int], prefix: str, files: Sequence[FileEntry]) -> list[str]:
+    """Manifest entries absent from the store listing `present` (key -> size), or with another size."""
+    return [f.path for f in files if present.get(_under(prefix, f.path)) != f.size]

@@ -1,0 +1,1 @@
+"""A checkpoint's bytes: verification, quantization, streamed safetensors."""

@@ -1,0 +1,388 @@
+"""Every setting neuronforge reads from the environment: one validated model, read when used.
+
+`Settings` declares each `NEURONFORGE_*` variable once (its field name is the variable without the
+prefix, in lower case): type, default, bounds and meaning (`Setting`). It is a frozen dataclass checked
+by hand, not a pydantic model: `neuronforge --version`, `--help` and tab completion read the settings
+(the help shows the effective store and profile) and stay free of pydantic
+(tests/test_cli_contract.py). `current()` builds it from the environment at call time — never at
+import, so a changed environment (a test, a worker's task) is always seen — and turns a bad value into
+one `InvalidInput` line naming the variable, the value and what is accepted.
+Nothing else reads `NEURONFORGE_*` variables (tests/test_settings.py enforces it); `neuronforge config`
+prints the effective values and where each came from, and docs/configuration.md is rendered from this
+model (`python -m neuronforge.common.settings` rewrites its tables).
+
+Variables read outside this process's Python are listed in `READ_ELSEWHERE` (the worker image's start
+command; the toolchain side, `neuronforge_toolchain/`, runs with the standard library only and reads
+none today).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal
+
+from neuronforge.common.errors import InvalidInput
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ENV_PREFIX = "NEURONFORGE_"
+
+# The embedded default target (trigger form default, demo): small enough to compile in under a
+# minute on 2 cores; fp32 so that the smoke test's greedy tokens match eager exactly. A value for each
+# of the form's own target fields (`TargetSpec`'s inputs declared `form=True`), in their spelling; the
+# form validates it against `TargetSpec` when the DAG file is parsed (neuronforge_airflow/params.py).
+DEFAULT_TARGET = {
+    "instance_type": "inf2.xlarge",
+    "tp_degree": 1,
+    "batch_size": 1,
+    "sequence_length": 64,
+    "max_context_length": 32,
+    "dtype": "fp32",
+    "quantization": "none",
+}
+
+
+DEFAULT_PROFILE = "cpu"  # the profile that builds and runs on this machine, no Neuron SDK needed
+TOOLCHAIN_PYTHON_VAR = f"{ENV_PREFIX}TOOLCHAIN_PYTHON"
+# A Neuron compile of a large model takes tens of minutes; past this the child is killed.
+DEFAULT_COMPILE_TIMEOUT_S = 4 * 3600.0
+DEFAULT_HOME = REPO_ROOT / ".neuronforge"
+DEFAULT_CATALOG = REPO_ROOT / "catalog" / "models.yaml"
+RUNNERS = ("celery", "kubernetes")
+QUANT_KERNELS = ("auto", "compiled", "eager")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """How one field of `Settings` is read from its variable and documented. `parse` turns the
+    variable's text into the field's value and raises ValueError when it does not accept it; the
+    standard library only (the CLI's start-up, tab completion and DAG parsing pay for this module)."""
+
+    meaning: str
+    accepts: str  # in words: the error line and the docs' table say it
+    parse: Callable[[str], Any]
+    shown: str | None = None  # the default as the docs show it, when not the value itself
+    env: str | None = None  # the variable, when not NEURONFORGE_<FIELD>
+    choices: tuple[str, ...] = ()
+
+
+def _seconds(raw: str) -> float:
+    value = float(raw)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(raw)
+    return value
+
+
+def _one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        if raw not in choices:
+            raise ValueError(raw)
+        return raw
+
+    return parse
+
+
+def _home(raw: str) -> Path:
+    return Path(raw).expanduser().resolve()
+
+
+def _about(meaning: str, parse: Callable[[str], Any], accepts: str, **extra: Any) -> dict[str, Setting]:
+    """A field's metadata: how it is read and documented."""
+    return {"setting": Setting(meaning, accepts, parse, **extra)}
+
+
+def _setting(default: Any, meaning: str, parse: Callable[[str], Any], accepts: str, **extra: Any) -> Any:
+    return field(default=default, metadata=_about(meaning, parse, accepts, **extra))
+
+
+def _seconds_setting(default: float, meaning: str) -> Any:
+    return _setting(default, meaning, _seconds, "a number of seconds above 0")
+
+
+def _choice_setting(choices: tuple[str, ...], meaning: str) -> Any:
+    return _setting(choices[0], meaning, _one_of(choices), "one of " + ", ".join(choices), choices=choices)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The effective configuration of this process, every field the variable `NEURONFORGE_<FIELD>`
+    (a field's `Setting.env` names another). Build it with `current()`; an empty variable is unset."""
+
+    home: Path = field(
+        default=DEFAULT_HOME,
+        metadata=_about(
+            "this host's work dir: downloads and builds (`<home>/work`), the local store, the demo model, the local "
+            "Airflow; each worker has its own",
+            _home,
+            "a path",
+            shown="<repo>/.neuronforge",
+        ),
+    )
+    store: str | None = _setting(
+        None,
+        "the artifact store every command and task reads and writes: file:///path, a path, or s3://bucket/prefix "
+        "(never with credentials in it)",
+        str,
+        "a URI",
+        shown="file://<home>/store",
+    )
+    profile: str = _setting(
+        DEFAULT_PROFILE,
+        "the serving profile of every CLI command that takes a target (`neuronforge profiles` lists them)",
+        str,
+        "a profile name",
+    )
+    catalog: Path = field(
+        default=DEFAULT_CATALOG,
+        metadata=_about(
+            "the model catalog YAML the catalog commands and the recompile DAG read (the DAG's `catalog` param and "
+            "the Airflow Variable `neuronforge_catalog` come first)",
+            Path,
+            "a path",
+            shown="<repo>/catalog/models.yaml",
+        ),
+    )
+    compile_timeout_s: float = _seconds_setting(
+        DEFAULT_COMPILE_TIMEOUT_S,
+        "seconds a compile child (and a profile's retrace of its consumer's start-up) may run before it is killed; "
+        "keep the Celery visibility timeout above it",
+    )
+    lease_ttl_s: float = _seconds_setting(
+        600.0, "seconds a compile lease lives without a heartbeat before another worker may take the build over"
+    )
+    lease_poll_s: float = _seconds_setting(
+        10.0, "seconds between two looks at the store of a DAG target waiting for another run's build"
+    )
+    recompile_poll_s: float = _seconds_setting(
+        60.0, "seconds between two looks at the triggered rebuilds by the recompile DAG's wait"
+    )
+    heartbeat_s: float = _seconds_setting(10.0, "seconds between two progress log lines of a running step")
+    quant_kernel: Literal["auto", "compiled", "eager"] = _choice_setting(
+        QUANT_KERNELS,
+        "the quantizer's kernel: compiled (TorchInductor, cached after the first time), eager, or auto (compiled "
+        "once the weights to quantize repay its start-up)",
+    )
+    neuron_runner: Literal["celery", "kubernetes"] = _choice_setting(
+        RUNNERS,
+        "what runs the toolchain stages of Neuron targets: Celery workers of the Neuron queues, or Kubernetes pods "
+        "of the release's worker image",
+    )
+    neuron_image: str = _setting(
+        "neuronforge-neuron-worker:{sdk}",
+        "the worker image of the pods (kubernetes runner); `{sdk}` is replaced by the SDK release",
+        str,
+        "an image reference",
+    )
+    k8s_namespace: str = _setting("airflow", "the namespace of the pods (kubernetes runner)", str, "text")
+    k8s_pod_template: str | None = _setting(
+        None,
+        "a pod template file for the pods (kubernetes runner): service account, the work-dir volume, store credentials",
+        str,
+        "a path",
+    )
+    toolchain_python: str | None = _setting(
+        None,
+        "the Python that has the Neuron SDK, for every release (what a worker image of one release sets); unset: "
+        "the interpreter the profile declares for its SDK image",
+        str,
+        "an interpreter's path or name",
+    )
+    toolchain_pythons: dict[str, str] = field(
+        default_factory=dict,
+        metadata=_about(
+            "the Python that has the Neuron SDK of one release (dots as underscores, e.g. "
+            "`NEURONFORGE_TOOLCHAIN_PYTHON_2_21_1`); before `NEURONFORGE_TOOLCHAIN_PYTHON`",
+            str,
+            "an interpreter's path or name",
+            env=f"{TOOLCHAIN_PYTHON_VAR}_<release>",
+            shown="unset",
+        ),
+    )
+    # the fields the environment set (the others hold their defaults)
+    from_environment: frozenset[str] = field(default=frozenset(), repr=False)
+
+    def store_uri(self) -> str:
+        """The store: NEURONFORGE_STORE, else the local store under the home."""
+        return self.store or f"file://{self.home / 'store'}"
+
+    def from_env(self, name: str) -> bool:
+        """Whether the field `name` was set in the environment (not its default)."""
+        return name in self.from_environment
+
+    def toolchain_python_for(self, release: str) -> tuple[str, str] | None:
+        """(interpreter, the variable that named it) for an SDK release: the release's own variable, else
+        NEURONFORGE_TOOLCHAIN_PYTHON, else None (the profile's declared interpreter)."""
+        var = toolchain_python_var(release)
+        if (path := self.toolchain_pythons.get(var.removeprefix(f"{TOOLCHAIN_PYTHON_VAR}_"))) is not None:
+            return path, var
+        if self.toolchain_python:
+            return self.toolchain_python, TOOLCHAIN_PYTHON_VAR
+        return None
+
+
+SETTINGS: dict[str, Setting] = {f.name: f.metadata["setting"] for f in fields(Settings) if "setting" in f.metadata}
+_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Settings) if "setting" in f.metadata}
+
+
+def variable(name: str) -> str:
+    """The environment variable of the field `name`."""
+    return SETTINGS[name].env or f"{ENV_PREFIX}{name.upper()}"
+
+
+def default(name: str) -> Any:
+    """The declared default of the field `name` (a dict field's: None)."""
+    value = _DEFAULTS[name]
+    return None if value is MISSING else value
+
+
+def toolchain_python_var(release: str) -> str:
+    """The per-release setting, e.g. NEURONFORGE_TOOLCHAIN_PYTHON_2_21_1."""
+    return f"{TOOLCHAIN_PYTHON_VAR}_{release.replace('.', '_').replace('-', '_')}"
+
+
+def current(environ: Mapping[str, str] | None = None) -> Settings:
+    """The settings as the environment has them now (cheap: no cache, so a changed environment is
+    always seen). A bad value is one `InvalidInput` line: the variable, the value, what is accepted."""
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    for name, spec in SETTINGS.items():
+        if name != "toolchain_pythons" and (raw := env.get(variable(name), "").strip()):
+            try:
+                values[name] = spec.parse(raw)
+            except ValueError:
+                problems.append(_problem(name, raw))
+    prefix = f"{TOOLCHAIN_PYTHON_VAR}_"
+    if releases := {k.removeprefix(prefix): v.strip() for k, v in env.items() if k.startswith(prefix) and v.strip()}:
+        values["toolchain_pythons"] = releases
+    if problems:
+        raise InvalidInput("; ".join(problems))
+    from_environment = frozenset(values)
+    values.setdefault("home", _home(str(default("home"))))  # resolved when read, as a home the env names
+    return Settings(**values, from_environment=from_environment)
+
+
+def accepted(name: str) -> str:
+    """What the field `name` accepts, in words (the error line and the docs' table say it)."""
+    return SETTINGS[name].accepts
+
+
+def _problem(name: str, raw: str) -> str:
+    var, spec = variable(name), SETTINGS[name]
+    if spec.choices:
+        return f"{var}={raw!r}: use one of {', '.join(spec.choices)} (or unset it: {default(name)})"
+    return f"{var}={raw!r} is not {spec.accepts}: unset it, or set e.g. {shown_default(name)}"
+
+
+def shown_default(name: str) -> str:
+    """The default as the docs show it (host paths as `<repo>/…`, derived values by their rule)."""
+    if SETTINGS[name].shown is not None:
+        return str(SETTINGS[name].shown)
+    value = default(name)
+    if value is None:
+        return "unset"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+@dataclass
+class Effective:
+    """One line of `neuronforge config`: a variable, its effective value, and where that came from."""
+
+    variable: str
+    value: str | float | None
+    source: str  # "env NEURONFORGE_<NAME>", "default", or "derived from …"
+
+
+def effective(s: Settings | None = None) -> list[Effective]:
+    """Every setting's effective value, in the model's order (store URIs as they are: mask before
+    showing them)."""
+    s = s or current()
+    rows: list[Effective] = []
+    for name in SETTINGS:
+        var = variable(name)
+        if name == "toolchain_pythons":
+            if not s.toolchain_pythons:
+                rows.append(Effective(var, None, "default"))
+            rows += [
+                Effective(f"{TOOLCHAIN_PYTHON_VAR}_{k}", v, f"env {TOOLCHAIN_PYTHON_VAR}_{k}")
+                for k, v in sorted(s.toolchain_pythons.items())
+            ]
+            continue
+        value = getattr(s, name)
+        if s.from_env(name):
+            source = f"env {var}"
+        elif name == "store":
+            value, source = s.store_uri(), f"derived from {variable('home')}"
+        else:
+            source = "default"
+        rows.append(Effective(var, str(value) if isinstance(value, Path) else value, source))
+    return rows
+
+
+# Variables that this model does not read: their reader is not neuronforge's Python. The toolchain side
+# (`neuronforge_toolchain/`, the SDK image's Python, standard library only, never importing neuronforge)
+# would be listed here too; it reads none today. tests/test_settings.py checks the list is complete.
+READ_ELSEWHERE: dict[str, tuple[str, str]] = {
+    f"{ENV_PREFIX}WORKER_ROLE": (
+        "the Neuron worker image's start command (docker/neuron-worker.Dockerfile)",
+        "compile (a CPU host: queue `neuron-compile-<release>`) or neuron (a Neuron host: `neuron-<release>`)",
+    ),
+}
+
+
+def home() -> Path:
+    return current().home
+
+
+def store_uri(explicit: str | None = None) -> str:
+    return explicit or current().store_uri()
+
+
+def work_dir() -> Path:
+    return home() / "work"
+
+
+def default_profile() -> str:
+    """The serving profile every CLI command that takes a target uses unless told otherwise."""
+    return current().profile
+
+
+DEFAULT_MODEL = "builtin:tiny-llama"  # the embedded default: what an empty `model` means
+
+
+# docs/configuration.md: its tables are rendered from the model between these two lines.
+DOCS_PAGE = REPO_ROOT / "docs" / "configuration.md"
+REGENERATE = "python -m neuronforge.common.settings"
+DOCS_BEGIN = f"<!-- settings tables: generated from neuronforge/common/settings.py by `{REGENERATE}` -->"
+DOCS_END = "<!-- settings tables: end -->"
+
+
+def docs_tables() -> str:
+    """The configuration page's tables: every setting, then the variables read elsewhere."""
+    lines = ["| Variable | Default | Accepts | Meaning |", "|---|---|---|---|"]
+    for name, spec in SETTINGS.items():
+        shown = shown_default(name)
+        shown = shown if shown == "unset" else f"`{shown}`"
+        lines.append(f"| `{variable(name)}` | {shown} | {spec.accepts} | {spec.meaning} |")
+    lines += ["", "Read outside this model (not by neuronforge's Python):", ""]
+    lines += ["| Variable | Read by | Meaning |", "|---|---|---|"]
+    lines += [f"| `{var}` | {by} | {meaning} |" for var, (by, meaning) in READ_ELSEWHERE.items()]
+    return "\n".join(lines) + "\n"
+
+
+def render_page(page: str) -> str:
+    """`page` with the text between DOCS_BEGIN and DOCS_END replaced by `docs_tables()`."""
+    before, begin, rest = page.partition(DOCS_BEGIN + "\n")
+    _, end, after = rest.partition(DOCS_END)
+    if not begin or not end:
+        raise InvalidInput(f"{DOCS_PAGE}: no lines {DOCS_BEGIN!r} ... {DOCS_END!r} to put the tables between")
+    return f"{before}{DOCS_BEGIN}\n\n{docs_tables()}\n{DOCS_END}{after}"
+
+
+if __name__ == "__main__":  # python -m neuronforge.common.settings: rewrite docs/configuration.md's tables
+    DOCS_PAGE.write_text(render_page(DOCS_PAGE.read_text()))
+    print(f"wrote {DOCS_PAGE}", file=sys.stderr)

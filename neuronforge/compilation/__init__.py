@@ -1,0 +1,1 @@
+"""Compiling: the backends (drivers of each SDK), the persistent compile caches, devices, toolchain detection."""

@@ -1,0 +1,498 @@
+"""Keeping the catalog compiled across Neuron SDK upgrades, in serving profiles: the stale set, the
+runs that rebuild it, and the report of what happened.
+
+A new Neuron SDK release is a new version of a serving profile (`vllm-neuron@2.27.0`): its pins
+name the release's toolchain and its toolchain stages go to that release's queues
+(`neuron-compile-2.27.0`, where its toolchain is detected and compiles; `neuron-2.27.0` for the
+smoke test). A catalog target names a profile; a bare name resolves to the newest registered
+version, so registering a version makes the target's cache key change (the profile and its pins are
+in the key) and nothing is published under the new key: the target is *stale* for that version
+until it is rebuilt. `name@version` keeps a target on one version.
+
+`find_stale` computes, for every catalog entry × target, its key for the profile version it
+resolves to, with the toolchain the workers of that version's queue reported, and whether a
+complete manifest exists for it. The key needs a worker's report: it hashes every package version
+the backend records (torch, transformers, ...), which the pins do not list, so a key made from the
+pins alone would match no artifact and mark everything stale. Without a report, or when the report
+differs from the pins (the consumer checks those versions at load; the compile run's planner would
+refuse the rebuild), the target is `unavailable` and the reason names the queue. Whatever the
+workers say, the store says which profile versions each entry × target is published for
+(`published_for`, from the manifests' `profile`).
+
+`run_requests` turns the stale targets into one `neuronforge_compile_publish` run per model, each
+target pinned to the profile version it is stale for (catalog order = the order the runs are
+created in, which is the order the scheduler starts them in). `settle` looks in the store for how
+each rebuild ended (published, failed and why, still running, not started), and `Report` renders
+all of it as JSON and Markdown.
+
+Airflow-free: the `neuronforge_recompile_on_upgrade` DAG and `neuronforge catalog stale` both call
+these functions.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from neuronforge.artifacts import layout
+from neuronforge.common.errors import InvalidInput, NeuronforgeError
+from neuronforge.farm.catalog import CatalogEntry, CatalogReport
+from neuronforge.profiles import ServingProfile, get_profile, pin, registry
+from neuronforge.profiles.request import CompileRequest, cache_key
+from neuronforge.records.recompile_report import RecompileReport, ReportedTarget
+from neuronforge.spec.source import ModelSource
+from neuronforge.spec.target import TargetSpec
+from neuronforge.spec.toolchain import Toolchain
+from neuronforge.stores.base import ArtifactStore, NotFound, StoreError
+
+COMPILE_DAG = "neuronforge_compile_publish"
+DEFAULT_QUEUE = "default"  # where the cpu profile's tasks (and its toolchain detection) run
+
+# Status of a catalog target under the current toolchain.
+FRESH, STALE, UNAVAILABLE, UNRESOLVED = "fresh", "stale", "unavailable", "unresolved"
+# How a stale target's rebuild ended, as far as the store tells.
+REBUILT, FAILED, RUNNING, QUEUED = "rebuilt", "failed", "running", "queued"
+
+
+@dataclass
+class TargetState:
+    order: int  # position in the catalog (entry, then target): the rebuild priority
+    source: str  # as written in the catalog
+    line: int
+    slug: str
+    target: dict[str, Any]  # the trigger form's spelling (see `form_target`), profile as `name@version`
+    status: str  # fresh | stale | unavailable | unresolved, for the profile version in `profile`
+    key: str = ""
+    pinned: str = ""  # the source pinned to the revision the key was computed for
+    profile: str = ""  # the profile version the target resolves to now (`name@version`)
+    published_for: list[str] = field(default_factory=list)  # versions of its profile with a complete artifact
+    stale_for: list[str] = field(default_factory=list)  # versions it must be rebuilt for
+    detail: str = ""  # fresh: the manifest URI; unavailable / unresolved: why
+    run_id: str = ""  # the compile run triggered for it
+    outcome: str = ""  # stale ones, after `settle`: rebuilt | failed | running | queued
+    outcome_detail: str = ""  # rebuilt: manifest URI; failed: stage and error; running: lease holder
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TargetState:
+        return cls(**data)
+
+
+def form_target(spec: TargetSpec) -> dict[str, Any]:
+    """A target as the compile DAG's trigger form spells it (its `targets` items). The profile is
+    given as written in `spec`: `find_stale` passes it resolved to `name@version`, so a rebuild
+    builds the version the target was found stale for even if another is registered meanwhile."""
+    q = spec.quantization
+    out: dict[str, Any] = {
+        "instance_type": spec.instance_type,
+        "tp_degree": spec.tp_degree,
+        "batch_size": spec.batch_size,
+        "sequence_length": spec.sequence_length,
+        "dtype": spec.dtype,
+        "quantization": f"{q.dtype}:{q.method}" if q.enabled else "none",
+        "profile": spec.profile,
+    }
+    optional = {
+        "modules_to_not_convert": [m for m in q.modules_to_not_convert if m != "lm_head"] or None,
+        "max_context_length": spec.max_context_length,
+        "logical_nc_config": spec.logical_nc_config,
+        "context_encoding_buckets": list(spec.context_encoding_buckets or ()) or None,
+        "token_generation_buckets": list(spec.token_generation_buckets or ()) or None,
+        "backend_options": dict(spec.backend_options) or None,
+    }
+    return {**out, **{k: v for k, v in optional.items() if v is not None}}
+
+
+def profiles_of(catalog: CatalogReport) -> list[ServingProfile]:
+    """The profile versions the catalog's targets are kept built for now (a bare name: its newest
+    registered version), in registry order."""
+    refs = {pin(t.spec).profile for e in catalog.entries for t in e.targets}
+    return [p for p in registry.all_profiles() if p.ref in refs]  # read at call time: the registry may grow
+
+
+def queues_of(catalog: CatalogReport) -> list[str]:
+    """The Neuron queues whose workers the catalog's profiles need (one per SDK release)."""
+    return sorted({p.queue for p in profiles_of(catalog) if p.queue})
+
+
+def queue_name(profile: ServingProfile) -> str:
+    return profile.queue or DEFAULT_QUEUE
+
+
+def no_worker(profile: ServingProfile, why: str = "") -> str:
+    """Why a profile version has no toolchain: the sentence names the queue to start a worker on."""
+    text = f"no worker of queue {queue_name(profile)!r} reported the toolchain of {profile.ref}"
+    return f"{text}: {why}" if why else text
+
+
+def detect_toolchains(profiles: Iterable[ServingProfile], where: str = "here") -> dict[str, Toolchain | str]:
+    """Profile ref -> the toolchain its backend finds in this environment, or why it cannot be used
+    (not installed, or not the profile's pins). Run where the profile's tasks run: on a worker of
+    its queue (the DAG's toolchain watch), or locally (`neuronforge catalog stale`)."""
+    from neuronforge.compilation.backends.child import ChildFailed
+
+    out: dict[str, Toolchain | str] = {}
+    for profile in profiles:
+        try:
+            toolchain = profile.detect_toolchain()
+        except (InvalidInput, ChildFailed) as exc:
+            out[profile.ref] = f"{profile.backend.name} is not installed {where}: {exc}"
+            continue
+        problems = profile.toolchain_problems(toolchain)
+        out[profile.ref] = (
+            f"the toolchain {where} is not the pinned one: {'; '.join(problems)}" if problems else toolchain
+        )
+    return out
+
+
+def usable_toolchain(profile: ServingProfile, reported: Toolchain | str | None) -> Toolchain | str:
+    """The toolchain the profile's keys are computed with, or why there is none. Only a worker's
+    report will do (see the module's docstring: the pins do not describe every keyed version), and
+    only one equal to the pins (else the rebuild would be refused by the planner)."""
+    if reported is None:
+        return no_worker(profile)
+    if isinstance(reported, str):
+        return reported
+    problems = profile.toolchain_problems(reported)
+    if problems:
+        return f"the workers of queue {queue_name(profile)!r} do not have the pinned toolchain: {'; '.join(problems)}"
+    return reported
+
+
+def _resolve(entry: CatalogEntry, work_dir: Path):
+    from neuronforge.pipeline.stages.resolve import resolve_source
+
+    return resolve_source(entry.source, work_dir=work_dir)
+
+
+@dataclass(frozen=True)
+class PublishedBuild:
+    """What one published artifact was built for, as far as the report needs it (from the farm index)."""
+
+    revision: str
+    variant: str  # `farm_index.entry.target_variant`: the target apart from its profile's version
+    profile: str  # `name@version`
+    key: str
+
+
+def published_builds(store: ArtifactStore, models: set[str] | None = None) -> list[PublishedBuild]:
+    """The published artifacts the farm index knows with a target — of `models` (their
+    `ModelSource.name`s) only, reading only the index pages that can hold them: `catalog stale` costs the
+    catalog's size, not the farm's."""
+    from neuronforge.artifacts.farm_index import FarmIndex
+
+    index = FarmIndex.open(store)
+    if models is None:
+        entries = index.all_entries()
+    else:
+        entries = index.window(
+            match=lambda e: e.model in models,
+            page_may_match=lambda ref: ref.models is None or bool(models & set(ref.models)),
+        ).entries
+    out = []
+    for e in entries:
+        p = e.published
+        if p is not None and p.get("variant") and e.profile:
+            out.append(PublishedBuild(str(p.get("revision", "")), str(p["variant"]), e.profile, e.key))
+    return out
+
+
+def published_for(builds: list[PublishedBuild], pinned: ModelSource, spec: TargetSpec) -> list[str]:
+    """The versions of `spec`'s profile an artifact of this revision × target is published for,
+    oldest first, as the farm index says (what the report shows; whether the current version is
+    published is decided by `lookup`, which checks the manifest)."""
+    from neuronforge.artifacts.farm_index.entry import target_variant
+
+    name = spec.profile_name
+    want = target_variant(spec)
+    refs = {
+        b.profile
+        for b in builds
+        if b.revision == pinned.resolved_revision and b.profile.partition("@")[0] == name and b.variant == want
+    }
+    return sorted(refs, key=_ref_order)
+
+
+def _ref_order(ref: str) -> tuple[int, ...]:
+    return tuple(int(x) if x.isdigit() else -1 for x in ref.partition("@")[2].split("."))
+
+
+def find_stale(
+    catalog: CatalogReport,
+    toolchains: dict[str, Toolchain | str],
+    store: ArtifactStore,
+    work_dir: Path,
+) -> list[TargetState]:
+    """Every catalog entry × target with the profile version it resolves to, its key under
+    `toolchains` (profile ref → the toolchain the workers of its queue reported, or why there is
+    none; a missing ref is "no worker of its queue"), whether a complete manifest is published for
+    it, and which versions of its profile the store has it for."""
+    from neuronforge.artifacts.published import lookup
+
+    resolved: list[tuple[CatalogEntry, ModelSource | None, str]] = []
+    for entry in catalog.entries:
+        try:
+            resolved.append((entry, _resolve(entry, work_dir), ""))
+        except (NeuronforgeError, OSError) as exc:
+            resolved.append((entry, None, f"cannot resolve the source: {exc}"))
+    builds = published_builds(store, {p.name for _, p, _ in resolved if p is not None})
+    states: list[TargetState] = []
+    order = 0
+    for entry, pinned, unresolved in resolved:
+        for t in entry.targets:
+            spec = pin(t.spec)  # a bare name: the version registered now
+            profile = get_profile(spec.profile)
+            state = TargetState(
+                order, entry.source, t.line, spec.slug, form_target(spec), UNRESOLVED, detail=unresolved
+            )
+            state.profile = profile.ref
+            order += 1
+            states.append(state)
+            if pinned is None:
+                continue
+            state.pinned = str(pinned)
+            state.published_for = published_for(builds, pinned, spec)
+            toolchain = usable_toolchain(profile, toolchains.get(profile.ref))
+            if isinstance(toolchain, str):
+                state.status, state.detail = UNAVAILABLE, toolchain
+                continue
+            state.key = cache_key(CompileRequest(pinned, spec, profile), toolchain)
+            hit = lookup(store, state.key)
+            if hit is None:
+                state.status, state.stale_for = STALE, [profile.ref]
+            else:
+                state.status, state.detail = FRESH, hit.manifest_uri
+                if profile.ref not in state.published_for:  # e.g. indexed after the scan
+                    state.published_for = sorted({*state.published_for, profile.ref}, key=_ref_order)
+    return states
+
+
+def run_requests(states: list[TargetState], store_uri: str, run_prefix: str) -> list[dict[str, Any]]:
+    """One compile run per model with its stale targets, in catalog order: the arguments of a
+    `TriggerDagRunOperator` (`trigger_run_id`, `conf`) each. Marks the states with their run id.
+    The model is given pinned to the revision the key was computed for, so the run rebuilds
+    exactly what was found stale."""
+    runs: dict[str, dict[str, Any]] = {}
+    for s in sorted((s for s in states if s.status == STALE), key=lambda s: s.order):
+        run = runs.get(s.pinned)
+        if run is None:
+            run_id = f"{run_prefix}__{len(runs):02d}"
+            run = runs[s.pinned] = {
+                "trigger_run_id": run_id,
+                "conf": {"model": s.pinned, "store": store_uri, "targets": []},
+            }
+        run["conf"]["targets"].append(s.target)
+        s.run_id = run["trigger_run_id"]
+    return list(runs.values())
+
+
+def settle(store: ArtifactStore, states: list[TargetState]) -> bool:
+    """Fill in how each stale target's rebuild ended, from the store; True when none is still
+    queued or running. A failure counts only if the run triggered for it recorded it."""
+    pending = False
+    for s in states:
+        if s.status != STALE:
+            continue
+        s.outcome, s.outcome_detail = _outcome(store, s)
+        pending = pending or s.outcome in (RUNNING, QUEUED)
+    return not pending
+
+
+def _outcome(store: ArtifactStore, s: TargetState) -> tuple[str, str]:
+    """The first store fact that decides: published, its run's failure, a live lease; each read
+    only when the ones before it decided nothing (the deferred wait runs this every poll)."""
+    from neuronforge.artifacts import leases
+    from neuronforge.artifacts.failures import read_failure
+    from neuronforge.artifacts.published import lookup
+
+    hit = lookup(store, s.key)
+    if hit is not None:
+        return REBUILT, hit.manifest_uri
+    failure = read_failure(store, s.key)
+    if failure is not None and (not s.run_id or failure.run_id == s.run_id):
+        return FAILED, f"{failure.stage}: {failure.error}"
+    lease = leases.current(store, s.key)
+    if lease is not None and lease.live:
+        return RUNNING, f"lease held by {lease.holder}"
+    return QUEUED, "not started yet" if s.run_id else "no run was triggered"
+
+
+def _version(text: str | None) -> Version | None:
+    try:
+        return Version(text)
+    except (InvalidVersion, TypeError):
+        return None
+
+
+def _public(text: str | None) -> str | None:
+    """A compiler version without its local label (`2.21.33363.0+82129205` -> `2.21.33363.0`): the
+    workers and the pins carry the label, the SDK's release manifest does not."""
+    v = _version(text)
+    return v.public if v is not None else text
+
+
+def newest_compiler(toolchains: dict[str, Any]) -> str | None:
+    """The newest neuronx-cc among the reported Neuron toolchains (JSON), for `sdk_release_status`."""
+    found = [
+        tc["compiler_version"]
+        for tc in toolchains.values()
+        if isinstance(tc, dict) and tc.get("compiler") == "neuronxcc" and _version(tc.get("compiler_version"))
+    ]
+    return max(found, key=Version) if found else None
+
+
+def sdk_release_status(store: ArtifactStore, installed_compiler: str | None) -> dict[str, Any] | None:
+    """Compare the workers' neuronx-cc with the newest release in a mirrored copy of the SDK's
+    release manifest (aws-neuron-sdk `src/helperscripts/n2-manifest.json`, put at
+    `sdk-releases/n2-manifest.json` in the store). None when no manifest is mirrored."""
+    try:
+        manifest = store.read_json(layout.SDK_RELEASE_MANIFEST)
+    except (NotFound, StoreError):
+        return None
+    releases = []
+    for rel in manifest.get("neuron_releases", []):
+        cc = next((p.get("version") for p in rel.get("packages", []) if p.get("name") == "neuronx-cc"), None)
+        v = _version(rel.get("neuron_version", ""))
+        if v is not None and cc:
+            releases.append((v, rel["neuron_version"], cc))
+    if not releases:
+        return {"problem": f"{layout.SDK_RELEASE_MANIFEST} lists no release with a neuronx-cc version"}
+    releases.sort()
+    _, latest, latest_cc = releases[-1]
+    installed = _public(installed_compiler)
+    installed_release = next((name for _, name, cc in reversed(releases) if _public(cc) == installed), None)
+    newer = (
+        installed is not None
+        and _version(latest_cc) is not None
+        and _version(installed) is not None
+        and _version(_public(latest_cc)) > _version(installed)
+    )
+    return {
+        "manifest_date": manifest.get("manifest_date"),
+        "latest_release": latest,
+        "latest_neuronx_cc": latest_cc,
+        "installed_neuronx_cc": installed_compiler,
+        "installed_release": installed_release,
+        "newer_release_available": bool(newer),
+    }
+
+
+@dataclass
+class Report:
+    stamp: str  # YYYY-MM-DDTHH-MM-SSZ
+    catalog: str
+    store: str
+    toolchains: dict[str, Any]  # profile ref -> the toolchain its queue's workers reported (JSON), or why none
+    states: list[TargetState]
+    sdk: dict[str, Any] | None = None
+    runs: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for s in self.states:
+            out[s.status] = out.get(s.status, 0) + 1
+            if s.outcome:
+                out[s.outcome] = out.get(s.outcome, 0) + 1
+        return out
+
+    def profiles(self) -> dict[str, dict[str, Any]]:
+        """Every profile version the report names (targets resolve to, or are published for):
+        `describe()` of the registered ones; a version no longer registered says so."""
+        refs = {s.profile for s in self.states if s.profile} | {r for s in self.states for r in s.published_for}
+        out: dict[str, dict[str, Any]] = {}
+        for ref in sorted(refs):
+            try:
+                out[ref] = {**get_profile(ref).describe(), "registered": True}
+            except InvalidInput:
+                out[ref] = {"ref": ref, "registered": False}
+        return out
+
+    def record(self) -> RecompileReport:
+        """The report as stored (`recompile/<stamp>.json`)."""
+        return RecompileReport(
+            stamp=self.stamp,
+            generated_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            catalog=self.catalog,
+            store=self.store,
+            profiles=self.profiles(),
+            toolchains=self.toolchains,
+            sdk_release=self.sdk,
+            runs=self.runs,
+            counts=self.counts(),
+            targets=[ReportedTarget(**s.to_json()) for s in self.states],
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return self.record().to_json()
+
+    def to_markdown(self) -> str:
+        c = self.counts()
+        lines = [
+            f"# neuronforge recompile {self.stamp}",
+            "",
+            f"Catalog `{self.catalog}`, store `{self.store}`.",
+            "",
+            f"**{c.get(STALE, 0)} stale** (rebuilt {c.get(REBUILT, 0)}, failed {c.get(FAILED, 0)}, "
+            f"running {c.get(RUNNING, 0)}, not started {c.get(QUEUED, 0)}), {c.get(FRESH, 0)} fresh, "
+            f"{c.get(UNAVAILABLE, 0)} without a toolchain, {c.get(UNRESOLVED, 0)} unresolvable; "
+            f"{len(self.runs)} compile run(s) triggered.",
+            "",
+            "## Profile versions and their workers' toolchains",
+            "",
+        ]
+        profiles = self.profiles()
+        for ref, tc in sorted(self.toolchains.items()):
+            queue = profiles.get(ref, {}).get("queue") or DEFAULT_QUEUE
+            if isinstance(tc, dict):
+                lines.append(
+                    f"- {ref} (queue {queue}): {tc['backend']} {tc['backend_version']}, "
+                    f"{tc['compiler']} {tc['compiler_version']}"
+                )
+            else:
+                lines.append(f"- {ref} (queue {queue}): unavailable ({tc})")
+        if self.sdk:
+            lines += ["", "## Neuron SDK releases", ""]
+            if "problem" in self.sdk:
+                lines.append(f"- {self.sdk['problem']}")
+            else:
+                behind = "**a newer release exists**" if self.sdk["newer_release_available"] else "up to date"
+                lines.append(
+                    f"- latest release {self.sdk['latest_release']} (neuronx-cc {self.sdk['latest_neuronx_cc']}); "
+                    f"workers run neuronx-cc {self.sdk['installed_neuronx_cc']} "
+                    f"(release {self.sdk['installed_release'] or 'unknown'}): {behind}"
+                )
+        header = "| # | model | target | profile | status | outcome | published for | stale for | detail |"
+        lines += ["", "## Targets", "", header, "|---" * 9 + "|"]
+        for s in sorted(self.states, key=lambda s: s.order):
+            detail = (s.outcome_detail or s.detail).replace("|", "\\|").replace("\n", " ")
+            lines.append(
+                f"| {s.order} | {s.source} | {s.slug} | {s.profile or '-'} | {s.status} | {s.outcome or '-'} | "
+                f"{', '.join(s.published_for) or '-'} | {', '.join(s.stale_for) or '-'} | "
+                f"{(s.key[:12] + ' ') if s.key else ''}{detail} |"
+            )
+        return "\n".join(lines) + "\n"
+
+
+def write_report(store: ArtifactStore, report: Report) -> dict[str, str]:
+    """The report's JSON, then its Markdown; returns both URIs. Re-running overwrites the same
+    stamp's report, which is what a retried report task should do."""
+    json_key = layout.recompile_report(report.stamp, "json")
+    md_key = layout.recompile_report(report.stamp, "md")
+    report.record().write(store, json_key)
+    store.put_bytes(report.to_markdown().encode(), md_key)
+    return {"json": store.uri(json_key), "markdown": store.uri(md_key)}
+
+
+def stamp_of(when: Any) -> str:
+    """`YYYY-MM-DDTHH-MM-SSZ` for a datetime (UTC) or now."""
+    if when is None:
+        return time.strftime("%Y-%m-%dT%H-%M-%SZ", time.gmtime())
+    return when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H-%M-%SZ")

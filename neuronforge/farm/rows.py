@@ -1,0 +1,298 @@
+"""What a store holds, as a compile farm's users ask: for each model and (serving profile, target),
+is it published, stale for the toolchain the workers have now, failed its smoke test, failed at
+another stage, or being built — with the compiler, sizes, smoke latencies, when, and which run.
+
+Read through the farm index (`neuronforge.artifacts.farm_index`), so a page of the farm costs the pages it
+shows, and one artifact's detail (`farm_row`) is drawn from that artifact's manifest alone; the
+artifact catalog page, its JSON endpoints and `ls` all read through here. Airflow-free: the UI
+plugin renders what `farm_page` and `farm_row` return.
+
+Stale: an artifact built for `name@version` while the registry's newest version of `name` (what a
+catalog target naming the bare profile follows; a new Neuron SDK release) is another one.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from neuronforge.artifacts import layout
+from neuronforge.artifacts.farm_index import Entry, PageRef
+from neuronforge.common.errors import InvalidInput, StoreError
+from neuronforge.common.stored_numbers import finite, whole
+from neuronforge.records.artifact_manifest import ArtifactManifest
+from neuronforge.stores import ArtifactStore
+
+STATUSES = ("published", "stale", "smoke-failed", "failed", "building")
+
+
+@dataclass
+class FarmRow:
+    key: str
+    status: str  # one of STATUSES
+    model: str
+    revision: str = ""
+    profile: str = ""  # ref, name@version
+    target: str = ""  # slug
+    instance: str = ""
+    compiler_version: str = ""
+    stage: str = ""  # where a failure happened
+    message: str = ""  # the failure, or why stale
+    size_bytes: int | None = None
+    ttft_ms: float | None = None
+    per_token_ms: float | None = None
+    cpu_seconds: float | None = None  # the build's stages on CPU hosts (`neuronforge.common.hosts`)
+    neuron_seconds: float | None = None  # ... and on Neuron hosts
+    at: str = ""  # published_at, the failure's time, or the lease's start (UTC ISO 8601)
+    run_id: str = ""
+    artifact_uri: str = ""
+    manifest_uri: str = ""
+    uris: dict[str, str] = field(default_factory=dict)  # published formats
+    launch: dict[str, str] = field(default_factory=dict)  # deploy snippet files: name -> URI
+    # Files the store lacks or holds at another size; None: not checked (a listing per artifact is
+    # what a page of the farm cannot afford: `farm_row` and `ls --check` check it).
+    incomplete: list[str] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def profile_name(self) -> str:
+        return self.profile.partition("@")[0]
+
+
+def _newest_refs() -> dict[str, str]:
+    from neuronforge.profiles import all_profiles, get_profile
+
+    return {p.name: get_profile(p.name).ref for p in all_profiles()}
+
+
+def _stale(profile: str, newest: dict[str, str]) -> bool:
+    name = profile.partition("@")[0]
+    return bool(profile) and name in newest and newest[name] != profile
+
+
+def row_of(store: ArtifactStore, e: Entry, newest: dict[str, str]) -> FarmRow:
+    """A farm-index entry as a row, with URIs of the store being read (no request)."""
+    from neuronforge.artifacts.published import format_uris
+
+    row = FarmRow(
+        key=e.key,
+        status=e.status_class,
+        model=e.model or "(unknown model)",
+        profile=e.profile,
+        target=e.target,
+        instance=e.instance,
+    )
+    if e.published is not None:
+        p = e.published
+        stale = _stale(e.profile, newest)
+        prefix = str(p.get("prefix", ""))
+        row.status = "stale" if stale else "published"
+        now = newest.get(e.profile.partition("@")[0], "")
+        row.message = f"built for {e.profile}; the workers' toolchain is now {now}" if stale else ""
+        row.revision = str(p.get("revision", ""))
+        row.compiler_version = str(p.get("compiler_version", ""))
+        # a record that is not what the writer writes (a string, NaN, a boolean) shows without that value
+        row.size_bytes = whole(p.get("size_bytes"))
+        row.ttft_ms, row.per_token_ms = finite(p.get("ttft_ms")), finite(p.get("per_token_ms"))
+        row.cpu_seconds, row.neuron_seconds = finite(p.get("cpu_seconds")), finite(p.get("neuron_seconds"))
+        row.at, row.run_id = str(p.get("at", "")), str(p.get("run_id", ""))
+        row.artifact_uri, row.manifest_uri = store.uri(prefix), store.uri(str(p.get("manifest", "")))
+        formats, launch = p.get("formats"), p.get("launch")
+        formats = {str(k): str(v) for k, v in formats.items()} if isinstance(formats, dict) else {}
+        row.uris = format_uris(store, prefix, formats)
+        names = [str(n) for n in launch] if isinstance(launch, list) else []
+        row.launch = {name: store.uri(f"{prefix}/launch/{name}") for name in names}
+    elif row.status in ("failed", "smoke-failed") and e.failure is not None:
+        f = e.failure
+        row.stage, row.message, row.at, row.run_id = (
+            str(f.get("stage", "")),
+            str(f.get("error", "")),
+            str(f.get("at", "")),
+            str(f.get("run_id", "")),
+        )
+    elif row.status == "building" and e.building is not None:
+        row.message, row.at = f"lease held by {e.building.get('holder', '?')}", str(e.building.get("at", ""))
+    return row
+
+
+@dataclass
+class FarmQuery:
+    """The filters of `ls`, the catalog page and its JSON API: model (substring, any case), profile
+    (name or name@version), instance, status (one of STATUSES)."""
+
+    model: str | None = None
+    profile: str | None = None
+    instance: str | None = None
+    status: str | None = None
+    published_only: bool = False  # published or stale (what `ls` lists unless given a status)
+
+    def __post_init__(self) -> None:
+        if self.status and self.status not in STATUSES:
+            raise InvalidInput(f"status {self.status!r} is not one of {', '.join(STATUSES)}")
+
+    @property
+    def empty(self) -> bool:
+        return not (self.model or self.profile or self.instance or self.status or self.published_only)
+
+    def matches(self, row: FarmRow) -> bool:
+        if self.published_only and row.status not in ("published", "stale"):
+            return False
+        wanted = {k: v for k, v in asdict(self).items() if k != "published_only"}
+        return bool(filter_rows([row], **wanted))
+
+    def page_may_match(self, ref: PageRef, newest: dict[str, str]) -> bool:
+        """False only when no entry of the page can match (from the head's summary of it)."""
+        if self.published_only and "published" not in ref.statuses:
+            return False
+        if self.instance and self.instance not in ref.instances:
+            return False
+        if self.profile and not any(self.profile in (p, p.partition("@")[0]) for p in ref.profiles):
+            return False
+        if self.model and ref.models is not None and not any(self.model.lower() in m.lower() for m in ref.models):
+            return False
+        if self.status in ("published", "stale"):
+            if "published" not in ref.statuses:
+                return False
+            return any(_stale(p, newest) == (self.status == "stale") for p in ref.profiles)
+        return not self.status or self.status in ref.statuses
+
+
+@dataclass
+class FarmPage:
+    rows: list[FarmRow]
+    # Rows matching the query (see `farm_index.reader` for how exact); None: unknown without reading
+    # every page (a model, profile or instance filter that found its page of rows early).
+    total: int | None
+    offset: int
+    counts: dict[str, int]  # status -> rows, all of the farm
+    instances: list[str]
+
+
+def farm_page(
+    store: ArtifactStore, query: FarmQuery | None = None, offset: int = 0, limit: int | None = None
+) -> FarmPage:
+    """One page of the farm view, read from the farm index: the head, the tail and the pages it
+    shows. A building row is confirmed against its lease (one read per building row shown)."""
+    from neuronforge.artifacts import leases
+    from neuronforge.artifacts.farm_index import read_window
+
+    query = query or FarmQuery()
+    newest = _newest_refs()
+    if query.empty:
+        window = read_window(store, offset=offset, limit=limit)
+    else:
+        window = read_window(
+            store,
+            match=lambda e: query.matches(row_of(store, e, newest)),
+            page_may_match=lambda ref: query.page_may_match(ref, newest),
+            offset=offset,
+            limit=limit,
+        )
+    rows = []
+    for e in window.entries:
+        row = row_of(store, e, newest)
+        if row.status == "building":
+            lease = leases.current(store, e.key)
+            if lease is None or not lease.live:
+                continue
+        rows.append(row)
+    counts: dict[str, int] = {s: 0 for s in STATUSES}
+    for status, by_profile in window.counts.items():
+        for profile, n in by_profile.items():
+            shown = "stale" if status == "published" and _stale(profile, newest) else status
+            if shown in counts:
+                counts[shown] += n
+    total = window.total
+    if total is None and not (query.model or query.profile or query.instance):
+        total = sum(counts[s] for s in (("published", "stale") if query.published_only else (query.status or "",)))
+    return FarmPage(rows, total, offset, counts, window.instances)
+
+
+def farm_rows(store: ArtifactStore) -> list[FarmRow]:
+    """Every row of the farm index (published or stale, smoke-failed or failed, building): reads
+    every page; views that show a part of the farm use `farm_page`."""
+    return farm_page(store).rows
+
+
+KEY_MIN, KEY_MAX = 12, 64  # hex characters of a key prefix (`ls` prints 12) and of a whole key
+
+
+def is_key(key: str) -> bool:
+    """A cache key or a prefix `resolve_key` looks up: KEY_MIN to KEY_MAX lower-case hex characters
+    (nothing else reaches a store path)."""
+    return KEY_MIN <= len(key) <= KEY_MAX and all(c in "0123456789abcdef" for c in key)
+
+
+def resolve_key(store: ArtifactStore, key: str) -> str | None:
+    """The full cache key a key or a prefix of at least KEY_MIN characters names, from one listing
+    of `index/` (then `failures/`, `locks/`), never a scan; None when none or several match, or when
+    `key` is not one (`is_key`)."""
+    if not is_key(key):
+        return None
+    if len(key) == KEY_MAX:
+        return key
+    for folder, suffix in (("index", ".json"), ("failures", ".json"), ("locks", "")):
+        found = [
+            o.key[len(folder) + 1 :].removesuffix(suffix)
+            for o in store.list_page(folder, start_after=f"{folder}/{key}", limit=2)
+        ]
+        found = [k for k in found if k.startswith(key)]
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            return None
+    return None
+
+
+def farm_row(store: ArtifactStore, key: str) -> tuple[FarmRow, ArtifactManifest | None] | None:
+    """One build's row and its manifest, drawn from that artifact's own files (its index pointer,
+    manifest and folder listing: three requests), else its failure record or lease."""
+    from neuronforge.artifacts import leases
+    from neuronforge.artifacts.failures import read_failure
+    from neuronforge.artifacts.farm_index.entry import building_record, failure_record, published_record
+    from neuronforge.artifacts.published import incomplete_files, read_manifest
+    from neuronforge.records.index_entry import IndexEntry
+
+    full = resolve_key(store, key)
+    if full is None:
+        return None
+    try:
+        index = IndexEntry.read(store, layout.index_entry(full))
+        manifest = read_manifest(store, index.manifest)
+    except StoreError:  # gone, unreadable, or not an index entry / artifact manifest (RecordError)
+        index = manifest = None
+    newest = _newest_refs()
+    if index is not None and manifest is not None and manifest.cache_key == full:
+        e = Entry(full)
+        e.apply(published_record(index, manifest))
+        row = row_of(store, e, newest)
+        row.incomplete = incomplete_files(store, index, manifest)
+        return row, manifest
+    failure = read_failure(store, full)
+    lease = None if failure is not None else leases.current(store, full)
+    if failure is None and (lease is None or not lease.live):
+        return None
+    e = Entry(full)
+    if failure is not None:
+        e.apply(failure_record(failure))
+    else:
+        at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(lease.started))
+        e.apply(building_record(full, lease.holder, at))
+    return row_of(store, e, newest), None
+
+
+def filter_rows(rows: list[FarmRow], **wanted: str | None) -> list[FarmRow]:
+    """Rows matching every given filter: model (substring), profile (name or ref), instance, status."""
+    out = rows
+    if wanted.get("model"):
+        out = [r for r in out if wanted["model"].lower() in r.model.lower()]
+    if wanted.get("profile"):
+        out = [r for r in out if wanted["profile"] in (r.profile, r.profile_name)]
+    if wanted.get("instance"):
+        out = [r for r in out if r.instance == wanted["instance"]]
+    if wanted.get("status"):
+        out = [r for r in out if r.status == wanted["status"]]
+    return out

@@ -1,0 +1,1 @@
+"""The edges people use: the command line, the demo, the local Airflow."""

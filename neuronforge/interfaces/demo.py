@@ -1,0 +1,190 @@
+"""`make demo`: the whole pipeline on the embedded default, driven by Airflow.
+
+1. initialises a private Airflow home (SQLite) under `.neuronforge/airflow`,
+2. generates the embedded default model (a tiny seeded Llama + tokenizer; no network),
+3. runs the DAG `neuronforge_compile_publish` with `airflow dags test` (resolve, fetch, plan,
+   compile on the CPU ahead-of-time backend, compile-cache sync, smoke test, publish),
+4. runs it again: a cache hit that compiles nothing,
+5. shows and verifies the artifact these runs published (the URI the runs' tasks reported, not the
+   newest in the store), the two runs' times, and what the planner says about a real Llama-3.1-8B.
+
+While a run works, its task and the steps' heartbeats are shown (a live line on a terminal).
+
+Store: `NEURONFORGE_STORE` (default `.neuronforge/store`); work dir: `NEURONFORGE_HOME` (default `.neuronforge`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from neuronforge.common import progress, settings
+from neuronforge.common.errors import InvalidInput
+from neuronforge.interfaces import local_airflow
+from neuronforge.pipeline.planner import plan
+from neuronforge.spec.modelconfig import ModelArch
+from neuronforge.spec.target import TargetSpec
+
+DAG_ID = "neuronforge_compile_publish"
+INTRO = {
+    1: f"airflow dags test {DAG_ID} on the embedded default (a cold build compiles for about a minute)",
+    2: "the same request again (a cache hit: nothing to fetch or compile)",
+}
+DEMO_TARGET = settings.DEFAULT_TARGET
+# meta-llama/Llama-3.1-8B config.json (architecture fields as published)
+LLAMA_3_1_8B = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+    "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
+    "num_key_value_heads": 8, "max_position_embeddings": 131072, "vocab_size": 128256,
+    "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+}  # fmt: skip
+
+
+def airflow(*args: str, log: Path | None = None) -> int:
+    return local_airflow.run_airflow(*args, env=local_airflow.airflow_env(), log=log)
+
+
+# `airflow dags test` prints the task logs as structlog lines: `<time> [info     ] <message> [<logger>] loc=...`
+_LINE = re.compile(r"^\S+ \[\w+\s*\] (?P<msg>.*?)\s+\[(?P<logger>[\w.]+)\](?: loc=(?P<loc>\S+))?")
+_TASK = re.compile(r"\[DAG TEST\] starting task_id=(?P<task>\S+)")
+_RESULT = re.compile(r"^(?P<status>published|cache hit) (?P<slug>\S+): (?P<uri>\S+/manifest\.json)$")
+
+
+@dataclass
+class DagRun:
+    """What one `airflow dags test` run reported about the demo's target."""
+
+    rc: int
+    seconds: float
+    log: Path
+    status: str = ""  # "published" or "cache hit", as the run's task logged it
+    manifest_uri: str = ""
+
+
+def run_dag(conf: str, log: Path, what: str) -> DagRun:
+    """`airflow dags test`, its output kept in `log` and followed while it runs: the task it is in
+    and the steps' heartbeats (`neuronforge.common.progress`) shown as progress; its result read back."""
+    exe = Path(sys.executable).parent / "airflow"
+    started = time.monotonic()
+    result = DagRun(rc=0, seconds=0.0, log=log)
+    with (
+        progress.step(what) as step,
+        open(log, "w") as out,
+        subprocess.Popen(
+            [str(exe), "dags", "test", DAG_ID, "--conf", conf],
+            env=local_airflow.airflow_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        ) as proc,
+    ):
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            out.write(line)
+            m = _LINE.match(line)
+            if not m:
+                continue
+            msg = m["msg"]
+            if task := _TASK.search(msg):
+                step.note(f"task {task['task']}")
+            elif (m["loc"] or "").startswith("progress.py"):  # a step's heartbeat or its duration
+                step.note(msg)
+            elif found := _RESULT.match(msg):
+                result.status, result.manifest_uri = found["status"], found["uri"]
+        result.rc = proc.wait()
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def main() -> int:
+    """Progress: a live display on a terminal, else one line per task and heartbeat on stdout."""
+    lines = logging.StreamHandler(sys.stdout)
+    lines.setFormatter(logging.Formatter("  %(message)s"))
+    logger = logging.getLogger("neuronforge.common.progress")
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(lines)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    old = progress.use(progress.for_cli(quiet=False, machine=False))
+    try:
+        return demo()
+    finally:
+        progress.use(old)
+        logger.removeHandler(lines)
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+
+def demo() -> int:
+    home = settings.home()
+    print(f"Airflow home {local_airflow.default_home()} (SQLite); store {settings.store_uri()}")
+    try:
+        # the cluster policy, the database, the neuron_cores pool: as `neuronforge airflow` has them
+        with progress.heartbeat("preparing Airflow's metadata DB (airflow db migrate)"):
+            local_airflow.init_home(local_airflow.default_home(), local_airflow.airflow_env())
+    except InvalidInput as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    conf = json.dumps({"model": settings.DEFAULT_MODEL, "targets": [DEMO_TARGET]})
+
+    runs: list[DagRun] = []
+    for attempt in (1, 2):
+        log = home / "airflow" / f"demo-run-{attempt}.log"
+        print(f"\nrun {attempt}: {INTRO[attempt]}")
+        run = run_dag(conf, log, f"run {attempt}")
+        if run.rc != 0 or not run.manifest_uri:
+            print(f"error: the DAG run failed (exit {run.rc}); log: {log}", file=sys.stderr)
+            return 1
+        kind = "compiled and published" if run.status == "published" else "cache hit: nothing fetched or compiled"
+        print(f"run {attempt}: {kind} in {run.seconds:.0f}s (log {log})")
+        runs.append(run)
+    cold, hit = runs
+    if hit.manifest_uri != cold.manifest_uri:
+        print(f"error: run 2 found {hit.manifest_uri}, not run 1's {cold.manifest_uri}", file=sys.stderr)
+        return 1
+
+    from neuronforge.artifacts.published import read_manifest
+    from neuronforge.interfaces.cli import main as cli
+    from neuronforge.stores import open_store
+
+    print()
+    cli(["ls", settings.store_uri()])
+    root, _, name = cold.manifest_uri.rpartition("/")
+    key = read_manifest(open_store(root, must_exist=True), name).cache_key
+    print(f"\nThis demo's artifact (cache key {key}):")
+    cli(["show", cold.manifest_uri])
+    print("\nIts consumer's load-time rules, re-checked on a downloaded copy:")
+    cli(["verify", cold.manifest_uri])
+    print("\nThe serving profiles (the Neuron ones compile on Neuron workers):")
+    cli(["profiles"])
+
+    big = ModelArch.from_config(LLAMA_3_1_8B)
+    print("\nThe planner on a real config (meta-llama/Llama-3.1-8B, bf16, 4096 tokens):")
+    for tp in (1, 2):
+        t = TargetSpec.parse(
+            {"instance_type": "inf2.xlarge", "tp_degree": tp, "sequence_length": 4096, "profile": "vllm-neuron"}
+        )
+        memory = next(c for c in plan(big, t).checks if c.name == "memory")
+        print(f"  tp={tp}: {memory.message}")
+    print(f"\nTimings: {timings(cold, hit)}")
+    return 0
+
+
+def timings(cold: DagRun, hit: DagRun) -> str:
+    """The demo's two runs, each named for what it did."""
+    if cold.status == "published":
+        return f"cold build {cold.seconds:.0f}s, cache hit {hit.seconds:.0f}s"
+    return (
+        f"cache hit {cold.seconds:.0f}s and {hit.seconds:.0f}s: the store already held this artifact "
+        "(`make clean` removes .neuronforge/ for a cold build)"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

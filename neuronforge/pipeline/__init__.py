@@ -1,0 +1,1 @@
+"""The build: each stage, the state handed between them, the planner, the runner."""

@@ -1,0 +1,108 @@
+"""Stage `publish`: the tested payload becomes an artifact (readers: `neuronforge.artifacts.published`).
+
+Under `artifacts/<org>/<name>/<revision>/<target-slug>/<key12>/`, as the target's serving profile
+assembled it on the compile host (`neuronforge.pipeline.stages.payload`):
+- `<folder>/`: the model as its consumer loads it, under a folder named for what it holds
+  (`cpu-aoti/`, `optimum-neuron/`, `nxdi/`, `split/`);
+- `launch/`: the launch spec rendered from the target (env file, command line);
+- `smoke/expected.json`: the reference the smoke test compared against;
+- `smoke.json`: the smoke-test result;
+- `manifest.json`, written LAST: cache key, request, revision, profile (name, version, pins),
+  toolchain, flags, every file with size and sha256, the outputs (`formats`, paths relative to the
+  artifact's folder, rendered as URIs of whichever store is read), the smoke result, where each
+  stage ran and for how long (`hosts`), timestamps.
+Publishing copies the payload the smoke test loaded (staged as `builds/<key>/<digest>/`) inside the
+store — the bytes never travel through the publishing host — adds `smoke.json`, checks every file
+is there at its size, and writes the manifest. Then `index/<key>.json` is created with
+`put_if_absent`. Readers trust only a complete manifest: `lookup` follows the index to the manifest
+and checks every file it lists exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import neuronforge
+from neuronforge.artifacts import farm_index, layout
+from neuronforge.artifacts.localcache import TreeRef
+from neuronforge.artifacts.published import SMOKE_JSON, Published, format_uris, missing_files, object_sizes
+from neuronforge.common.errors import InvalidInput, StoreError
+from neuronforge.profiles.request import CompileRequest, cache_key_material
+from neuronforge.records.artifact_manifest import ArtifactManifest
+from neuronforge.records.index_entry import IndexEntry
+from neuronforge.records.parts import FileEntry
+from neuronforge.records.payload_manifest import PayloadManifest
+from neuronforge.spec.toolchain import Toolchain
+from neuronforge.stores import ArtifactStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PublishInput:
+    request: CompileRequest
+    toolchain: Toolchain
+    key: str
+    build: TreeRef  # the payload the smoke test loaded, staged in the store
+    smoke: dict[str, Any]
+    compile: dict[str, Any]  # the compile stage's record (graphs, cache sync, the payload's formats)
+    run_id: str = ""  # the Airflow run that built it (empty from the CLI): linked from the catalog page
+    hosts: dict[str, Any] = field(default_factory=dict)  # where each stage ran, how long (`costs.host_report`)
+
+
+def _payload_files(store: ArtifactStore, build: TreeRef) -> list[FileEntry]:
+    """The staged payload's file list, from its manifest as the smoke test's ref pinned it."""
+    raw = store.get_bytes(build.manifest_key)
+    if hashlib.sha256(raw).hexdigest() != build.manifest_sha256:
+        raise StoreError(
+            f"{store.uri(build.manifest_key)} changed since the compile staged it; run the build again "
+            "(what the smoke test loaded is no longer what would be published)"
+        )
+    return list(PayloadManifest.from_bytes(raw, store.uri(build.manifest_key)).files)
+
+
+def publish(inp: PublishInput, store: ArtifactStore) -> Published:
+    if not inp.smoke.get("passed"):
+        raise InvalidInput(f"refusing to publish {inp.key[:12]}: the smoke test failed ({inp.smoke.get('reason')})")
+    prefix = layout.artifact_prefix(inp.request.source, inp.request.target, inp.key)
+    files = _payload_files(store, inp.build)
+    store.copy_objects(inp.build.prefix, prefix, [f.path for f in files])
+    smoke = (json.dumps(inp.smoke, indent=2) + "\n").encode()
+    store.put_bytes(smoke, f"{prefix}/{SMOKE_JSON}")
+    files.append(FileEntry(path=SMOKE_JSON, size=len(smoke), sha256=hashlib.sha256(smoke).hexdigest()))
+    files.sort(key=lambda f: f.path)
+    missing = missing_files(object_sizes(store, prefix), prefix, files)
+    if missing:
+        raise StoreError(f"{store.uri(prefix)}: {missing[:3]} missing or of another size after copying; not published")
+    source = inp.request.source
+    manifest = ArtifactManifest(
+        cache_key=inp.key,
+        request=cache_key_material(inp.request, inp.toolchain),
+        source={"kind": source.kind, "location": source.location, "revision": source.resolved_revision},
+        target_slug=inp.request.target.slug,
+        profile=inp.request.profile.describe(),
+        toolchain=inp.toolchain.to_json(),
+        compiler_flags=list(inp.toolchain.compiler_flags),
+        files=files,
+        # Store-relative (to the artifact's folder): a copied or moved store renders its own URIs.
+        formats=dict(inp.compile.get("formats") or {}),
+        smoke=inp.smoke,
+        compile={k: v for k, v in inp.compile.items() if k != "formats"},
+        hosts=inp.hosts,
+        neuronforge_version=neuronforge.__version__,
+        run_id=inp.run_id,
+        published_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    )
+    manifest_key = f"{prefix}/{layout.ARTIFACT_MANIFEST}"
+    manifest.write(store, manifest_key)  # last: from here on the artifact exists
+    index = IndexEntry(cache_key=inp.key, manifest=manifest_key, prefix=prefix)
+    if not index.write_if_absent(store, layout.index_entry(inp.key)):
+        log.info("index/%s already present (published by an earlier or concurrent run)", inp.key[:12])
+    farm_index.note_published(store, index, manifest)
+    uris = format_uris(store, prefix, manifest.formats)
+    return Published(inp.key, prefix, store.uri(manifest_key), uris, manifest)

@@ -1,0 +1,229 @@
+"""Stage `smoke`: load the published payload the way its consumer would, in a fresh process with
+compiling forbidden, generate greedily for fixed prompts, and compare with what transformers eager
+generates from the same weights. A failed smoke test means nothing is published for that target.
+
+Two halves on two hosts:
+- `write_expected` runs on the compile host (a CPU worker): the reference — transformers eager on
+  the CPU, in the target dtype, on the weights the artifact must reproduce — goes into the payload as
+  `smoke/expected.json` (prompt ids, expected tokens; for backends that return logits also
+  `smoke/reference-logits.safetensors`). The payload thus carries its own acceptance test, and the
+  Neuron host needs nothing but the payload.
+- `smoke_test` runs where the consumer would (a Neuron host for the Neuron profiles): the profile
+  reads from the payload's own launch files how its consumer loads it (`ServingProfile.smoke_load`:
+  the model folder, the settings, the compile-cache entries it is pointed at), the backend loads that
+  folder alone in a child process, through a fresh compile cache holding only those entries (none,
+  for consumers that read no cache). A graph the load adds to that cache is one the consumer would
+  compile at start-up: the test fails. The first `match_tokens` tokens must equal the expected ones;
+  the largest logit difference before the first disagreement is reported where logits exist.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from neuronforge.common.progress import heartbeat
+from neuronforge.records.base import RecordError
+from neuronforge.records.smoke_reference import SmokeReference
+
+DEFAULT_PROMPTS = ("Hello, my name is", "The capital of France is")
+SMOKE_JSON = "smoke.json"
+EXPECTED = "smoke/expected.json"
+REFERENCE_LOGITS = "smoke/reference-logits.safetensors"
+
+
+@dataclass
+class SmokeResult:
+    passed: bool
+    reason: str
+    prompts: list[dict[str, Any]] = field(default_factory=list)
+    load_s: float | None = None
+    time_to_first_token_s: float | None = None
+    per_token_s: float | None = None
+    seconds: float = 0.0
+    unquantized_agreement: float | None = None  # share of generated tokens equal to the unquantized model's
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# -- on the compile host: the reference ----------------------------------------------------------------
+def encode(folder: Path, prompts: list[str]) -> list[list[int]]:
+    """Token ids via the artifact's tokenizer.json (the `tokenizers` library, as servers use)."""
+    tok_file = folder / "tokenizer.json"
+    if not tok_file.exists():  # no tokenizer shipped: fixed ids, same on both sides
+        return [[1 + (i + j) % 50 for j in range(6)] for i in range(len(prompts))]
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(tok_file))
+    return [tok.encode(p).ids for p in prompts]
+
+
+def _reference_model(checkpoint: Path, dtype: str):
+    """transformers eager on the CPU, in the target dtype: the reference the artifact must match."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from neuronforge.spec.target import TORCH_DTYPE_NAMES
+
+    return AutoModelForCausalLM.from_pretrained(checkpoint, dtype=getattr(torch, TORCH_DTYPE_NAMES[dtype])).eval()
+
+
+def _reference(model, prompt_ids: list[int], n_tokens: int):
+    import torch
+
+    ids = torch.tensor([prompt_ids])
+    steps = []
+    with torch.no_grad():  # plain greedy loop: no logits processors, no early stop at EOS
+        for _ in range(n_tokens):
+            step = model(input_ids=ids).logits[0, -1].float()
+            steps.append(step)
+            ids = torch.cat([ids, step.argmax().view(1, 1)], dim=1)
+    return ids[0, len(prompt_ids) :].tolist(), torch.stack(steps)
+
+
+def write_expected(
+    payload: Path,
+    *,
+    reference_dir: Path,
+    tokenizer_dir: Path,
+    dtype: str,
+    prompts: list[str],
+    max_new_tokens: int,
+    unquantized_dir: Path | None = None,
+    with_logits: bool = False,
+) -> SmokeReference:
+    """Compute the reference on this (CPU) host and write it into the payload (see module doc).
+    `reference_dir`: the weights the artifact must reproduce (dequantized for a quantized target);
+    `unquantized_dir`: the original weights, whose agreement is reported, never judged."""
+    import transformers
+
+    prompt_ids = encode(tokenizer_dir, prompts)
+    with heartbeat("smoke reference: transformers eager on the CPU"):
+        model = _reference_model(reference_dir, dtype)
+        runs = [_reference(model, ids, max_new_tokens) for ids in prompt_ids]
+        plain = None
+        if unquantized_dir is not None:
+            unquantized = _reference_model(unquantized_dir, dtype)
+            plain = [_reference(unquantized, ids, max_new_tokens)[0] for ids in prompt_ids]
+    expected = SmokeReference(
+        reference=f"transformers {transformers.__version__} eager on the CPU, {dtype}, greedy",
+        prompts=list(prompts),
+        prompt_ids=prompt_ids,
+        max_new_tokens=max_new_tokens,
+        tokens=[tokens for tokens, _ in runs],
+        unquantized_tokens=plain,
+    )
+    (payload / EXPECTED).parent.mkdir(parents=True, exist_ok=True)
+    (payload / EXPECTED).write_text(json.dumps(expected.to_json(), indent=2) + "\n")  # its key order, unsorted
+    if with_logits:
+        from safetensors.torch import save_file
+
+        save_file({f"p{i}": logits.contiguous() for i, (_, logits) in enumerate(runs)}, payload / REFERENCE_LOGITS)
+    return expected
+
+
+# -- where the consumer runs: the load and the judgement ---------------------------------------------
+@dataclass
+class SmokeInput:
+    payload: Path  # the materialized payload: exactly what will be published
+    load: Any  # SmokeLoad: how the consumer loads it (from its launch files)
+    backend: str  # the backend (name) whose loader generates: the target's profile's
+    cache: Any  # CompileCache: fresh, holding only `load.cache_entries`; must not grow
+    python: Any = None  # ToolchainPython of the profile (Neuron backends)
+    match_tokens: int = 4
+    timeout_s: float = 600.0
+
+
+def _generate(inp: SmokeInput, expected: SmokeReference) -> tuple[dict[str, Any] | None, str]:
+    """The backend loads the payload's model folder as its consumer does, in a child process."""
+    from neuronforge.common.errors import InvalidInput
+    from neuronforge.compilation.backends import get_backend
+    from neuronforge.compilation.backends.base import GenerateJob
+    from neuronforge.compilation.backends.child import ChildFailed
+
+    job = GenerateJob(
+        model_dir=inp.payload / inp.load.model_dir,
+        prompt_ids=expected.prompt_ids,
+        max_new_tokens=expected.max_new_tokens,
+        timeout_s=inp.timeout_s,
+        cache=inp.cache,
+        settings=dict(inp.load.settings),
+        python=inp.python,
+    )
+    try:
+        with heartbeat("smoke test: loading the published payload and generating in a child process"):
+            return get_backend(inp.backend).generate(job), ""
+    except (ChildFailed, InvalidInput) as exc:
+        return None, f"the artifact failed to load or run: {exc}"
+
+
+def _entries(cache: Any) -> set[str]:
+    """The cache's complete entries (a compile that failed leaves no model.done and loads nothing)."""
+    from neuronforge.compilation.compile_cache import DONE
+
+    return {p.name for p in cache.entries() if (p / DONE).exists()}
+
+
+def smoke_test(inp: SmokeInput) -> SmokeResult:
+    started = time.monotonic()
+
+    def failed(reason: str) -> SmokeResult:
+        return SmokeResult(False, reason, seconds=round(time.monotonic() - started, 3))
+
+    try:
+        expected = SmokeReference.from_bytes((inp.payload / EXPECTED).read_bytes(), EXPECTED)
+    except (OSError, RecordError) as exc:
+        return failed(f"the payload has no readable {EXPECTED} (the reference written at compile time): {exc}")
+    inp.cache.local.mkdir(parents=True, exist_ok=True)
+    before = _entries(inp.cache)
+    child, error = _generate(inp, expected)
+    compiled = sorted(_entries(inp.cache) - before) + list((child or {}).get("compiled") or [])
+    if compiled:
+        return failed(
+            f"loading the artifact compiled {len(compiled)} graph(s) the published payload lacks "
+            f"({', '.join(compiled)}): its consumer would compile at start-up"
+        )
+    if child is None:
+        return failed(error)
+    logits = _reference_logits(inp.payload)
+    max_new = expected.max_new_tokens
+    rows, failures = [], []
+    same = total = 0
+    plain_runs = expected.unquantized_tokens
+    for i, (prompt, want, row) in enumerate(zip(expected.prompts, expected.tokens, child["rows"], strict=True)):
+        got = row["tokens"]
+        agree = next((j for j, (a, b) in enumerate(zip(got, want, strict=False)) if a != b), len(got))
+        compared = max(1, agree)
+        diff = None
+        if "logits" in row and logits is not None:
+            diff = float((row["logits"][:compared] - logits[f"p{i}"][:compared]).abs().max())
+        record = {"prompt": prompt, "tokens": got, "reference": want, "matching_prefix": agree, "max_logit_diff": diff}
+        if plain_runs is not None:
+            plain = plain_runs[i]
+            record["unquantized"] = plain
+            same, total = same + sum(a == b for a, b in zip(got, plain, strict=False)), total + len(plain)
+        rows.append(record)
+        if agree < min(inp.match_tokens, max_new):
+            failures.append(f"prompt {prompt!r}: first {agree} tokens match the reference, {inp.match_tokens} required")
+    return SmokeResult(
+        passed=not failures,
+        reason="; ".join(failures) or f"first {inp.match_tokens} tokens match the eager reference for every prompt",
+        prompts=rows,
+        load_s=child["load_s"],
+        time_to_first_token_s=max((r["ttft"] for r in child["rows"] if r["ttft"] is not None), default=None),
+        per_token_s=max(r["tpot"] for r in child["rows"]),
+        seconds=round(time.monotonic() - started, 3),
+        unquantized_agreement=round(same / total, 4) if total else None,
+    )
+
+
+def _reference_logits(payload: Path) -> dict[str, Any] | None:
+    if not (payload / REFERENCE_LOGITS).is_file():
+        return None
+    from safetensors.torch import load_file
+
+    return load_file(payload / REFERENCE_LOGITS)

@@ -1,0 +1,1 @@
+"""The DAGs' tasks and operators: one TaskFlow task per stage, the recompile and sweep tasks, pods."""

@@ -1,0 +1,103 @@
+"""The DAG's side of compile leases: `claim_build` takes the target's lease or, while another run
+holds it, defers to the triggerer (no worker slot held) until that run publishes — then the target
+is a cache hit — or its lease lapses, and then tries again. See `neuronforge/artifacts/leases.py`."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from airflow.sdk import BaseOperator
+
+from neuronforge.artifacts import leases
+from neuronforge.common import settings
+from neuronforge_airflow.triggers.polling import PollingTrigger
+
+log = logging.getLogger(__name__)
+
+
+def poll_s() -> float:
+    """How often a waiting target looks at the store (NEURONFORGE_LEASE_POLL_S, default 10 s)."""
+    return settings.current().lease_poll_s
+
+
+def _published(store_uri: str, key: str) -> dict[str, Any] | None:
+    from neuronforge.artifacts.published import lookup
+    from neuronforge.pipeline.buildstate import PublishedRef
+    from neuronforge.stores import open_store
+
+    hit = lookup(open_store(store_uri), key)
+    return None if hit is None else PublishedRef.of(hit).model_dump()
+
+
+def _lease_live(store_uri: str, key: str) -> bool:
+    from neuronforge.stores import open_store
+
+    lease = leases.current(open_store(store_uri), key)
+    return lease is not None and lease.live
+
+
+class BuildFinishedTrigger(PollingTrigger):
+    """Fires when the artifact for `key` is published, or when nobody holds a live lease on it."""
+
+    FIELDS = ("store_uri", "key", "poll_s")
+
+    def __init__(self, store_uri: str, key: str, poll_s: float = 10.0) -> None:
+        super().__init__()
+        self.store_uri, self.key, self.poll_s = store_uri, key, poll_s
+
+    def poll(self) -> dict[str, Any] | None:
+        hit = _published(self.store_uri, self.key)
+        if hit is not None:
+            return {"status": "published", "hit": hit}
+        if not _lease_live(self.store_uri, self.key):
+            return {"status": "free"}
+        return None
+
+
+class ClaimBuildOperator(BaseOperator):
+    """Passes a hit through; otherwise returns the build state with `lease` (this run builds) or
+    `hit` (another run built it while this one waited, deferred)."""
+
+    template_fields = ("ticket",)
+
+    def __init__(self, *, ticket: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.ticket = ticket  # the prepare task's BuildState (JSON), rendered from its XCom
+
+    def _state(self):
+        from neuronforge.pipeline.buildstate import BuildState
+
+        return BuildState.model_validate(self.ticket)
+
+    def _claim(self, context: Any) -> dict[str, Any]:
+        from neuronforge.artifacts import farm_index
+        from neuronforge.pipeline.buildstate import LeaseRef
+        from neuronforge.stores import open_store
+
+        state = self._state()
+        key = state.need("key")
+        holder = f"airflow:{context['run_id']}:{self.task_id}[{context['ti'].map_index}]:{leases.holder_id()}"
+        store = open_store(state.store_uri)
+        lease = leases.try_acquire(store, key, holder)
+        if lease is not None:
+            farm_index.announce(store, lease, state)
+            log.info("lease %s taken: this run builds %s", key[:12], state.target.slug)
+            return state.model_copy(update={"lease": LeaseRef.of(lease)}).model_dump(mode="json")
+        log.info("another run is building %s; waiting (deferred) for its artifact", key[:12])
+        self.defer(trigger=BuildFinishedTrigger(state.store_uri, key, poll_s()), method_name="resume")
+        raise AssertionError("unreachable: defer() raises")
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        if self._state().hit is not None:
+            return self.ticket
+        return self._claim(context)
+
+    def resume(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
+        if event and event.get("status") == "published":
+            from neuronforge.pipeline.buildstate import PublishedRef
+
+            log.info("built by another run: %s", event["hit"]["manifest_uri"])
+            hit = PublishedRef.model_validate(event["hit"])
+            return self._state().model_copy(update={"hit": hit}).model_dump(mode="json")
+        return self._claim(context)  # the holder finished without publishing or died: try to take over

@@ -1,0 +1,370 @@
+"""Tasks of the `neuronforge_recompile_on_upgrade` DAG: thin translations between Airflow and
+`neuronforge.farm.recompile` (the stale set, run requests, settling, the report).
+
+State travels as one JSON dict, "the plan": the catalog, the store, the toolchains the workers of
+each profile version's queue reported, every catalog target's state, and the compile runs to trigger.
+
+Neuron profiles detect their toolchain on one queue per SDK release (`neuron-compile-<release>`, the
+CPU workers of that release's image; `neuron-<release>` where compiling needs a device), so there is
+one toolchain watch per toolchain queue (`watch_toolchain_neuron_compile_2_26_1`, ...), on that queue:
+it detects the toolchain of every profile routed there and checks it against the profile's pins.
+The cpu profile's toolchain is this worker's, detected by `find_stale` on the default queue.
+
+Without a Neuron worker the run decides in seconds: `check_workers` (default queue) asks Celery
+which queues have consumers and skips the watch of every queue the catalog needs that nobody
+consumes (and of every queue it does not need), instead of leaving it queued until the scheduler's
+`task_queued_timeout` (10 min, re-queued twice: about 30 min).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk import Asset, BaseOperator, get_current_context, task
+from airflow.sdk.exceptions import AirflowSkipException
+
+from neuronforge.common import settings
+from neuronforge.profiles import ServingProfile, neuron_queues, registry
+from neuronforge_airflow.operators.kubernetes import image_for, pod_settings, release_of, runner
+from neuronforge_airflow.params import validate_recompile_conf
+from neuronforge_airflow.triggers.polling import PollingTrigger
+
+log = logging.getLogger(__name__)
+
+REPORT_ASSET = Asset(name="neuronforge-recompile-report")
+CATALOG_VARIABLE = "neuronforge_catalog"
+# Rebuild runs of the compile DAG in flight at once when throttled (the compile DAG's
+# max_active_runs is 4: the other slots stay free for manual runs).
+REBUILD_SLOTS = 2
+WORKERS_XCOM = "workers"
+
+
+def catalog_path(explicit: str | None = None) -> Path:
+    """The run's `catalog` param, else the Airflow Variable `neuronforge_catalog`, else
+    NEURONFORGE_CATALOG, else the repository's catalog/models.yaml. None and "" mean unset."""
+    from neuronforge.farm.catalog import default_path
+
+    if explicit:
+        return Path(explicit)
+    from airflow.sdk import Variable
+
+    try:
+        value = Variable.get(CATALOG_VARIABLE, default=None)
+    except Exception:  # no Variable backend reachable (e.g. outside a task): fall through
+        value = None
+    return Path(value) if value else default_path()
+
+
+def default_executor() -> str:
+    """The class name of the deployment's default executor (`[core] executor`, first entry; an
+    `alias:module.Class` entry gives `Class`), which runs tasks that name no executor."""
+    from airflow.configuration import conf
+
+    first = (conf.get("core", "executor", fallback="") or "LocalExecutor").split(",")[0].strip()
+    return first.split(":")[-1].rsplit(".", 1)[-1]
+
+
+def celery_active_queues(timeout: float = 5.0) -> dict[str, list[dict[str, Any]]] | None:
+    """Celery's answer to "which queues does each worker consume" (None: no worker answered)."""
+    from airflow.providers.celery.executors.celery_executor import app
+
+    return app.control.inspect(timeout=timeout).active_queues()
+
+
+def queue_served(executor: str, active_queues: Any, queue: str, pod_image: str | None = None) -> tuple[bool, str]:
+    """Whether a task on `queue` can start, and why. Only Celery routes by queue: every other
+    executor (Local, Kubernetes, ...) runs a task whatever its queue, and with
+    NEURONFORGE_NEURON_RUNNER=kubernetes the queue's watch is a pod of `pod_image`, not a task on
+    the queue. `active_queues` is Celery's inspect answer, or the exception asking raised (then the
+    queue is assumed served, and the watch's own timeouts bound the wait)."""
+    if pod_image is not None:
+        return True, f"NEURONFORGE_NEURON_RUNNER=kubernetes: a pod of {pod_image} runs its watch, no worker needed"
+    if "Celery" not in executor:
+        return True, f"{executor} runs tasks of every queue"
+    if isinstance(active_queues, BaseException):
+        return True, f"could not ask Celery which queues have workers ({active_queues}); trying queue {queue!r}"
+    if not active_queues:
+        return False, f"no Celery worker answered, so nothing consumes queue {queue!r}"
+    consumers = sorted(w for w, qs in active_queues.items() if any(q.get("name") == queue for q in qs or []))
+    if consumers:
+        return True, f"queue {queue!r} is consumed by {', '.join(consumers)}"
+    seen = "; ".join(
+        f"{w}: {', '.join(sorted(q.get('name', '?') for q in qs or [])) or 'none'}"
+        for w, qs in sorted(active_queues.items())
+    )
+    return False, f"no Celery worker consumes queue {queue!r} (workers and their queues: {seen})"
+
+
+def watch_task_id(queue: str) -> str:
+    """The toolchain watch of a Neuron queue: `watch_toolchain_neuron_2_26_1`, ..."""
+    return "watch_toolchain_" + queue.replace("-", "_").replace(".", "_")
+
+
+def profiles_on(queue: str) -> list[ServingProfile]:
+    """The registered profile versions whose compile and smoke tasks go to `queue`."""
+    return [p for p in registry.all_profiles() if p.queue == queue]
+
+
+def needed_queues(explicit_catalog: str | None) -> list[str]:
+    """The Neuron queues the catalog's profile versions need; every registered one when the
+    catalog cannot be read (`find_stale` then fails on it with its problems, scheduling nothing)."""
+    from neuronforge.farm import recompile
+    from neuronforge.farm.catalog import load_catalog
+
+    try:
+        catalog = load_catalog(catalog_path(explicit_catalog))
+    except Exception as exc:  # missing file, unreadable: find_stale reports it
+        log.info("catalog unreadable (%s): checking every Neuron queue", exc)
+        return neuron_queues()
+    return recompile.queues_of(catalog) if catalog.ok else neuron_queues()
+
+
+@task.branch
+def check_workers(params: dict[str, Any] | None = None) -> list[str]:
+    """On the default queue, first: refuse a conf with unknown keys, then decide, for every Neuron
+    queue a profile version of the catalog needs, whether a worker consumes it. The watch of a queue
+    nobody consumes is skipped (never queued) and its profiles' targets are reported unavailable with
+    the reason; the watches of queues the catalog does not need are skipped too. The cpu targets are
+    checked either way."""
+    context = get_current_context()
+    validate_recompile_conf(context["dag_run"].conf)
+    params = params or context["params"]
+    queues = needed_queues(params.get("catalog"))
+    executor = default_executor()
+    pods = runner() == "kubernetes"  # the watches are pods: no Celery worker of a Neuron queue to ask about
+    answer: Any = None
+    if "Celery" in executor and queues and not pods:
+        try:
+            answer = celery_active_queues()
+        except Exception as exc:  # broker unreachable, provider missing: let the watches try
+            answer = exc
+    workers: dict[str, dict[str, Any]] = {}
+    for queue in queues:
+        served, detail = queue_served(executor, answer, queue, image_for(release_of(queue)) if pods else None)
+        log.info("queue %s: %s", queue, detail)
+        workers[queue] = {"served": served, "detail": detail}
+    context["ti"].xcom_push(key=WORKERS_XCOM, value=workers)
+    return [watch_task_id(q) for q, w in workers.items() if w["served"]] + ["find_stale"]
+
+
+def detect_on(queue: str) -> dict[str, Any]:
+    """Where the toolchain of `queue`'s SDK image is (a worker of the queue, or a pod of its image):
+    the toolchain of every profile version routed there, as its backend detects it, or why it cannot
+    be used (not installed, or not the profile's pins: the consumer checks those versions at load,
+    so a rebuild with another toolchain is useless)."""
+    from neuronforge.farm import recompile
+
+    found = recompile.detect_toolchains(profiles_on(queue), f"on the workers of queue {queue!r}")
+    for ref, tc in found.items():
+        log.info("%s: %s", ref, tc if isinstance(tc, str) else f"{tc.backend} {tc.backend_version}, "
+                 f"{tc.compiler} {tc.compiler_version}")  # fmt: skip
+    return {ref: tc if isinstance(tc, str) else tc.to_json() for ref, tc in found.items()}
+
+
+def _watch_pod(queue: str) -> dict[str, Any]:
+    # `@task.kubernetes` runs this function's own source in the pod: no closures, imports inside.
+    from neuronforge_airflow.operators.recompile import detect_on
+
+    return detect_on(queue)
+
+
+def watch_toolchain(queue: str):
+    """The watch task of one Neuron queue (call it in the DAG: one per `neuron_queues()`): a task on
+    that queue, or with NEURONFORGE_NEURON_RUNNER=kubernetes a CPU pod of the queue's SDK image (as
+    the compile DAG's `prepare` is), so no Celery worker of a Neuron queue is needed."""
+    options: dict[str, Any] = {"task_id": watch_task_id(queue), "retries": 0, "execution_timeout": timedelta(minutes=5)}
+    if runner() == "kubernetes":
+        pod = pod_settings(watch_task_id(queue), release_of(queue), neuron_cores=False)
+        return task.kubernetes(**options, **pod)(_watch_pod)(queue)
+
+    @task(queue=queue, **options)
+    def watch() -> dict[str, Any]:
+        """On a worker of this queue: what `detect_on` finds there."""
+        return detect_on(queue)
+
+    return watch()
+
+
+def _queue_reports(ti: Any, profiles: list[ServingProfile]) -> dict[str, Any]:
+    """Profile ref -> what the watch of its queue reported (toolchain JSON or why not), or, when the
+    watch reported nothing (skipped: no worker; failed: e.g. the queued-task timeout), why."""
+    from neuronforge.farm import recompile
+
+    workers = ti.xcom_pull(task_ids="check_workers", key=WORKERS_XCOM) or {}
+    out: dict[str, Any] = {}
+    for queue in sorted({p.queue for p in profiles if p.queue}):
+        found = ti.xcom_pull(task_ids=watch_task_id(queue)) or {}
+        checked = workers.get(queue) or {}
+        for profile in (p for p in profiles if p.queue == queue):
+            if profile.ref in found:
+                out[profile.ref] = found[profile.ref]
+            elif checked.get("served") is False:
+                out[profile.ref] = recompile.no_worker(profile, checked["detail"])
+            else:
+                out[profile.ref] = recompile.no_worker(profile, f"{watch_task_id(queue)} did not succeed")
+    return out
+
+
+@task(trigger_rule="all_done")
+def find_stale(params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Validate the catalog (a bad catalog schedules nothing), then every entry × target's key for
+    the profile version it resolves to, under the toolchain the workers of that version's queue
+    reported, and whether it is published. Runs even when a Neuron queue's watch did not report
+    (no worker, or the scheduler's queued-task timeout): that queue's targets are then reported
+    `unavailable` and the others are still kept current."""
+    from neuronforge.common.errors import InvalidInput
+    from neuronforge.farm import recompile
+    from neuronforge.farm.catalog import check_catalog
+    from neuronforge.spec.toolchain import Toolchain
+    from neuronforge.stores import open_store
+
+    context = get_current_context()
+    validate_recompile_conf(context["dag_run"].conf)  # check_workers failed on it too
+    params = params or context["params"]
+    path = catalog_path(params.get("catalog"))
+    catalog = check_catalog(path)
+    for note in catalog.notes:
+        log.info("catalog: %s", note)
+    if not catalog.ok:
+        raise InvalidInput(f"catalog {path} has problems; nothing scheduled:\n" + "\n".join(catalog.problems))
+    profiles = recompile.profiles_of(catalog)
+    reported = _queue_reports(context["ti"], [p for p in profiles if p.queue])
+    # The cpu profile compiles on the default queue: its toolchain is this worker's.
+    local = recompile.detect_toolchains([p for p in profiles if not p.queue], "on the default queue's worker")
+    reported.update({ref: tc if isinstance(tc, str) else tc.to_json() for ref, tc in local.items()})
+    toolchains: dict[str, Toolchain | str] = {
+        ref: Toolchain.from_json(v) if isinstance(v, dict) else v for ref, v in reported.items()
+    }
+    for ref, tc in sorted(reported.items()):
+        if isinstance(tc, str):
+            log.warning("%s: %s; its targets are unavailable", ref, tc)
+    store_uri = settings.store_uri(params.get("store"))
+    store = open_store(store_uri)
+    states = recompile.find_stale(catalog, toolchains, store, settings.work_dir())
+    stamp = recompile.stamp_of(context.get("logical_date") or context["dag_run"].run_after)
+    runs = [] if params.get("dry_run") else recompile.run_requests(states, store_uri, f"recompile__{stamp}")
+    for s in states:
+        log.info("%-11s %s %s %s %s", s.status, s.source, s.slug, s.profile, s.key[:12] or s.detail)
+    return {
+        "stamp": stamp,
+        "catalog": str(path),
+        "store_uri": store_uri,
+        "toolchains": reported,
+        "sdk": recompile.sdk_release_status(store, recompile.newest_compiler(reported)),
+        "states": [s.to_json() for s in states],
+        "runs": runs,
+    }
+
+
+@task
+def rebuild_runs(plan: dict[str, Any], params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The compile runs to trigger, in catalog order (the order the scheduler will start them in).
+    Throttled (the default), each trigger waits, deferred, for its run to end, and at most
+    REBUILD_SLOTS triggers are in flight: the rest of the compile DAG's run slots stay free."""
+    throttle = bool((params or get_current_context()["params"]).get("throttle_rebuilds", True))
+    for run in plan["runs"]:
+        log.info("%s: %s, %d target(s)", run["trigger_run_id"], run["conf"]["model"], len(run["conf"]["targets"]))
+    if throttle and plan["runs"]:
+        log.info("throttled: at most %d rebuild run(s) in flight at once", REBUILD_SLOTS)
+    return [{**run, "wait_for_completion": throttle} for run in plan["runs"]]
+
+
+def _settle(store_uri: str, states: list[dict[str, Any]]) -> tuple[bool, list[dict[str, Any]]]:
+    from neuronforge.farm import recompile
+    from neuronforge.stores import open_store
+
+    parsed = [recompile.TargetState.from_json(s) for s in states]
+    done = recompile.settle(open_store(store_uri), parsed)
+    return done, [s.to_json() for s in parsed]
+
+
+class RebuildsSettledTrigger(PollingTrigger):
+    """Fires when every triggered rebuild has published or recorded a failure, or at the deadline."""
+
+    FIELDS = ("store_uri", "states", "deadline", "poll_s")
+
+    def __init__(self, store_uri: str, states: list[dict[str, Any]], deadline: float, poll_s: float = 60.0) -> None:
+        super().__init__()
+        self.store_uri, self.states, self.deadline, self.poll_s = store_uri, states, deadline, poll_s
+
+    def poll(self) -> dict[str, Any] | None:
+        done, _ = _settle(self.store_uri, self.states)
+        return {"settled": True} if done else None
+
+    def at_deadline(self) -> dict[str, Any]:
+        return {"settled": False}
+
+
+def poll_s() -> float:
+    """How often the wait looks at the triggered rebuilds (NEURONFORGE_RECOMPILE_POLL_S, default 60 s)."""
+    from neuronforge.common import settings
+
+    return settings.current().recompile_poll_s
+
+
+class AwaitRebuildsOperator(BaseOperator):
+    """Waits, deferred (no worker slot held), until the triggered rebuilds have all ended or
+    `wait_minutes` passed; what is still running then is reported as such."""
+
+    template_fields = ("plan", "wait_minutes")
+
+    def __init__(self, *, plan: Any, wait_minutes: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.plan, self.wait_minutes = plan, wait_minutes
+
+    def execute(self, context: Any) -> None:
+        done, _ = _settle(self.plan["store_uri"], self.plan["states"])
+        minutes = float(self.wait_minutes or 0)
+        if done or minutes <= 0 or not self.plan["runs"]:
+            return
+        deadline = time.time() + minutes * 60
+        log.info("waiting up to %.0f min for %d rebuild run(s)", minutes, len(self.plan["runs"]))
+        self.defer(
+            trigger=RebuildsSettledTrigger(self.plan["store_uri"], self.plan["states"], deadline, poll_s()),
+            method_name="resume",
+        )
+
+    def resume(self, context: Any, event: dict[str, Any] | None = None) -> None:
+        if event and not event.get("settled"):
+            log.info("deadline reached with rebuilds still running; the report lists them")
+
+
+@task(trigger_rule="all_done", outlets=[REPORT_ASSET])
+def report(plan: dict[str, Any]) -> dict[str, Any]:
+    """The run's summary: in this log, as reports/recompile-<stamp>.{md,json} in the store, and as
+    an event on the `neuronforge-recompile-report` Asset (extra: the report's URIs and counts)."""
+    from neuronforge.farm import recompile
+    from neuronforge.stores import open_store
+
+    if plan is None:  # find_stale failed (e.g. a bad catalog): nothing was scheduled, nothing to report
+        raise AirflowSkipException("no plan: find_stale failed and scheduled nothing (its log says why)")
+    store = open_store(plan["store_uri"])
+    states = [recompile.TargetState.from_json(s) for s in plan["states"]]
+    recompile.settle(store, states)
+    rep = recompile.Report(
+        plan["stamp"],
+        plan["catalog"],
+        store.root_uri,
+        plan["toolchains"],
+        states,
+        plan.get("sdk"),
+        [r["trigger_run_id"] for r in plan["runs"]],
+    )
+    uris = recompile.write_report(store, rep)
+    log.info("recompile report (%s):\n%s", uris["markdown"], rep.to_markdown())
+    extra = {**uris, "counts": rep.counts(), "runs": rep.runs}
+    get_current_context()["outlet_events"][REPORT_ASSET].extra = extra
+    failed = [s for s in states if s.outcome == recompile.FAILED or s.status == recompile.UNRESOLVED]
+    return {**extra, "failed": [f"{s.source} {s.slug}: {s.outcome_detail or s.detail}" for s in failed]}
+
+
+@task
+def verdict(summary: dict[str, Any]) -> None:
+    """Fails the run when a rebuild failed or a catalog source could not be resolved, so the run's
+    colour says so; the report was written either way."""
+    if summary["failed"]:
+        raise RuntimeError(f"{len(summary['failed'])} catalog target(s) failed:\n" + "\n".join(summary["failed"]))

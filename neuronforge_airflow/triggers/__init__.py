@@ -1,0 +1,1 @@
+"""Deferrable triggers: one polling loop, its checks."""
