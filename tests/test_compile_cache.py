@@ -102,7 +102,7 @@ def test_compile_sync_record_and_preseed_through_the_labelled_folder(fake_neuron
     assert done == [f"{PREFIX}/{n}/model.done" for n in use.created]
     assert not [o for o in store.list("neuron-cache") if "lock" in o.key or CDIR not in o.key]
     assert first.record_graph_set("g1", use.created)
-    assert store.read_json(f"neuron-cache-sets/{CDIR}/g1.json") == {"entries": use.created}
+    assert store.read_json(f"neuron-cache-sets/{CDIR}/g1.json") == {"schema_version": 1, "entries": use.created}
     assert first.sync_to_store().already_present == use.created
 
     # Another host: pre-seed what the graph set recorded, then the compiler finds it locally.

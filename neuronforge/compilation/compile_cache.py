@@ -41,6 +41,10 @@ from typing import Any
 
 from neuronforge.artifacts import layout
 from neuronforge.common.errors import StoreError
+from neuronforge.records.base import RecordError
+from neuronforge.records.compile_cache import GraphSet, StoredEntryNote
+from neuronforge.records.local import read_local, write_local
+from neuronforge.records.tree import StoredFile
 from neuronforge.spec.source import sha256_file
 from neuronforge.stores import ArtifactStore, NotFound, ObjectInfo
 
@@ -134,28 +138,26 @@ class CompileCache:
         if record is None:
             return []
         files = [
-            {"path": p.relative_to(path).as_posix(), "size": p.stat().st_size, "sha256": sha256_file(p)}
+            StoredFile(path=p.relative_to(path).as_posix(), size=p.stat().st_size, sha256=sha256_file(p))
             for p in sorted(path.rglob("*"))
             if p.is_file() and not p.name.endswith(".lock") and p.name != FAILED_LOG
         ]
         record.parent.mkdir(parents=True, exist_ok=True)
         tmp = record.with_name(f".{record.name}.{uuid.uuid4().hex[:8]}")
-        tmp.write_text(json.dumps({"store": self.store.uri(f"{self.store_prefix}/{name}"), "files": files}) + "\n")
+        write_local(StoredEntryNote(store=self.store.uri(f"{self.store_prefix}/{name}"), files=files), tmp)
         os.replace(tmp, record)
         return self._stored_keys(name, files)
 
-    def _stored_keys(self, name: str, files: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return [
-            {"key": f"{self.store_prefix}/{name}/{f['path']}", "size": f["size"], "sha256": f["sha256"]} for f in files
-        ]
+    def _stored_keys(self, name: str, files: list[StoredFile]) -> list[dict[str, Any]]:
+        return [{"key": f"{self.store_prefix}/{name}/{f.path}", "size": f.size, "sha256": f.sha256} for f in files]
 
     def known_stored(self, name: str) -> list[dict[str, Any]]:
         """What this host recorded the store holds of entry `name` (uploaded or pulled here); [] if
         nothing (e.g. another host uploaded it while this one compiled the same graph: the bytes may differ)."""
         record = self._stored_record(name)
         try:
-            files = json.loads(record.read_text())["files"] if record is not None else []
-        except (OSError, ValueError, KeyError):
+            files = read_local(StoredEntryNote, record).files if record is not None else []
+        except (OSError, RecordError):  # absent, or not a note this release reads: upload again
             return []
         return self._stored_keys(name, files)
 
@@ -201,8 +203,8 @@ class CompileCache:
         if self.store is None:
             return None
         try:
-            return list(self.store.read_json(layout.neuron_graph_set(self.compiler, self.version, key))["entries"])
-        except (NotFound, KeyError, StoreError):
+            return GraphSet.read(self.store, layout.neuron_graph_set(self.compiler, self.version, key)).entries
+        except (NotFound, StoreError):  # RecordError is a StoreError: an unreadable set is an unknown one
             return None
 
     def record_graph_set(self, key: str, entries: list[str]) -> bool:
@@ -211,7 +213,7 @@ class CompileCache:
             return False
         if not all(self.store.exists(f"{self.store_prefix}/{n}/{DONE}") for n in entries):
             return False
-        self.store.write_json(layout.neuron_graph_set(self.compiler, self.version, key), {"entries": sorted(entries)})
+        GraphSet(entries=sorted(entries)).write(self.store, layout.neuron_graph_set(self.compiler, self.version, key))
         return True
 
     def sync_to_store(self) -> SyncReport:
