@@ -124,10 +124,20 @@ def _publish_lmi(store, version: str, entries: list[str]) -> str:
     """A published lmi-neuronx artifact (index entry, manifest, launch/neff-cache.json) whose NEFFs
     are `entries` of neuronxcc `version`'s compile-cache folder."""
     from neuronforge.artifacts import layout
+    from neuronforge.records.neff_cache import NeffCacheRecord
 
     key = f"lmi-{version}".ljust(64, "0")[:64]
     prefix = f"artifacts/org/x/rev/lmi/{key[:12]}"
-    store.write_json(f"{prefix}/launch/neff-cache.json", {"compiler_dir": f"neuronxcc-{version}", "entries": entries})
+    record = NeffCacheRecord(
+        compiled_graph_path=store.uri("neuron-cache"),
+        neuron_compile_cache_url=None,
+        kind="neuron-compile-cache",
+        cache_root=store.uri("neuron-cache"),
+        compiler_dir=f"neuronxcc-{version}",
+        entries=entries,
+        load={"model_type": "llama", "kwargs": {}},
+    )
+    record.write(store, f"{prefix}/launch/neff-cache.json")
     manifest = {
         "cache_key": key,
         "source": {"location": "org/x"},

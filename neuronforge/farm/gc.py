@@ -276,6 +276,7 @@ def referenced_cache_entries(store: ArtifactStore, entries: list[StoredEntry]) -
     from neuronforge.common.errors import StoreError
     from neuronforge.profiles.base import LAUNCH_DIR
     from neuronforge.profiles.lmi_neuronx import CACHE_FILE
+    from neuronforge.records.neff_cache import NeffCacheRecord
     from neuronforge.stores import NotFound
 
     selected = {(e.compiler_dir, e.name) for e in entries}
@@ -289,17 +290,15 @@ def referenced_cache_entries(store: ArtifactStore, entries: list[StoredEntry]) -
         if cdir not in folders:
             continue
         try:
-            record = store.read_json(f"{a.prefix}/{LAUNCH_DIR}/{CACHE_FILE}")
+            record = NeffCacheRecord.read(store, f"{a.prefix}/{LAUNCH_DIR}/{CACHE_FILE}")
         except NotFound:
             continue  # an artifact that does not point into the compile cache
-        except StoreError as exc:
+        except StoreError as exc:  # unreachable, or a record that is not one (RecordError): keep all it may name
             log.warning("cache prune: %s/%s: %s; %s is kept whole", a.prefix, CACHE_FILE, exc, cdir)
             out.update({k: a.manifest_key for k in selected if k[0] == cdir})
             continue
-        if not isinstance(record, dict):
-            continue
-        folder = str(record.get("compiler_dir") or cdir)
-        for name in record.get("entries") or ():
-            if (folder, str(name)) in selected:
-                out[(folder, str(name))] = a.manifest_key
+        folder = record.compiler_dir or cdir
+        for name in record.entries:
+            if (folder, name) in selected:
+                out[(folder, name)] = a.manifest_key
     return out

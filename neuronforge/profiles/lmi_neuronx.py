@@ -69,6 +69,9 @@ from neuronforge.profiles.base import (
     read_json,
     tokenizer_problems,
 )
+from neuronforge.records.base import RecordError
+from neuronforge.records.local import read_local
+from neuronforge.records.neff_cache import NeffCacheRecord
 
 if TYPE_CHECKING:
     from neuronforge.spec.modelconfig import ModelArch
@@ -512,16 +515,16 @@ class LmiNeuronxProfile(ServingProfile):
         props = render_properties(t, ctx.model_config, model_id, graphs, ctx.model_type)
         record = json.loads((ctx.build_dir / LOAD_FILE).read_text())
         local_cache = ctx.cache_uri.removeprefix("file://") if how == "local-cache" else None
-        cache = {
-            "compiled_graph_path": graphs,
-            "neuron_compile_cache_url": local_cache,  # lmi.env's, when there is no compiled_graph_path
-            "kind": "model.save" if how == "local" else "neuron-compile-cache",
-            "cache_root": ctx.cache_uri,
-            "compiler_dir": layout.compiler_dir(ctx.toolchain.compiler, ctx.toolchain.compiler_version),
-            "entries": sorted(record.get("cache_entries", [])),
-            "neuron_cc_flags": record.get("neuron_cc_flags", ""),
-            "load": TnxLoad.from_json(record).to_json(),
-        }
+        cache = NeffCacheRecord(
+            compiled_graph_path=graphs,
+            neuron_compile_cache_url=local_cache,
+            kind="model.save" if how == "local" else "neuron-compile-cache",
+            cache_root=ctx.cache_uri,
+            compiler_dir=layout.compiler_dir(ctx.toolchain.compiler, ctx.toolchain.compiler_version),
+            entries=sorted(record.get("cache_entries", [])),
+            neuron_cc_flags=record.get("neuron_cc_flags", ""),
+            load=TnxLoad.from_json(record).to_json(),
+        )
         file_store = "# A file:// store: LMI takes only s3:// URIs and local paths, so model_id"
         if how == "s3":
             where = "# compiled_graph_path is the store's compile-cache ROOT (libneuronxla adds neuronxcc-<ver>/).\n"
@@ -567,7 +570,7 @@ class LmiNeuronxProfile(ServingProfile):
         return {
             PROPERTIES_FILE: props_text,
             ENV_FILE: env_text,
-            CACHE_FILE: json.dumps(cache, indent=2, sort_keys=True) + "\n",
+            CACHE_FILE: cache.to_bytes().decode(),
         }
 
     def smoke_load(self, payload: Path) -> SmokeLoad:
@@ -576,15 +579,15 @@ class LmiNeuronxProfile(ServingProfile):
         NEFFs come from — the store's compile cache (an s3:// compiled_graph_path: the entries
         `neff-cache.json` names, synced as libneuronxla pulls them) or, for a local path, the
         `model.save` folder through `model.load(dir)`."""
-        cache = read_json(payload / LAUNCH_DIR / CACHE_FILE) or {}
-        local = cache.get("kind") == "model.save"
+        cache = read_neff_cache(payload / LAUNCH_DIR / CACHE_FILE)
+        local = cache is not None and cache.model_save
         settings = {
-            "tnx": TnxLoad.from_json(cache.get("load") or {"model_type": "", "kwargs": {}}),
-            "neuron_cc_flags": str(cache.get("neuron_cc_flags", "")),
+            "tnx": TnxLoad.from_json(cache.load if cache is not None else {"model_type": "", "kwargs": {}}),
+            "neuron_cc_flags": cache.neuron_cc_flags if cache is not None else "",
             "neff_dir": str(payload / self.folder / NEFF_DIR),
             "load_neffs": local,
         }
-        entries = None if local else tuple(str(e) for e in cache.get("entries") or ())
+        entries = None if local else tuple(cache.entries if cache is not None else ())
         return SmokeLoad(f"{self.folder}/{MODEL_DIR}", settings, entries)
 
     # -- preflight -------------------------------------------------------------------------------
@@ -596,8 +599,8 @@ class LmiNeuronxProfile(ServingProfile):
         if not (launch / PROPERTIES_FILE).is_file():
             return [f"{LAUNCH_DIR}/{PROPERTIES_FILE}: missing (LMI reads it from the model directory)"]
         props = parse_properties((launch / PROPERTIES_FILE).read_text())
-        cache = read_json(launch / CACHE_FILE)
-        if not isinstance(cache, dict) or not isinstance(cache.get("load"), dict):
+        cache = read_neff_cache(launch / CACHE_FILE)
+        if cache is None:
             return [f"{LAUNCH_DIR}/{CACHE_FILE}: missing or without the load the NEFFs were compiled for"]
         model = artifact.root / self.folder / MODEL_DIR
         config = read_json(model / "config.json") or {}
@@ -615,7 +618,7 @@ class LmiNeuronxProfile(ServingProfile):
             refused = load_problems(load, config)
             out += [f"{PROPERTIES_FILE}: transformers-neuronx would refuse LMI's load: {p}" for p in refused]
         if load is not None:
-            built = cache["load"]
+            built = cache.load
             for part in ("model_type", "kwargs", "neuron_config"):
                 if load.to_json()[part] != built.get(part):
                     out.append(
@@ -629,7 +632,7 @@ class LmiNeuronxProfile(ServingProfile):
         return out
 
     def _locations_problems(
-        self, root: Path, props: Mapping[str, str], cache: Mapping[str, Any], model_type: str = ""
+        self, root: Path, props: Mapping[str, str], cache: NeffCacheRecord, model_type: str = ""
     ) -> list[str]:
         out = []
         model_id = props.get("option.model_id", "")
@@ -637,14 +640,14 @@ class LmiNeuronxProfile(ServingProfile):
         cls = family(model_type)
         if "option.compiled_graph_path" not in props:
             # only for a class without load(dir) on a file:// store: the NEFFs come from the cache lmi.env names
-            if cls is None or cls.serializable or not cache.get("neuron_compile_cache_url"):
+            if cls is None or cls.serializable or not cache.neuron_compile_cache_url:
                 out.append(
                     f"option.compiled_graph_path is not set and {CACHE_FILE} names no NEURON_COMPILE_CACHE_URL: "
                     "LMI would find no NEFFs and compile at start-up"
                 )
-            if cache.get("compiled_graph_path") is not None:
+            if cache.compiled_graph_path is not None:
                 out.append(
-                    f"option.compiled_graph_path is not set, but {CACHE_FILE} records {cache['compiled_graph_path']!r}"
+                    f"option.compiled_graph_path is not set, but {CACHE_FILE} records {cache.compiled_graph_path!r}"
                 )
         for key, value in (("model_id", model_id), ("compiled_graph_path", graphs)):
             if key == "compiled_graph_path" and "option.compiled_graph_path" not in props:
@@ -656,7 +659,7 @@ class LmiNeuronxProfile(ServingProfile):
                 )
         if not model_id.rstrip("/").endswith(f"/{self.folder}/{MODEL_DIR}"):
             out.append(f"option.model_id={model_id!r} does not name this artifact's {self.folder}/{MODEL_DIR}")
-        if "option.compiled_graph_path" in props and graphs != cache.get("compiled_graph_path"):
+        if "option.compiled_graph_path" in props and graphs != cache.compiled_graph_path:
             out.append(f"option.compiled_graph_path={graphs!r} is not the one {CACHE_FILE} records")
         if graphs.startswith("s3://"):
             if graphs.rstrip("/").rsplit("/", 1)[-1].startswith("neuronxcc-"):
@@ -708,22 +711,22 @@ class LmiNeuronxProfile(ServingProfile):
                 out.append(f"{where}: shards {missing} named by model.safetensors.index.json are missing")
         return out + tokenizer_problems(model, where, f"LMI loads the tokenizer from model_id ({RULE_LOADER})")
 
-    def _cache_record_problems(self, artifact: Artifact, cache: Mapping[str, Any]) -> list[str]:
+    def _cache_record_problems(self, artifact: Artifact, cache: NeffCacheRecord) -> list[str]:
         out = []
         want = layout.compiler_dir("neuronxcc", COMPILER_VERSION)
-        if cache.get("compiler_dir") != want or artifact.toolchain.compiler_version != COMPILER_VERSION:
+        if cache.compiler_dir != want or artifact.toolchain.compiler_version != COMPILER_VERSION:
             out.append(
                 f"{CACHE_FILE}: compiled by neuronx-cc {artifact.toolchain.compiler_version} into "
-                f"{cache.get('compiler_dir')}; {LMI_IMAGE} runs {COMPILER_VERSION} and looks in {want}/"
+                f"{cache.compiler_dir}; {LMI_IMAGE} runs {COMPILER_VERSION} and looks in {want}/"
             )
-        entries = cache.get("entries")
-        if not isinstance(entries, list) or not entries:
+        entries = cache.entries
+        if not entries:
             out.append(f"{CACHE_FILE}: lists no cache entries: LMI would find no NEFF and compile")
-        elif bad := [e for e in entries if not isinstance(e, str) or not MODULE_ENTRY.fullmatch(e)]:
+        elif bad := [e for e in entries if not MODULE_ENTRY.fullmatch(e)]:
             out.append(f"{CACHE_FILE}: {bad[:3]} are not MODULE_<hash>+<flags hash> cache entries")
         return out
 
-    def _env_problems(self, launch: Path, props: Mapping[str, str], cache: Mapping[str, Any]) -> list[str]:
+    def _env_problems(self, launch: Path, props: Mapping[str, str], cache: NeffCacheRecord) -> list[str]:
         if not (launch / ENV_FILE).is_file():
             return [f"{LAUNCH_DIR}/{ENV_FILE}: missing"]
         env = read_env_file(launch / ENV_FILE)
@@ -739,17 +742,17 @@ class LmiNeuronxProfile(ServingProfile):
                 f"batch_size={front}: with the env file alone the front end batches "
                 f"{env.get(FRONT_BATCH_ENV) or 1} request(s) for graphs compiled for {front} ({RULE_FRONT_BATCH})"
             )
-        want = cache.get("neuron_compile_cache_url")
+        want = cache.neuron_compile_cache_url
         if want and env.get("NEURON_COMPILE_CACHE_URL") != want:
             out.append(
                 f"{ENV_FILE}: NEURON_COMPILE_CACHE_URL={env.get('NEURON_COMPILE_CACHE_URL')!r}, but the NEFFs are in "
                 f"the compile cache {want!r} (there is no compiled_graph_path to name it)"
             )
         runtime = env.get("NEURON_CC_FLAGS", LMI_CC_FLAGS)  # the image's ENV unless the env file overrides it
-        if runtime.split() != str(cache.get("neuron_cc_flags", "")).split():
+        if runtime.split() != cache.neuron_cc_flags.split():
             out.append(
                 f"LMI runs with NEURON_CC_FLAGS={runtime!r}, but the NEFFs were compiled with "
-                f"{cache.get('neuron_cc_flags', '')!r}: every cache entry's name carries the flags' hash"
+                f"{cache.neuron_cc_flags!r}: every cache entry's name carries the flags' hash"
             )
         return out
 
@@ -761,26 +764,35 @@ class LmiNeuronxProfile(ServingProfile):
         from neuronforge.compilation.compile_cache import DONE
         from neuronforge.stores import open_store
 
-        cache = read_json(artifact.root / LAUNCH_DIR / CACHE_FILE)
-        if not isinstance(cache, dict) or not isinstance(cache.get("cache_root"), str):
+        cache = read_neff_cache(artifact.root / LAUNCH_DIR / CACHE_FILE)
+        if cache is None:
             return [f"{CACHE_FILE}: no cache_root: where the NEFF cache entries are is unknown"]
-        root = cache["cache_root"].rstrip("/")
-        graphs = str(cache.get("compiled_graph_path", ""))
+        root = cache.cache_root.rstrip("/")
+        graphs = cache.compiled_graph_path or ""
         out = []
         if graphs.startswith("s3://") and graphs.rstrip("/") != root:
             out.append(f"compiled_graph_path {graphs} is not the cache root the NEFFs were published to ({root})")
         try:
             cache_store = open_store(root)
-            entries = [str(e) for e in cache.get("entries", [])]
-            missing = [e for e in entries if not cache_store.exists(f"{cache.get('compiler_dir')}/{e}/{DONE}")]
+            entries = cache.entries
+            missing = [e for e in entries if not cache_store.exists(f"{cache.compiler_dir}/{e}/{DONE}")]
         except (StoreError, InvalidInput) as exc:
             return [*out, f"the NEFF cache {root} cannot be read: {exc}"]
         if missing:
             out.append(
                 f"{len(missing)} of {len(entries)} NEFF cache entries are not complete in "
-                f"{root}/{cache.get('compiler_dir')} (e.g. {missing[0]}): LMI would compile them at start-up"
+                f"{root}/{cache.compiler_dir} (e.g. {missing[0]}): LMI would compile them at start-up"
             )
         return out
+
+
+def read_neff_cache(path: Path) -> NeffCacheRecord | None:
+    """The artifact's `neff-cache.json`, or None when it is missing or not one (each reader says what
+    that means for it: no load to compare, no cache root to look in)."""
+    try:
+        return read_local(NeffCacheRecord, path)
+    except (OSError, RecordError):
+        return None
 
 
 PROFILE = LmiNeuronxProfile()

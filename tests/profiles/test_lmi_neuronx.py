@@ -33,6 +33,7 @@ from neuronforge.profiles.lmi_neuronx import (
     render_properties,
 )
 from neuronforge.profiles.registry import target_problems
+from neuronforge.records.neff_cache import NeffCacheRecord
 from neuronforge.spec.target import TargetSpec
 from neuronforge.spec.tinymodel import make_tiny_llama
 from neuronforge.spec.toolchain import Toolchain
@@ -606,7 +607,7 @@ def test_dynamic_batching_env_file_carries_the_front_ends_batch_size(tmp_path: P
     env = read_env_file(launch / ENV_FILE)
     assert env["SERVING_BATCH_SIZE"] == env["OPTION_BATCH_SIZE"] == "4"
     properties = parse_properties(files[PROPERTIES_FILE])
-    cache = json.loads(files["neff-cache.json"])
+    cache = NeffCacheRecord.from_json(json.loads(files["neff-cache.json"]))
     assert not PROFILE._env_problems(launch, properties, cache)
     (launch / ENV_FILE).write_text(files[ENV_FILE].replace("SERVING_BATCH_SIZE=4\n", ""))
     assert any("SERVING_BATCH_SIZE=None" in p for p in PROFILE._env_problems(launch, properties, cache))
