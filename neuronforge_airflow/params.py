@@ -31,7 +31,6 @@ from airflow.sdk import Param
 from neuronforge.common import settings
 from neuronforge.common.errors import InvalidInput
 from neuronforge.profiles import all_profiles, profile_names
-from neuronforge.spec.instances import INSTANCES
 from neuronforge.spec.target import QUANTIZATION_CHOICES, TargetInput, TargetSpec, target_inputs, target_json_schema
 
 COMPILE_DAG = "neuronforge_compile_publish"
@@ -180,6 +179,7 @@ RECOMPILE_PARAMS: dict[str, Param] = {
 
 # The sweep DAG's trigger form (`neuronforge sweep`'s options; the candidate lists are optional).
 OPTIONAL_INTS = {"type": ["null", "array"], "items": {"type": "integer", "minimum": 1}}
+_TARGET = target_inputs()
 SWEEP_PARAMS: dict[str, Param] = {
     "model": Param(
         None,
@@ -187,7 +187,10 @@ SWEEP_PARAMS: dict[str, Param] = {
         title="Model",
         description="org/name[@revision], s3://bucket/prefix or a folder; empty: the embedded tiny Llama",
     ),
-    "instance": Param("inf2.48xlarge", type="string", enum=list(INSTANCES), title="Instance type"),
+    # instance and dtype: one per sweep, spelled and bounded as a target's (TargetSpec declares them)
+    "instance": Param(
+        "inf2.48xlarge", **TARGET_SCHEMA["properties"]["instance_type"], title=_TARGET["instance_type"].declared.title
+    ),
     "profile": Param(
         "optimum-neuron",
         type="string",
@@ -200,7 +203,7 @@ SWEEP_PARAMS: dict[str, Param] = {
     "seq_lens": Param(
         None, **OPTIONAL_INTS, title="Sequence lengths", description="empty: powers of two from 1024 to max positions"
     ),
-    "dtype": Param("bf16", type="string", enum=["bf16", "fp16", "fp32"], title="dtype"),
+    "dtype": Param("bf16", **TARGET_SCHEMA["properties"]["dtype"], title=_TARGET["dtype"].declared.title),
     "method": Param(
         "planned",
         type="string",
