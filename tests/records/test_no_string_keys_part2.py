@@ -32,7 +32,8 @@ ALLOWED = {
         "neuronforge_airflow/policies/deployment_checks.py",
         "recorded_at",
     ),  # the Airflow Variable the cluster policy writes
-    ("neuronforge/interfaces/cli.py", "max_rel_error"),  # `neuronforge quantize`'s own summary (its --json output)
+    # `neuronforge quantize`'s own summary (its --json output)
+    ("neuronforge/interfaces/cli/build.py", "max_rel_error"),
     ("neuronforge/farm/rows.py", "holder"),  # the farm index's "building" entry (farm_index records, part 1)
     (
         "neuronforge_airflow/operators/sweep.py",

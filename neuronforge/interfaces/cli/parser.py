@@ -11,6 +11,7 @@ from neuronforge.interfaces.cli import build, cache, catalog, environment, store
 from neuronforge.interfaces.cli.command import Command
 from neuronforge.interfaces.cli.exit_codes import EXIT_CODES
 
+DESCRIPTION = "`neuronforge` command line."  # the first line of `--help`
 # The command groups: each module declares its commands (`COMMANDS`), options and handler together.
 GROUPS = (build, store, catalog, cache, sweep, environment)
 # The order `neuronforge --help` lists the commands in: the order they came in, which the help has always shown.
@@ -81,11 +82,9 @@ def commands() -> list[Command]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from neuronforge.interfaces import cli  # the package's docstring: its first line is the description
-
     parser = argparse.ArgumentParser(
         prog="neuronforge",
-        description=cli.__doc__.splitlines()[0],
+        description=DESCRIPTION,
         epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
