@@ -7,6 +7,7 @@ import argparse
 import ast
 import json
 import os
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,8 @@ import pytest
 
 from neuronforge.common import settings
 from neuronforge.interfaces import cli
-from neuronforge.interfaces.cli import EXIT_CODES, ExitCode, build_parser, main
+from neuronforge.interfaces.cli import EXIT_CODES, ExitCode, build_parser, exit_codes, main
+from neuronforge.interfaces.cli.parser import join_dash_values
 from neuronforge.stores import open_store
 
 EXE = Path(sys.executable).parent / "neuronforge"
@@ -157,36 +159,74 @@ def _own_returns(fn: ast.FunctionDef) -> list[ast.Return]:
     return found
 
 
+def _cli_modules() -> dict[str, Path]:
+    """Every module of the `cli` package by its dotted name: where the commands and `main` are."""
+    return {f"{cli.__name__}.{m.name}": Path(m.module_finder.path) / f"{m.name}.py"
+            for m in pkgutil.iter_modules(cli.__path__)} | {cli.__name__: Path(cli.__file__)}  # fmt: skip
+
+
+def test_every_command_handler_is_read_by_the_exit_code_check() -> None:
+    """Each command's handler is a `cmd_` function of a module of the package: the static check below
+    reads all of those, so no command's returns escape it."""
+    modules = _cli_modules()
+    handlers = {(p.get_default("func").__module__, p.get_default("func").__name__)
+                for p in _commands().values() if p.get_default("func")}  # fmt: skip
+    assert len(handlers) >= 20
+    for module, name in handlers:
+        assert module in modules and name.startswith("cmd_"), (module, name)
+
+
 def test_every_code_a_command_returns_is_in_the_table() -> None:
-    """Static: each `return` of a command (and of `main`) is an `ExitCode` member, an alias of one,
-    an error outcome's `exit_code`, or another command's result; a bare number or an unknown name
-    fails here."""
-    aliases = {name for name in dir(cli) if name.startswith("EXIT_") and isinstance(getattr(cli, name), ExitCode)}
-    tree = ast.parse(Path(cli.__file__).read_text())
+    """Static: each `return` of a command (and of `main`), in every module of the package, is an
+    `ExitCode` member, an alias of one, an error outcome's `exit_code`, or another command's result;
+    a bare number or an unknown name fails here."""
+    aliases = {
+        name for name in dir(exit_codes) if name.startswith("EXIT_") and isinstance(getattr(exit_codes, name), ExitCode)
+    }
     checked, bad = 0, []
-    for fn in tree.body:
-        if not isinstance(fn, ast.FunctionDef) or not (fn.name.startswith("cmd_") or fn.name == "main"):
-            continue
-        for ret in _own_returns(fn):
-            for value in _returned(ret.value) if ret.value else [ret.value]:
-                checked += 1
-                if isinstance(value, ast.Name) and value.id in aliases:
-                    continue
-                if (
-                    isinstance(value, ast.Attribute)
-                    and isinstance(value.value, ast.Name)
-                    and value.value.id == "ExitCode"
-                    and value.attr in ExitCode.__members__
-                ):
-                    continue
-                if isinstance(value, ast.Attribute) and value.attr == "exit_code":
-                    continue  # an error's `errors.outcome`: typed ExitCode (test_error_outcomes checks each class's)
-                if isinstance(value, ast.Call):
-                    callee = value.func.id if isinstance(value.func, ast.Name) else ast.unparse(value.func)
-                    if callee.startswith("cmd_") or callee == "args.func":
-                        continue
-                bad.append(f"{fn.name}:{ret.lineno}: return {ast.unparse(value) if value else None}")
+    for path in _cli_modules().values():
+        for fn in ast.parse(path.read_text()).body:
+            if not isinstance(fn, ast.FunctionDef) or not (fn.name.startswith("cmd_") or fn.name == "main"):
+                continue
+            for ret in _own_returns(fn):
+                for value in _returned(ret.value) if ret.value else [ret.value]:
+                    checked += 1
+                    if not _declared_exit_code(value, aliases):
+                        bad.append(
+                            f"{path.name}:{fn.name}:{ret.lineno}: return {ast.unparse(value) if value else None}"
+                        )
     assert checked > 30 and not bad, bad
+
+
+def _declared_exit_code(value: ast.expr | None, aliases: set[str]) -> bool:
+    """Whether a returned expression is one of the table's codes (by an alias or `ExitCode.X`), an error
+    outcome's `exit_code`, or what another command returns."""
+    if isinstance(value, ast.Name) and value.id in aliases:
+        return True
+    if (
+        isinstance(value, ast.Attribute)
+        and isinstance(value.value, ast.Name)
+        and value.value.id == "ExitCode"
+        and value.attr in ExitCode.__members__
+    ):
+        return True
+    if isinstance(value, ast.Attribute) and value.attr == "exit_code":
+        return True  # an error's `errors.outcome`: typed ExitCode (test_error_outcomes checks each class's)
+    if isinstance(value, ast.Call):
+        callee = value.func.id if isinstance(value.func, ast.Name) else ast.unparse(value.func)
+        return callee.startswith("cmd_") or callee == "args.func"
+    return False
+
+
+def test_the_exit_code_check_fails_on_an_undeclared_code() -> None:
+    """The check above is not vacuous: a bare number, an unknown name, a call of anything but a command."""
+    aliases = {"EXIT_OK"}
+    for source in ("return 2", "return EXIT_SOMETHING", "return helper(args)", "return"):
+        (ret,) = ast.parse(source).body
+        assert not _declared_exit_code(ret.value, aliases), source
+    for source in ("return EXIT_OK", "return ExitCode.STALE", "return found.exit_code", "return cmd_x(args)"):
+        (ret,) = ast.parse(source).body
+        assert _declared_exit_code(ret.value, aliases), source
 
 
 def test_version_imports_nothing_heavy() -> None:
@@ -238,7 +278,7 @@ def test_option_values_may_start_with_a_dash(capsys, tiny_llama: Path, tmp_path:
     flags = json.loads(capsys.readouterr().out)["material"]["toolchain"]["compiler_flags"]
     assert flags == ["--model-type transformer", "-O2"]
     # only the declared options: a value after `--` and other options are argparse's as before
-    assert cli._join_dash_values(["run", "--prompt", "-x", "--", "--prompt", "-y"]) == [
+    assert join_dash_values(["run", "--prompt", "-x", "--", "--prompt", "-y"]) == [
         "run", "--prompt=-x", "--", "--prompt", "-y"
     ]  # fmt: skip
 

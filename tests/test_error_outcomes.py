@@ -94,10 +94,10 @@ def test_the_cli_and_the_tasks_follow_the_same_outcome(cls, monkeypatch, capsys)
 
     exc = _instance(cls, "what failed: the value\nwhat to do")
 
-    def raising(args):
+    def raising():
         raise exc
 
-    monkeypatch.setattr(cli, "cmd_profiles", raising)
+    monkeypatch.setattr("neuronforge.profiles.all_profiles", raising)  # what `neuronforge profiles` lists
     assert cli.main(["profiles"]) == cls.exit_code
     assert capsys.readouterr().err == f"error: {cls.prefix}what failed: the value\nwhat to do\n"
 

@@ -19,7 +19,7 @@ from pydantic import Field
 
 from neuronforge.common import settings as nf_settings
 from neuronforge.common.errors import InvalidInput
-from neuronforge.interfaces import cli
+from neuronforge.interfaces.cli import options as cli_options
 from neuronforge.spec.target import Declared, TargetSpec, spoken, target_inputs, target_json_schema
 from neuronforge_airflow.params import (
     COMPILE_DAG,
@@ -75,10 +75,10 @@ def _argv(values: dict[str, Any]) -> list[str]:
 
 def _cli_accepts(values: dict[str, Any]) -> bool:
     parser = argparse.ArgumentParser(exit_on_error=False)
-    cli._add_target_args(parser)
+    cli_options.add_target_args(parser)
     args = parser.parse_args(_argv(values))
     try:
-        cli._target(args)
+        cli_options.target_from_args(args)
     except InvalidInput:
         return False
     return True
@@ -146,7 +146,7 @@ def test_each_surface_has_exactly_the_declared_inputs() -> None:
     assert set(TARGET_SCHEMA["properties"]) == set(inputs)
     assert set(TARGET_SCHEMA["required"]) == {n for n, f in TargetSpec.model_fields.items() if f.is_required()}
     parser = argparse.ArgumentParser()
-    cli._add_target_args(parser)
+    cli_options.add_target_args(parser)
     flags = {a.option_strings[0] for a in parser._actions if a.option_strings and a.dest != "help"}
     assert flags == {i.declared.flag for i in inputs.values() if i.declared.flag}
     assert set(FORM_TARGET_FIELDS) == {n for n, i in inputs.items() if i.declared.form}
@@ -158,11 +158,11 @@ def test_each_surface_has_exactly_the_declared_inputs() -> None:
 
 def test_the_cli_flags_fill_the_fields_they_are_declared_for() -> None:
     parser = argparse.ArgumentParser()
-    cli._add_target_args(parser)
+    cli_options.add_target_args(parser)
     argv = ["--instance", "trn2.3xlarge", "--tp", "2", "--seq-len", "256", "--batch-size", "4"]
     argv += ["--max-context-length", "128", "--lnc", "1", "--dtype", "fp16", "--quant", "int8:per_channel"]
     argv += ["--modules-to-not-convert", "layers.0.mlp", "--profile", "cpu"]
-    target = cli._target(parser.parse_args(argv))
+    target = cli_options.target_from_args(parser.parse_args(argv))
     assert (target.instance_type, target.tp_degree, target.sequence_length, target.batch_size) == (
         "trn2.3xlarge",
         2,
@@ -199,9 +199,9 @@ def test_a_field_added_to_the_declaration_shows_up_in_every_surface() -> None:
         form["speculation_length"].resolve(0)
 
     parser = argparse.ArgumentParser()
-    cli._add_target_args(parser, Wider)
+    cli_options.add_target_args(parser, Wider)
     args = parser.parse_args(["--instance", "inf2.xlarge", "--tp", "1", "--seq-len", "64", "--speculation-length", "8"])
-    assert Wider.parse(cli._target_values(args, Wider)).speculation_length == 8
+    assert Wider.parse(cli_options.target_values(args, Wider)).speculation_length == 8
     assert "draft tokens per step (default 4)" in parser.format_help()
 
     assert spoken("speculation_length", 8, "cli", Wider) == "--speculation-length 8"

@@ -21,7 +21,7 @@ from typing import ClassVar
 
 class ExitCode(IntEnum):
     """The CLI's exit codes: a contract later tooling relies on (their meanings per command are
-    `neuronforge.interfaces.cli.EXIT_CODES`, printed at the end of `neuronforge --help`)."""
+    `neuronforge.interfaces.cli.exit_codes.EXIT_CODES`, printed at the end of `neuronforge --help`)."""
 
     OK = 0
     FAILURE = 1

@@ -10,7 +10,7 @@ logical-core config the instance does not have, buckets longer than the sequence
 its type and bounds (pydantic's), its help text, its CLI flag (`--seq-len`) and its trigger-form title
 ("Sequence length"). Every surface is generated from that: `target_json_schema()` (the REST conf
 check and the form's `targets` items), the form's own fields and the CLI's target flags
-(`target_inputs()`, read by `neuronforge_airflow/params.py` and `cli._add_target_args`), and the
+(`target_inputs()`, read by `neuronforge_airflow/params.py` and `cli.options.add_target_args`), and the
 words a fix is given in (`spoken`: `--seq-len 2048` in the CLI, "Sequence length: 2048" in the form).
 Adding a field is one edit here (plus its line in the docs); `tests/test_target_surfaces.py` proves
 every surface picks it up and accepts exactly the values `TargetSpec` accepts.

@@ -134,7 +134,7 @@ ALLOWED = {
     # the Airflow Variable the cluster policy writes
     ("neuronforge_airflow/policies/deployment_checks.py", "recorded_at"),
     # `neuronforge quantize`'s own summary (its --json output)
-    ("neuronforge/interfaces/cli.py", "max_rel_error"),
+    ("neuronforge/interfaces/cli/build.py", "max_rel_error"),
     # the farm index's "building" entry (a typed farm-index record, read through its class above)
     ("neuronforge/farm/rows.py", "holder"),
     # the sweep plan handed between tasks (XCom), not the record file

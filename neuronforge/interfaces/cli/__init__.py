@@ -1,0 +1,100 @@
+# PYTHON_ARGCOMPLETE_OK
+"""`neuronforge` command line.
+
+Every command that takes a target defaults to the same serving profile (`settings.default_profile()`:
+NEURONFORGE_PROFILE, else `cpu`); every command that reads or writes a store defaults to the same store
+(`settings.store_uri()`: NEURONFORGE_STORE, else the local store under NEURONFORGE_HOME). The exit codes
+are a contract later tooling relies on: `ExitCode` (in `neuronforge.common.errors`, where each error class names
+its own) and `EXIT_CODES` (in `exit_codes.py`) are their one table (printed at the end of `neuronforge --help`).
+Which error ends in which code and line is `errors.outcome`'s to say, for `main` and the DAG's tasks alike.
+
+The commands live in one module per group (`build`, `store`, `catalog`, `cache`, `sweep`, `environment`),
+each declaring its commands' options and handlers together (`command.Command`); `parser.py` assembles them
+under the top-level options, `options.py` holds what several share (target and store flags).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+from neuronforge.common import errors, settings
+from neuronforge.common.errors import ExitCode, InvalidInput
+from neuronforge.interfaces.cli.exit_codes import (
+    EXIT_CODES,
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_REJECTED,
+    EXIT_STALE,
+    EXIT_USAGE,
+)
+from neuronforge.interfaces.cli.options import resolve_store
+from neuronforge.interfaces.cli.parser import build_parser, join_dash_values, version
+from neuronforge.interfaces.cli.store import find_key
+
+__all__ = [
+    "EXIT_CODES",
+    "EXIT_FAILURE",
+    "EXIT_OK",
+    "EXIT_REJECTED",
+    "EXIT_STALE",
+    "EXIT_USAGE",
+    "ExitCode",
+    "build_parser",
+    "find_key",
+    "main",
+]
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    if argv == ["--version"]:  # before the parser: its target flags are read from TargetSpec (pydantic)
+        print(f"neuronforge {version()}")
+        return EXIT_OK
+    try:  # a bad NEURONFORGE_* value: one line, before any work (the parser's help shows the settings too)
+        settings.current()
+        parser = build_parser()
+    except InvalidInput as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if "_ARGCOMPLETE" in os.environ:  # the shell's completion hook (register-python-argcomplete neuronforge)
+        import argcomplete
+
+        argcomplete.autocomplete(parser)
+    args = parser.parse_args(join_dash_values(argv))
+    from neuronforge.common import progress
+
+    logging.basicConfig(
+        level=logging.ERROR if args.quiet else logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        handlers=[progress.StderrHandler()],  # above the progress display, not through it
+    )
+
+    caller = progress.current()  # restored after: `main` is also called in-process (the demo, tests)
+    try:
+        resolve_store(args)
+        # Progress on stderr, never stdout: a display on a terminal, else log lines (-v shows them).
+        progress.use(progress.for_cli(quiet=args.quiet, machine=getattr(args, "json", False)))
+        return args.func(args)
+    except Exception as exc:  # KeyboardInterrupt is not ours to explain: Python's own exit
+        found = errors.outcome(exc, lambda: _written_places(args))
+        if found is None:
+            raise  # not explained: a bug, with its traceback
+        print(f"error: {found.message}", file=sys.stderr)
+        return found.exit_code
+    finally:
+        progress.use(caller)
+
+
+def _written_places(args: argparse.Namespace) -> list[Path]:
+    """Where a command writes on this host, the most specific first: --out, --work-dir, its file
+    store, NEURONFORGE_HOME."""
+    from neuronforge.stores import local_folder
+
+    places = [Path(p) for p in (getattr(args, "out", None), getattr(args, "work_dir", None)) if p]
+    uri = getattr(args, "store", None)
+    store = local_folder(str(uri)) if uri else None
+    return [*places, *([store] if store else []), settings.home()]

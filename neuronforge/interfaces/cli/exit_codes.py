@@ -1,0 +1,31 @@
+"""The CLI's exit codes, a contract later tooling relies on: `EXIT_CODES` says what each means, per command
+where it differs (printed at the end of `neuronforge --help`); the codes are `ExitCode` (in
+`neuronforge.common.errors`, where each error class names its own), returned by the commands under the names
+`EXIT_OK`, `EXIT_FAILURE`, ... below. `tests/test_cli_contract.py` reads every command's returns: one outside
+this table fails it."""
+
+from __future__ import annotations
+
+from neuronforge.common.errors import ExitCode
+
+# The one exit-code table: what each code means, per command where it differs.
+EXIT_CODES: dict[ExitCode, str] = {
+    ExitCode.OK: "success; for `plan`, the configuration is valid and fits",
+    ExitCode.FAILURE: "a store or environment failure (unreachable store or Hub, full disk, ...); for `catalog "
+    "stale`, `catalog check` and `gc`: some items could not be checked or handled (source unresolved, no toolchain "
+    'here, config unavailable, a manifest not confirming the index): the summary line counts them, never "ok" '
+    "over them",
+    ExitCode.USAGE: "usage error: unknown instance or profile, malformed value, missing file, unknown key",
+    ExitCode.REJECTED: "`plan`/`run`: the configuration is invalid or does not fit (or `run`'s smoke test failed); "
+    "`fetch`/`quantize`: the checkpoint failed verification; `verify`: a file does not match the manifest, "
+    "the farm index disagrees with the manifests, or the profile's consumer would refuse the artifact; "
+    "`catalog check`: the catalog has problems",
+    ExitCode.STALE: "`catalog stale`: some catalog target has no artifact for the current toolchain",
+}
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_REJECTED, EXIT_STALE = (
+    ExitCode.OK,
+    ExitCode.FAILURE,
+    ExitCode.USAGE,
+    ExitCode.REJECTED,
+    ExitCode.STALE,
+)

@@ -1,0 +1,116 @@
+"""The `neuronforge` parser: the options every command takes (-v, -q, --version), the defaults and the
+exit-code table in the epilog of `--help`, and the commands of every group module, in the order `--help`
+lists them. Options that several commands share are `options.py`'s."""
+
+from __future__ import annotations
+
+import argparse
+
+from neuronforge.common import settings
+from neuronforge.interfaces.cli import build, cache, catalog, environment, store, sweep
+from neuronforge.interfaces.cli.command import Command
+from neuronforge.interfaces.cli.exit_codes import EXIT_CODES
+
+DESCRIPTION = "`neuronforge` command line."  # the first line of `--help`
+# The command groups: each module declares its commands (`COMMANDS`), options and handler together.
+GROUPS = (build, store, catalog, cache, sweep, environment)
+# The order `neuronforge --help` lists the commands in: the order they came in, which the help has always shown.
+HELP_ORDER = (
+    "plan",
+    "fetch",
+    "quantize",
+    "cache-key",
+    "store",
+    "run",
+    "show",
+    "catalog",
+    "gc",
+    "cache",
+    "profiles",
+    "config",
+    "worker-queues",
+    "airflow",
+    "verify",
+    "sweep",
+    "ls",
+    "index",
+)
+
+# Options whose value may start with `-` (`--compiler-flags "-O1"`): argparse would take the value for an
+# option, so `main` joins them to `--option=value` before parsing.
+DASH_VALUE_OPTIONS = ("--compiler-flags", "--prompt")
+
+
+def version() -> str:
+    """The installed distribution's version (what `--version` prints)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed_version
+
+    try:
+        return installed_version("neuronforge")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _epilog() -> str:
+    import textwrap
+
+    codes = "\n".join(
+        textwrap.fill(text, 100, initial_indent=f"  {int(code)}  ", subsequent_indent="     ")
+        for code, text in EXIT_CODES.items()
+    )
+    return (
+        f"defaults:\n  profile  $NEURONFORGE_PROFILE, else {settings.DEFAULT_PROFILE} (every command that takes a "
+        "target, but sweep)\n  store    $NEURONFORGE_STORE, else the local store $NEURONFORGE_HOME/store "
+        "(every command that\n           reads or writes one)\n  settings `neuronforge config` prints every "
+        "NEURONFORGE_* setting and where its value came from\n\n"
+        f"exit codes:\n{codes}\n\n"
+        'shell completion (bash, zsh): eval "$(register-python-argcomplete neuronforge)"'
+    )
+
+
+def commands() -> list[Command]:
+    """Every group's commands in `HELP_ORDER`; a command a group declares that the order does not place (or
+    the other way round) is a mistake in this package, said here rather than left out of `--help`."""
+    declared = {command.name: command for group in GROUPS for command in group.COMMANDS}
+    if set(declared) != set(HELP_ORDER) or len(declared) != sum(len(group.COMMANDS) for group in GROUPS):
+        raise RuntimeError(
+            f"the CLI's commands {sorted(declared)} and their help order {sorted(HELP_ORDER)} differ (or a name is "
+            "declared twice): add each command to HELP_ORDER once"
+        )
+    return [declared[name] for name in HELP_ORDER]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="neuronforge",
+        description=DESCRIPTION,
+        epilog=_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the result and errors, no progress")
+    parser.add_argument("--version", action="version", version=f"neuronforge {version()}", help="print the version")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help="one of:")
+    for command in commands():
+        command.add_to(sub)
+    return parser
+
+
+def join_dash_values(argv: list[str]) -> list[str]:
+    """`--compiler-flags -O1` -> `--compiler-flags=-O1` for the options of DASH_VALUE_OPTIONS, whose
+    value may start with `-` (argparse would take it for an option); nothing after `--` is touched."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            out += argv[i:]
+            break
+        if arg in DASH_VALUE_OPTIONS and i + 1 < len(argv):
+            out.append(f"{arg}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(arg)
+        i += 1
+    return out

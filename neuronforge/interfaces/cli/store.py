@@ -1,0 +1,446 @@
+"""The store commands: what a store holds and whether it is sound. `ls` the published artifacts, `show`
+one's manifest, `verify` one (or the farm index against the manifests), `index rebuild`, `gc` older
+compilers' artifacts, and `store ls` its raw objects. An artifact is named by its cache key, a unique
+prefix of one (`find_key`), or its URI."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from neuronforge.common.errors import InvalidInput
+from neuronforge.interfaces.cli.command import Command
+from neuronforge.interfaces.cli.exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_REJECTED
+from neuronforge.interfaces.cli.options import (
+    JSON_HELP,
+    WORK_DIR_HELP,
+    add_store_args,
+    complete_instances,
+    complete_profiles,
+    completes,
+    default_work_dir,
+    print_json,
+    store_help,
+)
+
+
+# -- artifacts by key or URI ------------------------------------------------------------------------
+def _open_manifest(uri: str) -> tuple[Any, str]:
+    """(store, manifest key) for a manifest URI or an artifact-root URI."""
+    from neuronforge.stores import open_store
+
+    uri = uri.rstrip("/")
+    root, _, name = uri.rpartition("/")
+    if name == "manifest.json":
+        return open_store(root, must_exist=True), name
+    return open_store(uri, must_exist=True), "manifest.json"
+
+
+KEY_PREFIX_MIN = 6  # hex characters of a cache key `show`/`verify` accept (`ls` prints 12)
+_HEX = re.compile(r"[0-9a-fA-F]+")
+_CANDIDATES_SHOWN = 10
+
+
+def _is_key_ref(ref: str) -> bool:
+    """A cache key or a prefix of one (hex, no `/`), unless a local path of that name exists."""
+    return bool(_HEX.fullmatch(ref)) and len(ref) <= 64 and not Path(ref).exists()
+
+
+def find_key(store: Any, prefix: str) -> str:
+    """The one cache key of the store's index that starts with `prefix`: one listing request that
+    starts at `index/<prefix>` (S3: ListObjectsV2 with StartAfter), never a scan of the store."""
+    from neuronforge.artifacts import layout
+
+    prefix = prefix.lower()
+    if len(prefix) < KEY_PREFIX_MIN:
+        raise InvalidInput(
+            f"key prefix {prefix!r} is too short: give at least {KEY_PREFIX_MIN} hex characters of the cache key "
+            "(`neuronforge ls` prints 12)"
+        )
+    first = layout.index_entry(prefix).removesuffix(".json")
+    page = store.list_page("index", start_after=first, limit=_CANDIDATES_SHOWN + 1)
+    keys = [
+        o.key.removeprefix("index/").removesuffix(".json")
+        for o in page
+        if o.key.startswith(first) and o.key.endswith(".json")
+    ]
+    if exact := [k for k in keys if k == prefix]:
+        return exact[0]
+    if not keys:
+        raise InvalidInput(
+            f"no artifact in {store.root_uri} has a cache key starting with {prefix} (`neuronforge ls` lists them)"
+        )
+    if len(keys) > 1:
+        more = ", ..." if len(keys) > _CANDIDATES_SHOWN else ""
+        shown = ", ".join(k[:16] for k in keys[:_CANDIDATES_SHOWN])
+        raise InvalidInput(f"key prefix {prefix} is ambiguous in {store.root_uri}: {shown}{more}; give more characters")
+    return keys[0]
+
+
+def _open_artifact(ref: str, store_uri: str) -> tuple[Any, str, str]:
+    """(store, manifest key, artifact prefix) for a cache key, a unique key prefix (looked up in
+    `store_uri`'s index) or a manifest / artifact-root URI (the prefix is then the store's root: "")."""
+    if not _is_key_ref(ref):
+        store, key = _open_manifest(ref)
+        return store, key, ""
+    from neuronforge.artifacts import layout
+    from neuronforge.records.base import RecordError
+    from neuronforge.records.index_entry import IndexEntry
+    from neuronforge.stores import NotFound, open_store
+
+    store = open_store(store_uri, must_exist=True)
+    key = find_key(store, ref)
+    try:
+        entry = IndexEntry.read(store, layout.index_entry(key))
+    except NotFound:
+        raise InvalidInput(f"no artifact in {store.root_uri} has the cache key {key}") from None
+    except RecordError:
+        raise InvalidInput(
+            f"{store.uri(layout.index_entry(key))} is not an index entry (run neuronforge index rebuild)"
+        ) from None
+    return store, entry.manifest, entry.artifact_prefix
+
+
+def _output_uris(store: Any, prefix: str, formats: dict[str, str]) -> dict[str, str]:
+    """Where each output of the artifact is: `published.format_uris` below its folder; for a store
+    opened at the artifact's own folder (a URI was given), its paths (or old manifests' URIs) as they are."""
+    from neuronforge.artifacts.published import format_uris
+
+    if prefix:
+        return format_uris(store, prefix, formats)
+    return {name: str(where) if "://" in str(where) else store.uri(str(where)) for name, where in formats.items()}
+
+
+# -- ls ---------------------------------------------------------------------------------------------
+def _ls_options(p: argparse.ArgumentParser) -> None:
+    add_store_args(p, positional=True)
+    p.add_argument("--limit", type=int, default=50, help="rows per page (default 50)")
+    p.add_argument("--offset", type=int, default=0, help="rows to skip (the previous page's 'next page')")
+    p.add_argument("--model", help="only models whose source contains this (any case)")
+    completes(p.add_argument("--profile", help="only this serving profile (name, or name@version)"), complete_profiles)
+    completes(p.add_argument("--instance", help="only this instance type"), complete_instances)
+    p.add_argument(
+        "--status",
+        choices=["published", "stale", "smoke-failed", "failed", "building"],
+        help="builds in this state (default: published and stale artifacts)",
+    )
+    p.add_argument("--check", action="store_true", help="also list each shown artifact's files (one request each)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    """A page of the store's published artifacts, from the farm index (the head, the tail and the
+    pages shown: a handful of requests however large the farm); `--check` lists each shown
+    artifact's folder to say whether its files are all there (one request per row)."""
+    from neuronforge.artifacts.published import verify_manifest
+    from neuronforge.farm.rows import FarmQuery, farm_page
+    from neuronforge.stores import open_store
+
+    if args.limit < 1 or args.offset < 0:
+        raise InvalidInput("--limit must be at least 1 and --offset at least 0")
+    store = open_store(args.store, must_exist=True)
+    query = FarmQuery(model=args.model, profile=args.profile, instance=args.instance, status=args.status)
+    if not args.status:
+        query.published_only = True
+    page = farm_page(store, query, offset=args.offset, limit=args.limit)
+    rows = []
+    for r in page.rows:
+        row = {
+            "cache_key": r.key,
+            "status": r.status,
+            "model": r.model,
+            "revision": r.revision,
+            "profile": r.profile,
+            "target": r.target,
+            "instance": r.instance,
+            "published_at": r.at if r.manifest_uri else "",
+            "manifest_uri": r.manifest_uri,
+            "message": r.message,
+        }
+        if args.check and r.manifest_uri:
+            lacking = verify_manifest(store, r.manifest_uri.removeprefix(store.root_uri).strip("/"))
+            row.update(complete=not lacking, missing_or_truncated=lacking)
+        rows.append(row)
+    if args.json:
+        print_json(rows)
+        return EXIT_OK
+    if rows:  # KEY is what `show` and `verify` take
+        print(f"{'KEY':<12}  {'STATUS' if args.status else 'PUBLISHED':<20}  {'PROFILE':<22} {'TARGET':<40} MODEL")
+    for r in rows:
+        state = ""
+        if r.get("complete") is False:
+            state = f"  INCOMPLETE: {len(r['missing_or_truncated'])} file(s) missing or truncated"
+        when = r["published_at"] or r["status"]
+        print(
+            f"{r['cache_key'][:12]:<12}  {when:<20}  {r['profile'] or '-':<22} {r['target']:<40} "
+            f"{r['model']}@{r['revision'][:12]}{state}"
+        )
+    what = f"{args.status} build(s)" if args.status else "published artifact(s)"
+    more = page.total is None and len(rows) == args.limit
+    if page.total is None:
+        shown = f"{len(rows)}{' (more match)' if more else ''}"
+    else:
+        shown = f"{len(rows)} of {page.total}" if len(rows) < page.total else f"{page.total}"
+    broken = sum(r.get("complete") is False for r in rows)
+    tail = f" ({broken} incomplete: run neuronforge verify on them)" if broken else ""
+    print(f"{shown} {what} in {store.root_uri}{tail}")
+    if more or (page.total is not None and args.offset + len(rows) < page.total):
+        print(f"next page: --offset {args.offset + len(rows)}")
+    return EXIT_OK
+
+
+# -- show -------------------------------------------------------------------------------------------
+def _show_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "ref",
+        metavar="KEY_OR_URI",
+        help=f"a cache key, a unique prefix of one (>= {KEY_PREFIX_MIN} hex characters, as `ls` prints), "
+        "or the URI of a manifest.json or of an artifact root",
+    )
+    add_store_args(p)
+    p.add_argument("--json", action="store_true", help="print the manifest as stored")
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from neuronforge.artifacts.published import read_manifest
+
+    store, key, prefix = _open_artifact(args.ref, args.store)
+    m = read_manifest(store, key)
+    if args.json:
+        print_json(m.as_stored())
+        return EXIT_OK
+    smoke = m.smoke
+    target = m.request["target"]
+    print(f"artifact   {store.uri(key).rsplit('/', 1)[0]}")
+    print(f"cache key  {m.cache_key}")
+    print(f"model      {m.source.location} @ {m.source.revision}")
+    print(f"target     {m.target_slug} (batch {target['batch_size']}, sequence {target['sequence_length']})")
+    if m.profile is not None:
+        prof = m.profile
+        print(f"profile    {prof.ref} (SDK {prof.sdk_release}): {prof.title}")
+    tc = m.toolchain
+    print(f"toolchain  {tc.backend} {tc.backend_version}, {tc.compiler} {tc.compiler_version}")
+    print(f"flags      {' '.join(m.compiler_flags) or '(none)'}")
+    print(f"smoke      {'passed' if smoke.get('passed') else 'FAILED'}: {smoke.get('reason')}")
+    if smoke.get("load_s") is not None:
+        print(
+            f"           load {smoke['load_s']:.2f}s, first token {smoke['time_to_first_token_s'] * 1e3:.1f} ms, "
+            f"{smoke['per_token_s'] * 1e3:.2f} ms/token"
+        )
+    from neuronforge.common.hosts import describe
+
+    for i, line in enumerate(describe(m.hosts)):
+        print(f"{'hosts' if i == 0 else '':<10} {line}")
+    print(f"files      {len(m.files)} ({m.size_bytes} bytes), published {m.published_at}")
+    outputs = _output_uris(store, prefix, m.formats)
+    width = max(map(len, outputs), default=0)
+    for i, (name, uri) in enumerate(outputs.items()):
+        print(f"{'outputs' if i == 0 else '':<10} {name:<{width}}  {uri}")
+    return EXIT_OK
+
+
+# -- verify -----------------------------------------------------------------------------------------
+def _verify_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "ref",
+        nargs="?",
+        metavar="KEY_OR_URI",
+        help=f"the artifact: a cache key, a unique prefix of one (>= {KEY_PREFIX_MIN} hex characters), or the URI "
+        "of its manifest.json or folder; none: check the store's farm index against its manifests, both ways",
+    )
+    p.add_argument(
+        "--store",
+        dest="store_opt",
+        nargs="?",
+        const="",
+        metavar="URI",
+        help=store_help("where a cache key is looked up, or (without KEY_OR_URI) whose farm index is checked"),
+    )
+    p.add_argument("--work-dir", default=str(default_work_dir()), help=WORK_DIR_HELP)
+    p.add_argument(
+        "--retrace",
+        action="store_true",
+        help="also re-run the consumer's start-up in its SDK image's interpreter, no device, compiling "
+        "forbidden (vllm-neuron-native: on a CPU worker of queue neuron-compile-<sdk>)",
+    )
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+
+
+def cmd_verify_store(args: argparse.Namespace) -> int:
+    from neuronforge.artifacts import farm_index
+    from neuronforge.stores import open_store
+
+    store = open_store(args.store, must_exist=True)
+    problems = farm_index.check(store)
+    if args.json:
+        print_json({"store": store.root_uri, "ok": not problems, "problems": problems})
+    else:
+        for problem in problems:
+            print(f"  FAIL {problem}")
+        print(f"ok: the farm index of {store.root_uri} matches the manifests" if not problems else "FAILED")
+    return EXIT_REJECTED if problems else EXIT_OK
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from neuronforge.farm.verify import verify_artifact
+
+    if not args.ref:  # the store's farm index against its manifests
+        if args.retrace:
+            raise InvalidInput("--retrace is for an artifact: give its cache key (or prefix) or URI")
+        return cmd_verify_store(args)
+    if args.store_opt is not None and not _is_key_ref(args.ref):
+        raise InvalidInput(
+            "verify takes an artifact URI or --store, not both (--store is where a cache key is looked up)"
+        )
+    store, key, _ = _open_artifact(args.ref, args.store)
+    result = verify_artifact(store, key, Path(args.work_dir).expanduser(), retrace=args.retrace)
+    if args.json:
+        print_json(result.to_json())
+    else:
+        print(f"artifact  {result.artifact_uri}")
+        print(f"profile   {result.profile}")
+        print(f"files     {result.files} checked against the manifest (size and sha256)")
+        if result.retraced is not None:
+            print(
+                "retrace   the serving command traced again in the toolchain's interpreter, compiling forbidden"
+                if result.retraced
+                else "retrace   not applicable: the profile has no start-up re-trace"
+            )
+        for problem in result.problems:
+            print(f"  FAIL {problem}")
+        print("ok: the files match and the consumer's load-time rules hold" if result.ok else "FAILED")
+    return EXIT_OK if result.ok else EXIT_REJECTED
+
+
+# -- index rebuild ----------------------------------------------------------------------------------
+def _index_rebuild_options(p: argparse.ArgumentParser) -> None:
+    add_store_args(p, positional=True)
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    """`index rebuild`: the farm index written afresh from the manifests (a full scan, once)."""
+    from neuronforge.artifacts import farm_index
+    from neuronforge.stores import open_store
+
+    store = open_store(args.store, must_exist=True)
+    store.probe(write=True)
+    skipped: list[Any] = []
+    head = farm_index.rebuild(store, skipped)
+    summary = {"store": store.root_uri, "rows": head.rows, "pages": len(head.pages), "seq": head.seq}
+    for s in skipped:
+        print(f"warning: skipped {store.uri(s.index_key)}: {s.problem}", file=sys.stderr)
+    if args.json:
+        print_json(summary)
+    else:
+        left_out = f"; {len(skipped)} index pointer(s) left out, not artifacts (warnings above)" if skipped else ""
+        print(f"farm index of {store.root_uri} rebuilt: {head.rows} row(s) in {len(head.pages)} page(s){left_out}")
+    return EXIT_OK
+
+
+# -- gc ---------------------------------------------------------------------------------------------
+def _gc_options(p: argparse.ArgumentParser) -> None:
+    add_store_args(p, positional=True)
+    p.add_argument("--keep-compilers", type=int, required=True, metavar="N", help="newest compiler versions to keep")
+    p.add_argument(
+        "--catalog", help="catalog whose pins are kept (default: NEURONFORGE_CATALOG or catalog/models.yaml)"
+    )
+    p.add_argument("--dry-run", action="store_true", help="print what would be deleted, delete nothing")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+
+
+def cmd_gc(args: argparse.Namespace) -> int:
+    from neuronforge.farm.catalog import check_catalog
+    from neuronforge.farm.gc import collect
+    from neuronforge.stores import open_store
+
+    catalog = check_catalog(Path(args.catalog).expanduser() if args.catalog else None)
+    report = collect(open_store(args.store, must_exist=True), args.keep_compilers, catalog, dry_run=args.dry_run)
+    # never "done" over artifacts it could not decide: exit 1 while any is unconfirmed
+    if args.json:
+        print_json(report.to_json())
+        return EXIT_FAILURE if report.unconfirmed else EXIT_OK
+    verb = "would delete" if args.dry_run else "deleted"
+    for compiler, versions in sorted(report.keep.items()):
+        print(f"keep {compiler}: {', '.join(versions)}")
+    for p in report.pinned:
+        print(f"kept (catalog pin {p['compiler_version']}): {p['manifest']}")
+    for d in report.deleted:
+        print(f"{verb} {d['prefix']} ({d['compiler_version']})")
+    for cdir in report.cache_dirs_deleted:
+        print(f"{verb} compile cache {cdir}")
+    for t in report.tmp_deleted:
+        print(f"{verb} upload leftover {t['key']} ({t['bytes']} bytes, {t['age_hours']} h old)")
+    for u in report.unconfirmed:
+        print(f"LEFT ALONE {u['manifest']} ({u['compiler_version']}): {u['why']}")
+    line = f"{len(report.deleted)} artifact(s) {verb}, {report.kept} kept"
+    if report.unconfirmed:
+        line += (
+            f"; {len(report.unconfirmed)} of them NOT COLLECTED: due for deletion by the farm index, but their "
+            "manifest does not confirm it (check with `neuronforge verify --store`, then `neuronforge index rebuild`)"
+        )
+    print(line)
+    return EXIT_FAILURE if report.unconfirmed else EXIT_OK
+
+
+# -- store ls ---------------------------------------------------------------------------------------
+def _store_ls_options(p: argparse.ArgumentParser) -> None:
+    add_store_args(p, positional=True)
+    p.add_argument("prefix", nargs="?", default=None, help="only keys under this folder-like prefix")
+    p.add_argument("--limit", type=int, default=1000, help="objects per page (default 1000: one S3 request)")
+    p.add_argument("--start-after", metavar="KEY", help="list keys after this one (the previous page's last)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+
+
+def cmd_store_ls(args: argparse.Namespace) -> int:
+    from neuronforge.stores import open_store
+
+    if args.limit < 1:
+        raise InvalidInput("--limit must be at least 1")
+    store = open_store(args.store, must_exist=True)
+    objects = store.list_page(args.prefix or "", start_after=args.start_after or "", limit=args.limit)
+    if args.json:
+        print_json([{"key": o.key, "size": o.size, "uri": store.uri(o.key)} for o in objects])
+    else:
+        for o in objects:
+            print(f"{o.size:>14}  {o.key}")
+        print(f"{len(objects)} objects, {sum(o.size for o in objects)} bytes under {store.uri(args.prefix or '')}")
+        if len(objects) == args.limit:
+            print(f"next page: --start-after {objects[-1].key}")
+    return EXIT_OK
+
+
+COMMANDS = (
+    Command(
+        "store",
+        "inspect a store",
+        subcommands=(
+            Command("ls", "list objects under a store URI, a page at a time", _store_ls_options, cmd_store_ls),
+        ),
+    ),
+    Command("show", "print a published artifact's manifest readably", _show_options, cmd_show),
+    Command("gc", "prune artifacts of older compiler versions (catalog pins are kept)", _gc_options, cmd_gc),
+    Command(
+        "verify",
+        "re-hash a published artifact and run its profile's consumer preflight; without one, check the "
+        "store's farm index against its manifests",
+        _verify_options,
+        cmd_verify,
+    ),
+    Command("ls", "list the published artifacts of a store, a page at a time", _ls_options, cmd_ls),
+    Command(
+        "index",
+        "the store's farm index (what ls and the catalog page read)",
+        subcommands=(
+            Command(
+                "rebuild",
+                "write the farm index afresh from the manifests (a full scan)",
+                _index_rebuild_options,
+                cmd_index,
+            ),
+        ),
+    ),
+)
