@@ -77,6 +77,7 @@ STORE_FREE = {
     "profiles": "prints the profile registry",
     "worker-queues": "prints queue names",
     "airflow": "starts a local Airflow",
+    "config": "prints the settings: names the store, never opens it",
     "catalog check": "plans the catalog's targets; its sources are the catalog's (covered by tests/test_catalog.py)",
 }
 
