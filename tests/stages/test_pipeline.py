@@ -51,10 +51,12 @@ def test_second_run_is_a_cache_hit_without_compiling(compiled: Compiled) -> None
 def test_a_hit_reads_the_index_once(compiled: Compiled, monkeypatch: pytest.MonkeyPatch) -> None:
     """The outcome of a hit is the artifact prepare's lookup found, not a second read of the index."""
     import neuronforge.pipeline.runner as pipeline
+    import neuronforge.pipeline.stages.prepare as prepare_stage
 
     keys: list[str] = []
     real = pipeline.lookup
-    monkeypatch.setattr(pipeline, "lookup", lambda store, key: keys.append(key) or real(store, key))
+    for module in (pipeline, prepare_stage):  # prepare's lookup, and the runner's after publishing
+        monkeypatch.setattr(module, "lookup", lambda store, key: keys.append(key) or real(store, key))
     again = run_target(str(compiled.checkpoint), compiled.target, compiled.store, compiled.work_dir)
     assert again.status == "cache-hit" and keys == [compiled.first.key]
     assert again.published.manifest == compiled.first.published.manifest
