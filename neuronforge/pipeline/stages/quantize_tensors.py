@@ -52,7 +52,7 @@ from neuronforge.checkpoints.quantized_names import (
 from neuronforge.common.errors import CheckpointError, InvalidInput
 from neuronforge.common.progress import step as progress_step
 from neuronforge.compilation.backends.child import TOKENIZER_FILES
-from neuronforge.pipeline.stages.quantize import MIB, QuantizeRequest
+from neuronforge.pipeline.stages.quantize_request import MIB, QuantizeRequest
 from neuronforge.records.checkpoint import CheckpointManifest
 from neuronforge.records.local import read_local, write_local
 from neuronforge.records.quantized import (
