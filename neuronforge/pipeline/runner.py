@@ -34,7 +34,6 @@ from neuronforge.artifacts.published import Published, lookup
 from neuronforge.common.errors import NeuronforgeError
 from neuronforge.pipeline.buildstate import BuildState
 from neuronforge.pipeline.hooks import LeaseKeeping, StageHooks, default_hooks
-from neuronforge.pipeline.planner import PlanRejected
 from neuronforge.pipeline.stage import Context, Stage
 from neuronforge.pipeline.stages import claim as claim_stage
 from neuronforge.pipeline.stages import compile as compile_stage
@@ -44,33 +43,8 @@ from neuronforge.pipeline.stages import prepare as prepare_stage
 from neuronforge.pipeline.stages import publish as publish_stage
 from neuronforge.pipeline.stages import quantize as quantize_stage
 from neuronforge.pipeline.stages import smoke as smoke_stage
-from neuronforge.pipeline.stages.compile import CompileInputs, compile_inputs, stored_inputs
-from neuronforge.pipeline.stages.plan import check_plan
-from neuronforge.pipeline.stages.prepare import Prepared, check_static, find_published, prepare
-from neuronforge.pipeline.stages.smoke import SmokeFailed
 from neuronforge.spec.target import TargetSpec
 from neuronforge.stores import ArtifactStore
-
-# Also the names importers used when this module held the stages (each lives in its stage module now).
-__all__ = [
-    "STAGES",
-    "STAGE_BY_NAME",
-    "CompileInputs",
-    "Context",
-    "PlanRejected",
-    "Prepared",
-    "SmokeFailed",
-    "Stage",
-    "TargetOutcome",
-    "check_plan",
-    "check_static",
-    "compile_inputs",
-    "execute",
-    "find_published",
-    "prepare",
-    "run_target",
-    "stored_inputs",
-]
 
 log = logging.getLogger(__name__)
 
