@@ -5,6 +5,9 @@ The target's serving profile picks the backend (`neuronforge.compilation.backend
 ones run their toolchain in the SDK image's own interpreter, `neuronforge.compilation.backends.interpreter`) and
 the settings its consumer needs. The build goes to a fresh folder named
 after the cache key, so a re-run never mixes outputs of two attempts.
+
+`run` is the stage's adapter (what it reads from the `BuildState`, what it writes back) and `STAGE`
+its declaration, listed in `neuronforge.pipeline.runner.STAGES`.
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ verified (`neuronforge.checkpoints.checkpoint.verify_checkpoint`) in a staging f
 host's verified cache (`neuronforge.artifacts.localcache`). Later stages, on any host, materialize the
 checkpoint from the store by its `TreeRef`, never from the Hub or the source. Fetching a revision
 the store already has downloads it only to a host that has not verified it yet.
+
+`run` is the stage's adapter (what it reads from the `BuildState`, what it writes back) and `STAGE`
+its declaration, listed in `neuronforge.pipeline.runner.STAGES`.
 """
 
 from __future__ import annotations

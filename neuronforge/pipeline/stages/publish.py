@@ -16,6 +16,9 @@ store — the bytes never travel through the publishing host — adds `smoke.jso
 is there at its size, and writes the manifest. Then `index/<key>.json` is created with
 `put_if_absent`. Readers trust only a complete manifest: `lookup` follows the index to the manifest
 and checks every file it lists exists.
+
+`run` is the stage's adapter (what it reads from the `BuildState`, what it writes back) and `STAGE`
+its declaration, listed in `neuronforge.pipeline.runner.STAGES`.
 """
 
 from __future__ import annotations

@@ -23,6 +23,9 @@ Output, `quantized/<org>/<name>/<revision>/<quant>-<dtype>[-keep<hash>][-fp8max2
   given, the modules it kept, and the fp8 bound the scales were computed for.
 Bad input (an already-quantized checkpoint, a non-2D tensor to quantize, NaN/Inf weights, a
 checkpoint whose files change under us) fails before anything reaches the final location.
+
+`run` is the stage's adapter (what it reads from the `BuildState`, what it writes back) and `STAGE`
+its declaration, listed in `neuronforge.pipeline.runner.STAGES`.
 """
 
 from __future__ import annotations

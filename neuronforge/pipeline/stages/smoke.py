@@ -15,6 +15,9 @@ Two halves on two hosts:
   for consumers that read no cache). A graph the load adds to that cache is one the consumer would
   compile at start-up: the test fails. The first `match_tokens` tokens must equal the expected ones;
   the largest logit difference before the first disagreement is reported where logits exist.
+
+`run` is the stage's adapter (what it reads from the `BuildState`, what it writes back) and `STAGE`
+its declaration, listed in `neuronforge.pipeline.runner.STAGES`.
 """
 
 from __future__ import annotations
