@@ -83,7 +83,8 @@ def make_checkpoint(dest: Path, layers: int, hidden: int, inter: int, vocab: int
 
 # -- the three measured jobs, each run as `python bench/quantize.py --child JOB CKPT OUT METHOD` ----------
 def child_streaming(ckpt: Path, out: Path, method: str) -> None:
-    from neuronforge.pipeline.stages.quantize import QuantizeRequest, write_quantized
+    from neuronforge.pipeline.stages.quantize import QuantizeRequest
+    from neuronforge.pipeline.stages.quantize_tensors import write_quantized
     from neuronforge.spec.source import ModelSource
     from neuronforge.spec.target import Quantization
 

@@ -14,7 +14,8 @@ from neuronforge.artifacts.leases import LeaseLost
 from neuronforge.common import errors
 from neuronforge.common.errors import CheckpointError, ExitCode, InvalidInput, NeuronforgeError, StoreError, outcome
 from neuronforge.interfaces import cli, error_table
-from neuronforge.pipeline.runner import PlanRejected, SmokeFailed
+from neuronforge.pipeline.planner import PlanRejected
+from neuronforge.pipeline.stages.smoke import SmokeFailed
 from tests.conftest import TARGET
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -143,7 +143,7 @@ def test_concurrent_identical_requests_compile_once(
 
 def test_a_dead_holders_lease_is_taken_over_after_expiry(fake_neuron: Path, served_llama: Path, tmp_path: Path) -> None:
     from neuronforge.artifacts.published import lookup
-    from neuronforge.pipeline.runner import prepare
+    from neuronforge.pipeline.stages.prepare import prepare
 
     store = open_store(f"file://{tmp_path / 'store'}")
     key = prepare(str(served_llama), _nxdi_target(), tmp_path / "w").key

@@ -114,8 +114,7 @@ def test_sequence_longer_than_the_model_allows() -> None:
 
 def test_a_fix_is_structured_and_said_in_each_surface_s_words() -> None:
     """The CLI names the flag, the form and the Airflow tasks the field's title: same fix, same value."""
-    from neuronforge.pipeline.planner import Fix
-    from neuronforge.pipeline.runner import PlanRejected
+    from neuronforge.pipeline.planner import Fix, PlanRejected
 
     p = plan(arch("mistralai--Mistral-7B-v0.1"), target(sequence_length=65536, tp_degree=2))
     (check,) = [c for c in p.failed if c.name == "sequence_length"]

@@ -233,8 +233,7 @@ def test_a_rejected_plan_fails_an_airflow_task_in_the_form_s_words(tmp_path) -> 
     from airflow.sdk.exceptions import AirflowFailException
 
     from neuronforge.pipeline.buildstate import BuildState
-    from neuronforge.pipeline.planner import plan
-    from neuronforge.pipeline.runner import PlanRejected
+    from neuronforge.pipeline.planner import PlanRejected, plan
     from neuronforge.spec.modelconfig import ModelArch
     from neuronforge_airflow.operators.compile_publish import task_failure
 

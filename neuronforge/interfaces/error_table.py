@@ -21,8 +21,9 @@ import neuronforge.artifacts.leases
 # Every module that declares an error class, imported so that each class is a known subclass here
 # (tests/test_error_outcomes.py scans the sources for a class this list misses).
 import neuronforge.compilation.backends.child
-import neuronforge.pipeline.runner
+import neuronforge.pipeline.planner
 import neuronforge.pipeline.stages.payload
+import neuronforge.pipeline.stages.smoke
 import neuronforge.records.base
 import neuronforge.stores.base  # noqa: F401
 from neuronforge.common.errors import DISK_FIXES, TRANSIENT_DISK, NeuronforgeError

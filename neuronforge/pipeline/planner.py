@@ -28,6 +28,7 @@ from typing import Any
 
 from neuronforge.checkpoints.checkpoint import SAFETENSORS_DTYPES, TensorInfo
 from neuronforge.checkpoints.quantized_names import QUANTIZABLE
+from neuronforge.common.errors import ExitCode, InvalidInput
 from neuronforge.compilation.backends.tnx_classes import class_problems, guide_tps
 from neuronforge.profiles.registry import profile_of, target_problems
 from neuronforge.spec.instances import GIB, INSTANCES, InstanceType
@@ -407,3 +408,26 @@ def suggest(
                     out.append(Suggestion(tp, batch, seq, need))
                     break
     return out
+
+
+class PlanRejected(InvalidInput):
+    """The planner found the target invalid or too big; nothing was compiled or published. Raised
+    with its failed checks (`of`), it says their fixes in each surface's words (`said`); its message
+    is the CLI's."""
+
+    checks: tuple[Check, ...] = ()
+    slug: str = ""
+
+    @classmethod
+    def of(cls, slug: str, checks: list[Check]) -> PlanRejected:
+        exc = cls(f"{slug}: " + "; ".join(c.message for c in checks))
+        exc.slug, exc.checks = slug, tuple(checks)
+        return exc
+
+    def said(self, surface: Surface) -> str:
+        """The rejection in a surface's words: the form's and the Airflow tasks' ("Sequence length: 2048")."""
+        if not self.checks:
+            return str(self)
+        return f"{self.slug}: " + "; ".join(c.said(surface) for c in self.checks)
+
+    exit_code = ExitCode.REJECTED  # `run`: the configuration is refused, not the command line

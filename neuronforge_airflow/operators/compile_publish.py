@@ -1,8 +1,9 @@
 """The `neuronforge_compile_publish` DAG's tasks, generated from the pipeline's one declaration
-(`neuronforge.pipeline.runner.STAGES`) by one task factory (`stage_task`). Only Airflow concerns live
-here: the trigger's params become build states (`expand_targets`, which also reports the targets
+(`neuronforge.pipeline.runner.STAGES`, each declared in its stage module) by one task factory
+(`stage_task`), each running its stage through the runner's `execute` and hooks. Only Airflow
+concerns live here: the trigger's params become build states (`expand_targets`, which also reports the targets
 already published and ends the run there when every target is), stage settings become queues
-and pools, the lease is heart-beaten while a task works, failures are recorded, and the publish
+and pools, a failure becomes a retry or not (and releases the lease on the last attempt), and the publish
 task emits the artifact's Asset event. The claim is a deferrable operator
 (neuronforge_airflow/operators/build_claim.py).
 
@@ -23,8 +24,10 @@ from airflow.sdk.bases.xcom import BaseXCom
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from neuronforge.common import settings
-from neuronforge.pipeline.buildstate import BuildState, LeaseRef
-from neuronforge.pipeline.runner import STAGE_BY_NAME, Context, Stage, execute
+from neuronforge.pipeline.buildstate import BuildState
+from neuronforge.pipeline.hooks import LeaseKeeping, default_hooks
+from neuronforge.pipeline.runner import STAGE_BY_NAME, execute
+from neuronforge.pipeline.stage import Context, Stage
 from neuronforge.profiles.base import Placement
 from neuronforge.spec.target import TargetSpec
 from neuronforge_airflow.policies.routing import DEFAULT_QUEUE, POOL, group_id
@@ -57,7 +60,8 @@ def _final_attempt() -> bool:
 
 def run_stage_task(name: str, payload: dict[str, Any]) -> dict[str, Any]:
     """The body of every generated task (also run inside a Kubernetes pod): one stage of the
-    pipeline on this worker, under the lease when the stage needs it."""
+    pipeline on this worker through the runner's `execute`, with the hooks the CLI uses (host timing,
+    failure records) and the lease kept for this task only (`LeaseKeeping(hand_on=True)`)."""
     stage = STAGE_BY_NAME[name]
     state = BuildState.model_validate(payload)
     if state.hit is not None and stage.skip_on_hit:
@@ -71,28 +75,17 @@ def run_stage_task(name: str, payload: dict[str, Any]) -> dict[str, Any]:
             raise
         raise failure from None
     ctx = Context(store, settings.work_dir(), run_id=_run_id())
+    # Heart-beaten while the stage works, checked before publishing, left held for the next task
+    # (which renews it from the version the result carries), released after the final stage.
+    hooks = (LeaseKeeping(hand_on=True), *default_hooks())
     try:
-        if stage.holds_lease and state.lease is not None:
-            from neuronforge.artifacts import leases
-
-            # Heart-beaten while the stage works, checked before publishing, left held for the next
-            # task, which renews it from the version the result carries.
-            with leases.keeping(store, state.lease.lease(), hand_on=True) as keeper:
-                ctx.keeper = keeper
-                result = execute(stage, state, ctx)
-            result = result.model_copy(update={"lease": LeaseRef.of(keeper.lease)})
-        else:
-            result = execute(stage, state, ctx)
+        result = execute(stage, state, ctx, hooks)
     except Exception as exc:
         failure = task_failure(exc, state)
         _release_on_last_attempt(state, store, final=isinstance(failure, AirflowFailException))
         if failure is None:
             raise  # not an explained failure: a bug, with its traceback
         raise failure from None
-    if stage.final and result.lease is not None:
-        from neuronforge.artifacts import leases
-
-        leases.release(store, result.lease.lease())
     log.info("%s: %s", stage.name, result.summary())
     return result.model_dump(mode="json")
 
@@ -276,7 +269,7 @@ def _looked_up(states: list[BuildState]) -> list[BuildState]:
     hit (`pipeline.find_published`: one lookup). Whatever fails here (an unreachable store, a source
     that cannot be pinned) is left to the target's own `prepare`, which reports it."""
     from neuronforge.pipeline.buildstate import SourcePin
-    from neuronforge.pipeline.runner import find_published
+    from neuronforge.pipeline.stages.prepare import find_published
     from neuronforge.pipeline.stages.resolve import resolve_source
 
     work_dir = settings.work_dir()

@@ -11,8 +11,8 @@ import pytest
 from neuronforge.common.errors import InvalidInput
 from neuronforge.compilation.backends.base import neuron_compile_env
 from neuronforge.compilation.backends.optimum import export_kwargs, unsupported
-from neuronforge.pipeline.planner import plan
-from neuronforge.pipeline.runner import PlanRejected, run_target
+from neuronforge.pipeline.planner import PlanRejected, plan
+from neuronforge.pipeline.runner import run_target
 from neuronforge.spec.target import TargetSpec
 from neuronforge.spec.toolchain import Toolchain
 from neuronforge.stores import open_store
@@ -157,7 +157,7 @@ def test_an_export_its_consumer_would_refuse_is_not_published(
 def test_a_target_the_worker_toolchain_cannot_build_fails_in_the_plan(
     fake_optimum: Path, tiny_llama: Path, tmp_path: Path
 ) -> None:
-    from neuronforge.pipeline.runner import check_plan
+    from neuronforge.pipeline.stages.plan import check_plan
 
     old = Toolchain(
         "optimum", "0.4.5", "neuronxcc", "2.15.128.0", {"optimum-neuron": "0.4.5"}, (), {"architectures": ["qwen2"]}

@@ -396,7 +396,7 @@ def test_a_target_whose_lease_is_held_waits_deferred_then_takes_over(
     """Another worker holds the target's lease and dies: claim_build defers (no worker slot) until
     the lease lapses, then takes it over and the run builds and publishes."""
     from neuronforge.artifacts import leases
-    from neuronforge.pipeline.runner import prepare
+    from neuronforge.pipeline.stages.prepare import prepare
     from neuronforge.spec.target import TargetSpec
 
     monkeypatch.setenv("NEURONFORGE_LEASE_POLL_S", "0.5")

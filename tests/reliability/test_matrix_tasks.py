@@ -189,7 +189,7 @@ def test_how_a_task_tells_airflow_whether_to_retry(handed) -> None:
     from neuronforge.artifacts.leases import LeaseLost
     from neuronforge.common.errors import CheckpointError
     from neuronforge.pipeline.buildstate import BuildState
-    from neuronforge.pipeline.runner import PlanRejected
+    from neuronforge.pipeline.planner import PlanRejected
     from neuronforge_airflow.operators.compile_publish import task_failure
 
     state = BuildState.model_validate(handed["prepare"])

@@ -13,7 +13,8 @@ import pytest
 from neuronforge.artifacts import layout, leases
 from neuronforge.artifacts.localcache import TreeRef, lookup_local, materialize
 from neuronforge.pipeline.buildstate import BuildState, LeaseRef
-from neuronforge.pipeline.runner import STAGES, Context, execute
+from neuronforge.pipeline.runner import STAGES, execute
+from neuronforge.pipeline.stage import Context
 from neuronforge.spec.target import TargetSpec
 from neuronforge.stores import open_store
 from tests.conftest import TARGET, Compiled

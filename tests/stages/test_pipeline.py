@@ -13,7 +13,8 @@ import pytest
 from neuronforge.artifacts import layout
 from neuronforge.artifacts.published import lookup, verify_manifest
 from neuronforge.farm.rows import farm_rows
-from neuronforge.pipeline.runner import PlanRejected, run_target
+from neuronforge.pipeline.planner import PlanRejected
+from neuronforge.pipeline.runner import run_target
 from neuronforge.pipeline.stages.compile import CompileInput, compile_target
 from neuronforge.pipeline.stages.publish import PublishInput, publish
 from neuronforge.spec.target import TargetSpec
@@ -51,10 +52,12 @@ def test_second_run_is_a_cache_hit_without_compiling(compiled: Compiled) -> None
 def test_a_hit_reads_the_index_once(compiled: Compiled, monkeypatch: pytest.MonkeyPatch) -> None:
     """The outcome of a hit is the artifact prepare's lookup found, not a second read of the index."""
     import neuronforge.pipeline.runner as pipeline
+    import neuronforge.pipeline.stages.prepare as prepare_stage
 
     keys: list[str] = []
     real = pipeline.lookup
-    monkeypatch.setattr(pipeline, "lookup", lambda store, key: keys.append(key) or real(store, key))
+    for module in (pipeline, prepare_stage):  # prepare's lookup, and the runner's after publishing
+        monkeypatch.setattr(module, "lookup", lambda store, key: keys.append(key) or real(store, key))
     again = run_target(str(compiled.checkpoint), compiled.target, compiled.store, compiled.work_dir)
     assert again.status == "cache-hit" and keys == [compiled.first.key]
     assert again.published.manifest == compiled.first.published.manifest
@@ -75,7 +78,7 @@ def test_another_worker_reuses_graphs_from_the_store(compiled: Compiled, tmp_pat
     """A fresh host (empty local cache) pulls the graphs instead of compiling them."""
     first = compiled.first
     src = first.published.manifest.source.model_dump()
-    from neuronforge.pipeline.runner import prepare
+    from neuronforge.pipeline.stages.prepare import prepare
 
     prep = prepare(src["location"], compiled.target, tmp_path / "work")
     assert prep.key == first.key
@@ -95,7 +98,7 @@ def test_corrupted_graph_fails_the_smoke_test_and_nothing_is_published(compiled:
     store = open_store(f"file://{tmp_path / 'store'}")
     from neuronforge.artifacts.localcache import TreeRef
     from neuronforge.common.errors import InvalidInput
-    from neuronforge.pipeline.runner import prepare
+    from neuronforge.pipeline.stages.prepare import prepare
 
     prep = prepare(str(compiled.checkpoint), compiled.target, tmp_path / "w")
     staged = TreeRef(prefix="builds/x", manifest_sha256="0" * 64)

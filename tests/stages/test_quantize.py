@@ -16,7 +16,8 @@ from neuronforge.checkpoints.quantization import absmax, quantize_chunk, scale_f
 from neuronforge.checkpoints.quantized_names import QUANTIZABLE
 from neuronforge.common.errors import CheckpointError, InvalidInput
 from neuronforge.pipeline.stages.fetch import FetchRequest, fetch
-from neuronforge.pipeline.stages.quantize import QuantizeRequest, dequantized_checkpoint, quantize
+from neuronforge.pipeline.stages.quantize import QuantizeRequest, quantize
+from neuronforge.pipeline.stages.quantize_tensors import dequantized_checkpoint
 from neuronforge.spec.source import ModelSource
 from neuronforge.spec.target import Quantization
 from neuronforge.stores import open_store
@@ -123,7 +124,7 @@ def test_bad_input_is_refused_and_nothing_reaches_the_final_location(change, mes
 
 def test_a_non_2d_tensor_to_quantize_is_refused_before_reading_anything(tmp_path: Path) -> None:
     from neuronforge.checkpoints.checkpoint import TensorInfo
-    from neuronforge.pipeline.stages.quantize import plan
+    from neuronforge.pipeline.stages.quantize_tensors import plan
     from neuronforge.spec.source import ModelSource
 
     tensors = {
@@ -251,7 +252,7 @@ def test_the_store_prefix_tells_kept_lists_and_the_fp8_range_apart(tmp_path: Pat
 )
 def test_lists_nxd_inference_would_load_wrongly_are_refused(keep, message, tmp_path: Path) -> None:
     from neuronforge.checkpoints.checkpoint import verify_checkpoint
-    from neuronforge.pipeline.stages.quantize import plan
+    from neuronforge.pipeline.stages.quantize_tensors import plan
 
     src = make_tiny_llama(tmp_path / "m")
     req = QuantizeRequest(src, ModelSource.parse(str(src)), _quantization(keep=keep), "bf16", tmp_path)

@@ -15,7 +15,9 @@ import pytest
 from neuronforge.artifacts import leases
 from neuronforge.artifacts.localcache import file_entries, publish_tree
 from neuronforge.pipeline.buildstate import BuildState, LeaseRef
-from neuronforge.pipeline.runner import STAGE_BY_NAME, Context, SmokeFailed, execute
+from neuronforge.pipeline.runner import STAGE_BY_NAME, execute
+from neuronforge.pipeline.stage import Context
+from neuronforge.pipeline.stages.smoke import SmokeFailed
 from neuronforge.spec.target import TargetSpec
 from neuronforge.stores import open_store
 from tests.conftest import NEURON_TARGET

@@ -9,6 +9,9 @@ verified (`neuronforge.checkpoints.checkpoint.verify_checkpoint`) in a staging f
 host's verified cache (`neuronforge.artifacts.localcache`). Later stages, on any host, materialize the
 checkpoint from the store by its `TreeRef`, never from the Hub or the source. Fetching a revision
 the store already has downloads it only to a host that has not verified it yet.
+
+`run` is the stage's adapter (what it reads from the `BuildState`, what it writes back) and `STAGE`
+its declaration, listed in `neuronforge.pipeline.runner.STAGES`.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from neuronforge.artifacts import layout
 from neuronforge.artifacts.localcache import TreeRef, adopt, materialize, publish_tree, ref_of
 from neuronforge.checkpoints.checkpoint import verify_checkpoint
 from neuronforge.common.errors import CheckpointError
+from neuronforge.pipeline.buildstate import BuildState
+from neuronforge.pipeline.stage import Context, Stage
 from neuronforge.pipeline.stages.resolve import (
     hub_errors,
     hub_offline,
@@ -271,3 +276,27 @@ def fetch_summary(result: FetchResult) -> dict[str, Any]:
         "warnings": result.warnings,
         "seconds": round(result.seconds, 3),
     }
+
+
+def run(state: BuildState, ctx: Context) -> BuildState:
+    """The pinned source's checkpoint, verified and mirrored into the store (reused when it is)."""
+    req = FetchRequest(state.pinned_source(), ctx.store.root_uri, ctx.work_dir, state.allow_pickle)
+    result = fetch(req, ctx.store)
+    summary = fetch_summary(result)
+    log.info(
+        "checkpoint %s: %d files, %d bytes, %s",
+        summary["source"],
+        summary["files"],
+        summary["bytes"],
+        "reused" if result.reused else "fetched",
+    )
+    return state.model_copy(update={"checkpoint": result.ref})
+
+
+STAGE = Stage(
+    "fetch_checkpoint",
+    run,
+    "checkpoint verified and mirrored into the store",
+    reads=("source",),
+    writes=("checkpoint",),
+)

@@ -16,6 +16,9 @@ store — the bytes never travel through the publishing host — adds `smoke.jso
 is there at its size, and writes the manifest. Then `index/<key>.json` is created with
 `put_if_absent`. Readers trust only a complete manifest: `lookup` follows the index to the manifest
 and checks every file it lists exists.
+
+`run` is the stage's adapter (what it reads from the `BuildState`, what it writes back) and `STAGE`
+its declaration, listed in `neuronforge.pipeline.runner.STAGES`.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from neuronforge.artifacts import farm_index, layout
 from neuronforge.artifacts.localcache import TreeRef
 from neuronforge.artifacts.published import SMOKE_JSON, Published, format_uris, missing_files, object_sizes
 from neuronforge.common.errors import InvalidInput, StoreError
+from neuronforge.pipeline.buildstate import BuildState, PublishedRef
+from neuronforge.pipeline.stage import Context, Stage
 from neuronforge.profiles.request import CompileRequest, cache_key_material
 from neuronforge.records.artifact_manifest import ArtifactManifest
 from neuronforge.records.index_entry import IndexEntry
@@ -106,3 +111,42 @@ def publish(inp: PublishInput, store: ArtifactStore) -> Published:
     farm_index.note_published(store, index, manifest)
     uris = format_uris(store, prefix, manifest.formats)
     return Published(inp.key, prefix, store.uri(manifest_key), uris, manifest)
+
+
+def run(state: BuildState, ctx: Context) -> BuildState:
+    """Publish the smoke-tested payload: its manifest (with every stage's host timing, this one's so
+    far) written last; a run whose lease was taken over publishes nothing."""
+    from neuronforge.common.hosts import StageRun, host_report
+
+    compiled = state.need("compiled")
+    runs = [*state.hosts]
+    if ctx.stage_started is not None:  # this stage so far: the manifest is its last write
+        host = state.profile.placement(STAGE.kind).host
+        runs.append(StageRun.now("publish_artifact", time.monotonic() - ctx.stage_started, host))
+    inp = PublishInput(
+        state.request(),
+        state.pinned_toolchain(),
+        state.need("key"),
+        compiled.build,
+        state.need("smoke"),
+        compiled.record,
+        run_id=ctx.run_id,
+        hosts=host_report(runs),
+    )
+    if ctx.keeper is not None:
+        ctx.keeper.assert_held()  # a run whose lease was taken over publishes nothing
+    published = publish(inp, ctx.store)
+    log.info("published %s", published.manifest_uri)
+    # The staged payload served its purpose: the artifact holds it now (a retry finds the key published).
+    ctx.store.delete_prefix(layout.build_prefix(inp.key, "").rstrip("/"))
+    return state.model_copy(update={"published": PublishedRef.of(published)})
+
+
+STAGE = Stage(
+    "publish_artifact",
+    run,
+    "copy the tested payload into the artifact folder, manifest last",
+    final=True,
+    reads=("source", "toolchain", "key", "compiled", "smoke"),
+    writes=("published",),
+)

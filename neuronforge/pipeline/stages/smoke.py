@@ -15,17 +15,26 @@ Two halves on two hosts:
   for consumers that read no cache). A graph the load adds to that cache is one the consumer would
   compile at start-up: the test fails. The first `match_tokens` tokens must equal the expected ones;
   the largest logit difference before the first disagreement is reported where logits exist.
+
+`run` is the stage's adapter (what it reads from the `BuildState`, what it writes back) and `STAGE`
+its declaration, listed in `neuronforge.pipeline.runner.STAGES`.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from neuronforge.artifacts.localcache import materialize
+from neuronforge.common.errors import ExitCode, NeuronforgeError
 from neuronforge.common.progress import heartbeat
+from neuronforge.pipeline.buildstate import BuildState
+from neuronforge.pipeline.stage import Context, Stage
 from neuronforge.records.base import RecordError
 from neuronforge.records.smoke_reference import SmokeReference
 
@@ -33,6 +42,8 @@ DEFAULT_PROMPTS = ("Hello, my name is", "The capital of France is")
 SMOKE_JSON = "smoke.json"
 EXPECTED = "smoke/expected.json"
 REFERENCE_LOGITS = "smoke/reference-logits.safetensors"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -227,3 +238,58 @@ def _reference_logits(payload: Path) -> dict[str, Any] | None:
     from safetensors.torch import load_file
 
     return load_file(payload / REFERENCE_LOGITS)
+
+
+class SmokeFailed(NeuronforgeError):
+    """The compiled artifact did not load or did not generate like the reference; nothing published."""
+
+    exit_code = ExitCode.REJECTED
+
+
+def run(state: BuildState, ctx: Context) -> BuildState:
+    """Load the staged payload — downloaded here, on a host that did not compile it — as its
+    consumer does (the profile reads how from the payload's launch files), in a fresh process, through
+    a compile cache holding only the entries the launch files name (pulled from the store): a graph the
+    load has to compile fails the test."""
+    compiled = state.need("compiled")
+    payload = materialize(ctx.store, compiled.build, ctx.work_dir)
+    profile = state.profile
+    load = profile.smoke_load(payload)
+    result = smoke_test(
+        SmokeInput(payload, load, profile.backend.name, smoke_cache(state, ctx, load.cache_entries), profile.python())
+    )
+    log.info(
+        "smoke: %s (load %.2fs, first token %.4fs, %.5fs/token)",
+        result.reason,
+        result.load_s or 0,
+        result.time_to_first_token_s or 0,
+        result.per_token_s or 0,
+    )
+    if not result.passed:
+        raise SmokeFailed(f"{state.target.slug}: smoke test failed: {result.reason}")
+    return state.model_copy(update={"smoke": result.to_json()})
+
+
+def smoke_cache(state: BuildState, ctx: Context, entries: tuple[str, ...] | None):  # -> CompileCache
+    """A fresh compile cache for the smoke load: empty, or holding exactly the entries the payload's
+    launch files point the consumer at, pulled from the store (an entry the store lacks stays
+    missing, and the load that would compile it fails the test)."""
+    from neuronforge.compilation.compile_cache import CompileCache
+
+    root = ctx.work_dir / "smoke-cache" / state.need("key")[:12]
+    shutil.rmtree(root, ignore_errors=True)
+    toolchain = state.pinned_toolchain()
+    cache = CompileCache(root, toolchain.compiler, toolchain.compiler_version, ctx.store)
+    if entries:
+        cache.preseed(list(entries))
+    return cache
+
+
+STAGE = Stage(
+    "smoke",
+    run,
+    "load the staged payload as the consumer does, compiling forbidden; compare",
+    "smoke",
+    reads=("toolchain", "key", "compiled"),
+    writes=("smoke",),
+)

@@ -1,0 +1,39 @@
+"""Stage `claim_build`: take the key's compile lease, or wait for whoever holds it to publish. The
+DAG claims with its own deferrable operator (`neuronforge_airflow/operators/build_claim.py`); the
+CLI's claim (`claim`) blocks in its process. The declaration has no `run`: each runner claims its way.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from neuronforge.artifacts import farm_index, leases
+from neuronforge.artifacts.published import lookup
+from neuronforge.pipeline.buildstate import BuildState, LeaseRef, PublishedRef
+from neuronforge.pipeline.stage import Context, Stage
+
+log = logging.getLogger(__name__)
+
+
+def claim(state: BuildState, ctx: Context, ttl_s: float, poll_s: float) -> BuildState:
+    """The CLI's claim: take the key's lease, or wait (blocking) for whoever holds it to publish."""
+    key = state.need("key")
+    holder = leases.holder_id()
+    while (lease := leases.try_acquire(ctx.store, key, holder, ttl_s)) is None:
+        other = leases.current(ctx.store, key)
+        log.info("%s is being built by %s; waiting for its artifact", key[:12], other.holder if other else "?")
+        waited = leases.wait_for(ctx.store, key, lambda: lookup(ctx.store, key), poll_s=poll_s)
+        if waited is not None:
+            ctx.published = waited
+            return state.model_copy(update={"hit": PublishedRef.of(waited)})
+    farm_index.announce(ctx.store, lease, state)
+    return state.model_copy(update={"lease": LeaseRef.of(lease)})
+
+
+STAGE = Stage(
+    "claim_build",
+    None,
+    "take the key's compile lease or wait for whoever holds it",
+    holds_lease=False,
+    reads=("key",),
+)
