@@ -8,6 +8,7 @@ so boto3) is imported only when an `s3://` URI is opened.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Any
 
@@ -17,22 +18,29 @@ from neuronforge.stores.base import ArtifactStore, NotFound, ObjectInfo, refuse_
 __all__ = ["ArtifactStore", "NotFound", "ObjectInfo", "local_folder", "open_store"]
 
 
+# The one place a store kind is registered: URI scheme -> (module, class with `from_uri`), imported
+# only when a URI names it (boto3 stays out of processes that never open an S3 store). Everything
+# else a store URI can be — `file://`, a path — is the folder store.
+REMOTE_STORES: dict[str, tuple[str, str]] = {"s3": ("neuronforge.stores.s3", "S3Store")}
+
+
 def open_store(uri: str, *, must_exist: bool = False, **kwargs: Any) -> ArtifactStore:
     """`file:///path`, `/path`, `./path` → FileStore; `s3://bucket[/prefix]` → S3Store.
 
     `must_exist` is for commands that only read: a folder that does not exist is an error instead of
     a new empty store, and an S3 bucket is checked to exist (and be reachable) before anything else."""
     refuse_credentials(uri)
-    if uri.startswith("s3://"):
-        from neuronforge.stores.s3 import S3Store
-
-        store = S3Store.from_uri(uri, **kwargs)
+    scheme, sep, _ = uri.partition("://")
+    if sep and scheme in REMOTE_STORES:
+        module, name = REMOTE_STORES[scheme]
+        store = getattr(importlib.import_module(module), name).from_uri(uri, **kwargs)
         if must_exist:
             store.probe(write=False)
         return store
     folder = local_folder(uri)
     if folder is None:
-        raise StoreError(f"unsupported store URI {uri!r}; use file:///path, a local path, or s3://bucket/prefix")
+        remote = ", ".join(f"{scheme}://bucket/prefix" for scheme in REMOTE_STORES)
+        raise StoreError(f"unsupported store URI {uri!r}; use file:///path, a local path, or {remote}")
     from neuronforge.stores.file import FileStore
 
     return FileStore(folder, create=not must_exist)
