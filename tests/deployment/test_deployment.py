@@ -418,7 +418,8 @@ def test_vllm_neuron_native_builds_publish_a_cache_a_fresh_server_hits(deploymen
     """A Llama on SDK 2.32.0 and a Qwen3 on SDK 2.33.0, through the DAG: the plugin's CPU-compile mode on
     the SDK image's CPU worker, the smoke test on the Neuron host; then a fresh serving host runs the
     published sync.sh + `vllm serve` (fake plugin) with compiling forbidden and hits every graph."""
-    from neuronforge.compilation.vllm_cache import CacheManifest
+    from neuronforge.records.local import read_local
+    from neuronforge.records.vllm_cache import CacheManifest
     from neuronforge.spec.tinymodel import make_tiny_llama
     from tests.vllm_serving import serve, serving_host
 
@@ -460,7 +461,7 @@ def test_vllm_neuron_native_builds_publish_a_cache_a_fresh_server_hits(deploymen
         started, lines = serve(launch, env)
         assert started, "\n".join(lines[-15:])
         assert not any("Compiling graph" in line for line in lines)
-        manifest = CacheManifest.read(launch / "vllm-cache.json")
+        manifest = read_local(CacheManifest, launch / "vllm-cache.json")
         cache = Path(env["VLLM_CACHE_ROOT"]) / "neuron" / "compile_cache"
         assert all((cache / r.key / ".cache_accessed").exists() for r in manifest.entries)
         note(

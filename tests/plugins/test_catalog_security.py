@@ -279,7 +279,7 @@ def test_the_templates_escape_a_hostile_string_in_every_slot(plugin: ModuleType)
         "artifact.html.j2",
         title=HOSTILE,
         store_uri=HOSTILE,
-        a=plugin._detail_view(row, {"hosts": hosts}, {HOSTILE: HOSTILE}),
+        a=plugin._detail_view(row, SimpleNamespace(hosts=hosts), {HOSTILE: HOSTILE}),  # the manifest's hosts
     )
     _assert_inert(detail)
     assert detail.count(str(escape(HOSTILE))) >= 12 and '<pre class="snippet">' in detail
