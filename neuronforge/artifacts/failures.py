@@ -20,12 +20,9 @@ from neuronforge.stores.base import ArtifactStore, NotFound, StoreError
 MAX_MESSAGE = 2000
 
 
-BuildFailure = FailureRecord  # the name callers and the farm index know it by
-
-
 def write_failure(
     store: ArtifactStore, key: str, stage: str, exc: BaseException, run_id: str = "", state: Any = None
-) -> BuildFailure:
+) -> FailureRecord:
     """Write `failures/<key>.json` (the farm index is told by `farm_index.record_failure`, which
     callers use). `state` (a BuildState) names the model, target and profile the failure belongs to."""
     message = f"{type(exc).__name__}: {exc}"
@@ -46,7 +43,7 @@ def write_failure(
     return failure
 
 
-def read_failure(store: ArtifactStore, key: str) -> BuildFailure | None:
+def read_failure(store: ArtifactStore, key: str) -> FailureRecord | None:
     """The failure record of `key`, or None when there is none or it cannot be read (it is advisory)."""
     try:
         return FailureRecord.read(store, layout.failure_entry(key))

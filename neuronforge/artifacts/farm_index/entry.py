@@ -93,7 +93,7 @@ def published_record(index: IndexEntry, manifest: ArtifactManifest) -> LogRecord
 
 
 def failure_record(failure: Any) -> LogRecord:
-    """The log record of a `failures.BuildFailure`."""
+    """The log record of a `FailureRecord`."""
     return LogRecord(
         kind="failed",
         key=failure.key,

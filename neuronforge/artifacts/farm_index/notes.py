@@ -11,13 +11,14 @@ import random
 import time
 from typing import Any
 
-from neuronforge.artifacts.failures import BuildFailure, write_failure
+from neuronforge.artifacts.failures import write_failure
 from neuronforge.artifacts.farm_index import snapshot
 from neuronforge.artifacts.farm_index.entry import building_record, failure_record, published_record
 from neuronforge.artifacts.farm_index.log import COMPACT_AT, MAX_TRIES, TAIL, IndexCorrupt, encode_tail, read_tail
 from neuronforge.artifacts.leases import Lease
 from neuronforge.common.errors import NeuronforgeError, StoreError
 from neuronforge.records.artifact_manifest import ArtifactManifest
+from neuronforge.records.failure import FailureRecord
 from neuronforge.records.farm_index import FarmIndexTail, LogRecord
 from neuronforge.records.index_entry import IndexEntry
 from neuronforge.stores import ArtifactStore
@@ -69,7 +70,7 @@ def note_published(store: ArtifactStore, index: IndexEntry, manifest: ArtifactMa
 
 def record_failure(
     store: ArtifactStore, key: str, stage: str, exc: BaseException, run_id: str = "", state: Any = None
-) -> BuildFailure:
+) -> FailureRecord:
     """Write the failure record (`failures.write_failure`) and show it in the farm index."""
     failure = write_failure(store, key, stage, exc, run_id, state)
     try:
