@@ -20,6 +20,20 @@ from neuronforge.stores.base import ArtifactStore, NotFound, StoreError
 MAX_MESSAGE = 2000
 
 
+def names_of(state: Any = None) -> dict[str, str]:
+    """What a build (a `BuildState`, or None) is called in the failure record and the farm index:
+    its model, target slug, profile and instance — the columns the catalog filters on."""
+    if state is None:
+        return {}
+    target = state.target
+    return {
+        "model": model_name(state.model),
+        "target": target.slug,
+        "profile": target.profile,
+        "instance": target.instance.name,
+    }
+
+
 def write_failure(
     store: ArtifactStore, key: str, stage: str, exc: BaseException, run_id: str = "", state: Any = None
 ) -> FailureRecord:
@@ -28,17 +42,8 @@ def write_failure(
     message = f"{type(exc).__name__}: {exc}"
     if len(message) > MAX_MESSAGE:
         message = message[: MAX_MESSAGE - 1] + "…"
-    what = {}
-    if state is not None:
-        target = state.target
-        what = {
-            "model": model_name(state.model),
-            "target": target.slug,
-            "profile": target.profile,
-            "instance": target.instance.name,
-        }
     at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    failure = FailureRecord(key=key, stage=stage, error=message, run_id=run_id, at=at, **what)
+    failure = FailureRecord(key=key, stage=stage, error=message, run_id=run_id, at=at, **names_of(state))
     failure.write(store, layout.failure_entry(key))
     return failure
 

@@ -13,6 +13,7 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from neuronforge.artifacts.failures import names_of
 from neuronforge.common.errors import NeuronforgeError
 from neuronforge.records.artifact_manifest import ArtifactManifest
 from neuronforge.records.farm_index import Entry, LogRecord
@@ -106,16 +107,7 @@ def failure_record(failure: Any) -> LogRecord:
 
 
 def building_record(key: str, holder: str, at: str, state: Any = None) -> LogRecord:
-    what: dict[str, Any] = {}
-    if state is not None:
-        target = state.target
-        what = {
-            "model": model_name(state.model),
-            "profile": target.profile,
-            "target": target.slug,
-            "instance": target.instance.name,
-        }
-    return LogRecord(kind="building", key=key, **what, building={"holder": holder, "at": at})
+    return LogRecord(kind="building", key=key, **names_of(state), building={"holder": holder, "at": at})
 
 
 def deleted_record(key: str) -> LogRecord:
