@@ -45,6 +45,7 @@ PROFILE_CHOICES = profile_names() + [p.ref for p in all_profiles()]
 # JSON schema of one target in the trigger form (Airflow validates it before any task runs), generated
 # from `TargetSpec`'s declaration: the same fields and bounds the CLI and the pipeline apply.
 TARGET_SCHEMA: dict[str, Any] = target_json_schema(choices={"profile": PROFILE_CHOICES})
+TARGET_INPUTS: dict[str, TargetInput] = target_inputs()  # each declared input, as every form field is made from it
 
 OPTIONAL_STRING = ["null", "string"]
 
@@ -126,7 +127,7 @@ PARAMS: dict[str, Param] = {
         title="Model",
         description="org/name[@revision], s3://bucket/prefix or a folder; empty: the embedded tiny Llama",
     ),
-    "profile": target_param(target_inputs()["profile"], "cpu", PROFILE_CHOICES),
+    "profile": target_param(TARGET_INPUTS["profile"], "cpu", PROFILE_CHOICES),
     **FORM_TARGET_FIELDS,
     "targets": Param(
         None,
@@ -179,7 +180,6 @@ RECOMPILE_PARAMS: dict[str, Param] = {
 
 # The sweep DAG's trigger form (`neuronforge sweep`'s options; the candidate lists are optional).
 OPTIONAL_INTS = {"type": ["null", "array"], "items": {"type": "integer", "minimum": 1}}
-_TARGET = target_inputs()
 SWEEP_PARAMS: dict[str, Param] = {
     "model": Param(
         None,
@@ -187,10 +187,8 @@ SWEEP_PARAMS: dict[str, Param] = {
         title="Model",
         description="org/name[@revision], s3://bucket/prefix or a folder; empty: the embedded tiny Llama",
     ),
-    # instance and dtype: one per sweep, spelled and bounded as a target's (TargetSpec declares them)
-    "instance": Param(
-        "inf2.48xlarge", **TARGET_SCHEMA["properties"]["instance_type"], title=_TARGET["instance_type"].declared.title
-    ),
+    # instance and dtype: one per sweep, the form fields of a target's (TargetSpec declares them)
+    "instance": target_param(TARGET_INPUTS["instance_type"], "inf2.48xlarge"),
     "profile": Param(
         "optimum-neuron",
         type="string",
@@ -203,7 +201,7 @@ SWEEP_PARAMS: dict[str, Param] = {
     "seq_lens": Param(
         None, **OPTIONAL_INTS, title="Sequence lengths", description="empty: powers of two from 1024 to max positions"
     ),
-    "dtype": Param("bf16", **TARGET_SCHEMA["properties"]["dtype"], title=_TARGET["dtype"].declared.title),
+    "dtype": target_param(TARGET_INPUTS["dtype"], "bf16"),
     "method": Param(
         "planned",
         type="string",

@@ -25,6 +25,7 @@ from neuronforge_airflow.params import (
     COMPILE_DAG,
     FORM_TARGET_FIELDS,
     PARAMS,
+    SWEEP_PARAMS,
     TARGET_SCHEMA,
     conf_problem,
     form_target_fields,
@@ -138,6 +139,20 @@ def test_the_logical_core_config_choices_agree(value: int | None) -> None:
 def test_bucket_items_have_the_same_minimum(buckets: list[int]) -> None:
     values = {**BASE, "context_encoding_buckets": buckets}
     assert _spec_accepts(values) == _schema_accepts(values) == (min(buckets) >= 1)
+
+
+@pytest.mark.parametrize(("param", "field"), [("instance", "instance_type"), ("dtype", "dtype")])
+def test_the_sweep_form_takes_an_instance_and_a_dtype_as_a_target_does(param: str, field: str) -> None:
+    """The sweep's one instance and one dtype: the values its form accepts are the target's, no list of its own."""
+    accepted = TARGET_SCHEMA["properties"][field]["enum"]
+    for value in [*accepted, "inf9.xlarge", "fp8", ""]:
+        try:
+            copy.deepcopy(SWEEP_PARAMS[param]).resolve(value)
+            form = True
+        except (ValueError, TypeError):
+            form = False
+        assert form == _spec_accepts({**BASE, "instance_type": "inf2.48xlarge", field: value}), (param, value)
+    assert SWEEP_PARAMS[param].schema["title"] == target_inputs()[field].declared.title
 
 
 def test_each_surface_has_exactly_the_declared_inputs() -> None:
