@@ -376,11 +376,9 @@ def docs_tables() -> str:
 
 def render_page(page: str) -> str:
     """`page` with the text between DOCS_BEGIN and DOCS_END replaced by `docs_tables()`."""
-    before, begin, rest = page.partition(DOCS_BEGIN + "\n")
-    _, end, after = rest.partition(DOCS_END)
-    if not begin or not end:
-        raise InvalidInput(f"{DOCS_PAGE}: no lines {DOCS_BEGIN!r} ... {DOCS_END!r} to put the tables between")
-    return f"{before}{DOCS_BEGIN}\n\n{docs_tables()}\n{DOCS_END}{after}"
+    from neuronforge.common.docs_section import replaced
+
+    return replaced(page, DOCS_BEGIN, DOCS_END, f"{DOCS_BEGIN}\n\n{docs_tables()}\n{DOCS_END}", DOCS_PAGE)
 
 
 if __name__ == "__main__":  # python -m neuronforge.common.settings: rewrite docs/configuration.md's tables
