@@ -44,6 +44,14 @@ class RecordError(StoreError):
         self.loc = loc
 
 
+def invalid(exc: ValidationError, at: str, what: str, whole: str) -> RecordError:
+    """`exc`'s first problem as one line: where, what it is not, the field (`whole` when the problem is
+    the object itself) and pydantic's words; the field's path kept in `loc`."""
+    first = exc.errors()[0]
+    field = ".".join(str(p) for p in first["loc"]) or whole
+    return RecordError(f"{at}{what}: {field}: {first['msg']}", tuple(first["loc"]))
+
+
 class RecordTooNew(RecordError):
     """A record written by a newer neuronforge than this one."""
 
@@ -100,9 +108,7 @@ class StoredRecord(BaseModel):
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first["loc"]) or "(record)"
-            raise RecordError(f"{at}not a valid {cls.KIND}: {field}: {first['msg']}", tuple(first["loc"])) from None
+            raise invalid(exc, at, f"not a valid {cls.KIND}", "(record)") from None
 
     @classmethod
     def from_bytes(cls, raw: bytes, where: str = "") -> Self:

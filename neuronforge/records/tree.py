@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from neuronforge.records.base import RecordError
+from neuronforge.records.base import invalid
 
 
 class StoredFile(BaseModel):
@@ -35,7 +35,4 @@ class FileListing(BaseModel):
         try:
             return cls.model_validate_json(raw)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first["loc"]) or "(manifest)"
-            at = f"{where}: " if where else ""
-            raise RecordError(f"{at}not a readable file list: {field}: {first['msg']}") from None
+            raise invalid(exc, f"{where}: " if where else "", "not a readable file list", "(manifest)") from None
