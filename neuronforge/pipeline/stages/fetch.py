@@ -54,7 +54,6 @@ from neuronforge.spec.source import (
     list_relative,
     scan_folder,
     select_checkpoint_files,
-    sha256_file,
 )
 from neuronforge.stores import ArtifactStore, open_store
 from neuronforge.stores.base import inside
@@ -105,19 +104,6 @@ def _manifest(
 
 def _entries(manifest: CheckpointManifest) -> list[FileEntry]:
     return [FileEntry(f.path, f.size, f.sha256) for f in manifest.files]
-
-
-def _local_matches(folder: Path, manifest: CheckpointManifest) -> bool:
-    """True when `folder` holds exactly the manifest's files with the same sizes and sha256."""
-    if not folder.is_dir():
-        return False
-    expected = {e.path: e for e in _entries(manifest)}
-    have = {p for p in list_relative(folder) if p != layout.MANIFEST}
-    if have != set(expected):
-        return False
-    if any((folder / p).stat().st_size != e.size for p, e in expected.items()):
-        return False
-    return all(sha256_file(folder / p) == e.sha256 for p, e in expected.items())
 
 
 def _download_into(source: ModelSource, staging: Path, req: FetchRequest) -> list[FileEntry] | None:
