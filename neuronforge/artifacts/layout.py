@@ -21,6 +21,9 @@
     sweeps/<org>/<name>/<instance>/<profile>/<name>.json   a sweep's inference-cache-config file
                                                      (+ <name>.records.json: every candidate's outcome)
     sdk-releases/n2-manifest.json                    optional mirror of the Neuron SDK release manifest
+    channels/<org>/<name>/<profile line>/<channel>/channel.json   a release channel: the pointer to one build
+                                                     (+ launch/: files that resolve it at deploy time)
+    reviews/<key>.json                               a build's review state (pending, approved, rejected)
 
 Paths are '/'-separated keys relative to the store root; `ArtifactStore.uri(key)` makes them URIs.
 """
@@ -160,3 +163,25 @@ def sweep_files(source: ModelSource, instance: str, profile: str) -> tuple[str, 
 
 
 SDK_RELEASE_MANIFEST = "sdk-releases/n2-manifest.json"
+CHANNELS = "channels"
+CHANNEL_RECORD = "channel.json"
+
+
+def model_channels(source: ModelSource) -> str:
+    """Every channel of a model, whatever its revision: `channels/<org>/<name>`."""
+    org, name = source.org_name
+    return f"{CHANNELS}/{safe_component(org)}/{safe_component(name)}"
+
+
+def channel_prefix(source: ModelSource, profile_line: str, channel: str) -> str:
+    """`channels/<org>/<name>/<profile line>/<channel>`: the record and its launch files."""
+    return f"{model_channels(source)}/{safe_component(profile_line)}/{safe_component(channel)}"
+
+
+def channel_record(source: ModelSource, profile_line: str, channel: str) -> str:
+    return f"{channel_prefix(source, profile_line, channel)}/{CHANNEL_RECORD}"
+
+
+def review_entry(key: str) -> str:
+    """A build's review state, beside its manifest (never inside: the manifest is immutable)."""
+    return f"reviews/{key}.json"

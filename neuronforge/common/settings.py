@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
@@ -84,6 +85,16 @@ def _one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
         return raw
 
     return parse
+
+
+def _names(raw: str) -> tuple[str, ...]:
+    """A comma-separated list of channel names ("-": none)."""
+    if raw.strip() == "-":
+        return ()
+    names = tuple(sorted({n.strip() for n in raw.split(",") if n.strip()}))
+    if not names or not all(re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,62}", n) for n in names):
+        raise ValueError(raw)
+    return names
 
 
 def _home(raw: str) -> Path:
@@ -161,6 +172,14 @@ class Settings:
         60.0, "seconds between two looks at the triggered rebuilds by the recompile DAG's wait"
     )
     heartbeat_s: float = _seconds_setting(10.0, "seconds between two progress log lines of a running step")
+    approval_channels: tuple[str, ...] = _setting(
+        ("stable",),
+        "the release channels that take only approved builds (`neuronforge approve KEY`); every channel refuses a "
+        "rejected build or one whose smoke test did not pass",
+        _names,
+        "channel names separated by commas, or - for none",
+        shown="stable",
+    )
     quant_kernel: Literal["auto", "compiled", "eager"] = _choice_setting(
         QUANT_KERNELS,
         "the quantizer's kernel: compiled (TorchInductor, cached after the first time), eager, or auto (compiled "

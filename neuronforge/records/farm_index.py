@@ -22,7 +22,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, St
 from neuronforge.records.base import StoredRecord
 from neuronforge.records.parts import AnyObject, Text
 
-KINDS = ("published", "failed", "building", "deleted")
+KINDS = ("published", "failed", "building", "deleted", "channel", "review")
 
 
 def _stamped(value: dict[str, Any]) -> dict[str, Any]:
@@ -52,6 +52,10 @@ class LogRecord(BaseModel):
     published: Stamped | None = None
     failure: Stamped | None = None
     building: Stamped | None = None
+    # A release channel moved onto (`on`: true) or off this key: {"channel", "on", "by", "at", "action"}
+    channel: Stamped | None = None
+    # The build's review decision: {"state", "by", "at", "reason"}
+    review: Stamped | None = None
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_unset=True)
@@ -101,6 +105,10 @@ class Entry(BaseModel):
     failure: Stamped | None = None
     # A build took the key's lease (holder, started); readers confirm it against `locks/<key>`.
     building: Stamped | None = None
+    # The release channels (of this row's model and profile line) that point to this build now.
+    channels: list[StrictStr] = Field(default_factory=list)
+    # The build's review decision (None: pending).
+    review: Stamped | None = None
 
     def __init__(self, *args: Any, **data: Any) -> None:
         """Fields by position (key first) or by name, as the dataclass it replaces took them."""
@@ -113,7 +121,7 @@ class Entry(BaseModel):
         return cls.model_validate(data)
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in self.model_dump().items() if v not in (None, "")}
+        return {k: v for k, v in self.model_dump().items() if v not in (None, "", [])}
 
     @property
     def sort_key(self) -> tuple[str, str, str, str]:
@@ -148,7 +156,13 @@ class Entry(BaseModel):
         elif kind == "building" and record.building is not None:
             self.building = dict(record.building)
         elif kind == "deleted":
-            self.published = None
+            self.published, self.channels, self.review = None, [], None
+        elif kind == "channel" and record.channel is not None:
+            name = str(record.channel.get("channel") or "")
+            kept = [c for c in self.channels if c != name]
+            self.channels = sorted([*kept, name]) if record.channel.get("on") is True and name else kept
+        elif kind == "review" and record.review is not None:
+            self.review = dict(record.review)
 
 
 class PageRef(BaseModel):

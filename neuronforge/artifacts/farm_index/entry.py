@@ -26,9 +26,11 @@ __all__ = [
     "Entry",
     "LogRecord",
     "building_record",
+    "channel_records",
     "deleted_record",
     "failure_record",
     "published_record",
+    "review_record",
     "target_variant",
 ]
 
@@ -112,6 +114,23 @@ def building_record(key: str, holder: str, at: str, state: Any = None) -> LogRec
 
 def deleted_record(key: str) -> LogRecord:
     return LogRecord(kind="deleted", key=key)
+
+
+def channel_records(record: Any) -> list[LogRecord]:
+    """A channel's latest move (a `ChannelRecord`) as the rows see it: on its build, off the previous one."""
+    move = record.current
+    stamp = {"channel": record.channel, "by": move.by, "at": move.at, "action": move.action}
+    out = [LogRecord(kind="channel", key=move.build.key, channel={**stamp, "on": True})]
+    if move.previous and move.previous != move.build.key:
+        out.append(LogRecord(kind="channel", key=move.previous, channel={**stamp, "on": False}))
+    return out
+
+
+def review_record(record: Any) -> LogRecord:
+    """A build's review decision (a `ReviewRecord`)."""
+    d = record.current
+    review = {"state": d.state, "by": d.by, "at": d.at, "reason": d.reason}
+    return LogRecord(kind="review", key=record.key, review=review)
 
 
 @dataclass

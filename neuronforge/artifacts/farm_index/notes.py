@@ -13,7 +13,13 @@ from typing import Any
 
 from neuronforge.artifacts.failures import write_failure
 from neuronforge.artifacts.farm_index import snapshot
-from neuronforge.artifacts.farm_index.entry import building_record, failure_record, published_record
+from neuronforge.artifacts.farm_index.entry import (
+    building_record,
+    channel_records,
+    failure_record,
+    published_record,
+    review_record,
+)
 from neuronforge.artifacts.farm_index.log import COMPACT_AT, MAX_TRIES, TAIL, IndexCorrupt, encode_tail, read_tail
 from neuronforge.artifacts.leases import Lease
 from neuronforge.common.errors import NeuronforgeError, StoreError
@@ -88,3 +94,20 @@ def announce(store: ArtifactStore, lease: Lease, state: Any = None) -> None:
         append(store, [building_record(lease.key, lease.holder, at, state)])
     except (NeuronforgeError, OSError) as exc:
         log.warning("lease %s: the farm index was not told (%s)", lease.key[:12], exc)
+
+
+def note_channel(store: ArtifactStore, record: Any) -> None:
+    """After a channel move (a `ChannelRecord` as written): the rows of the build it now points to and
+    of the one it left. Two requests; advisory like every note (`rebuild` reads the channels back)."""
+    try:
+        append(store, channel_records(record))
+    except (NeuronforgeError, OSError) as exc:
+        log.warning("channel %s moved, but the farm index was not told (%s)", record.channel, exc)
+
+
+def note_review(store: ArtifactStore, record: Any) -> None:
+    """After a review decision (a `ReviewRecord`)."""
+    try:
+        append(store, [review_record(record)])
+    except (NeuronforgeError, OSError) as exc:
+        log.warning("review of %s recorded, but the farm index was not told (%s)", record.key[:12], exc)

@@ -29,13 +29,23 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from neuronforge.artifacts.farm_index.entry import Aggregates, Entry, failure_record, published_record
+from neuronforge.artifacts import layout
+from neuronforge.artifacts.farm_index.entry import (
+    Aggregates,
+    Entry,
+    channel_records,
+    failure_record,
+    published_record,
+    review_record,
+)
 from neuronforge.artifacts.farm_index.log import ROOT, IndexCorrupt, read_tail, reset, trim
 from neuronforge.common.errors import StoreError
 from neuronforge.records.base import RecordError
+from neuronforge.records.channel import ChannelRecord
 from neuronforge.records.farm_index import FarmIndexHead as Head
 from neuronforge.records.farm_index import FarmIndexTail, LogRecord, PageRef
 from neuronforge.records.index_entry import IndexEntry
+from neuronforge.records.review import ReviewRecord
 from neuronforge.stores import ArtifactStore, NotFound
 
 log = logging.getLogger(__name__)
@@ -255,6 +265,7 @@ def scan(store: ArtifactStore) -> tuple[dict[str, Entry], list[Skipped]]:
         failure = read_failure(store, key)
         if failure is not None:
             merge(entries, [failure_record(failure).numbered(0)])
+    _scan_releases(store, entries)
     for key in sorted(_listed_keys(store, "locks", "")):
         lease = leases.current(store, key)
         if lease is not None and lease.live:
@@ -264,6 +275,29 @@ def scan(store: ArtifactStore) -> tuple[dict[str, Entry], list[Skipped]]:
                 building = {"holder": lease.holder, "at": at}
                 merge(entries, [LogRecord(kind="building", key=key, building=building, seq=0)])
     return entries, skipped
+
+
+def _scan_releases(store: ArtifactStore, entries: dict[str, Entry]) -> None:
+    """The channels' current builds and the review decisions, into the rows of published builds."""
+    for obj in store.list(layout.CHANNELS):
+        if not obj.key.endswith(f"/{layout.CHANNEL_RECORD}"):
+            continue
+        try:
+            record = ChannelRecord.read(store, obj.key)
+        except (RecordError, NotFound) as exc:
+            log.warning("farm index: skipped channel %s: %s", store.uri(obj.key), exc)
+            continue
+        if record.current.build.key in entries:
+            merge(entries, [r.numbered(0) for r in channel_records(record)[:1]])
+    for key in sorted(_listed_keys(store, "reviews", ".json")):
+        if key not in entries:
+            continue
+        try:
+            review = ReviewRecord.read(store, layout.review_entry(key))
+        except (RecordError, NotFound) as exc:
+            log.warning("farm index: skipped the review of %s: %s", key[:12], exc)
+            continue
+        merge(entries, [review_record(review).numbered(0)])
 
 
 def rebuild(store: ArtifactStore, skipped_out: list[Skipped] | None = None) -> Head:

@@ -1,0 +1,397 @@
+"""Release channels: a named pointer per (model, serving profile line, channel) to one published build,
+moved by compare-and-swap (`neuronforge.records.channel`).
+
+    promote   point the channel at a published build (given by key, or what another channel points to)
+    rollback  point it back at a build of its own history
+    read      the channel as stored (one GET)
+
+What a move checks, every time, before it writes:
+- the build is published and its manifest verifies (the index points at a complete manifest whose
+  digest the move records; a rollback re-reads the manifest and compares that digest);
+- its smoke test passed;
+- it was built for the channel's model and profile line;
+- it is not rejected, and, where the channel requires approval (`Settings.approval_channels`, by
+  default `stable`), it is approved.
+Then it writes the one record with `If-Match` on the version it read (`If-None-Match: *` when the
+channel is new): of concurrent movers exactly one writes; the others get `ChannelMoved`, naming who moved
+it and to what. Nothing is copied: a move writes one small object (plus, for a new channel, its launch
+files, `channel_launch`), and tells the farm index (advisory, like every note).
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import re
+import socket
+import time
+from dataclasses import dataclass
+
+from neuronforge.artifacts import layout, reviews
+from neuronforge.artifacts.channel_launch import write_launch
+from neuronforge.artifacts.farm_index.notes import note_channel
+from neuronforge.artifacts.published import missing_files, object_sizes
+from neuronforge.common import settings
+from neuronforge.common.errors import ExitCode, InvalidInput, NeuronforgeError, StoreError
+from neuronforge.records.artifact_manifest import ArtifactManifest
+from neuronforge.records.base import RecordError
+from neuronforge.records.channel import ChannelBuild, ChannelMove, ChannelRecord
+from neuronforge.records.index_entry import IndexEntry
+from neuronforge.spec.source import ModelSource, model_name
+from neuronforge.stores import ArtifactStore, NotFound
+
+CHANNEL_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
+PROFILE_LINE = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
+KEY_PREFIX = re.compile(r"[0-9a-f]{8,64}")
+
+
+class PromotionRefused(NeuronforgeError):
+    """The build may not go to the channel: unpublished, unverified, smoke failed, another model or
+    profile line, rejected, or not approved where the channel requires it."""
+
+    exit_code = ExitCode.REJECTED
+    prefix = "refused: "
+
+
+class ChannelMoved(NeuronforgeError):
+    """Another mover wrote the channel between our read and our write: nothing of ours was written."""
+
+    exit_code = ExitCode.FAILURE
+
+
+@dataclass(frozen=True)
+class ChannelRef:
+    """Which channel: a model (any revision), a serving profile line, a channel name."""
+
+    source: ModelSource
+    line: str
+    channel: str
+
+    @classmethod
+    def parse(cls, model: str, profile: str, channel: str) -> ChannelRef:
+        source = ModelSource.parse(model)
+        if source.revision:
+            raise InvalidInput(
+                f"model {model!r} names a revision: a channel spans revisions (it points to a build of one); "
+                f"give the model without @{source.revision}"
+            )
+        line = profile.partition("@")[0].strip()
+        if not PROFILE_LINE.fullmatch(line):
+            raise InvalidInput(f"profile {profile!r}: give a serving profile name such as vllm-neuron")
+        if not CHANNEL_NAME.fullmatch(channel):
+            raise InvalidInput(
+                f"channel {channel!r}: use lower-case letters, digits, '.', '_' and '-' (at most 63), e.g. stable"
+            )
+        return cls(source, line, channel)
+
+    def sibling(self, channel: str) -> ChannelRef:
+        return ChannelRef.parse(self.model, self.line, channel)
+
+    @property
+    def model(self) -> str:
+        return self.source.name
+
+    @property
+    def prefix(self) -> str:
+        return layout.channel_prefix(self.source, self.line, self.channel)
+
+    @property
+    def record_key(self) -> str:
+        return layout.channel_record(self.source, self.line, self.channel)
+
+    def __str__(self) -> str:
+        return f"{self.model} · {self.line} · {self.channel}"
+
+
+@dataclass(frozen=True)
+class MoveResult:
+    record: ChannelRecord
+    changed: bool  # False: the channel already pointed there, nothing was written
+    created: bool = False
+
+
+def requires_approval(channel: str) -> bool:
+    return channel in settings.current().approval_channels
+
+
+def mover() -> str:
+    """Who moves, when the caller does not say: the local user at this host."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return f"{user}@{socket.gethostname()}"
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+# -- reading ------------------------------------------------------------------------------------------
+def read(store: ArtifactStore, ref: ChannelRef) -> tuple[ChannelRecord | None, str]:
+    """The channel and its store version (one GET); (None, "") for a channel never moved."""
+    try:
+        raw, version = store.read_versioned(ref.record_key)
+    except NotFound:
+        return None, ""
+    return ChannelRecord.from_bytes(raw, store.uri(ref.record_key)), version
+
+
+def get(store: ArtifactStore, ref: ChannelRef) -> ChannelRecord:
+    record, _ = read(store, ref)
+    if record is None:
+        raise InvalidInput(
+            f"no channel {ref} in {store.root_uri}; `neuronforge channels {ref.model}` lists its channels"
+        )
+    return record
+
+
+def channels_of(store: ArtifactStore, model: str | None = None) -> list[ChannelRecord]:
+    """The channels of one model (one listing of its `channels/` folder), or of every model (a listing
+    of `channels/`, which holds a few objects per channel and nothing else). An unreadable record is
+    a `RecordError` naming it."""
+    prefix = layout.model_channels(ModelSource.parse(model)) if model else layout.CHANNELS
+    out = []
+    for obj in store.list(prefix):
+        if obj.key.endswith(f"/{layout.CHANNEL_RECORD}"):
+            try:
+                out.append(ChannelRecord.read(store, obj.key))
+            except NotFound:  # deleted between the listing and the read
+                continue
+    return sorted(out, key=lambda r: (r.model, r.profile_line, r.channel))
+
+
+# -- what a move checks ------------------------------------------------------------------------------
+def resolve_key(store: ArtifactStore, given: str) -> str:
+    """A full cache key from a key or its first 8+ hex digits (the `<key12>` of an artifact's path):
+    one listing of `index/` from that prefix."""
+    given = given.strip().lower()
+    if not KEY_PREFIX.fullmatch(given):
+        raise InvalidInput(
+            f"build {given!r}: give a cache key (64 hex digits) or its first 12, as in the artifact's path"
+        )
+    if len(given) == 64:
+        return given
+    page = store.list_page("index", start_after=f"index/{given}", limit=2)
+    hits = [o.key[len("index/") : -len(".json")] for o in page if o.key.startswith(f"index/{given}")]
+    if not hits:
+        raise InvalidInput(f"no published build {given} in {store.root_uri}; `neuronforge ls` lists the builds")
+    if len(hits) > 1:
+        raise InvalidInput(f"build {given} is ambiguous ({hits[0][:16]}…, {hits[1][:16]}…): give more of the key")
+    return hits[0]
+
+
+def candidate(store: ArtifactStore, key: str, ref: ChannelRef) -> ChannelBuild:
+    """The build `key` as a channel may point to it, or `PromotionRefused` saying why not."""
+    short = key[:12]
+    try:
+        index = IndexEntry.read(store, layout.index_entry(key))
+        raw = store.get_bytes(index.manifest)
+        manifest = ArtifactManifest.from_bytes(raw, store.uri(index.manifest))
+    except NotFound:
+        raise PromotionRefused(
+            f"build {short} is not published in {store.root_uri} (no index entry or manifest)"
+        ) from None
+    except RecordError as exc:
+        raise PromotionRefused(f"build {short}: its manifest does not verify ({exc})") from None
+    if manifest.cache_key != key:
+        raise PromotionRefused(f"build {short}: its index points at the manifest of {manifest.cache_key[:12]}")
+    missing = missing_files(object_sizes(store, index.artifact_prefix), index.artifact_prefix, manifest.files)
+    if missing:
+        raise PromotionRefused(
+            f"build {short}: its manifest does not verify ({len(missing)} file(s) missing or of another size, "
+            f"e.g. {missing[0]}); `neuronforge verify {store.uri(index.manifest)}` says more"
+        )
+    built_for = model_name(manifest.source.model_dump())
+    if built_for != ref.model:
+        raise PromotionRefused(f"build {short} is of {built_for}, not {ref.model}: a channel holds builds of one model")
+    line = manifest.profile.name if manifest.profile is not None else ""
+    if line != ref.line:
+        raise PromotionRefused(
+            f"build {short} was built for profile line {line or '(none)'}, channel {ref} serves {ref.line}: "
+            "a deployment's stack cannot change under it"
+        )
+    if manifest.smoke.get("passed") is not True:
+        why = str(manifest.smoke.get("reason") or "no smoke result recorded")
+        raise PromotionRefused(f"build {short}: its smoke test did not pass ({why})")
+    stages = manifest.hosts.get("stages")
+    smoke_hosts = [s.get("hostname", "") for s in stages or [] if isinstance(s, dict) and s.get("stage") == "smoke"]
+    toolchain = manifest.toolchain
+    return ChannelBuild(
+        key=key,
+        artifact_prefix=index.artifact_prefix,
+        artifact_uri=store.uri(index.artifact_prefix),
+        manifest=index.manifest,
+        manifest_sha256=hashlib.sha256(raw).hexdigest(),
+        target=manifest.target_slug,
+        profile=manifest.profile.ref if manifest.profile is not None else "",
+        smoke={
+            "passed": True,
+            "reason": str(manifest.smoke.get("reason") or ""),
+            "host": str(smoke_hosts[-1]) if smoke_hosts else "",
+            "time_to_first_token_s": manifest.smoke.get("time_to_first_token_s"),
+        },
+        toolchain={
+            "backend": toolchain.backend,
+            "backend_version": toolchain.backend_version,
+            "compiler": toolchain.compiler,
+            "compiler_version": toolchain.compiler_version,
+        },
+        published_at=manifest.published_at,
+    )
+
+
+def still_valid(store: ArtifactStore, build: ChannelBuild) -> None:
+    """A build from a channel's history, re-checked for a rollback with one GET: its manifest is still
+    the one promoted (same sha256). Its files were verified when it was first promoted; published builds
+    are immutable and gc keeps every build a channel's history names."""
+    try:
+        raw = store.get_bytes(build.manifest)
+    except NotFound:
+        raise PromotionRefused(f"build {build.key[:12]}: its manifest {store.uri(build.manifest)} is gone") from None
+    if hashlib.sha256(raw).hexdigest() != build.manifest_sha256:
+        raise PromotionRefused(
+            f"build {build.key[:12]}: its manifest changed since it was promoted (sha256 differs); "
+            f"`neuronforge verify {store.uri(build.manifest)}`"
+        )
+
+
+def _review_allows(store: ArtifactStore, ref: ChannelRef, key: str) -> str:
+    state = reviews.state_of(store, key)
+    if state == "rejected":
+        record = reviews.review_of(store, key)
+        why = record.current.reason if record is not None else ""
+        raise PromotionRefused(f"build {key[:12]} is rejected ({why}); no channel takes a rejected build")
+    if requires_approval(ref.channel) and state != "approved":
+        raise PromotionRefused(
+            f"channel {ref.channel} requires an approved build and {key[:12]} is {state}: "
+            f"`neuronforge approve {key[:12]}` first (NEURONFORGE_APPROVAL_CHANNELS names the channels that require it)"
+        )
+    return state
+
+
+# -- moving -------------------------------------------------------------------------------------------
+def promote(
+    store: ArtifactStore,
+    ref: ChannelRef,
+    *,
+    build: str | None = None,
+    from_channel: str | None = None,
+    by: str = "",
+    reason: str = "",
+) -> MoveResult:
+    """Point `ref` at a published build: `build` (a key or its first 12+ digits) or what `from_channel`
+    of the same model and line points to."""
+    if (build is None) == (from_channel is None):
+        raise InvalidInput(
+            "promote: give the build (--build KEY) or the channel it is in (--from CHANNEL), one of them"
+        )
+    if from_channel is not None:
+        source = get(store, ref.sibling(from_channel))
+        key = source.current.build.key
+    else:
+        key = resolve_key(store, str(build))
+    record, version = read(store, ref)
+    if record is not None and record.current.build.key == key:
+        return MoveResult(record, changed=False)
+    built = candidate(store, key, ref)
+    state = _review_allows(store, ref, key)
+    move = ChannelMove(
+        action="promote",
+        build=built,
+        previous=record.current.build.key if record is not None else "",
+        by=by or mover(),
+        at=now(),
+        reason=reason,
+        review=state,
+    )
+    return _write(store, ref, record, version, move)
+
+
+def rollback(
+    store: ArtifactStore, ref: ChannelRef, *, steps: int = 1, to: str | None = None, by: str = "", reason: str = ""
+) -> MoveResult:
+    """Point `ref` back at a build of its own history: `to` (a key or its first 8+ digits), else the
+    `steps`-th earlier build (counting distinct builds other than the current one, newest first)."""
+    record, version = read(store, ref)
+    if record is None:
+        raise InvalidInput(f"no channel {ref} in {store.root_uri}: nothing to roll back")
+    current = record.current.build.key
+    earlier: list[ChannelBuild] = []
+    for move in record.history:
+        if move.build.key != current and all(b.key != move.build.key for b in earlier):
+            earlier.append(move.build)
+    if to is not None:
+        given = to.strip().lower()
+        if given and current.startswith(given):
+            return MoveResult(record, changed=False)
+        hits = [b for b in earlier if KEY_PREFIX.fullmatch(given) and b.key.startswith(given)]
+        if len(hits) != 1:
+            kept = ", ".join(b.key[:12] for b in earlier) or "none"
+            raise InvalidInput(
+                f"build {to!r} is {'ambiguous in' if hits else 'not in'} the history of {ref} "
+                f"(builds it held: {kept}); promote a build that was never on it with `promote --build`"
+            )
+        target = hits[0]
+    else:
+        if steps < 1:
+            raise InvalidInput(f"--steps {steps}: give 1 or more")
+        if steps > len(earlier):
+            raise InvalidInput(
+                f"{ref} held {len(earlier)} other build(s) in its kept history; --steps {steps} goes further back"
+            )
+        target = earlier[steps - 1]
+    still_valid(store, target)
+    state = _review_allows(store, ref, target.key)
+    move = ChannelMove(
+        action="rollback", build=target, previous=current, by=by or mover(), at=now(), reason=reason, review=state
+    )
+    return _write(store, ref, record, version, move)
+
+
+def _write(
+    store: ArtifactStore, ref: ChannelRef, record: ChannelRecord | None, version: str, move: ChannelMove
+) -> MoveResult:
+    needs = requires_approval(ref.channel)
+    if record is None:
+        new = ChannelRecord(
+            model=ref.model, profile_line=ref.line, channel=ref.channel, requires_approval=needs, current=move
+        )
+        done = store.put_if_absent(new.to_bytes(), ref.record_key)
+    else:
+        new = record.moved(move, needs)
+        done = store.replace_if_version(new.to_bytes(), ref.record_key, version)
+    if not done:
+        raise _moved_meanwhile(store, ref, move)
+    if record is None:
+        write_launch(store, ref.prefix, str(ref), move.build)
+    note_channel(store, new)
+    return MoveResult(new, changed=True, created=record is None)
+
+
+def _moved_meanwhile(store: ArtifactStore, ref: ChannelRef, move: ChannelMove) -> NeuronforgeError:
+    try:
+        winner, _ = read(store, ref)
+    except StoreError:
+        winner = None
+    if winner is None:
+        return ChannelMoved(f"{ref} changed while this move ran; nothing was written: run it again")
+    w = winner.current
+    return ChannelMoved(
+        f"{ref} was moved by {w.by or 'someone'} at {w.at} ({w.action} to {w.build.key[:12]}) while this move "
+        f"to {move.build.key[:12]} ran; nothing was written: see `neuronforge history`, and move again if still wanted"
+    )
+
+
+def kept_builds(store: ArtifactStore) -> dict[str, list[str]]:
+    """Every build a channel points to or keeps in its history -> the channels keeping it
+    (`model · line · channel`, "(history)" for an earlier move): what gc must not delete."""
+    out: dict[str, list[str]] = {}
+    for record in channels_of(store):
+        name = f"{record.model} · {record.profile_line} · {record.channel}"
+        out.setdefault(record.current.build.key, []).append(name)
+        for move in record.history:
+            holders = out.setdefault(move.build.key, [])
+            if name not in holders and f"{name} (history)" not in holders:
+                holders.append(f"{name} (history)")
+    return out

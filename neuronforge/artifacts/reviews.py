@@ -1,0 +1,57 @@
+"""A build's review state (`reviews/<key>.json`, `neuronforge.records.review`): approve or reject a
+published build without touching its manifest. Channels that require approval read it before moving;
+every channel refuses a rejected build.
+
+A decision is a compare-and-swap on the record's store version, retried when another reviewer wrote
+in between (both decisions are kept: the later one is current, the earlier one is in its history).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+from neuronforge.artifacts import layout
+from neuronforge.artifacts.farm_index.notes import note_review
+from neuronforge.common.errors import InvalidInput, StoreError
+from neuronforge.records.review import ReviewDecision, ReviewRecord
+from neuronforge.stores import ArtifactStore, NotFound
+
+PENDING = "pending"
+TRIES = 8
+
+
+def review_of(store: ArtifactStore, key: str) -> ReviewRecord | None:
+    """The build's review record; None while nobody decided (the build is pending)."""
+    try:
+        return ReviewRecord.read(store, layout.review_entry(key))
+    except NotFound:
+        return None
+
+
+def state_of(store: ArtifactStore, key: str) -> str:
+    record = review_of(store, key)
+    return record.state if record is not None else PENDING
+
+
+def decide(store: ArtifactStore, key: str, state: str, by: str, reason: str, at: str) -> ReviewRecord:
+    """Record `state` (approved, rejected) for the build `key` as the current decision."""
+    if state == "rejected" and not reason.strip():
+        raise InvalidInput("reject needs --reason: say why, so whoever deployed the build can act on it")
+    path = layout.review_entry(key)
+    decision = ReviewDecision(state=state, by=by, at=at, reason=reason)  # type: ignore[arg-type]
+    for attempt in range(TRIES):
+        try:
+            raw, version = store.read_versioned(path)
+        except NotFound:
+            record = ReviewRecord(key=key, current=decision)
+            if store.put_if_absent(record.to_bytes(), path):
+                note_review(store, record)
+                return record
+        else:
+            record = ReviewRecord.from_bytes(raw, store.uri(path)).decided(decision)
+            if store.replace_if_version(record.to_bytes(), path, version):
+                note_review(store, record)
+                return record
+        time.sleep(random.uniform(0, 0.05 * (attempt + 1)))
+    raise StoreError(f"{store.uri(path)}: {TRIES} conflicting decisions in a row; decide again")
