@@ -395,3 +395,22 @@ def kept_builds(store: ArtifactStore) -> dict[str, list[str]]:
             if name not in holders and f"{name} (history)" not in holders:
                 holders.append(f"{name} (history)")
     return out
+
+
+def is_published(store: ArtifactStore, key: str) -> bool:
+    return store.exists(layout.index_entry(key))
+
+
+def pointing_to(store: ArtifactStore, key: str) -> list[str]:
+    """The channels that point to the build `key` now (its model's channels only: one listing)."""
+    try:
+        index = IndexEntry.read(store, layout.index_entry(key))
+        manifest = ArtifactManifest.read(store, index.manifest)
+    except (NotFound, RecordError):
+        return []
+    model = model_name(manifest.source.model_dump())
+    try:
+        records = channels_of(store, model)
+    except (InvalidInput, RecordError):
+        return []
+    return [f"{r.model} · {r.profile_line} · {r.channel}" for r in records if r.current.build.key == key]
