@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge.interfaces.cli import ExitCode, find_key, main
+from neuronforge.artifacts.published import find_key
+from neuronforge.interfaces.cli import ExitCode, main
 from neuronforge.stores import open_store
 from neuronforge.stores.file import FileStore
 from tests.conftest import Compiled

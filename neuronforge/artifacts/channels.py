@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from neuronforge.artifacts import layout, reviews
 from neuronforge.artifacts.channel_launch import write_launch
 from neuronforge.artifacts.farm_index.notes import note_channel
-from neuronforge.artifacts.published import missing_files, object_sizes
+from neuronforge.artifacts.published import find_key, missing_files, object_sizes
 from neuronforge.common import settings
 from neuronforge.common.errors import ExitCode, InvalidInput, NeuronforgeError, StoreError
 from neuronforge.records.artifact_manifest import ArtifactManifest
@@ -42,7 +42,7 @@ from neuronforge.stores import ArtifactStore, NotFound
 
 CHANNEL_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
 PROFILE_LINE = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
-KEY_PREFIX = re.compile(r"[0-9a-f]{8,64}")
+KEY_PREFIX = re.compile(r"[0-9a-f]{6,64}")
 
 
 class PromotionRefused(NeuronforgeError):
@@ -162,25 +162,6 @@ def channels_of(store: ArtifactStore, model: str | None = None) -> list[ChannelR
 
 
 # -- what a move checks ------------------------------------------------------------------------------
-def resolve_key(store: ArtifactStore, given: str) -> str:
-    """A full cache key from a key or its first 8+ hex digits (the `<key12>` of an artifact's path):
-    one listing of `index/` from that prefix."""
-    given = given.strip().lower()
-    if not KEY_PREFIX.fullmatch(given):
-        raise InvalidInput(
-            f"build {given!r}: give a cache key (64 hex digits) or its first 12, as in the artifact's path"
-        )
-    if len(given) == 64:
-        return given
-    page = store.list_page("index", start_after=f"index/{given}", limit=2)
-    hits = [o.key[len("index/") : -len(".json")] for o in page if o.key.startswith(f"index/{given}")]
-    if not hits:
-        raise InvalidInput(f"no published build {given} in {store.root_uri}; `neuronforge ls` lists the builds")
-    if len(hits) > 1:
-        raise InvalidInput(f"build {given} is ambiguous ({hits[0][:16]}…, {hits[1][:16]}…): give more of the key")
-    return hits[0]
-
-
 def candidate(store: ArtifactStore, key: str, ref: ChannelRef) -> ChannelBuild:
     """The build `key` as a channel may point to it, or `PromotionRefused` saying why not."""
     short = key[:12]
@@ -290,7 +271,7 @@ def promote(
         source = get(store, ref.sibling(from_channel))
         key = source.current.build.key
     else:
-        key = resolve_key(store, str(build))
+        key = find_key(store, str(build))
     record, version = read(store, ref)
     if record is not None and record.current.build.key == key:
         return MoveResult(record, changed=False)
@@ -395,10 +376,6 @@ def kept_builds(store: ArtifactStore) -> dict[str, list[str]]:
             if name not in holders and f"{name} (history)" not in holders:
                 holders.append(f"{name} (history)")
     return out
-
-
-def is_published(store: ArtifactStore, key: str) -> bool:
-    return store.exists(layout.index_entry(key))
 
 
 def pointing_to(store: ArtifactStore, key: str) -> list[str]:

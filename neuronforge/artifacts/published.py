@@ -10,13 +10,14 @@ catalog read artifacts through this module, below the stage that writes them.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from neuronforge.artifacts import layout
-from neuronforge.common.errors import StoreError
+from neuronforge.common.errors import InvalidInput, StoreError
 from neuronforge.records.artifact_manifest import ArtifactManifest
 from neuronforge.records.base import RecordError, RecordTooNew
 from neuronforge.records.index_entry import IndexEntry
@@ -187,3 +188,40 @@ def object_sizes(store: ArtifactStore, prefix: str) -> dict[str, int]:
 def missing_files(present: dict[str, int], prefix: str, files: Sequence[FileEntry]) -> list[str]:
     """Manifest entries absent from the store listing `present` (key -> size), or with another size."""
     return [f.path for f in files if present.get(_under(prefix, f.path)) != f.size]
+
+
+KEY_PREFIX_MIN = 6  # hex characters of a cache key the commands accept (`ls` prints 12; their help says 6)
+_KEY_CHARS = re.compile(r"[0-9a-f]+")
+_CANDIDATES_SHOWN = 10
+
+
+def find_key(store: ArtifactStore, prefix: str) -> str:
+    """The one cache key of the store's index that starts with `prefix`: one listing request that
+    starts at `index/<prefix>` (S3: ListObjectsV2 with StartAfter), never a scan of the store. The one
+    way every command (show, verify, promote, approve, ...) and page turns a key12 into a key."""
+    prefix = prefix.strip().lower()
+    if not _KEY_CHARS.fullmatch(prefix) or len(prefix) > 64:
+        raise InvalidInput(f"{prefix!r} is not a cache key: give its hex digits (`neuronforge ls` prints the first 12)")
+    if len(prefix) < KEY_PREFIX_MIN:
+        raise InvalidInput(
+            f"key prefix {prefix!r} is too short: give at least {KEY_PREFIX_MIN} hex characters of the cache key "
+            "(`neuronforge ls` prints 12)"
+        )
+    first = layout.index_entry(prefix).removesuffix(".json")
+    page = store.list_page("index", start_after=first, limit=_CANDIDATES_SHOWN + 1)
+    keys = [
+        o.key.removeprefix("index/").removesuffix(".json")
+        for o in page
+        if o.key.startswith(first) and o.key.endswith(".json")
+    ]
+    if exact := [k for k in keys if k == prefix]:
+        return exact[0]
+    if not keys:
+        raise InvalidInput(
+            f"no artifact in {store.root_uri} has a cache key starting with {prefix} (`neuronforge ls` lists them)"
+        )
+    if len(keys) > 1:
+        more = ", ..." if len(keys) > _CANDIDATES_SHOWN else ""
+        shown = ", ".join(k[:16] for k in keys[:_CANDIDATES_SHOWN])
+        raise InvalidInput(f"key prefix {prefix} is ambiguous in {store.root_uri}: {shown}{more}; give more characters")
+    return keys[0]

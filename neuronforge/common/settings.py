@@ -338,6 +338,8 @@ def effective(s: Settings | None = None) -> list[Effective]:
             value, source = s.store_uri(), f"derived from {variable('home')}"
         else:
             source = "default"
+        if isinstance(value, tuple):  # names, as the variable spells them ("-": none)
+            value = ",".join(value) or "-"
         rows.append(Effective(var, str(value) if isinstance(value, Path) else value, source))
     return rows
 
@@ -349,6 +351,14 @@ READ_ELSEWHERE: dict[str, tuple[str, str]] = {
     f"{ENV_PREFIX}WORKER_ROLE": (
         "the Neuron worker image's start command (docker/neuron-worker.Dockerfile)",
         "compile (a CPU host: queue `neuron-compile-<release>`) or neuron (a Neuron host: `neuron-<release>`)",
+    ),
+    f"{ENV_PREFIX}STORE_URI": (
+        "a release channel's launch/resolve.sh, on the serving host (neuronforge.artifacts.channel_launch)",
+        "the store to resolve the channel in, instead of the one it was created in (a replica)",
+    ),
+    f"{ENV_PREFIX}CHANNEL_DIR": (
+        "a release channel's launch/resolve.sh, on the serving host",
+        "where resolved builds' files go (default: $TMPDIR/neuronforge-channels)",
     ),
 }
 

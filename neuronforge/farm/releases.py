@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 from neuronforge.artifacts import channels, reviews
+from neuronforge.artifacts.published import find_key
 from neuronforge.common.errors import InvalidInput
 from neuronforge.stores import ArtifactStore
 
@@ -117,9 +118,7 @@ def run(store: ArtifactStore, request: ReleaseRequest, by: str = "") -> ReleaseO
         return ReleaseOutcome(
             request.action, line, result.changed, result.record.to_json(), move.build.key, move.previous
         )
-    key = channels.resolve_key(store, request.build)
-    if not channels.is_published(store, key):
-        raise InvalidInput(f"no published build {key[:12]} in {store.root_uri}")
+    key = find_key(store, request.build)
     state = "approved" if request.action == "approve" else "rejected"
     record = reviews.decide(store, key, state, by, request.reason, channels.now())
     line = f"build {key[:12]} {state} by {by}" + (f": {request.reason}" if request.reason else "")

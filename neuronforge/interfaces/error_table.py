@@ -15,6 +15,7 @@ import inspect
 import sys
 from pathlib import Path
 
+import neuronforge.artifacts.channels
 import neuronforge.artifacts.farm_index.log
 import neuronforge.artifacts.leases
 

@@ -33,7 +33,6 @@ from neuronforge.interfaces.cli.exit_codes import (
 )
 from neuronforge.interfaces.cli.options import resolve_store
 from neuronforge.interfaces.cli.parser import build_parser, join_dash_values, version
-from neuronforge.interfaces.cli.store import find_key
 
 __all__ = [
     "EXIT_CODES",
@@ -44,7 +43,6 @@ __all__ = [
     "EXIT_USAGE",
     "ExitCode",
     "build_parser",
-    "find_key",
     "main",
 ]
 

@@ -11,7 +11,8 @@ from neuronforge.common.errors import ExitCode
 # The one exit-code table: what each code means, per command where it differs.
 EXIT_CODES: dict[ExitCode, str] = {
     ExitCode.OK: "success; for `plan`, the configuration is valid and fits",
-    ExitCode.FAILURE: "a store or environment failure (unreachable store or Hub, full disk, ...); for `catalog "
+    ExitCode.FAILURE: "a store or environment failure (unreachable store or Hub, full disk, ...), or for "
+    "`promote`/`rollback`: another mover changed the channel first (nothing was written); for `catalog "
     "stale`, `catalog check` and `gc`: some items could not be checked or handled (source unresolved, no toolchain "
     'here, config unavailable, a manifest not confirming the index): the summary line counts them, never "ok" '
     "over them",
@@ -19,7 +20,9 @@ EXIT_CODES: dict[ExitCode, str] = {
     ExitCode.REJECTED: "`plan`/`run`: the configuration is invalid or does not fit (or `run`'s smoke test failed); "
     "`fetch`/`quantize`: the checkpoint failed verification; `verify`: a file does not match the manifest, "
     "the farm index disagrees with the manifests, or the profile's consumer would refuse the artifact; "
-    "`catalog check`: the catalog has problems",
+    "`catalog check`: the catalog has problems; `promote`/`rollback`: the build may not go to the channel (not "
+    "published or not verifying, smoke failed, another model or profile line, rejected, or not approved where the "
+    "channel requires it)",
     ExitCode.STALE: "`catalog stale`: some catalog target has no artifact for the current toolchain",
 }
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_REJECTED, EXIT_STALE = (

@@ -1,7 +1,7 @@
 """The store commands: what a store holds and whether it is sound. `ls` the published artifacts, `show`
 one's manifest, `verify` one (or the farm index against the manifests), `index rebuild`, `gc` older
 compilers' artifacts, and `store ls` its raw objects. An artifact is named by its cache key, a unique
-prefix of one (`find_key`), or its URI."""
+prefix of one (`artifacts.published.find_key`), or its URI."""
 
 from __future__ import annotations
 
@@ -39,45 +39,12 @@ def _open_manifest(uri: str) -> tuple[Any, str]:
     return open_store(uri, must_exist=True), "manifest.json"
 
 
-KEY_PREFIX_MIN = 6  # hex characters of a cache key `show`/`verify` accept (`ls` prints 12)
 _HEX = re.compile(r"[0-9a-fA-F]+")
-_CANDIDATES_SHOWN = 10
 
 
 def _is_key_ref(ref: str) -> bool:
     """A cache key or a prefix of one (hex, no `/`), unless a local path of that name exists."""
     return bool(_HEX.fullmatch(ref)) and len(ref) <= 64 and not Path(ref).exists()
-
-
-def find_key(store: Any, prefix: str) -> str:
-    """The one cache key of the store's index that starts with `prefix`: one listing request that
-    starts at `index/<prefix>` (S3: ListObjectsV2 with StartAfter), never a scan of the store."""
-    from neuronforge.artifacts import layout
-
-    prefix = prefix.lower()
-    if len(prefix) < KEY_PREFIX_MIN:
-        raise InvalidInput(
-            f"key prefix {prefix!r} is too short: give at least {KEY_PREFIX_MIN} hex characters of the cache key "
-            "(`neuronforge ls` prints 12)"
-        )
-    first = layout.index_entry(prefix).removesuffix(".json")
-    page = store.list_page("index", start_after=first, limit=_CANDIDATES_SHOWN + 1)
-    keys = [
-        o.key.removeprefix("index/").removesuffix(".json")
-        for o in page
-        if o.key.startswith(first) and o.key.endswith(".json")
-    ]
-    if exact := [k for k in keys if k == prefix]:
-        return exact[0]
-    if not keys:
-        raise InvalidInput(
-            f"no artifact in {store.root_uri} has a cache key starting with {prefix} (`neuronforge ls` lists them)"
-        )
-    if len(keys) > 1:
-        more = ", ..." if len(keys) > _CANDIDATES_SHOWN else ""
-        shown = ", ".join(k[:16] for k in keys[:_CANDIDATES_SHOWN])
-        raise InvalidInput(f"key prefix {prefix} is ambiguous in {store.root_uri}: {shown}{more}; give more characters")
-    return keys[0]
 
 
 def _open_artifact(ref: str, store_uri: str) -> tuple[Any, str, str]:
@@ -92,6 +59,8 @@ def _open_artifact(ref: str, store_uri: str) -> tuple[Any, str, str]:
     from neuronforge.stores import NotFound, open_store
 
     store = open_store(store_uri, must_exist=True)
+    from neuronforge.artifacts.published import find_key
+
     key = find_key(store, ref)
     try:
         entry = IndexEntry.read(store, layout.index_entry(key))
@@ -197,7 +166,7 @@ def _show_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "ref",
         metavar="KEY_OR_URI",
-        help=f"a cache key, a unique prefix of one (>= {KEY_PREFIX_MIN} hex characters, as `ls` prints), "
+        help="a cache key, a unique prefix of one (>= 6 hex characters; `ls` prints 12), "
         "or the URI of a manifest.json or of an artifact root",
     )
     add_store_args(p)
@@ -248,7 +217,7 @@ def _verify_options(p: argparse.ArgumentParser) -> None:
         "ref",
         nargs="?",
         metavar="KEY_OR_URI",
-        help=f"the artifact: a cache key, a unique prefix of one (>= {KEY_PREFIX_MIN} hex characters), or the URI "
+        help="the artifact: a cache key, a unique prefix of one (>= 6 hex characters), or the URI "
         "of its manifest.json or folder; none: check the store's farm index against its manifests, both ways",
     )
     p.add_argument(
