@@ -53,6 +53,15 @@ class FarmRow:
     # Files the store lacks or holds at another size; None: not checked (a listing per artifact is
     # what a page of the farm cannot afford: `farm_row` and `ls --check` check it).
     incomplete: list[str] | None = None
+    # The release channels pointing to this build now, and its review state (pending, approved, rejected).
+    channels: list[str] = field(default_factory=list)
+    review: str = "pending"
+    review_reason: str = ""
+
+    @property
+    def rejected_but_served(self) -> bool:
+        """A rejected build that a channel still points to: shown loudly wherever the row is."""
+        return self.review == "rejected" and bool(self.channels)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -84,7 +93,10 @@ def row_of(store: ArtifactStore, e: Entry, newest: dict[str, str]) -> FarmRow:
         profile=e.profile,
         target=e.target,
         instance=e.instance,
+        channels=list(e.channels),
     )
+    if e.review is not None and e.review.get("state") in ("approved", "rejected"):
+        row.review, row.review_reason = str(e.review["state"]), str(e.review.get("reason", ""))
     if e.published is not None:
         p = e.published
         stale = _stale(e.profile, newest)

@@ -54,13 +54,12 @@ def _open_artifact(ref: str, store_uri: str) -> tuple[Any, str, str]:
         store, key = _open_manifest(ref)
         return store, key, ""
     from neuronforge.artifacts import layout
+    from neuronforge.artifacts.published import find_key
     from neuronforge.records.base import RecordError
     from neuronforge.records.index_entry import IndexEntry
     from neuronforge.stores import NotFound, open_store
 
     store = open_store(store_uri, must_exist=True)
-    from neuronforge.artifacts.published import find_key
-
     key = find_key(store, ref)
     try:
         entry = IndexEntry.read(store, layout.index_entry(key))
@@ -128,6 +127,8 @@ def cmd_ls(args: argparse.Namespace) -> int:
             "published_at": r.at if r.manifest_uri else "",
             "manifest_uri": r.manifest_uri,
             "message": r.message,
+            "channels": r.channels,
+            "review": r.review,
         }
         if args.check and r.manifest_uri:
             lacking = verify_manifest(store, r.manifest_uri.removeprefix(store.root_uri).strip("/"))
@@ -143,6 +144,11 @@ def cmd_ls(args: argparse.Namespace) -> int:
         if r.get("complete") is False:
             state = f"  INCOMPLETE: {len(r['missing_or_truncated'])} file(s) missing or truncated"
         when = r["published_at"] or r["status"]
+        if r["channels"]:
+            state += f"  [{', '.join(r['channels'])}]"
+        if r["review"] != "pending":
+            served = " BUT A CHANNEL POINTS TO IT" if r["channels"] and r["review"] == "rejected" else ""
+            state += f"  {r['review'].upper() if r['review'] == 'rejected' else r['review']}{served}"
         print(
             f"{r['cache_key'][:12]:<12}  {when:<20}  {r['profile'] or '-':<22} {r['target']:<40} "
             f"{r['model']}@{r['revision'][:12]}{state}"
@@ -162,6 +168,23 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 
 # -- show -------------------------------------------------------------------------------------------
+def _show_release(store: Any, key: str) -> None:
+    """The build's review decision and the channels pointing to it (its model's channels: one listing)."""
+    from neuronforge.artifacts import channels, reviews
+
+    review = reviews.review_of(store, key)
+    held = channels.pointing_to(store, key)
+    if review is None:
+        print("review     pending (`neuronforge approve KEY` / `reject KEY --reason ...`)")
+    else:
+        d = review.current
+        word = "REJECTED" if d.state == "rejected" else d.state
+        print(f"review     {word} by {d.by} at {d.at}" + (f": {d.reason}" if d.reason else ""))
+    print(f"channels   {', '.join(held) if held else '(none)'}")
+    if held and review is not None and review.state == "rejected":
+        print("WARNING    channels point to this REJECTED build: roll them back (`neuronforge rollback`)")
+
+
 def _show_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "ref",
@@ -199,6 +222,8 @@ def cmd_show(args: argparse.Namespace) -> int:
             f"           load {smoke['load_s']:.2f}s, first token {smoke['time_to_first_token_s'] * 1e3:.1f} ms, "
             f"{smoke['per_token_s'] * 1e3:.2f} ms/token"
         )
+    if prefix:  # opened by key in a store (a manifest URI's store is the artifact's folder: no channels there)
+        _show_release(store, m.cache_key)
     from neuronforge.common.hosts import describe
 
     for i, line in enumerate(describe(m.hosts)):
