@@ -44,6 +44,7 @@ def publish(
         "files": [{"path": p, "size": len(d), "sha256": hashlib.sha256(d).hexdigest()} for p, d in files.items()],
         "profile": {"ref": f"{profile}@1", "name": profile, "title": profile, "sdk_release": "none"},
         "target_slug": slug,
+        "request": {"target": {"instance_type": "inf2.xlarge", "batch_size": n, "sequence_length": 64}},
         "smoke": {"passed": smoke_passed, "reason": "tokens match" if smoke_passed else "tokens differ"},
         "hosts": {"stages": [{"stage": "smoke", "seconds": 1.0, "host": "cpu", "hostname": "smoke-host"}]},
         "formats": {"model": "model"},

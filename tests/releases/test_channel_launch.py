@@ -57,7 +57,7 @@ def test_a_host_starts_what_the_channel_points_to_now(setup, tmp_path: Path) -> 
 
 
 def test_bytes_other_than_the_manifests_are_never_installed(setup, tmp_path: Path) -> None:
-    store, ref, keys, launch = setup
+    store, ref, _, launch = setup
     dest = tmp_path / "host"
     assert _bash(launch / "resolve.sh", "--all", str(dest)).returncode == 0
     prefix = channels.get(store, ref).current.build.artifact_prefix

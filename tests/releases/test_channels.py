@@ -80,7 +80,7 @@ def test_a_build_whose_manifest_does_not_verify_is_refused(store) -> None:
     store.put_bytes(b"truncated", f"{prefix}/model/weights.bin")
     with pytest.raises(channels.PromotionRefused, match=r"manifest does not verify \(1 file\(s\) .* model/weights.bin"):
         channels.promote(store, ref("candidate"), build=key)
-    with pytest.raises(InvalidInput, match="no artifact .* cache key starting with abcdef"):
+    with pytest.raises(InvalidInput, match=r"no artifact .* cache key starting with abcdef"):
         channels.promote(store, ref("candidate"), build="abcdef123456")
 
 
