@@ -20,9 +20,11 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from neuronforge.records.artifact_manifest import ArtifactManifest
+from neuronforge.records.channel import ChannelRecord
 from neuronforge.records.farm_index import Entry, FarmIndexHead, FarmIndexTail, LogRecord
 from neuronforge.records.index_entry import IndexEntry
 from neuronforge.records.payload_manifest import PayloadManifest
+from neuronforge.records.review import ReviewRecord
 from neuronforge.records.smoke_reference import SmokeReference
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,6 +41,8 @@ GUARDED: dict[type[BaseModel], tuple[str, ...]] = {
     LogRecord: ("record",),
     Entry: ("e", "row_entry"),
     SmokeReference: ("expected", "reference"),
+    ChannelRecord: ("channel_record", "winner"),
+    ReviewRecord: ("review", "review_record"),
 }
 
 
@@ -125,6 +129,7 @@ THEIR_FIELDS = frozenset(
         "store_prefix", "nki", "built",  # vLLM cache manifest
         "candidates", "updated_at",  # sweep record file
         "published_for", "stale_for", "outcome_detail", "generated_at",  # recompile report
+        "profile_line", "requires_approval", "manifest_sha256", "artifact_prefix",  # release channel
     }
 )  # fmt: skip
 # A local manifest parsed by hand instead of read through its class.
