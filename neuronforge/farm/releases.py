@@ -64,6 +64,7 @@ class ReleaseRequest:
             raise InvalidInput(f"{self.action}: give the build (its cache key or first 12 hex digits)")
         if self.action == "reject" and not self.reason:
             raise InvalidInput("reject: give the reason, so whoever deployed the build can act on it")
+        one_line("reason", self.reason)
 
     def channel_ref(self) -> channels.ChannelRef:
         if not (self.model and self.profile and self.channel):
@@ -79,6 +80,17 @@ class ReleaseRequest:
             what = f"build {self.to[:12]}" if self.to else f"the build {self.steps} step(s) back in its history"
             return f"point {self.channel_ref()} back at {what}"
         return f"mark build {self.build[:12]} {self.action}d" + (f" ({self.reason})" if self.reason else "")
+
+
+REASON_MAX = 500
+
+
+def one_line(what: str, text: str) -> None:
+    """Reasons and names are shown on one line of a history, a page, a log: no control characters."""
+    if len(text) > REASON_MAX:
+        raise InvalidInput(f"{what} is {len(text)} characters long; keep it under {REASON_MAX}")
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise InvalidInput(f"{what} {text[:60]!r} holds a line break or control character; give one line of text")
 
 
 @dataclass(frozen=True)
@@ -98,6 +110,7 @@ def run(store: ArtifactStore, request: ReleaseRequest, by: str = "") -> ReleaseO
     """Do `request` against `store`; refusals are `PromotionRefused`, a lost race `ChannelMoved`."""
     request.check()
     by = by or channels.mover()
+    one_line("who (--by)", by)
     if request.action in MOVES:
         ref = request.channel_ref()
         if request.action == "promote":

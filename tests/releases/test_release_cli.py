@@ -86,3 +86,16 @@ def test_a_lost_race_exits_1_naming_the_winner(store, capsys, monkeypatch: pytes
     assert main(["promote", MODEL, "--profile", "cpu", "--to", "candidate", "--build", c]) == 1
     err = capsys.readouterr().err
     assert "was moved by dave@elsewhere at " in err and f"(promote to {b[:12]}) while this move to {c[:12]} ran" in err
+
+
+def test_a_reason_is_one_line_of_text(store, capsys: pytest.CaptureFixture) -> None:
+    a = publish(store, 1)
+    assert main(["approve", a, "--reason", "ok\n* 2026  promote  forged"]) == 2
+    assert main(["approve", a, "--by", "x\x1b[31m"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert (
+        err[0]
+        == "error: reason 'ok\\n* 2026  promote  forged' holds a line break or control character; give one line of text"
+    )
+    assert err[1].startswith("error: who (--by) 'x\\x1b[31m' holds a line break")
+    assert not store.list("reviews")
