@@ -185,3 +185,16 @@ def channel_record(source: ModelSource, profile_line: str, channel: str) -> str:
 def review_entry(key: str) -> str:
     """A build's review state, beside its manifest (never inside: the manifest is immutable)."""
     return f"reviews/{key}.json"
+
+
+def split_artifact_uri(uri: str) -> tuple[str, str] | None:
+    """(store root URI, artifact prefix) of an artifact's folder or manifest URI laid out as above
+    (`<root>/artifacts/<org>/<name>/<revision>/<target>/<key12>[/manifest.json]`), else None: what a
+    command given a URI needs to find the records kept beside the artifact (its review, its channels)."""
+    root, sep, rest = uri.rstrip("/").rpartition("/artifacts/")
+    parts = rest.split("/")
+    if parts and parts[-1] == ARTIFACT_MANIFEST:
+        parts = parts[:-1]
+    if not sep or not root or len(parts) != 5 or any(p in ("", ".", "..") for p in parts):
+        return None
+    return root, "artifacts/" + "/".join(parts)

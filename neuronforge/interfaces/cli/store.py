@@ -168,10 +168,22 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 
 # -- show -------------------------------------------------------------------------------------------
+def _store_of(uri: str) -> Any:
+    """The store an artifact URI lies in (None when the URI is not laid out as a store's artifact)."""
+    from neuronforge.artifacts.layout import split_artifact_uri
+    from neuronforge.stores import open_store
+
+    found = split_artifact_uri(uri)
+    return open_store(found[0]) if found is not None else None
+
+
 def _show_release(store: Any, key: str) -> None:
-    """The build's review decision and the channels pointing to it (its model's channels: one listing)."""
+    """The build's review decision and the channels pointing to it (its model's channels: one listing);
+    nothing for a manifest outside a store's layout."""
     from neuronforge.artifacts import channels, reviews
 
+    if store is None:
+        return
     review = reviews.review_of(store, key)
     held = channels.pointing_to(store, key)
     if review is None:
@@ -222,8 +234,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             f"           load {smoke['load_s']:.2f}s, first token {smoke['time_to_first_token_s'] * 1e3:.1f} ms, "
             f"{smoke['per_token_s'] * 1e3:.2f} ms/token"
         )
-    if prefix:  # opened by key in a store (a manifest URI's store is the artifact's folder: no channels there)
-        _show_release(store, m.cache_key)
+    _show_release(store if prefix else _store_of(args.ref), m.cache_key)
     from neuronforge.common.hosts import describe
 
     for i, line in enumerate(describe(m.hosts)):
