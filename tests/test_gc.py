@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -20,8 +21,9 @@ from tests.test_planner import CONFIGS
 
 def _publish(store, model: str, version: str) -> str:
     """A published artifact as `publish` lays it out (files, manifest last, index), for `model`
-    compiled by neuronx-cc `version`, plus its compile-cache entry."""
-    key = f"{model}-{version}".replace("/", "-").ljust(64, "0")[:64]
+    compiled by neuronx-cc `version`, plus its compile-cache entry. Its manifest says what a channel
+    checks (`channels.candidate`: profile line `cpu`, smoke passed), so it can be promoted."""
+    key = hashlib.sha256(f"{model}-{version}".encode()).hexdigest()  # hex, as a channel move requires
     prefix = f"artifacts/{model}/rev/nxdi-x/{key[:12]}"
     store.put_bytes(b"neff", f"{prefix}/optimum/model.pt")
     manifest = {
@@ -30,6 +32,8 @@ def _publish(store, model: str, version: str) -> str:
         "toolchain": {"compiler": "neuronxcc", "compiler_version": version},
         "files": [{"path": "optimum/model.pt", "size": 4, "sha256": "-"}],
         "formats": {},
+        "profile": {"name": "cpu", "ref": "cpu@1.0.0"},
+        "smoke": {"passed": True, "reason": "hand-made"},
     }
     store.write_json(f"{prefix}/manifest.json", manifest)
     store.write_json(

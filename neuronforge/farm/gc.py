@@ -9,6 +9,11 @@ artifacts, plus every (model, compiler version) a catalog entry pins, and delete
   `neuronxcc-2.21.33363.0+82129205` with the compiler's local label, which LMI artifacts point
   at through `option.compiled_graph_path`) only when every artifact that version published was
   deleted; a version that published nothing yet (a new SDK's first builds) is never touched;
+- never a build a release channel points to or keeps in its history (`channel_holds`: one listing
+  of `channels/`, read before anything is decided), so a rollback never finds its build gone; a
+  deleted artifact's review record (`reviews/<key>.json`) goes with it. A channel record that does
+  not read keeps every build of its model (its folder `channels/<org>/<name>` says which): gc cannot
+  know what that channel needs, and deleting a build is the one step it cannot undo;
 - the temporary objects of uploads that were killed midway (a file store's `.nf-tmp-*` files,
   which no listing shows) once they are older than `TMP_GRACE_S`: an upload still running keeps
   its temporary file's modification time fresh. The `.nf-tmp-cas-*` lock files are kept (a
@@ -37,6 +42,7 @@ log = logging.getLogger(__name__)
 TMP_PREFIX = ".nf-tmp-"  # what FileStore names an upload before its atomic rename
 TMP_LOCK_PREFIX = ".nf-tmp-cas-"  # FileStore's compare-and-swap lock files: never removed
 TMP_GRACE_S = 3600.0  # a temporary object this much older than now belongs to a dead upload
+EVERY_MODEL = "channels"  # an unreadable channel record outside any model's folder: it blocks every model
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,29 @@ class Published:
     compiler_version: str
 
 
+@dataclass(frozen=True)
+class ChannelHolds:
+    """What the release channels keep, as gc reads them (`channel_holds`)."""
+
+    kept: dict[str, list[str]] = field(default_factory=dict)  # key -> channels, as `channels.kept_builds`
+    # `channels/<org>/<name>` -> the record that does not read and why: every build of that model is kept
+    unreadable: dict[str, str] = field(default_factory=dict)
+
+    def blocks(self, location: str) -> str | None:
+        """The channel folder whose unreadable record keeps the builds of the model `location` (a
+        farm-index row's model); None when they may be deleted. A model whose channel folder cannot be
+        told is kept by any unreadable record: gc does not guess which channels it has."""
+        if not self.unreadable:
+            return None
+        if EVERY_MODEL in self.unreadable:
+            return EVERY_MODEL
+        try:
+            folder = layout.model_channels(ModelSource.parse(location))
+        except InvalidInput:
+            return next(iter(self.unreadable))
+        return folder if folder in self.unreadable else None
+
+
 @dataclass
 class GcReport:
     keep: dict[str, list[str]] = field(default_factory=dict)  # compiler -> versions kept by age
@@ -61,6 +90,15 @@ class GcReport:
     # Due for deletion by the index, left alone: the manifest unreadable or not what the index says
     # (`unconfirmed_reason`). Counted in `kept`; the summary never reads as done over them.
     unconfirmed: list[dict[str, str]] = field(default_factory=list)
+    # Kept only because a release channel points to them or keeps them in its history.
+    channel_kept: list[dict[str, Any]] = field(default_factory=list)
+    # Channel records that do not read ({"channels", "why"}): every build of their model is kept,
+    # those due for deletion listed in `blocked`. Like `unconfirmed`, never reported as done.
+    unreadable_channels: list[dict[str, str]] = field(default_factory=list)
+    blocked: list[dict[str, str]] = field(default_factory=list)
+    # Deleted while a channel moved onto it (a promote that passed its checks before gc deleted):
+    # found by reading the channels again after deleting. Empty unless that race happened.
+    lost_by_channels: list[dict[str, Any]] = field(default_factory=list)
     dry_run: bool = False
 
     def to_json(self) -> dict[str, Any]:
@@ -73,7 +111,16 @@ class GcReport:
             "cache_dirs_deleted": self.cache_dirs_deleted,
             "tmp_deleted": self.tmp_deleted,
             "unconfirmed": self.unconfirmed,
+            "channel_kept": self.channel_kept,
+            "unreadable_channels": self.unreadable_channels,
+            "blocked": self.blocked,
+            "lost_by_channels": self.lost_by_channels,
         }
+
+    @property
+    def undecided(self) -> bool:
+        """Something gc could not decide or lost: the command must not report done (exit 1)."""
+        return bool(self.unconfirmed or self.blocked or self.lost_by_channels)
 
 
 def _order(version: str) -> tuple[int, Any]:
@@ -137,6 +184,40 @@ def unconfirmed_reason(store: ArtifactStore, a: Published) -> str | None:
     return None
 
 
+def channel_holds(store: ArtifactStore) -> ChannelHolds:
+    """Every build a release channel points to or keeps in its history, and the channel records that do
+    not read: one listing of `channels/` (a few objects per channel, nothing else) and one GET per
+    channel. `channels.kept_builds` says the same of a store whose records all read; gc needs to go on
+    past a record that does not, keeping its model's builds, so it reads them one by one here."""
+    from neuronforge.records.base import RecordError
+    from neuronforge.records.channel import ChannelRecord
+    from neuronforge.stores import NotFound
+
+    kept: dict[str, list[str]] = {}
+    unreadable: dict[str, str] = {}
+    for obj in store.list(layout.CHANNELS):
+        if not obj.key.endswith(f"/{layout.CHANNEL_RECORD}"):
+            continue  # the channel's launch files
+        try:
+            record = ChannelRecord.read(store, obj.key)
+        except NotFound:  # deleted between the listing and the read: it keeps nothing
+            continue
+        except RecordError as exc:
+            parts = obj.key.split("/")
+            # channels/<org>/<name>/<line>/<channel>/channel.json; a record elsewhere names no model: all kept
+            folder = "/".join(parts[:3]) if len(parts) == 6 else EVERY_MODEL
+            unreadable.setdefault(folder, str(exc))
+            log.warning("gc: %s does not read (%s): the builds of %s are kept", store.uri(obj.key), exc, folder)
+            continue
+        name = f"{record.model} · {record.profile_line} · {record.channel}"
+        kept.setdefault(record.current.build.key, []).append(name)
+        for move in record.history:
+            holders = kept.setdefault(move.build.key, [])
+            if name not in holders and f"{name} (history)" not in holders:
+                holders.append(f"{name} (history)")
+    return ChannelHolds(kept, unreadable)
+
+
 def pin_matches(pin: str, version: str) -> bool:
     """A catalog pin keeps `version` when equal, or when the pin has no local label and `version`
     is that public version with one (PEP 440 `==`): the compiler reports `2.21.33363.0+82129205`
@@ -174,14 +255,40 @@ def collect(
         report.keep[compiler] = sorted(versions, key=_order, reverse=True)[:keep_compilers]
     kept_versions: set[tuple[str, str]] = {(c, v) for c, vs in report.keep.items() for v in vs}
     in_use = set(kept_versions)  # versions whose compile cache a kept artifact may point at
+    # Read before anything is decided: a listing that fails stops gc before it deletes anything.
+    holds = channel_holds(store)
+    report.unreadable_channels = [{"channels": f, "why": why} for f, why in sorted(holds.unreadable.items())]
+    doomed_artifacts: list[Published] = []
     for a in artifacts:
         if (a.compiler, a.compiler_version) in kept_versions:
             report.kept += 1
+            continue
+        held_by = holds.kept.get(a.key)
+        if held_by:
+            report.kept += 1
+            report.channel_kept.append(
+                {"key": a.key, "prefix": a.prefix, "compiler_version": a.compiler_version, "channels": held_by}
+            )
+            in_use.add((a.compiler, a.compiler_version))  # the channel's build may point into its cache
             continue
         if _pinned(pins, a.location, a.compiler_version):
             report.kept += 1
             report.pinned.append({"manifest": a.manifest_key, "compiler_version": a.compiler_version})
             in_use.add((a.compiler, a.compiler_version))  # its compile cache stays too
+            continue
+        folder = holds.blocks(a.location)
+        if folder is not None:
+            report.kept += 1
+            report.blocked.append(
+                {
+                    "key": a.key,
+                    "prefix": a.prefix,
+                    "compiler_version": a.compiler_version,
+                    "channels": folder,
+                    "why": holds.unreadable[folder],
+                }
+            )
+            in_use.add((a.compiler, a.compiler_version))
             continue
         why = unconfirmed_reason(store, a)
         if why is not None:
@@ -192,19 +299,37 @@ def collect(
             in_use.add((a.compiler, a.compiler_version))
             continue
         report.deleted.append({"key": a.key, "prefix": a.prefix, "compiler_version": a.compiler_version})
-        if not dry_run:
+        doomed_artifacts.append(a)
+    if not dry_run:
+        for a in doomed_artifacts:
             store.delete_prefix(a.index_key)
             store.delete_prefix(a.manifest_key)
+            store.delete_prefix(layout.review_entry(a.key))  # a review of a build that is gone means nothing
             store.delete_prefix(a.prefix)
             log.info("gc: deleted %s (%s %s)", a.prefix, a.compiler, a.compiler_version)
     if report.deleted and not dry_run:
         from neuronforge.artifacts import farm_index
 
         farm_index.append(store, [farm_index.deleted_record(d["key"]) for d in report.deleted])
+        report.lost_by_channels = _moved_onto_deleted(store, report.deleted)
     doomed = {(c, v) for c, vs in by_compiler.items() for v in vs} - in_use
     report.cache_dirs_deleted = _collect_cache_dirs(store, doomed, dry_run)
     report.tmp_deleted = collect_tmp_objects(store, dry_run=dry_run)
     return report
+
+
+def _moved_onto_deleted(store: ArtifactStore, deleted: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """The deleted builds a channel holds now: a promote whose checks passed before gc deleted the build
+    and whose write came after (gc read the channels before deciding). One more listing of `channels/`;
+    each one found is logged as an error: that channel points to a build that is gone."""
+    holds = channel_holds(store)
+    out = []
+    for d in deleted:
+        held_by = holds.kept.get(d["key"])
+        if held_by:
+            log.error("gc: %s was deleted while %s moved onto it; move that channel again", d["key"][:12], held_by)
+            out.append({**d, "channels": held_by})
+    return out
 
 
 def collect_tmp_objects(

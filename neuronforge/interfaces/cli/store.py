@@ -364,13 +364,15 @@ def cmd_gc(args: argparse.Namespace) -> int:
 
     catalog = check_catalog(Path(args.catalog).expanduser() if args.catalog else None)
     report = collect(open_store(args.store, must_exist=True), args.keep_compilers, catalog, dry_run=args.dry_run)
-    # never "done" over artifacts it could not decide: exit 1 while any is unconfirmed
+    # never "done" over artifacts it could not decide: exit 1 while any is unconfirmed or blocked
     if args.json:
         print_json(report.to_json())
-        return EXIT_FAILURE if report.unconfirmed else EXIT_OK
+        return EXIT_FAILURE if report.undecided else EXIT_OK
     verb = "would delete" if args.dry_run else "deleted"
     for compiler, versions in sorted(report.keep.items()):
         print(f"keep {compiler}: {', '.join(versions)}")
+    for c in report.channel_kept:
+        print(f"kept by channels {c['key'][:12]}: {', '.join(c['channels'])}")
     for p in report.pinned:
         print(f"kept (catalog pin {p['compiler_version']}): {p['manifest']}")
     for d in report.deleted:
@@ -381,14 +383,27 @@ def cmd_gc(args: argparse.Namespace) -> int:
         print(f"{verb} upload leftover {t['key']} ({t['bytes']} bytes, {t['age_hours']} h old)")
     for u in report.unconfirmed:
         print(f"LEFT ALONE {u['manifest']} ({u['compiler_version']}): {u['why']}")
+    for bad in report.unreadable_channels:
+        n = sum(b["channels"] == bad["channels"] for b in report.blocked)
+        print(
+            f"LEFT ALONE {n} build(s) of {bad['channels']}: a channel record does not read ({bad['why']}); "
+            "restore or remove it, then run gc again"
+        )
+    for lost in report.lost_by_channels:
+        print(
+            f"ERROR {lost['key'][:12]} was deleted while {', '.join(lost['channels'])} moved onto it: "
+            "promote or roll back that channel again"
+        )
     line = f"{len(report.deleted)} artifact(s) {verb}, {report.kept} kept"
     if report.unconfirmed:
         line += (
             f"; {len(report.unconfirmed)} of them NOT COLLECTED: due for deletion by the farm index, but their "
             "manifest does not confirm it (check with `neuronforge verify --store`, then `neuronforge index rebuild`)"
         )
+    if report.blocked:
+        line += f"; {len(report.blocked)} NOT COLLECTED: a channel record of their model does not read"
     print(line)
-    return EXIT_FAILURE if report.unconfirmed else EXIT_OK
+    return EXIT_FAILURE if report.undecided else EXIT_OK
 
 
 # -- store ls ---------------------------------------------------------------------------------------
@@ -427,7 +442,12 @@ COMMANDS = (
         ),
     ),
     Command("show", "print a published artifact's manifest readably", _show_options, cmd_show),
-    Command("gc", "prune artifacts of older compiler versions (catalog pins are kept)", _gc_options, cmd_gc),
+    Command(
+        "gc",
+        "prune artifacts of older compiler versions (catalog pins and channels' builds are kept)",
+        _gc_options,
+        cmd_gc,
+    ),
     Command(
         "verify",
         "re-hash a published artifact and run its profile's consumer preflight; without one, check the "
