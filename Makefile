@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo airflow test lint format docs docs-build bench-transfer bench-pipeline bench-cache-seed bench-quantize bench-bytes bench-sweep bench-hosts bench-farm bench-dag-parse bench-forms clean
+.PHONY: setup demo airflow test lint format docs docs-build bench-transfer bench-pipeline bench-cache-seed bench-quantize bench-bytes bench-sweep bench-hosts bench-farm bench-dag-parse bench-forms bench-channels clean
 
 setup: $(STAMP)
 
@@ -90,3 +90,6 @@ bench-dag-parse: setup
 
 bench-forms: setup
 	$(PY) bench/forms_middleware.py
+
+bench-channels: setup
+	$(PY) bench/channels.py
