@@ -280,7 +280,15 @@ def report_rollback(store: Any, requests: Requests, args: argparse.Namespace) ->
         print(f"    rollback {i} (compacting): " + ", ".join(f"{n} {k}" for k, n in kinds.items()))
     data = [q for r in rollbacks for q in copied(r.requests)]
     up = sum(q.bytes_up for r in rollbacks for q in r.requests)
-    print(f"data copied by the rollbacks: {len(data)} request(s); bytes sent up in all: {up:,} (records only)")
+    puts = [q for r in rollbacks for q in r.requests if q.op == "PutObject"]
+    largest = {
+        what: max((q.bytes_up for q in puts if label(q, record_key) == what), default=0)
+        for what in ("channel PUT", "farm-index tail PUT")
+    }
+    print(
+        f"data copied by the rollbacks: {len(data)} request(s); bytes sent up in all: {up:,} (records only; "
+        f"largest channel record {largest['channel PUT']:,}, largest tail {largest['farm-index tail PUT']:,})"
+    )
     # the channel points where the last rollback left it; the history names both builds
     record = channels.get(store, ref)
     expect = a if len(rollbacks) % 2 else b
