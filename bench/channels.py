@@ -180,7 +180,7 @@ def approve(store: Any, key: str) -> None:
 # -- (a) rollback ------------------------------------------------------------------------------------------
 def label(r: Request, record_key: str) -> str:
     if r.op == "HeadBucket":
-        return "bucket HEAD"  # the command's open_store(must_exist=True)
+        return "bucket HEAD"  # a store probe (the release commands skip it)
     if r.key == record_key:
         return {"GetObject": "channel GET", "PutObject": "channel PUT"}.get(r.op, f"channel {r.op}")
     if r.key == "farm-index/tail.json":

@@ -78,15 +78,19 @@ def test_a_channel_keeps_its_build_and_its_history(store, capsys) -> None:
     assert moved.changed and moved.record.current.build.key == keys["x19"]
 
 
-def test_what_channels_keep_is_what_kept_builds_says(store) -> None:
+def test_a_build_current_and_in_the_history_is_named_once_per_channel(store) -> None:
     keys = store.keys
     channels.promote(store, _ref("candidate"), build=keys["x19"])
     channels.promote(store, _ref("candidate"), build=keys["x20"])
     channels.promote(store, _ref("candidate"), build=keys["x19"])  # x19 current and in the history
     channels.promote(store, _ref("candidate", "org/y"), build=keys["y19"])
     holds = channel_holds(store)
-    assert holds.kept == channels.kept_builds(store)
-    assert set(holds.kept) == {keys["x19"], keys["x20"], keys["y19"]} and holds.unreadable == {}
+    assert holds.kept == {
+        keys["x19"]: ["org/x · cpu · candidate"],
+        keys["x20"]: ["org/x · cpu · candidate (history)"],
+        keys["y19"]: ["org/y · cpu · candidate"],
+    }
+    assert holds.unreadable == {}
 
 
 def test_a_deleted_build_takes_its_review_with_it(store) -> None:

@@ -7,7 +7,8 @@ moved by compare-and-swap (`neuronforge.records.channel`).
 
 What a move checks, every time, before it writes:
 - the build is published and its manifest verifies (the index points at a complete manifest whose
-  digest the move records; a rollback re-reads the manifest and compares that digest);
+  digest the move records); a rollback returns to a build verified when it was first promoted (builds
+  are immutable, gc keeps what a history names, and every host's resolve.sh checks the recorded digest);
 - its smoke test passed;
 - it was built for the channel's model and profile line;
 - it is not rejected, and, where the channel requires approval (`Settings.approval_channels`, by
@@ -222,21 +223,6 @@ def candidate(store: ArtifactStore, key: str, ref: ChannelRef) -> ChannelBuild:
     )
 
 
-def still_valid(store: ArtifactStore, build: ChannelBuild) -> None:
-    """A build from a channel's history, re-checked for a rollback with one GET: its manifest is still
-    the one promoted (same sha256). Its files were verified when it was first promoted; published builds
-    are immutable and gc keeps every build a channel's history names."""
-    try:
-        raw = store.get_bytes(build.manifest)
-    except NotFound:
-        raise PromotionRefused(f"build {build.key[:12]}: its manifest {store.uri(build.manifest)} is gone") from None
-    if hashlib.sha256(raw).hexdigest() != build.manifest_sha256:
-        raise PromotionRefused(
-            f"build {build.key[:12]}: its manifest changed since it was promoted (sha256 differs); "
-            f"`neuronforge verify {store.uri(build.manifest)}`"
-        )
-
-
 def _review_allows(store: ArtifactStore, ref: ChannelRef, key: str) -> str:
     state = reviews.state_of(store, key)
     if state == "rejected":
@@ -322,7 +308,10 @@ def rollback(
                 f"{ref} held {len(earlier)} other build(s) in its kept history; --steps {steps} goes further back"
             )
         target = earlier[steps - 1]
-    still_valid(store, target)
+    # The build was verified when it was first promoted; published builds are immutable and gc keeps
+    # every build a channel's history names. Its manifest is not read again here (a rollback is one
+    # GET of the channel, one of the review, one PUT): the host's resolve.sh checks the manifest against
+    # the digest recorded in the move at every start, and refuses to start on another one.
     state = _review_allows(store, ref, target.key)
     move = ChannelMove(
         action="rollback", build=target, previous=current, by=by or mover(), at=now(), reason=reason, review=state
@@ -362,20 +351,6 @@ def _moved_meanwhile(store: ArtifactStore, ref: ChannelRef, move: ChannelMove) -
         f"{ref} was moved by {w.by or 'someone'} at {w.at} ({w.action} to {w.build.key[:12]}) while this move "
         f"to {move.build.key[:12]} ran; nothing was written: see `neuronforge history`, and move again if still wanted"
     )
-
-
-def kept_builds(store: ArtifactStore) -> dict[str, list[str]]:
-    """Every build a channel points to or keeps in its history -> the channels keeping it
-    (`model · line · channel`, "(history)" for an earlier move): what gc must not delete."""
-    out: dict[str, list[str]] = {}
-    for record in channels_of(store):
-        name = f"{record.model} · {record.profile_line} · {record.channel}"
-        out.setdefault(record.current.build.key, []).append(name)
-        for move in record.history:
-            holders = out.setdefault(move.build.key, [])
-            if name not in holders and f"{name} (history)" not in holders:
-                holders.append(f"{name} (history)")
-    return out
 
 
 def pointing_to(store: ArtifactStore, key: str) -> list[str]:

@@ -60,7 +60,7 @@ class Published:
 class ChannelHolds:
     """What the release channels keep, as gc reads them (`channel_holds`)."""
 
-    kept: dict[str, list[str]] = field(default_factory=dict)  # key -> channels, as `channels.kept_builds`
+    kept: dict[str, list[str]] = field(default_factory=dict)  # key -> the channels keeping it
     # `channels/<org>/<name>` -> the record that does not read and why: every build of that model is kept
     unreadable: dict[str, str] = field(default_factory=dict)
 
@@ -187,8 +187,7 @@ def unconfirmed_reason(store: ArtifactStore, a: Published) -> str | None:
 def channel_holds(store: ArtifactStore) -> ChannelHolds:
     """Every build a release channel points to or keeps in its history, and the channel records that do
     not read: one listing of `channels/` (a few objects per channel, nothing else) and one GET per
-    channel. `channels.kept_builds` says the same of a store whose records all read; gc needs to go on
-    past a record that does not, keeping its model's builds, so it reads them one by one here."""
+    channel. A record that does not read keeps every build of its model (gc goes on with the others)."""
     from neuronforge.records.base import RecordError
     from neuronforge.records.channel import ChannelRecord
     from neuronforge.stores import NotFound

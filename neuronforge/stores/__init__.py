@@ -24,17 +24,18 @@ __all__ = ["ArtifactStore", "NotFound", "ObjectInfo", "local_folder", "open_stor
 REMOTE_STORES: dict[str, tuple[str, str]] = {"s3": ("neuronforge.stores.s3", "S3Store")}
 
 
-def open_store(uri: str, *, must_exist: bool = False, **kwargs: Any) -> ArtifactStore:
+def open_store(uri: str, *, must_exist: bool = False, probe: bool = True, **kwargs: Any) -> ArtifactStore:
     """`file:///path`, `/path`, `./path` → FileStore; `s3://bucket[/prefix]` → S3Store.
 
     `must_exist` is for commands that only read: a folder that does not exist is an error instead of
-    a new empty store, and an S3 bucket is checked to exist (and be reachable) before anything else."""
+    a new empty store, and an S3 bucket is checked to exist (and be reachable) before anything else —
+    unless `probe` is False: a command counted in requests (a rollback) lets its first read say so."""
     refuse_credentials(uri)
     scheme, sep, _ = uri.partition("://")
     if sep and scheme in REMOTE_STORES:
         module, name = REMOTE_STORES[scheme]
         store = getattr(importlib.import_module(module), name).from_uri(uri, **kwargs)
-        if must_exist:
+        if must_exist and probe:
             store.probe(write=False)
         return store
     folder = local_folder(uri)

@@ -20,7 +20,7 @@ def test_quick_run_prints_the_rollback_the_races_and_the_goals() -> None:
     out = proc.stdout
     assert proc.returncode == 0, f"{out}\n{proc.stderr[-3000:]}"
     assert re.search(r"^requests of the first rollback: \d+$", out, re.M)
-    for part in ("channel GET", "manifest GET", "review GET", "channel PUT", "farm-index tail"):
+    for part in ("channel GET", "review GET", "channel PUT", "farm-index tail"):
         assert re.search(rf"^    {part}", out, re.M), part  # each request named by what it reads or writes
     assert re.search(r"^3 rollbacks: requests median [\d.]+, min \d+, max \d+", out, re.M)
     assert re.search(

@@ -23,10 +23,12 @@ PROFILE_HELP = "the serving profile line the channel serves (a profile name, e.g
 BY_HELP = "who moves or decides, as recorded (default: user@host)"
 
 
-def _store(args: argparse.Namespace):
+def _store(args: argparse.Namespace, *, probe: bool = True):
+    """The store, which must exist; a move skips the remote probe (S3: a HEAD of the bucket): its first
+    read fails as clearly on a missing bucket, and a rollback is counted in requests (bench/channels.py)."""
     from neuronforge.stores import open_store
 
-    return open_store(args.store, must_exist=True)
+    return open_store(args.store, must_exist=True, probe=probe)
 
 
 def _common(p: argparse.ArgumentParser, *, json: bool = True) -> None:
@@ -43,7 +45,7 @@ def _profile(p: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace, **request: object) -> None:
     from neuronforge.farm.releases import ReleaseRequest, run
 
-    outcome = run(_store(args), ReleaseRequest.from_json(request), by=args.by)
+    outcome = run(_store(args, probe=False), ReleaseRequest.from_json(request), by=args.by)
     if args.json:
         print_json(outcome.to_json())
     else:
