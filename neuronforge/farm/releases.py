@@ -79,7 +79,8 @@ class ReleaseRequest:
         if self.action == "rollback":
             what = f"build {self.to[:12]}" if self.to else f"the build {self.steps} step(s) back in its history"
             return f"point {self.channel_ref()} back at {what}"
-        return f"mark build {self.build[:12]} {self.action}d" + (f" ({self.reason})" if self.reason else "")
+        state = "approved" if self.action == "approve" else "rejected"
+        return f"mark build {self.build[:12]} {state}" + (f" ({self.reason})" if self.reason else "")
 
 
 REASON_MAX = 500
