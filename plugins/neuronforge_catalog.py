@@ -9,7 +9,12 @@ data comes from `neuronforge.farm.rows` (the store read through its farm index);
 renders it.
 
     GET /neuronforge/[?page=&per_page=]     one page of the farm: matrix, filters, latency plot, rows
-    GET /neuronforge/artifacts/{key}        one artifact: URIs, verify status, deploy snippets
+    GET /neuronforge/artifacts/{key}        one artifact: URIs, verify status, deploy snippets, its channels
+                                            and review state, with promote / rollback / approve / reject
+    GET /neuronforge/channels?model=        a model's release channels: current builds, review, last moves
+    GET /neuronforge/release?action=...     the confirmation of one release action (a `ReleaseRequest`):
+                                            what will change, before -> after, and the way to Airflow's
+                                            trigger form of the release DAG with the request's conf
     GET /neuronforge/api/artifacts          a page of rows as JSON (offset, limit; same filters)
     GET /neuronforge/api/artifacts/{key}    one row with its manifest and deploy snippets
     GET /neuronforge/static/{name}          the pages' catalog.css and catalog.js
@@ -23,8 +28,20 @@ a key must be 12 to 64 hex characters and a launch file a plain name before the 
 error bodies are one sentence without local paths or tracebacks (the detail goes to the log).
 
 A page view costs the farm index's head, tail and the pages it shows (`farm.farm_page`, called once:
-its counts and instances make the summary and the instance filter); an artifact's own page costs
-its index pointer, manifest and folder listing (`farm.farm_row`) and its launch files.
+its counts and instances make the summary and the instance filter; each row's channels and review
+state are in its farm-index row); an artifact's own page costs its index pointer, manifest and folder
+listing (`farm.farm_row`), its launch files, its review record and its model's channels (one listing
+of `channels/<org>/<name>/` and one read per channel); a model's channels page that listing and one
+review read per current build; a confirmation the few reads its action checks.
+
+Release actions are never taken here. Every button of the pages leads to a confirmation page (GET,
+no side effect) naming exactly what will change; its confirmation leads to Airflow's own trigger form
+of the DAG `neuronforge_release` with the request's conf, so a move or a decision needs exactly the
+permission that form needs, and is run, logged and retried by Airflow like any run. Airflow 3.3's UI
+cannot fill its trigger form from a link (no route or query parameter takes a conf), so the page
+copies the conf to the clipboard and shows it, to paste as the form's configuration JSON. The conf
+pins the build the confirmation names (a promote from a channel and a rollback by steps become the
+key they resolve to now): the run does what the page said, or refuses.
 """
 
 from __future__ import annotations
@@ -34,6 +51,7 @@ import logging
 import math
 import re
 import unicodedata
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import quote, urlencode, urlsplit
@@ -50,10 +68,13 @@ log = logging.getLogger(__name__)
 
 PREFIX = "/neuronforge"
 COMPILE_DAG = "neuronforge_compile_publish"
+RELEASE_DAG = "neuronforge_release"  # its Params are the fields of `farm.releases.ReleaseRequest`
 SNIPPET_LIMIT = 64 * 1024  # a launch file larger than this is linked, not inlined
 PER_PAGE, MAX_PER_PAGE = 50, 500  # rows per page view
 API_LIMIT, MAX_API_LIMIT = 100, 1000  # rows per JSON answer
 TEXT_LIMIT = 256  # characters of a filter (model substring, profile, instance, status) or a number
+REASON_LIMIT = 1000  # characters of a release action's reason
+HISTORY_SHOWN = 10  # a channel's last moves shown on its model's channels page
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "neuronforge_catalog_templates"  # no .py files: Airflow's plugin loader skips them
@@ -162,14 +183,14 @@ def _shown(value: str) -> str:
     return json.dumps(value[:80] + ("..." if len(value) > 80 else ""))
 
 
-def _text(name: str, value: str | None) -> str | None:
-    """A text query parameter of at most TEXT_LIMIT characters (absent or empty: None), else 400."""
+def _text(name: str, value: str | None, limit: int = TEXT_LIMIT) -> str | None:
+    """A text query parameter of at most `limit` characters (absent or empty: None), else 400."""
     if value is None or value == "":
         return None
-    if len(value) > TEXT_LIMIT:
+    if len(value) > limit:
         raise HTTPException(
             status_code=400,
-            detail=f"{name} is {len(value)} characters long; give at most {TEXT_LIMIT}.",
+            detail=f"{name} is {len(value)} characters long; give at most {limit}.",
         )
     return value
 
@@ -499,12 +520,13 @@ def _matrix_view(rows: list[Any]) -> dict[str, Any] | None:
                     "href": _artifact_href(r.key),
                     "status": r.status,
                     "stage": r.stage,
+                    "release": _release_view(r.channels, r.review) if r.status in ("published", "stale") else None,
                     **_latency_view(r),
                 }
                 for r in found
             ]
             cells.append({"status": found[0].status, "entries": entries})
-        lines.append({"model": m, "cells": cells})
+        lines.append({"model": m, "cells": cells, "channels_href": _channels_href(m)})
     return {"columns": [{"profile": p, "target": _short_target(p, t)} for p, t in columns], "lines": lines}
 
 
@@ -546,6 +568,7 @@ def _pager_view(filters: dict[str, str | None], page: int, per_page: int, shown:
 
 def _row_view(r: Any) -> dict[str, Any]:
     return {
+        "release": _release_view(r.channels, r.review) if r.status in ("published", "stale") else None,
         "short_key": r.key[:12],
         "href": _artifact_href(r.key),
         "model": r.model,
@@ -651,6 +674,443 @@ def artifact_page(key: str) -> HTMLResponse:
         title=f"{row.model} · {row.target} — neuronforge",
         store_uri=store.root_uri,
         a=_detail_view(row, manifest, snippets),
+        release=_artifact_release(store, row, manifest),
+    )
+    return HTMLResponse(page_html)
+
+
+# -- release channels -----------------------------------------------------------------------------
+def _channels_href(model: str) -> str:
+    return f"{PREFIX}/channels?{urlencode({'model': model})}"
+
+
+def _release_href(**fields: Any) -> str:
+    """The confirmation page of one release action (`ReleaseRequest` fields; empty ones left out)."""
+    return f"{PREFIX}/release?" + urlencode({k: v for k, v in fields.items() if v not in ("", None)})
+
+
+def _state_css(state: str) -> str:
+    """A review state as a CSS class: one of the three known ones, else `review-other` (a stored
+    state is text from the store, never a class name)."""
+    from neuronforge.records.review import REVIEW_STATES
+
+    return f"review-{state}" if state in REVIEW_STATES else "review-other"
+
+
+def _release_view(names: list[str], state: str) -> dict[str, Any]:
+    """A build's channels and review state as a row, a matrix cell and the artifact page show them.
+    A rejected build that a channel points to is `loud`: a warning in words, not only a colour."""
+    names = [str(n) for n in names]
+    loud = f"REJECTED, still on {', '.join(names)}: roll back or promote another build" if state == "rejected" else ""
+    return {"channels": names, "state": state, "css": _state_css(state), "loud": loud if names else ""}
+
+
+def _store_sentence(store: Any, exc: Exception) -> str:
+    """An error's message as a page shows it: one sentence, the store's local root not named."""
+    return _sentence(str(exc).replace(store.root_uri, "the store"))
+
+
+def _channels_of(store: Any, model: str) -> list[Any]:
+    """The model's channels (`channels.channels_of`: one listing of its channels/ folder and one read
+    per channel); a model that does not parse 400, an unreadable record or store 503."""
+    from neuronforge.artifacts import channels
+    from neuronforge.common.errors import InvalidInput, NeuronforgeError
+    from neuronforge.records.base import RecordError
+
+    try:
+        return channels.channels_of(store, model)
+    except InvalidInput as exc:
+        raise HTTPException(status_code=400, detail=_store_sentence(store, exc)) from None
+    except RecordError as exc:
+        log.warning("neuronforge catalog: a channel record of %s does not validate: %s", model, exc)
+        detail = f"a channel record of {model} does not validate ({_store_sentence(store, exc)})"
+        raise HTTPException(status_code=503, detail=detail) from None
+    except NeuronforgeError as exc:
+        log.warning("neuronforge catalog: listing the channels of %s in %s failed: %s", model, store.root_uri, exc)
+        raise HTTPException(status_code=503, detail=UNREADABLE) from None
+
+
+def _review_of(store: Any, key: str) -> tuple[str, Any]:
+    """A build's review state and record (None: pending); a record that does not validate is shown
+    as `unreadable`, never as a state it may not hold."""
+    from neuronforge.artifacts import reviews
+    from neuronforge.records.base import RecordError
+
+    try:
+        record = reviews.review_of(store, key)
+    except RecordError as exc:
+        log.warning("neuronforge catalog: the review record of %s does not validate: %s", key[:12], exc)
+        return "unreadable", None
+    return (record.state if record is not None else reviews.PENDING), record
+
+
+def _decision_view(d: Any) -> dict[str, str]:
+    return {"state": d.state, "css": _state_css(d.state), "by": d.by, "at": d.at, "reason": d.reason}
+
+
+def _review_view(state: str, record: Any) -> dict[str, Any]:
+    """A build's review: its state, who/when/why, the earlier decisions (newest first)."""
+    return {
+        "state": state,
+        "css": _state_css(state),
+        "current": _decision_view(record.current) if record is not None else None,
+        "history": [_decision_view(d) for d in record.history] if record is not None else [],
+    }
+
+
+def _move_view(move: Any) -> dict[str, Any]:
+    build = move.build
+    return {
+        "action": move.action,
+        "short_key": build.key[:12],
+        "href": _artifact_href(build.key),
+        "target": build.target,
+        "previous": move.previous[:12],
+        "previous_href": _artifact_href(move.previous) if move.previous else "",
+        "by": move.by,
+        "at": move.at,
+        "reason": move.reason,
+        "review": move.review,
+    }
+
+
+def _earlier_builds(record: Any) -> list[Any]:
+    """The builds a rollback of `record` can go back to, newest first: distinct, not the current one
+    (as `channels.rollback` counts its steps)."""
+    current, out = record.current.build.key, []
+    for move in record.history:
+        if move.build.key != current and all(b.key != move.build.key for b in out):
+            out.append(move.build)
+    return out
+
+
+def _channel_view(record: Any, state: str, review: Any, siblings: list[Any]) -> dict[str, Any]:
+    """One channel as its model's page shows it, with its buttons: approve / reject its build,
+    promote a sibling channel's build here, roll back to each earlier build of its history."""
+    from neuronforge.artifacts import channels
+
+    key = record.current.build.key
+    ref = {"model": record.model, "profile": record.profile_line, "channel": record.channel}
+    actions = []
+    if state != "approved":
+        actions.append({"label": f"approve {key[:12]}", "href": _release_href(action="approve", build=key)})
+    if state != "rejected":
+        actions.append({"label": f"reject {key[:12]}", "href": _release_href(action="reject", build=key)})
+    for other in siblings:
+        theirs = other.current.build.key
+        if other.channel != record.channel and other.profile_line == record.profile_line and theirs != key:
+            actions.append(
+                {
+                    "label": f"promote {other.channel}'s {theirs[:12]} here",
+                    "href": _release_href(action="promote", **ref, build=theirs, reason=f"from {other.channel}"),
+                }
+            )
+    rollback = {b.key: _release_href(action="rollback", **ref, to=b.key) for b in _earlier_builds(record)}
+    shown = record.history[:HISTORY_SHOWN]
+    history = [{**_move_view(m), "rollback": rollback.pop(m.build.key, "")} for m in shown]
+    needs_now = channels.requires_approval(record.channel)
+    loud = ""
+    if state == "rejected":
+        why = f" by {review.current.by} at {review.current.at}: {review.current.reason}" if review is not None else ""
+        loud = f"REJECTED{why}. This channel still points to it: roll back or promote another build."
+    return {
+        "id": f"channel-{record.profile_line}-{record.channel}",
+        "name": record.channel,
+        "line": record.profile_line,
+        "requires_approval": record.requires_approval,
+        "approval_changed": needs_now != record.requires_approval,
+        "current": _move_view(record.current),
+        "build": {
+            "uri": record.current.build.artifact_uri,
+            "profile": record.current.build.profile,
+            "published_at": record.current.build.published_at,
+            "smoke_host": str(record.current.build.smoke.get("host") or ""),
+            "compiler": str(record.current.build.toolchain.get("compiler_version") or ""),
+        },
+        "state": state,
+        "css": _state_css(state),
+        "review": _review_view(state, review)["current"],
+        "loud": loud,
+        "actions": actions,
+        "history": history,
+        "more": len(record.history) - len(shown),
+    }
+
+
+def _model(model: str | None) -> str:
+    """The `model` parameter as the one name records use (`ModelSource.name`), else 400."""
+    from neuronforge.common.errors import InvalidInput
+    from neuronforge.spec.source import ModelSource
+
+    given = _text("model", model)
+    if given is None:
+        raise HTTPException(
+            status_code=400,
+            detail="give the model: channels?model=org/name (the catalog's matrix links each model to it).",
+        )
+    try:
+        return ModelSource.parse(given).name
+    except InvalidInput as exc:
+        raise HTTPException(status_code=400, detail=_sentence(exc)) from None
+
+
+@app.get("/channels", response_class=HTMLResponse)
+def channels_page(model: str | None = Query(None)) -> HTMLResponse:
+    """A model's release channels: each one's current build and its review state, whether it requires
+    approval, its last moves, and the buttons that lead to a confirmation."""
+    name = _model(model)
+    store = _store()
+    records = _channels_of(store, name)
+    reviews: dict[str, tuple[str, Any]] = {}
+    for r in records:
+        key = r.current.build.key
+        if key not in reviews:
+            reviews[key] = _review_of(store, key)
+    views = [_channel_view(r, *reviews[r.current.build.key], records) for r in records]
+    page_html = _render(
+        "channels.html.j2",
+        title=f"{name} · channels — neuronforge",
+        store_uri=store.root_uri,
+        model=name,
+        catalog_href=f"{PREFIX}/?{urlencode({'model': name})}",
+        channels=views,
+    )
+    return HTMLResponse(page_html)
+
+
+def _artifact_release(store: Any, row: Any, manifest: Any) -> dict[str, Any] | None:
+    """A published build's release section: its review state and decisions, the channels of its model
+    and profile line that point to it, and its buttons. None for a build that is not published."""
+    from neuronforge.common.errors import NeuronforgeError
+    from neuronforge.spec.source import model_name
+
+    if manifest is None or row.status not in ("published", "stale"):
+        return None
+    key = row.key
+    state, review = _review_of(store, key)
+    model = model_name(manifest.source.model_dump())  # as `channels.pointing_to` names it
+    line = manifest.profile.name if manifest.profile is not None else ""
+    try:
+        records = _channels_of(store, model) if line else []
+        unread = ""
+    except HTTPException as exc:  # the build's page still shows; its channels part says why
+        records, unread = [], str(exc.detail)
+    except NeuronforgeError as exc:
+        records, unread = [], _store_sentence(store, exc)
+    same_line = [r for r in records if r.profile_line == line]
+    pointing = [r.channel for r in same_line if r.current.build.key == key]
+    actions = []
+    if state != "approved":
+        actions.append({"label": "approve", "href": _release_href(action="approve", build=key)})
+    if state != "rejected":
+        actions.append({"label": "reject", "href": _release_href(action="reject", build=key)})
+    ref = {"model": model, "profile": line}
+    for r in same_line:
+        if r.current.build.key == key:
+            continue
+        actions.append(
+            {
+                "label": f"promote to {r.channel} (now {r.current.build.key[:12]})",
+                "href": _release_href(action="promote", **ref, channel=r.channel, build=key),
+            }
+        )
+        if any(b.key == key for b in _earlier_builds(r)):
+            actions.append(
+                {
+                    "label": f"roll {r.channel} back to this build",
+                    "href": _release_href(action="rollback", **ref, channel=r.channel, to=key),
+                }
+            )
+    return {
+        **_release_view(pointing, state),
+        "review": _review_view(state, review),
+        "pointing": [f"{model} · {line} · {c}" for c in pointing],
+        "unread": unread,
+        "actions": actions if line else [],
+        "new_channel": {"model": model, "profile": line, "build": key} if line else None,
+        "channels_href": _channels_href(model),
+    }
+
+
+# -- the confirmation of a release action ---------------------------------------------------------
+def _release_request(fields: dict[str, str | None]) -> Any:
+    """The query's `ReleaseRequest`, else 400 with its sentence. A reject without a reason is not
+    refused here: its confirmation asks for the reason."""
+    from neuronforge.common.errors import InvalidInput
+    from neuronforge.farm.releases import ReleaseRequest
+
+    given = {k: v for k, v in fields.items() if v is not None}
+    if not given.get("action"):
+        raise HTTPException(status_code=400, detail="give the action: promote, rollback, approve or reject.")
+    unreasoned = given.get("action") == "reject" and not given.get("reason")
+    try:
+        request = ReleaseRequest.from_json({**given, "reason": "-"} if unreasoned else given)
+    except InvalidInput as exc:
+        raise HTTPException(status_code=400, detail=_sentence(exc)) from None
+    return replace(request, reason="") if unreasoned else request
+
+
+def _refusal(store: Any, ref: Any, key: str) -> str:
+    """Why the release DAG would refuse to point `ref` at `key` now ("" when it would not): the checks
+    of `channels.promote` (published, verified, smoke passed, model and line), then the review's."""
+    from neuronforge.artifacts import channels
+    from neuronforge.artifacts.channels import PromotionRefused
+
+    try:
+        channels.candidate(store, key, ref)
+    except PromotionRefused as exc:
+        return str(exc)
+    return _refusal_review(store, ref, key)
+
+
+def _plan(store: Any, request: Any) -> dict[str, Any]:
+    """What `request` will change, read from the store now: the pinned request (the key it names),
+    before and after, warnings, and why the run would refuse it ("" when it would not)."""
+    from neuronforge.artifacts import channels
+    from neuronforge.artifacts.channels import PromotionRefused
+
+    warnings: list[str] = []
+    if request.action in ("promote", "rollback"):
+        ref = request.channel_ref()
+        record, _ = channels.read(store, ref)
+        before = record.current.build.key if record is not None else ""
+        if request.action == "promote":
+            if request.from_channel:
+                key = channels.get(store, ref.sibling(request.from_channel)).current.build.key
+            else:
+                key = channels.resolve_key(store, request.build)
+            pinned = replace(request, build=key, from_channel="")
+            refused = _refusal(store, ref, key) if key != before else ""
+        else:
+            if record is None:
+                raise HTTPException(status_code=400, detail=f"no channel {ref}: nothing to roll back.")
+            earlier = _earlier_builds(record)
+            given = request.to.strip().lower()
+            if given and before.startswith(given):
+                hits = [record.current.build]
+            elif given:
+                hits = [b for b in earlier if b.key.startswith(given)]
+            else:
+                hits = earlier[request.steps - 1 : request.steps] if request.steps >= 1 else []
+            if len(hits) != 1:
+                kept = ", ".join(b.key[:12] for b in earlier) or "none"
+                raise HTTPException(
+                    status_code=400,
+                    detail=f"{request.to or f'{request.steps} step(s) back'} is not one build of the history of "
+                    f"{ref} (builds it held: {kept}).",
+                )
+            key = hits[0].key
+            pinned = replace(request, to=key, steps=1)
+            refused = ""
+            if key != before:
+                try:
+                    channels.still_valid(store, hits[0])
+                except PromotionRefused as exc:
+                    refused = str(exc)
+                refused = refused or _refusal_review(store, ref, key)
+        if key == before:
+            refused = f"{ref} already points to {key[:12]}: nothing would change"
+        since = f"{record.current.action} by {record.current.by} at {record.current.at}" if record else ""
+        change = {
+            "what": f"{ref} points to",
+            "before": before[:12],
+            "before_href": _artifact_href(before) if before else "",
+            "after": key[:12],
+            "after_href": _artifact_href(key),
+            "since": since,
+        }
+    else:
+        key = channels.resolve_key(store, request.build)
+        state, _ = _review_of(store, key)
+        after = "approved" if request.action == "approve" else "rejected"
+        pinned = replace(request, build=key)
+        refused = "" if channels.is_published(store, key) else f"no published build {key[:12]} in the store"
+        if request.action == "reject" and not request.reason:
+            refused = "a rejection needs its reason, so whoever deployed the build can act on it: give it below"
+        held = channels.pointing_to(store, key)
+        if held and after == "rejected":
+            warnings.append(
+                f"{', '.join(held)} still point(s) to {key[:12]}: rejecting moves no channel; roll back after"
+            )
+        if state == after:
+            warnings.append(f"{key[:12]} is already {after}: the run adds this decision to its history")
+        change = {
+            "what": f"the review of build {key[:12]}",
+            "before": state,
+            "after": after,
+            "before_href": "",
+            "after_href": "",
+            "since": "",
+        }
+    return {
+        "describe": _sentence(pinned.describe()),
+        "change": change,
+        "warnings": warnings,
+        "refused": _sentence(refused) if refused else "",
+        "conf": json.dumps(pinned.to_json(), indent=2, ensure_ascii=False),
+        "request": pinned.to_json(),
+    }
+
+
+def _refusal_review(store: Any, ref: Any, key: str) -> str:
+    """The review part of `_refusal` (a rollback's build was verified when first promoted)."""
+    from neuronforge.artifacts import channels, reviews
+
+    state = reviews.state_of(store, key)
+    if state == "rejected":
+        return f"build {key[:12]} is rejected; no channel takes a rejected build"
+    if channels.requires_approval(ref.channel) and state != "approved":
+        return f"channel {ref.channel} requires an approved build and {key[:12]} is {state}: approve it first"
+    return ""
+
+
+@app.get("/release", response_class=HTMLResponse)
+def release_page(
+    action: str | None = Query(None),
+    model: str | None = Query(None),
+    profile: str | None = Query(None),
+    channel: str | None = Query(None),
+    build: str | None = Query(None),
+    from_channel: str | None = Query(None),
+    steps: str | None = Query(None),
+    to: str | None = Query(None),
+    reason: str | None = Query(None),
+) -> HTMLResponse:
+    """The confirmation of one release action: what will change, before and after, and the way to
+    Airflow's trigger form of the release DAG with the request (nothing changes from this page)."""
+    from neuronforge.common.errors import InvalidInput, NeuronforgeError
+
+    fields = {
+        "action": _text("action", action),
+        "model": _text("model", model),
+        "profile": _text("profile", profile),
+        "channel": _text("channel", channel),
+        "build": _text("build", build),
+        "from_channel": _text("from_channel", from_channel),
+        "steps": _text("steps", steps),
+        "to": _text("to", to),
+        "reason": _text("reason", reason, REASON_LIMIT),
+    }
+    request = _release_request(fields)
+    store = _store()
+    try:
+        plan = _plan(store, request)
+    except InvalidInput as exc:
+        raise HTTPException(status_code=400, detail=_store_sentence(store, exc)) from None
+    except NeuronforgeError as exc:
+        log.warning("neuronforge catalog: reading %s for a release confirmation failed: %s", store.root_uri, exc)
+        raise HTTPException(status_code=503, detail=UNREADABLE) from None
+    page_html = _render(
+        "release.html.j2",
+        title=f"confirm: {request.action} — neuronforge",
+        store_uri=store.root_uri,
+        action=request.action,
+        plan=plan,
+        dag=RELEASE_DAG,
+        trigger_href=f"/dags/{RELEASE_DAG}",
+        hidden=[(k, v) for k, v in plan["request"].items() if k != "reason" and v not in ("", None)],
+        reason=request.reason,
+        reason_limit=REASON_LIMIT,
     )
     return HTMLResponse(page_html)
 

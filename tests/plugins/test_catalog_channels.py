@@ -1,0 +1,402 @@
+"""The catalog's release channels, routes in this process (FastAPI's test client, Airflow's `get_user`
+overridden) over a store moved and reviewed by the real `farm.releases.run` (tests/plugins/release_store.py):
+the rows show each build's channels and review state from the farm index (no request per row), a
+rejected build a channel points to is said in words; a build's page shows its channels and its
+decisions; a model's channels page its channels, their builds, state and last moves from one listing of
+that model's folder; every button leads to a confirmation that names the change (before -> after) and
+whose request, run by the release DAG's `run`, makes exactly that change; and hostile text in channel
+and review records stays text."""
+
+from __future__ import annotations
+
+import html
+import importlib.util
+import json
+import re
+import shutil
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+
+from neuronforge.artifacts import channels, reviews
+from neuronforge.farm.releases import ReleaseRequest, run
+from neuronforge.stores import open_store
+from tests.plugins.conftest import REPO
+from tests.plugins.release_store import IMG, JS, MODEL, ODD_MODEL, SCRIPT, TEMPLATE, Releases, seed
+from tests.plugins.test_catalog_pages import Counting, _error
+
+STABLE = f"{MODEL} · cpu · stable"
+CANDIDATE = f"{MODEL} · cpu · candidate"
+
+
+class Listing(Counting):
+    """A counting store that also records the prefixes it lists."""
+
+    def __init__(self, store: Any) -> None:
+        super().__init__(store)
+        self.listed: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        found = super().__getattr__(name)
+        if name != "list":
+            return found
+
+        def listing(prefix: str, *args: Any, **kwargs: Any) -> Any:
+            self.listed.append(prefix)
+            return found(prefix, *args, **kwargs)
+
+        return listing
+
+
+@pytest.fixture(scope="module")
+def plugin() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("neuronforge_catalog", REPO / "plugins" / "neuronforge_catalog.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Releases]:
+    root = tmp_path_factory.mktemp("channels") / "store"
+    return root, seed(open_store(f"file://{root}"), tmp_path_factory.mktemp("channels-work"))
+
+
+@pytest.fixture
+def keys(seeded: tuple[Path, Releases]) -> Releases:
+    return seeded[1]
+
+
+def _client(plugin: ModuleType, root: Path, monkeypatch: pytest.MonkeyPatch):
+    from airflow.api_fastapi.core_api.security import get_user
+    from fastapi.testclient import TestClient
+
+    store = Listing(open_store(f"file://{root}", must_exist=True))
+    monkeypatch.setattr(plugin, "_store", lambda: store)
+    plugin.app.dependency_overrides[get_user] = lambda: None
+    client = TestClient(plugin.app)
+    client.store = store
+    return client
+
+
+@pytest.fixture
+def client(plugin: ModuleType, seeded: tuple[Path, Releases], monkeypatch: pytest.MonkeyPatch):
+    """The seeded store, read only."""
+    yield _client(plugin, seeded[0], monkeypatch)
+    plugin.app.dependency_overrides.clear()
+
+
+@pytest.fixture
+def mutable(plugin: ModuleType, seeded: tuple[Path, Releases], monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """A copy of the seeded store that a test may move channels in."""
+    root = tmp_path / "store"
+    shutil.copytree(seeded[0], root)
+    yield _client(plugin, root, monkeypatch)
+    plugin.app.dependency_overrides.clear()
+
+
+def _get(client: Any, url: str) -> str:
+    client.store.requests, client.store.listed[:] = 0, []
+    response = client.get(url)
+    assert response.status_code == 200, response.text
+    return response.text
+
+
+def _text(page: str, element_id: str) -> str:
+    """The text of the element with `element_id` (tags dropped, entities read)."""
+    found = re.search(rf'<(\w+)[^>]* id="{element_id}"[^>]*>(.*?)</\1>', page, re.S)
+    assert found is not None, f"no #{element_id} in the page"
+    return html.unescape(re.sub(r"<[^>]+>", "", found[2]))
+
+
+def _row(page: str, key: str) -> str:
+    found = re.search(rf'<tr id="artifact-{key[:12]}".*?</tr>', page, re.S)
+    assert found is not None
+    return html.unescape(re.sub(r"<[^>]+>", " ", found[0]))
+
+
+def _links(page: str) -> dict[str, str]:
+    """The page's action buttons: label -> href (relative to the app)."""
+    found = re.findall(r'<a class="action[^"]*" href="([^"]+)">([^<]+)</a>', page)
+    return {html.unescape(label): html.unescape(href).removeprefix("/neuronforge") for href, label in found}
+
+
+def _conf(page: str) -> dict[str, Any]:
+    found = re.search(r'<pre class="snippet" id="conf">(.*?)</pre>', page, re.S)
+    assert found is not None, "no request to copy on the page"
+    conf = json.loads(html.unescape(found[1]))
+    trigger = re.search(r'<a id="trigger" class="[^"]*" href="([^"]+)" target="_top" data-copy="([^"]*)"', page)
+    assert trigger is not None and trigger[1] == "/dags/neuronforge_release"
+    assert json.loads(html.unescape(trigger[2])) == conf  # the button copies what the page shows
+    return conf
+
+
+# -- the rows ---------------------------------------------------------------------------------------
+def test_rows_show_channels_and_review_from_the_index(client, keys: Releases) -> None:
+    page = _get(client, f"/?{urlencode({'model': MODEL})}")
+    assert client.store.requests == 3  # head, tail, the one page: no request per row for channels
+    a, b, c = _row(page, keys.a), _row(page, keys.b), _row(page, keys.c)
+    assert "stable" in a and "rejected" in a and "REJECTED, still on stable: roll back or promote another build" in a
+    assert "candidate" in b and "pending" in b and "REJECTED" not in b
+    assert "pending" in c and "stable" not in c and "candidate" not in c
+    # the matrix says it too, and each model links to its channels
+    cell = re.search(rf'href="/neuronforge/artifacts/{keys.a}">published</a>.*?</div>', page, re.S)
+    assert cell is not None and "REJECTED, still on stable" in html.unescape(cell[0])
+    assert f'href="/neuronforge/channels?{html.escape(urlencode({"model": MODEL}))}">channels</a>' in page
+    answer = client.get(f"/api/artifacts?{urlencode({'model': MODEL})}").json()
+    by_key = {r["key"]: r for r in answer["rows"]}
+    assert by_key[keys.a]["channels"] == ["stable"] and by_key[keys.a]["review"]["state"] == "rejected"
+    assert by_key[keys.a]["review"]["by"] == "dave" and by_key[keys.c]["review"] is None
+
+
+# -- a build's page ---------------------------------------------------------------------------------
+def test_a_builds_page_shows_its_channels_review_and_buttons(client, keys: Releases) -> None:
+    page = _get(client, f"/artifacts/{keys.a[:12]}")
+    release = _text(page, "release")
+    assert STABLE in release and CANDIDATE not in release.split("review:")[0]
+    assert "⚠ REJECTED, still on stable" in release
+    assert "review: rejected by dave at " in release and ": wrong tokenizer" in release
+    assert re.search(r"approved by bob at \S+: smoke and evals ok", release)  # the earlier decision
+    assert _links(page) == {
+        "approve": f"/release?action=approve&build={keys.a}",
+        f"promote to candidate (now {keys.b[:12]})": (
+            f"/release?action=promote&model=org%2Fchan-model&profile=cpu&channel=candidate&build={keys.a}"
+        ),
+        "roll candidate back to this build": (
+            f"/release?action=rollback&model=org%2Fchan-model&profile=cpu&channel=candidate&to={keys.a}"
+        ),
+    }
+    # its model's channels: one listing of that model's folder
+    assert client.store.listed.count("channels/org/chan-model") == 1
+    assert not [p for p in client.store.listed if p.startswith("channels") and p != "channels/org/chan-model"]
+    page = _get(client, f"/artifacts/{keys.c[:12]}")
+    assert "none point to this build" in _text(page, "release") and "REJECTED" not in page
+    assert set(_links(page)) == {
+        "approve",
+        "reject",
+        f"promote to candidate (now {keys.b[:12]})",
+        f"promote to stable (now {keys.a[:12]})",
+    }
+
+
+# -- a model's channels -----------------------------------------------------------------------------
+def test_a_models_channels_page(client, keys: Releases) -> None:
+    page = _get(client, f"/channels?{urlencode({'model': MODEL})}")
+    assert client.store.listed == ["channels/org/chan-model"]  # one listing of the model's folder
+    assert client.store.requests == 1 + 2 + 2  # the listing, the two records, their builds' reviews
+    stable, candidate = _text(page, "channel-cpu-stable"), _text(page, "channel-cpu-candidate")
+    assert f"points to {keys.a[:12]}" in stable and "review rejected by dave" in stable
+    assert "⚠ REJECTED by dave at " in stable and "wrong tokenizer. This channel still points to it" in stable
+    assert "requires approval" in stable and "no approval required" in candidate
+    assert f"points to {keys.b[:12]}" in candidate and "review pending" in candidate and "REJECTED" not in candidate
+    # the last moves: who, when, which build, what it was, why
+    section = re.search(r'<section class="channel" id="channel-cpu-candidate">.*?</section>', page, re.S)
+    assert section is not None
+    moves = re.findall(r'<tr class="move[^"]*">(.*?)</tr>', section[0], re.S)
+    cells = [[html.unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<td>(.*?)</td>", m, re.S)] for m in moves]
+    assert [c[1:6] for c in cells] == [
+        ["alice@ci", "promote (now)", keys.b[:12], keys.a[:12], "rebuilt for SDK 2.21"],
+        ["alice@ci", "promote", keys.a[:12], "—", "first build"],
+    ]
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", c[0]) for c in cells)
+    links = _links(page)
+    line = "model=org%2Fchan-model&profile=cpu"
+    assert links[f"roll back to {keys.a[:12]}"] == f"/release?action=rollback&{line}&channel=candidate&to={keys.a}"
+    assert links[f"promote candidate's {keys.b[:12]} here"] == (
+        f"/release?action=promote&{line}&channel=stable&build={keys.b}&reason=from+candidate"
+    )
+    assert links[f"approve {keys.a[:12]}"] == f"/release?action=approve&build={keys.a}"
+    assert f"reject {keys.b[:12]}" in links and f"reject {keys.a[:12]}" not in links  # already rejected
+    page = _get(client, "/channels?model=org/no-channels")
+    assert "no channel of this model yet" in page
+
+
+# -- confirmations ----------------------------------------------------------------------------------
+def _follow(client: Any, page: str, label: str) -> str:
+    return _get(client, _links(page)[label])
+
+
+def test_a_promotion_names_the_change_and_its_request_makes_it(mutable, keys: Releases) -> None:
+    store = mutable.store._store
+    page = _follow(mutable, _get(mutable, f"/channels?model={MODEL}"), f"promote candidate's {keys.b[:12]} here")
+    assert _text(page, "describe") == f"point {STABLE} at build {keys.b[:12]}."
+    assert _text(page, "before").startswith(keys.a[:12]) and "promote by carol at" in _text(page, "before")
+    assert _text(page, "after") == f"→ {keys.b[:12]}"
+    # stable takes approved builds only: not offered, and said why
+    assert "requires an approved build and " + keys.b[:12] + " is pending" in _text(page, "refused")
+    assert 'id="trigger"' not in page
+    run(store, ReleaseRequest(action="approve", build=keys.b), by="erin")
+    page = _follow(mutable, _get(mutable, f"/channels?model={MODEL}"), f"promote candidate's {keys.b[:12]} here")
+    conf = _conf(page)
+    assert conf == {
+        "action": "promote",
+        "model": MODEL,
+        "profile": "cpu",
+        "channel": "stable",
+        "build": keys.b,
+        "from_channel": "",
+        "steps": 1,
+        "to": "",
+        "reason": "from candidate",
+    }
+    # what the release DAG does with that conf: exactly the change the page named
+    outcome = run(store, ReleaseRequest.from_json(conf), by="erin")
+    assert (outcome.previous, outcome.key) == (keys.a, keys.b) and outcome.changed
+    assert channels.pointing_to(store, keys.b) == [CANDIDATE, STABLE]
+
+
+def test_a_request_by_channel_or_steps_is_pinned_to_the_build_it_names(mutable, keys: Releases) -> None:
+    """A promote `--from` and a rollback by steps resolve when the run starts: the confirmation's
+    request names the key the page showed, so a move in between cannot change what it does."""
+    store = mutable.store._store
+    page = _get(mutable, f"/release?action=promote&model={MODEL}&profile=cpu&channel=beta&from_channel=candidate")
+    assert _text(page, "before").startswith("nothing (a new channel)") and _text(page, "after") == f"→ {keys.b[:12]}"
+    beta = _conf(page)
+    assert (beta["build"], beta["from_channel"]) == (keys.b, "")
+    page = _get(mutable, f"/release?action=rollback&model={MODEL}&profile=cpu&channel=candidate&steps=1")
+    assert _text(page, "describe") == f"point {CANDIDATE} back at build {keys.a[:12]}."
+    assert f"build {keys.a[:12]} is rejected" in _text(page, "refused")  # where it would go back to: not offered
+    candidate = {"model": MODEL, "profile": "cpu", "channel": "candidate"}
+    run(store, ReleaseRequest(action="promote", **candidate, build=keys.c), by="x")
+    page = _get(mutable, f"/release?action=rollback&model={MODEL}&profile=cpu&channel=candidate&steps=1&reason=bad")
+    back = _conf(page)
+    assert (back["to"], back["steps"], back["reason"]) == (keys.b, 1, "bad")
+    assert _text(page, "before").startswith(keys.c[:12]) and _text(page, "after") == f"→ {keys.b[:12]}"
+    # Someone else rolls candidate back first: one step back is now c again, the request still says b.
+    run(store, ReleaseRequest(action="rollback", **candidate, steps=1), by="someone else")
+    outcome = run(store, ReleaseRequest.from_json(back))
+    assert (outcome.key, outcome.changed) == (keys.b, False)
+    # and beta gets what candidate pointed to when its confirmation was shown
+    run(store, ReleaseRequest(action="promote", **candidate, build=keys.c), by="x")
+    assert run(store, ReleaseRequest.from_json(beta)).key == keys.b
+
+
+def test_a_rejection_asks_its_reason_and_warns_of_the_channels_on_it(mutable, keys: Releases) -> None:
+    page = _follow(mutable, _get(mutable, f"/channels?model={MODEL}"), f"reject {keys.b[:12]}")
+    assert _text(page, "before") == "pending" and _text(page, "after") == "→ rejected"
+    assert "a rejection needs its reason" in _text(page, "refused") and 'id="trigger"' not in page
+    assert '<input name="reason" value="" maxlength="1000" size="60" required>' in page
+    form = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)">', page))
+    assert form == {"action": "reject", "build": keys.b, "steps": "1"}
+    page = _get(mutable, f"/release?{urlencode({**form, 'reason': 'crashes on long prompts'})}")
+    assert _text(page, "describe") == f"mark build {keys.b[:12]} rejected (crashes on long prompts)."
+    assert f"⚠ {CANDIDATE} still point(s) to {keys.b[:12]}: rejecting moves no channel" in page
+    conf = _conf(page)
+    run(mutable.store._store, ReleaseRequest.from_json(conf), by="frank")
+    assert reviews.state_of(mutable.store._store, keys.b) == "rejected"
+
+
+def test_nothing_to_change_is_not_offered(client, keys: Releases) -> None:
+    page = _get(client, f"/release?action=promote&model={MODEL}&profile=cpu&channel=stable&build={keys.a[:12]}")
+    assert f"{STABLE} already points to {keys.a[:12]}: nothing would change" in _text(page, "refused")
+    page = _get(client, f"/release?action=approve&build={keys.c}")
+    assert _conf(page)["build"] == keys.c and _text(page, "after") == "→ approved"
+
+
+@pytest.mark.parametrize(
+    ("query", "sentence"),
+    [
+        ({}, "give the action: promote, rollback, approve or reject."),
+        ({"action": "delete"}, "release action 'delete': one of promote, rollback, approve, reject."),
+        (
+            {"action": "promote", "model": MODEL, "profile": "cpu", "channel": "Stable!", "build": "ab" * 6},
+            "channel 'Stable!': use lower-case letters, digits, '.', '_' and '-' (at most 63), e.g. stable.",
+        ),
+        (
+            {"action": "promote", "model": MODEL, "channel": "x"},
+            "promote: give the model, the serving profile and the channel.",
+        ),
+        (
+            {"action": "promote", "model": MODEL, "profile": "cpu", "channel": "x", "build": "0" * 12},
+            "no published build 000000000000 in the store; `neuronforge ls` lists the builds.",
+        ),
+        (
+            {"action": "rollback", "model": MODEL, "profile": "cpu", "channel": "stable"},
+            f"1 step(s) back is not one build of the history of {STABLE} (builds it held: none).",
+        ),
+        (
+            {"action": "rollback", "model": MODEL, "profile": "cpu", "channel": "nope"},
+            f"no channel {MODEL} · cpu · nope: nothing to roll back.",
+        ),
+        (
+            {"action": "approve", "build": JS},
+            f"build {JS.lower()!r}: give a cache key (64 hex digits) or its first 12, as in the artifact's path.",
+        ),
+        (
+            {"action": "approve", "steps": "two", "build": "ab" * 6},
+            "release request: steps 'two' is not a whole number.",
+        ),
+        (
+            {"action": "reject", "build": "ab" * 6, "reason": "r" * 1001},
+            "reason is 1001 characters long; give at most 1000.",
+        ),
+    ],
+)
+def test_a_bad_request_is_one_sentence(client, query: dict[str, str], sentence: str) -> None:
+    response = client.get(f"/release?{urlencode(query)}")
+    assert response.status_code == 400 and _error(response.text) == sentence
+
+
+@pytest.mark.parametrize(
+    ("url", "sentence"),
+    [
+        (
+            "/channels",
+            "give the model: channels?model=org/name (the catalog's matrix links each model to it).",
+        ),
+        ("/channels?model=org/name@main", None),
+        ("/channels?model=" + "m" * 300, "model is 300 characters long; give at most 256."),
+    ],
+)
+def test_a_bad_model_is_one_sentence(client, url: str, sentence: str | None) -> None:
+    response = client.get(url)
+    if sentence is None:  # a revision: the channels of the model (they span its revisions)
+        assert response.status_code == 200 and "<title>org/name · channels" in response.text
+    else:
+        assert response.status_code == 400 and _error(response.text) == sentence
+
+
+# -- hostile records --------------------------------------------------------------------------------
+MARKUP = ("<script>", "<img src=x", 'onerror="')
+
+
+def _clean(page: str) -> None:
+    """Nothing of the hostile text became markup or a link; each is on the page as escaped text."""
+    assert not any(m in page for m in MARKUP), [m for m in MARKUP if m in page]
+    assert 'href="javascript:' not in page.replace("&#34;", '"') and "tpl49end" not in page
+
+
+def test_hostile_text_in_channel_and_review_records_stays_text(client, keys: Releases) -> None:
+    page = _get(client, f"/channels?{urlencode({'model': ODD_MODEL})}")
+    _clean(page)
+    section = _text(page, "channel-cpu-stable")
+    for text in (SCRIPT, IMG, TEMPLATE, f"by {IMG} at {TEMPLATE}: {SCRIPT}"):  # move, build, review
+        assert text in section, text
+    assert JS in html.unescape(page)  # the forged URI and key: text, not links
+    assert "REJECTED by" in section
+    page = _get(client, f"/artifacts/{keys.hostile}")
+    _clean(page)
+    assert f"rejected by {IMG} at {TEMPLATE}: {SCRIPT}" in _text(page, "release")
+    page = _get(client, "/?model=org/hostile-model")
+    _clean(page)
+    row = _row(page, keys.hostile)
+    assert SCRIPT in row and IMG in row and f"REJECTED, still on {IMG}, {SCRIPT}" in row
+    odd = _row(page, keys.odd_state)
+    assert SCRIPT in odd and 'class="review review-other"' in page  # a stored state is never a class name
+    answer = client.get("/api/artifacts?model=org/hostile-model").json()
+    assert {r["key"]: r["review"]["state"] for r in answer["rows"]}[keys.odd_state] == SCRIPT  # exactly
+
+
+def test_hostile_text_in_a_confirmation_stays_text(client, keys: Releases) -> None:
+    query = {"action": "approve", "build": keys.hostile, "reason": SCRIPT + IMG + TEMPLATE}
+    page = _get(client, f"/release?{urlencode(query)}")
+    _clean(page)
+    assert _conf(page)["reason"] == SCRIPT + IMG + TEMPLATE  # copied exactly
+    page = client.get(f"/release?{urlencode({'action': SCRIPT})}").text
+    _clean(page)
+    page = client.get(f"/channels?{urlencode({'model': SCRIPT})}").text
+    _clean(page)
