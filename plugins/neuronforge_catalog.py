@@ -681,7 +681,8 @@ def artifact_page(key: str) -> HTMLResponse:
 
 # -- release channels -----------------------------------------------------------------------------
 def _channels_href(model: str) -> str:
-    return f"{PREFIX}/channels?{urlencode({'model': model})}"
+    """A model's channels page; "" for a name the page would refuse for its length (no link)."""
+    return f"{PREFIX}/channels?{urlencode({'model': model})}" if 0 < len(model) <= TEXT_LIMIT else ""
 
 
 def _release_href(**fields: Any) -> str:
@@ -879,24 +880,28 @@ def channels_page(model: str | None = Query(None)) -> HTMLResponse:
 
 
 def _artifact_release(store: Any, row: Any, manifest: Any) -> dict[str, Any] | None:
-    """A published build's release section: its review state and decisions, the channels of its model
-    and profile line that point to it, and its buttons. None for a build that is not published."""
-    from neuronforge.common.errors import NeuronforgeError
+    """A published build's release section, read: its review record and its model's channels (the
+    ones that point to it are `channels.pointing_to`'s, from the same listing the buttons need). None
+    for a build that is not published."""
     from neuronforge.spec.source import model_name
 
     if manifest is None or row.status not in ("published", "stale"):
         return None
-    key = row.key
-    state, review = _review_of(store, key)
+    state, review = _review_of(store, row.key)
     model = model_name(manifest.source.model_dump())  # as `channels.pointing_to` names it
     line = manifest.profile.name if manifest.profile is not None else ""
     try:
-        records = _channels_of(store, model) if line else []
-        unread = ""
+        records, unread = (_channels_of(store, model) if line else []), ""
     except HTTPException as exc:  # the build's page still shows; its channels part says why
         records, unread = [], str(exc.detail)
-    except NeuronforgeError as exc:
-        records, unread = [], _store_sentence(store, exc)
+    return _artifact_release_view(row.key, model, line, state, review, records, unread)
+
+
+def _artifact_release_view(
+    key: str, model: str, line: str, state: str, review: Any, records: list[Any], unread: str
+) -> dict[str, Any]:
+    """A published build's release section as `_release.html.j2` shows it: the channels of its model
+    and profile line that point to it, its review, and its buttons."""
     same_line = [r for r in records if r.profile_line == line]
     pointing = [r.channel for r in same_line if r.current.build.key == key]
     actions = []

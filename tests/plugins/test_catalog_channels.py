@@ -15,7 +15,7 @@ import json
 import re
 import shutil
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 from urllib.parse import urlencode
 
@@ -400,3 +400,82 @@ def test_hostile_text_in_a_confirmation_stays_text(client, keys: Releases) -> No
     _clean(page)
     page = client.get(f"/channels?{urlencode({'model': SCRIPT})}").text
     _clean(page)
+
+
+def test_the_release_templates_escape_a_hostile_string_in_every_slot(plugin: ModuleType) -> None:
+    """Every text a channel or review record holds (a forged record may hold markup in its model,
+    line and channel too), and every string of a confirmation, rendered as text in every slot."""
+    from markupsafe import escape
+
+    from neuronforge.records.channel import ChannelBuild, ChannelMove, ChannelRecord
+    from neuronforge.records.review import ReviewDecision, ReviewRecord
+    from tests.plugins.test_catalog_security import HOSTILE, _assert_inert, _hostile_row
+
+    def move(key: str) -> ChannelMove:
+        build = ChannelBuild(
+            key=key,
+            artifact_prefix=HOSTILE,
+            artifact_uri=HOSTILE,
+            manifest=HOSTILE,
+            manifest_sha256=HOSTILE,
+            target=HOSTILE,
+            profile=HOSTILE,
+            smoke={"host": HOSTILE},
+            toolchain={"compiler_version": HOSTILE},
+            published_at=HOSTILE,
+        )
+        return ChannelMove(action="promote", build=build, previous=HOSTILE, by=HOSTILE, at=HOSTILE, reason=HOSTILE)
+
+    record = ChannelRecord(
+        model=HOSTILE, profile_line=HOSTILE, channel=HOSTILE, current=move(HOSTILE), history=[move(HOSTILE + "2")]
+    )
+    sibling = record.model_copy(update={"channel": HOSTILE + "3", "current": move(HOSTILE + "3")})
+    decision = ReviewDecision(state="rejected", by=HOSTILE, at=HOSTILE, reason=HOSTILE)
+    review = ReviewRecord(key=HOSTILE, current=decision, history=[decision])
+    view = plugin._channel_view(record, "rejected", review, [record, sibling])
+    assert len(view["actions"]) == 2 and view["history"][0]["rollback"]  # every button rendered below
+    page = plugin._render(
+        "channels.html.j2",
+        title=HOSTILE,
+        store_uri=HOSTILE,
+        model=HOSTILE,
+        catalog_href=HOSTILE,
+        channels=[view],
+    )
+    _assert_inert(page)
+    assert page.count(str(escape(HOSTILE))) >= 25
+    release = plugin._artifact_release_view(HOSTILE, HOSTILE, HOSTILE, HOSTILE, review, [record, sibling], HOSTILE)
+    assert release["pointing"] == [f"{HOSTILE} · {HOSTILE} · {HOSTILE}"]
+    assert len(release["actions"]) == 3  # approve, reject, promote to the channel not on it
+    detail = plugin._render(
+        "artifact.html.j2",
+        title=HOSTILE,
+        store_uri=HOSTILE,
+        a=plugin._detail_view(SimpleNamespace(**{**vars(_hostile_row()), "key": HOSTILE}), None, {}),
+        release={**release, "loud": HOSTILE},
+    )
+    _assert_inert(detail)
+    assert detail.count(str(escape(HOSTILE))) >= 15
+    plan = {
+        "describe": HOSTILE,
+        "change": dict.fromkeys(("what", "before", "after", "since"), HOSTILE)
+        | {"before_href": plugin._artifact_href(HOSTILE), "after_href": HOSTILE},
+        "warnings": [HOSTILE],
+        "refused": "",
+        "conf": json.dumps({"reason": HOSTILE}),
+        "request": {"reason": HOSTILE},
+    }
+    confirm = plugin._render(
+        "release.html.j2",
+        title=HOSTILE,
+        store_uri=HOSTILE,
+        action=HOSTILE,
+        plan=plan,
+        dag=HOSTILE,
+        trigger_href="/dags/x",
+        hidden=[(HOSTILE, HOSTILE)],
+        reason=HOSTILE,
+        reason_limit=1,
+    )
+    _assert_inert(confirm)
+    assert confirm.count(str(escape(HOSTILE))) >= 10

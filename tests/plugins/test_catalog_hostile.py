@@ -320,13 +320,15 @@ def test_the_catalog_page_shows_hostile_data_as_text(tab, hostile: SimpleNamespa
         assert f.error.removesuffix("…") in rows[f.model][4]
     assert rows[FORGED["model"]][2:4] == [ATTR, SVG]  # the forged record's profile and target
     assert IMG in tab.eval_on_selector_all("#filter-instance option", "os => os.map(o => o.value)")  # its instance
-    # each artifact link leads into the catalog, whatever the key says; each opens a page, or a 400
-    # (not a key) or a 404 (no such artifact)
+    # each artifact link leads into the catalog, whatever the key says, and each model's channels
+    # link, whatever the model is called; each opens a page, or a 400 (not a key, not a model) or a
+    # 404 (no such artifact)
     base = tab.url.split("/neuronforge/")[0]
     hrefs = set(tab.eval_on_selector_all("#rows a, #matrix a", "as => as.map(a => a.href)"))
-    assert len(hrefs) == len(hostile.failures) + 4  # + the published artifact, the build, 2 forged ones
+    artifacts = {h for h in hrefs if h.startswith(f"{base}/neuronforge/artifacts/")}
+    assert len(artifacts) == len(hostile.failures) + 4  # + the published artifact, the build, 2 forged ones
+    assert all(h.startswith(f"{base}/neuronforge/channels?model=") for h in hrefs - artifacts), hrefs - artifacts
     for href in sorted(hrefs):
-        assert href.startswith(f"{base}/neuronforge/artifacts/"), href
         _visit(tab, href.removeprefix(base), (200, 400, 404))
 
 

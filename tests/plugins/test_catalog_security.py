@@ -66,13 +66,15 @@ def _routes(plugin: ModuleType, compiled: Compiled) -> list[tuple[str, APIRoute]
     """Every route of the app as a URL with its path parameters filled with a plausible value
     (one that answers 200 with a valid token: a refusal below is the token's, not the value's)."""
     plausible = {"key": compiled.first.key[:12], "name": "catalog.css"}
+    # the pages that take what they show as query parameters (a model, a release action)
+    queries = {"/channels": "?model=builtin:tiny-llama", "/release": f"?action=approve&build={compiled.first.key}"}
     out = []
     for route in plugin.app.routes:
         assert isinstance(route, APIRoute), f"{route!r} is not an APIRoute: the app's get_user dependency skips it"
         assert "GET" in route.methods, route.path
         missing = set(route.param_convertors) - set(plausible)
         assert not missing, f"{route.path}: add a plausible value for {missing} to _routes"
-        out.append((f"/neuronforge{route.path.format(**plausible)}", route))
+        out.append((f"/neuronforge{route.path.format(**plausible)}{queries.get(route.path, '')}", route))
     assert len(out) >= 5  # the page, an artifact's page, the two JSON routes, the static files
     return out
 
@@ -280,6 +282,7 @@ def test_the_templates_escape_a_hostile_string_in_every_slot(plugin: ModuleType)
         title=HOSTILE,
         store_uri=HOSTILE,
         a=plugin._detail_view(row, SimpleNamespace(hosts=hosts), {HOSTILE: HOSTILE}),  # the manifest's hosts
+        release=None,  # its release section: tests/plugins/test_catalog_channels.py
     )
     _assert_inert(detail)
     assert detail.count(str(escape(HOSTILE))) >= 12 and '<pre class="snippet">' in detail
