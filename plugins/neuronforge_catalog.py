@@ -73,7 +73,7 @@ SNIPPET_LIMIT = 64 * 1024  # a launch file larger than this is linked, not inlin
 PER_PAGE, MAX_PER_PAGE = 50, 500  # rows per page view
 API_LIMIT, MAX_API_LIMIT = 100, 1000  # rows per JSON answer
 TEXT_LIMIT = 256  # characters of a filter (model substring, profile, instance, status) or a number
-REASON_LIMIT = 1000  # characters of a release action's reason
+REASON_LIMIT = 500  # characters of a release action's reason (`farm.releases.REASON_MAX`)
 HISTORY_SHOWN = 10  # a channel's last moves shown on its model's channels page
 
 HERE = Path(__file__).resolve().parent
@@ -520,7 +520,9 @@ def _matrix_view(rows: list[Any]) -> dict[str, Any] | None:
                     "href": _artifact_href(r.key),
                     "status": r.status,
                     "stage": r.stage,
-                    "release": _release_view(r.channels, r.review) if r.status in ("published", "stale") else None,
+                    "release": _release_view(r.channels, r.review, r.review_reason)
+                    if r.status in ("published", "stale")
+                    else None,
                     **_latency_view(r),
                 }
                 for r in found
@@ -568,7 +570,7 @@ def _pager_view(filters: dict[str, str | None], page: int, per_page: int, shown:
 
 def _row_view(r: Any) -> dict[str, Any]:
     return {
-        "release": _release_view(r.channels, r.review) if r.status in ("published", "stale") else None,
+        "release": _release_view(r.channels, r.review, r.review_reason) if r.status in ("published", "stale") else None,
         "short_key": r.key[:12],
         "href": _artifact_href(r.key),
         "model": r.model,
@@ -698,11 +700,15 @@ def _state_css(state: str) -> str:
     return f"review-{state}" if state in REVIEW_STATES else "review-other"
 
 
-def _release_view(names: list[str], state: str) -> dict[str, Any]:
+def _release_view(names: list[str], state: str, reason: str = "") -> dict[str, Any]:
     """A build's channels and review state as a row, a matrix cell and the artifact page show them.
-    A rejected build that a channel points to is `loud`: a warning in words, not only a colour."""
+    A rejected build that a channel points to is `loud`: a warning in words (and why it was
+    rejected), not only a colour."""
     names = [str(n) for n in names]
-    loud = f"REJECTED, still on {', '.join(names)}: roll back or promote another build" if state == "rejected" else ""
+    why = f" ({reason})" if reason else ""
+    loud = (
+        f"REJECTED{why}, still on {', '.join(names)}: roll back or promote another build" if state == "rejected" else ""
+    )
     return {"channels": names, "state": state, "css": _state_css(state), "loud": loud if names else ""}
 
 
@@ -972,7 +978,7 @@ def _plan(store: Any, request: Any) -> dict[str, Any]:
     """What `request` will change, read from the store now: the pinned request (the key it names),
     before and after, warnings, and why the run would refuse it ("" when it would not)."""
     from neuronforge.artifacts import channels
-    from neuronforge.artifacts.channels import PromotionRefused
+    from neuronforge.artifacts.published import find_key
 
     warnings: list[str] = []
     if request.action in ("promote", "rollback"):
@@ -983,7 +989,7 @@ def _plan(store: Any, request: Any) -> dict[str, Any]:
             if request.from_channel:
                 key = channels.get(store, ref.sibling(request.from_channel)).current.build.key
             else:
-                key = channels.resolve_key(store, request.build)
+                key = find_key(store, request.build)
             pinned = replace(request, build=key, from_channel="")
             refused = _refusal(store, ref, key) if key != before else ""
         else:
@@ -1006,13 +1012,8 @@ def _plan(store: Any, request: Any) -> dict[str, Any]:
                 )
             key = hits[0].key
             pinned = replace(request, to=key, steps=1)
-            refused = ""
-            if key != before:
-                try:
-                    channels.still_valid(store, hits[0])
-                except PromotionRefused as exc:
-                    refused = str(exc)
-                refused = refused or _refusal_review(store, ref, key)
+            # as `channels.rollback` checks it: its review (the build was verified when first promoted)
+            refused = _refusal_review(store, ref, key) if key != before else ""
         if key == before:
             refused = f"{ref} already points to {key[:12]}: nothing would change"
         since = f"{record.current.action} by {record.current.by} at {record.current.at}" if record else ""
@@ -1025,11 +1026,11 @@ def _plan(store: Any, request: Any) -> dict[str, Any]:
             "since": since,
         }
     else:
-        key = channels.resolve_key(store, request.build)
+        key = find_key(store, request.build)  # a published build's (its index entry)
         state, _ = _review_of(store, key)
         after = "approved" if request.action == "approve" else "rejected"
         pinned = replace(request, build=key)
-        refused = "" if channels.is_published(store, key) else f"no published build {key[:12]} in the store"
+        refused = ""
         if request.action == "reject" and not request.reason:
             refused = "a rejection needs its reason, so whoever deployed the build can act on it: give it below"
         held = channels.pointing_to(store, key)

@@ -140,17 +140,18 @@ def test_rows_show_channels_and_review_from_the_index(client, keys: Releases) ->
     page = _get(client, f"/?{urlencode({'model': MODEL})}")
     assert client.store.requests == 3  # head, tail, the one page: no request per row for channels
     a, b, c = _row(page, keys.a), _row(page, keys.b), _row(page, keys.c)
-    assert "stable" in a and "rejected" in a and "REJECTED, still on stable: roll back or promote another build" in a
+    assert "stable" in a and "rejected" in a
+    assert "REJECTED (wrong tokenizer), still on stable: roll back or promote another build" in a
     assert "candidate" in b and "pending" in b and "REJECTED" not in b
     assert "pending" in c and "stable" not in c and "candidate" not in c
     # the matrix says it too, and each model links to its channels
     cell = re.search(rf'href="/neuronforge/artifacts/{keys.a}">published</a>.*?</div>', page, re.S)
-    assert cell is not None and "REJECTED, still on stable" in html.unescape(cell[0])
+    assert cell is not None and "REJECTED (wrong tokenizer), still on stable" in html.unescape(cell[0])
     assert f'href="/neuronforge/channels?{html.escape(urlencode({"model": MODEL}))}">channels</a>' in page
     answer = client.get(f"/api/artifacts?{urlencode({'model': MODEL})}").json()
     by_key = {r["key"]: r for r in answer["rows"]}
-    assert by_key[keys.a]["channels"] == ["stable"] and by_key[keys.a]["review"]["state"] == "rejected"
-    assert by_key[keys.a]["review"]["by"] == "dave" and by_key[keys.c]["review"] is None
+    assert by_key[keys.a]["channels"] == ["stable"] and by_key[keys.a]["review"] == "rejected"
+    assert by_key[keys.a]["review_reason"] == "wrong tokenizer" and by_key[keys.c]["review"] == "pending"
 
 
 # -- a build's page ---------------------------------------------------------------------------------
@@ -279,7 +280,7 @@ def test_a_rejection_asks_its_reason_and_warns_of_the_channels_on_it(mutable, ke
     page = _follow(mutable, _get(mutable, f"/channels?model={MODEL}"), f"reject {keys.b[:12]}")
     assert _text(page, "before") == "pending" and _text(page, "after") == "→ rejected"
     assert "a rejection needs its reason" in _text(page, "refused") and 'id="trigger"' not in page
-    assert '<input name="reason" value="" maxlength="1000" size="60" required>' in page
+    assert '<input name="reason" value="" maxlength="500" size="60" required>' in page
     form = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)">', page))
     assert form == {"action": "reject", "build": keys.b, "steps": "1"}
     page = _get(mutable, f"/release?{urlencode({**form, 'reason': 'crashes on long prompts'})}")
@@ -288,6 +289,12 @@ def test_a_rejection_asks_its_reason_and_warns_of_the_channels_on_it(mutable, ke
     conf = _conf(page)
     run(mutable.store._store, ReleaseRequest.from_json(conf), by="frank")
     assert reviews.state_of(mutable.store._store, keys.b) == "rejected"
+
+
+def test_the_reason_field_takes_what_a_request_takes(plugin: ModuleType) -> None:
+    from neuronforge.farm.releases import REASON_MAX
+
+    assert plugin.REASON_LIMIT == REASON_MAX
 
 
 def test_nothing_to_change_is_not_offered(client, keys: Releases) -> None:
@@ -312,7 +319,7 @@ def test_nothing_to_change_is_not_offered(client, keys: Releases) -> None:
         ),
         (
             {"action": "promote", "model": MODEL, "profile": "cpu", "channel": "x", "build": "0" * 12},
-            "no published build 000000000000 in the store; `neuronforge ls` lists the builds.",
+            "no artifact in the store has a cache key starting with 000000000000 (`neuronforge ls` lists them).",
         ),
         (
             {"action": "rollback", "model": MODEL, "profile": "cpu", "channel": "stable"},
@@ -324,15 +331,19 @@ def test_nothing_to_change_is_not_offered(client, keys: Releases) -> None:
         ),
         (
             {"action": "approve", "build": JS},
-            f"build {JS.lower()!r}: give a cache key (64 hex digits) or its first 12, as in the artifact's path.",
+            f"{JS.lower()!r} is not a cache key: give its hex digits (`neuronforge ls` prints the first 12).",
         ),
         (
             {"action": "approve", "steps": "two", "build": "ab" * 6},
             "release request: steps 'two' is not a whole number.",
         ),
         (
-            {"action": "reject", "build": "ab" * 6, "reason": "r" * 1001},
-            "reason is 1001 characters long; give at most 1000.",
+            {"action": "reject", "build": "ab" * 6, "reason": "r" * 501},
+            "reason is 501 characters long; give at most 500.",
+        ),
+        (
+            {"action": "approve", "build": "ab" * 6, "reason": "two\nlines"},
+            "reason 'two\\nlines' holds a line break or control character; give one line of text.",
         ),
     ],
 )
@@ -384,11 +395,11 @@ def test_hostile_text_in_channel_and_review_records_stays_text(client, keys: Rel
     page = _get(client, "/?model=org/hostile-model")
     _clean(page)
     row = _row(page, keys.hostile)
-    assert SCRIPT in row and IMG in row and f"REJECTED, still on {IMG}, {SCRIPT}" in row
+    assert SCRIPT in row and IMG in row and f"REJECTED ({SCRIPT}), still on {IMG}, {SCRIPT}" in row
     odd = _row(page, keys.odd_state)
-    assert SCRIPT in odd and 'class="review review-other"' in page  # a stored state is never a class name
+    assert "pending" in odd and SCRIPT not in odd  # a state that is none of the three is no state
     answer = client.get("/api/artifacts?model=org/hostile-model").json()
-    assert {r["key"]: r["review"]["state"] for r in answer["rows"]}[keys.odd_state] == SCRIPT  # exactly
+    assert {r["key"]: r["review"] for r in answer["rows"]}[keys.odd_state] == "pending"
 
 
 def test_hostile_text_in_a_confirmation_stays_text(client, keys: Releases) -> None:

@@ -139,7 +139,7 @@ def test_promote_from_a_models_channels_to_the_release_dags_trigger_form(
     frame.wait_for_selector("#matrix", timeout=30000)
     # the rejected build stable still points to is said in words in the catalog's rows
     row = frame.inner_text(f"#artifact-{keys.a[:12]}")
-    assert "REJECTED, still on stable" in row
+    assert "REJECTED (wrong tokenizer), still on stable" in row
     frame.locator("#matrix th", has_text=MODEL).locator("a.channels-link").click()
     frame.wait_for_selector("#channel-cpu-stable", timeout=30000)
     assert frame.url == f"{base}/neuronforge/channels?{urlencode({'model': MODEL})}"
