@@ -781,16 +781,6 @@ def _move_view(move: Any) -> dict[str, Any]:
     }
 
 
-def _earlier_builds(record: Any) -> list[Any]:
-    """The builds a rollback of `record` can go back to, newest first: distinct, not the current one
-    (as `channels.rollback` counts its steps)."""
-    current, out = record.current.build.key, []
-    for move in record.history:
-        if move.build.key != current and all(b.key != move.build.key for b in out):
-            out.append(move.build)
-    return out
-
-
 def _channel_view(record: Any, state: str, review: Any, siblings: list[Any]) -> dict[str, Any]:
     """One channel as its model's page shows it, with its buttons: approve / reject its build,
     promote a sibling channel's build here, roll back to each earlier build of its history."""
@@ -812,7 +802,7 @@ def _channel_view(record: Any, state: str, review: Any, siblings: list[Any]) -> 
                     "href": _release_href(action="promote", **ref, build=theirs, reason=f"from {other.channel}"),
                 }
             )
-    rollback = {b.key: _release_href(action="rollback", **ref, to=b.key) for b in _earlier_builds(record)}
+    rollback = {b.key: _release_href(action="rollback", **ref, to=b.key) for b in channels.earlier_builds(record)}
     shown = record.history[:HISTORY_SHOWN]
     history = [{**_move_view(m), "rollback": rollback.pop(m.build.key, "")} for m in shown]
     needs_now = channels.requires_approval(record.channel)
@@ -908,6 +898,8 @@ def _artifact_release_view(
 ) -> dict[str, Any]:
     """A published build's release section as `_release.html.j2` shows it: the channels of its model
     and profile line that point to it, its review, and its buttons."""
+    from neuronforge.artifacts import channels
+
     same_line = [r for r in records if r.profile_line == line]
     pointing = [r.channel for r in same_line if r.current.build.key == key]
     actions = []
@@ -925,7 +917,7 @@ def _artifact_release_view(
                 "href": _release_href(action="promote", **ref, channel=r.channel, build=key),
             }
         )
-        if any(b.key == key for b in _earlier_builds(r)):
+        if any(b.key == key for b in channels.earlier_builds(r)):
             actions.append(
                 {
                     "label": f"roll {r.channel} back to this build",
@@ -961,59 +953,29 @@ def _release_request(fields: dict[str, str | None]) -> Any:
     return replace(request, reason="") if unreasoned else request
 
 
-def _refusal(store: Any, ref: Any, key: str) -> str:
-    """Why the release DAG would refuse to point `ref` at `key` now ("" when it would not): the checks
-    of `channels.promote` (published, verified, smoke passed, model and line), then the review's."""
-    from neuronforge.artifacts import channels
-    from neuronforge.artifacts.channels import PromotionRefused
-
-    try:
-        channels.candidate(store, key, ref)
-    except PromotionRefused as exc:
-        return str(exc)
-    return _refusal_review(store, ref, key)
-
-
 def _plan(store: Any, request: Any) -> dict[str, Any]:
     """What `request` will change, read from the store now: the pinned request (the key it names),
     before and after, warnings, and why the run would refuse it ("" when it would not)."""
     from neuronforge.artifacts import channels
     from neuronforge.artifacts.published import find_key
+    from neuronforge.common.errors import InvalidInput
 
     warnings: list[str] = []
     if request.action in ("promote", "rollback"):
         ref = request.channel_ref()
-        record, _ = channels.read(store, ref)
-        before = record.current.build.key if record is not None else ""
-        if request.action == "promote":
-            if request.from_channel:
-                key = channels.get(store, ref.sibling(request.from_channel)).current.build.key
-            else:
-                key = find_key(store, request.build)
-            pinned = replace(request, build=key, from_channel="")
-            refused = _refusal(store, ref, key) if key != before else ""
-        else:
-            if record is None:
-                raise HTTPException(status_code=400, detail=f"no channel {ref}: nothing to roll back.")
-            earlier = _earlier_builds(record)
-            given = request.to.strip().lower()
-            if given and before.startswith(given):
-                hits = [record.current.build]
-            elif given:
-                hits = [b for b in earlier if b.key.startswith(given)]
-            else:
-                hits = earlier[request.steps - 1 : request.steps] if request.steps >= 1 else []
-            if len(hits) != 1:
-                kept = ", ".join(b.key[:12] for b in earlier) or "none"
-                raise HTTPException(
-                    status_code=400,
-                    detail=f"{request.to or f'{request.steps} step(s) back'} is not one build of the history of "
-                    f"{ref} (builds it held: {kept}).",
+        try:
+            if request.action == "promote":
+                plan = channels.plan_promote(
+                    store, ref, build=request.build or None, from_channel=request.from_channel or None
                 )
-            key = hits[0].key
-            pinned = replace(request, to=key, steps=1)
-            # as `channels.rollback` checks it: its review (the build was verified when first promoted)
-            refused = _refusal_review(store, ref, key) if key != before else ""
+                pinned = replace(request, build=plan.key, from_channel="")
+            else:
+                plan = channels.plan_rollback(store, ref, steps=request.steps, to=request.to or None)
+                pinned = replace(request, to=plan.key, steps=1)
+        except InvalidInput as exc:
+            raise HTTPException(status_code=400, detail=_store_sentence(store, exc)) from None
+        record, before, key = plan.record, plan.before, plan.key
+        refused = str(plan.refused) if plan.refused is not None else ""
         if key == before:
             refused = f"{ref} already points to {key[:12]}: nothing would change"
         since = f"{record.current.action} by {record.current.by} at {record.current.at}" if record else ""
@@ -1056,18 +1018,6 @@ def _plan(store: Any, request: Any) -> dict[str, Any]:
         "conf": json.dumps(pinned.to_json(), indent=2, ensure_ascii=False),
         "request": pinned.to_json(),
     }
-
-
-def _refusal_review(store: Any, ref: Any, key: str) -> str:
-    """The review part of `_refusal` (a rollback's build was verified when first promoted)."""
-    from neuronforge.artifacts import channels, reviews
-
-    state = reviews.state_of(store, key)
-    if state == "rejected":
-        return f"build {key[:12]} is rejected; no channel takes a rejected build"
-    if channels.requires_approval(ref.channel) and state != "approved":
-        return f"channel {ref.channel} requires an approved build and {key[:12]} is {state}: approve it first"
-    return ""
 
 
 @app.get("/release", response_class=HTMLResponse)

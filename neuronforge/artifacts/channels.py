@@ -26,7 +26,7 @@ import hashlib
 import re
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from neuronforge.artifacts import layout, reviews
 from neuronforge.artifacts.channel_launch import write_launch
@@ -223,75 +223,98 @@ def candidate(store: ArtifactStore, key: str, ref: ChannelRef) -> ChannelBuild:
     )
 
 
-def _review_allows(store: ArtifactStore, ref: ChannelRef, key: str) -> str:
-    state = reviews.state_of(store, key)
+def review_refusal(store: ArtifactStore, ref: ChannelRef, key: str) -> tuple[str, PromotionRefused | None]:
+    """The build's review state, and why `ref` may not take it because of it (None: it may)."""
+    record = reviews.review_of(store, key)
+    state = record.state if record is not None else reviews.PENDING
     if state == "rejected":
-        record = reviews.review_of(store, key)
         why = record.current.reason if record is not None else ""
-        raise PromotionRefused(f"build {key[:12]} is rejected ({why}); no channel takes a rejected build")
+        return state, PromotionRefused(f"build {key[:12]} is rejected ({why}); no channel takes a rejected build")
     if requires_approval(ref.channel) and state != "approved":
-        raise PromotionRefused(
+        return state, PromotionRefused(
             f"channel {ref.channel} requires an approved build and {key[:12]} is {state}: "
             f"`neuronforge approve {key[:12]}` first (NEURONFORGE_APPROVAL_CHANNELS names the channels that require it)"
         )
-    return state
+    return state, None
 
 
-# -- moving -------------------------------------------------------------------------------------------
-def promote(
-    store: ArtifactStore,
-    ref: ChannelRef,
-    *,
-    build: str | None = None,
-    from_channel: str | None = None,
-    by: str = "",
-    reason: str = "",
-) -> MoveResult:
-    """Point `ref` at a published build: `build` (a key or its first 12+ digits) or what `from_channel`
-    of the same model and line points to."""
+def earlier_builds(record: ChannelRecord) -> list[ChannelBuild]:
+    """The builds a rollback can go back to, newest first: distinct, other than the current one (what
+    `--steps N` counts)."""
+    current, out = record.current.build.key, []
+    for move in record.history:
+        if move.build.key != current and all(b.key != move.build.key for b in out):
+            out.append(move.build)
+    return out
+
+
+# -- moving: a plan (everything read and checked), then its one write -----------------------------------
+@dataclass(frozen=True)
+class Plan:
+    """A move as it would be made now: the channel as read (and its store version), the build it would
+    point to, that build's review state, and why it may not be made (`refused`, None when it may).
+    The catalog's confirmation shows a plan; `apply` makes it, compare-and-swap on `version`."""
+
+    action: str  # promote | rollback
+    ref: ChannelRef
+    record: ChannelRecord | None
+    version: str
+    key: str  # the build the channel would point to
+    build: ChannelBuild | None = None  # None: unchanged, or refused before it was read
+    review: str = ""
+    refused: PromotionRefused | None = None
+
+    @property
+    def before(self) -> str:
+        return self.record.current.build.key if self.record is not None else ""
+
+    @property
+    def changes(self) -> bool:
+        return self.key != self.before
+
+
+def plan_promote(
+    store: ArtifactStore, ref: ChannelRef, *, build: str | None = None, from_channel: str | None = None
+) -> Plan:
+    """Point `ref` at a published build: `build` (a key or its first 6+ digits) or what `from_channel`
+    of the same model and line points to. A name that does not exist is `InvalidInput`; a build the
+    channel may not take is the plan's `refused`."""
     if (build is None) == (from_channel is None):
         raise InvalidInput(
             "promote: give the build (--build KEY) or the channel it is in (--from CHANNEL), one of them"
         )
     if from_channel is not None:
-        source = get(store, ref.sibling(from_channel))
-        key = source.current.build.key
+        key = get(store, ref.sibling(from_channel)).current.build.key
     else:
         key = find_key(store, str(build))
     record, version = read(store, ref)
-    if record is not None and record.current.build.key == key:
-        return MoveResult(record, changed=False)
-    built = candidate(store, key, ref)
-    state = _review_allows(store, ref, key)
-    move = ChannelMove(
-        action="promote",
-        build=built,
-        previous=record.current.build.key if record is not None else "",
-        by=by or mover(),
-        at=now(),
-        reason=reason,
-        review=state,
-    )
-    return _write(store, ref, record, version, move)
+    plan = Plan("promote", ref, record, version, key)
+    if not plan.changes:
+        return plan
+    try:
+        built = candidate(store, key, ref)
+    except PromotionRefused as exc:
+        return replace(plan, refused=exc)
+    state, refused = review_refusal(store, ref, key)
+    return replace(plan, build=built, review=state, refused=refused)
 
 
-def rollback(
-    store: ArtifactStore, ref: ChannelRef, *, steps: int = 1, to: str | None = None, by: str = "", reason: str = ""
-) -> MoveResult:
-    """Point `ref` back at a build of its own history: `to` (a key or its first 8+ digits), else the
-    `steps`-th earlier build (counting distinct builds other than the current one, newest first)."""
+def plan_rollback(store: ArtifactStore, ref: ChannelRef, *, steps: int = 1, to: str | None = None) -> Plan:
+    """Point `ref` back at a build of its own history: `to` (a key or its first 6+ digits), else the
+    `steps`-th earlier build (`earlier_builds`).
+
+    The build was verified when it was first promoted; published builds are immutable and gc keeps every
+    build a channel's history names. Its manifest is not read again (a rollback is one GET of the channel,
+    one of the review, one PUT): each host's resolve.sh checks the manifest against the digest the move
+    recorded, at every start, and refuses to start on another one."""
     record, version = read(store, ref)
     if record is None:
         raise InvalidInput(f"no channel {ref} in {store.root_uri}: nothing to roll back")
-    current = record.current.build.key
-    earlier: list[ChannelBuild] = []
-    for move in record.history:
-        if move.build.key != current and all(b.key != move.build.key for b in earlier):
-            earlier.append(move.build)
+    earlier = earlier_builds(record)
+    given = (to or "").strip().lower()
+    if to is not None and given and record.current.build.key.startswith(given):
+        return Plan("rollback", ref, record, version, record.current.build.key)
     if to is not None:
-        given = to.strip().lower()
-        if given and current.startswith(given):
-            return MoveResult(record, changed=False)
         hits = [b for b in earlier if KEY_PREFIX.fullmatch(given) and b.key.startswith(given)]
         if len(hits) != 1:
             kept = ", ".join(b.key[:12] for b in earlier) or "none"
@@ -308,15 +331,45 @@ def rollback(
                 f"{ref} held {len(earlier)} other build(s) in its kept history; --steps {steps} goes further back"
             )
         target = earlier[steps - 1]
-    # The build was verified when it was first promoted; published builds are immutable and gc keeps
-    # every build a channel's history names. Its manifest is not read again here (a rollback is one
-    # GET of the channel, one of the review, one PUT): the host's resolve.sh checks the manifest against
-    # the digest recorded in the move at every start, and refuses to start on another one.
-    state = _review_allows(store, ref, target.key)
+    state, refused = review_refusal(store, ref, target.key)
+    return Plan("rollback", ref, record, version, target.key, target, state, refused)
+
+
+def apply(store: ArtifactStore, plan: Plan, *, by: str = "", reason: str = "") -> MoveResult:
+    """Make `plan`: refused, nothing; unchanged, nothing written; else the one conditional write."""
+    if plan.refused is not None:
+        raise plan.refused
+    if not plan.changes or plan.build is None:
+        assert plan.record is not None
+        return MoveResult(plan.record, changed=False)
     move = ChannelMove(
-        action="rollback", build=target, previous=current, by=by or mover(), at=now(), reason=reason, review=state
+        action=plan.action,  # type: ignore[arg-type]
+        build=plan.build,
+        previous=plan.before,
+        by=by or mover(),
+        at=now(),
+        reason=reason,
+        review=plan.review,
     )
-    return _write(store, ref, record, version, move)
+    return _write(store, plan.ref, plan.record, plan.version, move)
+
+
+def promote(
+    store: ArtifactStore,
+    ref: ChannelRef,
+    *,
+    build: str | None = None,
+    from_channel: str | None = None,
+    by: str = "",
+    reason: str = "",
+) -> MoveResult:
+    return apply(store, plan_promote(store, ref, build=build, from_channel=from_channel), by=by, reason=reason)
+
+
+def rollback(
+    store: ArtifactStore, ref: ChannelRef, *, steps: int = 1, to: str | None = None, by: str = "", reason: str = ""
+) -> MoveResult:
+    return apply(store, plan_rollback(store, ref, steps=steps, to=to), by=by, reason=reason)
 
 
 def _write(

@@ -323,11 +323,11 @@ def test_nothing_to_change_is_not_offered(client, keys: Releases) -> None:
         ),
         (
             {"action": "rollback", "model": MODEL, "profile": "cpu", "channel": "stable"},
-            f"1 step(s) back is not one build of the history of {STABLE} (builds it held: none).",
+            f"{STABLE} held 0 other build(s) in its kept history; --steps 1 goes further back.",
         ),
         (
             {"action": "rollback", "model": MODEL, "profile": "cpu", "channel": "nope"},
-            f"no channel {MODEL} · cpu · nope: nothing to roll back.",
+            f"no channel {MODEL} · cpu · nope in the store: nothing to roll back.",
         ),
         (
             {"action": "approve", "build": JS},
