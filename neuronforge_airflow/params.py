@@ -19,22 +19,27 @@ it; code reading them treats None like "".
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import json
 import re
+import typing
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from airflow.sdk import Param
 
+from neuronforge.artifacts.channels import CHANNEL_NAME
 from neuronforge.common import settings
 from neuronforge.common.errors import InvalidInput
+from neuronforge.farm.releases import ACTIONS, ReleaseRequest
 from neuronforge.profiles import all_profiles, profile_names
 from neuronforge.spec.target import QUANTIZATION_CHOICES, TargetInput, TargetSpec, target_inputs, target_json_schema
 
 COMPILE_DAG = "neuronforge_compile_publish"
 RECOMPILE_DAG = "neuronforge_recompile_on_upgrade"
+RELEASE_DAG = "neuronforge_release"
 
 QUANTIZATIONS = QUANTIZATION_CHOICES
 
@@ -119,6 +124,9 @@ def conf_targets(conf: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     return requested_targets(merged, conf)
 
 
+# A channel name as a form field takes it (empty: none), the pattern the release channels apply.
+CHANNEL_PATTERN = f"^(?:{CHANNEL_NAME.pattern})?$"
+
 # The compile DAG's trigger form: `@dag(params=PARAMS)`.
 PARAMS: dict[str, Param] = {
     "model": Param(
@@ -147,6 +155,15 @@ PARAMS: dict[str, Param] = {
         title="Smoke-test prompts",
     ),
     "max_new_tokens": Param(8, type="integer", **bounded(1, 256), title="Smoke-test tokens"),
+    "promote_to": Param(
+        None,
+        type=OPTIONAL_STRING,
+        pattern=CHANNEL_PATTERN,
+        title="Promote to channel",
+        description="after a target publishes (or is already published) and its smoke test passed, point this "
+        "release channel of its model and profile line at it (e.g. candidate); empty: no promotion. A refusal "
+        "(stable takes only approved builds) is reported by the publish task and keeps the build published",
+    ),
 }
 
 # The recompile DAG's trigger form.
@@ -214,10 +231,50 @@ SWEEP_PARAMS: dict[str, Param] = {
 }
 SWEEP_DAG = "neuronforge_config_sweep"
 
+# The release DAG's form: help for the fields of `ReleaseRequest` (which declares them: names, types,
+# defaults); a field without a line here still gets its form field.
+RELEASE_HELP: dict[str, str] = {
+    "action": "promote or rollback a channel; approve or reject a build",
+    "model": "the channel's model, without a revision (org/name, s3://bucket/prefix, builtin:tiny-llama)",
+    "profile": "the channel's serving profile line (vllm-neuron, cpu, ...; a version after @ is ignored)",
+    "channel": "the channel's name (stable, candidate, ...)",
+    "build": "promote, approve, reject: the build's cache key or its first 12 hex digits",
+    "from_channel": "promote: the channel of the same model and line whose build to promote (instead of build)",
+    "steps": "rollback: how many builds back in the channel's history",
+    "to": "rollback: the build of the channel's history to return to (instead of steps)",
+    "reason": "why (kept in the channel's history or the review; reject requires it)",
+}
+_JSON_TYPES = {str: "string", int: "integer", bool: "boolean"}
+
+
+def release_params(request: type[ReleaseRequest] = ReleaseRequest) -> dict[str, Param]:
+    """The release DAG's form, derived from the request's declaration: a field per dataclass field, its
+    JSON type from the annotation and its default (none for `action`: the form asks for it, one of
+    `ACTIONS`); an optional text ("" by default) is nullable with a None default, as every optional
+    form field here (`OPTIONAL_STRING`), and `ReleaseRequest.from_json` reads None as unset. Then
+    the store, as every form has it."""
+    hints = typing.get_type_hints(request)
+    out: dict[str, Param] = {}
+    for f in dataclasses.fields(request):
+        kind = _JSON_TYPES[hints[f.name]]
+        text = {"title": f.name.replace("_", " ").capitalize(), "description": RELEASE_HELP.get(f.name)}
+        if f.name == "action":
+            out[f.name] = Param(type=kind, enum=list(ACTIONS), **text)
+        elif f.default == "":
+            out[f.name] = Param(None, type=["null", kind], **text)
+        else:
+            out[f.name] = Param(f.default, type=kind, **text)
+    out["store"] = store_param()
+    return out
+
+
+RELEASE_PARAMS: dict[str, Param] = release_params()
+
 ALLOWED_KEYS: dict[str, frozenset[str]] = {
     COMPILE_DAG: frozenset(PARAMS),
     RECOMPILE_DAG: frozenset(RECOMPILE_PARAMS),
     SWEEP_DAG: frozenset(SWEEP_PARAMS),
+    RELEASE_DAG: frozenset(RELEASE_PARAMS),
 }
 
 
@@ -281,6 +338,11 @@ def validate_recompile_conf(conf: Mapping[str, Any] | None) -> None:
     refuse_unknown_keys(conf, ALLOWED_KEYS[RECOMPILE_DAG], RECOMPILE_DAG)
 
 
+def validate_release_conf(conf: Mapping[str, Any] | None) -> None:
+    """The release DAG's conf: refuse unknown top-level keys."""
+    refuse_unknown_keys(conf, ALLOWED_KEYS[RELEASE_DAG], RELEASE_DAG)
+
+
 def _being_created(task_instance: Any) -> bool:
     """True while `DagRun.verify_integrity` creates the instance of a root task (no upstream),
     unmapped: that happens only when the run itself is created (`create_dagrun`), never when the
@@ -309,7 +371,12 @@ def refuse_unknown_conf(task_instance: Any, dag_run: Any = None) -> None:
         refuse_unknown_keys(conf, allowed, task_instance.dag_id)
 
 
-FORMS: dict[str, dict[str, Param]] = {COMPILE_DAG: PARAMS, RECOMPILE_DAG: RECOMPILE_PARAMS, SWEEP_DAG: SWEEP_PARAMS}
+FORMS: dict[str, dict[str, Param]] = {
+    COMPILE_DAG: PARAMS,
+    RECOMPILE_DAG: RECOMPILE_PARAMS,
+    SWEEP_DAG: SWEEP_PARAMS,
+    RELEASE_DAG: RELEASE_PARAMS,
+}
 
 
 @functools.cache
@@ -338,6 +405,8 @@ def _allowed(schema: dict[str, Any]) -> str:
         "null": "empty",
     }
     text = " or ".join(words.get(k, k) for k in kinds) or "a valid value"
+    if "pattern" in schema:
+        text += f" matching {schema['pattern']}"
     low, high = schema.get("minimum"), schema.get("maximum")
     if low is not None and high is not None:
         text += f" from {low} to {high}"

@@ -4,8 +4,9 @@
 concerns live here: the trigger's params become build states (`expand_targets`, which also reports the targets
 already published and ends the run there when every target is), stage settings become queues
 and pools, a failure becomes a retry or not (and releases the lease on the last attempt), and the publish
-task emits the artifact's Asset event. The claim is a deferrable operator
-(neuronforge_airflow/operators/build_claim.py).
+task emits the artifact's Asset event — and, when the run's `promote_to` names a release channel, promotes
+the build there (`promote_if_asked`; a target already published is promoted by `expand_targets`). The
+claim is a deferrable operator (neuronforge_airflow/operators/build_claim.py).
 
 Tasks hand each other a `BuildState` as JSON: store references and small results, never a local
 path; every task works in its own worker's NEURONFORGE_HOME (`settings.work_dir()`).
@@ -30,6 +31,7 @@ from neuronforge.pipeline.runner import STAGE_BY_NAME, execute
 from neuronforge.pipeline.stage import Context, Stage
 from neuronforge.profiles.base import Placement
 from neuronforge.spec.target import TargetSpec
+from neuronforge_airflow.operators.releases import CHANNELS_ALIAS
 from neuronforge_airflow.policies.routing import DEFAULT_QUEUE, POOL, group_id
 
 log = logging.getLogger(__name__)
@@ -142,8 +144,8 @@ def stage_task(stage: Stage, placement: Placement | None = None):
     options: dict[str, Any] = {"task_id": stage.name, "queue": queue, "show_return_value_in_logs": False}
     if placement.neuron_cores:
         options |= {"pool": POOL, "pool_slots": 1}  # sized per target by the cluster policy
-    if stage.final:  # its result is the artifact: announce it as an Asset event
-        return task(outlets=[ARTIFACTS_ALIAS], **options)(_with_asset_event(body))
+    if stage.final:  # its result is the artifact: announce it as an Asset event (and its channel's, promoted)
+        return task(outlets=[ARTIFACTS_ALIAS, CHANNELS_ALIAS], **options)(_with_asset_event(body))
     return task(**options)(body)
 
 
@@ -158,7 +160,8 @@ def _with_asset_event(body):
 def emit_artifact_event(done: BuildState) -> dict[str, Any]:
     """Add the Asset event of a build's artifact (published now, or a cache hit) to the running task's
     events on ARTIFACTS_ALIAS — one Asset per artifact root, `extra` = cache key, manifest URI,
-    format URIs, status — and return what the task reports (the same, with the target's slug)."""
+    format URIs, status — and return what the task reports (the same, with the target's slug, and
+    the `promotion` when the run asked for one)."""
     info = done.artifact
     assert info is not None and done.key is not None
     root = info.manifest_uri.rsplit("/", 1)[0]
@@ -172,7 +175,24 @@ def emit_artifact_event(done: BuildState) -> dict[str, Any]:
     }
     get_current_context()["outlet_events"][ARTIFACTS_ALIAS].add(asset, extra=extra)
     log.info("%s %s: %s", "cache hit" if done.hit is not None else "published", done.target.slug, info.manifest_uri)
-    return {"slug": done.target.slug, **extra}
+    promotion = promote_if_asked(done)
+    return {"slug": done.target.slug, **extra, **({"promotion": promotion} if promotion else {})}
+
+
+def promote_if_asked(done: BuildState) -> dict[str, Any] | None:
+    """The run's `promote_to`: point that channel of the build's model and profile line at the build
+    (published now or before; the channel checks its smoke test, its manifest and, for `stable`, its
+    approval). A refusal is reported (`refused`), never raised: the target's build is published
+    either way, and its task succeeds. None when the run asked for no promotion."""
+    context = get_current_context()
+    channel = str(context["params"].get("promote_to") or "").strip()
+    if not channel:
+        return None
+    from neuronforge_airflow.operators.releases import promote_published, triggered_by
+
+    assert done.key is not None
+    model = done.pinned_source().name  # a channel spans revisions: the model without one
+    return promote_published(_store(done), model, done.target.profile, done.key, channel, triggered_by(context))
 
 
 class RoutingTaskOperator(DecoratedOperator, PythonOperator, SkipMixin):
@@ -208,11 +228,12 @@ def routing_task(**kwargs: Any):
     return task_decorator_factory(decorated_operator_class=RoutingTaskOperator, **kwargs)
 
 
-@routing_task(outlets=[ARTIFACTS_ALIAS], show_return_value_in_logs=False)
+@routing_task(outlets=[ARTIFACTS_ALIAS, CHANNELS_ALIAS], show_return_value_in_logs=False)
 def expand_targets(params: dict[str, Any] | None = None) -> dict[str, Any]:
     """Validate the whole request (every target, its static plan) before any work; then look each
     target up, once, in the store's index: a target already published is reported here ("cache hit"
-    and its manifest URI; its Asset event emitted by this task) and goes no further. Returns
+    and its manifest URI; its Asset event emitted, and with `promote_to` the build promoted, by this
+    task) and goes no further. Returns
     `targets` (per target, in the request's order: the hit's report, or `to build` and its task
     group) and `build` (the build states of the others, which the `tickets_*` tasks route)."""
     conf: dict[str, Any]

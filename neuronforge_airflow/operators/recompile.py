@@ -10,6 +10,11 @@ one toolchain watch per toolchain queue (`watch_toolchain_neuron_compile_2_26_1`
 it detects the toolchain of every profile routed there and checks it against the profile's pins.
 The cpu profile's toolchain is this worker's, detected by `find_stale` on the default queue.
 
+Release channels: every rebuild run promotes what it publishes to the `candidate` channel of its model
+and profile line (the compile DAG's `promote_to`), and the report says, per model and profile line,
+what `stable` still points to (one GET of that channel each) — so whoever approves the rebuilt build
+sees what a promotion would replace.
+
 Without a Neuron worker the run decides in seconds: `check_workers` (default queue) asks Celery
 which queues have consumers and skips the watch of every queue the catalog needs that nobody
 consumes (and of every queue it does not need), instead of leaving it queued until the scheduler's
@@ -41,6 +46,10 @@ CATALOG_VARIABLE = "neuronforge_catalog"
 # max_active_runs is 4: the other slots stay free for manual runs).
 REBUILD_SLOTS = 2
 WORKERS_XCOM = "workers"
+# Where each rebuild run promotes what it publishes (`promote_to` of the compile DAG), and the channel
+# the report reads for each model and profile line: what deployments run.
+REBUILD_CHANNEL = "candidate"
+SERVING_CHANNEL = "stable"
 
 
 def catalog_path(explicit: str | None = None) -> Path:
@@ -262,15 +271,19 @@ def find_stale(params: dict[str, Any] | None = None) -> dict[str, Any]:
 
 @task
 def rebuild_runs(plan: dict[str, Any], params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """The compile runs to trigger, in catalog order (the order the scheduler will start them in).
-    Throttled (the default), each trigger waits, deferred, for its run to end, and at most
-    REBUILD_SLOTS triggers are in flight: the rest of the compile DAG's run slots stay free."""
+    """The compile runs to trigger, in catalog order (the order the scheduler will start them in), each
+    promoting what it publishes to REBUILD_CHANNEL. Throttled (the default), each trigger waits,
+    deferred, for its run to end, and at most REBUILD_SLOTS triggers are in flight: the rest of the
+    compile DAG's run slots stay free."""
     throttle = bool((params or get_current_context()["params"]).get("throttle_rebuilds", True))
     for run in plan["runs"]:
         log.info("%s: %s, %d target(s)", run["trigger_run_id"], run["conf"]["model"], len(run["conf"]["targets"]))
     if throttle and plan["runs"]:
         log.info("throttled: at most %d rebuild run(s) in flight at once", REBUILD_SLOTS)
-    return [{**run, "wait_for_completion": throttle} for run in plan["runs"]]
+    return [
+        {**run, "conf": {**run["conf"], "promote_to": REBUILD_CHANNEL}, "wait_for_completion": throttle}
+        for run in plan["runs"]
+    ]
 
 
 def _settle(store_uri: str, states: list[dict[str, Any]]) -> tuple[bool, list[dict[str, Any]]]:
@@ -333,10 +346,54 @@ class AwaitRebuildsOperator(BaseOperator):
             log.info("deadline reached with rebuilds still running; the report lists them")
 
 
+def serving_channels(store: Any, states: list[Any]) -> list[dict[str, Any]]:
+    """Per model and profile line of the report's targets, what its SERVING_CHANNEL points to now (one
+    GET of that channel each, no listing): `key`, `target`, who moved it and when, or `key` None
+    for a line without the channel. A model a channel cannot name (a pinned revision that does not
+    parse) is reported with the reason."""
+    from neuronforge.artifacts import channels
+    from neuronforge.common.errors import NeuronforgeError
+    from neuronforge.spec.source import model_name
+
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
+    for s in states:
+        line = (s.profile or s.target.get("profile") or "").partition("@")[0]
+        model = model_name(s.pinned or s.source)
+        if not line or (model, line) in seen:
+            continue
+        row: dict[str, Any] = {"model": model, "profile": line, "channel": SERVING_CHANNEL, "key": None}
+        try:
+            record, _ = channels.read(store, channels.ChannelRef.parse(model, line, SERVING_CHANNEL))
+        except NeuronforgeError as exc:
+            row["problem"] = str(exc)
+        else:
+            if record is not None:
+                build = record.current.build
+                row |= {"key": build.key, "target": build.target, "by": record.current.by, "at": record.current.at}
+        seen[(model, line)] = row
+    return list(seen.values())
+
+
+def serving_markdown(rows: list[dict[str, Any]]) -> str:
+    """The report's channel section: per model and profile line, what deployments of SERVING_CHANNEL
+    still run."""
+    lines = [f"## What `{SERVING_CHANNEL}` points to", ""]
+    for r in rows:
+        where = f"{r['model']} · {r['profile']} · {r['channel']}"
+        if r.get("problem"):
+            lines.append(f"- {where}: not read ({r['problem']})")
+        elif r["key"] is None:
+            lines.append(f"- {where}: no such channel yet (rebuilt builds go to {REBUILD_CHANNEL})")
+        else:
+            lines.append(f"- {where}: {r['key'][:12]} {r.get('target', '')} (moved by {r['by']} at {r['at']})")
+    return "\n".join(lines)
+
+
 @task(trigger_rule="all_done", outlets=[REPORT_ASSET])
 def report(plan: dict[str, Any]) -> dict[str, Any]:
     """The run's summary: in this log, as reports/recompile-<stamp>.{md,json} in the store, and as
-    an event on the `neuronforge-recompile-report` Asset (extra: the report's URIs and counts)."""
+    an event on the `neuronforge-recompile-report` Asset (extra: the report's URIs and counts, and
+    `stable`: what that channel of each model and profile line still points to)."""
     from neuronforge.farm import recompile
     from neuronforge.stores import open_store
 
@@ -355,8 +412,9 @@ def report(plan: dict[str, Any]) -> dict[str, Any]:
         [r["trigger_run_id"] for r in plan["runs"]],
     )
     uris = recompile.write_report(store, rep)
-    log.info("recompile report (%s):\n%s", uris["markdown"], rep.to_markdown())
-    extra = {**uris, "counts": rep.counts(), "runs": rep.runs}
+    serving = serving_channels(store, states)
+    log.info("recompile report (%s):\n%s\n\n%s", uris["markdown"], rep.to_markdown(), serving_markdown(serving))
+    extra = {**uris, "counts": rep.counts(), "runs": rep.runs, SERVING_CHANNEL: serving}
     get_current_context()["outlet_events"][REPORT_ASSET].extra = extra
     failed = [s for s in states if s.outcome == recompile.FAILED or s.status == recompile.UNRESOLVED]
     return {**extra, "failed": [f"{s.source} {s.slug}: {s.outcome_detail or s.detail}" for s in failed]}

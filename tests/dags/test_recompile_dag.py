@@ -141,6 +141,7 @@ def test_an_sdk_upgrade_rebuilds_exactly_the_stale_targets(
     created = _created_runs(seen)
     assert [c["model"] for _, c in created] == [str(compiled.checkpoint), str(model_b)]
     assert [t["profile"] for _, c in created for t in c["targets"]] == ["cpu@local", "vllm-neuron@2.26.1"]
+    assert {c["promote_to"] for _, c in created} == {"candidate"}  # what a rebuild publishes goes to candidate
     report = _report(store_uri, first)
     assert report["counts"]["stale"] == 2 and report["counts"]["queued"] == 2
     assert report["toolchains"]["vllm-neuron@2.26.1"]["compiler_version"] == "2.21.33363.0+82129205"
@@ -200,6 +201,17 @@ def test_an_sdk_upgrade_rebuilds_exactly_the_stale_targets(
         extra = dict(event.extra)
     assert extra["json"] == f"{store_uri}/{report_key_of(store_uri, 'json')}" and extra["counts"]["stale"] == 1
     assert extra["runs"] == [created[0][0]]
+    # The rebuild went to candidate (the 2.26.1 build it replaced is the channel's history); stable, read
+    # for each model and profile line, was never moved: the report says so.
+    from neuronforge.artifacts import channels
+
+    candidate = channels.get(store, channels.ChannelRef.parse(str(model_b), "vllm-neuron", "candidate"))
+    assert [m.build.profile for m in candidate.moves] == ["vllm-neuron@2.27.0", "vllm-neuron@2.26.1"]
+    assert candidate.current.build.key == stale["key"]
+    assert extra["stable"] == [
+        {"model": str(compiled.checkpoint), "profile": "cpu", "channel": "stable", "key": None},
+        {"model": str(model_b), "profile": "vllm-neuron", "channel": "stable", "key": None},
+    ]
 
     # 3. Everything is current: nothing stale, nothing triggered.
     third = dags[RECOMPILE].test(run_conf=conf)
