@@ -50,6 +50,8 @@ from tests.deployment.services import (
 REPO = Path(__file__).resolve().parents[2]
 COMPILE_DAG = "neuronforge_compile_publish"
 RECOMPILE_DAG = "neuronforge_recompile_on_upgrade"
+RELEASE_DAG = "neuronforge_release"
+SERVED_DAGS = (COMPILE_DAG, RECOMPILE_DAG, RELEASE_DAG)  # parsed and unpaused before the scenarios start
 ADMIN = "admin"
 WORKERS = ("nf-worker-a", "nf-worker-b")  # the default queue's workers
 COMPILE_WORKER, NEURON_WORKER = "nf-compile", "nf-neuron"
@@ -216,6 +218,34 @@ class Deployment:
         r = self.trigger(dag_id, conf, run_id)
         assert r.status_code in (200, 201), f"trigger {dag_id} answered {r.status_code}: {r.text}"
         return self.wait_run(dag_id, r.json()["dag_run_id"], timeout)
+
+
+# A consumer's DAG as a platform team writes one: scheduled on the Asset of a release channel
+# (the embedded model's cpu line, `stable`), its task told which build the channel now points to.
+CHANNEL_CONSUMER = "nf_channel_consumer"
+CHANNEL_CONSUMER_DAG = f'''"""Redeploy when the stable channel of builtin:tiny-llama's cpu line moves."""
+import os
+
+import pendulum
+from airflow.sdk import dag, task
+
+from neuronforge_airflow.operators.releases import channel_asset
+
+STABLE = channel_asset(os.environ["NEURONFORGE_STORE"], "builtin:tiny-llama", "cpu", "stable")
+
+
+@dag(dag_id="{CHANNEL_CONSUMER}", schedule=[STABLE], start_date=pendulum.datetime(2026, 1, 1, tz="UTC"), catchup=False)
+def consumer():
+    @task
+    def redeploy(triggering_asset_events=None) -> list:
+        """The builds the channel was moved to since the last run (the events' `key`)."""
+        return [event.extra["key"] for event in triggering_asset_events[STABLE]]
+
+    redeploy()
+
+
+consumer()
+'''
 
 
 def _readable(line: str) -> str:
@@ -533,9 +563,9 @@ def deploy(root: Path, executor: str = "CeleryExecutor", extra_dags: dict[str, s
         _wait_or_explain(dep, "api-server, scheduler, triggerer, dag-processor healthy", healthy, 240)
 
         def parsed() -> bool:
-            return all(dep.request("GET", f"/api/v2/dags/{d}").status_code == 200 for d in (COMPILE_DAG, RECOMPILE_DAG))
+            return all(dep.request("GET", f"/api/v2/dags/{d}").status_code == 200 for d in SERVED_DAGS)
 
-        _wait_or_explain(dep, "both DAGs parsed", parsed, 240)
+        _wait_or_explain(dep, f"{', '.join(SERVED_DAGS)} parsed", parsed, 240)
 
         def workers_ready() -> bool:
             return all(
@@ -543,7 +573,7 @@ def deploy(root: Path, executor: str = "CeleryExecutor", extra_dags: dict[str, s
             )
 
         _wait_or_explain(dep, "every celery worker ready", workers_ready, 180)
-        for dag_id in (COMPILE_DAG, RECOMPILE_DAG):
+        for dag_id in SERVED_DAGS:
             dep.unpause(dag_id)
         timings["airflow components up"] = time.monotonic() - t
         timings["deployment total"] = time.monotonic() - t0

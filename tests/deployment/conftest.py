@@ -35,12 +35,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="module")
 def deployment(request: pytest.FixtureRequest) -> Iterator:
-    from tests.deployment.airflow_deploy import deploy, teardown
+    from tests.deployment.airflow_deploy import CHANNEL_CONSUMER, CHANNEL_CONSUMER_DAG, deploy, teardown
 
     # Not under pytest's 0700 tmp dirs: PostgreSQL may run as another account and must reach its dir.
     root = Path(tempfile.mkdtemp(prefix="nf-deploy-"))
     root.chmod(0o755)
-    dep = deploy(root)
+    dep = deploy(root, extra_dags={f"{CHANNEL_CONSUMER}.py": CHANNEL_CONSUMER_DAG})
     note(
         f"deployment up in {dep.timings['deployment total']:.0f}s at {root}: workers "
         f"{[w.name for w in dep.workers]} isolated by {dep.isolation}; "

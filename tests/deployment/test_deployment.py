@@ -4,12 +4,18 @@ nothing but the store), driven through the REST API only.
 
 The scenarios run in file order against one deployment (tests/deployment/conftest.py): a cold run,
 its repeat, the trigger form's conf checks, an s3:// model with two targets, two identical runs at
-once, and the recompile DAG. Task logs of a failed run are printed with the failure.
+once, the recompile DAG, Neuron profiles, and release channels (issue 36: approve, promote, a serving
+host started from the channel, rollback, a rejected build, concurrent promotions). Task logs of a
+failed run are printed with the failure.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -18,10 +24,13 @@ import pytest
 
 from neuronforge.common.settings import DEFAULT_TARGET
 from tests.deployment.airflow_deploy import (
+    CHANNEL_CONSUMER,
     COMPILE_DAG,
     COMPILE_WORKER,
     NEURON_WORKER,
     RECOMPILE_DAG,
+    RELEASE_DAG,
+    REPO,
     WORKERS,
     Deployment,
 )
@@ -469,3 +478,293 @@ def test_vllm_neuron_native_builds_publish_a_cache_a_fresh_server_hits(deploymen
             f"{len(manifest.entries)} graphs published; a fresh server synced them and hit every one; "
             f"{time.time() - t0:.0f}s"
         )
+
+
+# -- (9) release channels: approve, promote, serve from the channel, roll back, reject, race ------------
+MODEL = "builtin:tiny-llama"  # what a conf without `model` builds
+REBUILT_TARGET = {**DEFAULT_TARGET, "batch_size": 2}
+
+
+def _release(dep: Deployment, tag: str, **request: Any) -> dict[str, Any]:
+    """A run of the release DAG to its end (the run, as the REST API gives it)."""
+    return _run(dep, RELEASE_DAG, request, tag)
+
+
+def _released(dep: Deployment, tag: str, **request: Any) -> dict[str, Any]:
+    """A release run that must succeed; what its task returned (`ReleaseOutcome`)."""
+    run = _release(dep, tag, **request)
+    _succeeded(dep, RELEASE_DAG, run)
+    return dep.xcom(RELEASE_DAG, run["dag_run_id"], "release")
+
+
+def _stable(**request: Any) -> dict[str, Any]:
+    return {"model": MODEL, "profile": "cpu", "channel": "stable", **request}
+
+
+def _serving_host(dep: Deployment, host: Path) -> dict[str, str]:
+    """A fresh host's environment: the AWS CLI and Python of this venv, the S3 endpoint and a reader's
+    credentials, its own HOME; nothing of the deployment's (no NEURONFORGE_*, no Airflow)."""
+    host.mkdir(parents=True, exist_ok=True)
+    return {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin",
+        "HOME": str(host),
+        "TMPDIR": str(host),
+        "AWS_ENDPOINT_URL": dep.s3.endpoint,
+        "AWS_ACCESS_KEY_ID": "testing-serving-host",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "PYTHONPATH": str(REPO),  # the cpu profile's load.py imports neuronforge's CpuModel
+    }
+
+
+def _start(dep: Deployment, host: Path, channel_prefix: str) -> dict[str, Any]:
+    """What a serving host does at every start: fetch the channel's launch files (as a deployment would
+    keep them: once, from the store), `resolve.sh --all DEST`, then load the build in a fresh process
+    (the cpu profile: `python DEST/launch/load.py DEST/cpu-aoti`). Returns the key it loaded, the
+    batch size of the graphs it loaded and the tokens load.py printed."""
+    env = _serving_host(dep, host)
+    launch = host / "channel-launch"
+    if not launch.exists():
+        client = _s3(dep)
+        prefix = f"{dep.store.split('/', 3)[3]}/{channel_prefix}/launch/"
+        for obj in client.list_objects_v2(Bucket=dep.bucket, Prefix=prefix)["Contents"]:
+            dest = launch / obj["Key"][len(prefix) :]
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            client.download_file(dep.bucket, obj["Key"], str(dest))
+    dest = host / "model"
+    resolved = subprocess.run(
+        ["bash", str(launch / "resolve.sh"), "--all", str(dest)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert resolved.returncode == 0, f"resolve.sh failed:\n{resolved.stdout}\n{resolved.stderr}"
+    assert resolved.stdout.strip() == str(dest), resolved.stdout
+    loaded = subprocess.run(
+        [sys.executable, str(dest / "launch" / "load.py"), str(dest / "cpu-aoti")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert loaded.returncode == 0, f"load.py failed:\n{loaded.stdout}\n{loaded.stderr[-3000:]}"
+    tokens = json.loads(loaded.stdout.strip().splitlines()[-1])
+    assert isinstance(tokens, list) and tokens, loaded.stdout
+    return {
+        "key": json.loads((dest / "channel.json").read_text())["current"]["build"]["key"],
+        "batch_size": json.loads((dest / "cpu-aoti" / "compiled.json").read_text())["batch_size"],
+        "tokens": tokens,
+        "said": resolved.stderr.strip(),
+    }
+
+
+def _channel(dep: Deployment, channel: str) -> dict[str, Any]:
+    client = _s3(dep)
+    key = f"{dep.store.split('/', 3)[3]}/channels/builtin/tiny-llama/cpu/{channel}/channel.json"
+    return json.loads(client.get_object(Bucket=dep.bucket, Key=key)["Body"].read())
+
+
+def _consumer_saw(dep: Deployment, promote_run: str, key: str, timeout: float = 120) -> str:
+    """The consumer DAG's run that the promotion's Asset event created (the scheduler creates it), run
+    to its end: its task got the promoted key. Returns the consumer's run id."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        events = dep.get("/api/v2/assets/events", source_dag_id=RELEASE_DAG, source_run_id=promote_run)["asset_events"]
+        created = [r for e in events for r in e["created_dagruns"] if r["dag_id"] == CHANNEL_CONSUMER]
+        if created:
+            run = dep.wait_run(CHANNEL_CONSUMER, created[0]["run_id"], RUN_TIMEOUT)
+            _succeeded(dep, CHANNEL_CONSUMER, run)
+            assert key in dep.xcom(CHANNEL_CONSUMER, run["dag_run_id"], "redeploy"), run
+            return run["dag_run_id"]
+        time.sleep(2)
+    raise AssertionError(f"no {CHANNEL_CONSUMER} run was created by the event of {promote_run}: {events}")
+
+
+def _epoch(stamp: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def _requests(dep: Deployment, start: float, end: float) -> tuple[int, int]:
+    """S3 requests the workers made between two times, and the bytes of object data they wrote
+    (a move writes one small record; nothing is copied)."""
+    workers = {w.access_key for w in dep.workers}
+    seen = [r for r in dep.s3.between(start, end) if r.access_key in workers]
+    return len(seen), sum(1 for r in seen if r.method in ("PUT", "POST", "COPY"))
+
+
+def test_release_channels_promote_serve_rollback_reject_and_race(deployment: Deployment, tmp_path: Path) -> None:
+    """Issue 36's "Done when" through the release DAG: a published build approved and promoted to
+    stable; a fresh serving host starts from the channel's launch files and loads it; a rebuilt target
+    (batch size 2, promoted to candidate by its compile run) goes to stable from candidate and the
+    host's next start loads it; one rollback run returns the host to the first; a rejected build
+    cannot be promoted; two promotions at once leave one result and a complete history."""
+    dep = deployment
+    t0 = time.time()
+    wait_for_consumer = time.monotonic() + 120
+    while dep.request("GET", f"/api/v2/dags/{CHANNEL_CONSUMER}").status_code != 200:
+        assert time.monotonic() < wait_for_consumer, f"{CHANNEL_CONSUMER} was not parsed"
+        time.sleep(2)
+    dep.unpause(CHANNEL_CONSUMER)
+
+    # A published build: the cold run's (a cache hit when scenario 1 ran), approved, promoted to stable.
+    first_run = _run(dep, COMPILE_DAG, {"targets": [DEFAULT_TARGET]}, "release-first")
+    _succeeded(dep, COMPILE_DAG, first_run)
+    (first,) = _published(dep, first_run["dag_run_id"])
+    a = first["cache_key"]
+    approved = _released(dep, "approve-a", action="approve", build=a[:12], reason="smoke passed")
+    assert approved["line"] == f"build {a[:12]} approved by admin: smoke passed", approved
+    promote = _release(dep, "promote-a", **_stable(build=a[:12], reason="first release"))
+    _succeeded(dep, RELEASE_DAG, promote)
+    outcome = dep.xcom(RELEASE_DAG, promote["dag_run_id"], "release")
+    assert outcome["changed"] and outcome["key"] == a and outcome["previous"] == "", outcome
+    (event,) = dep.get("/api/v2/assets/events", source_run_id=promote["dag_run_id"])["asset_events"]
+    assert event["name"] == "neuronforge/channel/builtin/tiny-llama/cpu/stable", event
+    assert event["uri"] == f"{dep.store}/channels/builtin/tiny-llama/cpu/stable/channel.json", event
+    assert {k: event["extra"][k] for k in ("key", "previous", "action", "by")} == {
+        "key": a,
+        "previous": "",
+        "action": "promote",
+        "by": "admin",
+    }
+    consumer_run = _consumer_saw(dep, promote["dag_run_id"], a)
+    t1 = time.time()
+
+    host = tmp_path / "serving-host"
+    started = _start(dep, host, "channels/builtin/tiny-llama/cpu/stable")
+    assert (started["key"], started["batch_size"]) == (a, 1), started
+    t2 = time.time()
+
+    # A rebuilt target: its compile run promotes it to candidate (promote_to); approved, it goes to
+    # stable from candidate, and the host's next start loads it.
+    rebuilt = _run(dep, COMPILE_DAG, {"targets": [REBUILT_TARGET], "promote_to": "candidate"}, "release-rebuilt")
+    _succeeded(dep, COMPILE_DAG, rebuilt)
+    (second,) = _published(dep, rebuilt["dag_run_id"])
+    b = second["cache_key"]
+    assert b != a and second["promotion"]["promoted"] is True and second["promotion"]["key"] == b, second
+    assert _channel(dep, "candidate")["current"]["build"]["key"] == b
+    _released(dep, "approve-b", action="approve", build=b, reason="batch 2 reviewed")
+    moved = _released(dep, "promote-b", **_stable(from_channel="candidate", reason="batch 2"))
+    assert (moved["key"], moved["previous"]) == (b, a), moved
+    again = _start(dep, host, "channels/builtin/tiny-llama/cpu/stable")
+    assert (again["key"], again["batch_size"]) == (b, 2), again
+    t3 = time.time()
+
+    # Rollback: one run, one small write; the host's next start loads the first build again.
+    rollback = _release(dep, "rollback", **_stable(action="rollback", reason="p99 latency"))
+    _succeeded(dep, RELEASE_DAG, rollback)
+    back = dep.xcom(RELEASE_DAG, rollback["dag_run_id"], "release")
+    assert (back["action"], back["key"], back["previous"]) == ("rollback", a, b), back
+    (task,) = dep.task_instances(RELEASE_DAG, rollback["dag_run_id"])
+    requests, writes = _requests(dep, _epoch(task["start_date"]), _epoch(task["end_date"]))
+    history = _channel(dep, "stable")
+    assert [(m["action"], m["build"]["key"]) for m in [history["current"], *history["history"]]] == [
+        ("rollback", a),
+        ("promote", b),
+        ("promote", a),
+    ]
+    restarted = _start(dep, host, "channels/builtin/tiny-llama/cpu/stable")
+    assert (restarted["key"], restarted["batch_size"]) == (a, 1), restarted
+    t4 = time.time()
+
+    # Two promotions of one channel at once (two runs, two workers): one result, a complete history.
+    runs = []
+    for tag, key in (("race-a", a), ("race-b", b)):
+        run_id = _run_id(tag)
+        r = dep.trigger(RELEASE_DAG, {"action": "promote", "model": MODEL, "profile": "cpu", "channel": "canary",
+                                      "build": key}, run_id)  # fmt: skip
+        assert r.status_code in (200, 201), r.text
+        runs.append((run_id, key))
+    ended, _ = _watch(dep, RELEASE_DAG, [r for r, _ in runs], RUN_TIMEOUT)
+    won = [(r, k) for r, k in runs if ended[r]["state"] == "success"]
+    lost = [(r, k) for r, k in runs if ended[r]["state"] != "success"]
+    assert won, ended
+    for run_id, _ in lost:  # the loser wrote nothing and says who moved the channel, to what
+        log = dep.task_log(RELEASE_DAG, run_id, "release")
+        assert "was moved by admin" in log and "nothing was written" in log, log
+    canary = _channel(dep, "canary")
+    moves = [canary["current"], *canary["history"]]
+    assert sorted(m["build"]["key"] for m in moves) == sorted(k for _, k in won), (moves, won)
+    assert canary["current"]["previous"] == (moves[1]["build"]["key"] if len(moves) > 1 else "")
+    raced = _race_in_threads(dep, a, b)
+
+    # A rejected build cannot be promoted: the run fails at once with the refusal.
+    _released(dep, "reject-b", action="reject", build=b, reason="p99 latency regressed")
+    refused = _release(dep, "promote-rejected", **_stable(build=b))
+    assert refused["state"] == "failed", refused
+    (ti,) = dep.task_instances(RELEASE_DAG, refused["dag_run_id"])
+    log = dep.task_log(RELEASE_DAG, refused["dag_run_id"], "release")
+    assert f"refused: build {b[:12]} is rejected (p99 latency regressed)" in log and ti["try_number"] == 1, log
+    assert _channel(dep, "stable")["current"]["build"]["key"] == a
+    # TODO(gc-channels): once `gc` honours channels on main, `neuronforge gc --dry-run --store STORE` here
+    # must keep a and b (stable and its history) and say which channel keeps each.
+    note(
+        f"(9) release channels: promote to stable {t1 - t0:.0f}s (consumer {consumer_run} queued by its event); "
+        f"a serving host resolved and loaded it in {t2 - t1:.0f}s; rebuilt (batch 2) -> candidate -> stable and "
+        f"restarted {t3 - t2:.0f}s; rollback run {t4 - t3:.0f}s incl. restart, its task made {requests} S3 "
+        f"requests ({writes} writes); two runs at once: {len(won)} won, {len(lost)} lost "
+        f"({'raced' if lost else 'one after the other'}); threads: {raced}; total {time.time() - t0:.0f}s"
+    )
+
+
+def _race_in_threads(dep: Deployment, a: str, b: str) -> str:
+    """Two promoters of one channel against the S3 endpoint, both writing only after both have read
+    (their conditional writes held at a barrier): on a new channel (`If-None-Match: *`: a and b), then
+    on one that points to a (`If-Match`: b twice, from the same version). Each round exactly one
+    wins; the other wrote nothing and is told who moved the channel, and to what."""
+    from neuronforge.artifacts import channels
+    from neuronforge.farm import releases
+    from neuronforge.stores import open_store
+
+    old = os.environ.get("AWS_ENDPOINT_URL")
+    os.environ["AWS_ENDPOINT_URL"] = dep.s3.endpoint
+    try:
+        said = []
+        for channel, start, keys in (("race-new", None, (a, b)), ("race-moved", a, (b, b))):
+            if start is not None:
+                request = releases.ReleaseRequest("promote", MODEL, "cpu", channel, build=start)
+                releases.run(open_store(dep.store), request, "setup")
+            results = _held_at_the_write(open_store(dep.store), channel, keys)
+            wins = [who for who, r in results.items() if isinstance(r, releases.ReleaseOutcome)]
+            losses = [r for r in results.values() if isinstance(r, channels.ChannelMoved)]
+            assert len(wins) == 1 and len(losses) == 1, results
+            assert f"was moved by {wins[0]}" in str(losses[0]) and "nothing was written" in str(losses[0]), losses
+            record = channels.get(open_store(dep.store), channels.ChannelRef.parse(MODEL, "cpu", channel))
+            assert record.current.by == wins[0] and len(record.moves) == (1 if start is None else 2), record
+            said.append(f"{channel} 1 of 2 won")
+        return ", ".join(said)
+    finally:
+        if old is None:
+            os.environ.pop("AWS_ENDPOINT_URL", None)
+        else:
+            os.environ["AWS_ENDPOINT_URL"] = old
+
+
+def _held_at_the_write(store: Any, channel: str, keys: tuple[str, str]) -> dict[str, Any]:
+    """Promote `keys` to `channel` from two threads whose channel writes wait for each other (so both
+    have read the channel first); who -> its outcome or the error it raised."""
+    from neuronforge.farm import releases
+
+    barrier = threading.Barrier(2, timeout=60)
+    for name in ("put_if_absent", "replace_if_version"):
+        real = getattr(store, name)
+
+        def held(*args: Any, _real: Any = real, **kwargs: Any) -> Any:
+            if str(args[1]).endswith("/channel.json"):  # (data, key[, version]): the channel's record
+                barrier.wait()
+            return _real(*args, **kwargs)
+
+        setattr(store, name, held)
+    results: dict[str, Any] = {}
+
+    def promote(who: str, key: str) -> None:
+        request = releases.ReleaseRequest("promote", MODEL, "cpu", channel, build=key)
+        try:
+            results[who] = releases.run(store, request, who)
+        except Exception as exc:  # the loser's ChannelMoved, or what went wrong
+            results[who] = exc
+
+    threads = [threading.Thread(target=promote, args=(f"mover-{i}", k)) for i, k in enumerate(keys)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    return results
