@@ -262,6 +262,7 @@ def expand_targets(params: dict[str, Any] | None = None) -> dict[str, Any]:
             max_new_tokens=8 if params.get("max_new_tokens") is None else params["max_new_tokens"],
         )
         states.append(state)
+    _warn_shared_channel(params.get("promote_to"), states)
     report, build = [], []
     for state in _looked_up(states):
         if state.hit is not None:
@@ -283,6 +284,20 @@ def expand_targets(params: dict[str, Any] | None = None) -> dict[str, Any]:
         "".join(f"; {r['slug']} {r['status']}" for r in report),
     )
     return {"targets": report, "build": [s.model_dump(mode="json") for s in build]}
+
+
+def _warn_shared_channel(channel: str | None, states: list[BuildState]) -> None:
+    """A channel points to one build per model and profile line: with `promote_to`, several targets of
+    one line each move it, and it ends at whichever publishes last (every move is in its history)."""
+    lines: dict[str, list[str]] = {}
+    for s in states:
+        lines.setdefault(s.target.profile.partition("@")[0], []).append(s.target.slug)
+    for line, slugs in sorted(lines.items()) if channel else ():
+        if len(slugs) > 1:
+            log.warning(
+                "promote_to %s: %d targets of profile line %s (%s) each move it; it ends at the last one published",
+                channel, len(slugs), line, ", ".join(slugs),
+            )  # fmt: skip
 
 
 def _looked_up(states: list[BuildState]) -> list[BuildState]:

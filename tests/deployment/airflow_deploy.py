@@ -220,8 +220,9 @@ class Deployment:
         return self.wait_run(dag_id, r.json()["dag_run_id"], timeout)
 
 
-# A consumer's DAG as a platform team writes one: scheduled on the Asset of a release channel
-# (the embedded model's cpu line, `stable`), its task told which build the channel now points to.
+# A consumer's DAG as a platform team writes one: scheduled on the Asset of a release channel (the
+# embedded model's cpu line, `stable`). Here the scheduler only queues it (`use_job_schedule = False`
+# above keeps it from creating scheduled and asset-triggered runs alike); the test checks the queue.
 CHANNEL_CONSUMER = "nf_channel_consumer"
 CHANNEL_CONSUMER_DAG = f'''"""Redeploy when the stable channel of builtin:tiny-llama's cpu line moves."""
 import os
@@ -237,9 +238,8 @@ STABLE = channel_asset(os.environ["NEURONFORGE_STORE"], "builtin:tiny-llama", "c
 @dag(dag_id="{CHANNEL_CONSUMER}", schedule=[STABLE], start_date=pendulum.datetime(2026, 1, 1, tz="UTC"), catchup=False)
 def consumer():
     @task
-    def redeploy(triggering_asset_events=None) -> list:
-        """The builds the channel was moved to since the last run (the events' `key`)."""
-        return [event.extra["key"] for event in triggering_asset_events[STABLE]]
+    def redeploy() -> None:
+        """Restart the serving hosts: their channel launch files resolve the new build."""
 
     redeploy()
 
