@@ -368,6 +368,7 @@ def test_neuron_builds_compile_on_a_cpu_worker_and_load_on_a_neuron_host(deploym
         assert hosts[("smoke", i)] == NEURON_WORKER, hosts
     published = [dep.xcom(COMPILE_DAG, run_id, "neuron_2_26_1_target.publish_artifact", i) for i in range(2)]
     assert [p["status"] for p in published] == ["published", "published"], published
+    state["neuron"] = dict(zip((t["profile"] for t in NEURON_TARGETS), published, strict=True))
     store = _s3(dep)
     prefix = dep.store.split("/", 3)[3] + "/"
     manifests = [
@@ -686,14 +687,60 @@ def test_release_channels_promote_serve_rollback_reject_and_race(deployment: Dep
     log = dep.task_log(RELEASE_DAG, refused["dag_run_id"], "release")
     assert f"refused: build {b[:12]} is rejected (p99 latency regressed)" in log and ti["try_number"] == 1, log
     assert _channel(dep, "stable")["current"]["build"]["key"] == a
-    # TODO(gc-channels): once `gc` honours channels on main, `neuronforge gc --dry-run --store STORE` here
-    # must keep a and b (stable and its history) and say which channel keeps each.
+    state["stable"] = (a, b)
     note(
         f"(9) release channels: promote to stable {t1 - t0:.0f}s (its event queued the consumer's DAG); "
         f"a serving host resolved and loaded it in {t2 - t1:.0f}s; rebuilt (batch 2) -> candidate -> stable and "
         f"restarted {t3 - t2:.0f}s; rollback run {t4 - t3:.0f}s incl. restart, its task made {requests} S3 "
         f"requests ({writes} writes); two runs at once: {len(won)} won, {len(lost)} lost "
         f"({'raced' if lost else 'one after the other'}); threads: {raced}; total {time.time() - t0:.0f}s"
+    )
+
+
+def _gc(dep: Deployment, *flags: str) -> subprocess.CompletedProcess:
+    """`neuronforge gc STORE --keep-compilers 1 --dry-run` as an operator runs it, against the S3 endpoint."""
+    env = {**_serving_host(dep, dep.root / "operator"), "AWS_ACCESS_KEY_ID": "testing-operator"}
+    cli = str(Path(sys.executable).parent / "neuronforge")
+    return subprocess.run(
+        [cli, "gc", dep.store, "--keep-compilers", "1", "--dry-run", *flags],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+# -- (10) gc keeps what channels need ------------------------------------------------------------------
+def test_gc_keeps_the_builds_channels_hold(deployment: Deployment) -> None:
+    """With scenario 7's Neuron builds (SDK 2.26.1) older than scenario 8's (SDK 2.33.0), `gc
+    --keep-compilers 1` would delete both of 7's; once its vllm-neuron build is promoted to candidate,
+    gc keeps that one, saying which channel keeps it, and still collects its optimum-neuron sibling.
+    The stable channel's builds (scenario 9) are never collected."""
+    dep = deployment
+    if "neuron" not in state or "stable" not in state:
+        pytest.skip("needs the Neuron builds of scenario 7 and the channels of scenario 9")
+    held, free = state["neuron"]["vllm-neuron"]["cache_key"], state["neuron"]["optimum-neuron"]["cache_key"]
+    before = _gc(dep, "--json")
+    assert before.returncode == 0, before.stderr
+    doomed = {d["key"] for d in json.loads(before.stdout)["deleted"]}
+    if held not in doomed:
+        pytest.skip(f"no newer Neuron compiler in the store than {held[:12]}'s (scenario 8 did not publish)")
+    assert free in doomed and not doomed & set(state["stable"]), doomed
+    t0 = time.time()
+    _released(dep, "promote-neuron", action="promote", model=MODEL, profile="vllm-neuron", channel="candidate",
+              build=held)  # fmt: skip
+    after = _gc(dep, "--json")
+    assert after.returncode == 0, after.stderr
+    report = json.loads(after.stdout)
+    deleted = {d["key"] for d in report["deleted"]}
+    assert held not in deleted and free in deleted and not deleted & set(state["stable"]), report
+    (kept,) = [c for c in report["channel_kept"] if c["key"] == held]
+    assert kept["channels"] == [f"{MODEL} · vllm-neuron · candidate"], kept
+    text = _gc(dep)
+    assert f"kept by channels {held[:12]}: {MODEL} · vllm-neuron · candidate" in text.stdout, text.stdout
+    note(
+        f"(10) gc --dry-run --keep-compilers 1: {len(deleted)} build(s) would go; {held[:12]} kept by its channel "
+        f"(before the promotion it would have gone); {time.time() - t0:.0f}s"
     )
 
 
