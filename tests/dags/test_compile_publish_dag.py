@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from pathlib import Path
@@ -99,7 +100,10 @@ def test_dag_parses_with_routing_and_form(dag) -> None:
         assert tasks[f"cpu_target.{name}"].queue == "default" and tasks[f"cpu_target.{name}"].pool == "default_pool"
     for name in ("fetch_checkpoint", "plan_target", "quantize_weights", "publish_artifact"):
         assert tasks[f"{neuron}.{name}"].queue == "default"  # only the toolchain stages go to the SDK's queues
-    assert [o.name for o in tasks["cpu_target.publish_artifact"].outlets] == ["neuronforge-artifacts"]
+    # Where a build is announced (and, with promote_to, its channel's move): the publish task, and the
+    # first task for a target already published.
+    for announcer in ("cpu_target.publish_artifact", "expand_targets"):
+        assert [o.name for o in tasks[announcer].outlets] == ["neuronforge-artifacts", "neuronforge-channels"]
     assert set(dag.params) == {
         "model",
         "profile",
@@ -114,7 +118,13 @@ def test_dag_parses_with_routing_and_form(dag) -> None:
         "store",
         "prompts",
         "max_new_tokens",
+        "promote_to",
     }
+    # Promotion after publishing is off unless a channel is named (a channel's name, or empty).
+    promote_to = dag.params.get_param("promote_to")
+    assert promote_to.value is None and "null" in promote_to.schema["type"]
+    assert re.fullmatch(promote_to.schema["pattern"], "candidate") and re.fullmatch(promote_to.schema["pattern"], "")
+    assert not re.fullmatch(promote_to.schema["pattern"], "Stable!")
     # The form's profile choices are the registry's.
     assert set(dag.params.get_param("profile").schema["enum"]) >= {"cpu", "optimum-neuron", "vllm-neuron"}
     assert "vllm-neuron@2.26.1" in dag.params.get_param("profile").schema["enum"]
