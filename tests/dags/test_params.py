@@ -16,6 +16,7 @@ from neuronforge_airflow.params import (
     PARAMS,
     RECOMPILE_DAG,
     RECOMPILE_PARAMS,
+    RELEASE_DAG,
     TARGET_SCHEMA,
     refuse_unknown_conf,
     validate_conf,
@@ -146,6 +147,27 @@ def test_rest_trigger_accepts_the_defaults_and_refuses_an_unknown_key(
     for _, conf in created:
         resolved = served.params.deep_merge(conf).validate()
         assert all(resolved[name] is None for name in optional)
+
+
+def test_the_release_form_needs_an_action_and_refuses_an_unknown_key(api) -> None:
+    """The release DAG's form over REST: no run without an action (it has no default), none for a
+    misspelt key; a valid request is a run."""
+    before = _runs(RELEASE_DAG)
+
+    def trigger(conf: dict):
+        return api.post(f"/api/v2/dags/{RELEASE_DAG}/dagRuns", json={"logical_date": None, "conf": conf})
+
+    details = api.get(f"/api/v2/dags/{RELEASE_DAG}/details").json()
+    assert details["params"]["action"]["schema"]["enum"] == ["promote", "rollback", "approve", "reject"]
+    no_action = trigger({"build": "0123456789ab"})
+    assert no_action.status_code == 400 and "action" in no_action.text, no_action.text
+    misspelt = trigger({"action": "approve", "build": "0123456789ab", "chanel": "stable"})
+    assert misspelt.status_code == 400, misspelt.text
+    assert "'chanel' (did you mean 'channel'?)" in misspelt.json()["detail"]
+    ok = trigger({"action": "approve", "build": "0123456789ab"})
+    assert ok.status_code == 200, ok.text
+    created = [conf for run in _runs(RELEASE_DAG) if run not in before for conf in run[1:]]
+    assert created == [{"action": "approve", "build": "0123456789ab"}]  # only the valid one
 
 
 def test_dag_test_refuses_an_unknown_key_before_any_task(synced, conf_policy) -> None:
