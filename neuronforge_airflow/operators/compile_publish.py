@@ -233,9 +233,9 @@ def expand_targets(params: dict[str, Any] | None = None) -> dict[str, Any]:
     """Validate the whole request (every target, its static plan) before any work; then look each
     target up, once, in the store's index: a target already published is reported here ("cache hit"
     and its manifest URI; its Asset event emitted, and with `promote_to` the build promoted, by this
-    task) and goes no further. Returns
-    `targets` (per target, in the request's order: the hit's report, or `to build` and its task
-    group) and `build` (the build states of the others, which the `tickets_*` tasks route)."""
+    task) and goes no further. Returns `targets` (per target, in the request's order: the hit's
+    report, or `to build` and its task group) and `build` (the build states of the others, which the
+    `tickets_*` tasks route)."""
     conf: dict[str, Any]
     if params is None:
         from neuronforge_airflow.params import validate_conf

@@ -27,7 +27,7 @@ import logging
 import time
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import Asset, BaseOperator, get_current_context, task
 from airflow.sdk.exceptions import AirflowSkipException
@@ -37,6 +37,10 @@ from neuronforge.profiles import ServingProfile, neuron_queues, registry
 from neuronforge_airflow.operators.kubernetes import image_for, pod_settings, release_of, runner
 from neuronforge_airflow.params import validate_recompile_conf
 from neuronforge_airflow.triggers.polling import PollingTrigger
+
+if TYPE_CHECKING:
+    from neuronforge.farm.recompile import TargetState
+    from neuronforge.stores import ArtifactStore
 
 log = logging.getLogger(__name__)
 
@@ -346,7 +350,7 @@ class AwaitRebuildsOperator(BaseOperator):
             log.info("deadline reached with rebuilds still running; the report lists them")
 
 
-def serving_channels(store: Any, states: list[Any]) -> list[dict[str, Any]]:
+def serving_channels(store: ArtifactStore, states: list[TargetState]) -> list[dict[str, Any]]:
     """Per model and profile line of the report's targets, what its SERVING_CHANNEL points to now (one
     GET of that channel each, no listing): `key`, `target`, who moved it and when, or `key` None
     for a line without the channel. A model a channel cannot name (a pinned revision that does not

@@ -81,9 +81,10 @@ def triggered_by(context: Any) -> str:
 
 def task_error(exc: BaseException) -> BaseException:
     """What the task raises for `exc`, by `errors.outcome` (the policy of the CLI's exit codes): its one
-    line, retried only when its class is retryable (an unreachable store), else failing at once (a
-    refused promotion, a lost race, bad input: a retry cannot change them). Anything unexplained is
-    returned as it is: a bug keeps its traceback."""
+    line, retried (as the task's `retries` say) only when its class is retryable (an unreachable
+    store), else failing at once (a refused promotion, a lost race, bad input: a retry cannot change
+    them, and retrying a lost race would overrule its winner). Anything unexplained is returned as it
+    is: a bug keeps its traceback."""
     from neuronforge.common.errors import outcome
 
     found = outcome(exc, surface="form")
@@ -92,7 +93,7 @@ def task_error(exc: BaseException) -> BaseException:
     return (AirflowException if found.retryable else AirflowFailException)(found.line)
 
 
-@task(outlets=[CHANNELS_ALIAS], retries=0)
+@task(outlets=[CHANNELS_ALIAS])
 def release(params: dict[str, Any] | None = None) -> dict[str, Any]:
     """Do the release request of the run's form (`neuronforge.farm.releases.run`) against the store,
     as the user who triggered the run; log its one line and, when a channel moved, emit the
