@@ -14,6 +14,7 @@ from typing import Any, Literal
 from neuronforge.artifacts import channels, reviews
 from neuronforge.artifacts.published import find_key
 from neuronforge.common.errors import InvalidInput
+from neuronforge.records.channel import ChannelRecord
 from neuronforge.stores import ArtifactStore
 
 Action = Literal["promote", "rollback", "approve", "reject"]
@@ -99,12 +100,14 @@ class ReleaseOutcome:
     action: str
     line: str  # what happened, one sentence
     changed: bool
-    channel: dict[str, Any] | None = None  # the channel as written (moves)
+    channel: ChannelRecord | None = None  # the channel as written (moves)
     key: str = ""  # the build the channel now points to, or that was reviewed
     previous: str = ""  # the build the channel pointed to before
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["channel"] = self.channel.to_json() if self.channel is not None else None
+        return out
 
 
 def run(store: ArtifactStore, request: ReleaseRequest, by: str = "") -> ReleaseOutcome:
@@ -129,9 +132,7 @@ def run(store: ArtifactStore, request: ReleaseRequest, by: str = "") -> ReleaseO
             line = f"{ref}: {move.action} to {move.build.key[:12]}{was}"
         else:
             line = f"{ref} already points to {move.build.key[:12]}; nothing changed"
-        return ReleaseOutcome(
-            request.action, line, result.changed, result.record.to_json(), move.build.key, move.previous
-        )
+        return ReleaseOutcome(request.action, line, result.changed, result.record, move.build.key, move.previous)
     key = find_key(store, request.build)
     state = "approved" if request.action == "approve" else "rejected"
     record = reviews.decide(store, key, state, by, request.reason, channels.now())

@@ -54,18 +54,18 @@ def emit_channel_event(store_uri: str, outcome: Any, by: str) -> dict[str, Any] 
     """Add the channel's Asset event for a move (`releases.ReleaseOutcome`) to the running task's
     events on CHANNELS_ALIAS, when the move changed the channel; returns the event's extra (None: no
     event)."""
-    if not (outcome.changed and outcome.channel):
+    if not outcome.changed or outcome.channel is None:
         return None
-    record = outcome.channel
-    asset = channel_asset(store_uri, record["model"], record["profile_line"], record["channel"])
+    moved = outcome.channel  # a ChannelRecord
+    asset = channel_asset(store_uri, moved.model, moved.profile_line, moved.channel)
     extra = {
         "key": outcome.key,
         "previous": outcome.previous,
         "action": outcome.action,
         "by": by,
-        "model": record["model"],
-        "profile": record["profile_line"],
-        "channel": record["channel"],
+        "model": moved.model,
+        "profile": moved.profile_line,
+        "channel": moved.channel,
     }
     get_current_context()["outlet_events"][CHANNELS_ALIAS].add(asset, extra=extra)
     log.info("channel event %s: %s", asset.name, extra)
