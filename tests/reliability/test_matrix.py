@@ -70,6 +70,24 @@ COMMANDS: dict[str, list[str]] = {
     "cache prune": ["cache", "prune", "{store}", "--incomplete"],
     "catalog stale": ["catalog", "stale", "--store", "{store}"],
     "index rebuild": ["index", "rebuild", "{store}"],
+    # the release commands (the store holds no channel: promote creates one, rollback finds none)
+    "approve": ["approve", "{artifact}", "--store", "{store}"],
+    "reject": ["reject", "{artifact}", "--reason", "wrong answers", "--store", "{store}"],
+    "promote": [
+        "promote",
+        "org/m1",
+        "--profile",
+        "cpu",
+        "--to",
+        "candidate",
+        "--build",
+        "{artifact}",
+        "--store",
+        "{store}",
+    ],
+    "rollback": ["rollback", "org/m1", "--profile", "cpu", "candidate", "--store", "{store}"],
+    "channels": ["channels", "--store", "{store}"],
+    "history": ["history", "org/m1", "--profile", "cpu", "candidate", "--store", "{store}"],
 }
 
 # Subcommands that open neither a store nor a model source (or only the catalog file), with why.
@@ -84,8 +102,10 @@ STORE_FREE = {
 # What each command does with what it touches (the classes below pick from these).
 MODEL_READERS = {c for c, argv in COMMANDS.items() if "{model}" in argv}
 STORE_READERS = {"store ls", "show", "verify", "ls", "cache ls", "cache stats", "catalog stale", "gc", "index rebuild"}
-STORE_READERS |= {"cache prune"}
-STORE_WRITERS = {"fetch", "quantize", "run", "gc", "cache prune", "index rebuild"}
+STORE_READERS |= {"cache prune", "channels"}
+# rollback and history read a channel the store does not hold: where the store is readable they say so
+# (exit 2, `OWN_WORDS`); where it is not, they fail as every command does. rollback's write is promote's.
+STORE_WRITERS = {"fetch", "quantize", "run", "gc", "cache prune", "index rebuild", "approve", "reject", "promote"}
 UPLOADING = {"fetch", "quantize", "run"}  # the ones that upload a local folder
 # the ones that list and download an s3:// model (plan reads only a local folder; sweep only config.json)
 S3_MODEL_READERS = {"fetch", "quantize", "run", "cache-key"}
@@ -234,7 +254,7 @@ def _publish_some(root: Path) -> str:
                 "compiler": "torch-inductor",
                 "compiler_version": version,
             },
-            "profile": {"ref": "cpu@local", "sdk_release": "-", "title": "CPU"},
+            "profile": {"ref": "cpu@local", "name": "cpu", "sdk_release": "-", "title": "CPU"},
             "compiler_flags": [],
             "smoke": {"passed": True, "reason": "matches the reference"},
             "target_slug": f"t-{key[:6]}",
