@@ -249,8 +249,8 @@ _JSON_TYPES = {str: "string", int: "integer", bool: "boolean"}
 
 def release_params(request: type[ReleaseRequest] = ReleaseRequest) -> dict[str, Param]:
     """The release DAG's form, derived from the request's declaration: a field per dataclass field, its
-    JSON type from the annotation and its default (none for `action`: the form asks for it, one of
-    `ACTIONS`); an optional text ("" by default) is nullable with a None default, as every optional
+    JSON type from the annotation and its default (`action`: one of `ACTIONS`, promote by default for
+    the form's sake, but a conf must name it: `REQUIRED_KEYS`); an optional text ("" by default) is nullable with a None default, as every optional
     form field here (`OPTIONAL_STRING`), and `ReleaseRequest.from_json` reads None as unset. Then
     the store, as every form has it."""
     hints = typing.get_type_hints(request)
@@ -259,7 +259,9 @@ def release_params(request: type[ReleaseRequest] = ReleaseRequest) -> dict[str, 
         kind = _JSON_TYPES[hints[f.name]]
         text = {"title": f.name.replace("_", " ").capitalize(), "description": RELEASE_HELP.get(f.name)}
         if f.name == "action":
-            out[f.name] = Param(type=kind, enum=list(ACTIONS), **text)
+            # a default: Airflow 3.3's form keeps Trigger disabled for an enum without one, even once the
+            # pasted configuration JSON sets it (what the catalog's confirmation hands over)
+            out[f.name] = Param(ACTIONS[0], type=kind, enum=list(ACTIONS), **text)
         elif f.default == "":
             out[f.name] = Param(None, type=["null", kind], **text)
         else:
@@ -338,9 +340,21 @@ def validate_recompile_conf(conf: Mapping[str, Any] | None) -> None:
     refuse_unknown_keys(conf, ALLOWED_KEYS[RECOMPILE_DAG], RECOMPILE_DAG)
 
 
+# Keys a conf must name although their Param has a default: the release form's `action` defaults to
+# promote only because Airflow's form needs a default (`release_params`); a REST trigger says what it does.
+REQUIRED_KEYS: dict[str, tuple[str, ...]] = {RELEASE_DAG: ("action",)}
+
+
+def refuse_missing_keys(conf: Mapping[str, Any] | None, dag_id: str) -> None:
+    missing = [k for k in REQUIRED_KEYS.get(dag_id, ()) if k not in (conf or {})]
+    if missing:
+        raise InvalidInput(f"{dag_id} needs the conf key {', '.join(missing)}: say what the run does.")
+
+
 def validate_release_conf(conf: Mapping[str, Any] | None) -> None:
-    """The release DAG's conf: refuse unknown top-level keys."""
+    """The release DAG's conf: refuse unknown top-level keys, and a conf that does not name its action."""
     refuse_unknown_keys(conf, ALLOWED_KEYS[RELEASE_DAG], RELEASE_DAG)
+    refuse_missing_keys(conf, RELEASE_DAG)
 
 
 def _being_created(task_instance: Any) -> bool:
@@ -369,6 +383,7 @@ def refuse_unknown_conf(task_instance: Any, dag_run: Any = None) -> None:
     conf = getattr(dag_run, "conf", None)
     if isinstance(conf, Mapping):
         refuse_unknown_keys(conf, allowed, task_instance.dag_id)
+        refuse_missing_keys(conf, task_instance.dag_id)
 
 
 FORMS: dict[str, dict[str, Param]] = {
