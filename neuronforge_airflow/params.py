@@ -250,9 +250,9 @@ _JSON_TYPES = {str: "string", int: "integer", bool: "boolean"}
 def release_params(request: type[ReleaseRequest] = ReleaseRequest) -> dict[str, Param]:
     """The release DAG's form, derived from the request's declaration: a field per dataclass field, its
     JSON type from the annotation and its default (`action`: one of `ACTIONS`, promote by default for
-    the form's sake, but a conf must name it: `REQUIRED_KEYS`); an optional text ("" by default) is nullable with a None default, as every optional
-    form field here (`OPTIONAL_STRING`), and `ReleaseRequest.from_json` reads None as unset. Then
-    the store, as every form has it."""
+    the form's sake, but a conf must name it: `REQUIRED_KEYS`); an optional text ("" by default) is
+    nullable with a None default, as every optional form field here (`OPTIONAL_STRING`), and
+    `ReleaseRequest.from_json` reads None as unset. Then the store, as every form has it."""
     hints = typing.get_type_hints(request)
     out: dict[str, Param] = {}
     for f in dataclasses.fields(request):
