@@ -41,7 +41,6 @@ import hashlib
 import io
 import logging
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -56,6 +55,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bench.farm_scale import start_moto  # noqa: E402  (moto's server in a child process)
 
 BUCKET = "bench-channels"
 PREFIX = "store"
@@ -117,25 +117,6 @@ class Requests:
 
 
 # -- the endpoint and the builds ---------------------------------------------------------------------------
-def start_moto() -> tuple[subprocess.Popen, str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    code = (
-        "import time\nfrom moto.server import ThreadedMotoServer\n"
-        f"s = ThreadedMotoServer(ip_address='127.0.0.1', port={port}, verbose=False)\ns.start()\n"
-        "while True:\n    time.sleep(3600)\n"
-    )
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(300):
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return proc, f"http://127.0.0.1:{port}"
-        time.sleep(0.05)
-    proc.kill()
-    raise SystemExit("moto's server did not start")
-
-
 def publish(store: Any, model: str, n: int, artifact_bytes: int) -> str:
     """A published build of `model` as `publish` lays it out: payload files, the manifest (profile line
     vllm-neuron, smoke passed, every file's size and sha256), then `index/<key>.json`."""
