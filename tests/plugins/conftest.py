@@ -179,6 +179,35 @@ def browser():
         browser.close()
 
 
+@pytest.fixture(scope="module")
+def shots() -> Path:
+    """Where the browser tests keep their screenshots (test-artifacts/ui, or NEURONFORGE_TEST_ARTIFACTS)."""
+    folder = Path(os.environ.get("NEURONFORGE_TEST_ARTIFACTS", REPO / "test-artifacts")) / "ui"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture
+def page(browser, server):
+    """A logged-in page: the simple auth manager's login form, as a person fills it; it may use the
+    clipboard (the catalog's confirmation copies a release request)."""
+    base, password = server
+    context = browser.new_context(permissions=["clipboard-read", "clipboard-write"], base_url=base)
+    page = context.new_page()
+    # what Chromium reports of every frame's Content-Security-Policy violations (the catalog's
+    # pages must need none: no inline script, style or event handler)
+    page.csp_violations = []
+    page.on("console", lambda m: "Content Security Policy" in m.text and page.csp_violations.append(m.text))
+    page.goto("/")
+    page.fill("input[name=username]", "admin")
+    page.fill("input[name=password]", password)
+    page.click("button:has-text('Sign in')")
+    page.wait_for_function("() => !location.pathname.startsWith('/auth')", timeout=30000)
+    assert "_token" in {c["name"] for c in context.cookies()}
+    yield page
+    context.close()
+
+
 def http_get(url: str, token: str | None = None, cookie: str | None = None) -> tuple[int, bytes]:
     request = urllib.request.Request(url)
     if token:

@@ -11,7 +11,6 @@ import hashlib
 import itertools
 import json
 import math
-import os
 import shutil
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from neuronforge.records.index_entry import IndexEntry
 from neuronforge.spec.target import TargetSpec
 from neuronforge.stores import open_store
 from tests.conftest import TARGET, Compiled
-from tests.plugins.conftest import NEEDS_CHROMIUM, REPO
+from tests.plugins.conftest import NEEDS_CHROMIUM
 
 pytestmark = NEEDS_CHROMIUM
 
@@ -78,33 +77,6 @@ OVERLAPPING_TICKS = """() => {
   }
   return out;
 }"""
-
-
-@pytest.fixture(scope="module")
-def shots() -> Path:
-    folder = Path(os.environ.get("NEURONFORGE_TEST_ARTIFACTS", REPO / "test-artifacts")) / "ui"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-@pytest.fixture
-def page(browser, server):
-    """A logged-in page: the simple auth manager's login form, as a person fills it."""
-    base, password = server
-    context = browser.new_context(permissions=["clipboard-read", "clipboard-write"], base_url=base)
-    page = context.new_page()
-    # what Chromium reports of every frame's Content-Security-Policy violations (the catalog's
-    # pages must need none: no inline script, style or event handler)
-    page.csp_violations = []
-    page.on("console", lambda m: "Content Security Policy" in m.text and page.csp_violations.append(m.text))
-    page.goto("/")
-    page.fill("input[name=username]", "admin")
-    page.fill("input[name=password]", password)
-    page.click("button:has-text('Sign in')")
-    page.wait_for_function("() => !location.pathname.startsWith('/auth')", timeout=30000)
-    assert "_token" in {c["name"] for c in context.cookies()}
-    yield page
-    context.close()
 
 
 def _catalog(page, base: str):

@@ -5,15 +5,12 @@ points to now and the one it will point to, follows it to Airflow's own trigger 
 with the request, pastes it and triggers: the run Airflow creates carries exactly that request. And the
 channels of a model whose records are markup run nothing in the browser.
 
-The api-server serves the repository's `dags/neuronforge_release.py` when there is one, else a stand-in
-with the same Params (the fields of `ReleaseRequest`): what is tested is Airflow's form, not the DAG."""
+The api-server serves the repository's DAGs: the trigger form is the real `neuronforge_release`'s (an
+enum without a default kept its Trigger button disabled: this test found it)."""
 
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 from urllib.parse import urlencode
@@ -22,36 +19,13 @@ import pytest
 
 from neuronforge.farm.releases import ReleaseRequest, run
 from neuronforge.stores import open_store
-from tests.plugins.conftest import NEEDS_CHROMIUM, REPO, api_server, http_get
+from tests.plugins.conftest import NEEDS_CHROMIUM, http_get
 from tests.plugins.release_store import MODEL, ODD_MODEL, SCRIPT, Releases, seed
 from tests.plugins.test_catalog_hostile import INSPECT, WATCH
 
 pytestmark = NEEDS_CHROMIUM
 
 RELEASE_DAG = "neuronforge_release"
-STAND_IN = '''"""A stand-in for the release DAG (tests only): its Params are the fields of ReleaseRequest."""
-from dataclasses import MISSING, fields
-
-from airflow.sdk import DAG, Param, task
-
-from neuronforge.farm.releases import ACTIONS, ReleaseRequest
-
-PARAMS = {
-    f.name: Param(ACTIONS[0], enum=list(ACTIONS)) if f.name == "action"
-    else Param(f.default, type="integer", minimum=1) if f.type in (int, "int")
-    # the form sends an empty field as null: an optional text is "null or a string"
-    else Param(f.default if f.default is not MISSING else "", type=["null", "string"])
-    for f in fields(ReleaseRequest)
-}
-
-with DAG("neuronforge_release", schedule=None, params=PARAMS, tags=["neuronforge"]):
-
-    @task
-    def release() -> None:
-        """Not run here (no scheduler): the test reads the run's conf."""
-
-    release()
-'''
 
 
 @pytest.fixture(scope="module")
@@ -65,62 +39,9 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Releases]:
 
 
 @pytest.fixture(scope="module")
-def server(seeded: tuple[Path, Releases], jwt_secret: str, tmp_path_factory: pytest.TempPathFactory):
-    """`airflow api-server` with the repo's plugins over the channels store, and the release DAG only."""
-    import os
-
-    home = tmp_path_factory.mktemp("airflow-channels")
-    dags = home / "dags"
-    dags.mkdir()
-    real = REPO / "dags" / f"{RELEASE_DAG}.py"
-    if real.exists():
-        shutil.copy(real, dags / real.name)
-    else:
-        (dags / f"{RELEASE_DAG}.py").write_text(STAND_IN)
-    env = {
-        **os.environ,
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
-        "AIRFLOW__API__HOST": "127.0.0.1",
-        "AIRFLOW__API_AUTH__JWT_SECRET": jwt_secret,
-        "NEURONFORGE_STORE": f"file://{seeded[0]}",
-        "PYTHONPATH": str(REPO),
-    }
-    airflow = str(Path(sys.executable).parent / "airflow")
-    subprocess.run([airflow, "db", "migrate"], env=env, check=True, capture_output=True)
-    subprocess.run([airflow, "dags", "reserialize"], env=env, check=True, capture_output=True)
-    with api_server(home, env) as base:
-        password = json.loads((home / "simple_auth_manager_passwords.json.generated").read_text())["admin"]
-        yield base, password
-
-
-@pytest.fixture(scope="module")
-def shots() -> Path:
-    import os
-
-    folder = Path(os.environ.get("NEURONFORGE_TEST_ARTIFACTS", REPO / "test-artifacts")) / "ui"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-@pytest.fixture
-def page(browser, server):
-    """A person logged in through the simple auth manager's form, who may read the clipboard."""
-    base, password = server
-    context = browser.new_context(permissions=["clipboard-read", "clipboard-write"], base_url=base)
-    context.add_init_script(WATCH)
-    page = context.new_page()
-    page.csp_violations = []
-    page.on("console", lambda m: "Content Security Policy" in m.text and page.csp_violations.append(m.text))
-    page.goto("/")
-    page.fill("input[name=username]", "admin")
-    page.fill("input[name=password]", password)
-    page.click("button:has-text('Sign in')")
-    page.wait_for_function("() => !location.pathname.startsWith('/auth')", timeout=30000)
-    yield page
-    context.close()
+def seeded_store(seeded: tuple[Path, Releases]) -> Path:
+    """What conftest's api-server serves: the channels store."""
+    return seeded[0]
 
 
 def _runs(base: str, token: str) -> list[dict]:
@@ -189,6 +110,7 @@ def test_promote_from_a_models_channels_to_the_release_dags_trigger_form(
 
 def test_hostile_channel_records_run_nothing(page, server, seeded: tuple[Path, Releases]) -> None:
     keys = seeded[1]
+    page.context.add_init_script(WATCH)  # records what a page's data would make run
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     for path in (
