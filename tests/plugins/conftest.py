@@ -5,6 +5,7 @@ repo's plugins folder and its DAGs (serialized first, so the trigger form exists
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import secrets
@@ -18,7 +19,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
@@ -166,6 +167,16 @@ def plain_server(server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[s
     empty = tmp_path_factory.mktemp("no-plugins")
     with api_server(home, {**env, "AIRFLOW__CORE__PLUGINS_FOLDER": str(empty)}, "plain-api-server.log") as base:
         yield base
+
+
+@pytest.fixture(scope="module")
+def plugin() -> ModuleType:
+    """The catalog plugin's module, loaded from plugins/ as Airflow loads it (the folder is no package)."""
+    spec = importlib.util.spec_from_file_location("neuronforge_catalog", REPO / "plugins" / "neuronforge_catalog.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="module")

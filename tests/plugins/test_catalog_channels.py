@@ -10,7 +10,6 @@ and review records stays text."""
 from __future__ import annotations
 
 import html
-import importlib.util
 import json
 import re
 import shutil
@@ -24,7 +23,6 @@ import pytest
 from neuronforge.artifacts import channels, reviews
 from neuronforge.farm.releases import ReleaseRequest, run
 from neuronforge.stores import open_store
-from tests.plugins.conftest import REPO
 from tests.plugins.release_store import IMG, JS, MODEL, ODD_MODEL, SCRIPT, TEMPLATE, Releases, seed
 from tests.plugins.test_catalog_pages import Counting, _error
 
@@ -49,15 +47,6 @@ class Listing(Counting):
             return found(prefix, *args, **kwargs)
 
         return listing
-
-
-@pytest.fixture(scope="module")
-def plugin() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("neuronforge_catalog", REPO / "plugins" / "neuronforge_catalog.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import html
-import importlib.util
 import re
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -18,7 +17,6 @@ from neuronforge.artifacts.farm_index import record_failure, snapshot
 from neuronforge.spec.target import TargetSpec
 from neuronforge.stores import open_store
 from tests.conftest import TARGET
-from tests.plugins.conftest import REPO
 
 HOSTILE = '<script>alert("x")</script>'
 READS = ("get_bytes", "read_json", "read_versioned", "list", "list_page", "exists", "get_file", "get_files")
@@ -41,15 +39,6 @@ class Counting:
             return found(*args, **kwargs)
 
         return counted
-
-
-@pytest.fixture(scope="module")
-def plugin() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("neuronforge_catalog", REPO / "plugins" / "neuronforge_catalog.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _key(i: int) -> str:

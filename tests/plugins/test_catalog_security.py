@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import html
-import importlib.util
 import json
 import re
 import time
@@ -37,15 +36,6 @@ HOSTILE = "<script>alert(1)</script>\"'&javascript:alert(1)"
 # What the seeded store holds and no refusal may show.
 STORE_DATA = ("org/smoke-fails", "org/in-progress", "greedy tokens", "worker-1", "manual__7", "cpu@0")
 CANARY = "canary-outside-the-store-7f3a"
-
-
-@pytest.fixture(scope="module")
-def plugin() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("neuronforge_catalog", REPO / "plugins" / "neuronforge_catalog.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def fetch(url: str, token: str | None = None, cookie: str | None = None) -> tuple[int, dict[str, str], str]:
