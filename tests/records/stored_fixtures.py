@@ -43,10 +43,13 @@ def check_newer_refused(cls: type[StoredRecord], name: str, tmp_path: Path) -> N
     assert f"schema {cls.SCHEMA + 1}" in text and "upgrade neuronforge" in text
 
 
-def check_wrong_type_refused(cls: type[StoredRecord], name: str, tmp_path: Path, path: tuple, bad: Any) -> None:
-    """A record whose field at `path` holds `bad`: a RecordError naming the field and where it was read."""
+def check_wrong_type_refused(
+    cls: type[StoredRecord], name: str | dict[str, Any], tmp_path: Path, path: tuple, bad: Any
+) -> str:
+    """A record (a fixture file's name, or the record itself) whose field at `path` holds `bad`: a
+    RecordError naming the field and where it was read. Returns its message."""
     store = open_store(f"file://{tmp_path / 'store'}")
-    forged = data(name)
+    forged = json.loads(json.dumps(name)) if isinstance(name, dict) else data(name)
     node = forged
     for step in path[:-1]:
         node = node[step]
@@ -57,3 +60,4 @@ def check_wrong_type_refused(cls: type[StoredRecord], name: str, tmp_path: Path,
     text = str(exc.value)
     assert not isinstance(exc.value, RecordTooNew)
     assert store.uri("records/forged.json") in text and ".".join(map(str, path)) in text and "\n" not in text
+    return text

@@ -3,7 +3,6 @@ where it was read, never a traceback; a newer one says to upgrade."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ import pytest
 from neuronforge.records.base import RecordError
 from neuronforge.records.channel import ChannelRecord
 from neuronforge.records.review import ReviewRecord
-from neuronforge.stores import open_store
+from tests.records.stored_fixtures import check_wrong_type_refused
 
 BUILD = {
     "key": "a" * 64,
@@ -38,17 +37,8 @@ CHANNEL = {
     ],
 )
 def test_a_forged_channel_is_one_line(tmp_path: Path, path: tuple, bad, field: str) -> None:
-    store = open_store(f"file://{tmp_path}")
-    forged = json.loads(json.dumps(CHANNEL))
-    node = forged
-    for step in path[:-1]:
-        node = node[step]
-    node[path[-1]] = bad
-    store.put_bytes(json.dumps(forged).encode(), "channels/c.json")
-    with pytest.raises(RecordError) as exc:
-        ChannelRecord.read(store, "channels/c.json")
-    assert f"{store.uri('channels/c.json')}: not a valid release channel: {field}" in str(exc.value)
-    assert "\n" not in str(exc.value)
+    text = check_wrong_type_refused(ChannelRecord, CHANNEL, tmp_path, path, bad)
+    assert f"forged.json: not a valid release channel: {field}" in text
 
 
 def test_a_channel_reads_back_as_written_and_keeps_what_a_newer_writer_added() -> None:
