@@ -959,19 +959,13 @@ def _plan(store: Any, request: Any) -> dict[str, Any]:
     from neuronforge.artifacts import channels
     from neuronforge.artifacts.published import find_key
     from neuronforge.common.errors import InvalidInput
+    from neuronforge.farm import releases
 
     warnings: list[str] = []
     if request.action in ("promote", "rollback"):
         ref = request.channel_ref()
         try:
-            if request.action == "promote":
-                plan = channels.plan_promote(
-                    store, ref, build=request.build or None, from_channel=request.from_channel or None
-                )
-                pinned = replace(request, build=plan.key, from_channel="")
-            else:
-                plan = channels.plan_rollback(store, ref, steps=request.steps, to=request.to or None)
-                pinned = replace(request, to=plan.key, steps=1)
+            plan, pinned = releases.plan(store, request)
         except InvalidInput as exc:
             raise HTTPException(status_code=400, detail=_store_sentence(store, exc)) from None
         record, before, key = plan.record, plan.before, plan.key
@@ -990,7 +984,7 @@ def _plan(store: Any, request: Any) -> dict[str, Any]:
     else:
         key = find_key(store, request.build)  # a published build's (its index entry)
         state, _ = _review_of(store, key)
-        after = "approved" if request.action == "approve" else "rejected"
+        after = request.review_state
         pinned = replace(request, build=key)
         refused = ""
         if request.action == "reject" and not request.reason:

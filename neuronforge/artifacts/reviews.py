@@ -34,10 +34,15 @@ def state_of(store: ArtifactStore, key: str) -> str:
     return record.state if record is not None else PENDING
 
 
+def require_reason(state: str, reason: str) -> None:
+    """A rejection says why: whoever deployed the build reads it."""
+    if state == "rejected" and not reason.strip():
+        raise InvalidInput("reject: give the reason, so whoever deployed the build can act on it")
+
+
 def decide(store: ArtifactStore, key: str, state: str, by: str, reason: str, at: str) -> ReviewRecord:
     """Record `state` (approved, rejected) for the build `key` as the current decision."""
-    if state == "rejected" and not reason.strip():
-        raise InvalidInput("reject needs --reason: say why, so whoever deployed the build can act on it")
+    require_reason(state, reason)
     path = layout.review_entry(key)
     decision = ReviewDecision(state=state, by=by, at=at, reason=reason)  # type: ignore[arg-type]
     for attempt in range(TRIES):

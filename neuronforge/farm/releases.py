@@ -8,7 +8,7 @@ What each action does is `neuronforge.artifacts.channels` (moves) and `neuronfor
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
 from neuronforge.artifacts import channels, reviews
@@ -61,11 +61,16 @@ class ReleaseRequest:
             raise InvalidInput(f"release action {self.action!r}: one of {', '.join(ACTIONS)}")
         if self.action in MOVES:
             self.channel_ref()
-        elif not self.build:
-            raise InvalidInput(f"{self.action}: give the build (its cache key or first 12 hex digits)")
-        if self.action == "reject" and not self.reason:
-            raise InvalidInput("reject: give the reason, so whoever deployed the build can act on it")
+        else:
+            if not self.build:
+                raise InvalidInput(f"{self.action}: give the build (its cache key or first 12 hex digits)")
+            reviews.require_reason(self.review_state, self.reason)
         one_line("reason", self.reason)
+
+    @property
+    def review_state(self) -> str:
+        """The review state an approve or reject records."""
+        return "approved" if self.action == "approve" else "rejected"
 
     def channel_ref(self) -> channels.ChannelRef:
         if not (self.model and self.profile and self.channel):
@@ -80,7 +85,7 @@ class ReleaseRequest:
         if self.action == "rollback":
             what = f"build {self.to[:12]}" if self.to else f"the build {self.steps} step(s) back in its history"
             return f"point {self.channel_ref()} back at {what}"
-        state = "approved" if self.action == "approve" else "rejected"
+        state = self.review_state
         return f"mark build {self.build[:12]} {state}" + (f" ({self.reason})" if self.reason else "")
 
 
@@ -110,6 +115,20 @@ class ReleaseOutcome:
         return out
 
 
+def plan(store: ArtifactStore, request: ReleaseRequest) -> tuple[channels.Plan, ReleaseRequest]:
+    """A move's plan (`channels.plan_promote` / `plan_rollback`: everything read and checked, nothing
+    written) and the request pinned to the build it names (a promote `--from`, a rollback by steps:
+    the key the plan found), which the catalog's confirmation hands to the release DAG."""
+    ref = request.channel_ref()
+    if request.action == "promote":
+        found = channels.plan_promote(
+            store, ref, build=request.build or None, from_channel=request.from_channel or None
+        )
+        return found, replace(request, build=found.key, from_channel="")
+    found = channels.plan_rollback(store, ref, steps=request.steps, to=request.to or None)
+    return found, replace(request, to=found.key, steps=1)
+
+
 def run(store: ArtifactStore, request: ReleaseRequest, by: str = "") -> ReleaseOutcome:
     """Do `request` against `store`; refusals are `PromotionRefused`, a lost race `ChannelMoved`."""
     request.check()
@@ -117,15 +136,7 @@ def run(store: ArtifactStore, request: ReleaseRequest, by: str = "") -> ReleaseO
     one_line("who (--by)", by)
     if request.action in MOVES:
         ref = request.channel_ref()
-        if request.action == "promote":
-            result = channels.promote(
-                store, ref, build=request.build or None, from_channel=request.from_channel or None,
-                by=by, reason=request.reason,
-            )  # fmt: skip
-        else:
-            result = channels.rollback(
-                store, ref, steps=request.steps, to=request.to or None, by=by, reason=request.reason
-            )
+        result = channels.apply(store, plan(store, request)[0], by=by, reason=request.reason)
         move = result.record.current
         if result.changed:
             was = f" (was {move.previous[:12]})" if move.previous else " (new channel)"
@@ -134,7 +145,7 @@ def run(store: ArtifactStore, request: ReleaseRequest, by: str = "") -> ReleaseO
             line = f"{ref} already points to {move.build.key[:12]}; nothing changed"
         return ReleaseOutcome(request.action, line, result.changed, result.record, move.build.key, move.previous)
     key = find_key(store, request.build)
-    state = "approved" if request.action == "approve" else "rejected"
+    state = request.review_state
     record = reviews.decide(store, key, state, by, request.reason, channels.now())
     line = f"build {key[:12]} {state} by {by}" + (f": {request.reason}" if request.reason else "")
     held = channels.pointing_to(store, key) if state == "rejected" else []
