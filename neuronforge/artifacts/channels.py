@@ -406,13 +406,15 @@ def _moved_meanwhile(store: ArtifactStore, ref: ChannelRef, move: ChannelMove) -
     )
 
 
-def pointing_to(store: ArtifactStore, key: str) -> list[str]:
-    """The channels that point to the build `key` now (its model's channels only: one listing)."""
-    try:
-        index = IndexEntry.read(store, layout.index_entry(key))
-        manifest = ArtifactManifest.read(store, index.manifest)
-    except (NotFound, RecordError):
-        return []
+def pointing_to(store: ArtifactStore, key: str, manifest: ArtifactManifest | None = None) -> list[str]:
+    """The channels that point to the build `key` now (its model's channels only: one listing). The
+    build's manifest names the model; a caller that holds it passes it (else it is read)."""
+    if manifest is None:
+        try:
+            index = IndexEntry.read(store, layout.index_entry(key))
+            manifest = ArtifactManifest.read(store, index.manifest)
+        except (NotFound, RecordError):
+            return []
     model = model_name(manifest.source.model_dump())
     try:
         records = channels_of(store, model)

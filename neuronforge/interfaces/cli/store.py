@@ -177,15 +177,16 @@ def _store_of(uri: str) -> Any:
     return open_store(found[0]) if found is not None else None
 
 
-def _show_release(store: Any, key: str) -> None:
+def _show_release(store: Any, manifest: Any) -> None:
     """The build's review decision and the channels pointing to it (its model's channels: one listing);
     nothing for a manifest outside a store's layout."""
     from neuronforge.artifacts import channels, reviews
 
     if store is None:
         return
+    key = manifest.cache_key
     review = reviews.review_of(store, key)
-    held = channels.pointing_to(store, key)
+    held = channels.pointing_to(store, key, manifest)
     if review is None:
         print("review     pending (`neuronforge approve KEY` / `reject KEY --reason ...`)")
     else:
@@ -234,7 +235,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             f"           load {smoke['load_s']:.2f}s, first token {smoke['time_to_first_token_s'] * 1e3:.1f} ms, "
             f"{smoke['per_token_s'] * 1e3:.2f} ms/token"
         )
-    _show_release(store if prefix else _store_of(args.ref), m.cache_key)
+    _show_release(store if prefix else _store_of(args.ref), m)
     from neuronforge.common.hosts import describe
 
     for i, line in enumerate(describe(m.hosts)):
