@@ -58,11 +58,6 @@ class FarmRow:
     review: str = "pending"
     review_reason: str = ""
 
-    @property
-    def rejected_but_served(self) -> bool:
-        """A rejected build that a channel still points to: shown loudly wherever the row is."""
-        return self.review == "rejected" and bool(self.channels)
-
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
