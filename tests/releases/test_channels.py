@@ -230,3 +230,35 @@ def test_a_channel_record_of_a_newer_release_is_refused(store) -> None:
     store.put_bytes(json.dumps(data).encode(), ref("candidate").record_key)
     with pytest.raises(RecordTooNew, match="upgrade neuronforge"):
         channels.promote(store, ref("candidate"), build=publish(store, 2))
+
+
+def test_a_rollback_is_five_requests_on_s3(s3_bucket: str) -> None:
+    """The release commands open the store without the bucket probe and a rollback does not re-read its
+    build's manifest: channel GET, review GET, channel PUT, farm-index tail GET and PUT; nothing copied
+    (bench/channels.py measures it against copying a build)."""
+    from neuronforge.interfaces.cli import main
+
+    uri = f"s3://{s3_bucket}/rollback"
+    store = open_store(uri)
+    a, b = publish(store, 1), publish(store, 2)
+    for key in (a, b):
+        channels.promote(store, ref("candidate"), build=key)
+    sent: list[tuple[str, str]] = []
+
+    def record(request, **_) -> None:
+        sent.append((request.method, request.url.split(f"/{s3_bucket}/", 1)[-1].split("?")[0]))
+
+    events = store.client.meta.events  # the process's client of this endpoint: the command's too
+    events.register("before-send.s3", record, unique_id="test-rollback-requests")
+    try:
+        assert main(["rollback", MODEL, "--profile", "cpu", "candidate", "--store", uri]) == 0
+    finally:
+        events.unregister("before-send.s3", unique_id="test-rollback-requests")
+    record_key = f"rollback/{ref('candidate').record_key}"
+    assert sent == [
+        ("GET", record_key),
+        ("GET", f"rollback/reviews/{a}.json"),
+        ("PUT", record_key),
+        ("GET", "rollback/farm-index/tail.json"),
+        ("PUT", "rollback/farm-index/tail.json"),
+    ], sent
