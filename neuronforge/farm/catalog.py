@@ -167,7 +167,7 @@ def _removed_fields(raw: dict[str, Any]) -> list[str]:
     return out
 
 
-def _config_for(entry: CatalogEntry) -> dict[str, Any] | str:
+def config_for(entry: CatalogEntry) -> dict[str, Any] | str:
     """The model's config.json: the entry's `config:`, a local folder's, the built-in model's
     (generated on this host on first use), or the Hub's — else why it is unavailable here (the
     Hub unreachable, a folder of another host, an s3:// source). A malformed source raises."""
@@ -200,7 +200,7 @@ def check_catalog(path: Path | None = None) -> CatalogReport:
     report = load_catalog(path)
     for entry in report.entries:
         try:
-            config = _config_for(entry)
+            config = config_for(entry)
         except InvalidInput as exc:  # a malformed source, an unknown built-in model
             report.problems.append(f"{path.name}:{entry.line}: {exc}")
             continue

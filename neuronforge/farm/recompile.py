@@ -42,7 +42,7 @@ from packaging.version import InvalidVersion, Version
 
 from neuronforge.artifacts import layout
 from neuronforge.common.errors import InvalidInput, NeuronforgeError
-from neuronforge.farm.catalog import CatalogEntry, CatalogReport
+from neuronforge.farm.catalog import CatalogEntry, CatalogReport, CatalogTarget
 from neuronforge.profiles import ServingProfile, get_profile, pin, registry
 from neuronforge.profiles.request import CompileRequest, cache_key
 from neuronforge.records.recompile_report import RecompileReport, ReportedTarget
@@ -77,6 +77,8 @@ class TargetState:
     run_id: str = ""  # the compile run triggered for it
     outcome: str = ""  # stale ones, after `settle`: rebuilt | failed | running | queued
     outcome_detail: str = ""  # rebuilt: manifest URI; failed: stage and error; running: lease holder
+    upgrade: dict[str, Any] | None = None  # `upgrades.Upgrade` for the release aimed at (JSON)
+    migrated_from: str = ""  # a migration's row: the slug and profile of the target it moves off
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -111,16 +113,34 @@ def form_target(spec: TargetSpec) -> dict[str, Any]:
     return {**out, **{k: v for k, v in optional.items() if v is not None}}
 
 
-def profiles_of(catalog: CatalogReport) -> list[ServingProfile]:
-    """The profile versions the catalog's targets are kept built for now (a bare name: its newest
-    registered version), in registry order."""
-    refs = {pin(t.spec).profile for e in catalog.entries for t in e.targets}
+def profiles_of(catalog: CatalogReport, release: str | None = None, migrate: bool = False) -> list[ServingProfile]:
+    """The profile versions the catalog's targets are kept built for at SDK `release` (a bare name:
+    the newest registered version that serves the target's family, up to `release`), plus, with
+    `migrate`, the versions their migrations would be built on; in registry order."""
+    refs = {pin(t.spec, release).profile for e in catalog.entries for t in e.targets}
+    if migrate:
+        refs |= {m.profile for _, m in migrations(catalog, release)}
     return [p for p in registry.all_profiles() if p.ref in refs]  # read at call time: the registry may grow
 
 
-def queues_of(catalog: CatalogReport) -> list[str]:
+def migrations(catalog: CatalogReport, release: str | None) -> list[tuple[CatalogTarget, Any]]:
+    """The catalog targets an upgrade to `release` proposes to migrate (their line is frozen or ends
+    for their family), each with its `upgrades.Migration` (planner verdict not computed here)."""
+    from neuronforge.farm import upgrades
+
+    aim = upgrades.target_release(release)
+    out = []
+    for entry in catalog.entries:
+        for t in entry.targets:
+            decision = upgrades.decide(t.spec, aim, [])
+            if decision.migration is not None:
+                out.append((t, decision.migration))
+    return out
+
+
+def queues_of(catalog: CatalogReport, release: str | None = None, migrate: bool = False) -> list[str]:
     """The Neuron queues whose workers the catalog's profiles need (one per SDK release)."""
-    return sorted({p.queue for p in profiles_of(catalog) if p.queue})
+    return sorted({p.queue for p in profiles_of(catalog, release, migrate) if p.queue})
 
 
 def queue_name(profile: ServingProfile) -> str:
@@ -230,13 +250,18 @@ def find_stale(
     toolchains: dict[str, Toolchain | str],
     store: ArtifactStore,
     work_dir: Path,
+    release: str | None = None,
+    migrate: bool = False,
 ) -> list[TargetState]:
-    """Every catalog entry × target with the profile version it resolves to, its key under
-    `toolchains` (profile ref → the toolchain the workers of its queue reported, or why there is
-    none; a missing ref is "no worker of its queue"), whether a complete manifest is published for
-    it, and which versions of its profile the store has it for."""
-    from neuronforge.artifacts.published import lookup
+    """Every catalog entry × target with the profile version it resolves to at SDK `release` (the
+    newest the data knows when None), its key under `toolchains` (profile ref → the toolchain the
+    workers of its queue reported, or why there is none; a missing ref is "no worker of its
+    queue"), whether a complete manifest is published for it, which versions of its profile the
+    store has it for, and the upgrade's decision for it (`upgrades.decide`). With `migrate`, each
+    proposed migration the planner accepts is a row of its own, built like any stale target."""
+    from neuronforge.farm import upgrades
 
+    aim = upgrades.target_release(release)
     resolved: list[tuple[CatalogEntry, ModelSource | None, str]] = []
     for entry in catalog.entries:
         try:
@@ -245,34 +270,77 @@ def find_stale(
             resolved.append((entry, None, f"cannot resolve the source: {exc}"))
     builds = published_builds(store, {p.name for _, p, _ in resolved if p is not None})
     states: list[TargetState] = []
-    order = 0
     for entry, pinned, unresolved in resolved:
+        arch: list[Any] = []  # the entry's ModelArch (or why none), read once, only for a migration's verdict
         for t in entry.targets:
-            spec = pin(t.spec)  # a bare name: the version registered now
-            profile = get_profile(spec.profile)
-            state = TargetState(
-                order, entry.source, t.line, spec.slug, form_target(spec), UNRESOLVED, detail=unresolved
-            )
-            state.profile = profile.ref
-            order += 1
+            state = _state(len(states), entry, t.line, pin(t.spec, aim), pinned, unresolved, toolchains, store, builds)
             states.append(state)
-            if pinned is None:
-                continue
-            state.pinned = str(pinned)
-            state.published_for = published_for(builds, pinned, spec)
-            toolchain = usable_toolchain(profile, toolchains.get(profile.ref))
-            if isinstance(toolchain, str):
-                state.status, state.detail = UNAVAILABLE, toolchain
-                continue
-            state.key = cache_key(CompileRequest(pinned, spec, profile), toolchain)
-            hit = lookup(store, state.key)
-            if hit is None:
-                state.status, state.stale_for = STALE, [profile.ref]
-            else:
-                state.status, state.detail = FRESH, hit.manifest_uri
-                if profile.ref not in state.published_for:  # e.g. indexed after the scan
-                    state.published_for = sorted({*state.published_for, profile.ref}, key=_ref_order)
+            decision = upgrades.decide(t.spec, aim, state.published_for)
+            if decision.migration is not None:
+                if not arch:
+                    arch.append(_arch_of(entry))
+                model, why = arch[0]
+                decision = upgrades.decide(t.spec, aim, state.published_for, model, why)
+            state.upgrade = decision.to_json()
+            m = decision.migration
+            if migrate and m is not None and m.ok is not False:
+                moved = _state(
+                    len(states), entry, t.line, registry.parse_target(m.target), pinned, unresolved, toolchains,
+                    store, builds,
+                )  # fmt: skip
+                moved.migrated_from = f"{state.slug} {state.profile}"
+                states.append(moved)
     return states
+
+
+def _state(
+    order: int,
+    entry: CatalogEntry,
+    line: int,
+    spec: TargetSpec,
+    pinned: ModelSource | None,
+    unresolved: str,
+    toolchains: dict[str, Toolchain | str],
+    store: ArtifactStore,
+    builds: list[PublishedBuild],
+) -> TargetState:
+    """One row: `spec` (pinned to a version) of `entry`, its key and whether it is published."""
+    from neuronforge.artifacts.published import lookup
+
+    profile = get_profile(spec.profile)
+    state = TargetState(order, entry.source, line, spec.slug, form_target(spec), UNRESOLVED, detail=unresolved)
+    state.profile = profile.ref
+    if pinned is None:
+        return state
+    state.pinned = str(pinned)
+    state.published_for = published_for(builds, pinned, spec)
+    toolchain = usable_toolchain(profile, toolchains.get(profile.ref))
+    if isinstance(toolchain, str):
+        state.status, state.detail = UNAVAILABLE, toolchain
+        return state
+    state.key = cache_key(CompileRequest(pinned, spec, profile), toolchain)
+    hit = lookup(store, state.key)
+    if hit is None:
+        state.status, state.stale_for = STALE, [profile.ref]
+    else:
+        state.status, state.detail = FRESH, hit.manifest_uri
+        if profile.ref not in state.published_for:  # e.g. indexed after the scan
+            state.published_for = sorted({*state.published_for, profile.ref}, key=_ref_order)
+    return state
+
+
+def _arch_of(entry: CatalogEntry) -> tuple[Any, str]:
+    """The entry's model architecture for the planner, or None and why it is not available here."""
+    from neuronforge.farm.catalog import config_for
+    from neuronforge.spec.modelconfig import ModelArch
+
+    try:
+        config = config_for(entry)
+        if isinstance(config, str):
+            return None, f"config.json unavailable ({config})"
+        return ModelArch.from_config(config, where=entry.source), ""
+    except (NeuronforgeError, OSError, ValueError) as exc:
+        return None, f"config.json unreadable ({exc})"
 
 
 def run_requests(states: list[TargetState], store_uri: str, run_prefix: str) -> list[dict[str, Any]]:
@@ -394,6 +462,7 @@ class Report:
     states: list[TargetState]
     sdk: dict[str, Any] | None = None
     runs: list[str] = field(default_factory=list)
+    release: str = ""  # the SDK release the upgrade aimed at
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -419,6 +488,7 @@ class Report:
         """The report as stored (`recompile/<stamp>.json`)."""
         return RecompileReport(
             stamp=self.stamp,
+            release=self.release,
             generated_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             catalog=self.catalog,
             store=self.store,
@@ -469,6 +539,7 @@ class Report:
                     f"workers run neuronx-cc {self.sdk['installed_neuronx_cc']} "
                     f"(release {self.sdk['installed_release'] or 'unknown'}): {behind}"
                 )
+        lines += upgrade_markdown(self.release, self.states)
         header = "| # | model | target | profile | status | outcome | published for | stale for | detail |"
         lines += ["", "## Targets", "", header, "|---" * 9 + "|"]
         for s in sorted(self.states, key=lambda s: s.order):
@@ -479,6 +550,25 @@ class Report:
                 f"{(s.key[:12] + ' ') if s.key else ''}{detail} |"
             )
         return "\n".join(lines) + "\n"
+
+
+def upgrade_lines(states: list[TargetState]) -> list[str]:
+    """One line per catalog target: what the upgrade does with it and why (`upgrades.decide`), then
+    its migration row when one was built."""
+    out = []
+    for s in sorted(states, key=lambda s: s.order):
+        if s.migrated_from:
+            out.append(f"{s.source} {s.slug}: migration of {s.migrated_from}: {s.outcome or s.status}")
+        elif s.upgrade:
+            out.append(f"{s.source} {s.slug} ({s.upgrade.get('family')}, {s.profile}): {s.upgrade.get('sentence')}")
+    return out
+
+
+def upgrade_markdown(release: str, states: list[TargetState]) -> list[str]:
+    lines = upgrade_lines(states)
+    if not release or not lines:
+        return []
+    return ["", f"## Upgrade to Neuron SDK {release}", "", *[f"- {line}" for line in lines]]
 
 
 def write_report(store: ArtifactStore, report: Report) -> dict[str, str]:

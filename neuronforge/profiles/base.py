@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from neuronforge.compilation.backends.base import Backend
+from neuronforge.profiles.lifecycle import Lifecycle
 
 if TYPE_CHECKING:
     from neuronforge.compilation.backends.interpreter import ToolchainPython
@@ -157,6 +158,9 @@ class ServingProfile(ABC):
     device_stages: ClassVar[frozenset[str]] = frozenset({"smoke"})
     # With "compile" in device_stages: why the toolchain cannot compile without a device (source cited).
     device_compile_reason: ClassVar[str | None] = None
+    # The line's status per instance family by SDK release, with sources (one per line: every version
+    # of a profile name declares the same object).
+    lifecycle: ClassVar[Lifecycle | None] = None
 
     # -- identity ------------------------------------------------------------------------------
     @property
@@ -256,6 +260,14 @@ class ServingProfile(ABC):
                 f"not {target.instance_type}"
             )
         return out
+
+    def adopt(self, target: TargetSpec) -> tuple[TargetSpec, list[str]]:
+        """`target`, built until now by another line, as this profile would build it: the target
+        with `profile` set to this version and each field this line does not take changed, with one
+        sentence per change (what changes and why). An upgrade that migrates a target off a line
+        that ends for its family proposes exactly this (`neuronforge.farm.upgrades`). Default: only
+        the profile changes."""
+        return target.model_copy(update={"profile": self.ref}), []
 
     def arch_problems(self, target: TargetSpec, arch: ModelArch) -> list[str]:
         """What the consumer cannot do with this model's shapes at this target (the planner asks

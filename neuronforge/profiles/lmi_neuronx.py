@@ -69,6 +69,7 @@ from neuronforge.profiles.base import (
     read_json,
     tokenizer_problems,
 )
+from neuronforge.profiles.line_lifecycles import LMI_NEURONX
 from neuronforge.records.base import RecordError
 from neuronforge.records.local import read_local
 from neuronforge.records.neff_cache import NeffCacheRecord
@@ -360,6 +361,7 @@ class LmiNeuronxProfile(ServingProfile):
     device_stages = frozenset({"compile", "smoke"})
     device_compile_reason = TNX_COMPILE_NEEDS_DEVICES
     instance_families = frozenset({"inf2", "trn1", "trn1n"})  # the pytorch-inf2 image
+    lifecycle = LMI_NEURONX
     consumer_architectures = LMI_MODEL_TYPES
     folder = "split"
     needs_checkpoint = True

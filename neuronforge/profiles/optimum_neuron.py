@@ -50,6 +50,7 @@ from neuronforge.profiles.base import (
     read_json,
     tokenizer_problems,
 )
+from neuronforge.profiles.line_lifecycles import OPTIMUM_NEURON
 from neuronforge.spec.target import TORCH_DTYPE_NAMES
 
 if TYPE_CHECKING:
@@ -98,6 +99,7 @@ class OptimumNeuronProfile(ServingProfile):
     toolchain_python = DLC_PYTHON
     # optimum/neuron/utils/instance.py SUPPORTED_INSTANCE_TYPES
     instance_families = frozenset({"inf2", "trn1", "trn1n", "trn2"})
+    lifecycle = OPTIMUM_NEURON
     folder = "optimum-neuron"
     publishes = (
         "optimum-neuron/: the export as optimum writes it (config.json, neuron_config.json, model.pt, "

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from neuronforge.common.errors import InvalidInput
 from neuronforge.profiles.base import RefusedStack, ServingProfile
+from neuronforge.profiles.lifecycle import Lifecycle, release_key
 
 if TYPE_CHECKING:
     from neuronforge.profiles.request import CompileRequest
@@ -37,9 +38,11 @@ def profile_names() -> list[str]:
     return list(dict.fromkeys(p.name for p in all_profiles()))
 
 
-def get_profile(spec: str) -> ServingProfile:
-    """`name` (its newest version) or `name@version`; a refused stack or an unknown name raises
-    `InvalidInput` with the reason and what to use instead."""
+def get_profile(spec: str, family: str | None = None, release: str | None = None) -> ServingProfile:
+    """`name@version` exactly, or `name` alone: its newest version — the newest that serves instance
+    `family` when one is given (an SDK upgrade takes each family to the last release of the line
+    that still serves it, not past it), no newer than SDK `release` when one is given. A refused
+    stack or an unknown name raises `InvalidInput` with the reason and what to use instead."""
     name, _, version = spec.strip().partition("@")
     versions = [p for p in all_profiles() if p.name == name]
     if not versions:
@@ -48,7 +51,8 @@ def get_profile(spec: str) -> ServingProfile:
             raise InvalidInput(refused.message())
         raise InvalidInput(f"unknown profile {spec!r}; known profiles: {', '.join(profile_names())}")
     if not version:
-        return max(versions, key=lambda p: _version_key(p.version))
+        found = newest(versions, family, release) or newest(versions, None, release)
+        return found or max(versions, key=lambda p: _version_key(p.version))
     for p in versions:
         if p.version == version:
             return p
@@ -59,18 +63,49 @@ def get_profile(spec: str) -> ServingProfile:
     raise InvalidInput(f"profile {name!r} has no version {version!r}; registered: {', '.join(p.ref for p in versions)}")
 
 
+def newest(versions: list[ServingProfile], family: str | None, release: str | None = None) -> ServingProfile | None:
+    """The newest of `versions` that serves `family` (any, without one) and is no newer than SDK
+    `release` (any, without one); None when none does."""
+    fit = [
+        p
+        for p in versions
+        if (family is None or not p.instance_families or family in p.instance_families)
+        and (release is None or release_key(p.version) <= release_key(release))
+    ]
+    return max(fit, key=lambda p: _version_key(p.version)) if fit else None
+
+
+def versions_of(name: str) -> list[ServingProfile]:
+    """The registered versions of profile line `name`, oldest first."""
+    return sorted((p for p in all_profiles() if p.name == name), key=lambda p: _version_key(p.version))
+
+
+def lifecycles() -> dict[str, Lifecycle]:
+    """Each registered line's lifecycle (the profile modules declare them), in registry order."""
+    out: dict[str, Lifecycle] = {}
+    for p in all_profiles():
+        if p.lifecycle is not None:
+            out.setdefault(p.name, p.lifecycle)
+    return out
+
+
+def lifecycle_of(name: str) -> Lifecycle | None:
+    return lifecycles().get(name)
+
+
 def profile_of(target: TargetSpec) -> ServingProfile:
     """The profile a target names (pinned by `pin` at the edge: an exact `name@version` lookup)."""
     return get_profile(target.profile)
 
 
-def pin(target: TargetSpec) -> TargetSpec:
+def pin(target: TargetSpec, release: str | None = None) -> TargetSpec:
     """The edge's one resolution: the target with its profile spelled `name@version` (a bare name
-    means its newest registered version), or `InvalidInput` naming the field when no registered
-    profile answers to it. Everything downstream (keys, plans, builds, routing) reads the pinned
-    target, so a registry that gains a version later never changes what a running build means."""
+    means the newest registered version that serves the target's instance family, no newer than SDK
+    `release` when one is given), or `InvalidInput` naming the field when no registered profile
+    answers to it. Everything downstream (keys, plans, builds, routing) reads the pinned target, so a
+    registry that gains a version later never changes what a running build means."""
     try:
-        ref = get_profile(target.profile).ref
+        ref = get_profile(target.profile, target.instance.family, release).ref
     except InvalidInput as exc:
         raise InvalidInput(f"target.profile: {exc}") from None
     return target if ref == target.profile else target.model_copy(update={"profile": ref})

@@ -46,7 +46,8 @@ from neuronforge.profiles.base import (
     tokenizer_problems,
     version_matches,
 )
-from neuronforge.spec.target import TORCH_DTYPE_NAMES
+from neuronforge.profiles.line_lifecycles import VLLM_NEURON_NATIVE
+from neuronforge.spec.target import TORCH_DTYPE_NAMES, Quantization
 
 if TYPE_CHECKING:
     from neuronforge.records.vllm_cache import CacheManifest
@@ -180,6 +181,7 @@ class VllmNativeProfile(ServingProfile):
     backend = BACKEND
     toolchain_python = "/opt/conda/bin/python"
     instance_families = frozenset({"trn2", "trn3"})
+    lifecycle = VLLM_NEURON_NATIVE
     consumer_architectures = frozenset(ARCHITECTURES)
     folder = "model"
     publishes = (
@@ -238,6 +240,38 @@ class VllmNativeProfile(ServingProfile):
                     f"{block} and {t.batch_size} sequences needs at least {need} KV blocks"
                 )
         return out
+
+    def adopt(self, target: TargetSpec) -> tuple[TargetSpec, list[str]]:
+        """What a target of another line (vLLM on NxD Inference, optimum-neuron) must give up to be
+        built by the plugin: the fields `problems` refuses, each dropped with the reason; tp, batch,
+        length, dtype, LNC and the KV-cache options it shares carry over as they are."""
+        t = target.normalized()
+        update: dict[str, Any] = {"profile": self.ref}
+        changes = []
+        if t.quantization.enabled:
+            update["quantization"] = Quantization()
+            changes.append(
+                f"quantization {t.quantization.slug} -> none: this line publishes the checkpoint vLLM loads as it "
+                "is (weights in the target's dtype take more HBM: the planner's verdict below counts them)"
+            )
+        if target.max_context_length is not None and target.max_context_length != t.sequence_length:
+            update["max_context_length"] = None
+            changes.append(
+                f"max_context_length {target.max_context_length} -> unset: prompts compile up to "
+                f"--max-num-batched-tokens = --max-model-len {t.sequence_length}"
+            )
+        if t.context_encoding_buckets or t.token_generation_buckets:
+            update["context_encoding_buckets"] = None
+            update["token_generation_buckets"] = None
+            changes.append(
+                "context_encoding_buckets / token_generation_buckets -> unset: the plugin derives its buckets "
+                "from --max-num-batched-tokens and --max-num-seqs"
+            )
+        dropped = sorted(set(t.backend_options) - PROFILE_OPTIONS)
+        if dropped:
+            update["backend_options"] = {k: v for k, v in t.backend_options.items() if k in PROFILE_OPTIONS}
+            changes.append(f"backend_options {dropped} dropped: NxD Inference settings the plugin does not take")
+        return target.model_copy(update=update), changes
 
     def compile_target(self, target: TargetSpec) -> str | None:
         return target.instance.family  # trn2 | trn3: the plugin's NEURON_PLATFORM_TARGET_OVERRIDE values

@@ -53,6 +53,7 @@ from neuronforge.profiles.base import (
     read_json,
     tokenizer_problems,
 )
+from neuronforge.profiles.line_lifecycles import VLLM_NEURON
 from neuronforge.spec.target import TORCH_DTYPE_NAMES
 
 if TYPE_CHECKING:
@@ -341,6 +342,7 @@ class VllmNeuronProfile(ServingProfile):
     backend = BACKEND
     toolchain_python = DLC_PYTHON
     instance_families = frozenset({"inf2", "trn1", "trn1n", "trn2"})  # vllm-neuron 0.2.0 README
+    lifecycle = VLLM_NEURON
     consumer_architectures = MODEL_TYPES
     folder = "nxdi"
     publishes = (

@@ -9,6 +9,7 @@ than lifted with guessed fields (`OLDEST = 2`): they were written for people, in
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -36,14 +37,25 @@ class ReportedTarget(BaseModel):
     run_id: str = ""
     outcome: str = ""  # rebuilt | failed | running | queued
     outcome_detail: str = ""
+    upgrade: dict[str, Any] | None = None  # `upgrades.Upgrade`: rebuild / current / stay / pinned / … and why
+    migrated_from: str = ""  # a migration's row: the slug and profile of the target it moves off
+
+
+def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 reports aimed at no SDK release and decided nothing per target: they say so."""
+    return {**data, "release": ""}
 
 
 class RecompileReport(StoredRecord):
     KIND: ClassVar[str] = "recompile report"
-    SCHEMA: ClassVar[int] = 2  # 2: per-target profile, published_for and stale_for; toolchains keyed by profile ref
+    # 2: per-target profile, published_for and stale_for; toolchains keyed by profile ref.
+    # 3: the SDK release the run aimed at, and per target the upgrade's decision (and migration rows).
+    SCHEMA: ClassVar[int] = 3
     OLDEST: ClassVar[int] = 2
+    UPGRADES: ClassVar[dict[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {2: _v2_to_v3}
 
     stamp: str  # YYYY-MM-DDTHH-MM-SSZ
+    release: str = ""  # the SDK release the upgrade aimed at ("": a version 2 report)
     generated_at: str
     catalog: str
     store: str

@@ -1,0 +1,190 @@
+"""What an SDK upgrade means for each catalog target: rebuild on the newest release of its line
+that still serves its instance family, stay where it is (the line is frozen for the family), or
+migrate to the line that takes over (proposed, with what in the target must change and the
+planner's verdict on the changed target; built only when asked).
+
+The facts come from the lines' lifecycles (`neuronforge.profiles.lifecycle`, declared by each
+profile module) and the SDK releases neuronforge knows (`neuronforge.profiles.sdk_releases`); the
+versions a target is already published for come from the farm index (`recompile.find_stale`). An
+SDK release the data does not know yet is reported as unknown with what is known of it, never
+guessed at. `neuronforge recompile` and the recompile-on-upgrade DAG both call `decide`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from neuronforge.common.errors import InvalidInput
+from neuronforge.profiles import registry
+from neuronforge.profiles.lifecycle import Status, release_key
+from neuronforge.profiles.sdk_releases import known_release, latest_release
+
+if TYPE_CHECKING:
+    from neuronforge.spec.modelconfig import ModelArch
+    from neuronforge.spec.target import TargetSpec
+
+# What the upgrade does with a target.
+REBUILD, CURRENT, STAY, PINNED, UNSERVED, UNKNOWN = "rebuild", "current", "stay", "pinned", "unserved", "unknown"
+
+
+@dataclass
+class Migration:
+    """The target as the line it should move to would build it, proposed, never built silently."""
+
+    profile: str  # `name@version` of the line taken over to
+    target: dict[str, Any]  # the trigger form's spelling of the changed target
+    slug: str
+    changes: list[str]  # one sentence per field that changes, and why
+    verdict: str  # the planner on the changed target: "fits: …", "rejected: …" or why it was not planned
+    ok: bool | None  # the planner's answer; None: not planned (the model's config.json unavailable here)
+
+
+@dataclass
+class Upgrade:
+    """One catalog target's decision for SDK `release`."""
+
+    release: str
+    action: str  # rebuild | current | stay | pinned | unserved | unknown
+    line: str
+    family: str
+    current: str = ""  # the newest version of its line it is published for ("" none)
+    rebuild_on: str = ""  # `name@version` it is (to be) built on
+    status: str = ""  # the line's status for the family at `release` (`lifecycle.Status`)
+    then: str = ""  # what follows that build: "frozen" when no newer release will serve the family
+    migration: Migration | None = None
+    sources: list[str] = field(default_factory=list)
+    sentence: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Upgrade:
+        data = dict(data)
+        m = data.pop("migration", None)
+        return cls(**data, migration=Migration(**m) if m else None)
+
+
+def target_release(release: str | None) -> str:
+    """The SDK release an upgrade aims at: `release` as given (`2.33` or `2.33.0`), or the newest
+    one neuronforge's data knows. A malformed one is `InvalidInput`."""
+    if release is None or not str(release).strip():
+        return latest_release().version
+    text = str(release).strip()
+    if not all(part.isdigit() for part in text.split(".")) or text.count(".") not in (1, 2):
+        raise InvalidInput(f"SDK release {text!r}: give it as 2.33 or 2.33.0")
+    return text
+
+
+def decide(
+    spec: TargetSpec,
+    release: str,
+    published_for: list[str],
+    arch: ModelArch | None = None,
+    no_arch: str = "",
+) -> Upgrade:
+    """The decision for one target (`spec` with its profile as the catalog writes it) at SDK
+    `release`, given the versions of its line the target is published for (`name@version`s).
+    `arch` (or why there is none, `no_arch`) is for the planner's verdict on a migration."""
+    line, _, pinned_version = spec.profile.partition("@")
+    family = spec.instance.family
+    lifecycle = registry.lifecycle_of(line)
+    versions = registry.versions_of(line)
+    mine = sorted(
+        (r for r in published_for if r.partition("@")[0] == line), key=lambda r: release_key(r.partition("@")[2])
+    )
+    up = Upgrade(release=release, action=UNKNOWN, line=line, family=family, current=mine[-1] if mine else "")
+    if not known_release(release):
+        up.sentence = _unknown(release)
+        return up
+    fam = lifecycle.of(family) if lifecycle else None
+    phase = fam.phase(release) if fam else None
+    up.status = phase.status.value if phase else ""
+    up.sources = [phase.source.cite()] if phase else []
+    if pinned_version:
+        up.action, up.rebuild_on = PINNED, registry.get_profile(spec.profile).ref
+        better = registry.newest(versions, family, release)
+        note = (
+            f"; {better.ref} is the newest release of the line for {family}"
+            if better and better.ref != up.rebuild_on
+            else ""
+        )
+        up.sentence = f"kept on {up.rebuild_on}: the catalog pins it{note}"
+        return up
+    newest = registry.newest(versions, family, release)
+    if newest is None:
+        up.action = UNSERVED
+        up.sentence = f"no registered release of {line} up to SDK {release} serves {family}"
+    else:
+        up.rebuild_on = newest.ref
+        frozen = (
+            fam is not None and fam.last_release is not None and release_key(fam.last_release) < release_key(release)
+        )
+        frozen = frozen or (phase is not None and phase.status in (Status.FROZEN, Status.END_OF_SUPPORT))
+        up.then = "frozen" if frozen else ""
+        if up.current == newest.ref:
+            up.action = STAY if frozen else CURRENT
+            up.sentence = (
+                f"stays on {newest.version}: {line} is frozen for {family} (no release after "
+                f"{fam.last_release if fam and fam.last_release else newest.version} serves it)"
+                if frozen
+                else f"up to date on {newest.ref}"
+            )
+        else:
+            up.action = REBUILD
+            up.sentence = f"rebuild on {newest.version}" + (", then frozen" if frozen else "")
+            if frozen and fam is not None and fam.last_release:
+                up.sentence += f" (the last release of {line} that serves {family})"
+    if (
+        fam is not None
+        and fam.moves_to
+        and phase is not None
+        and phase.status in (Status.FROZEN, Status.END_OF_SUPPORT)
+    ):
+        up.migration = _migration(spec, fam.moves_to, family, release, arch, no_arch)
+        if up.migration is not None:
+            m = up.migration
+            changes = "; ".join(m.changes) or "none beyond the profile"
+            head = up.sentence if up.action != REBUILD else f"rebuild on {up.rebuild_on.partition('@')[2]}"
+            if up.action == UNSERVED:
+                head = "not servable on this line"
+            up.sentence = f"{head} or migrate to {m.profile} (changes: {changes}; planner: {m.verdict})"
+    return up
+
+
+def _migration(
+    spec: TargetSpec, to_line: str, family: str, release: str, arch: ModelArch | None, no_arch: str
+) -> Migration | None:
+    from neuronforge.farm.recompile import form_target
+
+    to = registry.newest(registry.versions_of(to_line), family, release)
+    if to is None:
+        return None
+    moved, changes = to.adopt(registry.pin(spec, release))
+    if arch is None:
+        verdict, ok = f"not planned: {no_arch or 'the model config is unavailable here'}", None
+    else:
+        from neuronforge.pipeline.planner import plan
+
+        result = plan(arch, moved)
+        ok = result.ok
+        verdict = _fits_line(result) if ok else "rejected: " + "; ".join(result.problems)
+    return Migration(to.ref, form_target(moved), moved.slug, changes, verdict, ok)
+
+
+def _fits_line(result: Any) -> str:
+    memory = next((c for c in result.checks if c.name == "memory"), None)
+    return memory.message if memory is not None else "fits"
+
+
+def _unknown(release: str) -> str:
+    from neuronforge.profiles.sdk_releases import announced
+
+    latest = latest_release().version
+    known = announced(release)
+    facts = "; ".join(known.notes) if known else "nothing"
+    return (
+        f"SDK {release} is not in neuronforge's profile data (the newest known release is {latest}); "
+        f"known of it: {facts}. Nothing is rebuilt for it: register its profiles first"
+    )
