@@ -349,7 +349,7 @@ def run_requests(states: list[TargetState], store_uri: str, run_prefix: str) -> 
     The model is given pinned to the revision the key was computed for, so the run rebuilds
     exactly what was found stale."""
     runs: dict[str, dict[str, Any]] = {}
-    for s in sorted((s for s in states if s.status == STALE), key=lambda s: s.order):
+    for s in sorted((s for s in states if rebuildable(s)), key=lambda s: s.order):
         run = runs.get(s.pinned)
         if run is None:
             run_id = f"{run_prefix}__{len(runs):02d}"
@@ -360,6 +360,14 @@ def run_requests(states: list[TargetState], store_uri: str, run_prefix: str) -> 
         run["conf"]["targets"].append(s.target)
         s.run_id = run["trigger_run_id"]
     return list(runs.values())
+
+
+def rebuildable(s: TargetState) -> bool:
+    """A stale row is rebuilt unless the upgrade could not decide it (an SDK release the profile data
+    does not know: reported, never guessed at)."""
+    from neuronforge.farm.upgrades import UNKNOWN
+
+    return s.status == STALE and (s.upgrade or {}).get("action") != UNKNOWN
 
 
 def settle(store: ArtifactStore, states: list[TargetState]) -> bool:

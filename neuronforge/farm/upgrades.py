@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from neuronforge.common.errors import InvalidInput
 from neuronforge.profiles import registry
-from neuronforge.profiles.lifecycle import Status, release_key
+from neuronforge.profiles.lifecycle import Lifecycle, Status, release_key, series
 from neuronforge.profiles.sdk_releases import known_release, latest_release
 
 if TYPE_CHECKING:
@@ -129,13 +129,18 @@ def decide(
                 f"stays on {newest.version}: {line} is frozen for {family} (no release after "
                 f"{fam.last_release if fam and fam.last_release else newest.version} serves it)"
                 if frozen
-                else f"up to date on {newest.ref}"
+                else f"up to date on {newest.ref}" + _no_release_yet(lifecycle, release)
             )
         else:
             up.action = REBUILD
             up.sentence = f"rebuild on {newest.version}" + (", then frozen" if frozen else "")
             if frozen and fam is not None and fam.last_release:
                 up.sentence += f" (the last release of {line} that serves {family})"
+        if fam is not None and fam.last_release and release_key(series(newest.version)) < release_key(fam.last_release):
+            up.sentence += (
+                f"; SDK {fam.last_release}, the last release of {line} that serves {family}, is not registered "
+                "in neuronforge"
+            )
     if (
         fam is not None
         and fam.moves_to
@@ -151,6 +156,13 @@ def decide(
                 head = "not servable on this line"
             up.sentence = f"{head} or migrate to {m.profile} (changes: {changes}; planner: {m.verdict})"
     return up
+
+
+def _no_release_yet(lifecycle: Lifecycle | None, release: str) -> str:
+    newest = lifecycle.newest if lifecycle else None
+    if newest and release_key(series(newest)) < release_key(series(release)):
+        return f" (no {lifecycle.line} release for SDK {series(release)} yet)" if lifecycle else ""
+    return ""
 
 
 def _migration(

@@ -139,6 +139,11 @@ class Lifecycle:
         phase = self.phase(family, release)
         return Status.NOT_SERVED if phase is None else phase.status
 
+    @property
+    def newest(self) -> str | None:
+        """The newest SDK release the line shipped (None: none listed)."""
+        return max((r.sdk for r in self.releases), key=release_key, default=None)
+
     def sources(self) -> list[Source]:
         """Every source the line's statements cite, in first-cited order, without repeats."""
         seen: dict[str, Source] = {}
@@ -160,3 +165,44 @@ class SdkRelease:
     released: bool = True
     notes: tuple[str, ...] = ()  # what is known of it (for an announced release: all that is known)
     sources: tuple[Source, ...] = field(default_factory=tuple)
+
+
+def columns(releases: tuple[SdkRelease, ...]) -> list[tuple[str, bool]]:
+    """The SDK series a status table shows, oldest first, each with whether it is only announced."""
+    out: dict[str, bool] = {}
+    for r in sorted(releases, key=lambda r: release_key(r.version)):
+        out.setdefault(series(r.version), not r.released)
+    return list(out.items())
+
+
+NO_RELEASE_YET = "none yet"  # a serving status past the line's newest release: no release for that SDK yet
+
+
+def status_row(family: FamilyLifecycle, cols: list[tuple[str, bool]], newest: str | None = None) -> list[str]:
+    """The family's status at each column: its short word, `(last)` on the last release that serves
+    it, `none yet` where the line has shipped no release for that SDK (`newest`: its newest release)
+    although nothing says it stopped serving the family."""
+    cells = []
+    for col, _ in cols:
+        phase = family.phase(col)
+        status = Status.NOT_SERVED if phase is None else phase.status
+        past_last = family.last_release is not None and release_key(col) > release_key(family.last_release)
+        if past_last and status is not Status.NOT_SERVED:
+            status = status if status is Status.END_OF_SUPPORT else Status.FROZEN
+        if newest and status in (Status.ACTIVE, Status.MAINTENANCE) and release_key(col) > release_key(series(newest)):
+            cells.append(NO_RELEASE_YET)
+            continue
+        cell = SHORT[status]
+        if family.last_release and release_key(col) == release_key(family.last_release):
+            cell += " (last)"
+        cells.append(cell)
+    return cells
+
+
+def phase_lines(family: FamilyLifecycle, cite: dict[str, int]) -> str:
+    """`active from 2.26 [1]; frozen from 2.29 [2] (why)`: each phase with the number of its source."""
+    parts = []
+    for p in family.phases:
+        note = f" ({p.note})" if p.note else ""
+        parts.append(f"{p.status.value} from {p.since} [{cite[p.source.url]}]{note}")
+    return "; ".join(parts)

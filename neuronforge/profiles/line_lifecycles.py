@@ -54,7 +54,8 @@ _NXDI_FROZEN_NOTE = (
 )
 _NXDI_TRN = (
     Phase("2.30", M, NXDI_MAINTENANCE),
-    Phase("2.32", F, NXDI_2_32_DLC, "0.10.18399 in SDK 2.31 is the last NxD Inference release (" + NXDI_2_31.url + ")"),
+    Phase("2.31", M, NXDI_2_31, "0.10.18399 is the last NxD Inference release"),
+    Phase("2.32", F, NXDI_2_32_DLC),
     Phase("2.34", E, NXDI_EOS, "announced; migrate to the vLLM Neuron plugin"),
 )
 
@@ -93,8 +94,8 @@ VLLM_NEURON = Lifecycle(
     ),
 )
 
-_NATIVE_SERVES = (Phase("2.31.1", A, VLLM_NEURON_BETA, "Beta"),)
-_NATIVE_NOT = (Phase("2.31.1", N, VLLM_NEURON_2_32, "Trn2/Trn3 only: use vllm-neuron@2.28 on inf2/trn1"),)
+_NATIVE_SERVES = (Phase("2.31", A, VLLM_NEURON_BETA, "Beta, from 2.31.1"),)
+_NATIVE_NOT = (Phase("2.31", N, VLLM_NEURON_2_32, "Trn2/Trn3 only: use vllm-neuron@2.28 on inf2/trn1"),)
 VLLM_NEURON_NATIVE = Lifecycle(
     line="vllm-neuron-native",
     summary="the vLLM Neuron plugin without NxD Inference: Trn2/Trn3 only, from SDK 2.31.1 (Beta)",

@@ -252,7 +252,7 @@ class VllmNativeProfile(ServingProfile):
             update["quantization"] = Quantization()
             changes.append(
                 f"quantization {t.quantization.slug} -> none: this line publishes the checkpoint vLLM loads as it "
-                "is (weights in the target's dtype take more HBM: the planner's verdict below counts them)"
+                "is (unquantized weights take more HBM: the planner's verdict counts them)"
             )
         if target.max_context_length is not None and target.max_context_length != t.sequence_length:
             update["max_context_length"] = None

@@ -19,13 +19,14 @@ def _profiles_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_profiles(args: argparse.Namespace) -> int:
+    from neuronforge.interfaces import lifecycle_table
     from neuronforge.profiles import all_profiles
     from neuronforge.profiles.registry import refused_stacks
 
     rows = [p.describe() for p in all_profiles()]
     refused = [{"name": s.name, "reason": s.reason, "nearest": s.nearest} for s in refused_stacks()]
     if args.json:
-        print_json({"profiles": rows, "not_supported": refused})
+        print_json({"profiles": rows, "not_supported": refused, "lifecycles": lifecycle_table.to_json()})
         return EXIT_OK
     for r in rows:
         print(f"{r['ref']:<24} {r['title']}")
@@ -42,6 +43,8 @@ def cmd_profiles(args: argparse.Namespace) -> int:
         print(f"  publishes: {r['publishes']}")
     for s in refused:
         print(f"not supported: {s['name']}: {s['reason']} (nearest: {s['nearest']})")
+    for line in lifecycle_table.text():
+        print(line)
     return EXIT_OK
 
 
@@ -97,7 +100,8 @@ def cmd_airflow(args: argparse.Namespace) -> int:
 COMMANDS = (
     Command(
         "profiles",
-        "list the serving profiles: SDK, compiler, backend, instances, what is published",
+        "list the serving profiles: SDK, compiler, backend, instances, what is published, and each line's "
+        "lifecycle per instance family",
         _profiles_options,
         cmd_profiles,
     ),

@@ -13,7 +13,8 @@ EXIT_CODES: dict[ExitCode, str] = {
     ExitCode.OK: "success; for `plan`, the configuration is valid and fits",
     ExitCode.FAILURE: "a store or environment failure (unreachable store or Hub, full disk, ...), or for "
     "`promote`/`rollback`: another mover changed the channel first (nothing was written); for `catalog "
-    "stale`, `catalog check` and `gc`: some items could not be checked or handled (source unresolved, no toolchain "
+    "stale`, `catalog check`, `recompile` and `gc`: some items could not be checked or handled (source unresolved, "
+    "no toolchain "
     'here, config unavailable, a manifest not confirming the index): the summary line counts them, never "ok" '
     "over them",
     ExitCode.USAGE: "usage error: unknown instance or profile, malformed value, missing file, unknown key",
@@ -22,8 +23,10 @@ EXIT_CODES: dict[ExitCode, str] = {
     "the farm index disagrees with the manifests, or the profile's consumer would refuse the artifact; "
     "`catalog check`: the catalog has problems; `promote`/`rollback`: the build may not go to the channel (not "
     "published or not verifying, smoke failed, another model or profile line, rejected, or not approved where the "
-    "channel requires it)",
-    ExitCode.STALE: "`catalog stale`: some catalog target has no artifact for the current toolchain",
+    "channel requires it); `recompile`: the SDK release is not in the profile data (what is known of it is "
+    "printed; nothing is built)",
+    ExitCode.STALE: "`catalog stale`: some catalog target has no artifact for the current toolchain; "
+    "`recompile --dry-run`: some catalog target would be rebuilt",
 }
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_REJECTED, EXIT_STALE = (
     ExitCode.OK,

@@ -1,0 +1,144 @@
+"""`neuronforge recompile`: the catalog's upgrade to a Neuron SDK release, decided target by target —
+rebuild on the newest release of its line that serves its family, stay (the line is frozen for the
+family), migrate (proposed; built with `--migrate`), or unknown (a release the profile data does not
+know) — then, without `--dry-run`, the stale rows rebuilt here, one `run` each. The recompile DAG
+makes the same decisions (`neuronforge.farm.upgrades`) and rebuilds on its workers."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from neuronforge.common import settings
+from neuronforge.common.errors import InvalidInput, NeuronforgeError
+from neuronforge.interfaces.cli.catalog import CATALOG_PATH_HELP, UNDECIDED
+from neuronforge.interfaces.cli.command import Command
+from neuronforge.interfaces.cli.exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_REJECTED, EXIT_STALE
+from neuronforge.interfaces.cli.options import JSON_HELP, add_store_args, print_json
+
+
+def _options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", nargs="?", help=CATALOG_PATH_HELP)
+    p.add_argument(
+        "--sdk",
+        metavar="RELEASE",
+        help="the Neuron SDK release to upgrade to, e.g. 2.33 (default: the newest release the profile data knows)",
+    )
+    p.add_argument("--dry-run", action="store_true", help="decide and print; build nothing")
+    p.add_argument(
+        "--migrate",
+        action="store_true",
+        help="also build the proposed migrations (a target whose line is frozen or ends for its family, moved "
+        "to the line that takes over); without it they are only proposed",
+    )
+    add_store_args(p)
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+
+
+def cmd_recompile(args: argparse.Namespace) -> int:
+    from neuronforge.farm import recompile, upgrades
+    from neuronforge.farm.catalog import check_catalog
+    from neuronforge.stores import open_store
+
+    release = upgrades.target_release(args.sdk)
+    catalog = check_catalog(Path(args.path).expanduser() if args.path else None)
+    if not catalog.ok:
+        raise InvalidInput(f"catalog {catalog.path} has problems (run `neuronforge catalog check`)")
+    store = open_store(args.store, must_exist=True)
+    toolchains = recompile.detect_toolchains(recompile.profiles_of(catalog, release, args.migrate), "on this machine")
+    states = recompile.find_stale(catalog, toolchains, store, settings.work_dir(), release, args.migrate)
+    if not args.dry_run:
+        _rebuild(store, states)
+    if args.json:
+        print_json({"release": release, "dry_run": args.dry_run, "targets": [s.to_json() for s in states]})
+    else:
+        for line in _lines(states):
+            print(line)
+        print(summary(release, states, args.dry_run, args.migrate))
+    return _exit_code(states, args.dry_run)
+
+
+def _rebuild(store: Any, states: list[Any]) -> None:
+    """Each stale row built here, in catalog order (`run`'s pipeline); one that fails is recorded as
+    its store says (`settle`) and the next one still runs."""
+    from neuronforge.farm import recompile
+    from neuronforge.pipeline.runner import run_target
+    from neuronforge.profiles.registry import parse_target
+
+    for s in sorted((s for s in states if recompile.rebuildable(s)), key=lambda s: s.order):
+        try:
+            run_target(s.pinned, parse_target(s.target), store, settings.work_dir())
+        except NeuronforgeError as exc:
+            s.outcome, s.outcome_detail = recompile.FAILED, str(exc)
+    recompile.settle(store, [s for s in states if s.outcome != recompile.FAILED])
+
+
+def _lines(states: list[Any]) -> list[str]:
+    from neuronforge.farm import recompile
+
+    out = []
+    for s in sorted(states, key=lambda s: s.order):
+        state = s.outcome or s.status
+        why = f" ({s.outcome_detail or s.detail})" if state not in (recompile.FRESH, recompile.REBUILT) and (
+            s.outcome_detail or s.detail
+        ) else ""  # fmt: skip
+        if s.migrated_from:
+            out.append(f"  migration -> {s.slug} ({s.profile}): {state}{why}")
+            continue
+        decision = (s.upgrade or {}).get("sentence", "")
+        out.append(f"{s.source} {s.slug} [{(s.upgrade or {}).get('family', '')}] {s.profile}: {decision}")
+        out.append(f"  {state}{why}")
+    return out
+
+
+def summary(release: str, states: list[Any], dry_run: bool, migrate: bool) -> str:
+    """The last line: how many targets each decision took, and what was (or would be) built."""
+    from neuronforge.farm import upgrades
+
+    actions: dict[str, int] = {}
+    for s in states:
+        if s.upgrade and not s.migrated_from:
+            actions[s.upgrade["action"]] = actions.get(s.upgrade["action"], 0) + 1
+    proposed = sum(1 for s in states if s.upgrade and s.upgrade.get("migration") and not s.migrated_from)
+    built = sum(1 for s in states if s.migrated_from)
+    words = {
+        upgrades.REBUILD: "to rebuild",
+        upgrades.CURRENT: "up to date",
+        upgrades.STAY: "staying (frozen for their family)",
+        upgrades.PINNED: "pinned by the catalog",
+        upgrades.UNSERVED: "not served by their line",
+        upgrades.UNKNOWN: "unknown (release not in the profile data)",
+    }
+    counted = ", ".join(f"{n} {words[a]}" for a, n in actions.items())
+    migrations = f"; {proposed} migration(s) proposed" + (
+        f", {built} added as builds" if migrate else " (--migrate builds them)"
+    )
+    undecided = {status: n for status in UNDECIDED if (n := sum(s.status == status for s in states))}
+    unchecked = "; NOT CHECKED: " + ", ".join(f"{n} {UNDECIDED[k]}" for k, n in undecided.items()) if undecided else ""
+    tail = "dry run: nothing built" if dry_run else "rebuilt here"
+    return f"Neuron SDK {release}: {len(states)} row(s): {counted}{migrations if proposed else ''}{unchecked}; {tail}"
+
+
+def _exit_code(states: list[Any], dry_run: bool) -> int:
+    """3 when the release is unknown (nothing could be decided); 4 for a dry run that would rebuild
+    something; 1 when a rebuild failed or some row could not be checked here; else 0."""
+    from neuronforge.farm import recompile, upgrades
+
+    if any(s.upgrade and s.upgrade["action"] == upgrades.UNKNOWN for s in states):
+        return EXIT_REJECTED
+    if any(s.outcome == recompile.FAILED for s in states) or any(s.status in UNDECIDED for s in states):
+        return EXIT_FAILURE
+    if dry_run and any(s.status == recompile.STALE for s in states):
+        return EXIT_STALE
+    return EXIT_OK
+
+
+COMMANDS = (
+    Command(
+        "recompile",
+        "upgrade the catalog to a Neuron SDK release: rebuild, stay frozen, or migrate, target by target",
+        _options,
+        cmd_recompile,
+    ),
+)
