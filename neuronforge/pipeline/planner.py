@@ -30,7 +30,7 @@ from neuronforge.checkpoints.checkpoint import SAFETENSORS_DTYPES, TensorInfo
 from neuronforge.checkpoints.quantized_names import QUANTIZABLE
 from neuronforge.common.errors import ExitCode, InvalidInput
 from neuronforge.compilation.backends.tnx_classes import class_problems, guide_tps
-from neuronforge.profiles.registry import profile_of, target_problems
+from neuronforge.profiles.registry import lifecycle_warning, profile_of, target_problems
 from neuronforge.spec.instances import GIB, INSTANCES, InstanceType
 from neuronforge.spec.modelconfig import TRANSPOSED_LINEAR, ModelArch, gqa_strategy
 from neuronforge.spec.target import DTYPE_BYTES, Quantization, Surface, TargetSpec, spoken
@@ -70,6 +70,7 @@ class Check:
     ok: bool
     text: str
     fix: Fix | None = None
+    warn: bool = False  # passed, but says something to act on (e.g. the line ends for the family)
 
     def said(self, surface: Surface = "cli") -> str:
         return self.text if self.fix is None else f"{self.text}; {self.fix.said(surface)}"
@@ -125,7 +126,10 @@ class Plan:
             "activation_bytes": self.activation_bytes,
             "runtime_reserve_bytes": self.runtime_reserve_bytes,
             "parameter_count": self.parameter_count,
-            "checks": [{"name": c.name, "ok": c.ok, "message": c.message} for c in self.checks],
+            "checks": [
+                {"name": c.name, "ok": c.ok, "message": c.message, **({"warn": True} if c.warn else {})}
+                for c in self.checks
+            ],
             "gqa_strategy": self.gqa_strategy,
         }
         if self.suggestions is not None:
@@ -286,6 +290,9 @@ def plan(
     checks += [Check("profile", False, p) for p in problems] or [
         Check("profile", True, f"profile {profile.ref} serves {arch.model_type} on {inst.family}")
     ]
+    warning = lifecycle_warning(profile, inst.family)
+    if warning:
+        checks.append(Check("lifecycle", True, warning, warn=True))
     if profile.backend.name == "tnx":  # the family's transformers-neuronx class and its own limits
         checks += [Check("family", False, p) for p in class_problems(arch, target)]
 

@@ -147,7 +147,10 @@ _LMI = (
 LMI_NEURONX = Lifecycle(
     line="lmi-neuronx",
     summary="LMI's last Neuron image (SDK 2.21.1); transformers-neuronx support ended in 2025",
-    families=(FamilyLifecycle(("inf2",), _LMI, "2.21"), FamilyLifecycle(("trn1", "trn1n"), _LMI, "2.21")),
+    families=(
+        FamilyLifecycle(("inf2",), _LMI, "2.21", moves_to="vllm-neuron"),
+        FamilyLifecycle(("trn1", "trn1n"), _LMI, "2.21", moves_to="vllm-neuron"),
+    ),
     releases=(
         LineRelease("2.21.1", "", "transformers-neuronx 0.13.380, LMI 0.33.0 (djl-serving 1132e3ab~1)", LMI_REMOVED),
     ),

@@ -189,3 +189,41 @@ def worker_queues(release: str, role: str) -> list[str]:
 
 def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(x) if x.isdigit() else -1 for x in version.split("."))
+
+
+def lifecycle_warning(profile: ServingProfile, family: str) -> str | None:
+    """Why a target of `profile` on instance `family` should plan its move, or None: the line is
+    frozen for the family at the newest SDK release the data knows, or its end for the family is
+    announced. Names the newest version of the line that still serves the family, and the line to
+    move to with its newest version for the family, each with the statement's source."""
+    from neuronforge.profiles.lifecycle import Status
+    from neuronforge.profiles.sdk_releases import latest_release
+
+    lc = profile.lifecycle
+    fam = lc.of(family) if lc else None
+    if lc is None or fam is None:
+        return None
+    latest = latest_release().version
+    now = fam.phase(latest)
+    ending = next(
+        (p for p in fam.phases if p.status is Status.END_OF_SUPPORT and release_key(p.since) > release_key(latest)),
+        None,
+    )
+    if now is None or (now.status not in (Status.FROZEN, Status.END_OF_SUPPORT) and ending is None):
+        return None
+    parts = []
+    if now.status in (Status.FROZEN, Status.END_OF_SUPPORT):
+        last = f" (its last release for {family}: SDK {fam.last_release})" if fam.last_release else ""
+        parts.append(f"{lc.line} is {now.status.value} for {family} from SDK {now.since}{last} [{now.source.url}]")
+    if ending is not None:
+        note = f" ({ending.note})" if ending.note else ""
+        parts.append(f"its end of support for {family} is announced for SDK {ending.since}{note} [{ending.source.url}]")
+    newest_here = newest(versions_of(lc.line), family)
+    if newest_here is not None and newest_here.ref != profile.ref:
+        parts.append(f"the newest release that serves {family} is {newest_here.ref}")
+    if fam.moves_to:
+        to = newest(versions_of(fam.moves_to), family)
+        parts.append(f"move to profile {to.ref if to else fam.moves_to}")
+    elif now.status in (Status.FROZEN, Status.END_OF_SUPPORT):
+        parts.append(f"keep it pinned: no newer release of {lc.line} will serve {family}")
+    return "; ".join(parts)

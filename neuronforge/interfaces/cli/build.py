@@ -83,7 +83,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             f"per core {gib(result.per_core_bytes)} of {gib(result.hbm_per_core_bytes)}"
         )
         for c in result.checks:
-            print(f"  [{'ok' if c.ok else 'FAIL'}] {c.name}: {c.message}")
+            print(f"  [{'FAIL' if not c.ok else 'warn' if c.warn else 'ok'}] {c.name}: {c.message}")
         if result.suggestions is not None:
             print("feasible configurations (largest batch per tp and sequence length):")
             for s in result.suggestions:

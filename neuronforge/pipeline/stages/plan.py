@@ -52,7 +52,7 @@ def run(state: BuildState, ctx: Context) -> BuildState:
     checkpoint = materialize(ctx.store, state.need("checkpoint"), ctx.work_dir)
     result = check_plan(checkpoint, state.target, state.pinned_toolchain())
     for c in result.checks:
-        log.info("plan %s: %s", c.name, c.message)
+        (log.warning if c.warn else log.info)("plan %s: %s", c.name, c.message)
     return state.model_copy(update={"plan": [c.message for c in result.checks]})
 
 
