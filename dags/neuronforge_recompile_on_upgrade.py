@@ -1,7 +1,12 @@
 """neuronforge_recompile_on_upgrade: keep the model catalog compiled for its serving profiles.
 
 A new Neuron SDK release is a new profile version, served by its own queue (`neuron-<release>`,
-one worker image per release); a catalog target naming a bare profile follows its newest version.
+one worker image per release); a catalog target naming a bare profile follows the newest version
+that serves its instance family, up to the form's `sdk` release (empty: the newest the profile data
+knows). Each target's upgrade is decided and reported (`neuronforge.farm.upgrades`): rebuild on the
+newest release of its line for its family, stay where the line is frozen for it, or a proposed
+migration where the line ends (built only with `migrate`); an SDK release the data does not know is
+reported as unknown and nothing is rebuilt for it.
 Daily and on demand: `check_workers` (default queue) refuses a conf with unknown keys and asks, for
 every Neuron queue the catalog's profile versions need, whether a worker consumes it (Celery only;
 other executors serve every queue). Each served queue's `watch_toolchain_<queue>` runs there and

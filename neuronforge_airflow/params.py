@@ -176,6 +176,21 @@ RECOMPILE_PARAMS: dict[str, Param] = {
         "or catalog/models.yaml",
     ),
     "store": store_param(),
+    "sdk": Param(
+        None,
+        type=OPTIONAL_STRING,
+        title="Neuron SDK release",
+        description="the release to upgrade the catalog to, e.g. 2.33; empty: the newest release the profile data "
+        "knows. Each target is rebuilt on the newest release of its line that serves its instance family, stays "
+        "where its line is frozen, or is offered a migration where its line ends (see `neuronforge profiles`)",
+    ),
+    "migrate": Param(
+        False,
+        type="boolean",
+        title="Build migrations",
+        description="also build the proposed migrations (a target whose line is frozen or ends for its family, on "
+        "the line that takes over, with the changes the report lists); off: they are only proposed",
+    ),
     "dry_run": Param(False, type="boolean", title="Dry run", description="report the stale set, trigger nothing"),
     "wait_minutes": Param(
         720,

@@ -122,9 +122,10 @@ def profiles_on(queue: str) -> list[ServingProfile]:
     return [p for p in registry.all_profiles() if p.queue == queue]
 
 
-def needed_queues(explicit_catalog: str | None) -> list[str]:
-    """The Neuron queues the catalog's profile versions need; every registered one when the
-    catalog cannot be read (`find_stale` then fails on it with its problems, scheduling nothing)."""
+def needed_queues(explicit_catalog: str | None, release: str | None = None, migrate: bool = False) -> list[str]:
+    """The Neuron queues the catalog's profile versions need at SDK `release` (with `migrate`, the
+    migrations' too); every registered one when the catalog cannot be read (`find_stale` then fails
+    on it with its problems, scheduling nothing)."""
     from neuronforge.farm import recompile
     from neuronforge.farm.catalog import load_catalog
 
@@ -133,7 +134,15 @@ def needed_queues(explicit_catalog: str | None) -> list[str]:
     except Exception as exc:  # missing file, unreadable: find_stale reports it
         log.info("catalog unreadable (%s): checking every Neuron queue", exc)
         return neuron_queues()
-    return recompile.queues_of(catalog) if catalog.ok else neuron_queues()
+    return recompile.queues_of(catalog, release, migrate) if catalog.ok else neuron_queues()
+
+
+def aimed_release(params: dict[str, Any]) -> str:
+    """The SDK release the run upgrades to: the form's `sdk`, else the newest the profile data knows
+    (a malformed one is refused with one line by `upgrades.target_release`)."""
+    from neuronforge.farm.upgrades import target_release
+
+    return target_release(params.get("sdk"))
 
 
 @task.branch
@@ -146,7 +155,7 @@ def check_workers(params: dict[str, Any] | None = None) -> list[str]:
     context = get_current_context()
     validate_recompile_conf(context["dag_run"].conf)
     params = params or context["params"]
-    queues = needed_queues(params.get("catalog"))
+    queues = needed_queues(params.get("catalog"), aimed_release(params), bool(params.get("migrate")))
     executor = default_executor()
     pods = runner() == "kubernetes"  # the watches are pods: no Celery worker of a Neuron queue to ask about
     answer: Any = None
@@ -244,7 +253,8 @@ def find_stale(params: dict[str, Any] | None = None) -> dict[str, Any]:
         log.info("catalog: %s", note)
     if not catalog.ok:
         raise InvalidInput(f"catalog {path} has problems; nothing scheduled:\n" + "\n".join(catalog.problems))
-    profiles = recompile.profiles_of(catalog)
+    release, migrate = aimed_release(params), bool(params.get("migrate"))
+    profiles = recompile.profiles_of(catalog, release, migrate)
     reported = _queue_reports(context["ti"], [p for p in profiles if p.queue])
     # The cpu profile compiles on the default queue: its toolchain is this worker's.
     local = recompile.detect_toolchains([p for p in profiles if not p.queue], "on the default queue's worker")
@@ -257,12 +267,15 @@ def find_stale(params: dict[str, Any] | None = None) -> dict[str, Any]:
             log.warning("%s: %s; its targets are unavailable", ref, tc)
     store_uri = settings.store_uri(params.get("store"))
     store = open_store(store_uri)
-    states = recompile.find_stale(catalog, toolchains, store, settings.work_dir())
+    states = recompile.find_stale(catalog, toolchains, store, settings.work_dir(), release, migrate)
     stamp = recompile.stamp_of(context.get("logical_date") or context["dag_run"].run_after)
     runs = [] if params.get("dry_run") else recompile.run_requests(states, store_uri, f"recompile__{stamp}")
     for s in states:
         log.info("%-11s %s %s %s %s", s.status, s.source, s.slug, s.profile, s.key[:12] or s.detail)
+    for line in recompile.upgrade_lines(states):
+        log.info("upgrade to SDK %s: %s", release, line)
     return {
+        "release": release,
         "stamp": stamp,
         "catalog": str(path),
         "store_uri": store_uri,
@@ -414,6 +427,7 @@ def report(plan: dict[str, Any]) -> dict[str, Any]:
         states,
         plan.get("sdk"),
         [r["trigger_run_id"] for r in plan["runs"]],
+        plan.get("release", ""),
     )
     uris = recompile.write_report(store, rep)
     serving = serving_channels(store, states)

@@ -74,7 +74,7 @@ def test_dag_parses_daily_with_the_toolchain_watch_on_neuron_workers(dags) -> No
     # Throttled rebuilds: deferred waits, at most 2 in flight, a failed rebuild ends its wait too.
     assert trigger["deferrable"] is True and trigger["max_active_tis_per_dagrun"] == 2
     assert trigger["failed_states"] == [] and set(trigger["allowed_states"]) == {"success", "failed"}
-    assert set(dag.params) == {"catalog", "store", "dry_run", "wait_minutes", "throttle_rebuilds"}
+    assert set(dag.params) == {"catalog", "store", "sdk", "migrate", "dry_run", "wait_minutes", "throttle_rebuilds"}
     assert dag.max_active_runs == 1 and dag.timetable.expression == "0 0 * * *"
     assert dag.params["catalog"] is None and dag.params["store"] is None  # the form's defaults trigger
 
