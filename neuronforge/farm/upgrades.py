@@ -119,7 +119,9 @@ def decide(
     else:
         up.rebuild_on = newest.ref
         frozen = (
-            fam is not None and fam.last_release is not None and release_key(fam.last_release) < release_key(release)
+            fam is not None
+            and fam.last_release is not None
+            and release_key(fam.last_release) < release_key(series(release))
         )
         frozen = frozen or (phase is not None and phase.status in (Status.FROZEN, Status.END_OF_SUPPORT))
         up.then = "frozen" if frozen else ""

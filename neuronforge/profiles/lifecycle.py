@@ -88,7 +88,7 @@ class FamilyLifecycle:
 
     families: tuple[str, ...]  # instance families that share these facts (trn1 and trn1n)
     phases: tuple[Phase, ...]
-    last_release: str | None = None
+    last_release: str | None = None  # an SDK series ("2.28"): its patch releases serve the family too
     moves_to: str | None = None
 
     def phase(self, release: str) -> Phase | None:
@@ -105,7 +105,7 @@ class FamilyLifecycle:
         phase = self.phase(release)
         if phase is None or phase.status is Status.NOT_SERVED:
             return False
-        return self.last_release is None or release_key(release) <= release_key(self.last_release)
+        return self.last_release is None or release_key(series(release)) <= release_key(self.last_release)
 
 
 @dataclass(frozen=True)

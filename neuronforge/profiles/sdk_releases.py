@@ -8,7 +8,7 @@ at 81ce03ae, manifest_version 2.32.0) and, for 2.33.0, its component release-not
 
 from __future__ import annotations
 
-from neuronforge.profiles.lifecycle import SdkRelease, Source, release_key
+from neuronforge.profiles.lifecycle import SdkRelease, Source, release_key, series
 
 DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest"
 SDK_REPO = "aws-neuron/aws-neuron-sdk@81ce03ae"
@@ -172,16 +172,13 @@ RELEASES: tuple[SdkRelease, ...] = (
 
 
 def known_release(version: str) -> SdkRelease | None:
-    """The released SDK `version` names (`2.31` names its newest patch: 2.31.1), or None when the
-    data does not know it as released."""
-    exact = [r for r in RELEASES if r.released and release_key(r.version) == release_key(version)]
-    if exact:
-        return exact[0]
+    """The released SDK `version` names (`2.31` names its newest patch, 2.31.1, as releases are
+    spoken of), or None when the data does not know it as released."""
     if version.count(".") == 1:
-        in_series = [r for r in RELEASES if r.released and r.version.startswith(f"{version}.")]
+        in_series = [r for r in RELEASES if r.released and series(r.version) == version]
         if in_series:
             return max(in_series, key=lambda r: release_key(r.version))
-    return None
+    return next((r for r in RELEASES if r.released and release_key(r.version) == release_key(version)), None)
 
 
 def announced(version: str) -> SdkRelease | None:

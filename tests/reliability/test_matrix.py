@@ -69,6 +69,7 @@ COMMANDS: dict[str, list[str]] = {
     "cache stats": ["cache", "stats", "{store}"],
     "cache prune": ["cache", "prune", "{store}", "--incomplete"],
     "catalog stale": ["catalog", "stale", "--store", "{store}"],
+    "recompile": ["recompile", "--dry-run", "--store", "{store}"],
     "index rebuild": ["index", "rebuild", "{store}"],
     # the release commands (the store holds no channel: promote creates one, rollback finds none)
     "approve": ["approve", "{artifact}", "--store", "{store}"],
@@ -102,7 +103,7 @@ STORE_FREE = {
 # What each command does with what it touches (the classes below pick from these).
 MODEL_READERS = {c for c, argv in COMMANDS.items() if "{model}" in argv}
 STORE_READERS = {"store ls", "show", "verify", "ls", "cache ls", "cache stats", "catalog stale", "gc", "index rebuild"}
-STORE_READERS |= {"cache prune", "channels"}
+STORE_READERS |= {"cache prune", "channels", "recompile"}
 # rollback and history read a channel the store does not hold: where the store is readable they say so
 # (exit 2, `OWN_WORDS`); where it is not, they fail as every command does. rollback's write is promote's.
 STORE_WRITERS = {"fetch", "quantize", "run", "gc", "cache prune", "index rebuild", "approve", "reject", "promote"}
@@ -531,8 +532,9 @@ OWN_WORDS: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 
-# Exit codes that mean a command did its job ("stale found" is catalog stale's finding, not a failure).
-DONE = {"catalog stale": {0, 4}}
+# Exit codes that mean a command did its job ("stale found" is catalog stale's finding, and a dry
+# run's "would rebuild" is recompile's, not a failure).
+DONE = {"catalog stale": {0, 4}, "recompile": {0, 4}}
 
 CASES = [(c, k) for k, (applies, _) in CLASSES.items() for c in COMMANDS if c in applies]
 
