@@ -35,7 +35,7 @@ from neuronforge.pipeline.runner import TargetOutcome, run_target  # noqa: E402
 from neuronforge.spec.target import TargetSpec  # noqa: E402
 from neuronforge.stores import ArtifactStore, open_store  # noqa: E402
 from tests.checkpoints import make_tiny_llama  # noqa: E402
-from tests.fakes import FAKES  # noqa: E402, F401  (tests import FAKES from here)
+from tests.fakes import FAKES, neuron_host_path  # noqa: E402, F401  (tests import FAKES from here)
 
 
 def _free_port() -> int:
@@ -176,6 +176,7 @@ def use_fake_sdk(monkeypatch: pytest.MonkeyPatch, release: str, folders: tuple[P
 
     _toolchain_python(monkeypatch, release, fake_python(where / f"sdk-{release}" / "python", *folders))
     monkeypatch.setenv("FAKE_NEURON_DEVICES", "2")
+    monkeypatch.setenv("PATH", neuron_host_path())  # and its `neuron-ls`
 
 
 @pytest.fixture
@@ -188,6 +189,7 @@ def fake_neuron(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
     _toolchain_python(monkeypatch, "2.26.1", fake_python(tmp_path / "sdk-2.26.1" / "python", *SDK_2_26_1))
     monkeypatch.setenv("FAKE_NEURON_DEVICES", "2")
+    monkeypatch.setenv("PATH", neuron_host_path())  # and its `neuron-ls`
     log = tmp_path / "compiles.log"
     monkeypatch.setenv("FAKE_NEURON_COMPILE_LOG", str(log))
     return log
@@ -202,6 +204,7 @@ def fake_tnx(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
     _toolchain_python(monkeypatch, "2.21.1", fake_python(tmp_path / "sdk-2.21.1" / "python", *SDK_2_21_1))
     monkeypatch.setenv("FAKE_NEURON_DEVICES", "2")
+    monkeypatch.setenv("PATH", neuron_host_path())  # and its `neuron-ls`
     log = tmp_path / "compiles.log"
     monkeypatch.setenv("FAKE_NEURON_COMPILE_LOG", str(log))
     return log

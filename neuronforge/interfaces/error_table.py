@@ -22,6 +22,7 @@ import neuronforge.artifacts.leases
 # Every module that declares an error class, imported so that each class is a known subclass here
 # (tests/test_error_outcomes.py scans the sources for a class this list misses).
 import neuronforge.compilation.backends.child
+import neuronforge.compilation.host_probe
 import neuronforge.pipeline.planner
 import neuronforge.pipeline.stages.payload
 import neuronforge.pipeline.stages.smoke

@@ -46,6 +46,7 @@ from tests.deployment.services import (
     start_redis,
     wait_for,
 )
+from tests.fakes import neuron_host_path
 
 REPO = Path(__file__).resolve().parents[2]
 COMPILE_DAG = "neuronforge_compile_publish"
@@ -497,7 +498,8 @@ def deploy(root: Path, executor: str = "CeleryExecutor", extra_dags: dict[str, s
                 root / NEURON_WORKER / "home",
                 free_port(),
                 "neuron-2.26.1,neuron-2.21.1,neuron-2.32.0,neuron-2.33.0",
-                {**toolchains, "FAKE_NEURON_DEVICES": "2"},
+                # its fake `neuron-ls` (SDK 2.26.1's `-j`) on PATH: the smoke stage probes the host
+                {**toolchains, "FAKE_NEURON_DEVICES": "2", "PATH": neuron_host_path(env["PATH"])},
             ),
         ]
         if not celery:  # the scheduler runs the tasks

@@ -14,6 +14,15 @@ COMPILER = FAKES / "neuronx_cc"  # the `neuronxcc` package (version from the dis
 SDK_2_26_1 = (FAKES / "neuron_toolchain", COMPILER)  # neuronx-cc 2.21.33363.0+82129205, NxD Inference 0.6.10598
 SDK_2_21_1 = (FAKES / "neuron_sdk_2_21_1", COMPILER)  # neuronx-cc 2.16.372.0+<label>, transformers-neuronx 0.13.380
 OPTIMUM = FAKES / "optimum_neuron"  # the fake `optimum.neuron` entry point (SDK 2.26.1's image has optimum-neuron)
+# The fake `neuron-ls` of SDK 2.26.1's aws-neuronx-tools (`-j` format): a Neuron host's tools folder.
+NEURON_TOOLS = FAKES / "neuron_tools"
+
+
+def neuron_host_path(path: str | None = None) -> str:
+    """PATH of a fake Neuron host: the fake `neuron-ls` first (it describes FAKE_NEURON_DEVICES
+    devices, of FAKE_NEURON_INSTANCE_TYPE if set), then `path` (default: this process's PATH)."""
+    rest = os.environ.get("PATH", "") if path is None else path
+    return os.pathsep.join(p for p in (str(NEURON_TOOLS), rest) if p)
 
 
 def fake_python(path: Path, *folders: Path) -> Path:

@@ -6,6 +6,7 @@ the exact graphs) and need a device to load, as the Neuron runtime does; compili
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import uuid
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 
 from neuronforge.artifacts import leases
 from neuronforge.artifacts.localcache import file_entries, publish_tree
+from neuronforge.compilation.host_probe import HostMismatch, HostProbeFailed
 from neuronforge.pipeline.buildstate import BuildState, LeaseRef
 from neuronforge.pipeline.runner import STAGE_BY_NAME, execute
 from neuronforge.pipeline.stage import Context
@@ -21,6 +23,7 @@ from neuronforge.pipeline.stages.smoke import SmokeFailed
 from neuronforge.spec.target import TargetSpec
 from neuronforge.stores import open_store
 from tests.conftest import NEURON_TARGET
+from tests.fakes import neuron_host_path
 
 UNTIL_COMPILED = ("prepare", "fetch_checkpoint", "plan_target", "quantize_weights", "compile_graphs")
 
@@ -78,12 +81,39 @@ def test_compiled_without_a_device_loaded_only_from_the_payload(
     assert [r.host for r in state.hosts if r.stage == "compile_graphs"] == ["cpu"]
 
     # The payload cannot be loaded where there is no device: the smoke test belongs on a Neuron host.
-    with pytest.raises(SmokeFailed, match="no Neuron device found"):
+    # Its `neuron-ls` (the fake of SDK 2.26.1) says so before anything is downloaded or loaded ...
+    with pytest.raises(HostProbeFailed, match='error="failed to discover Neuron devices"'):
         _smoke(state, store, tmp_path / "cpu-host")
+    assert not (tmp_path / "cpu-host" / "objects").exists()
+    # ... and without a `neuron-ls` the load itself fails as the runtime does.
+    monkeypatch.setenv(
+        "PATH", os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if "neuron_tools" not in p)
+    )
+    with pytest.raises(SmokeFailed, match="no Neuron device found"):
+        _smoke(state, store, tmp_path / "cpu-host-2")
+    monkeypatch.setenv("PATH", neuron_host_path())
 
     monkeypatch.setenv("FAKE_NEURON_DEVICES", "2")  # a Neuron host that did not compile it
+    monkeypatch.setenv("FAKE_NEURON_INSTANCE_TYPE", "trn2.3xlarge")  # a host of another family: refused first
+    with pytest.raises(
+        HostMismatch, match=r"a trn2 host, and the target inf2\.xlarge tp 2 × LNC 1 was compiled for inf2"
+    ):
+        _smoke(state, store, tmp_path / "trn2-host")
+    assert not (tmp_path / "trn2-host" / "objects").exists()
+    monkeypatch.setenv("FAKE_NEURON_INSTANCE_TYPE", "inf2.xlarge")
     smoked = _smoke(state, store, tmp_path / "neuron-host")
     assert smoked.smoke["passed"] and [r.host for r in smoked.hosts if r.stage == "smoke"] == ["neuron"]
+    assert smoked.smoke["host"] == {  # what the smoke result records of the host (SDK 2.26.1's `neuron-ls -j`)
+        "probed": True,
+        "format": "json-output",
+        "devices": 2,
+        "cores": 4,
+        "instance_type": "inf2.xlarge",
+        "lnc": None,
+        "memory_per_device": 32 * 1024**3,
+        "family": "inf2",
+        "physical_cores": 4,
+    }
     objects = tmp_path / "neuron-host" / "objects"
     assert {p.name for p in objects.iterdir() if not p.name.startswith(".")} == {state.compiled.build.manifest_sha256}
 

@@ -37,6 +37,7 @@ from neuronforge.pipeline.buildstate import BuildState
 from neuronforge.pipeline.stage import Context, Stage
 from neuronforge.records.base import RecordError
 from neuronforge.records.smoke_reference import SmokeReference
+from neuronforge.spec.target import TargetSpec
 
 DEFAULT_PROMPTS = ("Hello, my name is", "The capital of France is")
 SMOKE_JSON = "smoke.json"
@@ -56,6 +57,7 @@ class SmokeResult:
     per_token_s: float | None = None
     seconds: float = 0.0
     unquantized_agreement: float | None = None  # share of generated tokens equal to the unquantized model's
+    host: dict[str, Any] | None = None  # the Neuron host as `neuron-ls` described it (`host_probe`); None: cpu
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -246,18 +248,38 @@ class SmokeFailed(NeuronforgeError):
     exit_code = ExitCode.REJECTED
 
 
+def probe_host(target: TargetSpec) -> dict[str, Any]:
+    """Before anything is downloaded or loaded on a Neuron host: what host this is (`neuron-ls`, either
+    JSON format) and whether it can run `target` — HostMismatch / HostProbeFailed in one line rather
+    than a runtime error mid-load. A host without `neuron-ls` is recorded as not probed: the load
+    itself then says whether it has devices."""
+    from neuronforge.compilation import host_probe
+
+    try:
+        tool = host_probe.find_tool()
+    except host_probe.HostProbeFailed as exc:
+        log.warning("smoke: host not probed: %s", exc)
+        return {"probed": False, "reason": str(exc)}
+    host = host_probe.probe(tool)
+    host_probe.check_host(host, target)
+    log.info("smoke: on %s", host.describe())
+    return {"probed": True, **host.to_json()}
+
+
 def run(state: BuildState, ctx: Context) -> BuildState:
     """Load the staged payload — downloaded here, on a host that did not compile it — as its
     consumer does (the profile reads how from the payload's launch files), in a fresh process, through
     a compile cache holding only the entries the launch files name (pulled from the store): a graph the
-    load has to compile fails the test."""
+    load has to compile fails the test. On a Neuron profile the host is probed first (`probe_host`)."""
     compiled = state.need("compiled")
+    host = probe_host(state.target) if state.profile.neuron else None
     payload = materialize(ctx.store, compiled.build, ctx.work_dir)
     profile = state.profile
     load = profile.smoke_load(payload)
     result = smoke_test(
         SmokeInput(payload, load, profile.backend.name, smoke_cache(state, ctx, load.cache_entries), profile.python())
     )
+    result.host = host
     log.info(
         "smoke: %s (load %.2fs, first token %.4fs, %.5fs/token)",
         result.reason,
