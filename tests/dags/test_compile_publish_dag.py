@@ -69,6 +69,8 @@ def test_dag_parses_with_routing_and_form(dag) -> None:
         "cpu_target",
         "neuron_2_21_1_target",
         "neuron_2_26_1_target",
+        "neuron_2_28_0_target",
+        "neuron_2_31_1_target",
         "neuron_2_32_0_target",
         "neuron_2_33_0_target",
     }
