@@ -195,6 +195,40 @@ def fake_neuron(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     return log
 
 
+def _fake_nxdi_release(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, release: str, folders: tuple[Path, ...]
+) -> Path:
+    """A fake SDK release of the NxD Inference line as that release's toolchain interpreter, on a host
+    with Neuron devices; returns the compile log."""
+    from tests.fakes import fake_python
+
+    _toolchain_python(monkeypatch, release, fake_python(tmp_path / f"sdk-{release}" / "python", *folders))
+    monkeypatch.setenv("FAKE_NEURON_DEVICES", "2")
+    log = tmp_path / "compiles.log"
+    monkeypatch.setenv("FAKE_NEURON_COMPILE_LOG", str(log))
+    return log
+
+
+@pytest.fixture
+def fake_neuron_2_28_0(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The FAKE Neuron SDK 2.28.0 (tests/fakes: nxdi_sdk_2_28_0's dist-infos, then neuron_toolchain and
+    neuronx_cc: neuronx-cc 2.23.6484.0+3b612583, NxD Inference 0.8.16251+f3ca5575) as the toolchain
+    interpreter of SDK 2.28.0 (NEURONFORGE_TOOLCHAIN_PYTHON_2_28_0), on a host with Neuron devices;
+    returns the compile log."""
+    from tests.fakes import SDK_2_28_0
+
+    return _fake_nxdi_release(monkeypatch, tmp_path, "2.28.0", SDK_2_28_0)
+
+
+@pytest.fixture
+def fake_neuron_2_31_1(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The FAKE Neuron SDK 2.31.1 (neuronx-cc 2.26.6360.0+6f180f47, NxD Inference 0.10.18399+ed62453e)
+    as the toolchain interpreter of SDK 2.31.1, on a host with Neuron devices; returns the compile log."""
+    from tests.fakes import SDK_2_31_1
+
+    return _fake_nxdi_release(monkeypatch, tmp_path, "2.31.1", SDK_2_31_1)
+
+
 @pytest.fixture
 def fake_tnx(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """The FAKE Neuron SDK 2.21.1 (tests/fakes: neuron_sdk_2_21_1 + neuronx_cc): transformers-neuronx

@@ -143,7 +143,7 @@ def test_fetch_store_ls_and_cache_key(capsys, tiny_llama: Path, tmp_path: Path) 
 
 
 def test_cache_key_for_a_neuron_backend_needs_versions_off_a_worker(capsys, tiny_llama: Path, tmp_path: Path) -> None:
-    target = ["--instance", "inf2.xlarge", "--tp", "1", "--seq-len", "256", "--profile", "vllm-neuron"]
+    target = ["--instance", "inf2.xlarge", "--tp", "1", "--seq-len", "256", "--profile", "vllm-neuron@2.26.1"]
     code, _, err = run(capsys, "cache-key", "--model", str(tiny_llama), *target)
     assert (
         code == 2 and "NEURONFORGE_TOOLCHAIN_PYTHON_2_26_1" in err and "--backend-version and --compiler-version" in err

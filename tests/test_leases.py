@@ -119,7 +119,7 @@ def test_keeping_refuses_a_lease_taken_over_before_or_during_the_work(tmp_path: 
 
 
 def _nxdi_target() -> TargetSpec:
-    return TargetSpec.parse({**NEURON_TARGET, "profile": "vllm-neuron"})
+    return TargetSpec.parse({**NEURON_TARGET, "profile": "vllm-neuron@2.26.1"})
 
 
 def test_concurrent_identical_requests_compile_once(

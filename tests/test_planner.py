@@ -24,7 +24,7 @@ def arch(name: str, **override) -> ModelArch:
 
 
 def target(**kw) -> TargetSpec:
-    base = {"instance_type": "inf2.xlarge", "tp_degree": 1, "sequence_length": 4096, "profile": "vllm-neuron"}
+    base = {"instance_type": "inf2.xlarge", "tp_degree": 1, "sequence_length": 4096, "profile": "vllm-neuron@2.26.1"}
     return TargetSpec.parse({**base, **kw})
 
 

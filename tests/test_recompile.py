@@ -31,7 +31,7 @@ def _catalog(tmp_path: Path, text: str) -> Path:
 def test_stale_fresh_unavailable_and_unresolved(compiled: Compiled, tmp_path: Path) -> None:
     cpu = json.dumps(TARGET)
     bigger = json.dumps({**TARGET, "batch_size": 2})
-    nxdi = json.dumps({**TARGET, "profile": "vllm-neuron"})
+    nxdi = json.dumps({**TARGET, "profile": "vllm-neuron@2.26.1"})
     path = _catalog(
         tmp_path,
         f"models:\n  - source: {compiled.checkpoint}\n    targets:\n      - {cpu}\n      - {bigger}\n      - {nxdi}\n"

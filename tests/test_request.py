@@ -18,7 +18,12 @@ from neuronforge.spec.toolchain import Toolchain, normalize_flags
 
 SHA = "a" * 40
 SRC = ModelSource.parse("org/model").pinned(SHA)
-BASE_TARGET = {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 2048, "profile": "vllm-neuron"}
+BASE_TARGET = {
+    "instance_type": "inf2.xlarge",
+    "tp_degree": 2,
+    "sequence_length": 2048,
+    "profile": "vllm-neuron@2.26.1",
+}
 CC = "2.21.33363.0+82129205"  # neuronx-cc of SDK 2.26.1 as it reports itself (local label included)
 TC = Toolchain("nxdi", "0.6.1", "neuronxcc", CC, {"torch": "2.8.0", "transformers": "4.57.6"}, ())
 
@@ -134,7 +139,7 @@ targets = st.fixed_dictionaries(
         "sequence_length": st.integers(128, 8192),
         "dtype": st.sampled_from(["bf16", "fp16", "fp32"]),
         "quantization": st.sampled_from(["none", "int8", "int8:per_channel", "f8e4m3", "f8e5m2:per_channel"]),
-        "profile": st.just("vllm-neuron"),
+        "profile": st.just("vllm-neuron@2.26.1"),
     }
 )
 
@@ -163,18 +168,19 @@ def test_the_profile_and_its_pins_are_in_the_key(monkeypatch) -> None:
     from neuronforge.profiles.vllm_neuron import VllmNeuronProfile
 
     base = key()
-    assert key({"profile": "vllm-neuron@2.26.1"}) == base
+    assert key({"profile": "vllm-neuron@2.26"}) == base  # a release series names its newest release
     material = cache_key_material(compile_request(SRC, TargetSpec.parse(BASE_TARGET)), TC)
     assert material["profile"]["name"] == "vllm-neuron" and material["profile"]["version"] == "2.26.1"
     assert material["profile"]["pins"]["compiler_version"] == "2.21.33363.0+82129205"
 
-    class Newer(VllmNeuronProfile):
-        pins = Pins("2.27.0", "2.22.0.0+abcdef12", {"neuronx-distributed-inference": "0.7.0"})
+    class Newer(VllmNeuronProfile):  # newer than every registered release, serving inf2 (2.26.1's families)
+        pins = Pins("2.40.0", "2.40.0.0+abcdef12", {"neuronx-distributed-inference": "0.40.0"})
 
     registered = registry.all_profiles()
     monkeypatch.setattr(registry, "all_profiles", lambda: (*registered, Newer()))
-    assert key() != base  # the bare name now means the newest version
-    assert key({"profile": "vllm-neuron@2.26.1"}) == base
+    bare = key({"profile": "vllm-neuron"})
+    assert bare != base and bare == key({"profile": "vllm-neuron@2.40.0"})  # the bare name follows the newest
+    assert key() == base  # a pinned target does not
 
 
 def test_the_target_is_read_back_from_the_key_material() -> None:

@@ -38,14 +38,14 @@ def test_worker_facts_are_recorded_but_not_keyed(
 ) -> None:
     _fake_dpkg(tmp_path / "bin", {"aws-neuronx-runtime-lib": "2.28.23.0"})
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
-    tc = detect_toolchain("vllm-neuron")
+    tc = detect_toolchain("vllm-neuron@2.26.1")
     assert tc.worker["runtime"] == {"aws-neuronx-runtime-lib": "2.28.23.0"}
     assert tc.worker["architectures"] == ["llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe"]
     assert Toolchain.from_json(tc.to_json()) == tc and tc.to_json()["worker"] == tc.worker
     request = compile_request(
         ModelSource.parse("org/m").pinned("a" * 40),
         TargetSpec.parse(
-            {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 64, "profile": "vllm-neuron"}
+            {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 64, "profile": "vllm-neuron@2.26.1"}
         ),
     )
     upgraded_runtime = Toolchain.from_json({**tc.to_json(), "worker": {"runtime": {"aws-neuronx-runtime-lib": "9"}}})
@@ -64,7 +64,7 @@ def test_what_a_profiles_queue_detected_is_recorded_once_and_used_while_pinned(t
     from neuronforge.stores import open_store
 
     store = open_store(f"file://{tmp_path / 'store'}")
-    profile = get_profile("vllm-neuron")
+    profile = get_profile("vllm-neuron@2.26.1")
     pins = profile.pins
     pinned = Toolchain("nxdi", "0.6.10598", "neuronxcc", pins.compiler_version, dict(pins.packages), worker={"a": 1})
     assert last_detected(store, profile) is None  # nothing recorded yet: the target is not known to hit

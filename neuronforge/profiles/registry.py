@@ -23,7 +23,13 @@ def all_profiles() -> tuple[ServingProfile, ...]:
     """Every registered profile version (imported on first use: profiles import the backends)."""
     from neuronforge.profiles import cpu, lmi_neuronx, optimum_neuron, vllm_native, vllm_neuron
 
-    return (cpu.PROFILE, optimum_neuron.PROFILE, vllm_neuron.PROFILE, *vllm_native.PROFILES, lmi_neuronx.PROFILE)
+    return (
+        cpu.PROFILE,
+        optimum_neuron.PROFILE,
+        *vllm_neuron.PROFILES,
+        *vllm_native.PROFILES,
+        lmi_neuronx.PROFILE,
+    )
 
 
 @cache

@@ -1,5 +1,7 @@
-"""Profile `vllm-neuron`: vLLM on NxD Inference — vllm-neuron 0.2.0 (vLLM 0.11.0) on Neuron SDK 2.26.1
-(neuronx-cc 2.21.33363.0+82129205, neuronx-distributed-inference 0.6.10598); inf2, trn1, trn1n, trn2.
+"""Profile `vllm-neuron`: vLLM on NxD Inference (the "classic" vLLM line), one version per SDK release
+(`Release`): 2.26.1 (vllm-neuron 0.2.0, vLLM 0.11.0, NxD Inference 0.6.10598; inf2, trn1, trn1n, trn2),
+2.28.0 (vllm-neuron 0.4.1, vLLM 0.13.0, NxD Inference 0.8.16251: the last release for inf2/trn1) and
+2.31.1 (vllm-neuron 0.5.3, vLLM 0.16.0, NxD Inference 0.10.18399: the last NxD Inference release; trn2).
 
 How the consumer loads what we publish (vllm-project/vllm-neuron tag 0.2.0, commit a9671254, the head
 of branch release-0.2.x; `vllm_neuron/worker/neuronx_distributed_model_loader.py`):
@@ -19,6 +21,12 @@ The published folder, `nxdi/`, is the NxD Inference compile output (`neuron_conf
 `model.pt`, `weights/tp{r}_sharded_checkpoint.safetensors`) plus `config.json` and the tokenizer,
 which vLLM reads from the `vllm serve` model folder; one folder is both `--model` and
 `NEURON_COMPILED_ARTIFACTS`. It is no optimum-neuron export and is never published as one.
+
+What the later plugins changed in that path (fork-observed: the upstream tags after 0.2.0 are not
+readable here; see `SDK_2_28_0`): the launch -> NeuronConfig function is the same except that
+vllm-neuron 0.4.x/0.5.x read `--additional-config '{"max_prompt_length": N}'` into
+max_context_length (`Release.reads_max_prompt_length`), so a prompt shorter than the sequence is
+servable there and not on 2.26.1.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import contextlib
 import json
 import shlex
 from collections.abc import Mapping
+from dataclasses import dataclass
 from math import ceil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,49 +68,225 @@ from neuronforge.spec.target import TORCH_DTYPE_NAMES
 if TYPE_CHECKING:
     from neuronforge.spec.target import TargetSpec
 
-SDK_RELEASE = "2.26.1"
+
+@dataclass(frozen=True)
+class Release:
+    """One SDK release of the NxD Inference vLLM line: the pins its image holds, what the serving
+    host runs, the model types its loader maps, and the loader behaviour that differs between
+    plugin versions — each with where it was read (`plugin_source`, `nxdi_source`, `source`)."""
+
+    sdk: str
+    compiler: str  # neuronx-cc as the wheel reports it (`neuronxcc.__version__`), local label included
+    nxdi: str  # neuronx-distributed-inference: the pin `toolchain_problems` compares
+    nxd: str  # neuronx-distributed (documented in the launch files; not compared)
+    torch_neuronx: str
+    transformers: str  # NxD Inference's setup.py install_requires
+    vllm_neuron: str  # the plugin the serving host runs (not in `pins.packages`: the compile worker runs no vLLM)
+    vllm: str
+    families: frozenset[str]
+    model_types: frozenset[str]  # the keys of NxD Inference's utils/constants.py MODEL_TYPES
+    served_types: frozenset[str]  # the model types this profile publishes for (a subset; why in the release's comment)
+    plugin_source: str  # where the plugin's loader and platform were read
+    nxdi_source: str  # where NxD Inference's load path and config were read
+    nxdi_types: str  # whose MODEL_TYPES `model_types` is
+    source: str  # where the pins were read
+    install: str  # how the serving host gets the plugin
+    image: str | None  # the vLLM DLC that holds exactly these pins and the plugin (None: no image ships it)
+    # vllm-neuron 0.4.x/0.5.x: platform.py reads `--additional-config '{"max_prompt_length": N}'` and the
+    # loader makes it NeuronConfig.max_context_length (`_validate_override_neuron_config`); 0.2.0 does not.
+    reads_max_prompt_length: bool = False
+    # vllm-neuron 0.2.0 README Known Issues 3: prefix caching with batch size 1 gives incorrect outputs.
+    prefix_caching_batch1_broken: bool = False
+    # Why the families an older release served are refused here (verbatim, with its source), and the
+    # release to use for them.
+    families_rule: str | None = None
+    families_release: str | None = None
+
+    @property
+    def loader(self) -> str:
+        return f"{self.plugin_source} vllm_neuron/worker/neuronx_distributed_model_loader.py"
+
+    @property
+    def rule_defaults(self) -> str:
+        return f"{self.loader} _get_default_neuron_config"
+
+    @property
+    def rule_override(self) -> str:
+        return f"{self.loader} _get_neuron_config_after_override"
+
+    @property
+    def rule_prompt(self) -> str:
+        return f"{self.loader} _validate_override_neuron_config; vllm_neuron/platform.py check_and_update_config"
+
+    @property
+    def rule_validate(self) -> str:
+        return f"{self.loader} _validate_neuron_config"
+
+    @property
+    def rule_load(self) -> str:
+        return f"{self.loader} _get_compiled_model_path / _load_compiled_model"
+
+    @property
+    def rule_arch(self) -> str:
+        return f"{self.loader} _get_neuron_model_cls ({self.nxdi_types} utils/constants.py MODEL_TYPES)"
+
+    @property
+    def rule_model_config(self) -> str:
+        return f"{self.loader} _get_model_configs"
+
+    @property
+    def rule_platform(self) -> str:
+        return f"{self.plugin_source} vllm_neuron/platform.py NeuronPlatform.check_and_update_config"
+
+    @property
+    def rule_known_issues(self) -> str:
+        return f"{self.plugin_source} README.md, Known Issues"
+
+    @property
+    def rule_nxdi_load(self) -> str:
+        return f"{self.nxdi_source} models/application_base.py NeuronApplicationBase.load / load_weights"
+
+    @property
+    def rule_nxdi_config(self) -> str:
+        return f"{self.nxdi_source} models/config.py InferenceConfig.load, NeuronConfig._get_lnc"
+
+    @property
+    def rule_tokenizer(self) -> str:
+        return f"vllm {self.vllm}: the tokenizer is loaded from the served model folder when --tokenizer is not given"
+
+    @property
+    def rule_prefix_default(self) -> str:
+        return f"vllm {self.vllm} engine/arg_utils.py: V1 enables prefix caching unless --no-enable-prefix-caching"
+
+
+# Model types vllm-neuron can serve: `_get_neuron_model_cls` turns `config.json`'s `architectures[0]`
+# (`<Model>For<Task>`) into `MODEL_TYPES[<model lowercased>]["causal-lm"]` ("qwen3moe" -> "qwen3_moe").
+# NxD Inference 0.6.10598's MODEL_TYPES has no "mistral": vLLM refuses MistralForCausalLM although
+# NxD Inference compiles it with its Llama model.
+NXDI_0_6_TYPES = frozenset({"llama", "llama4", "mllama", "mixtral", "dbrx", "qwen2", "qwen3", "qwen3_moe"})
+# aws-neuron/neuronx-distributed-inference cd3abf30 ("Neuron SDK Release 2.28.0 - Component Release",
+# _version.py 0.8.0 = wheel 0.8.16251) src/neuronx_distributed_inference/utils/constants.py MODEL_TYPES:
+# 0.6's plus gpt_oss, pixtral, qwen2_vl, qwen3_vl; still no "mistral".
+NXDI_0_8_TYPES = NXDI_0_6_TYPES | {"gpt_oss", "pixtral", "qwen2_vl", "qwen3_vl"}
+# Same file at ef2731ef ("sync code base to release-2.29-v2 branch", _version.py 0.9.0): 0.8's plus
+# gemma3 and mistral. The last NxD Inference source on GitHub: 0.10.x (SDK 2.30/2.31) was released as
+# wheels only, so this is what 2.31.1's 0.10.18399 is taken to map.
+NXDI_0_9_TYPES = NXDI_0_8_TYPES | {"gemma3", "mistral"}
+# ... where "mistral" is `NeuronMistralForCausalLM` (models/mistral/modeling_mistral.py @ef2731ef: its own
+# attention with the config's sliding_window), while the nxdi backend compiles Mistral checkpoints with
+# NeuronLlamaForCausalLM: vLLM would load our Llama-class build with another class. Not published for.
+MISTRAL_CLASS = (
+    "NxD Inference 0.9 (ef2731ef) maps mistral to NeuronMistralForCausalLM "
+    "(models/mistral/modeling_mistral.py), the nxdi backend compiles Mistral with NeuronLlamaForCausalLM"
+)
+
 # SDK 2.26.1's Python packages (its update script, released 2025-10-29): neuronx-cc==2.21.33363.0
 # (a wheel whose local label makes neuronxcc.__version__ "2.21.33363.0+82129205"),
 # neuronx-distributed-inference==0.6.10598, neuronx-distributed==0.15.22404,
-# torch-neuronx==2.8.0.2.10.16998, libneuronxla==2.2.12677.0.
-COMPILER_VERSION = "2.21.33363.0+82129205"
-# The Python of the SDK 2.26.1 deep-learning container, which has the SDK (docker/neuron-sdk/images.json).
+# torch-neuronx==2.8.0.2.10.16998, libneuronxla==2.2.12677.0. The serving host's plugin: vllm-neuron
+# 0.2.0 (README: "AWS Neuron SDK 2.26.1", Inf2/Trn1/Trn1n/Trn2; not on PyPI — installed from its git
+# tag) and the vLLM it pins (requirements/core.txt: vllm==0.11.0). No DLC ships it (SDK 2.26.1's vLLM
+# DLC holds the vLLM 0.9.1 fork).
+SDK_2_26_1 = Release(
+    sdk="2.26.1",
+    compiler="2.21.33363.0+82129205",
+    nxdi="0.6.10598",
+    nxd="0.15.22404",
+    torch_neuronx="2.8.0.2.10.16998",
+    transformers="4.51.*",
+    vllm_neuron="0.2.0",
+    vllm="0.11.0",
+    families=frozenset({"inf2", "trn1", "trn1n", "trn2"}),  # vllm-neuron 0.2.0 README
+    model_types=NXDI_0_6_TYPES,
+    served_types=NXDI_0_6_TYPES,
+    plugin_source="vllm-project/vllm-neuron 0.2.0 (a9671254)",
+    nxdi_source="aws-neuron/neuronx-distributed-inference v0.6.10598 (e07f0567)",
+    nxdi_types="NxD Inference 0.6.10598",
+    source="SDK 2.26.1 update script (2025-10-29); vllm-project/vllm-neuron 0.2.0 requirements/core.txt",
+    install="git+https://gh.072103.xyz/vllm-project/vllm-neuron.git@0.2.0",
+    image=None,
+    prefix_caching_batch1_broken=True,
+)
+# SDK 2.28.0 (2026-02-26), the last release of the line for inf2/trn1 (see SDK_2_31_1). The pins with
+# their local labels are the vLLM DLC's: aws-neuron/deep-learning-containers tag 2.28.0 (66765488),
+# vllm/inference/0.13.0/Dockerfile.neuronx ARGs NEURONX_CC_VERSION=2.23.6484.0+3b612583,
+# NEURONX_FRAMEWORK_VERSION=2.9.0.2.12.22436+0f1dac25, NEURONX_DISTRIBUTED_VERSION=0.17.26814+4b18de63,
+# NEURONX_DISTRIBUTED_INFERENCE_VERSION=0.8.16251+f3ca5575, GITHUB_REPO_BRANCH=release-0.4.1 (cloned
+# to /opt/vllm and pip-installed there); python 3.12 in /opt/conda. Plugin 0.4.1 pinned to vLLM 0.13.0
+# and PyTorch 2.9 (aws-neuron-sdk release-notes/components/nxd-inference.rst, "NxD Inference [0.8.16251]
+# + vLLM Neuron Plugin" 2.28.0 section; the 2.28 vLLM user guide's Versioning table). transformers:
+# NxD Inference cd3abf30 setup.py "transformers==4.57.*". Loader: the upstream release-0.4.1 branch is
+# not readable here; FORK-OBSERVED at Infinity-AI-Institute/vllm-neuron @139ffe57 (the vLLM 0.13.0
+# line): `_get_default_neuron_config` as in 0.2.0 (vLLM attribute names only), max_prompt_length
+# read into max_context_length, the Pixtral / multi-LoRA refusals of 0.2.0 gone, README Known Issues
+# without 0.2.0's "prefix caching with batch size 1" entry.
+SDK_2_28_0 = Release(
+    sdk="2.28.0",
+    compiler="2.23.6484.0+3b612583",
+    nxdi="0.8.16251+f3ca5575",
+    nxd="0.17.26814+4b18de63",
+    torch_neuronx="2.9.0.2.12.22436+0f1dac25",
+    transformers="4.57.*",
+    vllm_neuron="0.4.1",
+    vllm="0.13.0",
+    families=frozenset({"inf2", "trn1", "trn1n", "trn2"}),  # NxD Inference 0.8 serves Inf2/Trn1/Trn2 (2.28 docs)
+    model_types=NXDI_0_8_TYPES,
+    served_types=NXDI_0_8_TYPES,
+    plugin_source=(
+        "vllm-neuron 0.4.1 (branch release-0.4.1; fork-observed at Infinity-AI-Institute/vllm-neuron@139ffe57)"
+    ),
+    nxdi_source="aws-neuron/neuronx-distributed-inference 0.8 (cd3abf30)",
+    nxdi_types="NxD Inference 0.8 (cd3abf30)",
+    source="aws-neuron/deep-learning-containers 2.28.0 (66765488) vllm/inference/0.13.0/Dockerfile.neuronx",
+    install="the DLC's /opt/vllm (git clone -b release-0.4.1 vllm-project/vllm-neuron, pip install -e)",
+    image="public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:0.13.0-neuronx-py312-sdk2.28.0-ubuntu24.04",
+    reads_max_prompt_length=True,
+)
+# SDK 2.31.1 (2026-08-12), the last NxD Inference release ("NxD Inference 0.10.18399 and NxD Core
+# 0.19.28492 (in Neuron SDK 2.31.0) will continue to be supported ... No new releases are planned":
+# aws-neuron-sdk announce-nxdi-maintenance-support-2-31.rst). Pins: deep-learning-containers tag 2.31.1
+# (8d2d8380) vllm/inference/0.16.0/Dockerfile.neuronx: NEURONX_CC_VERSION=2.26.6360.0+6f180f47,
+# NEURONX_FRAMEWORK_VERSION=2.9.0.2.15.32035+de43f57c, NEURONX_DISTRIBUTED_VERSION=0.19.28492+435aae2b,
+# NEURONX_DISTRIBUTED_INFERENCE_VERSION=0.10.18399+ed62453e, GITHUB_REPO_BRANCH=release-0.5.3 (vLLM 0.16.0:
+# the DLC folder, and releasecontent "Neuron currently supports vLLM version 0.16.0"); transformers
+# "== 4.57.*" (releasecontent v2.31.1). Trn2 only: NxD Inference 2.29.0 release notes. MODEL_TYPES: the
+# last readable source (NxD Inference 0.9, ef2731ef), minus mistral (MISTRAL_CLASS). Loader:
+# FORK-OBSERVED at exa-labs/vllm-neuron @1df2cde3 (the vLLM 0.16.0 line): as 0.4.x.
+SDK_2_31_1 = Release(
+    sdk="2.31.1",
+    compiler="2.26.6360.0+6f180f47",
+    nxdi="0.10.18399+ed62453e",
+    nxd="0.19.28492+435aae2b",
+    torch_neuronx="2.9.0.2.15.32035+de43f57c",
+    transformers="4.57.*",
+    vllm_neuron="0.5.3",
+    vllm="0.16.0",
+    families=frozenset({"trn2"}),
+    model_types=NXDI_0_9_TYPES,
+    served_types=NXDI_0_9_TYPES - {"mistral"},
+    plugin_source="vllm-neuron 0.5.3 (branch release-0.5.3; fork-observed at exa-labs/vllm-neuron@1df2cde3)",
+    nxdi_source="aws-neuron/neuronx-distributed-inference 0.9 (ef2731ef; 0.10.18399's source is unpublished)",
+    nxdi_types="NxD Inference 0.9 (ef2731ef; 0.10's source is unpublished)",
+    source="aws-neuron/deep-learning-containers 2.31.1 (8d2d8380) vllm/inference/0.16.0/Dockerfile.neuronx",
+    install="the DLC's /opt/vllm (git clone -b release-0.5.3 vllm-project/vllm-neuron, pip install)",
+    image="public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:0.16.0-neuronx-py312-sdk2.31.1-ubuntu24.04",
+    reads_max_prompt_length=True,
+    families_rule=(
+        '"NxD Inference models are now only supported on Trn2 and newer hardware. Customers who require '
+        'NxD Inference kernel support on Trn1 or Inf2 instances should pin to release 2.28." (aws-neuron-sdk '
+        "release-notes/components/nxd-inference.rst, NxD Inference 0.9.17334, Neuron 2.29.0)"
+    ),
+    families_release="2.28.0",
+)
+RELEASES = (SDK_2_26_1, SDK_2_28_0, SDK_2_31_1)
+# The Python of the SDK images, which has the SDK (docker/neuron-sdk/images.json): Miniforge in /opt/conda.
 DLC_PYTHON = "/opt/conda/bin/python"
-NXDI_VERSION = "0.6.10598"
-# The serving host's plugin: vllm-neuron 0.2.0 (README: "AWS Neuron SDK 2.26.1", Inf2/Trn1/Trn1n/Trn2;
-# not on PyPI — installed from its git tag) and the vLLM it pins (requirements/core.txt: vllm==0.11.0).
-# Not in `pins.packages`: the compile worker does not run vLLM, only the host that serves does.
-VLLM_NEURON_VERSION = "0.2.0"
-VLLM_VERSION = "0.11.0"
-VLLM_NEURON_INSTALL = f"git+https://gh.072103.xyz/vllm-project/vllm-neuron.git@{VLLM_NEURON_VERSION}"
-
-_SRC = "vllm-project/vllm-neuron 0.2.0 (a9671254)"
-_LOADER = f"{_SRC} vllm_neuron/worker/neuronx_distributed_model_loader.py"
-RULE_DEFAULTS = f"{_LOADER} _get_default_neuron_config"
-RULE_OVERRIDE = f"{_LOADER} _get_neuron_config_after_override"
-RULE_VALIDATE = f"{_LOADER} _validate_neuron_config"
-RULE_LOAD = f"{_LOADER} _get_compiled_model_path / _load_compiled_model"
-RULE_ARCH = f"{_LOADER} _get_neuron_model_cls (NxD Inference 0.6.10598 utils/constants.py MODEL_TYPES)"
-RULE_MODEL_CONFIG = f"{_LOADER} _get_model_configs"
-RULE_PLATFORM = f"{_SRC} vllm_neuron/platform.py NeuronPlatform.check_and_update_config"
-RULE_KNOWN_ISSUES = f"{_SRC} README.md, Known Issues"
-_NXDI = "aws-neuron/neuronx-distributed-inference v0.6.10598 (e07f0567)"
-RULE_NXDI_LOAD = f"{_NXDI} models/application_base.py NeuronApplicationBase.load / load_weights"
-RULE_NXDI_CONFIG = f"{_NXDI} models/config.py InferenceConfig.load, NeuronConfig._get_lnc"
-RULE_TOKENIZER = "vllm 0.11.0: the tokenizer is loaded from the served model folder when --tokenizer is not given"
-RULE_PREFIX_DEFAULT = "vllm 0.11.0 engine/arg_utils.py: V1 enables prefix caching unless --no-enable-prefix-caching"
 
 NEURON_CONFIG = "neuron_config.json"  # models/config.py CONFIG_FILE
 MODEL_FILE = "model.pt"  # models/application_base.py COMPILED_MODEL_FILE_NAME
 SHARD = "weights/tp{rank}_sharded_checkpoint.safetensors"  # NeuronApplicationBase.load_weights
 ENV_FILE = "vllm.env"
 SERVE_FILE = "serve.sh"
-
-# Model types vllm-neuron 0.2.0 can serve: `_get_neuron_model_cls` turns `config.json`'s
-# `architectures[0]` (`<Model>For<Task>`) into `MODEL_TYPES[<model lowercased>]["causal-lm"]`
-# ("qwen3moe" -> "qwen3_moe"). NxD Inference 0.6.10598's MODEL_TYPES has no "mistral": vLLM refuses
-# MistralForCausalLM although NxD Inference compiles it with its Llama model.
-MODEL_TYPES = frozenset({"llama", "llama4", "mllama", "mixtral", "dbrx", "qwen2", "qwen3", "qwen3_moe"})
 
 # backend_options this profile accepts: NeuronConfig fields vLLM can ask for through
 # override_neuron_config (passed through unchanged), and the KV-cache layout vLLM selects with flags.
@@ -148,6 +333,8 @@ _ORIGIN = {
     "is_block_kv_layout": "--enable-prefix-caching",
     "is_prefix_caching": "--enable-prefix-caching",
 }
+# ... and where a plugin that reads max_prompt_length takes max_context_length from.
+_PROMPT_ORIGIN = "--additional-config max_prompt_length (else --max-model-len)"
 
 
 # -- the launch command <-> NeuronConfig ---------------------------------------------------------------
@@ -178,18 +365,21 @@ def serve_flags(target: TargetSpec) -> dict[str, Any]:
     return flags
 
 
-def vllm_neuron_config(flags: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """The NeuronConfig keyword arguments vllm-neuron 0.2.0 builds from `vllm serve` flags (as
-    `launch_flags` returns them), and why vLLM would refuse to start or fall back on defaults.
+def vllm_neuron_config(flags: Mapping[str, Any], release: Release = SDK_2_26_1) -> tuple[dict[str, Any], list[str]]:
+    """The NeuronConfig keyword arguments the release's vllm-neuron builds from `vllm serve` flags
+    (as `launch_flags` returns them), and why vLLM would refuse to start or fall back on defaults.
 
-    The custom Neuron scheduler (the default) disables chunked prefill (RULE_PLATFORM), so
+    The custom Neuron scheduler (the default) disables chunked prefill (`rule_platform`), so
     `batch_size = --max-num-seqs` and `max_context_length = seq_len = --max-model-len`; without prefix
-    caching the platform sets the block size to --max-model-len."""
+    caching the platform sets the block size to --max-model-len. From vllm-neuron 0.4
+    (`reads_max_prompt_length`) `--additional-config '{"max_prompt_length": N}'` makes
+    max_context_length N, and an override_neuron_config max_context_length other than N is vLLM's
+    ValueError ("Conflicting max_prompt_length settings"; `rule_prompt`)."""
     problems = []
     for flag in ("tensor_parallel_size", "max_num_seqs", "max_model_len", "dtype"):
         if flags.get(flag) is None:
             problems.append(
-                f"--{flag.replace('_', '-')} is not given: vLLM would use its own default ({RULE_DEFAULTS})"
+                f"--{flag.replace('_', '-')} is not given: vLLM would use its own default ({release.rule_defaults})"
             )
     tp = flags.get("tensor_parallel_size") or 1
     seqs = flags.get("max_num_seqs") or 0
@@ -199,11 +389,11 @@ def vllm_neuron_config(flags: Mapping[str, Any]) -> tuple[dict[str, Any], list[s
         problems.append(f"--dtype {dtype}: vllm-neuron maps only {sorted(SERVE_DTYPES)} to a Neuron dtype")
     prefix = flags.get("enable_prefix_caching")
     if prefix is None:
-        prefix = True  # RULE_PREFIX_DEFAULT
+        prefix = True  # release.rule_prefix_default
     block = flags.get("block_size")
     override = flags.get("num_gpu_blocks_override")
     if prefix and block is None:
-        problems.append(f"prefix caching is on but --block-size is not given ({RULE_PLATFORM})")
+        problems.append(f"prefix caching is on but --block-size is not given ({release.rule_platform})")
     if not prefix:
         block = max_len  # "Neuron requires block_size = max_model_len when blockwise KV cache is disabled"
     block = block or 1
@@ -232,9 +422,20 @@ def vllm_neuron_config(flags: Mapping[str, Any]) -> tuple[dict[str, Any], list[s
     if "pa_num_blocks" in overrides:
         problems.append(
             "override_neuron_config sets pa_num_blocks: vllm-neuron then requires it to equal "
-            f"--num-gpu-blocks-override and increments it; give the flag instead ({_LOADER} _handle_pa_num_blocks)"
+            f"--num-gpu-blocks-override and increments it; give the flag instead ({release.loader} "
+            "_handle_pa_num_blocks)"
         )
-    kw.update(overrides)  # RULE_OVERRIDE: the override wins
+    prompt = additional.get("max_prompt_length") if release.reads_max_prompt_length else None
+    if prompt is not None:
+        given = overrides.pop("max_context_length", None)
+        if given is not None and given != prompt:
+            problems.append(
+                f"override_neuron_config max_context_length={given!r} with --additional-config "
+                f"max_prompt_length={prompt!r}: vLLM refuses to start (ValueError: Conflicting max_prompt_length "
+                f"settings; {release.rule_prompt})"
+            )
+        overrides["max_context_length"] = prompt
+    kw.update(overrides)  # release.rule_override: the override wins
     if "quantized" in overrides:  # ... and a quantized override brings the quantization defaults along
         for field, default in QUANTIZATION_DEFAULTS.items():
             kw.setdefault(field, default)
@@ -244,7 +445,7 @@ def vllm_neuron_config(flags: Mapping[str, Any]) -> tuple[dict[str, Any], list[s
         if effective < need:
             problems.append(
                 f"{effective} KV blocks, but --max-model-len {max_len} with --block-size {block} and "
-                f"--max-num-seqs {seqs} needs at least {need} ({RULE_VALIDATE})"
+                f"--max-num-seqs {seqs} needs at least {need} ({release.rule_validate})"
             )
     return kw, problems
 
@@ -257,16 +458,19 @@ def _normal(key: str, value: Any) -> Any:
     return value
 
 
-def launch_mismatches(neuron_config: Mapping[str, Any], flags: Mapping[str, Any]) -> list[str]:
+def launch_mismatches(
+    neuron_config: Mapping[str, Any], flags: Mapping[str, Any], release: Release = SDK_2_26_1
+) -> list[str]:
     """Each NeuronConfig field where the compiled `neuron_config` (the `"neuron_config"` object of
-    `neuron_config.json`) differs from what vLLM builds from `flags`, naming the flag; plus the
-    flags vLLM itself would refuse. Empty: the launch matches the build."""
-    expected, problems = vllm_neuron_config(flags)
+    `neuron_config.json`) differs from what the release's vLLM builds from `flags`, naming the flag;
+    plus the flags vLLM itself would refuse. Empty: the launch matches the build."""
+    expected, problems = vllm_neuron_config(flags, release)
     out = [f"vllm serve: {p}" for p in problems]
+    origins = {**_ORIGIN, "max_context_length": _PROMPT_ORIGIN} if release.reads_max_prompt_length else _ORIGIN
     for key, want in expected.items():
         if key in HOST_LOCAL_FIELDS:
             continue
-        origin = _ORIGIN.get(key, "--additional-config override_neuron_config")
+        origin = origins.get(key, "--additional-config override_neuron_config")
         got = neuron_config.get(key, "<absent>")
         if key == "on_device_sampling_config":
             # vLLM gives only dynamic/deterministic; the other fields keep NxD Inference's defaults.
@@ -276,7 +480,7 @@ def launch_mismatches(neuron_config: Mapping[str, Any], flags: Mapping[str, Any]
         if wrong:
             out.append(
                 f"compiled {key}={got!r}, but vLLM builds {key}={want!r} from {origin}: the scheduler would "
-                f"run a config the loaded model was not compiled for ({RULE_DEFAULTS}; {RULE_LOAD})"
+                f"run a config the loaded model was not compiled for ({release.rule_defaults}; {release.rule_load})"
             )
     return out
 
@@ -332,18 +536,13 @@ def _parse_serve_args(words: list[str], env: Mapping[str, str]) -> dict[str, Any
 
 # -- the profile ---------------------------------------------------------------------------------------
 class VllmNeuronProfile(ServingProfile):
+    """One release of the line (`Release`). The release-derived attributes are properties, so a
+    subclass may still pin them as class attributes (tests register made-up releases that way)."""
+
     name = "vllm-neuron"
-    title = "vLLM on NxD Inference (vllm-neuron 0.2.0, vLLM 0.11.0): NEURON_COMPILED_ARTIFACTS + vllm serve"
-    pins = Pins(
-        sdk_release=SDK_RELEASE,
-        compiler_version=COMPILER_VERSION,
-        packages={"neuronx-distributed-inference": NXDI_VERSION},
-    )
     backend = BACKEND
     toolchain_python = DLC_PYTHON
-    instance_families = frozenset({"inf2", "trn1", "trn1n", "trn2"})  # vllm-neuron 0.2.0 README
     lifecycle = VLLM_NEURON
-    consumer_architectures = MODEL_TYPES
     folder = "nxdi"
     publishes = (
         "nxdi/: the NxD Inference compile output (neuron_config.json, model.pt, "
@@ -351,16 +550,45 @@ class VllmNeuronProfile(ServingProfile):
         "(NEURON_COMPILED_ARTIFACTS) and serve.sh (download, then the vllm serve command it was compiled for)"
     )
 
+    def __init__(self, release: Release = SDK_2_26_1) -> None:
+        self.release = release
+
+    @property  # type: ignore[override]
+    def title(self) -> str:
+        r = self.release
+        return (
+            f"vLLM on NxD Inference (vllm-neuron {r.vllm_neuron}, vLLM {r.vllm}): "
+            "NEURON_COMPILED_ARTIFACTS + vllm serve"
+        )
+
+    @property  # type: ignore[override]
+    def pins(self) -> Pins:
+        # The compiler and NxD Inference are what the loader checks the build against; the plugin and
+        # vLLM run on the serving host only.
+        r = self.release
+        return Pins(sdk_release=r.sdk, compiler_version=r.compiler, packages={"neuronx-distributed-inference": r.nxdi})
+
+    @property  # type: ignore[override]
+    def instance_families(self) -> frozenset[str]:
+        return self.release.families
+
+    @property  # type: ignore[override]
+    def consumer_architectures(self) -> frozenset[str]:
+        return self.release.served_types
+
     # -- planning ------------------------------------------------------------------------------
     def problems(self, target: TargetSpec, model_type: str | None = None) -> list[str]:
         """The base checks, what vLLM cannot ask NxD Inference for, and NxD Inference 0.6's
-        quantization limits."""
+        quantization limits. A family an older release of the line still serves is refused naming it."""
+        r = self.release
         out = super().problems(target, model_type)
+        if out and r.families_rule and target.instance.family not in self.instance_families:
+            out[0] += f": {r.families_rule}; use profile {self.name}@{r.families_release}"
         t = target.normalized()
-        if t.max_context_length != t.sequence_length:
+        if t.max_context_length != t.sequence_length and not r.reads_max_prompt_length:
             out.append(
                 f"max_context_length={t.max_context_length} with sequence_length={t.sequence_length}: vLLM sets "
-                f"max_context_length = seq_len = --max-model-len ({RULE_DEFAULTS}); leave max_context_length "
+                f"max_context_length = seq_len = --max-model-len ({r.rule_defaults}); leave max_context_length "
                 "unset (or equal to sequence_length), or use profile optimum-neuron"
             )
         options = t.backend_options
@@ -369,7 +597,7 @@ class VllmNeuronProfile(ServingProfile):
             out.append(
                 f"backend_options {unknown} are not accepted by profile {self.name}; accepted: "
                 f"{sorted(ACCEPTED_OPTIONS)} (vLLM samples on device, dynamically per request: "
-                f"on_device_sampling cannot be turned off; {RULE_DEFAULTS})"
+                f"on_device_sampling cannot be turned off; {r.rule_defaults})"
             )
         prefix = options.get("prefix_caching", False)
         if not isinstance(prefix, bool):
@@ -379,7 +607,7 @@ class VllmNeuronProfile(ServingProfile):
         elif "block_size" in options or "num_blocks" in options:
             out.append(
                 "backend_options block_size / num_blocks need prefix_caching: true; without prefix caching "
-                f"vllm-neuron uses one block of --max-model-len per sequence ({RULE_PLATFORM})"
+                f"vllm-neuron uses one block of --max-model-len per sequence ({r.rule_platform})"
             )
         out += quantization_problems(target, model_type)
         if per_tensor_quantized(t) and options.get("fused_qkv"):
@@ -392,11 +620,14 @@ class VllmNeuronProfile(ServingProfile):
 
     def _prefix_caching_problems(self, t: TargetSpec) -> list[str]:
         options = t.backend_options
+        r = self.release
         out = []
-        if t.batch_size == 1:
+        # Known Issues 3 of 0.2.0; the READMEs of the 0.3.0 and 0.5.0 forks (Infinity-AI-Institute
+        # @139ffe57, whn09 @3afb0a92) no longer list it: refused where the release's README says so.
+        if t.batch_size == 1 and r.prefix_caching_batch1_broken:
             out.append(
-                f"prefix_caching with batch_size 1: vllm-neuron 0.2.0 generates incorrect outputs "
-                f"({RULE_KNOWN_ISSUES} 3); use batch_size > 1 or no prefix caching"
+                f"prefix_caching with batch_size 1: vllm-neuron {r.vllm_neuron} generates incorrect outputs "
+                f"({r.rule_known_issues} 3); use batch_size > 1 or no prefix caching"
             )
         block = options.get("block_size", DEFAULT_BLOCK_SIZE)
         if not isinstance(block, int) or isinstance(block, bool) or block < 1:
@@ -412,7 +643,7 @@ class VllmNeuronProfile(ServingProfile):
         if not isinstance(blocks, int) or isinstance(blocks, bool) or blocks < need:
             out.append(
                 f"backend_options num_blocks={blocks!r}: vLLM needs at least ceil({t.sequence_length}/{block}) × "
-                f"{t.batch_size} = {need} ({RULE_VALIDATE})"
+                f"{t.batch_size} = {need} ({r.rule_validate})"
             )
         return out
 
@@ -428,7 +659,7 @@ class VllmNeuronProfile(ServingProfile):
         (`vllm_neuron_config` of `launch_command_flags`), i.e. its defaults for the flags merged with
         our `override_neuron_config` (tp/batch/length/dtype from the target, pre-sharded weights,
         logical NC config, fused QKV, buckets, quantization, passthrough options)."""
-        return {"neuron_config": vllm_neuron_config(self.launch_command_flags(target, quantized_dir))[0]}
+        return {"neuron_config": vllm_neuron_config(self.launch_command_flags(target, quantized_dir), self.release)[0]}
 
     def launch_command_flags(self, target: TargetSpec, quantized_dir: Path | None = None) -> dict[str, Any]:
         """`serve_flags` plus `--additional-config` with the override_neuron_config: the NeuronConfig
@@ -438,17 +669,24 @@ class VllmNeuronProfile(ServingProfile):
         lives on the compile worker, and the serving host has none. NeuronConfig only requires the
         field to be set (models/config.py: "quantized_checkpoints_path is required"); vLLM reads it
         only to recompile, which needs the original weights anyway. `QUANTIZED_ON_HOST` stands in,
-        and `launch_mismatches` does not compare this host-local path."""
+        and `launch_mismatches` does not compare this host-local path.
+
+        A plugin that reads max_prompt_length gets the target's max_context_length there (and builds
+        the NeuronConfig from it) when it is shorter than the sequence."""
         flags = serve_flags(target)
+        t = target.normalized()
+        if self.release.reads_max_prompt_length and t.max_context_length != t.sequence_length:
+            flags["additional_config"] = {"max_prompt_length": t.max_context_length}
         if quantized_dir is None and target.quantization.enabled:
             quantized_dir = Path(QUANTIZED_ON_HOST)
         ours = neuron_config_kwargs(target, quantized_dir, handled=PROFILE_OPTIONS)
         # vLLM's own choices for these replace the generic nxdi ones: dynamic sampling, bucketing on.
         ours.pop("on_device_sampling_config", None)
         ours.pop("enable_bucketing", None)
-        defaults, _ = vllm_neuron_config(flags)
+        defaults, _ = vllm_neuron_config(flags, self.release)
         overrides = {k: v for k, v in ours.items() if k not in defaults or defaults[k] != v}
-        flags["additional_config"] = {"override_neuron_config": dict(sorted(overrides.items()))}
+        additional = flags.get("additional_config", {})
+        flags["additional_config"] = {**additional, "override_neuron_config": dict(sorted(overrides.items()))}
         return flags
 
     # -- publishing ----------------------------------------------------------------------------
@@ -466,7 +704,10 @@ class VllmNeuronProfile(ServingProfile):
         """`vllm.env` (where the folder is and where it goes, NEURON_COMPILED_ARTIFACTS, the versions
         the host needs) and `serve.sh` (download, then the `vllm serve` command the build was
         compiled for). The folder is always copied to MODEL_DIR, also from a `file://` store: vLLM
-        compiles INTO NEURON_COMPILED_ARTIFACTS when loading fails, which must never be the store."""
+        compiles INTO NEURON_COMPILED_ARTIFACTS when loading fails, which must never be the store.
+        Where the release's vLLM DLC holds the plugin (2.28.0 on), the env file names that image;
+        vllm-neuron 0.2.0 ships in none, so its host installs it from the git tag."""
+        r = self.release
         t = ctx.target.normalized()
         model_dir = ctx.host_dir(self.folder)
         env = {
@@ -476,32 +717,48 @@ class VllmNeuronProfile(ServingProfile):
             # NxD Inference reads the LNC from this variable before the compiled value (config.py _get_lnc).
             "NEURON_LOGICAL_NC_CONFIG": str(t.lnc),
             "PORT": "8000",
-            "VLLM_NEURON_VERSION": VLLM_NEURON_VERSION,
-            "VLLM_VERSION": VLLM_VERSION,
-            "NEURON_SDK_RELEASE": SDK_RELEASE,
-            "NEURONXCC_VERSION": COMPILER_VERSION,
-            "NXDI_VERSION": NXDI_VERSION,
+            "VLLM_NEURON_VERSION": r.vllm_neuron,
+            "VLLM_VERSION": r.vllm,
+            "NEURON_SDK_RELEASE": r.sdk,
+            "NEURONXCC_VERSION": r.compiler,
+            "NXDI_VERSION": r.nxdi,
         }
         families = ", ".join(sorted(self.instance_families))
-        env_text = (
+        head = (
             f"# {ctx.model_type or 'model'} compiled by neuronforge for {t.slug} ({self.ref}).\n"
             f"# Serve on {t.instance_type} (or another {t.instance.family} instance; profile families: {families})\n"
-            f"# with >= {t.tp_degree} NeuronCores at logical NC config {t.lnc}, Neuron SDK {SDK_RELEASE}\n"
-            f"# (neuronx-cc {COMPILER_VERSION}, neuronx-distributed-inference {NXDI_VERSION}), and\n"
-            f'#   pip install --extra-index-url=https://pip.repos.neuron.amazonaws.com "{VLLM_NEURON_INSTALL}"\n'
-            f"# (vllm-neuron {VLLM_NEURON_VERSION}, which installs vllm=={VLLM_VERSION}). vLLM loads the compiled\n"
-            "# model from NEURON_COMPILED_ARTIFACTS and ignores override_neuron_config once it loads;\n"
-            "# serve.sh's flags are the ones it was compiled for. VLLM_NEURON_FRAMEWORK is not read by\n"
-            "# vllm-neuron 0.2.0 (NxD Inference is its only framework). Plain KEY=VALUE lines:\n"
-            "# `docker run --env-file` and `set -a; . file` read them.\n"
-        ) + "".join(f"{k}={v}\n" for k, v in env.items())
+        )
+        if r.image is None:
+            body = (
+                f"# with >= {t.tp_degree} NeuronCores at logical NC config {t.lnc}, Neuron SDK {r.sdk}\n"
+                f"# (neuronx-cc {r.compiler}, neuronx-distributed-inference {r.nxdi}), and\n"
+                f'#   pip install --extra-index-url=https://pip.repos.neuron.amazonaws.com "{r.install}"\n'
+                f"# (vllm-neuron {r.vllm_neuron}, which installs vllm=={r.vllm}). vLLM loads the compiled\n"
+                "# model from NEURON_COMPILED_ARTIFACTS and ignores override_neuron_config once it loads;\n"
+                "# serve.sh's flags are the ones it was compiled for. VLLM_NEURON_FRAMEWORK is not read by\n"
+                f"# vllm-neuron {r.vllm_neuron} (NxD Inference is its only framework). Plain KEY=VALUE lines:\n"
+                "# `docker run --env-file` and `set -a; . file` read them.\n"
+            )
+        else:
+            body = (
+                f"# with >= {t.tp_degree} NeuronCores at logical NC config {t.lnc}, in the Neuron SDK {r.sdk}\n"
+                f"# vLLM image {r.image}\n"
+                f"# (vllm-neuron {r.vllm_neuron} from {r.install}; vllm {r.vllm}, neuronx-cc {r.compiler},\n"
+                f"# neuronx-distributed-inference {r.nxdi}, neuronx-distributed {r.nxd},\n"
+                f"# torch-neuronx {r.torch_neuronx}, transformers {r.transformers}),\n"
+                "# e.g. docker run --device=/dev/neuron0 --env-file vllm.env -v $PWD:/launch --entrypoint bash IMAGE\n"
+                "# /launch/serve.sh. vLLM loads the compiled model from NEURON_COMPILED_ARTIFACTS and ignores\n"
+                "# override_neuron_config once it loads; serve.sh's flags are the ones it was compiled for.\n"
+                "# Plain KEY=VALUE lines: `docker run --env-file` and `set -a; . file` read them.\n"
+            )
+        env_text = head + body + "".join(f"{k}={v}\n" for k, v in env.items())
         return {ENV_FILE: env_text, SERVE_FILE: self._serve_sh(ctx)}
 
     def _serve_sh(self, ctx: LaunchContext) -> str:
         flags = self.launch_command_flags(ctx.target)
         return (
             "#!/usr/bin/env bash\n"
-            f"# Serve the NxD Inference build with vLLM {VLLM_VERSION} + vllm-neuron {VLLM_NEURON_VERSION} "
+            f"# Serve the NxD Inference build with vLLM {self.release.vllm} + vllm-neuron {self.release.vllm_neuron} "
             "(OpenAI API on $PORT).\n"
             "# Usage: bash serve.sh [more vLLM options, e.g. --served-model-name NAME]. Do not repeat the\n"
             "# flags below with other values: vLLM would schedule for a model other than the compiled one.\n"
@@ -527,7 +784,7 @@ class VllmNeuronProfile(ServingProfile):
         if not isinstance(raw, dict) or not isinstance(raw.get("neuron_config"), dict):
             return [
                 f"{self.folder}/{NEURON_CONFIG}: missing, not JSON or without a neuron_config object "
-                f"(NeuronXCls(path) reads it first; {RULE_NXDI_CONFIG}; {RULE_LOAD})"
+                f"(NeuronXCls(path) reads it first; {self.release.rule_nxdi_config}; {self.release.rule_load})"
             ]
         nc = raw["neuron_config"]
         problems = self._compiled_files(folder, nc)
@@ -552,12 +809,12 @@ class VllmNeuronProfile(ServingProfile):
     def _compiled_files(self, folder: Path, nc: dict[str, Any]) -> list[str]:
         out = []
         if not (folder / MODEL_FILE).is_file():
-            out.append(f"{self.folder}/{MODEL_FILE}: missing (torch.jit.load; {RULE_NXDI_LOAD})")
+            out.append(f"{self.folder}/{MODEL_FILE}: missing (torch.jit.load; {self.release.rule_nxdi_load})")
         if not nc.get("save_sharded_checkpoint"):
             return [
                 *out,
                 f"{self.folder}/{NEURON_CONFIG}: save_sharded_checkpoint is not true, so load() shards the "
-                f"original checkpoint, which the artifact does not carry ({RULE_NXDI_LOAD})",
+                f"original checkpoint, which the artifact does not carry ({self.release.rule_nxdi_load})",
             ]
         first = int(nc.get("start_rank_id") or 0)
         size = int(nc.get("local_ranks_size") or nc.get("world_size") or nc.get("tp_degree") or 1)
@@ -567,31 +824,38 @@ class VllmNeuronProfile(ServingProfile):
         if missing:
             out.append(
                 f"{self.folder}/{missing[0]}: missing ({len(missing)} of {size} pre-sharded rank files; "
-                f"load_weights reads one per rank; {RULE_NXDI_LOAD})"
+                f"load_weights reads one per rank; {self.release.rule_nxdi_load})"
             )
         return out
 
     def _served_folder(self, folder: Path) -> list[str]:
         """vLLM reads config.json (the architecture, KV heads, head size) and the tokenizer from the
         `vllm serve` folder, which is this one."""
-        out = tokenizer_problems(folder, self.folder, RULE_TOKENIZER)
+        out = tokenizer_problems(folder, self.folder, self.release.rule_tokenizer)
         config = read_json(folder / "config.json")
         if config is None:
-            return [*out, f"{self.folder}/config.json: missing or not JSON (vLLM's ModelConfig; {RULE_MODEL_CONFIG})"]
+            rule = self.release.rule_model_config
+            return [*out, f"{self.folder}/config.json: missing or not JSON (vLLM's ModelConfig; {rule})"]
         archs = config.get("architectures") or []
         if not archs:
-            return [*out, f"{self.folder}/config.json: no architectures ({RULE_MODEL_CONFIG})"]
+            return [*out, f"{self.folder}/config.json: no architectures ({self.release.rule_model_config})"]
         model_type = _model_type_of(archs[0])
-        if model_type not in MODEL_TYPES:
+        r = self.release
+        if model_type not in r.model_types:
             out.append(
                 f"{self.folder}/config.json: architectures[0]={archs[0]!r} is not served by vllm-neuron "
-                f"{VLLM_NEURON_VERSION} (supported: {sorted(MODEL_TYPES)}; {RULE_ARCH})"
+                f"{r.vllm_neuron} (supported: {sorted(r.model_types)}; {r.rule_arch})"
+            )
+        elif model_type not in r.served_types:
+            out.append(
+                f"{self.folder}/config.json: architectures[0]={archs[0]!r}: {MISTRAL_CLASS}, so vLLM would load "
+                f"this build with another model class ({r.rule_arch})"
             )
         heads = config.get("num_attention_heads") and config.get("hidden_size")
         if not config.get("num_key_value_heads") or not (config.get("head_dim") or heads):
             out.append(
                 f"{self.folder}/config.json: needs num_key_value_heads and head_dim (or num_attention_heads and "
-                f"hidden_size) ({RULE_MODEL_CONFIG})"
+                f"hidden_size) ({self.release.rule_model_config})"
             )
         return out
 
@@ -604,6 +868,8 @@ class VllmNeuronProfile(ServingProfile):
             ("seq_len", t.sequence_length),
             ("torch_dtype", TORCH_DTYPE_NAMES[t.dtype]),
             ("logical_nc_config", t.lnc),
+            # where the plugin reads max_prompt_length, the prompt may be shorter than the sequence
+            *((("max_context_length", t.max_context_length),) if self.release.reads_max_prompt_length else ()),
         ):
             if _normal(field, nc.get(field)) != want:
                 out.append(f"{self.folder}/{NEURON_CONFIG}: {field}={nc.get(field)!r}, the target says {want!r}")
@@ -622,13 +888,13 @@ class VllmNeuronProfile(ServingProfile):
             out.append(
                 f"{where}: NEURON_COMPILED_ARTIFACTS={env.get('NEURON_COMPILED_ARTIFACTS')!r} is not MODEL_DIR="
                 f"{env.get('MODEL_DIR')!r}, where serve.sh puts the folder; without it vLLM compiles the model "
-                f"again under the model folder ({RULE_LOAD})"
+                f"again under the model folder ({self.release.rule_load})"
             )
         lnc = env.get("NEURON_LOGICAL_NC_CONFIG")
         if lnc is not None and lnc != str(nc.get("logical_nc_config")):
             out.append(
                 f"{where}: NEURON_LOGICAL_NC_CONFIG={lnc} overrides the compiled logical_nc_config="
-                f"{nc.get('logical_nc_config')} ({RULE_NXDI_CONFIG})"
+                f"{nc.get('logical_nc_config')} ({self.release.rule_nxdi_config})"
             )
         try:
             flags = launch_flags((launch / SERVE_FILE).read_text(), env)
@@ -637,12 +903,12 @@ class VllmNeuronProfile(ServingProfile):
         if flags.get("model") != env.get("MODEL_DIR"):
             out.append(
                 f"{LAUNCH_DIR}/{SERVE_FILE}: vllm serve {flags.get('model')!r} is not MODEL_DIR: vLLM reads "
-                f"config.json and the tokenizer from the served folder ({RULE_MODEL_CONFIG})"
+                f"config.json and the tokenizer from the served folder ({self.release.rule_model_config})"
             )
         if "additional_config" in flags and not isinstance(flags["additional_config"], dict):
             out.append(f"{LAUNCH_DIR}/{SERVE_FILE}: --additional-config is not a JSON object")
             flags = {k: v for k, v in flags.items() if k != "additional_config"}
-        out += [f"{LAUNCH_DIR}/{SERVE_FILE}: {m}" for m in launch_mismatches(nc, flags)]
+        out += [f"{LAUNCH_DIR}/{SERVE_FILE}: {m}" for m in launch_mismatches(nc, flags, self.release)]
         return out
 
 
@@ -681,4 +947,6 @@ def _model_type_of(architecture: str) -> str | None:
     return "qwen3_moe" if model == "qwen3moe" else model
 
 
-PROFILE = VllmNeuronProfile()
+PROFILES = (VllmNeuronProfile(SDK_2_26_1), VllmNeuronProfile(SDK_2_28_0), VllmNeuronProfile(SDK_2_31_1))
+# vllm-neuron@2.26.1, by the name the tests that build on the SDK 2.26.1 fake (and subclass it) import.
+PROFILE = PROFILES[0]

@@ -28,7 +28,7 @@ def target(**kw) -> TargetSpec:
         "tp_degree": 8,
         "batch_size": 4,
         "sequence_length": 2048,
-        "profile": "vllm-neuron",
+        "profile": "vllm-neuron@2.26.1",
     }
     return TargetSpec.parse({**base, **kw})
 
@@ -87,7 +87,7 @@ def test_unknown_options_and_architectures_are_refused(tiny_llama: Path, tmp_pat
 
 
 def test_toolchain_is_detected_and_keyed(fake_neuron: Path) -> None:
-    tc = detect_toolchain("vllm-neuron", "--model-type transformer")
+    tc = detect_toolchain("vllm-neuron@2.26.1", "--model-type transformer")
     assert (tc.backend_version, tc.compiler, tc.compiler_version) == ("0.6.10598", "neuronxcc", VERSION)
     request = compile_request(ModelSource.parse("org/m").pinned("a" * 40), target())
     bumped = type(tc)(tc.backend, tc.backend_version, tc.compiler, "2.22.12471.0", tc.packages, tc.compiler_flags)

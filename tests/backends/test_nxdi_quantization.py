@@ -27,7 +27,7 @@ def target(quantization: str = "int8", **kw) -> TargetSpec:
         "instance_type": "trn1.32xlarge",
         "tp_degree": 8,
         "sequence_length": 2048,
-        "profile": "vllm-neuron",
+        "profile": "vllm-neuron@2.26.1",
         "quantization": quantization,
     }
     return TargetSpec.parse({**base, **kw})

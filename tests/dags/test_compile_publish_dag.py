@@ -69,6 +69,8 @@ def test_dag_parses_with_routing_and_form(dag) -> None:
         "cpu_target",
         "neuron_2_21_1_target",
         "neuron_2_26_1_target",
+        "neuron_2_28_0_target",
+        "neuron_2_31_1_target",
         "neuron_2_32_0_target",
         "neuron_2_33_0_target",
     }
@@ -162,7 +164,7 @@ def test_a_neuron_target_without_the_pool_fails_at_the_start_with_the_fix(
 
     Pool.delete_pool("neuron_cores")
     store_uri = f"file://{tmp_path / 'store'}"
-    run = dag.test(run_conf=_conf(compiled, store_uri, [{**TARGET, "profile": "vllm-neuron", "tp_degree": 2}]))
+    run = dag.test(run_conf=_conf(compiled, store_uri, [{**TARGET, "profile": "vllm-neuron@2.26.1", "tp_degree": 2}]))
     states = _states(run)
     assert states[("expand_targets", -1)] == "failed"
     assert open_store(store_uri).list() == []
@@ -217,7 +219,7 @@ def test_a_mixed_run_builds_only_its_misses_and_the_next_run_hits_all_in_its_fir
     store_dir = tmp_path / "store"
     shutil.copytree(compiled.store.root_uri.removeprefix("file://"), store_dir)  # TARGET published
     store_uri = f"file://{store_dir}"
-    neuron = {**NEURON_TARGET, "profile": "vllm-neuron"}
+    neuron = {**NEURON_TARGET, "profile": "vllm-neuron@2.26.1"}
     run = dag.test(run_conf=_conf(compiled, store_uri, [TARGET, neuron]))
     states = _states(run)
     assert str(run.state) == "success", states
@@ -300,7 +302,7 @@ def test_vllm_neuron_profile_end_to_end_with_the_fake_toolchain(
     """Profile vllm-neuron through the whole DAG, the Neuron SDK replaced by tests/fakes (a test
     double of SDK 2.26.1: neuronx-cc 2.21.33363.0+82129205, NxD Inference 0.6.10598)."""
     store_uri = f"file://{tmp_path / 'store'}"
-    conf = {**_conf(compiled, store_uri, [{**NEURON_TARGET}]), "profile": "vllm-neuron"}
+    conf = {**_conf(compiled, store_uri, [{**NEURON_TARGET}]), "profile": "vllm-neuron@2.26.1"}
     run = dag.test(run_conf=conf)
     states = _states(run)
     assert str(run.state) == "success", states
@@ -363,7 +365,7 @@ def test_a_quantized_target_through_the_dag(dag, compiled: Compiled, home: Path,
     """The trigger form's quantization reaches the quantize task, the store and the NxD config."""
     store_uri = f"file://{tmp_path / 'store'}"
     target = {**NEURON_TARGET, "quantization": "int8:per_tensor_symmetric"}
-    run = dag.test(run_conf={**_conf(compiled, store_uri, [target]), "profile": "vllm-neuron"})
+    run = dag.test(run_conf={**_conf(compiled, store_uri, [target]), "profile": "vllm-neuron@2.26.1"})
     states = _states(run)
     assert str(run.state) == "success", states
     assert states[("neuron_2_26_1_target.quantize_weights", 0)] == "success"
@@ -412,11 +414,12 @@ def test_a_target_whose_lease_is_held_waits_deferred_then_takes_over(
     monkeypatch.setenv("NEURONFORGE_LEASE_POLL_S", "0.5")
     store_uri = f"file://{tmp_path / 'store'}"
     target = {**NEURON_TARGET}
-    key = prepare(str(compiled.checkpoint), TargetSpec.parse({**target, "profile": "vllm-neuron"}), tmp_path / "w").key
+    spec = TargetSpec.parse({**target, "profile": "vllm-neuron@2.26.1"})
+    key = prepare(str(compiled.checkpoint), spec, tmp_path / "w").key
     store = open_store(store_uri)
     dead = leases.try_acquire(store, key, "worker-that-died", ttl_s=15)  # outlives the run's start-up
     assert dead is not None
-    run = dag.test(run_conf={**_conf(compiled, store_uri, [target]), "profile": "vllm-neuron"})
+    run = dag.test(run_conf={**_conf(compiled, store_uri, [target]), "profile": "vllm-neuron@2.26.1"})
     states = _states(run)
     assert str(run.state) == "success", states
     assert states[("neuron_2_26_1_target.claim_build", 0)] == "success"

@@ -334,7 +334,7 @@ def test_recompile_dag_rebuilds_and_its_wait_is_resumed_by_the_triggerer(
 # The FAKE SDKs (tests/fakes) are the workers' toolchain interpreters; the embedded tiny Llama at tp 2.
 NEURON_TARGETS = [
     {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 64, "dtype": "fp32", "profile": profile}
-    for profile in ("optimum-neuron", "vllm-neuron")
+    for profile in ("optimum-neuron", "vllm-neuron@2.26.1")
 ]
 LMI_TARGET = {
     "instance_type": "inf2.xlarge",
@@ -719,7 +719,7 @@ def test_gc_keeps_the_builds_channels_hold(deployment: Deployment) -> None:
     dep = deployment
     if "neuron" not in state or "stable" not in state:
         pytest.skip("needs the Neuron builds of scenario 7 and the channels of scenario 9")
-    held, free = state["neuron"]["vllm-neuron"]["cache_key"], state["neuron"]["optimum-neuron"]["cache_key"]
+    held, free = state["neuron"]["vllm-neuron@2.26.1"]["cache_key"], state["neuron"]["optimum-neuron"]["cache_key"]
     before = _gc(dep, "--json")
     assert before.returncode == 0, before.stderr
     doomed = {d["key"] for d in json.loads(before.stdout)["deleted"]}

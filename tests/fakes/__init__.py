@@ -13,6 +13,11 @@ FAKES = Path(__file__).resolve().parent
 COMPILER = FAKES / "neuronx_cc"  # the `neuronxcc` package (version from the dist-info first on the path)
 SDK_2_26_1 = (FAKES / "neuron_toolchain", COMPILER)  # neuronx-cc 2.21.33363.0+82129205, NxD Inference 0.6.10598
 SDK_2_21_1 = (FAKES / "neuron_sdk_2_21_1", COMPILER)  # neuronx-cc 2.16.372.0+<label>, transformers-neuronx 0.13.380
+# The NxD Inference vLLM line's last releases: the release's dist-infos (neuronx-cc, NxD Inference, NxD,
+# torch-neuronx with the labels of its vLLM DLC) first, then the one fake NxD Inference package (it reads
+# which release it is from that dist-info: `neuronx_distributed_inference._release`) and the compiler.
+SDK_2_28_0 = (FAKES / "nxdi_sdk_2_28_0", FAKES / "neuron_toolchain", COMPILER)  # cc 2.23.6484.0, NxDI 0.8.16251
+SDK_2_31_1 = (FAKES / "nxdi_sdk_2_31_1", FAKES / "neuron_toolchain", COMPILER)  # cc 2.26.6360.0, NxDI 0.10.18399
 OPTIMUM = FAKES / "optimum_neuron"  # the fake `optimum.neuron` entry point (SDK 2.26.1's image has optimum-neuron)
 # The fake `neuron-ls` of SDK 2.26.1's aws-neuronx-tools (`-j` format): a Neuron host's tools folder.
 NEURON_TOOLS = FAKES / "neuron_tools"

@@ -42,4 +42,4 @@ def test_an_emptied_max_context_length_is_left_to_the_sequence_length() -> None:
 
 
 def test_pool_slots_follow_the_form_target() -> None:
-    assert pool_slots_for("neuron_2_26_1_target.smoke", 0, {"profile": "vllm-neuron", "tp_degree": 2}) == 2
+    assert pool_slots_for("neuron_2_26_1_target.smoke", 0, {"profile": "vllm-neuron@2.26.1", "tp_degree": 2}) == 2

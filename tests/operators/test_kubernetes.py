@@ -14,7 +14,7 @@ from neuronforge_airflow.operators.kubernetes import NEURON_RESOURCE, neuron_dev
 
 def _t(instance: str, tp: int, **kw) -> TargetSpec:
     return TargetSpec.parse(
-        {"instance_type": instance, "tp_degree": tp, "sequence_length": 64, "profile": "vllm-neuron", **kw}
+        {"instance_type": instance, "tp_degree": tp, "sequence_length": 64, "profile": "vllm-neuron@2.26.1", **kw}
     )
 
 
@@ -64,7 +64,7 @@ def test_kubernetes_runner_makes_neuron_tasks_pods(airflow_db: str, monkeypatch:
     from neuronforge.spec.target import TargetSpec
 
     target = TargetSpec.parse(
-        {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 64, "profile": "vllm-neuron"}
+        {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 64, "profile": "vllm-neuron@2.26.1"}
     )
     hit = BuildState(
         model="org/m", target=target, store_uri="s3://b", hit=PublishedRef(manifest_uri="s3://b/m.json", prefix="m")

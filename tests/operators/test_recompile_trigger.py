@@ -108,6 +108,8 @@ def test_one_watch_per_neuron_queue_and_what_each_profile_gets_when_it_did_not_r
         "neuron-2.21.1",
         "neuron-compile-2.26.1",
         "neuron-compile-2.27.0",
+        "neuron-compile-2.28.0",
+        "neuron-compile-2.31.1",
         "neuron-compile-2.32.0",
         "neuron-compile-2.33.0",
     ]

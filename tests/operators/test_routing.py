@@ -8,12 +8,12 @@ import pytest
 
 from neuronforge_airflow.policies.routing import DAG_ID, pool_slots_for, task_instance_mutation_hook
 
-CONF = {"targets": [{"tp_degree": 8}, {"tp_degree": 2}], "profile": "vllm-neuron"}
+CONF = {"targets": [{"tp_degree": 8}, {"tp_degree": 2}], "profile": "vllm-neuron@2.26.1"}
 # Per-target backends (as the recompile DAG sends them): the neuron group maps only the Neuron ones.
 MIXED = {
     "targets": [
         {"tp_degree": 1},
-        {"tp_degree": 8, "profile": "vllm-neuron"},
+        {"tp_degree": 8, "profile": "vllm-neuron@2.26.1"},
         {"tp_degree": 2, "profile": "optimum-neuron"},
     ]
 }
@@ -32,7 +32,12 @@ LMI = {"targets": [{"tp_degree": 2, "profile": "lmi-neuronx"}]}
         ("neuron_2_26_1_target.compile_graphs", -1, CONF, None),  # not yet expanded
         ("neuron_2_26_1_target.compile_graphs", 5, CONF, None),  # beyond the conf: leave as declared
         ("neuron_2_26_1_target.compile_graphs", 0, {}, None),  # defaults from the form's Params
-        ("neuron_2_26_1_target.compile_graphs", 0, {"targets": [{"tp_degree": "8", "profile": "vllm-neuron"}]}, None),
+        (
+            "neuron_2_26_1_target.compile_graphs",
+            0,
+            {"targets": [{"tp_degree": "8", "profile": "vllm-neuron@2.26.1"}]},
+            None,
+        ),
         ("neuron_2_26_1_target.smoke", 0, MIXED, 8),
         ("neuron_2_26_1_target.smoke", 1, MIXED, 2),
         ("neuron_2_26_1_target.smoke", 2, MIXED, None),
@@ -45,7 +50,7 @@ def test_pool_slots_follow_the_targets_tp(task_id, map_index, conf, expected) ->
 def test_pool_slots_follow_the_groups_tickets_when_hits_left_the_run() -> None:
     """Map index i is the group's i-th ticket: the targets the first task found published are not
     in it, so the conf's order would size the wrong target."""
-    tickets = [{"target": {"tp_degree": 2, "profile": "vllm-neuron"}}]  # CONF's tp-8 target was a hit
+    tickets = [{"target": {"tp_degree": 2, "profile": "vllm-neuron@2.26.1"}}]  # CONF's tp-8 target was a hit
     assert pool_slots_for("neuron_2_26_1_target.smoke", 0, CONF) == 8
     assert pool_slots_for("neuron_2_26_1_target.smoke", 0, CONF, tickets) == 2
     assert pool_slots_for("neuron_2_26_1_target.smoke", 1, CONF, tickets) is None

@@ -19,6 +19,8 @@ def test_the_registry_ships_the_profiles_of_the_issue() -> None:
         "cpu@local",
         "optimum-neuron@2.26.1",
         "vllm-neuron@2.26.1",
+        "vllm-neuron@2.28.0",
+        "vllm-neuron@2.31.1",
         "vllm-neuron-native@2.32.0",
         "vllm-neuron-native@2.33.0",
         "lmi-neuronx@2.21.1",
@@ -28,6 +30,8 @@ def test_the_registry_ships_the_profiles_of_the_issue() -> None:
     assert neuron_queues() == [
         "neuron-2.21.1",
         "neuron-compile-2.26.1",
+        "neuron-compile-2.28.0",
+        "neuron-compile-2.31.1",
         "neuron-compile-2.32.0",
         "neuron-compile-2.33.0",
     ]
@@ -36,6 +40,8 @@ def test_the_registry_ships_the_profiles_of_the_issue() -> None:
     compilers = {
         "2.26.1": "2.21.33363.0+82129205",
         "2.21.1": "2.16.372.0+4a9b2326",
+        "2.28.0": "2.23.6484.0+3b612583",
+        "2.31.1": "2.26.6360.0+6f180f47",
         "2.32.0": "2.27.5334.0+f702b353",
         "2.33.0": "2.28.7631.0",
     }
@@ -57,21 +63,25 @@ def test_the_registry_ships_the_profiles_of_the_issue() -> None:
 
 def test_a_bare_name_is_the_newest_version_and_name_at_version_pins_one(monkeypatch) -> None:
     class Newer(VllmNeuronProfile):
-        pins = Pins("2.27.0", "2.22.12471.0+b4a00d10", {"neuronx-distributed-inference": "0.7.0"})
+        pins = Pins("2.40.0", "2.40.0.0+abcdef12", {"neuronx-distributed-inference": "0.40.0"})
 
     registered = registry.all_profiles()
     monkeypatch.setattr(registry, "all_profiles", lambda: (*registered, Newer()))
-    assert get_profile("vllm-neuron").ref == "vllm-neuron@2.27.0"
+    assert get_profile("vllm-neuron").ref == "vllm-neuron@2.40.0"
     assert get_profile("vllm-neuron@2.26.1").ref == "vllm-neuron@2.26.1"
     assert neuron_queues() == [
         "neuron-2.21.1",
         "neuron-compile-2.26.1",
-        "neuron-compile-2.27.0",
+        "neuron-compile-2.28.0",
+        "neuron-compile-2.31.1",
         "neuron-compile-2.32.0",
         "neuron-compile-2.33.0",
+        "neuron-compile-2.40.0",
     ]
     with pytest.raises(
-        InvalidInput, match=r"has no version '2\.30\.0'; registered: vllm-neuron@2\.26\.1, vllm-neuron@2\.27\.0"
+        InvalidInput,
+        match=r"has no version '2\.30\.0'; registered: vllm-neuron@2\.26\.1, vllm-neuron@2\.28\.0, "
+        r"vllm-neuron@2\.31\.1, vllm-neuron@2\.40\.0",
     ):
         get_profile("vllm-neuron@2.30.0")
 
@@ -137,7 +147,7 @@ def test_a_target_for_an_instance_the_profile_does_not_serve_is_refused_by_the_p
         instance_families = frozenset({"trn2"})
 
     target = TargetSpec.parse(
-        {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 64, "profile": "vllm-neuron"}
+        {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 64, "profile": "vllm-neuron@2.26.1"}
     )
     assert Trn2Only().problems(target) == ["profile vllm-neuron@2.26.1 serves trn2 instances, not inf2.xlarge"]
     assert static_problems(None, target) == []

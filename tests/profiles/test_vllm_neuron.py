@@ -46,7 +46,7 @@ VERSION = "2.21.33363.0+82129205"
 
 def target(**kw) -> TargetSpec:
     base = {"instance_type": "inf2.xlarge", "tp_degree": 2, "batch_size": 4, "sequence_length": 64}
-    return TargetSpec.parse({**base, "profile": "vllm-neuron", **kw})
+    return TargetSpec.parse({**base, "profile": "vllm-neuron@2.26.1", **kw})
 
 
 def settings(t: TargetSpec, quantized_dir: Path | None = None) -> dict:

@@ -85,7 +85,7 @@ def test_the_publish_stage_writes_what_the_last_release_wrote(tmp_path: Path, mo
     monkeypatch.setattr(time, "strftime", lambda fmt, t=None: "2026-11-25T12:00:00Z")
     monkeypatch.setattr(publish_stage.neuronforge, "__version__", "0.1.0")
     src = ModelSource.parse("org/model").pinned("0123456789abcdef0123456789abcdef01234567")
-    spec = {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 2048, "profile": "vllm-neuron"}
+    spec = {"instance_type": "inf2.xlarge", "tp_degree": 2, "sequence_length": 2048, "profile": "vllm-neuron@2.26.1"}
     tc = Toolchain("nxdi", "0.6.1", "neuronxcc", "2.21.33363.0+82129205", {"torch": "2.8.0", "transformers": "4.57.6"})
     req = compile_request(src, TargetSpec.parse(spec))
     key = cache_key(req, tc)

@@ -26,7 +26,7 @@ V2 = "quantized-v2-f8e4m3.json"  # written by ce27dfa
 
 
 def _target(quantization: str, keep: tuple[str, ...] = ()) -> TargetSpec:
-    spec = {"instance_type": "trn1.32xlarge", "tp_degree": 8, "sequence_length": 2048, "profile": "vllm-neuron"}
+    spec = {"instance_type": "trn1.32xlarge", "tp_degree": 8, "sequence_length": 2048, "profile": "vllm-neuron@2.26.1"}
     return TargetSpec.parse({**spec, "quantization": quantization, "modules_to_not_convert": list(keep)})
 
 

@@ -28,7 +28,7 @@ def test_a_record_the_previous_release_wrote_reads_and_writes_back_byte_for_byte
 
 def test_the_previous_releases_record_keys_a_hit_while_it_is_the_pins(tmp_path: Path) -> None:
     store = open_store(f"file://{tmp_path / 'store'}")
-    profile = get_profile("vllm-neuron")
+    profile = get_profile("vllm-neuron@2.26.1")
     store.put_bytes(raw(V1), layout.toolchain_record(profile.name, profile.version))
     detected = last_detected(store, profile)
     assert detected is not None and detected.compiler_version == profile.pins.compiler_version
@@ -37,7 +37,7 @@ def test_the_previous_releases_record_keys_a_hit_while_it_is_the_pins(tmp_path: 
 def test_a_newer_record_is_refused_with_the_upgrade_and_then_is_no_hint(tmp_path: Path) -> None:
     check_newer_refused(ToolchainRecord, V1, tmp_path)
     store = open_store(f"file://{tmp_path / 'hint'}")
-    profile = get_profile("vllm-neuron")
+    profile = get_profile("vllm-neuron@2.26.1")
     store.put_bytes(
         raw(V1).replace(b'"schema_version": 1', b'"schema_version": 9'),
         layout.toolchain_record(profile.name, profile.version),

@@ -288,7 +288,7 @@ def test_a_quantized_nxdi_target_points_neuron_config_at_the_quantized_checkpoin
     fake_neuron: Path, served_llama: Path, tmp_path: Path
 ) -> None:
     store = open_store(f"file://{tmp_path / 'store'}")
-    target = TargetSpec.parse({**NEURON_TARGET, "profile": "vllm-neuron", "quantization": "f8e4m3:per_tensor"})
+    target = TargetSpec.parse({**NEURON_TARGET, "profile": "vllm-neuron@2.26.1", "quantization": "f8e4m3:per_tensor"})
     out = run_target(str(served_llama), target, store, tmp_path / "work")
     assert out.status == "published" and out.published.manifest.smoke["passed"]
     from neuronforge.artifacts.localcache import lookup_local
@@ -310,7 +310,7 @@ def test_a_worker_whose_toolchain_is_not_the_profiles_pins_is_refused_before_any
     build for the profile: prepare refuses, naming both versions, before any lease or download."""
     upgrade_fake_neuron("2.22.12471.0+3c3b1e8d")
     store = open_store(f"file://{tmp_path / 'store'}")
-    target = TargetSpec.parse({**NEURON_TARGET, "profile": "vllm-neuron"})
+    target = TargetSpec.parse({**NEURON_TARGET, "profile": "vllm-neuron@2.26.1"})
     with pytest.raises(PlanRejected) as err:
         run_target(str(tiny_llama), target, store, tmp_path / "work")
     assert (

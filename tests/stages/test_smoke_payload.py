@@ -54,7 +54,7 @@ def _restaged(state: BuildState, store, payload: Path) -> BuildState:
 @pytest.mark.parametrize(
     ("fixture", "profile", "folder", "shard"),
     [
-        ("fake_neuron", "vllm-neuron", "nxdi", "nxdi/weights/tp0_sharded_checkpoint.safetensors"),
+        ("fake_neuron", "vllm-neuron@2.26.1", "nxdi", "nxdi/weights/tp0_sharded_checkpoint.safetensors"),
         (
             "fake_optimum",
             "optimum-neuron",

@@ -1,4 +1,6 @@
-"""FAKE `neuronx_distributed_inference.models.config` imitating NxD Inference 0.6.10598 (tests/fakes/README.md).
+"""FAKE `neuronx_distributed_inference.models.config` imitating NxD Inference 0.6.10598 (tests/fakes/README.md),
+and 0.8.16251 / 0.10.18399 where they differ (`_FIELDS_0_8`, `_FIELDS_0_9`; the release is the dist-info's,
+`neuronx_distributed_inference._release`).
 
 What it reproduces of the real module (aws-neuron/neuronx-distributed-inference v0.6.10598, commit
 e07f0567, src/neuronx_distributed_inference/models/config.py), because neuronforge and the vLLM
@@ -24,6 +26,8 @@ import inspect
 import json
 import logging
 import os
+
+from neuronx_distributed_inference._release import at_least
 
 CONFIG_FILE = "neuron_config.json"
 
@@ -153,6 +157,41 @@ _PLAIN_FIELDS: tuple[tuple[str, object], ...] = (
     ("expert_mlp_nki_kernel_enabled", None),
     ("shared_mlp_nki_kernel_enabled", None),
 )
+# Fields NxD Inference 0.8 (cd3abf30, SDK 2.28.0) added to NeuronConfig.__init__, with their defaults
+# (`kwargs.pop(name, default)` in models/config.py): 0.6.10598 drops them with the warning, 0.8 keeps
+# them. Not reproduced: their validations (e.g. qkv_cte_nki_kernel_fuse_rope needing the qkv kernels) and
+# the dict -> object conversions of kv_quant_config / tensor_capture_config / tensor_replacement_config.
+_FIELDS_0_8: tuple[tuple[str, object], ...] = (
+    ("disable_argmax_kernel", False),
+    ("token_generation_batches", None),
+    ("quantization_block_size", None),
+    ("quantization_block_axis", None),
+    ("quantization_scale_dtype", "f32"),
+    ("is_mxfp4_compute", False),
+    ("is_full_model_shuffled", False),
+    ("eagle_rolling_buffer_kernel_enabled", False),
+    ("is_eagle3", False),
+    ("windowed_context_encoding_size", None),
+    ("kv_quant_config", None),
+    ("tensor_replacement_config", None),
+    ("tensor_capture_config", None),
+    ("mlp_cp_degree", 1),
+    ("pre_rope_rmsnorm", False),
+    ("qkv_nki_kernel_enabled", False),
+    ("qkv_cte_nki_kernel_fuse_rope", False),
+    ("mlp_tkg_nki_kernel_enabled", False),
+    ("out_proj_kernel_enabled", False),
+    ("attn_block_tkg_nki_kernel_use_online_softmax", True),
+    ("attn_block_tkg_nki_kernel_disable_gpsimd_sb2sb", False),
+    ("dma_order_config", None),
+    ("padded_hidden_size", None),
+    ("padded_intermediate_size", None),
+    ("disable_numeric_cc_token", False),
+    ("switch_cc", False),
+    ("ep_dispatch_cc_option", "AR_AG"),
+)
+# ... and 0.9 (ef2731ef) one more; 0.10.18399 (SDK 2.31.1, no published source) is taken to keep 0.9's.
+_FIELDS_0_9: tuple[tuple[str, object], ...] = (("enable_ve_data_parallel", False),)
 # Popped only after the "Unexpected keyword arguments" warning in 0.6.10598: accepted, but named
 # in the warning when given.
 _LATE_FIELDS: tuple[tuple[str, object], ...] = (
@@ -190,6 +229,13 @@ class NeuronConfig:
 
         for name, default in _PLAIN_FIELDS:
             setattr(self, name, kwargs.pop(name, default))
+        if at_least(0, 8):
+            for name, default in _FIELDS_0_8 + (_FIELDS_0_9 if at_least(0, 9) else ()):
+                setattr(self, name, kwargs.pop(name, default))
+            # derived in 0.8: the shuffles follow mxfp4; the kernel KV update is off unless enabled by kernels
+            self.is_hidden_dim_shuffled = self.is_mxfp4_compute
+            self.is_intermediate_dim_shuffled = self.is_mxfp4_compute
+            self.kv_cache_update_with_kernel = False
         if self.cast_type not in ("config", "as-declared"):
             raise ValueError("cast_type must be one of config, as-declared")
         # Derived from batch_size / seq_len when not given.
