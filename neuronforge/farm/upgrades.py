@@ -138,7 +138,12 @@ def decide(
             up.sentence = f"rebuild on {newest.version}" + (", then frozen" if frozen else "")
             if frozen and fam is not None and fam.last_release:
                 up.sentence += f" (the last release of {line} that serves {family})"
-        if fam is not None and fam.last_release and release_key(series(newest.version)) < release_key(fam.last_release):
+        unregistered_last = (
+            fam is not None
+            and fam.last_release is not None
+            and release_key(series(newest.version)) < release_key(fam.last_release) <= release_key(series(release))
+        )
+        if fam is not None and unregistered_last:
             up.sentence += (
                 f"; SDK {fam.last_release}, the last release of {line} that serves {family}, is not registered "
                 "in neuronforge"

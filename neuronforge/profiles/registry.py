@@ -100,8 +100,9 @@ def lifecycle_of(name: str) -> Lifecycle | None:
 
 
 def profile_of(target: TargetSpec) -> ServingProfile:
-    """The profile a target names (pinned by `pin` at the edge: an exact `name@version` lookup)."""
-    return get_profile(target.profile)
+    """The profile a target names: an exact `name@version` lookup once `pin` pinned it at the edge; a
+    bare name, the newest version that serves the target's instance family (as `pin` would)."""
+    return get_profile(target.profile, target.instance.family)
 
 
 def pin(target: TargetSpec, release: str | None = None) -> TargetSpec:

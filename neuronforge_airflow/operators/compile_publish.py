@@ -341,9 +341,9 @@ def target_conf(raw: dict[str, Any], conf: dict[str, Any]) -> dict[str, Any]:
 def queue_of(target: TargetSpec) -> str:
     """The queue of a target's toolchain (`neuron-compile-<sdk release>`, or default): it picks the
     target's task group."""
-    from neuronforge.profiles import get_profile
+    from neuronforge.profiles.registry import profile_of
 
-    return get_profile(target.profile).queue or DEFAULT_QUEUE
+    return profile_of(target).queue or DEFAULT_QUEUE
 
 
 def queues() -> list[str]:

@@ -211,13 +211,12 @@ def _cache_key_options(p: argparse.ArgumentParser) -> None:
 
 def cmd_cache_key(args: argparse.Namespace) -> int:
     from neuronforge.pipeline.stages.resolve import resolve_source
-    from neuronforge.profiles import get_profile
-    from neuronforge.profiles.registry import compile_request
+    from neuronforge.profiles.registry import compile_request, profile_of
     from neuronforge.profiles.request import cache_key, cache_key_material
     from neuronforge.spec.toolchain import Toolchain
 
     target = target_from_args(args)
-    profile = get_profile(target.profile)
+    profile = profile_of(target)
     backend = profile.backend
     if args.toolchain:
         toolchain = Toolchain.from_json(json.loads(Path(args.toolchain).read_text()))

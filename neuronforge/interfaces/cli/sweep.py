@@ -76,7 +76,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         )
     key = args.model_id or model_id(args.model)
     instance = get_instance(args.instance)
-    profile = get_profile(args.profile)
+    profile = get_profile(args.profile, instance.family)
     arch = read_arch(args.model)
     space = Space.build(arch, instance, args.tp, args.batch_sizes, args.seq_lens, profile)
     refuse_profile(profile, instance, arch, space)
