@@ -39,6 +39,7 @@ def _options(p: argparse.ArgumentParser) -> None:
 def cmd_recompile(args: argparse.Namespace) -> int:
     from neuronforge.farm import recompile, upgrades
     from neuronforge.farm.catalog import check_catalog
+    from neuronforge.profiles.sdk_releases import known_release
     from neuronforge.stores import open_store
 
     release = upgrades.target_release(args.sdk)
@@ -46,7 +47,10 @@ def cmd_recompile(args: argparse.Namespace) -> int:
     if not catalog.ok:
         raise InvalidInput(f"catalog {catalog.path} has problems (run `neuronforge catalog check`)")
     store = open_store(args.store, must_exist=True)
-    toolchains = recompile.detect_toolchains(recompile.profiles_of(catalog, release, args.migrate), "on this machine")
+    # For a release the data does not know nothing is checked or built: no toolchain is asked for.
+    known = known_release(release) is not None
+    profiles = recompile.profiles_of(catalog, release, args.migrate) if known else []
+    toolchains = recompile.detect_toolchains(profiles, "on this machine")
     states = recompile.find_stale(catalog, toolchains, store, settings.work_dir(), release, args.migrate)
     if not args.dry_run:
         _rebuild(store, states)
@@ -75,7 +79,7 @@ def _rebuild(store: Any, states: list[Any]) -> None:
 
 
 def _lines(states: list[Any]) -> list[str]:
-    from neuronforge.farm import recompile
+    from neuronforge.farm import recompile, upgrades
 
     out = []
     for s in sorted(states, key=lambda s: s.order):
@@ -88,13 +92,14 @@ def _lines(states: list[Any]) -> list[str]:
             continue
         decision = (s.upgrade or {}).get("sentence", "")
         out.append(f"{s.source} {s.slug} [{(s.upgrade or {}).get('family', '')}] {s.profile}: {decision}")
-        out.append(f"  {state}{why}")
+        if (s.upgrade or {}).get("action") != upgrades.UNKNOWN:  # nothing was checked for an unknown release
+            out.append(f"  {state}{why}")
     return out
 
 
 def summary(release: str, states: list[Any], dry_run: bool, migrate: bool) -> str:
     """The last line: how many targets each decision took, and what was (or would be) built."""
-    from neuronforge.farm import upgrades
+    from neuronforge.farm import recompile, upgrades
 
     actions: dict[str, int] = {}
     for s in states:
@@ -114,9 +119,12 @@ def summary(release: str, states: list[Any], dry_run: bool, migrate: bool) -> st
     migrations = f"; {proposed} migration(s) proposed" + (
         f", {built} added as builds" if migrate else " (--migrate builds them)"
     )
-    undecided = {status: n for status in UNDECIDED if (n := sum(s.status == status for s in states))}
+    checked = [s for s in states if (s.upgrade or {}).get("action") != upgrades.UNKNOWN]
+    undecided = {status: n for status in UNDECIDED if (n := sum(s.status == status for s in checked))}
     unchecked = "; NOT CHECKED: " + ", ".join(f"{n} {UNDECIDED[k]}" for k, n in undecided.items()) if undecided else ""
-    tail = "dry run: nothing built" if dry_run else "rebuilt here"
+    rebuilt = sum(s.outcome == recompile.REBUILT for s in states)
+    failed = sum(s.outcome == recompile.FAILED for s in states)
+    tail = "dry run: nothing built" if dry_run else f"{rebuilt} rebuilt here, {failed} failed"
     return f"Neuron SDK {release}: {len(states)} row(s): {counted}{migrations if proposed else ''}{unchecked}; {tail}"
 
 
