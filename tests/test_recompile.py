@@ -179,6 +179,9 @@ def test_a_new_profile_version_makes_the_catalog_stale_until_rebuilt(
     from neuronforge.spec.toolchain import Toolchain
 
     assert V1.pins.compiler_version == "2.21.33363.0+82129205"
+    # The registry as it was when 2.26.1 was the line's newest release (2.28.0 and 2.31.1 came later).
+    registered = tuple(p for p in registry.all_profiles() if p.name != V1.name or p.ref == V1.ref)
+    monkeypatch.setattr(registry, "all_profiles", lambda: registered)
     upgrade_fake_neuron(V1.pins.compiler_version)  # the SDK 2.26.1 worker image
     store, work = open_store(f"file://{tmp_path / 'store'}"), tmp_path / "work"
     target = {**NEURON_TARGET, "profile": "vllm-neuron"}
@@ -208,7 +211,6 @@ def test_a_new_profile_version_makes_the_catalog_stale_until_rebuilt(
         pins = Pins("2.27.0", "2.22.12471.0+f00dcafe", {"neuronx-distributed-inference": "0.6.10598"})
 
     v2 = Release2270()
-    registered = registry.all_profiles()
     monkeypatch.setattr(registry, "all_profiles", lambda: (*registered, v2))
     assert [p.ref for p in recompile.profiles_of(follows)] == ["vllm-neuron@2.27.0"]
     assert recompile.queues_of(follows) == ["neuron-compile-2.27.0"]

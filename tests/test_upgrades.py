@@ -155,7 +155,8 @@ def test_recompile_to_an_unknown_release_builds_nothing_and_exits_3(catalog: Pat
     assert main(["recompile", str(catalog), "--sdk", "2.34", "--store", store]) == 3
     out = capsys.readouterr().out
     assert out.count("SDK 2.34 is not in neuronforge's profile data") == 3
-    assert out.splitlines()[-1] == "Neuron SDK 2.34: 3 row(s): 3 unknown (release not in the profile data); 0 rebuilt here, 0 failed"
+    last = "Neuron SDK 2.34: 3 row(s): 3 unknown (release not in the profile data); 0 rebuilt here, 0 failed"
+    assert out.splitlines()[-1] == last
     assert main(["recompile", str(catalog), "--sdk", "two", "--store", store]) == 2
     assert "SDK release 'two': give it as 2.33 or 2.33.0" in capsys.readouterr().err
 

@@ -60,7 +60,15 @@ def cmd_recompile(args: argparse.Namespace) -> int:
         for line in _lines(states):
             print(line)
         print(summary(release, states, args.dry_run, args.migrate))
-    return _exit_code(states, args.dry_run)
+    # 3: the release is unknown (nothing could be decided); 1: a rebuild failed or a row could not be
+    # checked here; 4: a dry run that would rebuild something; else 0.
+    if any(s.upgrade and s.upgrade["action"] == upgrades.UNKNOWN for s in states):
+        return EXIT_REJECTED
+    if any(s.outcome == recompile.FAILED or s.status in UNDECIDED for s in states):
+        return EXIT_FAILURE
+    if args.dry_run and any(s.status == recompile.STALE for s in states):
+        return EXIT_STALE
+    return EXIT_OK
 
 
 def _rebuild(store: Any, states: list[Any]) -> None:
@@ -126,20 +134,6 @@ def summary(release: str, states: list[Any], dry_run: bool, migrate: bool) -> st
     failed = sum(s.outcome == recompile.FAILED for s in states)
     tail = "dry run: nothing built" if dry_run else f"{rebuilt} rebuilt here, {failed} failed"
     return f"Neuron SDK {release}: {len(states)} row(s): {counted}{migrations if proposed else ''}{unchecked}; {tail}"
-
-
-def _exit_code(states: list[Any], dry_run: bool) -> int:
-    """3 when the release is unknown (nothing could be decided); 4 for a dry run that would rebuild
-    something; 1 when a rebuild failed or some row could not be checked here; else 0."""
-    from neuronforge.farm import recompile, upgrades
-
-    if any(s.upgrade and s.upgrade["action"] == upgrades.UNKNOWN for s in states):
-        return EXIT_REJECTED
-    if any(s.outcome == recompile.FAILED for s in states) or any(s.status in UNDECIDED for s in states):
-        return EXIT_FAILURE
-    if dry_run and any(s.status == recompile.STALE for s in states):
-        return EXIT_STALE
-    return EXIT_OK
 
 
 COMMANDS = (
