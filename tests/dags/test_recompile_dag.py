@@ -81,7 +81,8 @@ def test_dag_parses_daily_with_the_toolchain_watch_on_neuron_workers(dags) -> No
 
 def _catalog(tmp_path: Path, model_a: Path, model_b: Path) -> Path:
     target = json.dumps(TARGET)
-    nxdi = json.dumps({**NEURON_TARGET, "profile": "vllm-neuron"})  # its newest version
+    # bare: the newest version for the family, up to the run's `sdk` (the tests aim at 2.26.1, then 2.27.0)
+    nxdi = json.dumps({**NEURON_TARGET, "profile": "vllm-neuron"})
     path = tmp_path / "models.yaml"
     path.write_text(
         f"models:\n  - source: {model_a}\n    targets:\n      - {target}\n"
@@ -133,6 +134,8 @@ def test_an_sdk_upgrade_rebuilds_exactly_the_stale_targets(
     store_uri = f"file://{tmp_path / 'store'}"
     # Unthrottled: dag.test has no scheduler to run the compile runs a throttled trigger would wait for.
     conf = {"catalog": str(catalog), "store": store_uri, "wait_minutes": 0, "throttle_rebuilds": False}
+    # The upgrade as it was played before 2.28.0 existed: first the catalog on SDK 2.26.1, then on 2.27.0.
+    conf["sdk"] = "2.26.1"
     seen: set[str] = set()
 
     # 1. Nothing published yet: both targets stale, one compile run per model, in catalog order.
@@ -158,6 +161,7 @@ def test_an_sdk_upgrade_rebuilds_exactly_the_stale_targets(
     v2 = _register_release(monkeypatch, "2.27.0", "2.22.12471.0+b4a00d10")
     upgrade_fake_neuron("2.22.12471.0+b4a00d10", release="2.27.0")  # its image: neuronx-cc 2.22.12471.0+b4a00d10
     dags = _parse()  # re-parsed: a toolchain watch and a compile task group for queue neuron-compile-2.27.0
+    conf["sdk"] = "2.27.0"
     second = dags[RECOMPILE].test(run_conf=conf)
     tis = {ti.task_id: str(ti.state) for ti in second.get_task_instances()}
     # Only the queue the catalog's profile versions need is watched.
@@ -254,7 +258,8 @@ def test_without_a_neuron_worker_the_cpu_targets_are_still_checked(
     catalog = _catalog(tmp_path, compiled.checkpoint, compiled.checkpoint)
     shutil.copytree(compiled.store.root_uri.removeprefix("file://"), tmp_path / "store")  # not the shared one
     store_uri = f"file://{tmp_path / 'store'}"
-    run = dags[RECOMPILE].test(run_conf={"catalog": str(catalog), "store": store_uri, "dry_run": True})
+    conf = {"catalog": str(catalog), "store": store_uri, "dry_run": True, "sdk": "2.26.1"}
+    run = dags[RECOMPILE].test(run_conf=conf)
     states = {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
     assert states["watch_toolchain_neuron_compile_2_26_1"] == "failed" and states["find_stale"] == "success"
     report = _report(store_uri, run)
@@ -288,7 +293,8 @@ def test_without_a_celery_worker_on_queue_neuron_the_watch_is_skipped_not_queued
     catalog = _catalog(tmp_path, compiled.checkpoint, compiled.checkpoint)
     shutil.copytree(compiled.store.root_uri.removeprefix("file://"), tmp_path / "store")
     store_uri = f"file://{tmp_path / 'store'}"
-    run = dags[RECOMPILE].test(run_conf={"catalog": str(catalog), "store": store_uri, "dry_run": True})
+    conf = {"catalog": str(catalog), "store": store_uri, "dry_run": True, "sdk": "2.26.1"}
+    run = dags[RECOMPILE].test(run_conf=conf)
     tis = {ti.task_id: ti for ti in run.get_task_instances()}
     assert asked and str(tis["check_workers"].state) == "success"
     watch = tis["watch_toolchain_neuron_compile_2_26_1"]

@@ -8,8 +8,9 @@ none can read another's disk. Driven through the REST API only.
 
 Besides the two default-queue workers, a Neuron deployment's two kinds of worker, both with the
 FAKE Neuron SDKs as their toolchain interpreters (NEURONFORGE_TOOLCHAIN_PYTHON_<release>, as the
-SDK images name theirs): `nf-compile` consumes `neuron-compile-2.26.1` and has no Neuron device (a
-CPU compile host), `nf-neuron` consumes `neuron-2.26.1` and `neuron-2.21.1` and has devices
+SDK images name theirs): `nf-compile` consumes `neuron-compile-<release>` of every release whose
+toolchain compiles without a device and has no Neuron device (a CPU compile host), `nf-neuron`
+consumes `neuron-<release>` of every release and has devices
 (FAKE_NEURON_DEVICES: the fakes' loads need one, as the runtime does). Every worker signs its S3
 requests with its own access key id, so the endpoint tells who downloaded what.
 
@@ -406,10 +407,21 @@ def _check_isolation(a: Path, b: Path) -> bool:
 def _fake_toolchains(root: Path) -> dict[str, str]:
     """The toolchain interpreters of the SDK images, as the FAKE SDKs (tests/fakes): one per release
     a registered profile pins, in a folder every worker sees."""
-    from tests.fakes import OPTIMUM, SDK_2_21_1, SDK_2_26_1, VLLM_SDK_2_32_0, VLLM_SDK_2_33_0, fake_python
+    from tests.fakes import (
+        OPTIMUM,
+        SDK_2_21_1,
+        SDK_2_26_1,
+        SDK_2_28_0,
+        SDK_2_31_1,
+        VLLM_SDK_2_32_0,
+        VLLM_SDK_2_33_0,
+        fake_python,
+    )
 
     return {
         "NEURONFORGE_TOOLCHAIN_PYTHON_2_26_1": str(fake_python(root / "sdk-2.26.1" / "python", OPTIMUM, *SDK_2_26_1)),
+        "NEURONFORGE_TOOLCHAIN_PYTHON_2_28_0": str(fake_python(root / "sdk-2.28.0" / "python", *SDK_2_28_0)),
+        "NEURONFORGE_TOOLCHAIN_PYTHON_2_31_1": str(fake_python(root / "sdk-2.31.1" / "python", *SDK_2_31_1)),
         "NEURONFORGE_TOOLCHAIN_PYTHON_2_21_1": str(fake_python(root / "sdk-2.21.1" / "python", *SDK_2_21_1)),
         "NEURONFORGE_TOOLCHAIN_PYTHON_2_32_0": str(fake_python(root / "sdk-2.32.0" / "python", *VLLM_SDK_2_32_0)),
         "NEURONFORGE_TOOLCHAIN_PYTHON_2_33_0": str(fake_python(root / "sdk-2.33.0" / "python", *VLLM_SDK_2_33_0)),
@@ -482,13 +494,15 @@ def deploy(root: Path, executor: str = "CeleryExecutor", extra_dags: dict[str, s
         workers = [
             Worker(WORKERS[0], root / WORKERS[0], root / WORKERS[0] / "home", log_port, "default"),
             Worker(WORKERS[1], root / WORKERS[1], root / WORKERS[1] / "home", free_port(), "default"),
-            # A CPU compile host of the SDK 2.26.1 image: its toolchain, no Neuron device.
+            # A CPU compile host of the SDK images (one worker standing in for one per image): their
+            # toolchains, no Neuron device.
             Worker(
                 COMPILE_WORKER,
                 root / COMPILE_WORKER,
                 root / COMPILE_WORKER / "home",
                 free_port(),
-                "neuron-compile-2.26.1,neuron-compile-2.32.0,neuron-compile-2.33.0",
+                "neuron-compile-2.26.1,neuron-compile-2.28.0,neuron-compile-2.31.1,neuron-compile-2.32.0,"
+                "neuron-compile-2.33.0",
                 toolchains,
             ),
             # A Neuron host of both SDK images' queues: the toolchains and Neuron devices.
@@ -497,7 +511,7 @@ def deploy(root: Path, executor: str = "CeleryExecutor", extra_dags: dict[str, s
                 root / NEURON_WORKER,
                 root / NEURON_WORKER / "home",
                 free_port(),
-                "neuron-2.26.1,neuron-2.21.1,neuron-2.32.0,neuron-2.33.0",
+                "neuron-2.26.1,neuron-2.21.1,neuron-2.28.0,neuron-2.31.1,neuron-2.32.0,neuron-2.33.0",
                 # its fake `neuron-ls` (SDK 2.26.1's `-j`) on PATH: the smoke stage probes the host
                 {**toolchains, "FAKE_NEURON_DEVICES": "2", "PATH": neuron_host_path(env["PATH"])},
             ),

@@ -807,3 +807,102 @@ def _held_at_the_write(store: Any, channel: str, keys: tuple[str, str]) -> dict[
     for t in threads:
         t.join(120)
     return results
+
+
+# -- (11) an SDK upgrade rehearsal: each family rebuilt on the last release that serves it ------------------
+def _family_target(instance: str) -> dict[str, Any]:
+    return {"instance_type": instance, "tp_degree": 2, "sequence_length": 64, "dtype": "fp32", "profile": "vllm-neuron"}
+
+
+UPGRADE_TARGETS = [_family_target(i) for i in ("inf2.xlarge", "trn1.2xlarge", "trn2.3xlarge")]
+
+
+def _recompile(dep: Deployment, catalog: Path, tag: str, **conf: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One recompile run to its end (rebuilds unthrottled, the report waiting for them): its plan
+    (`find_stale`'s result) and its summary (`report`'s)."""
+    conf = {"catalog": str(catalog), "store": dep.store, "wait_minutes": 10, "throttle_rebuilds": False, **conf}
+    run = _run(dep, RECOMPILE_DAG, conf, tag, timeout=900)
+    _succeeded(dep, RECOMPILE_DAG, run)
+    run_id = run["dag_run_id"]
+    return dep.xcom(RECOMPILE_DAG, run_id, "find_stale"), dep.xcom(RECOMPILE_DAG, run_id, "report")
+
+
+def _object(dep: Deployment, uri: str) -> bytes:
+    return _s3(dep).get_object(Bucket=dep.bucket, Key=uri.split("/", 3)[3])["Body"].read()
+
+
+def test_an_sdk_upgrade_rebuilds_each_family_on_its_last_release_and_proposes_migration(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    """A catalog of inf2, trn1 and trn2 targets on the bare `vllm-neuron` line, built as SDK 2.26.1
+    served it (the recompile DAG aimed at 2.26.1); then the DAG aimed at 2.33: inf2 and trn1 are
+    rebuilt on 2.28.0 (the last release that serves them, then frozen), trn2 on 2.31.1 with a
+    migration to vllm-neuron-native@2.33.0 proposed, not built; the report says so target by target;
+    the 2.26.1 artifacts are untouched. A third run, asked to migrate, builds only the migration."""
+    dep = deployment
+    t0 = time.time()
+    model = _upload_model(dep, tmp_path, seed=11)  # its own model: its own artifacts
+    catalog = dep.root / "upgrade-catalog.yaml"
+    # The model's config.json beside the catalog (`config:`), so the migration is planned offline.
+    config = dep.root / "upgrade-config.json"
+    config.write_bytes((tmp_path / "tiny-llama-11" / "config.json").read_bytes())
+    catalog.write_text(f"models:\n  - source: {model}\n    config: {config.name}\n    targets:\n" + "".join(
+        f"      - {json.dumps(t)}\n" for t in UPGRADE_TARGETS
+    ))  # fmt: skip
+
+    plan, summary = _recompile(dep, catalog, "upgrade-2-26", sdk="2.26.1")
+    assert [s["profile"] for s in plan["states"]] == ["vllm-neuron@2.26.1"] * 3, plan["states"]
+    assert summary["counts"].get("rebuilt") == 3, summary
+    report = json.loads(_object(dep, summary["json"]))
+    old = {t["slug"]: t["outcome_detail"] for t in report["targets"]}  # slug -> the 2.26.1 manifest URI
+    old_bytes = {uri: _object(dep, uri) for uri in old.values()}
+    t1 = time.time()
+
+    plan, summary = _recompile(dep, catalog, "upgrade-2-33", sdk="2.33")
+    assert plan["release"] == "2.33"
+    rows = {s["slug"]: s for s in plan["states"]}
+    assert len(rows) == 3 and not any(s["migrated_from"] for s in rows.values()), rows  # proposed, not built
+    by_family = {s["upgrade"]["family"]: s for s in rows.values()}
+    for family in ("inf2", "trn1"):
+        up = by_family[family]["upgrade"]
+        assert (up["action"], up["rebuild_on"], up["then"]) == ("rebuild", "vllm-neuron@2.28.0", "frozen"), up
+        assert up["sentence"].startswith("rebuild on 2.28.0, then frozen"), up
+        assert up["migration"] is None and up["current"] == "vllm-neuron@2.26.1", up
+    trn2 = by_family["trn2"]["upgrade"]
+    assert (trn2["action"], trn2["rebuild_on"]) == ("rebuild", "vllm-neuron@2.31.1"), trn2
+    assert trn2["migration"]["profile"] == "vllm-neuron-native@2.33.0" and trn2["migration"]["ok"] is True, trn2
+    assert trn2["sentence"].startswith("rebuild on 2.31.1 or migrate to vllm-neuron-native@2.33.0 (changes: "), trn2
+    assert summary["counts"].get("stale") == 3 and summary["counts"].get("rebuilt") == 3, summary
+    report = json.loads(_object(dep, summary["json"]))
+    assert report["schema_version"] == 3 and report["release"] == "2.33"
+    new = {t["slug"]: (t["profile"], t["outcome_detail"]) for t in report["targets"]}
+    assert sorted(p for p, _ in new.values()) == ["vllm-neuron@2.28.0", "vllm-neuron@2.28.0", "vllm-neuron@2.31.1"]
+    markdown = _object(dep, summary["markdown"]).decode()
+    assert "## Upgrade to Neuron SDK 2.33" in markdown
+    for s in rows.values():
+        assert f"{s['slug']} ({s['upgrade']['family']}, {s['profile']}): {s['upgrade']['sentence']}" in markdown
+    # Where each rebuild ran: its release's CPU compile worker, then the Neuron host.
+    for run_id in summary["runs"]:
+        groups = {ti["task_id"].split(".")[0] for ti in dep.task_instances(COMPILE_DAG, run_id)}
+        for group in groups & {"neuron_2_28_0_target", "neuron_2_31_1_target"}:
+            hosts = _hosts(dep, run_id, group)
+            assert {h for (stage, _), h in hosts.items() if stage == "compile_graphs"} == {COMPILE_WORKER}, hosts
+            assert {h for (stage, _), h in hosts.items() if stage == "smoke"} == {NEURON_WORKER}, hosts
+    # Nothing already published was touched: each 2.26.1 manifest is byte for byte what it was.
+    assert {uri: _object(dep, uri) for uri in old_bytes} == old_bytes
+    assert not set(old.values()) & {uri for _, uri in new.values()}
+    t2 = time.time()
+
+    plan, summary = _recompile(dep, catalog, "upgrade-migrate", sdk="2.33", migrate=True)
+    rows = plan["states"]
+    stays = [s["upgrade"]["sentence"] for s in rows if not s["migrated_from"] and s["upgrade"]["family"] != "trn2"]
+    assert all(s.startswith("stays on 2.28.0: vllm-neuron is frozen for") for s in stays), stays
+    (moved,) = [s for s in rows if s["migrated_from"]]
+    assert moved["profile"] == "vllm-neuron-native@2.33.0" and moved["status"] == "stale", moved
+    assert summary["counts"].get("stale") == 1 and summary["counts"].get("rebuilt") == 1, summary
+    assert {uri: _object(dep, uri) for uri in old_bytes} == old_bytes
+    note(
+        f"(11) SDK upgrade rehearsal: 3 targets built on 2.26.1 in {t1 - t0:.0f}s; upgrade to 2.33: inf2/trn1 -> "
+        f"2.28.0 (then frozen), trn2 -> 2.31.1 with migration proposed, in {t2 - t1:.0f}s; the migration to "
+        f"vllm-neuron-native@2.33.0 built on request in {time.time() - t2:.0f}s; 2.26.1 manifests untouched"
+    )
