@@ -75,7 +75,11 @@ def test_published_on_the_last_release_stays_and_a_pinned_target_is_kept() -> No
     assert up.action == "stay" and up.sentence.startswith("stays on 2.28.0: vllm-neuron is frozen for inf2")
     pinned = upgrades.decide(target("trn2.48xlarge", 8, profile="vllm-neuron@2.26.1"), "2.33", [])
     assert pinned.action == "pinned" and pinned.rebuild_on == "vllm-neuron@2.26.1"
-    assert "vllm-neuron@2.31.1 is the newest release of the line for trn2" in pinned.sentence
+    assert pinned.sentence.startswith(
+        "kept on vllm-neuron@2.26.1: the catalog pins it (unpinned: rebuild on 2.31.1 or migrate to "
+        "vllm-neuron-native@2.33.0 (changes: "
+    )
+    assert pinned.migration is not None and pinned.migration.profile == "vllm-neuron-native@2.33.0"
 
 
 def test_an_upgrade_to_an_older_release_stays_within_it() -> None:

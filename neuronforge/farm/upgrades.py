@@ -103,14 +103,12 @@ def decide(
     up.status = phase.status.value if phase else ""
     up.sources = [phase.source.cite()] if phase else []
     if pinned_version:
+        # Kept where the catalog pins it; what the upgrade would do unpinned is proposed beside it
+        # (the pinned build counts as what the target is published on).
         up.action, up.rebuild_on = PINNED, registry.get_profile(spec.profile).ref
-        better = registry.newest(versions, family, release)
-        note = (
-            f"; {better.ref} is the newest release of the line for {family}"
-            if better and better.ref != up.rebuild_on
-            else ""
-        )
-        up.sentence = f"kept on {up.rebuild_on}: the catalog pins it{note}"
+        unpinned = decide(spec.model_copy(update={"profile": line}), release, [*mine, up.rebuild_on], arch, no_arch)
+        up.then, up.migration = unpinned.then, unpinned.migration
+        up.sentence = f"kept on {up.rebuild_on}: the catalog pins it (unpinned: {unpinned.sentence})"
         return up
     newest = registry.newest(versions, family, release)
     if newest is None:
