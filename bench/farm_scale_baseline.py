@@ -14,7 +14,7 @@ makes the baseline look faster than it was:
   plan (`dry_run=True`) is reproduced.
 
 Helpers that did not change since (`lookup`, `incomplete_files`, `read_failure`, `leases.current`,
-`compile_cache.prune_store`, `recompile.form_target` ...) are imported from the working tree.
+`compile_cache.prune_store`, `form_targets.form_target` ...) are imported from the working tree.
 """
 
 from __future__ import annotations
@@ -264,13 +264,13 @@ def published_for(store: ArtifactStore, builds: list[PublishedBuild], pinned: An
 def find_stale(catalog: Any, toolchains: dict[str, Any], store: ArtifactStore, work_dir: Path) -> list[Any]:
     from neuronforge.artifacts.published import lookup
     from neuronforge.common.errors import NeuronforgeError
+    from neuronforge.farm.form_targets import form_target
     from neuronforge.farm.recompile import (
         FRESH,
         STALE,
         UNAVAILABLE,
         UNRESOLVED,
         TargetState,
-        form_target,
         usable_toolchain,
     )
     from neuronforge.pipeline.stages.resolve import resolve_source

@@ -13,6 +13,7 @@ from neuronforge.artifacts.failures import read_failure
 from neuronforge.artifacts.farm_index import record_failure
 from neuronforge.farm import recompile
 from neuronforge.farm.catalog import load_catalog
+from neuronforge.farm.form_targets import form_target
 from neuronforge.interfaces.cli import EXIT_OK, EXIT_STALE, main
 from neuronforge.profiles import parse_target
 from neuronforge.profiles.registry import detect_toolchain
@@ -75,7 +76,7 @@ def test_every_catalog_target_spelling_survives_the_trigger_form() -> None:
          "quantization": "f8e4m3:per_channel_symmetric", "modules_to_not_convert": ["model.layers.0.mlp"],
          "profile": "vllm-neuron@2.26.1", "backend_options": {"fused_qkv": True}}
     )  # fmt: skip
-    form = recompile.form_target(spec)
+    form = form_target(spec)
     jsonschema.validate(form, TARGET_SCHEMA)
     assert form["profile"] == "vllm-neuron@2.26.1" and "publish_formats" not in form and "backend" not in form
     assert TargetSpec.parse(form) == spec

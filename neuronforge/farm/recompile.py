@@ -43,6 +43,7 @@ from packaging.version import InvalidVersion, Version
 from neuronforge.artifacts import layout
 from neuronforge.common.errors import InvalidInput, NeuronforgeError
 from neuronforge.farm.catalog import CatalogEntry, CatalogReport, CatalogTarget
+from neuronforge.farm.form_targets import form_target
 from neuronforge.profiles import ServingProfile, get_profile, pin, registry
 from neuronforge.profiles.request import CompileRequest, cache_key
 from neuronforge.records.recompile_report import RecompileReport, ReportedTarget
@@ -86,31 +87,6 @@ class TargetState:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TargetState:
         return cls(**data)
-
-
-def form_target(spec: TargetSpec) -> dict[str, Any]:
-    """A target as the compile DAG's trigger form spells it (its `targets` items). The profile is
-    given as written in `spec`: `find_stale` passes it resolved to `name@version`, so a rebuild
-    builds the version the target was found stale for even if another is registered meanwhile."""
-    q = spec.quantization
-    out: dict[str, Any] = {
-        "instance_type": spec.instance_type,
-        "tp_degree": spec.tp_degree,
-        "batch_size": spec.batch_size,
-        "sequence_length": spec.sequence_length,
-        "dtype": spec.dtype,
-        "quantization": f"{q.dtype}:{q.method}" if q.enabled else "none",
-        "profile": spec.profile,
-    }
-    optional = {
-        "modules_to_not_convert": [m for m in q.modules_to_not_convert if m != "lm_head"] or None,
-        "max_context_length": spec.max_context_length,
-        "logical_nc_config": spec.logical_nc_config,
-        "context_encoding_buckets": list(spec.context_encoding_buckets or ()) or None,
-        "token_generation_buckets": list(spec.token_generation_buckets or ()) or None,
-        "backend_options": dict(spec.backend_options) or None,
-    }
-    return {**out, **{k: v for k, v in optional.items() if v is not None}}
 
 
 def profiles_of(catalog: CatalogReport, release: str | None = None, migrate: bool = False) -> list[ServingProfile]:

@@ -173,7 +173,7 @@ def _no_release_yet(lifecycle: Lifecycle | None, release: str) -> str:
 def _migration(
     spec: TargetSpec, to_line: str, family: str, release: str, arch: ModelArch | None, no_arch: str
 ) -> Migration | None:
-    from neuronforge.farm.recompile import form_target
+    from neuronforge.farm.form_targets import form_target
 
     to = registry.newest(registry.versions_of(to_line), family, release)
     if to is None:

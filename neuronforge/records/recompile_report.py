@@ -26,7 +26,7 @@ class ReportedTarget(BaseModel):
     source: str  # as written in the catalog
     line: int
     slug: str
-    target: dict[str, Any]  # the trigger form's spelling (`recompile.form_target`)
+    target: dict[str, Any]  # the trigger form's spelling (`form_targets.form_target`)
     status: str  # fresh | stale | unavailable | unresolved
     key: str = ""
     pinned: str = ""
