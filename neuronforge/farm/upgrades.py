@@ -116,12 +116,9 @@ def decide(
         up.sentence = f"no registered release of {line} up to SDK {release} serves {family}"
     else:
         up.rebuild_on = newest.ref
-        frozen = (
-            fam is not None
-            and fam.last_release is not None
-            and release_key(fam.last_release) < release_key(series(release))
+        frozen = (fam is not None and fam.past_last(release)) or (
+            phase is not None and phase.status in (Status.FROZEN, Status.END_OF_SUPPORT)
         )
-        frozen = frozen or (phase is not None and phase.status in (Status.FROZEN, Status.END_OF_SUPPORT))
         up.then = "frozen" if frozen else ""
         if up.current == newest.ref:
             up.action = STAY if frozen else CURRENT
@@ -141,7 +138,7 @@ def decide(
             and fam.last_release is not None
             and release_key(series(newest.version)) < release_key(fam.last_release) <= release_key(series(release))
         )
-        if fam is not None and unregistered_last:
+        if unregistered_last:
             up.sentence += (
                 f"; SDK {fam.last_release}, the last release of {line} that serves {family}, is not registered "
                 "in neuronforge"
@@ -164,10 +161,11 @@ def decide(
 
 
 def _no_release_yet(lifecycle: Lifecycle | None, release: str) -> str:
-    newest = lifecycle.newest if lifecycle else None
-    if newest and release_key(series(newest)) < release_key(series(release)):
-        return f" (no {lifecycle.line} release for SDK {series(release)} yet)" if lifecycle else ""
-    return ""
+    """` (no <line> release for SDK <series> yet)` when the line has shipped nothing for `release`."""
+    if lifecycle is None or lifecycle.newest is None:
+        return ""
+    behind = release_key(series(lifecycle.newest)) < release_key(series(release))
+    return f" (no {lifecycle.line} release for SDK {series(release)} yet)" if behind else ""
 
 
 def _migration(

@@ -99,13 +99,16 @@ class FamilyLifecycle:
                 found = p
         return found
 
+    def past_last(self, release: str) -> bool:
+        """Whether `release` (a release or a series) comes after the last release that serves the
+        family: no release of the line will serve it there."""
+        return self.last_release is not None and release_key(series(release)) > release_key(self.last_release)
+
     def serves(self, release: str) -> bool:
         """Whether a release of the line at `release` serves the family (its last release or before,
         and in a serving phase)."""
         phase = self.phase(release)
-        if phase is None or phase.status is Status.NOT_SERVED:
-            return False
-        return self.last_release is None or release_key(series(release)) <= release_key(self.last_release)
+        return phase is not None and phase.status is not Status.NOT_SERVED and not self.past_last(release)
 
 
 @dataclass(frozen=True)
@@ -186,8 +189,7 @@ def status_row(family: FamilyLifecycle, cols: list[tuple[str, bool]], newest: st
     for col, _ in cols:
         phase = family.phase(col)
         status = Status.NOT_SERVED if phase is None else phase.status
-        past_last = family.last_release is not None and release_key(col) > release_key(family.last_release)
-        if past_last and status is not Status.NOT_SERVED:
+        if family.past_last(col) and status is not Status.NOT_SERVED:
             status = status if status is Status.END_OF_SUPPORT else Status.FROZEN
         if newest and status in (Status.ACTIVE, Status.MAINTENANCE) and release_key(col) > release_key(series(newest)):
             cells.append(NO_RELEASE_YET)

@@ -242,16 +242,16 @@ SDK_2_28_0 = Release(
     image="public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:0.13.0-neuronx-py312-sdk2.28.0-ubuntu24.04",
     reads_max_prompt_length=True,
 )
-# SDK 2.31.1 (2026-08-12), the last NxD Inference release ("NxD Inference 0.10.18399 and NxD Core
-# 0.19.28492 (in Neuron SDK 2.31.0) will continue to be supported ... No new releases are planned":
-# aws-neuron-sdk announce-nxdi-maintenance-support-2-31.rst). Pins: deep-learning-containers tag 2.31.1
+# SDK 2.31.1 (its vLLM DLC tagged 2026-08-12; the release notes read give no date), the last NxD Inference release ("NxD
+# Inference 0.10.18399 and NxD Core 0.19.28492 (in Neuron SDK 2.31.0) will continue to be supported ... No new releases
+# are planned": aws-neuron-sdk announce-nxdi-maintenance-support-2-31.rst). Pins: deep-learning-containers tag 2.31.1
 # (8d2d8380) vllm/inference/0.16.0/Dockerfile.neuronx: NEURONX_CC_VERSION=2.26.6360.0+6f180f47,
 # NEURONX_FRAMEWORK_VERSION=2.9.0.2.15.32035+de43f57c, NEURONX_DISTRIBUTED_VERSION=0.19.28492+435aae2b,
-# NEURONX_DISTRIBUTED_INFERENCE_VERSION=0.10.18399+ed62453e, GITHUB_REPO_BRANCH=release-0.5.3 (vLLM 0.16.0:
-# the DLC folder, and releasecontent "Neuron currently supports vLLM version 0.16.0"); transformers
-# "== 4.57.*" (releasecontent v2.31.1). Trn2 only: NxD Inference 2.29.0 release notes. MODEL_TYPES: the
-# last readable source (NxD Inference 0.9, ef2731ef), minus mistral (MISTRAL_CLASS). Loader:
-# FORK-OBSERVED at exa-labs/vllm-neuron @1df2cde3 (the vLLM 0.16.0 line): as 0.4.x.
+# NEURONX_DISTRIBUTED_INFERENCE_VERSION=0.10.18399+ed62453e, GITHUB_REPO_BRANCH=release-0.5.3 (vLLM 0.16.0: the DLC
+# folder, and releasecontent "Neuron currently supports vLLM version 0.16.0"); transformers "== 4.57.*" (releasecontent
+# v2.31.1). Trn2 only: NxD Inference 2.29.0 release notes. MODEL_TYPES: the last readable source (NxD Inference 0.9,
+# ef2731ef), minus mistral (MISTRAL_CLASS). Loader: FORK-OBSERVED at exa-labs/vllm-neuron @1df2cde3 (the vLLM 0.16.0
+# line): as 0.4.x.
 SDK_2_31_1 = Release(
     sdk="2.31.1",
     compiler="2.26.6360.0+6f180f47",

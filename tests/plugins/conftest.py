@@ -169,14 +169,19 @@ def plain_server(server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[s
         yield base
 
 
-@pytest.fixture(scope="module")
-def plugin() -> ModuleType:
-    """The catalog plugin's module, loaded from plugins/ as Airflow loads it (the folder is no package)."""
-    spec = importlib.util.spec_from_file_location("neuronforge_catalog", REPO / "plugins" / "neuronforge_catalog.py")
+def load_plugin(name: str) -> ModuleType:
+    """`plugins/<name>.py` loaded as Airflow loads it (the folder is no package)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "plugins" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="module")
+def plugin() -> ModuleType:
+    """The catalog plugin's module."""
+    return load_plugin("neuronforge_catalog")
 
 
 @pytest.fixture(scope="module")

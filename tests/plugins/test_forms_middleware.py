@@ -8,7 +8,6 @@ The real api-server answering the same requests: tests/plugins/test_catalog_plug
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 
 from neuronforge_airflow.params import COMPILE_DAG, FORMS, RECOMPILE_DAG, SWEEP_DAG, conf_problem
+from tests.plugins.conftest import load_plugin
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY"
@@ -28,11 +28,7 @@ TRIGGER = f"/api/v2/dags/{COMPILE_DAG}/dagRuns"
 
 @pytest.fixture(scope="module")
 def forms() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("neuronforge_forms", REPO / "plugins" / "neuronforge_forms.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_plugin("neuronforge_forms")
 
 
 def http(path: str, method: str = "POST", headers: list[tuple[bytes, bytes]] | None = None, **extra: Any) -> dict:
