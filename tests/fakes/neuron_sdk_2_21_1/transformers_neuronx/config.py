@@ -1,10 +1,12 @@
-"""FAKE transformers_neuronx.config (0.13.380): NeuronConfig, QuantizationConfig and
-ContinuousBatchingConfig with the real keyword names, defaults and checks (aws-neuron/transformers-neuronx
-main 1ade6d74, src/transformers_neuronx/config.py): unknown NeuronConfig keywords raise
-AssertionError("Unexpected NeuronConfig keyword arguments"), a `str` group_query_attention becomes
-`GQA(value)` (ValueError otherwise), continuous batching forces padding_side "right", and
+"""FAKE transformers_neuronx.config (0.13.380): NeuronConfig, QuantizationConfig,
+ContinuousBatchingConfig and GenerationConfig with the real keyword names, defaults and checks
+(aws-neuron/transformers-neuronx main 1ade6d74, src/transformers_neuronx/config.py): unknown NeuronConfig
+keywords raise AssertionError("Unexpected NeuronConfig keyword arguments"), a `str` group_query_attention
+becomes `GQA(value)` (ValueError otherwise), continuous batching forces padding_side "right", and
 QuantizationConfig accepts quant_dtype s8 / f8e4m3fn and quantize_method vector_dynamic / direct_cast
-only (NotImplementedError otherwise)."""
+only (NotImplementedError otherwise). GenerationConfig is the on-device sampling configuration
+(`NeuronConfig(on_device_generation=...)`); LMI imports it at module level as `NeuronGenerationConfig`
+(djl-serving afece25d / 0.33.0-dlc 8b3b685b, engines/python/setup/djl_python/neuron_utils/model_loader.py:25-26)."""
 
 from transformers_neuronx.constants import GQA, Layout
 
@@ -77,6 +79,48 @@ class ContinuousBatchingConfig:
         return self.max_num_seqs
 
 
+class GenerationConfig:
+    """config.py:106-139 (CODE): keyword-only, these defaults; `top_p` and `temperature` become floats
+    (element-wise when a list: one value per batch line under `per_batch_line`); equal when every
+    attribute is. Sampling on the device is not reproduced: the fake only records it (NeuronConfig
+    hashes it into the graphs, as the real on-device sampling changes the HLO)."""
+
+    def __init__(
+        self,
+        *,
+        max_length=None,
+        do_sample=False,
+        top_k=50,
+        top_p=1.0,
+        top_p_min_tokens=1,
+        global_top_k=None,
+        eos_token_id=None,
+        temperature=1.0,
+        dynamic=False,
+        deterministic=False,
+        per_batch_line=False,
+    ):
+        self.max_length = max_length
+        self.do_sample = do_sample
+        self.per_batch_line = per_batch_line
+        self.top_k = top_k
+        self.top_p = self._convert_list_to_float(top_p) if isinstance(top_p, list) else float(top_p)
+        self.temperature = (
+            self._convert_list_to_float(temperature) if isinstance(temperature, list) else float(temperature)
+        )
+        self.top_p_min_tokens = top_p_min_tokens
+        self.global_top_k = global_top_k
+        self.eos_token_id = eos_token_id
+        self.dynamic = dynamic
+        self.deterministic = deterministic
+
+    def __eq__(self, value: object) -> bool:
+        return isinstance(value, GenerationConfig) and self.__dict__ == value.__dict__
+
+    def _convert_list_to_float(self, params):
+        return [float(p) for p in params]
+
+
 class NeuronConfig:
     def __init__(self, **kwargs):
         for name, default in _NEURON_CONFIG_DEFAULTS.items():
@@ -92,11 +136,12 @@ class NeuronConfig:
             assert self.fuse_qkv, "qkv_tiling requires fuse_qkv"
 
     def to_json(self):
-        """Not part of the real API: what the fake compiler hashes (every field, enums by value)."""
+        """What the fake compiler hashes: every field, enums by value, config objects by their attributes
+        (the real to_json, config.py:452-471, also renders an object by its `__dict__`)."""
         out = {}
         for name in _NEURON_CONFIG_DEFAULTS:
             value = getattr(self, name)
-            if isinstance(value, (QuantizationConfig, ContinuousBatchingConfig)):
+            if isinstance(value, (QuantizationConfig, ContinuousBatchingConfig, GenerationConfig)):
                 value = {k: v for k, v in vars(value).items()}
             elif hasattr(value, "value"):
                 value = value.value
