@@ -91,7 +91,7 @@ LMI_CC_FLAGS = "--logfile /tmp/compile.log --temp-dir=/tmp"
 # The LMI image's Python (3.10), which has transformers-neuronx (docker/neuron-sdk/images.json).
 LMI_PYTHON = "/usr/bin/python3"
 # Why this profile compiles on Neuron hosts: in transformers-neuronx 0.13 (aws-neuron/transformers-neuronx
-# src/transformers_neuronx/base.py @ 00245292, NeuronModelBase.to_neuron) `to_neuron()` is
+# src/transformers_neuronx/base.py @ 1ade6d74, NeuronModelBase.to_neuron) `to_neuron()` is
 # `self.load_weights(); self.compile(); self.setup()` — the weights are sharded onto NeuronCores
 # (decoder.py `ParallelTensorManipulator`, after `ops.init()`) before any HLO is compiled; its own TODO
 # reads "decouple hlo_generation from load weights so compile can be called before it".
