@@ -362,7 +362,7 @@ TNX = [row for row in HANDLER_IMPORTS if "transformers_neuronx" in row[1]]
 PROVIDED = [row for row in HANDLER_IMPORTS if row[2] is None and row not in TNX]
 MISSING = [row for row in HANDLER_IMPORTS if row[2] is not None]
 
-# At load time, not import time: TNXModelLoader.set_neuronx_class (model_loader.py:149-159) does
+# At load time, not import time: TNXModelLoader.set_neuronx_class (model_loader.py:145-159) does
 # `importlib.import_module(f"transformers_neuronx.{module_name}")` and `getattr(module, class_name, None)`
 # (None is an ImportError) for the model type's entry of MODEL_TYPE_TO_CLS_LOADER (model_loader.py:117-126).
 CLS_LOADER = {
