@@ -29,10 +29,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from math import ceil
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from neuronforge.common.errors import InvalidInput
-from neuronforge.compilation.backends.vllm_native import ARCHITECTURES, BACKEND, CACHE_MANIFEST
+from neuronforge.compilation.backends.vllm_native import BACKEND, CACHE_MANIFEST
 from neuronforge.profiles.base import (
     LAUNCH_DIR,
     Artifact,
@@ -74,7 +75,8 @@ GRAPH_ENV = ("NEURON_PLATFORM_TARGET_OVERRIDE", "NEURON_LOGICAL_NC_CONFIG", "VLL
 
 @dataclass(frozen=True)
 class Release:
-    """One SDK release of the plugin: the pins its image holds and the names its code reads."""
+    """One SDK release of the plugin: the pins its image holds, the names its code reads and the
+    architectures its model registry serves."""
 
     sdk: str
     vllm: str
@@ -85,6 +87,10 @@ class Release:
     route: str  # the compilation route the release uses by default: "xla" (HLO) or "native" (StableHLO)
     image: str
     source: str
+    # model_type -> the HF architecture the plugin's registry maps to its own class at this release
+    # (`vllm_neuron/model/registry.py` get_models()); any other architecture cannot be served.
+    architectures: Mapping[str, str]
+    registry_source: str  # where that list was read, and how well it is proven
     cache_env: str = "NEURON_LIBTORCH_"  # prefix of the compile-cache switches (0.24+: in LNL)
 
     def packages(self) -> dict[str, str]:
@@ -93,6 +99,32 @@ class Release:
             out["libtorch-neuronx-lite"] = self.libtorch_neuronx_lite
         return out
 
+
+# The plugin's model registry: `vllm_neuron/model/registry.py` get_models() lists (HF architecture,
+# the plugin's class) pairs that `NeuronWorker.__init__` registers into vLLM's ModelRegistry, over vLLM's
+# own classes of those names (aws-neuron/aws-neuron-sdk@81ce03ae vllm-neuron/docs/design/framework/
+# model_factory_design.md). An architecture it lacks resolves to vLLM's GPU class, which the plugin's
+# model runner cannot build (`model_cls.from_configs(...)`): the server does not start.
+# Eagle3LlamaForCausalLM and DFlashDraftModel are speculative-decoding drafts, not target models.
+# release-0.24.0.1.1.0 (f8abae6) registry.py:21-25 — CODE, read by a third party at the tag
+# (foxl-ai/kiln@f5a7faf3 docs/research/vllm-neuron-parity.md: "Five architectures"), the same five
+# lines in the fork longdct/vllm-neuron@5f7246ed: LlamaForCausalLM, GptOssForCausalLM,
+# Eagle3LlamaForCausalLM, Qwen3ForCausalLM, Qwen3VLForConditionalGeneration.
+PLUGIN_0_24_REGISTRY = MappingProxyType(
+    {
+        "llama": "LlamaForCausalLM",
+        "gpt_oss": "GptOssForCausalLM",
+        "qwen3": "Qwen3ForCausalLM",
+        "qwen3_vl": "Qwen3VLForConditionalGeneration",
+    }
+)
+REGISTRY_0_24_SOURCE = "vllm_neuron/model/registry.py at release-0.24.0.1.1.0 (f8abae6)"
+# 0.29.0.1.2.0: the tag was not read. The newest upstream registry read (vllm-project/vllm-neuron@5528be7a,
+# after 0.24: the DFlash drafts) keeps the same four targets and adds only DFlashDraftModel; no tree read
+# registers Qwen2ForCausalLM (UNVERIFIED at the tag; the SDK 2.33 model recipes add Qwen3-32B dense, the
+# Qwen3ForCausalLM class, and Qwen3-ASR, not a decoder neuronforge plans).
+PLUGIN_0_29_REGISTRY = PLUGIN_0_24_REGISTRY
+REGISTRY_0_29_SOURCE = "vllm_neuron/model/registry.py at vllm-project/vllm-neuron@5528be7a (the 0.29 tag unread)"
 
 # SDK 2.32.0 (2026-08-17). Release content: vllm_neuron-0.24.0.1.1.0+e8242a9-py3-none-any.whl for
 # Trn2/Trn3, neuronx-cc-2.27.5334.0, nki-0.6.0 (awsdocs-neuron v2.32.0 release-notes/releasecontent);
@@ -110,6 +142,8 @@ SDK_2_32 = Release(
     route="xla",
     image="public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:0.24.0.1.1.0-neuronx-sdk2.32.0",
     source="awsdocs-neuron v2.32.0 releasecontent; DLC docker/vllm/inference/0.24.0.1.1.0/Dockerfile.neuronx",
+    architectures=PLUGIN_0_24_REGISTRY,
+    registry_source=REGISTRY_0_24_SOURCE,
 )
 # SDK 2.33.0 (2026-10-19): vLLM Neuron 0.29.0.1.2.0, neuronx-cc 2.28.7631.0, NKI 0.7.0 (awsdocs-neuron
 # v2.33.0 release-notes/components/index and releasecontent). The native route (FX -> StableHLO) is
@@ -126,6 +160,8 @@ SDK_2_33 = Release(
     route="native",
     image="public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:0.29.0.1.2.0-neuronx-sdk2.33.0",
     source="awsdocs-neuron v2.33.0 release-notes/components/index, releasecontent",
+    architectures=PLUGIN_0_29_REGISTRY,
+    registry_source=REGISTRY_0_29_SOURCE,
 )
 
 
@@ -182,7 +218,6 @@ class VllmNativeProfile(ServingProfile):
     toolchain_python = "/opt/conda/bin/python"
     instance_families = frozenset({"trn2", "trn3"})
     lifecycle = VLLM_NEURON_NATIVE
-    consumer_architectures = frozenset(ARCHITECTURES)
     folder = "model"
     publishes = (
         "model/: the checkpoint vLLM loads (config.json, safetensors, tokenizer); launch/: vllm.env, "
@@ -198,6 +233,11 @@ class VllmNativeProfile(ServingProfile):
             "compile cache synced from the store, then vllm serve with compiling forbidden"
         )
 
+    @property  # type: ignore[override]
+    def consumer_architectures(self) -> frozenset[str]:
+        """What this release's plugin registry serves (the backend limits it to what neuronforge plans)."""
+        return frozenset(self.release.architectures)
+
     # -- planning ------------------------------------------------------------------------------
     def problems(self, target: TargetSpec, model_type: str | None = None) -> list[str]:
         out = super().problems(target, model_type)
@@ -205,6 +245,8 @@ class VllmNativeProfile(ServingProfile):
             out[0] += (
                 f" ({RULE_INSTANCES}); for {target.instance.family} use profile vllm-neuron (vLLM on NxD Inference)"
             )
+        if model_type is not None:
+            out += self._registry_problems(model_type, target.instance.family)
         t = target.normalized()
         if t.quantization.enabled:
             out.append(
@@ -237,9 +279,37 @@ class VllmNativeProfile(ServingProfile):
             if not isinstance(blocks, int) or isinstance(blocks, bool) or blocks < need:
                 out.append(
                     f"backend_options num_blocks={blocks!r}: --max-model-len {t.sequence_length} with block size "
-                    f"{block} and {t.batch_size} sequences needs at least {need} KV blocks"
+                    f"{block} and {t.batch_size} sequences needs at least {need} KV blocks, vLLM's null block "
+                    f"included ({RULE_NULL_BLOCK})"
                 )
         return out
+
+    def _registry_problems(self, model_type: str, family: str) -> list[str]:
+        """A model type this release's plugin cannot load, named with the line that serves it on
+        `family` (vLLM on NxD Inference, at its newest release for the family); one it loads that
+        neuronforge does not plan yet, said as such (the registry names the generic refusal too)."""
+        from neuronforge.profiles import vllm_neuron
+        from neuronforge.spec.modelconfig import ARCHITECTURES as HF_CLASSES
+
+        r = self.release
+        if model_type in r.architectures:
+            if model_type in self.backend.architectures:
+                return []
+            return [
+                f"{model_type}: vLLM Neuron {r.vllm_neuron.split('+')[0]} serves {r.architectures[model_type]}, but "
+                "neuronforge does not plan this architecture's config yet"
+            ]
+        hf = HF_CLASSES.get(model_type, model_type)
+        lines = [p for p in vllm_neuron.PROFILES if family in p.instance_families and model_type in p.architectures]
+        if lines:
+            best = max(lines, key=lambda p: tuple(int(x) for x in p.version.split(".")))
+            fix = f"use profile {best.ref} (vLLM on NxD Inference serves {model_type} on {family})"
+        else:
+            fix = f"no vLLM line serves {model_type} on {family}"
+        return [
+            f"{model_type} ({hf}): vLLM Neuron {r.vllm_neuron.split('+')[0]}'s model registry does not list it "
+            f"({r.registry_source}), so its server cannot load the model; {fix}"
+        ]
 
     def adopt(self, target: TargetSpec) -> tuple[TargetSpec, list[str]]:
         """What a target of another line (vLLM on NxD Inference, optimum-neuron) must give up to be
@@ -582,9 +652,23 @@ CACHE_SWITCHES = frozenset(
 )
 
 
+# vLLM v1 takes block 0 of the pool as its null block — CODE: vllm-project/vllm vllm/v1/core/block_pool.py
+# BlockPool.__init__ `self.null_block = self.free_block_queue.popleft()` (read at @c59cb794 and @002f3491;
+# which tag the 0.24/0.29 pins are was not resolvable), and the pool gets exactly the override
+# (vllm/v1/core/kv_cache_utils.py may_override_num_blocks @001cabc1); DOCS: aws-neuron-sdk@81ce03ae
+# vllm-neuron/docs/design/vllm/padding-batching-block-kv.md:130-135 ("Upstream vLLM reserves block 0 as the
+# null block"). So `--num-gpu-blocks-override N` leaves N - 1 blocks for sequences. The NxD Inference
+# route's platform adds that block itself (vllm-project/vllm-neuron 0.2.0 (a9671254) vllm_neuron/platform.py
+# :149-159 `_neuron_null_block_adjusted`); the native plugin does not (no such code in any native tree of
+# the code index; its docs call the override a plain vLLM parameter, reference-configuration.md:64).
+NULL_BLOCKS = 1
+RULE_NULL_BLOCK = "vLLM v1 vllm/v1/core/block_pool.py: block 0 is the null block, never given to a sequence"
+
+
 def kv_blocks(max_model_len: int, block_size: int, max_num_seqs: int) -> int:
-    """The KV blocks every sequence at full length needs (the pinned `--num-gpu-blocks-override`)."""
-    return ceil(max_model_len / block_size) * max_num_seqs
+    """The KV blocks `max_num_seqs` sequences at full length need, plus vLLM's null block: the pinned
+    `--num-gpu-blocks-override` (one fewer and the last full-length sequence is preempted)."""
+    return ceil(max_model_len / block_size) * max_num_seqs + NULL_BLOCKS
 
 
 # vllm.env, except the host's own folders (MODEL_DIR, VLLM_CACHE_ROOT) when the environment sets them.

@@ -61,7 +61,7 @@ def test_both_releases_are_registered_and_resolve_by_series() -> None:
         ({"instance_type": "trn1.32xlarge", "tp_degree": 8}, "Trn2/Trn3 only"),
         ({"quantization": "int8"}, "does not yet produce a quantized checkpoint"),
         ({"max_context_length": 128}, "leave max_context_length unset"),
-        ({"backend_options": {"num_blocks": 3}}, "needs at least 16 KV blocks"),
+        ({"backend_options": {"num_blocks": 16}}, "needs at least 17 KV blocks, vLLM's null block included"),
         ({"backend_options": {"fused_qkv": True}}, "not accepted by profile vllm-neuron-native"),
     ],
 )
@@ -76,13 +76,44 @@ def test_a_refused_model_type_names_the_profiles_that_serve_it() -> None:
     assert any("does not support mixtral" in p for p in target_problems(get_profile(t.profile), t, "mixtral"))
 
 
+CONFIGS = Path(__file__).resolve().parents[1] / "data" / "model-configs"
+
+
+@pytest.mark.parametrize("profile", ["vllm-neuron-native@2.32", "vllm-neuron-native@2.33"])
+def test_a_qwen2_target_is_refused_at_planning_with_the_line_that_serves_it(profile: str) -> None:
+    """Case 2: the plugin's model registry (vllm_neuron/model/registry.py) has no Qwen2ForCausalLM at
+    either release: a Qwen2.5 target is refused at planning, naming vLLM on NxD Inference at its newest
+    release for trn2. Llama and Qwen3 are served."""
+    from neuronforge.pipeline.planner import plan
+    from neuronforge.spec.modelconfig import ModelArch
+
+    qwen = ModelArch.from_config(json.loads((CONFIGS / "Qwen--Qwen2.5-7B.json").read_text()))
+    t = target(profile, instance_type="trn2.48xlarge", tp_degree=16, dtype="bf16")
+    refused = [c.message for c in plan(qwen, t).checks if c.name == "profile" and not c.ok]
+    assert any(
+        "qwen2 (Qwen2ForCausalLM)" in m
+        and "model registry does not list it" in m
+        and "use profile vllm-neuron@2.31.1 (vLLM on NxD Inference serves qwen2 on trn2)" in m
+        for m in refused
+    ), refused
+    p = get_profile(profile)
+    assert {"llama", "qwen3"} <= p.architectures and "qwen2" not in p.architectures
+    assert target_problems(p, t, "llama") == [] and target_problems(p, t, "qwen3") == []
+
+
+def test_an_architecture_the_plugin_serves_but_neuronforge_does_not_plan_says_so() -> None:
+    p = get_profile("vllm-neuron-native@2.32")
+    problems = target_problems(p, target(), "gpt_oss")
+    assert any("serves GptOssForCausalLM, but neuronforge does not plan" in m for m in problems), problems
+
+
 def test_one_command_renders_the_compile_the_launch_and_the_manifest() -> None:
     """The KV block count is pinned: without it the plugin sizes the KV cache from HBM, which the
     CPU compile reads from a static table and the device from the runtime (§1.5)."""
     p = get_profile("vllm-neuron-native@2.32")
     command = p.serve_command(target())
     flags = command.flags()
-    assert flags["num-gpu-blocks-override"] == "16"  # ceil(256/32) * 2 sequences
+    assert flags["num-gpu-blocks-override"] == "17"  # ceil(256/32) * 2 sequences + vLLM's null block
     assert (flags["max-model-len"], flags["tensor-parallel-size"], flags["block-size"]) == ("256", "4", "32")
     assert command.env == {"NEURON_PLATFORM_TARGET_OVERRIDE": "trn2", "NEURON_LOGICAL_NC_CONFIG": "2"}
     settings = p.compile_settings(target(), "llama")
@@ -181,8 +212,8 @@ BROKEN = {
         "--max-model-len 128, the graphs were compiled with 256",
     ),
     "serve.sh without the KV block count": (
-        ("serve.sh", "  --num-gpu-blocks-override 16 \\\n", ""),
-        "--num-gpu-blocks-override <absent>, the graphs were compiled with 16",
+        ("serve.sh", "  --num-gpu-blocks-override 17 \\\n", ""),
+        "--num-gpu-blocks-override <absent>, the graphs were compiled with 17",
     ),
     "serve.sh skips the sync": (("serve.sh", 'bash "$here/sync.sh"\n', ""), "does not sync the cache"),
     "vllm.env target": (

@@ -25,17 +25,17 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from neuronforge.common.errors import InvalidInput
 from neuronforge.compilation.backends.base import Backend, CompileJob, CompileResult, GenerateJob, Generation
 from neuronforge.compilation.backends.child import copy_served_files, generation_rows
+from neuronforge.spec.modelconfig import ARCHITECTURES as MODEL_TYPES
+from neuronforge.spec.modelconfig import GPT_FAMILIES
 
 if TYPE_CHECKING:
     from neuronforge.stores import ArtifactStore
 
 CACHE_MANIFEST = "vllm-cache.json"
-# model_type -> the vLLM model class (vLLM's registry) the plugin serves for it.
-ARCHITECTURES: dict[str, str] = {
-    "llama": "LlamaForCausalLM",
-    "qwen2": "Qwen2ForCausalLM",
-    "qwen3": "Qwen3ForCausalLM",
-}
+# The model types neuronforge can hand to the plugin: the decoder configs it plans (spec/modelconfig.py,
+# the Llama layout). Which of them a plugin release loads is its model registry's answer, per release
+# (`neuronforge.profiles.vllm_native.Release.architectures`).
+ARCHITECTURES = frozenset(MODEL_TYPES) - GPT_FAMILIES
 # What the plugin logs for each graph (vllm_neuron/compile/backend.py: "Compilation cache key: %s").
 KEY_LINE = re.compile(r"Compilation cache key: ([0-9a-f]{32})")
 WEIGHT_FILES = ("*.safetensors", "model.safetensors.index.json", "generation_config.json")
@@ -45,7 +45,7 @@ class VllmNativeBackend(Backend):
     name = "vllm-native"
     library = "vllm-neuron"
     packages = ("vllm", "vllm-neuron", "libtorch-neuronx-lite", "nki", "neuronx-cc")
-    architectures = frozenset(ARCHITECTURES)
+    architectures = ARCHITECTURES
     modeling_modules: ClassVar[dict[str, str]] = {}
     toolchain_module = "vllm_native"
 

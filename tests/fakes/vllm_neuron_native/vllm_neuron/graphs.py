@@ -53,7 +53,7 @@ def engine_graphs(config, args, target, cpu_compile):
         f"head_dim={head_dim} ffn={config.get('intermediate_size')} vocab={config['vocab_size']} dtype={dtype} "
         f"prefix_caching={bool(args.get('enable_prefix_caching'))} sample={topk}"
     )
-    kv_shape = (2 * layers, blocks + 1, block, kv, head_dim)
+    kv_shape = (2 * layers, blocks, block, kv, head_dim)  # the whole pool, block 0 (null) included
     kv_input = (dtype, kv_shape, _stride(kv_shape))
     table = math.ceil(max_len / block)
     out = []
