@@ -91,7 +91,40 @@ class Release:
     # (`vllm_neuron/model/registry.py` get_models()); any other architecture cannot be served.
     architectures: Mapping[str, str]
     registry_source: str  # where that list was read, and how well it is proven
+    # The evidence that this release's route writes the cache layout neuronforge publishes and syncs
+    # (`compile_cache/<key>/graph.hlo` + `graph_<key>.neff`, vllm_cache.py); None: unverified, and
+    # `layout_unverified` says why — `verify` then calls an artifact deployable only after the P1
+    # re-trace in the serving image (`retrace_required`).
+    layout_verified: str | None
+    layout_unverified: str = ""
     cache_env: str = "NEURON_LIBTORCH_"  # prefix of the compile-cache switches (0.24+: in LNL)
+
+    @property
+    def cache_root_env(self) -> str | None:
+        """libtorch-neuronx-lite's own cache root (0.24+), set to the same root as VLLM_CACHE_ROOT."""
+        return "NEURON_LIBTORCH_CACHE_ROOT" if self.cache_env == "NEURON_LIBTORCH_" else None
+
+    def fail_closed(self) -> dict[str, str]:
+        """The switches a server starts with so that a missing graph fails the start instead of
+        compiling, each with its source (names per release: RULES §1.1, /tmp/research Q3)."""
+        return {
+            # DOCS: aws-neuron-sdk@81ce03ae vllm-neuron/docs/design/compilation/cpu_compilation.md l.79-92
+            # "Preventing Compilation on Production Instances": this pair. The warm-up switch keeps its
+            # VLLM_NEURON_ name from 0.24 (compilation_cache.md l.153); the capture backend's is LNL's.
+            "VLLM_NEURON_DISABLE_WARMUP_COMPILE": (
+                "cpu_compilation.md l.79-92: a cache miss of the vllm_neuron backend raises instead of compiling"
+            ),
+            f"{self.cache_env}DISABLE_GRAPH_CAPTURE_BACKEND": (
+                "cpu_compilation.md l.79-92: the graph-capture backend, which compiles what it captured, is off"
+            ),
+            # CODE for the 0.21 name (AWShtokoyo/vllm-neuron@eabd4c9f vllm_neuron/envs.py: "treat local +
+            # remote compile cache miss as a fatal error"); the LNL name in real use on SDK 2.32, where it
+            # failed a start on a precompiled cache (THIRD PARTY: foxl-ai/kiln@f5a7faf3
+            # bench/results/2026-10-07-precompile-start.md); no AWS document names it.
+            f"{self.cache_env}ASSERT_CACHE_HIT": (
+                "envs.py (0.21) / foxl-ai/kiln bench 2026-10-07 (LNL 2.11.0.1.0.1284): a local and remote miss raises"
+            ),
+        }
 
     def packages(self) -> dict[str, str]:
         out = {"vllm": self.vllm, "vllm-neuron": self.vllm_neuron, "nki": self.nki}
@@ -144,6 +177,12 @@ SDK_2_32 = Release(
     source="awsdocs-neuron v2.32.0 releasecontent; DLC docker/vllm/inference/0.24.0.1.1.0/Dockerfile.neuronx",
     architectures=PLUGIN_0_24_REGISTRY,
     registry_source=REGISTRY_0_24_SOURCE,
+    layout_verified=(
+        "CODE: the in-plugin cache (Infinity-AI-Institute/vllm-neuron@7f4cca75 vllm_neuron/compile/cache.py "
+        "_is_cache_complete, get_neff_filename; XLA route: graph.hlo); THIRD PARTY on SDK 2.32: foxl-ai/kiln@a04d1fab "
+        "kiln/compile_cache.py syncs LNL 2.11.0.1.0.1284's entries as one <key>/ folder per graph, complete with "
+        ".compilation_complete"
+    ),
 )
 # SDK 2.33.0 (2026-10-19): vLLM Neuron 0.29.0.1.2.0, neuronx-cc 2.28.7631.0, NKI 0.7.0 (awsdocs-neuron
 # v2.33.0 release-notes/components/index and releasecontent). The native route (FX -> StableHLO) is
@@ -162,6 +201,12 @@ SDK_2_33 = Release(
     source="awsdocs-neuron v2.33.0 release-notes/components/index, releasecontent",
     architectures=PLUGIN_0_29_REGISTRY,
     registry_source=REGISTRY_0_29_SOURCE,
+    layout_verified=None,
+    layout_unverified=(
+        "SDK 2.33's default native route (FX -> AOTAutograd -> torch-mlir -> StableHLO -> neuronx-cc, "
+        "how_vllm_is_integrated_with_torchneuron.html) is not shown by any code or document read to write "
+        "compile_cache/<key>/graph.hlo + graph_<key>.neff"
+    ),
 )
 
 
@@ -406,11 +451,11 @@ class VllmNativeProfile(ServingProfile):
             "CACHE_MANIFEST": CACHE_MANIFEST,
             "CACHE_URI": manifest.store_prefix,
             "VLLM_CACHE_ROOT": HOST_CACHE_ROOT,
+            # LNL's own root, the same folder: one an image or a pod sets cannot send the server elsewhere.
+            **({r.cache_root_env: HOST_CACHE_ROOT} if r.cache_root_env else {}),
             **manifest.env,
-            # Fail closed: a local miss raises before any remote lookup or compile (§1.4)...
-            "VLLM_NEURON_DISABLE_WARMUP_COMPILE": "1",
-            # ... and this release's own assert-hit switch (names per release, §1.1).
-            f"{r.cache_env}ASSERT_CACHE_HIT": "1",
+            # Fail closed: a missing graph fails the start instead of compiling (names per release).
+            **dict.fromkeys(r.fail_closed(), "1"),
             "PORT": "8000",
             "VLLM_VERSION": r.vllm,
             "VLLM_NEURON_VERSION": r.vllm_neuron,
@@ -483,7 +528,12 @@ class VllmNativeProfile(ServingProfile):
         if "--port" in argv:  # the HTTP front end's, not the engine's
             at = argv.index("--port")
             argv = argv[:at] + argv[at + 2 :]
-        served = {k: env[k] for k in env if k in GRAPH_ENV or k.startswith(("VLLM_NEURON_", self.release.cache_env))}
+        served = {
+            k: env[k]
+            for k in env
+            if (k in GRAPH_ENV or k.startswith(("VLLM_NEURON_", self.release.cache_env)))
+            and k != self.release.cache_root_env  # a folder of the serving host: the loader sets its own
+        }
         from neuronforge.artifacts import layout
 
         settings = {
@@ -491,6 +541,7 @@ class VllmNativeProfile(ServingProfile):
             "env": served,
             "manifest": str(launch / CACHE_MANIFEST),
             "prefix": layout.vllm_cache_prefix(self.version),
+            "cache_env": self.release.cache_env,
         }
         return SmokeLoad(self.folder, settings)
 
@@ -562,12 +613,20 @@ class VllmNativeProfile(ServingProfile):
                     "every "
                     f"key would miss ({RULE_KEY})"
                 )
-        for name in ("VLLM_NEURON_DISABLE_WARMUP_COMPILE", f"{self.release.cache_env}ASSERT_CACHE_HIT"):
+        r = self.release
+        for name, why in r.fail_closed().items():
             if env.get(name) != "1":
                 out.append(
-                    f"{LAUNCH_DIR}/{ENV_FILE}: {name} is not 1: a missing graph would be compiled at start-up "
-                    f"({RULE_FAIL_CLOSED})"
+                    f"{LAUNCH_DIR}/{ENV_FILE}: {name} is not 1: a missing graph would be compiled at start-up ({why})"
                 )
+        if env.get(f"{r.cache_env}DISABLE_COMPILE_CACHE") == "1":
+            out.append(
+                f"{LAUNCH_DIR}/{ENV_FILE}: {r.cache_env}DISABLE_COMPILE_CACHE=1 with the fail-closed switches: the "
+                'plugin raises ValueError at start (in-plugin backend.py compile(); envs.py: "Incompatible with '
+                f'VLLM_NEURON_DISABLE_COMPILE_CACHE"); remove it'
+            )
+        if r.cache_root_env:
+            out += self._cache_root_problems(launch, env, r.cache_root_env)
         for name in env:
             if (
                 name.startswith("VLLM_NEURON_")
@@ -601,6 +660,33 @@ class VllmNativeProfile(ServingProfile):
         if f'bash "$here/{SYNC_FILE}"' not in (launch / SERVE_FILE).read_text():
             out.append(f"{LAUNCH_DIR}/{SERVE_FILE}: does not sync the cache before serving ({RULE_FAIL_CLOSED})")
         return out
+
+    def _cache_root_problems(self, launch: Path, env: Mapping[str, str], name: str) -> list[str]:
+        """libtorch-neuronx-lite's root must be the synced one: LNL reads `<name>/neuron/compile_cache`
+        (foxl-ai/kiln@a04d1fab kiln/compile_cache.py, SDK 2.32), the plugin `$VLLM_CACHE_ROOT/neuron/
+        compile_cache` (envs.py); which wins under the plugin is UNVERIFIED, so both name one folder."""
+        out = []
+        if env.get(name) != env.get("VLLM_CACHE_ROOT"):
+            out.append(
+                f"{LAUNCH_DIR}/{ENV_FILE}: {name}={env.get(name)!r} is not VLLM_CACHE_ROOT="
+                f"{env.get('VLLM_CACHE_ROOT')!r}: libtorch-neuronx-lite could look for the graphs outside the synced "
+                "folder"
+            )
+        for script in (SERVE_FILE, SYNC_FILE):
+            if SAME_ROOT.strip() not in (launch / script).read_text():
+                out.append(
+                    f"{LAUNCH_DIR}/{script}: does not set {name} to the host's VLLM_CACHE_ROOT: a root the image or "
+                    "the pod sets would be read instead of the synced folder"
+                )
+        return out
+
+    def retrace_required(self) -> str | None:
+        """Why `verify` calls an artifact of this release deployable only after the P1 re-trace in the
+        serving image (its cache layout is unverified), or None."""
+        r = self.release
+        if r.layout_verified is not None:
+            return None
+        return f"{r.layout_unverified}: only the re-trace in {r.image} proves the synced entries are the ones it reads"
 
     def retrace_problems(self, artifact: Artifact, work_dir: Path) -> list[str] | None:
         """P1: the launch files' command traced again in the SDK image's interpreter (a CPU worker of
@@ -671,11 +757,14 @@ def kv_blocks(max_model_len: int, block_size: int, max_num_seqs: int) -> int:
     return ceil(max_model_len / block_size) * max_num_seqs + NULL_BLOCKS
 
 
-# vllm.env, except the host's own folders (MODEL_DIR, VLLM_CACHE_ROOT) when the environment sets them.
+# vllm.env, except the host's own folders (MODEL_DIR, VLLM_CACHE_ROOT) when the environment sets them;
+# libtorch-neuronx-lite's root follows VLLM_CACHE_ROOT whatever the image or the pod set it to.
+SAME_ROOT = 'export NEURON_LIBTORCH_CACHE_ROOT="$VLLM_CACHE_ROOT"\n'
 LOAD_ENV = (
     'host_model_dir="${MODEL_DIR:-}"; host_cache_root="${VLLM_CACHE_ROOT:-}"\n'
     'set -a; . "$here/vllm.env"; set +a\n'
     'export MODEL_DIR="${host_model_dir:-$MODEL_DIR}" VLLM_CACHE_ROOT="${host_cache_root:-$VLLM_CACHE_ROOT}"\n'
+    f"{SAME_ROOT}"
 )
 
 # `launch/sync.sh`: store -> $VLLM_CACHE_ROOT/neuron/compile_cache, each entry checked against the
@@ -690,6 +779,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 host_model_dir="${MODEL_DIR:-}"; host_cache_root="${VLLM_CACHE_ROOT:-}"
 set -a; . "$here/vllm.env"; set +a
 MODEL_DIR="${host_model_dir:-$MODEL_DIR}"; VLLM_CACHE_ROOT="${host_cache_root:-$VLLM_CACHE_ROOT}"
+export NEURON_LIBTORCH_CACHE_ROOT="$VLLM_CACHE_ROOT"
 cache="$VLLM_CACHE_ROOT/neuron/compile_cache"
 mkdir -p "$cache" "$MODEL_DIR"
 fetch() {  # fetch <uri> <local path>
@@ -722,8 +812,8 @@ while read -r kind key path size sha; do
     if [ -f "$cache/$key/.compilation_complete" ] && [ -f "$cache/$key/.synced" ]; then continue; fi
     dest="$cache/.$key.sync/$path"; uri="$CACHE_URI/$key/$path"
     case " $done_keys " in *" $key "*) ;; *) done_keys="$done_keys $key" ;; esac
-  else
-    dest="$cache/$path"; uri="$CACHE_URI/$path"
+  else  # NKI results: staged too, moved in only once every file checked out
+    dest="$cache/.nki.sync/$path"; uri="$CACHE_URI/$path"
   fi
   mkdir -p "$(dirname "$dest")"
   fetch "$uri" "$dest"
@@ -733,7 +823,14 @@ while read -r kind key path size sha; do
 done < "$cache/.sync-plan"
 if [ "$bad" != 0 ]; then
   for key in $done_keys; do rm -rf "$cache/.$key.sync"; done
+  rm -rf "$cache/.nki.sync"
   exit 1
+fi
+if [ -d "$cache/.nki.sync" ]; then  # NKI results before the graphs that call their kernels
+  (cd "$cache/.nki.sync" && find . -type f) | while read -r f; do
+    mkdir -p "$(dirname "$cache/$f")"; mv "$cache/.nki.sync/$f" "$cache/$f"
+  done
+  rm -rf "$cache/.nki.sync"
 fi
 for key in $done_keys; do  # whole entries appear at once, marker included
   touch "$cache/.$key.sync/.synced"; rm -rf "${cache:?}/$key"; mv "$cache/.$key.sync" "$cache/$key"

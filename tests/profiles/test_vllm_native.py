@@ -23,7 +23,7 @@ import pytest
 
 from neuronforge.artifacts import layout
 from neuronforge.common.errors import InvalidInput
-from neuronforge.compilation.vllm_cache import MARKER, CacheManifest, entry_problems
+from neuronforge.compilation.vllm_cache import MARKER, CacheManifest, entry_problems, local_keys
 from neuronforge.pipeline.runner import run_target
 from neuronforge.profiles import get_profile
 from neuronforge.profiles.base import Artifact
@@ -192,12 +192,24 @@ def test_the_manifest_records_the_image_versions_argv_env_and_target(published: 
 
 @pytest.mark.parametrize("name", ["llama", "qwen3"])
 def test_the_published_artifact_passes_preflight_and_verify(published: dict, name: str, tmp_path: Path) -> None:
+    """Case 5: 2.32's layout is proven (the in-plugin cache code; LNL's entries synced by a third party on
+    SDK 2.32); 2.33's native route is not shown to write it, so `verify` calls a 2.33 artifact deployable
+    only with the P1 re-trace in the serving image, and says why in one line."""
     from neuronforge.farm.verify import verify_artifact
 
     artifact = _artifact(published[name], tmp_path)
-    assert get_profile(artifact.target.profile).preflight(artifact) == []
-    result = verify_artifact(published["store"], f"{published[name]['prefix']}/manifest.json", tmp_path / "v")
-    assert result.problems == []
+    profile = get_profile(artifact.target.profile)
+    assert profile.preflight(artifact) == []
+    manifest = f"{published[name]['prefix']}/manifest.json"
+    result = verify_artifact(published["store"], manifest, tmp_path / "v")
+    if name == "llama":
+        assert result.problems == [] and profile.retrace_required() is None
+        return
+    (problem,) = result.problems
+    assert problem.startswith("retrace (vllm-neuron-native@2.33.0): required before deploying, not run (--retrace): ")
+    assert "native route" in problem and "StableHLO" in problem and "graph_<key>.neff" in problem
+    retraced = verify_artifact(published["store"], manifest, tmp_path / "r", retrace=True)
+    assert (retraced.problems, retraced.retraced) == ([], True)
 
 
 def _edit(path: Path, old: str, new: str) -> None:
@@ -258,9 +270,16 @@ def test_an_entry_missing_from_the_store_is_named_by_verify(published: dict, tmp
     for record in manifest.entries:
         store.get_tree(f"{prefix}/{record.key}", tmp_path / "e" / record.key)
         copy.put_tree(tmp_path / "e" / record.key, f"{prefix}/{record.key}")
+    assert manifest.nki  # the decode graphs call an NKI kernel: their results travel with the entries
+    for f in manifest.nki:
+        store.get_file(f"{prefix}/{f.path}", tmp_path / "e" / f.path)
+        copy.put_file(tmp_path / "e" / f.path, f"{prefix}/{f.path}")
     write_local(manifest.model_copy(update={"store_prefix": copy.uri(prefix)}), path)
     profile = get_profile(item["target"].profile)
     assert profile.store_problems(artifact, store) == []
+    copy.delete_prefix(f"{prefix}/{manifest.nki[0].path}")
+    assert any("NKI results travel with the entries" in p for p in profile.store_problems(artifact, store))
+    copy.put_file(tmp_path / "e" / manifest.nki[0].path, f"{prefix}/{manifest.nki[0].path}")
     gone = manifest.entries[0].key
     copy.delete_prefix(f"{prefix}/{gone}/{MARKER}")
     problems = profile.store_problems(artifact, store)
@@ -307,6 +326,7 @@ def test_a_fresh_serving_host_syncs_and_hits_every_graph(published: dict, name: 
     cache = Path(env["VLLM_CACHE_ROOT"]) / "neuron" / "compile_cache"
     assert {r.key for r in manifest.entries} <= {p.name for p in cache.iterdir() if p.is_dir()}
     assert all((cache / r.key / ".cache_accessed").exists() for r in manifest.entries)  # each one a local hit
+    assert manifest.nki and all((cache / f.path).is_file() for f in manifest.nki)  # synced with data
     # a second start syncs nothing and still hits
     started, _ = _serve(launch, env)
     assert started
@@ -323,7 +343,7 @@ def test_a_one_field_change_to_serve_sh_fails_the_start_instead_of_compiling(pub
     assert any("local compile cache miss for key" in line for line in lines), lines[-5:]
     cache = Path(env["VLLM_CACHE_ROOT"]) / "neuron" / "compile_cache"
     manifest = read_local(CacheManifest, launch / "vllm-cache.json")
-    assert {p.name for p in cache.iterdir() if p.is_dir()} == {r.key for r in manifest.entries}  # nothing compiled
+    assert local_keys(cache) == {r.key for r in manifest.entries}  # nothing compiled
 
 
 def test_sync_refuses_bytes_that_differ_from_the_manifest(published: dict, tmp_path: Path) -> None:
@@ -419,6 +439,9 @@ def test_the_fake_refuses_an_entry_whose_metadata_names_another_key(tmp_path: Pa
     assert entry_problems(remote / key) and "Cache key mismatch" in entry_problems(remote / key)[0]
 
 
+FAIL_CLOSED = {"VLLM_NEURON_DISABLE_WARMUP_COMPILE": "1", "NEURON_LIBTORCH_DISABLE_GRAPH_CAPTURE_BACKEND": "1"}
+
+
 def test_an_unpinned_kv_block_count_makes_the_server_miss_what_the_cpu_compiled(tmp_path: Path) -> None:
     """Why the profile pins --num-gpu-blocks-override (§1.5): CPU-compile sizes KV from the static
     table, the device from what the runtime reports."""
@@ -429,7 +452,7 @@ def test_an_unpinned_kv_block_count_makes_the_server_miss_what_the_cpu_compiled(
     )
     common = {"VLLM_CACHE_ROOT": str(tmp_path / "c"), "NEURON_PLATFORM_TARGET_OVERRIDE": "trn2"}
     compiled = _fake(tmp_path, code, {**common, "VLLM_NEURON_CPU_COMPILE": "1"})
-    served = _fake(tmp_path, code, {**common, "FAKE_NEURON_DEVICES": "2", "VLLM_NEURON_DISABLE_WARMUP_COMPILE": "1"})
+    served = _fake(tmp_path, code, {**common, "FAKE_NEURON_DEVICES": "2", **FAIL_CLOSED})
     assert "Compilation cache key" in compiled and "local compile cache miss" in served
     assert VLLM_NATIVE.is_dir()
 

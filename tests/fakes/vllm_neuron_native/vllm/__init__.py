@@ -50,9 +50,30 @@ class RequestOutput:
         self.prompt_token_ids, self.outputs = prompt_token_ids, outputs
 
 
+# The runner's compiler arguments (vllm_neuron/vllm/worker/neuron_model_runner.py compile_options
+# ["compiler_args"] at vllm-project/vllm-neuron@9fc042ea, the LNL-era runner): `-O` is vLLM's
+# --optimization-level, which the plugin defaults to 1 (longdct/vllm-neuron@2a923ca9 platform.py
+# apply_config_platform_defaults: "Default optimization_level to O1 on Neuron (vLLM defaults to O2)").
+RUNNER_ARGS = (
+    "--auto-cast=none",
+    "--verbose=35",
+    "-O{level}",
+    "--internal-hlo2tensorizer-options=--modular-flow-mac-threshold=10",
+    "--internal-backend-options=--enable-verifier=false --enable-nested-dynamic-loop",
+)
+
+
 def cache_dir():
-    """$VLLM_CACHE_ROOT/neuron/compile_cache (default ~/.cache/vllm): vllm_neuron/envs.py."""
-    root = os.environ.get("VLLM_CACHE_ROOT") or os.path.expanduser("~/.cache/vllm")
+    """The local compile cache: `<root>/neuron/compile_cache`. The plugin derives it from VLLM_CACHE_ROOT
+    (default ~/.cache/vllm; vllm_neuron/envs.py get_neuron_compile_cache_dir, CODE); libtorch-neuronx-lite
+    on its own from NEURON_LIBTORCH_CACHE_ROOT (default ~/.cache/neuron_libtorch; foxl-ai/kiln@a04d1fab
+    kiln/compile_cache.py, SDK 2.32). Which one LNL reads under the plugin is UNVERIFIED: the fake takes
+    NEURON_LIBTORCH_CACHE_ROOT first (from 0.24, when set), the case in which a root set by an image or
+    a pod sends the server outside the synced folder."""
+    from libtorch_neuronx_lite.compile.cache import prefix
+
+    lnl = os.environ.get("NEURON_LIBTORCH_CACHE_ROOT") if prefix() == "NEURON_LIBTORCH_" else None
+    root = lnl or os.environ.get("VLLM_CACHE_ROOT") or os.path.expanduser("~/.cache/vllm")
     return Path(root) / "neuron" / "compile_cache"
 
 
@@ -70,9 +91,11 @@ class LLM:
         enable_prefix_caching=None,
         gpu_memory_utilization=0.9,
         additional_config=None,
+        optimization_level=None,
         **kwargs,
     ):
         from libtorch_neuronx_lite.compile import cache
+        from libtorch_neuronx_lite.compile.backend import _apply_platform_compiler_args
         from vllm_neuron.graphs import engine_graphs
 
         unknown = set(kwargs) - {"tokenizer", "seed", "served_model_name", "trust_remote_code"}
@@ -82,7 +105,9 @@ class LLM:
         config = json.loads((self.model / "config.json").read_text())
         _model_class(config)
         cpu_compile = os.environ.get("VLLM_NEURON_CPU_COMPILE") == "1"
-        target = cache.resolve_target()
+        level = 1 if optimization_level is None else int(optimization_level)
+        options = _apply_platform_compiler_args({"compiler_args": [a.format(level=level) for a in RUNNER_ARGS]})
+        target = cache.resolve_target(options["compiler_args"])
         if not cpu_compile:
             import fake_nrt
 
@@ -101,13 +126,19 @@ class LLM:
         folder = cache_dir()
         folder.mkdir(parents=True, exist_ok=True)
         groups = str([list(range(tensor_parallel_size))])
-        flags = os.environ.get("NEURON_CC_FLAGS", "")
-        self.graphs = {}
-        for name, text, inputs in engine_graphs(config, args, target, cpu_compile):
-            key = cache.create_cache_hash(text, inputs, {"compiler_args": flags}, replica_groups=groups)
-            self.graphs[name] = cache.lookup_or_compile(
-                folder, key, text, f"neuronx-cc compile --target={target} {flags}"
-            )
+        command = " ".join(
+            ["neuronx-cc", "compile", "graph.hlo", "--framework", "XLA", "--target", target, *options["compiler_args"]]
+        )
+        graphs = [
+            (name, cache.create_cache_hash(text, inputs, options, replica_groups=groups), text)
+            for name, text, inputs in engine_graphs(config, args, target, cpu_compile)
+        ]
+        # The graph-capture backend compiles what it captured first, unless switched off
+        # (<prefix>DISABLE_GRAPH_CAPTURE_BACKEND=1); then warm-up runs each graph through the backend.
+        if os.environ.get(f"{cache.prefix()}DISABLE_GRAPH_CAPTURE_BACKEND") != "1":
+            for _, key, text in graphs:
+                cache.precompile(folder, key, text, command)
+        self.graphs = {name: cache.lookup_or_compile(folder, key, text, command) for name, key, text in graphs}
         print(f"INFO [vllm_neuron.worker] warmup done: {len(self.graphs)} graphs", flush=True)
         self.cpu_compile = cpu_compile
         self.max_num_seqs, self.block_size = max_num_seqs, block_size
