@@ -144,7 +144,9 @@ def published(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Ite
         ):
             model = make_tiny_llama(base / "models" / name, tokenizer=True, model_type=model_type)
             t = target(profile)
-            outcome = run_target(str(model), t, store, base / "work")
+            with pytest.MonkeyPatch.context() as worker:  # a worker image that sets LNL's own cache root
+                worker.setenv("NEURON_LIBTORCH_CACHE_ROOT", str(base / "worker-lnl-root"))
+                outcome = run_target(str(model), t, store, base / "work")
             root = base / "artifacts" / name
             prefix = outcome.published.manifest_uri.removeprefix(store.uri("")).rsplit("/", 1)[0]
             store.get_tree(prefix.lstrip("/"), root)
@@ -212,6 +214,42 @@ def test_the_published_artifact_passes_preflight_and_verify(published: dict, nam
     assert (retraced.problems, retraced.retraced) == ([], True)
 
 
+def test_the_compile_and_the_smoke_ignore_a_cache_root_the_worker_sets(published: dict) -> None:
+    """Case 4, the worker side: the compile and the smoke load set NEURON_LIBTORCH_CACHE_ROOT to their own
+    cache root, so a worker image's value never takes the graphs elsewhere (the fixture set one)."""
+    assert not (published["base"] / "worker-lnl-root").exists()
+
+
+@pytest.mark.parametrize("name", ["llama", "qwen3"])
+def test_vllm_env_fails_closed_with_the_documented_pair_and_one_cache_root(published: dict, name: str) -> None:
+    """Case 3: cpu_compilation.md l.79-92 pairs VLLM_NEURON_DISABLE_WARMUP_COMPILE=1 with
+    NEURON_LIBTORCH_DISABLE_GRAPH_CAPTURE_BACKEND=1; NEURON_LIBTORCH_ASSERT_CACHE_HIT is kept (read by LNL
+    2.11.0.1.0.1284: foxl-ai/kiln bench 2026-10-07). Case 4: LNL's root is the synced one, in vllm.env and
+    again after the host's own VLLM_CACHE_ROOT in serve.sh and sync.sh."""
+    from neuronforge.profiles.base import read_env_file
+
+    launch = published[name]["root"] / "launch"
+    env = read_env_file(launch / "vllm.env")
+    for switch in (
+        "VLLM_NEURON_DISABLE_WARMUP_COMPILE",
+        "NEURON_LIBTORCH_DISABLE_GRAPH_CAPTURE_BACKEND",
+        "NEURON_LIBTORCH_ASSERT_CACHE_HIT",
+    ):
+        assert env[switch] == "1", switch
+    assert env["NEURON_LIBTORCH_CACHE_ROOT"] == env["VLLM_CACHE_ROOT"]
+    for script in ("serve.sh", "sync.sh"):
+        assert 'export NEURON_LIBTORCH_CACHE_ROOT="$VLLM_CACHE_ROOT"' in (launch / script).read_text()
+
+
+def test_a_host_whose_image_sets_lnls_cache_root_still_hits_the_synced_graphs(published: dict, tmp_path: Path) -> None:
+    item = published["llama"]
+    env = _serving_host(tmp_path, item, published["endpoint"])
+    env["NEURON_LIBTORCH_CACHE_ROOT"] = str(tmp_path / "image-root")
+    started, lines = _serve(item["root"] / "launch", env)
+    assert started, "\n".join(lines[-15:])
+    assert not (tmp_path / "image-root").exists()
+
+
 def _edit(path: Path, old: str, new: str) -> None:
     text = path.read_text()
     assert old in text, (path, old)
@@ -239,6 +277,27 @@ BROKEN = {
     "vllm.env with the 0.21 names": (
         ("vllm.env", "NEURON_LIBTORCH_ASSERT_CACHE_HIT=1", "VLLM_NEURON_ASSERT_CACHE_HIT=1"),
         "VLLM_NEURON_ASSERT_CACHE_HIT is not read by vLLM Neuron 0.24.0.1.1.0+e8242a9",
+    ),
+    "vllm.env without the graph-capture switch": (
+        (
+            "vllm.env",
+            "NEURON_LIBTORCH_DISABLE_GRAPH_CAPTURE_BACKEND=1",
+            "NEURON_LIBTORCH_DISABLE_GRAPH_CAPTURE_BACKEND=0",
+        ),
+        "NEURON_LIBTORCH_DISABLE_GRAPH_CAPTURE_BACKEND is not 1: a missing graph would be compiled at start-up "
+        "(cpu_compilation.md l.79-92",
+    ),
+    "vllm.env turns the cache off": (
+        ("vllm.env", "PORT=8000\n", "PORT=8000\nNEURON_LIBTORCH_DISABLE_COMPILE_CACHE=1\n"),
+        "NEURON_LIBTORCH_DISABLE_COMPILE_CACHE=1 with the fail-closed switches: the plugin raises ValueError",
+    ),
+    "vllm.env with LNL's root elsewhere": (
+        ("vllm.env", "NEURON_LIBTORCH_CACHE_ROOT=/var/cache/neuronforge/vllm", "NEURON_LIBTORCH_CACHE_ROOT=/opt/lnl"),
+        "NEURON_LIBTORCH_CACHE_ROOT='/opt/lnl' is not VLLM_CACHE_ROOT='/var/cache/neuronforge/vllm'",
+    ),
+    "serve.sh keeps the image's LNL root": (
+        ("serve.sh", 'export NEURON_LIBTORCH_CACHE_ROOT="$VLLM_CACHE_ROOT"\n', ""),
+        "serve.sh: does not set NEURON_LIBTORCH_CACHE_ROOT to the host's VLLM_CACHE_ROOT",
     ),
     "manifest compiler version": (
         ("vllm-cache.json", '"neuronx-cc": "2.27.5334.0+f702b353"', '"neuronx-cc": "2.26.6360.0+aaaaaaaa"'),
