@@ -14,9 +14,17 @@ which `verify` compares with what `serve.sh` would run, field by field.
 - The KV block count is pinned (`--num-gpu-blocks-override`): in CPU-compile mode the plugin sizes
   the KV cache from a static HBM table, on the device from what the runtime reports; anything but a
   fixed count risks a different shape, hence a different key, for every graph (§1.5).
+- The KV block count pinned is what max_num_seqs full-length sequences need plus vLLM's null block
+  (`kv_blocks`).
+- The architectures are the release's plugin registry's (`Release.architectures`): anything else is
+  refused at planning, naming the line that serves it.
 - Fail-closed serving: the entries are synced locally first (`launch/sync.sh`, checked against the
-  manifest's sha256), then `vllm serve` runs with `VLLM_NEURON_DISABLE_WARMUP_COMPILE=1` (a local
-  miss raises before any remote lookup, §1.4) and the release's assert-hit switch.
+  manifest's sha256), then `vllm serve` runs with the docs' pair — `VLLM_NEURON_DISABLE_WARMUP_COMPILE=1`
+  (a local miss raises before any remote lookup, §1.4) and `<prefix>DISABLE_GRAPH_CAPTURE_BACKEND=1` —
+  and the release's assert-hit switch (`Release.fail_closed`), with libtorch-neuronx-lite's own cache
+  root set to the synced one.
+- SDK 2.33's route is not shown to write the layout synced here: `verify` wants the P1 re-trace
+  (`Release.layout_verified`, `retrace_required`).
 - The cache env-var names belong to the release: `NEURON_LIBTORCH_*` from vllm-neuron 0.24 (SDK 2.32;
   the code moved into libtorch-neuronx-lite), `VLLM_NEURON_*` before (the sdk#1368 "remote cache had
   no effect" reports) — `Release.cache_env`.
@@ -559,6 +567,8 @@ class VllmNativeProfile(ServingProfile):
         out = tokenizer_problems(folder, self.folder, "vLLM loads the tokenizer from the served folder")
         if not (folder / "config.json").is_file():
             out.append(f"{self.folder}/config.json: missing (vLLM's ModelConfig)")
+        else:
+            out += self._config_problems(folder / "config.json")
         if not any(folder.glob("*.safetensors")):
             out.append(f"{self.folder}/: no *.safetensors (the plugin loads the weights at start; the NEFFs hold none)")
         launch = root / LAUNCH_DIR
@@ -576,6 +586,23 @@ class VllmNativeProfile(ServingProfile):
         out += self._manifest_problems(manifest, artifact.target)
         out += self._launch_problems(launch, manifest)
         return out
+
+    def _config_problems(self, path: Path) -> list[str]:
+        """config.json's architecture must be one the release's plugin registry loads."""
+        import json
+
+        try:
+            archs = json.loads(path.read_text()).get("architectures") or []
+        except (OSError, ValueError, AttributeError) as exc:
+            return [f"{self.folder}/config.json: unreadable ({exc})"]
+        served = set(self.release.architectures.values())
+        if not archs or archs[0] not in served:
+            plugin = self.release.vllm_neuron.split("+")[0]
+            return [
+                f"{self.folder}/config.json: architectures {archs}: vLLM Neuron {plugin} loads only "
+                f"{sorted(served)} ({self.release.registry_source})"
+            ]
+        return []
 
     def _manifest_problems(self, manifest: Any, target: TargetSpec) -> list[str]:
         where = f"{LAUNCH_DIR}/vllm-cache.json"

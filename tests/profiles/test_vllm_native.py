@@ -299,6 +299,10 @@ BROKEN = {
         ("serve.sh", 'export NEURON_LIBTORCH_CACHE_ROOT="$VLLM_CACHE_ROOT"\n', ""),
         "serve.sh: does not set NEURON_LIBTORCH_CACHE_ROOT to the host's VLLM_CACHE_ROOT",
     ),
+    "model/config.json names Qwen2": (
+        ("../model/config.json", '"LlamaForCausalLM"', '"Qwen2ForCausalLM"'),
+        "model/config.json: architectures ['Qwen2ForCausalLM']: vLLM Neuron 0.24.0.1.1.0 loads only",
+    ),
     "manifest compiler version": (
         ("vllm-cache.json", '"neuronx-cc": "2.27.5334.0+f702b353"', '"neuronx-cc": "2.26.6360.0+aaaaaaaa"'),
         "neuronx-cc 2.26.6360.0+aaaaaaaa, the profile pins 2.27.5334.0+f702b353",
