@@ -82,6 +82,8 @@ def verify_artifact(store: ArtifactStore, manifest_key: str, work_dir: Path, ret
             found = profile.retrace_problems(artifact, root / ".retrace")
             result.retraced = found is not None
             result.problems += [f"retrace ({profile.ref}): {p}" for p in found or []]
+        elif why := profile.retrace_required():
+            result.problems.append(f"retrace ({profile.ref}): required before deploying, not run (--retrace): {why}")
         return result
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -339,6 +339,12 @@ class ServingProfile(ABC):
         (`neuronforge verify`). Default: nothing — the artifact is self-contained."""
         return []
 
+    def retrace_required(self) -> str | None:
+        """Why `verify` calls an artifact of this profile deployable only after `retrace_problems` ran
+        (a consumer fact its preflight cannot check offline), or None: preflight and the store check
+        are enough."""
+        return None
+
     def retrace_problems(self, artifact: Artifact, work_dir: Path) -> list[str] | None:
         """`neuronforge verify --retrace`: run the consumer's own start-up path in its toolchain's
         interpreter without a device, compiling forbidden (needs the SDK image). None: this profile

@@ -14,9 +14,17 @@ which `verify` compares with what `serve.sh` would run, field by field.
 - The KV block count is pinned (`--num-gpu-blocks-override`): in CPU-compile mode the plugin sizes
   the KV cache from a static HBM table, on the device from what the runtime reports; anything but a
   fixed count risks a different shape, hence a different key, for every graph (§1.5).
+- The KV block count pinned is what max_num_seqs full-length sequences need plus vLLM's null block
+  (`kv_blocks`).
+- The architectures are the release's plugin registry's (`Release.architectures`): anything else is
+  refused at planning, naming the line that serves it.
 - Fail-closed serving: the entries are synced locally first (`launch/sync.sh`, checked against the
-  manifest's sha256), then `vllm serve` runs with `VLLM_NEURON_DISABLE_WARMUP_COMPILE=1` (a local
-  miss raises before any remote lookup, §1.4) and the release's assert-hit switch.
+  manifest's sha256), then `vllm serve` runs with the docs' pair — `VLLM_NEURON_DISABLE_WARMUP_COMPILE=1`
+  (a local miss raises before any remote lookup, §1.4) and `<prefix>DISABLE_GRAPH_CAPTURE_BACKEND=1` —
+  and the release's assert-hit switch (`Release.fail_closed`), with libtorch-neuronx-lite's own cache
+  root set to the synced one.
+- SDK 2.33's route is not shown to write the layout synced here: `verify` wants the P1 re-trace
+  (`Release.layout_verified`, `retrace_required`).
 - The cache env-var names belong to the release: `NEURON_LIBTORCH_*` from vllm-neuron 0.24 (SDK 2.32;
   the code moved into libtorch-neuronx-lite), `VLLM_NEURON_*` before (the sdk#1368 "remote cache had
   no effect" reports) — `Release.cache_env`.
@@ -29,10 +37,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from math import ceil
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from neuronforge.common.errors import InvalidInput
-from neuronforge.compilation.backends.vllm_native import ARCHITECTURES, BACKEND, CACHE_MANIFEST
+from neuronforge.compilation.backends.vllm_native import BACKEND, CACHE_MANIFEST
 from neuronforge.profiles.base import (
     LAUNCH_DIR,
     Artifact,
@@ -74,7 +83,8 @@ GRAPH_ENV = ("NEURON_PLATFORM_TARGET_OVERRIDE", "NEURON_LOGICAL_NC_CONFIG", "VLL
 
 @dataclass(frozen=True)
 class Release:
-    """One SDK release of the plugin: the pins its image holds and the names its code reads."""
+    """One SDK release of the plugin: the pins its image holds, the names its code reads and the
+    architectures its model registry serves."""
 
     sdk: str
     vllm: str
@@ -85,7 +95,44 @@ class Release:
     route: str  # the compilation route the release uses by default: "xla" (HLO) or "native" (StableHLO)
     image: str
     source: str
+    # model_type -> the HF architecture the plugin's registry maps to its own class at this release
+    # (`vllm_neuron/model/registry.py` get_models()); any other architecture cannot be served.
+    architectures: Mapping[str, str]
+    registry_source: str  # where that list was read, and how well it is proven
+    # The evidence that this release's route writes the cache layout neuronforge publishes and syncs
+    # (`compile_cache/<key>/graph.hlo` + `graph_<key>.neff`, vllm_cache.py); None: unverified, and
+    # `layout_unverified` says why — `verify` then calls an artifact deployable only after the P1
+    # re-trace in the serving image (`retrace_required`).
+    layout_verified: str | None
+    layout_unverified: str = ""
     cache_env: str = "NEURON_LIBTORCH_"  # prefix of the compile-cache switches (0.24+: in LNL)
+
+    @property
+    def cache_root_env(self) -> str | None:
+        """libtorch-neuronx-lite's own cache root (0.24+), set to the same root as VLLM_CACHE_ROOT."""
+        return "NEURON_LIBTORCH_CACHE_ROOT" if self.cache_env == "NEURON_LIBTORCH_" else None
+
+    def fail_closed(self) -> dict[str, str]:
+        """The switches a server starts with so that a missing graph fails the start instead of
+        compiling, each with its source (names per release: RULES §1.1, /tmp/research Q3)."""
+        return {
+            # DOCS: aws-neuron-sdk@81ce03ae vllm-neuron/docs/design/compilation/cpu_compilation.md l.79-92
+            # "Preventing Compilation on Production Instances": this pair. The warm-up switch keeps its
+            # VLLM_NEURON_ name from 0.24 (compilation_cache.md l.153); the capture backend's is LNL's.
+            "VLLM_NEURON_DISABLE_WARMUP_COMPILE": (
+                "cpu_compilation.md l.79-92: a cache miss of the vllm_neuron backend raises instead of compiling"
+            ),
+            f"{self.cache_env}DISABLE_GRAPH_CAPTURE_BACKEND": (
+                "cpu_compilation.md l.79-92: the graph-capture backend, which compiles what it captured, is off"
+            ),
+            # CODE for the 0.21 name (AWShtokoyo/vllm-neuron@eabd4c9f vllm_neuron/envs.py: "treat local +
+            # remote compile cache miss as a fatal error"); the LNL name in real use on SDK 2.32, where it
+            # failed a start on a precompiled cache (THIRD PARTY: foxl-ai/kiln@f5a7faf3
+            # bench/results/2026-10-07-precompile-start.md); no AWS document names it.
+            f"{self.cache_env}ASSERT_CACHE_HIT": (
+                "envs.py (0.21) / foxl-ai/kiln bench 2026-10-07 (LNL 2.11.0.1.0.1284): a local and remote miss raises"
+            ),
+        }
 
     def packages(self) -> dict[str, str]:
         out = {"vllm": self.vllm, "vllm-neuron": self.vllm_neuron, "nki": self.nki}
@@ -93,6 +140,32 @@ class Release:
             out["libtorch-neuronx-lite"] = self.libtorch_neuronx_lite
         return out
 
+
+# The plugin's model registry: `vllm_neuron/model/registry.py` get_models() lists (HF architecture,
+# the plugin's class) pairs that `NeuronWorker.__init__` registers into vLLM's ModelRegistry, over vLLM's
+# own classes of those names (aws-neuron/aws-neuron-sdk@81ce03ae vllm-neuron/docs/design/framework/
+# model_factory_design.md). An architecture it lacks resolves to vLLM's GPU class, which the plugin's
+# model runner cannot build (`model_cls.from_configs(...)`): the server does not start.
+# Eagle3LlamaForCausalLM and DFlashDraftModel are speculative-decoding drafts, not target models.
+# release-0.24.0.1.1.0 (f8abae6) registry.py:21-25 — CODE, read by a third party at the tag
+# (foxl-ai/kiln@f5a7faf3 docs/research/vllm-neuron-parity.md: "Five architectures"), the same five
+# lines in the fork longdct/vllm-neuron@5f7246ed: LlamaForCausalLM, GptOssForCausalLM,
+# Eagle3LlamaForCausalLM, Qwen3ForCausalLM, Qwen3VLForConditionalGeneration.
+PLUGIN_0_24_REGISTRY = MappingProxyType(
+    {
+        "llama": "LlamaForCausalLM",
+        "gpt_oss": "GptOssForCausalLM",
+        "qwen3": "Qwen3ForCausalLM",
+        "qwen3_vl": "Qwen3VLForConditionalGeneration",
+    }
+)
+REGISTRY_0_24_SOURCE = "vllm_neuron/model/registry.py at release-0.24.0.1.1.0 (f8abae6)"
+# 0.29.0.1.2.0: the tag was not read. The newest upstream registry read (vllm-project/vllm-neuron@5528be7a,
+# after 0.24: the DFlash drafts) keeps the same four targets and adds only DFlashDraftModel; no tree read
+# registers Qwen2ForCausalLM (UNVERIFIED at the tag; the SDK 2.33 model recipes add Qwen3-32B dense, the
+# Qwen3ForCausalLM class, and Qwen3-ASR, not a decoder neuronforge plans).
+PLUGIN_0_29_REGISTRY = PLUGIN_0_24_REGISTRY
+REGISTRY_0_29_SOURCE = "vllm_neuron/model/registry.py at vllm-project/vllm-neuron@5528be7a (the 0.29 tag unread)"
 
 # SDK 2.32.0 (2026-08-17). Release content: vllm_neuron-0.24.0.1.1.0+e8242a9-py3-none-any.whl for
 # Trn2/Trn3, neuronx-cc-2.27.5334.0, nki-0.6.0 (awsdocs-neuron v2.32.0 release-notes/releasecontent);
@@ -110,6 +183,14 @@ SDK_2_32 = Release(
     route="xla",
     image="public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:0.24.0.1.1.0-neuronx-sdk2.32.0",
     source="awsdocs-neuron v2.32.0 releasecontent; DLC docker/vllm/inference/0.24.0.1.1.0/Dockerfile.neuronx",
+    architectures=PLUGIN_0_24_REGISTRY,
+    registry_source=REGISTRY_0_24_SOURCE,
+    layout_verified=(
+        "CODE: the in-plugin cache (Infinity-AI-Institute/vllm-neuron@7f4cca75 vllm_neuron/compile/cache.py "
+        "_is_cache_complete, get_neff_filename; XLA route: graph.hlo); THIRD PARTY on SDK 2.32: foxl-ai/kiln@a04d1fab "
+        "kiln/compile_cache.py syncs LNL 2.11.0.1.0.1284's entries as one <key>/ folder per graph, complete with "
+        ".compilation_complete"
+    ),
 )
 # SDK 2.33.0 (2026-10-19): vLLM Neuron 0.29.0.1.2.0, neuronx-cc 2.28.7631.0, NKI 0.7.0 (awsdocs-neuron
 # v2.33.0 release-notes/components/index and releasecontent). The native route (FX -> StableHLO) is
@@ -126,6 +207,14 @@ SDK_2_33 = Release(
     route="native",
     image="public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:0.29.0.1.2.0-neuronx-sdk2.33.0",
     source="awsdocs-neuron v2.33.0 release-notes/components/index, releasecontent",
+    architectures=PLUGIN_0_29_REGISTRY,
+    registry_source=REGISTRY_0_29_SOURCE,
+    layout_verified=None,
+    layout_unverified=(
+        "SDK 2.33's default native route (FX -> AOTAutograd -> torch-mlir -> StableHLO -> neuronx-cc, "
+        "how_vllm_is_integrated_with_torchneuron.html) is not shown by any code or document read to write "
+        "compile_cache/<key>/graph.hlo + graph_<key>.neff"
+    ),
 )
 
 
@@ -182,7 +271,6 @@ class VllmNativeProfile(ServingProfile):
     toolchain_python = "/opt/conda/bin/python"
     instance_families = frozenset({"trn2", "trn3"})
     lifecycle = VLLM_NEURON_NATIVE
-    consumer_architectures = frozenset(ARCHITECTURES)
     folder = "model"
     publishes = (
         "model/: the checkpoint vLLM loads (config.json, safetensors, tokenizer); launch/: vllm.env, "
@@ -198,6 +286,11 @@ class VllmNativeProfile(ServingProfile):
             "compile cache synced from the store, then vllm serve with compiling forbidden"
         )
 
+    @property  # type: ignore[override]
+    def consumer_architectures(self) -> frozenset[str]:
+        """What this release's plugin registry serves (the backend limits it to what neuronforge plans)."""
+        return frozenset(self.release.architectures)
+
     # -- planning ------------------------------------------------------------------------------
     def problems(self, target: TargetSpec, model_type: str | None = None) -> list[str]:
         out = super().problems(target, model_type)
@@ -205,6 +298,8 @@ class VllmNativeProfile(ServingProfile):
             out[0] += (
                 f" ({RULE_INSTANCES}); for {target.instance.family} use profile vllm-neuron (vLLM on NxD Inference)"
             )
+        if model_type is not None:
+            out += self._registry_problems(model_type, target.instance.family)
         t = target.normalized()
         if t.quantization.enabled:
             out.append(
@@ -237,9 +332,37 @@ class VllmNativeProfile(ServingProfile):
             if not isinstance(blocks, int) or isinstance(blocks, bool) or blocks < need:
                 out.append(
                     f"backend_options num_blocks={blocks!r}: --max-model-len {t.sequence_length} with block size "
-                    f"{block} and {t.batch_size} sequences needs at least {need} KV blocks"
+                    f"{block} and {t.batch_size} sequences needs at least {need} KV blocks, vLLM's null block "
+                    f"included ({RULE_NULL_BLOCK})"
                 )
         return out
+
+    def _registry_problems(self, model_type: str, family: str) -> list[str]:
+        """A model type this release's plugin cannot load, named with the line that serves it on
+        `family` (vLLM on NxD Inference, at its newest release for the family); one it loads that
+        neuronforge does not plan yet, said as such (the registry names the generic refusal too)."""
+        from neuronforge.profiles import vllm_neuron
+        from neuronforge.spec.modelconfig import ARCHITECTURES as HF_CLASSES
+
+        r = self.release
+        if model_type in r.architectures:
+            if model_type in self.backend.architectures:
+                return []
+            return [
+                f"{model_type}: vLLM Neuron {r.vllm_neuron.split('+')[0]} serves {r.architectures[model_type]}, but "
+                "neuronforge does not plan this architecture's config yet"
+            ]
+        hf = HF_CLASSES.get(model_type, model_type)
+        lines = [p for p in vllm_neuron.PROFILES if family in p.instance_families and model_type in p.architectures]
+        if lines:
+            best = max(lines, key=lambda p: tuple(int(x) for x in p.version.split(".")))
+            fix = f"use profile {best.ref} (vLLM on NxD Inference serves {model_type} on {family})"
+        else:
+            fix = f"no vLLM line serves {model_type} on {family}"
+        return [
+            f"{model_type} ({hf}): vLLM Neuron {r.vllm_neuron.split('+')[0]}'s model registry does not list it "
+            f"({r.registry_source}), so its server cannot load the model; {fix}"
+        ]
 
     def adopt(self, target: TargetSpec) -> tuple[TargetSpec, list[str]]:
         """What a target of another line (vLLM on NxD Inference, optimum-neuron) must give up to be
@@ -336,11 +459,11 @@ class VllmNativeProfile(ServingProfile):
             "CACHE_MANIFEST": CACHE_MANIFEST,
             "CACHE_URI": manifest.store_prefix,
             "VLLM_CACHE_ROOT": HOST_CACHE_ROOT,
+            # LNL's own root, the same folder: one an image or a pod sets cannot send the server elsewhere.
+            **({r.cache_root_env: HOST_CACHE_ROOT} if r.cache_root_env else {}),
             **manifest.env,
-            # Fail closed: a local miss raises before any remote lookup or compile (§1.4)...
-            "VLLM_NEURON_DISABLE_WARMUP_COMPILE": "1",
-            # ... and this release's own assert-hit switch (names per release, §1.1).
-            f"{r.cache_env}ASSERT_CACHE_HIT": "1",
+            # Fail closed: a missing graph fails the start instead of compiling (names per release).
+            **dict.fromkeys(r.fail_closed(), "1"),
             "PORT": "8000",
             "VLLM_VERSION": r.vllm,
             "VLLM_NEURON_VERSION": r.vllm_neuron,
@@ -413,7 +536,12 @@ class VllmNativeProfile(ServingProfile):
         if "--port" in argv:  # the HTTP front end's, not the engine's
             at = argv.index("--port")
             argv = argv[:at] + argv[at + 2 :]
-        served = {k: env[k] for k in env if k in GRAPH_ENV or k.startswith(("VLLM_NEURON_", self.release.cache_env))}
+        served = {
+            k: env[k]
+            for k in env
+            if (k in GRAPH_ENV or k.startswith(("VLLM_NEURON_", self.release.cache_env)))
+            and k != self.release.cache_root_env  # a folder of the serving host: the loader sets its own
+        }
         from neuronforge.artifacts import layout
 
         settings = {
@@ -421,6 +549,7 @@ class VllmNativeProfile(ServingProfile):
             "env": served,
             "manifest": str(launch / CACHE_MANIFEST),
             "prefix": layout.vllm_cache_prefix(self.version),
+            "cache_env": self.release.cache_env,
         }
         return SmokeLoad(self.folder, settings)
 
@@ -438,6 +567,8 @@ class VllmNativeProfile(ServingProfile):
         out = tokenizer_problems(folder, self.folder, "vLLM loads the tokenizer from the served folder")
         if not (folder / "config.json").is_file():
             out.append(f"{self.folder}/config.json: missing (vLLM's ModelConfig)")
+        else:
+            out += self._config_problems(folder / "config.json")
         if not any(folder.glob("*.safetensors")):
             out.append(f"{self.folder}/: no *.safetensors (the plugin loads the weights at start; the NEFFs hold none)")
         launch = root / LAUNCH_DIR
@@ -455,6 +586,23 @@ class VllmNativeProfile(ServingProfile):
         out += self._manifest_problems(manifest, artifact.target)
         out += self._launch_problems(launch, manifest)
         return out
+
+    def _config_problems(self, path: Path) -> list[str]:
+        """config.json's architecture must be one the release's plugin registry loads."""
+        import json
+
+        try:
+            archs = json.loads(path.read_text()).get("architectures") or []
+        except (OSError, ValueError, AttributeError) as exc:
+            return [f"{self.folder}/config.json: unreadable ({exc})"]
+        served = set(self.release.architectures.values())
+        if not archs or archs[0] not in served:
+            plugin = self.release.vllm_neuron.split("+")[0]
+            return [
+                f"{self.folder}/config.json: architectures {archs}: vLLM Neuron {plugin} loads only "
+                f"{sorted(served)} ({self.release.registry_source})"
+            ]
+        return []
 
     def _manifest_problems(self, manifest: Any, target: TargetSpec) -> list[str]:
         where = f"{LAUNCH_DIR}/vllm-cache.json"
@@ -492,12 +640,20 @@ class VllmNativeProfile(ServingProfile):
                     "every "
                     f"key would miss ({RULE_KEY})"
                 )
-        for name in ("VLLM_NEURON_DISABLE_WARMUP_COMPILE", f"{self.release.cache_env}ASSERT_CACHE_HIT"):
+        r = self.release
+        for name, why in r.fail_closed().items():
             if env.get(name) != "1":
                 out.append(
-                    f"{LAUNCH_DIR}/{ENV_FILE}: {name} is not 1: a missing graph would be compiled at start-up "
-                    f"({RULE_FAIL_CLOSED})"
+                    f"{LAUNCH_DIR}/{ENV_FILE}: {name} is not 1: a missing graph would be compiled at start-up ({why})"
                 )
+        if env.get(f"{r.cache_env}DISABLE_COMPILE_CACHE") == "1":
+            out.append(
+                f"{LAUNCH_DIR}/{ENV_FILE}: {r.cache_env}DISABLE_COMPILE_CACHE=1 with the fail-closed switches: the "
+                'plugin raises ValueError at start (in-plugin backend.py compile(); envs.py: "Incompatible with '
+                f'VLLM_NEURON_DISABLE_COMPILE_CACHE"); remove it'
+            )
+        if r.cache_root_env:
+            out += self._cache_root_problems(launch, env, r.cache_root_env)
         for name in env:
             if (
                 name.startswith("VLLM_NEURON_")
@@ -531,6 +687,33 @@ class VllmNativeProfile(ServingProfile):
         if f'bash "$here/{SYNC_FILE}"' not in (launch / SERVE_FILE).read_text():
             out.append(f"{LAUNCH_DIR}/{SERVE_FILE}: does not sync the cache before serving ({RULE_FAIL_CLOSED})")
         return out
+
+    def _cache_root_problems(self, launch: Path, env: Mapping[str, str], name: str) -> list[str]:
+        """libtorch-neuronx-lite's root must be the synced one: LNL reads `<name>/neuron/compile_cache`
+        (foxl-ai/kiln@a04d1fab kiln/compile_cache.py, SDK 2.32), the plugin `$VLLM_CACHE_ROOT/neuron/
+        compile_cache` (envs.py); which wins under the plugin is UNVERIFIED, so both name one folder."""
+        out = []
+        if env.get(name) != env.get("VLLM_CACHE_ROOT"):
+            out.append(
+                f"{LAUNCH_DIR}/{ENV_FILE}: {name}={env.get(name)!r} is not VLLM_CACHE_ROOT="
+                f"{env.get('VLLM_CACHE_ROOT')!r}: libtorch-neuronx-lite could look for the graphs outside the synced "
+                "folder"
+            )
+        for script in (SERVE_FILE, SYNC_FILE):
+            if SAME_ROOT.strip() not in (launch / script).read_text():
+                out.append(
+                    f"{LAUNCH_DIR}/{script}: does not set {name} to the host's VLLM_CACHE_ROOT: a root the image or "
+                    "the pod sets would be read instead of the synced folder"
+                )
+        return out
+
+    def retrace_required(self) -> str | None:
+        """Why `verify` calls an artifact of this release deployable only after the P1 re-trace in the
+        serving image (its cache layout is unverified), or None."""
+        r = self.release
+        if r.layout_verified is not None:
+            return None
+        return f"{r.layout_unverified}: only the re-trace in {r.image} proves the synced entries are the ones it reads"
 
     def retrace_problems(self, artifact: Artifact, work_dir: Path) -> list[str] | None:
         """P1: the launch files' command traced again in the SDK image's interpreter (a CPU worker of
@@ -582,16 +765,33 @@ CACHE_SWITCHES = frozenset(
 )
 
 
+# vLLM v1 takes block 0 of the pool as its null block — CODE: vllm-project/vllm vllm/v1/core/block_pool.py
+# BlockPool.__init__ `self.null_block = self.free_block_queue.popleft()` (read at @c59cb794 and @002f3491;
+# which tag the 0.24/0.29 pins are was not resolvable), and the pool gets exactly the override
+# (vllm/v1/core/kv_cache_utils.py may_override_num_blocks @001cabc1); DOCS: aws-neuron-sdk@81ce03ae
+# vllm-neuron/docs/design/vllm/padding-batching-block-kv.md:130-135 ("Upstream vLLM reserves block 0 as the
+# null block"). So `--num-gpu-blocks-override N` leaves N - 1 blocks for sequences. The NxD Inference
+# route's platform adds that block itself (vllm-project/vllm-neuron 0.2.0 (a9671254) vllm_neuron/platform.py
+# :149-159 `_neuron_null_block_adjusted`); the native plugin does not (no such code in any native tree of
+# the code index; its docs call the override a plain vLLM parameter, reference-configuration.md:64).
+NULL_BLOCKS = 1
+RULE_NULL_BLOCK = "vLLM v1 vllm/v1/core/block_pool.py: block 0 is the null block, never given to a sequence"
+
+
 def kv_blocks(max_model_len: int, block_size: int, max_num_seqs: int) -> int:
-    """The KV blocks every sequence at full length needs (the pinned `--num-gpu-blocks-override`)."""
-    return ceil(max_model_len / block_size) * max_num_seqs
+    """The KV blocks `max_num_seqs` sequences at full length need, plus vLLM's null block: the pinned
+    `--num-gpu-blocks-override` (one fewer and the last full-length sequence is preempted)."""
+    return ceil(max_model_len / block_size) * max_num_seqs + NULL_BLOCKS
 
 
-# vllm.env, except the host's own folders (MODEL_DIR, VLLM_CACHE_ROOT) when the environment sets them.
+# vllm.env, except the host's own folders (MODEL_DIR, VLLM_CACHE_ROOT) when the environment sets them;
+# libtorch-neuronx-lite's root follows VLLM_CACHE_ROOT whatever the image or the pod set it to.
+SAME_ROOT = 'export NEURON_LIBTORCH_CACHE_ROOT="$VLLM_CACHE_ROOT"\n'
 LOAD_ENV = (
     'host_model_dir="${MODEL_DIR:-}"; host_cache_root="${VLLM_CACHE_ROOT:-}"\n'
     'set -a; . "$here/vllm.env"; set +a\n'
     'export MODEL_DIR="${host_model_dir:-$MODEL_DIR}" VLLM_CACHE_ROOT="${host_cache_root:-$VLLM_CACHE_ROOT}"\n'
+    f"{SAME_ROOT}"
 )
 
 # `launch/sync.sh`: store -> $VLLM_CACHE_ROOT/neuron/compile_cache, each entry checked against the
@@ -606,6 +806,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 host_model_dir="${MODEL_DIR:-}"; host_cache_root="${VLLM_CACHE_ROOT:-}"
 set -a; . "$here/vllm.env"; set +a
 MODEL_DIR="${host_model_dir:-$MODEL_DIR}"; VLLM_CACHE_ROOT="${host_cache_root:-$VLLM_CACHE_ROOT}"
+export NEURON_LIBTORCH_CACHE_ROOT="$VLLM_CACHE_ROOT"
 cache="$VLLM_CACHE_ROOT/neuron/compile_cache"
 mkdir -p "$cache" "$MODEL_DIR"
 fetch() {  # fetch <uri> <local path>
@@ -638,8 +839,8 @@ while read -r kind key path size sha; do
     if [ -f "$cache/$key/.compilation_complete" ] && [ -f "$cache/$key/.synced" ]; then continue; fi
     dest="$cache/.$key.sync/$path"; uri="$CACHE_URI/$key/$path"
     case " $done_keys " in *" $key "*) ;; *) done_keys="$done_keys $key" ;; esac
-  else
-    dest="$cache/$path"; uri="$CACHE_URI/$path"
+  else  # NKI results: staged too, moved in only once every file checked out
+    dest="$cache/.nki.sync/$path"; uri="$CACHE_URI/$path"
   fi
   mkdir -p "$(dirname "$dest")"
   fetch "$uri" "$dest"
@@ -649,7 +850,14 @@ while read -r kind key path size sha; do
 done < "$cache/.sync-plan"
 if [ "$bad" != 0 ]; then
   for key in $done_keys; do rm -rf "$cache/.$key.sync"; done
+  rm -rf "$cache/.nki.sync"
   exit 1
+fi
+if [ -d "$cache/.nki.sync" ]; then  # NKI results before the graphs that call their kernels
+  (cd "$cache/.nki.sync" && find . -type f) | while read -r f; do
+    mkdir -p "$(dirname "$cache/$f")"; mv "$cache/.nki.sync/$f" "$cache/$f"
+  done
+  rm -rf "$cache/.nki.sync"
 fi
 for key in $done_keys; do  # whole entries appear at once, marker included
   touch "$cache/.$key.sync/.synced"; rm -rf "${cache:?}/$key"; mv "$cache/.$key.sync" "$cache/$key"

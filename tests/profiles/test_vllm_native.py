@@ -23,7 +23,7 @@ import pytest
 
 from neuronforge.artifacts import layout
 from neuronforge.common.errors import InvalidInput
-from neuronforge.compilation.vllm_cache import MARKER, CacheManifest, entry_problems
+from neuronforge.compilation.vllm_cache import MARKER, CacheManifest, entry_problems, local_keys
 from neuronforge.pipeline.runner import run_target
 from neuronforge.profiles import get_profile
 from neuronforge.profiles.base import Artifact
@@ -61,7 +61,7 @@ def test_both_releases_are_registered_and_resolve_by_series() -> None:
         ({"instance_type": "trn1.32xlarge", "tp_degree": 8}, "Trn2/Trn3 only"),
         ({"quantization": "int8"}, "does not yet produce a quantized checkpoint"),
         ({"max_context_length": 128}, "leave max_context_length unset"),
-        ({"backend_options": {"num_blocks": 3}}, "needs at least 16 KV blocks"),
+        ({"backend_options": {"num_blocks": 16}}, "needs at least 17 KV blocks, vLLM's null block included"),
         ({"backend_options": {"fused_qkv": True}}, "not accepted by profile vllm-neuron-native"),
     ],
 )
@@ -76,13 +76,44 @@ def test_a_refused_model_type_names_the_profiles_that_serve_it() -> None:
     assert any("does not support mixtral" in p for p in target_problems(get_profile(t.profile), t, "mixtral"))
 
 
+CONFIGS = Path(__file__).resolve().parents[1] / "data" / "model-configs"
+
+
+@pytest.mark.parametrize("profile", ["vllm-neuron-native@2.32", "vllm-neuron-native@2.33"])
+def test_a_qwen2_target_is_refused_at_planning_with_the_line_that_serves_it(profile: str) -> None:
+    """Case 2: the plugin's model registry (vllm_neuron/model/registry.py) has no Qwen2ForCausalLM at
+    either release: a Qwen2.5 target is refused at planning, naming vLLM on NxD Inference at its newest
+    release for trn2. Llama and Qwen3 are served."""
+    from neuronforge.pipeline.planner import plan
+    from neuronforge.spec.modelconfig import ModelArch
+
+    qwen = ModelArch.from_config(json.loads((CONFIGS / "Qwen--Qwen2.5-7B.json").read_text()))
+    t = target(profile, instance_type="trn2.48xlarge", tp_degree=16, dtype="bf16")
+    refused = [c.message for c in plan(qwen, t).checks if c.name == "profile" and not c.ok]
+    assert any(
+        "qwen2 (Qwen2ForCausalLM)" in m
+        and "model registry does not list it" in m
+        and "use profile vllm-neuron@2.31.1 (vLLM on NxD Inference serves qwen2 on trn2)" in m
+        for m in refused
+    ), refused
+    p = get_profile(profile)
+    assert {"llama", "qwen3"} <= p.architectures and "qwen2" not in p.architectures
+    assert target_problems(p, t, "llama") == [] and target_problems(p, t, "qwen3") == []
+
+
+def test_an_architecture_the_plugin_serves_but_neuronforge_does_not_plan_says_so() -> None:
+    p = get_profile("vllm-neuron-native@2.32")
+    problems = target_problems(p, target(), "gpt_oss")
+    assert any("serves GptOssForCausalLM, but neuronforge does not plan" in m for m in problems), problems
+
+
 def test_one_command_renders_the_compile_the_launch_and_the_manifest() -> None:
     """The KV block count is pinned: without it the plugin sizes the KV cache from HBM, which the
     CPU compile reads from a static table and the device from the runtime (§1.5)."""
     p = get_profile("vllm-neuron-native@2.32")
     command = p.serve_command(target())
     flags = command.flags()
-    assert flags["num-gpu-blocks-override"] == "16"  # ceil(256/32) * 2 sequences
+    assert flags["num-gpu-blocks-override"] == "17"  # ceil(256/32) * 2 sequences + vLLM's null block
     assert (flags["max-model-len"], flags["tensor-parallel-size"], flags["block-size"]) == ("256", "4", "32")
     assert command.env == {"NEURON_PLATFORM_TARGET_OVERRIDE": "trn2", "NEURON_LOGICAL_NC_CONFIG": "2"}
     settings = p.compile_settings(target(), "llama")
@@ -113,7 +144,9 @@ def published(tmp_path_factory: pytest.TempPathFactory, s3_endpoint: str) -> Ite
         ):
             model = make_tiny_llama(base / "models" / name, tokenizer=True, model_type=model_type)
             t = target(profile)
-            outcome = run_target(str(model), t, store, base / "work")
+            with pytest.MonkeyPatch.context() as worker:  # a worker image that sets LNL's own cache root
+                worker.setenv("NEURON_LIBTORCH_CACHE_ROOT", str(base / "worker-lnl-root"))
+                outcome = run_target(str(model), t, store, base / "work")
             root = base / "artifacts" / name
             prefix = outcome.published.manifest_uri.removeprefix(store.uri("")).rsplit("/", 1)[0]
             store.get_tree(prefix.lstrip("/"), root)
@@ -161,12 +194,60 @@ def test_the_manifest_records_the_image_versions_argv_env_and_target(published: 
 
 @pytest.mark.parametrize("name", ["llama", "qwen3"])
 def test_the_published_artifact_passes_preflight_and_verify(published: dict, name: str, tmp_path: Path) -> None:
+    """Case 5: 2.32's layout is proven (the in-plugin cache code; LNL's entries synced by a third party on
+    SDK 2.32); 2.33's native route is not shown to write it, so `verify` calls a 2.33 artifact deployable
+    only with the P1 re-trace in the serving image, and says why in one line."""
     from neuronforge.farm.verify import verify_artifact
 
     artifact = _artifact(published[name], tmp_path)
-    assert get_profile(artifact.target.profile).preflight(artifact) == []
-    result = verify_artifact(published["store"], f"{published[name]['prefix']}/manifest.json", tmp_path / "v")
-    assert result.problems == []
+    profile = get_profile(artifact.target.profile)
+    assert profile.preflight(artifact) == []
+    manifest = f"{published[name]['prefix']}/manifest.json"
+    result = verify_artifact(published["store"], manifest, tmp_path / "v")
+    if name == "llama":
+        assert result.problems == [] and profile.retrace_required() is None
+        return
+    (problem,) = result.problems
+    assert problem.startswith("retrace (vllm-neuron-native@2.33.0): required before deploying, not run (--retrace): ")
+    assert "native route" in problem and "StableHLO" in problem and "graph_<key>.neff" in problem
+    retraced = verify_artifact(published["store"], manifest, tmp_path / "r", retrace=True)
+    assert (retraced.problems, retraced.retraced) == ([], True)
+
+
+def test_the_compile_and_the_smoke_ignore_a_cache_root_the_worker_sets(published: dict) -> None:
+    """Case 4, the worker side: the compile and the smoke load set NEURON_LIBTORCH_CACHE_ROOT to their own
+    cache root, so a worker image's value never takes the graphs elsewhere (the fixture set one)."""
+    assert not (published["base"] / "worker-lnl-root").exists()
+
+
+@pytest.mark.parametrize("name", ["llama", "qwen3"])
+def test_vllm_env_fails_closed_with_the_documented_pair_and_one_cache_root(published: dict, name: str) -> None:
+    """Case 3: cpu_compilation.md l.79-92 pairs VLLM_NEURON_DISABLE_WARMUP_COMPILE=1 with
+    NEURON_LIBTORCH_DISABLE_GRAPH_CAPTURE_BACKEND=1; NEURON_LIBTORCH_ASSERT_CACHE_HIT is kept (read by LNL
+    2.11.0.1.0.1284: foxl-ai/kiln bench 2026-10-07). Case 4: LNL's root is the synced one, in vllm.env and
+    again after the host's own VLLM_CACHE_ROOT in serve.sh and sync.sh."""
+    from neuronforge.profiles.base import read_env_file
+
+    launch = published[name]["root"] / "launch"
+    env = read_env_file(launch / "vllm.env")
+    for switch in (
+        "VLLM_NEURON_DISABLE_WARMUP_COMPILE",
+        "NEURON_LIBTORCH_DISABLE_GRAPH_CAPTURE_BACKEND",
+        "NEURON_LIBTORCH_ASSERT_CACHE_HIT",
+    ):
+        assert env[switch] == "1", switch
+    assert env["NEURON_LIBTORCH_CACHE_ROOT"] == env["VLLM_CACHE_ROOT"]
+    for script in ("serve.sh", "sync.sh"):
+        assert 'export NEURON_LIBTORCH_CACHE_ROOT="$VLLM_CACHE_ROOT"' in (launch / script).read_text()
+
+
+def test_a_host_whose_image_sets_lnls_cache_root_still_hits_the_synced_graphs(published: dict, tmp_path: Path) -> None:
+    item = published["llama"]
+    env = _serving_host(tmp_path, item, published["endpoint"])
+    env["NEURON_LIBTORCH_CACHE_ROOT"] = str(tmp_path / "image-root")
+    started, lines = _serve(item["root"] / "launch", env)
+    assert started, "\n".join(lines[-15:])
+    assert not (tmp_path / "image-root").exists()
 
 
 def _edit(path: Path, old: str, new: str) -> None:
@@ -181,8 +262,8 @@ BROKEN = {
         "--max-model-len 128, the graphs were compiled with 256",
     ),
     "serve.sh without the KV block count": (
-        ("serve.sh", "  --num-gpu-blocks-override 16 \\\n", ""),
-        "--num-gpu-blocks-override <absent>, the graphs were compiled with 16",
+        ("serve.sh", "  --num-gpu-blocks-override 17 \\\n", ""),
+        "--num-gpu-blocks-override <absent>, the graphs were compiled with 17",
     ),
     "serve.sh skips the sync": (("serve.sh", 'bash "$here/sync.sh"\n', ""), "does not sync the cache"),
     "vllm.env target": (
@@ -196,6 +277,31 @@ BROKEN = {
     "vllm.env with the 0.21 names": (
         ("vllm.env", "NEURON_LIBTORCH_ASSERT_CACHE_HIT=1", "VLLM_NEURON_ASSERT_CACHE_HIT=1"),
         "VLLM_NEURON_ASSERT_CACHE_HIT is not read by vLLM Neuron 0.24.0.1.1.0+e8242a9",
+    ),
+    "vllm.env without the graph-capture switch": (
+        (
+            "vllm.env",
+            "NEURON_LIBTORCH_DISABLE_GRAPH_CAPTURE_BACKEND=1",
+            "NEURON_LIBTORCH_DISABLE_GRAPH_CAPTURE_BACKEND=0",
+        ),
+        "NEURON_LIBTORCH_DISABLE_GRAPH_CAPTURE_BACKEND is not 1: a missing graph would be compiled at start-up "
+        "(cpu_compilation.md l.79-92",
+    ),
+    "vllm.env turns the cache off": (
+        ("vllm.env", "PORT=8000\n", "PORT=8000\nNEURON_LIBTORCH_DISABLE_COMPILE_CACHE=1\n"),
+        "NEURON_LIBTORCH_DISABLE_COMPILE_CACHE=1 with the fail-closed switches: the plugin raises ValueError",
+    ),
+    "vllm.env with LNL's root elsewhere": (
+        ("vllm.env", "NEURON_LIBTORCH_CACHE_ROOT=/var/cache/neuronforge/vllm", "NEURON_LIBTORCH_CACHE_ROOT=/opt/lnl"),
+        "NEURON_LIBTORCH_CACHE_ROOT='/opt/lnl' is not VLLM_CACHE_ROOT='/var/cache/neuronforge/vllm'",
+    ),
+    "serve.sh keeps the image's LNL root": (
+        ("serve.sh", 'export NEURON_LIBTORCH_CACHE_ROOT="$VLLM_CACHE_ROOT"\n', ""),
+        "serve.sh: does not set NEURON_LIBTORCH_CACHE_ROOT to the host's VLLM_CACHE_ROOT",
+    ),
+    "model/config.json names Qwen2": (
+        ("../model/config.json", '"LlamaForCausalLM"', '"Qwen2ForCausalLM"'),
+        "model/config.json: architectures ['Qwen2ForCausalLM']: vLLM Neuron 0.24.0.1.1.0 loads only",
     ),
     "manifest compiler version": (
         ("vllm-cache.json", '"neuronx-cc": "2.27.5334.0+f702b353"', '"neuronx-cc": "2.26.6360.0+aaaaaaaa"'),
@@ -227,9 +333,16 @@ def test_an_entry_missing_from_the_store_is_named_by_verify(published: dict, tmp
     for record in manifest.entries:
         store.get_tree(f"{prefix}/{record.key}", tmp_path / "e" / record.key)
         copy.put_tree(tmp_path / "e" / record.key, f"{prefix}/{record.key}")
+    assert manifest.nki  # the decode graphs call an NKI kernel: their results travel with the entries
+    for f in manifest.nki:
+        store.get_file(f"{prefix}/{f.path}", tmp_path / "e" / f.path)
+        copy.put_file(tmp_path / "e" / f.path, f"{prefix}/{f.path}")
     write_local(manifest.model_copy(update={"store_prefix": copy.uri(prefix)}), path)
     profile = get_profile(item["target"].profile)
     assert profile.store_problems(artifact, store) == []
+    copy.delete_prefix(f"{prefix}/{manifest.nki[0].path}")
+    assert any("NKI results travel with the entries" in p for p in profile.store_problems(artifact, store))
+    copy.put_file(tmp_path / "e" / manifest.nki[0].path, f"{prefix}/{manifest.nki[0].path}")
     gone = manifest.entries[0].key
     copy.delete_prefix(f"{prefix}/{gone}/{MARKER}")
     problems = profile.store_problems(artifact, store)
@@ -276,6 +389,7 @@ def test_a_fresh_serving_host_syncs_and_hits_every_graph(published: dict, name: 
     cache = Path(env["VLLM_CACHE_ROOT"]) / "neuron" / "compile_cache"
     assert {r.key for r in manifest.entries} <= {p.name for p in cache.iterdir() if p.is_dir()}
     assert all((cache / r.key / ".cache_accessed").exists() for r in manifest.entries)  # each one a local hit
+    assert manifest.nki and all((cache / f.path).is_file() for f in manifest.nki)  # synced with data
     # a second start syncs nothing and still hits
     started, _ = _serve(launch, env)
     assert started
@@ -292,7 +406,7 @@ def test_a_one_field_change_to_serve_sh_fails_the_start_instead_of_compiling(pub
     assert any("local compile cache miss for key" in line for line in lines), lines[-5:]
     cache = Path(env["VLLM_CACHE_ROOT"]) / "neuron" / "compile_cache"
     manifest = read_local(CacheManifest, launch / "vllm-cache.json")
-    assert {p.name for p in cache.iterdir() if p.is_dir()} == {r.key for r in manifest.entries}  # nothing compiled
+    assert local_keys(cache) == {r.key for r in manifest.entries}  # nothing compiled
 
 
 def test_sync_refuses_bytes_that_differ_from_the_manifest(published: dict, tmp_path: Path) -> None:
@@ -388,6 +502,9 @@ def test_the_fake_refuses_an_entry_whose_metadata_names_another_key(tmp_path: Pa
     assert entry_problems(remote / key) and "Cache key mismatch" in entry_problems(remote / key)[0]
 
 
+FAIL_CLOSED = {"VLLM_NEURON_DISABLE_WARMUP_COMPILE": "1", "NEURON_LIBTORCH_DISABLE_GRAPH_CAPTURE_BACKEND": "1"}
+
+
 def test_an_unpinned_kv_block_count_makes_the_server_miss_what_the_cpu_compiled(tmp_path: Path) -> None:
     """Why the profile pins --num-gpu-blocks-override (§1.5): CPU-compile sizes KV from the static
     table, the device from what the runtime reports."""
@@ -398,7 +515,7 @@ def test_an_unpinned_kv_block_count_makes_the_server_miss_what_the_cpu_compiled(
     )
     common = {"VLLM_CACHE_ROOT": str(tmp_path / "c"), "NEURON_PLATFORM_TARGET_OVERRIDE": "trn2"}
     compiled = _fake(tmp_path, code, {**common, "VLLM_NEURON_CPU_COMPILE": "1"})
-    served = _fake(tmp_path, code, {**common, "FAKE_NEURON_DEVICES": "2", "VLLM_NEURON_DISABLE_WARMUP_COMPILE": "1"})
+    served = _fake(tmp_path, code, {**common, "FAKE_NEURON_DEVICES": "2", **FAIL_CLOSED})
     assert "Compilation cache key" in compiled and "local compile cache miss" in served
     assert VLLM_NATIVE.is_dir()
 

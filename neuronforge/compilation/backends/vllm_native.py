@@ -25,17 +25,17 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from neuronforge.common.errors import InvalidInput
 from neuronforge.compilation.backends.base import Backend, CompileJob, CompileResult, GenerateJob, Generation
 from neuronforge.compilation.backends.child import copy_served_files, generation_rows
+from neuronforge.spec.modelconfig import ARCHITECTURES as MODEL_TYPES
+from neuronforge.spec.modelconfig import GPT_FAMILIES
 
 if TYPE_CHECKING:
     from neuronforge.stores import ArtifactStore
 
 CACHE_MANIFEST = "vllm-cache.json"
-# model_type -> the vLLM model class (vLLM's registry) the plugin serves for it.
-ARCHITECTURES: dict[str, str] = {
-    "llama": "LlamaForCausalLM",
-    "qwen2": "Qwen2ForCausalLM",
-    "qwen3": "Qwen3ForCausalLM",
-}
+# The model types neuronforge can hand to the plugin: the decoder configs it plans (spec/modelconfig.py,
+# the Llama layout). Which of them a plugin release loads is its model registry's answer, per release
+# (`neuronforge.profiles.vllm_native.Release.architectures`).
+ARCHITECTURES = frozenset(MODEL_TYPES) - GPT_FAMILIES
 # What the plugin logs for each graph (vllm_neuron/compile/backend.py: "Compilation cache key: %s").
 KEY_LINE = re.compile(r"Compilation cache key: ([0-9a-f]{32})")
 WEIGHT_FILES = ("*.safetensors", "model.safetensors.index.json", "generation_config.json")
@@ -45,7 +45,7 @@ class VllmNativeBackend(Backend):
     name = "vllm-native"
     library = "vllm-neuron"
     packages = ("vllm", "vllm-neuron", "libtorch-neuronx-lite", "nki", "neuronx-cc")
-    architectures = frozenset(ARCHITECTURES)
+    architectures = ARCHITECTURES
     modeling_modules: ClassVar[dict[str, str]] = {}
     toolchain_module = "vllm_native"
 
@@ -62,12 +62,15 @@ class VllmNativeBackend(Backend):
         from neuronforge.records.local import write_local
 
         settings = job.settings
-        root = job.work_dir / "vllm-cache"  # kept on this host: a later compile of the same graphs finds them
+        # Kept on this host: a later compile of the same graphs finds them. One root per SDK release: its
+        # nki/ results (uploaded whole, beside the entries) are that release's only.
+        root = job.work_dir / "vllm-cache" / settings["profile_version"]
         cache_dir = compile_cache_dir(root)
         before = {p.name for p in cache_dir.iterdir()} if cache_dir.is_dir() else set()
         env = {
             **settings["env"],
             "VLLM_CACHE_ROOT": str(root),
+            "NEURON_LIBTORCH_CACHE_ROOT": str(root),  # LNL's own root: the same folder, whatever the worker set
             "VLLM_NEURON_CPU_COMPILE": "1",
             f"{settings['cache_env']}PARALLEL_COMPILE_WORKERS": "1",
         }
@@ -137,9 +140,8 @@ class VllmNativeBackend(Backend):
         pull(store, prefix, manifest, cache_dir)
         before = local_keys(cache_dir)
         try:
-            result, _ = self.run(
-                python, action, spec, env={**env, "VLLM_CACHE_ROOT": str(root)}, timeout_s=timeout_s, what=what
-            )
+            roots = {"VLLM_CACHE_ROOT": str(root), "NEURON_LIBTORCH_CACHE_ROOT": str(root)}
+            result, _ = self.run(python, action, spec, env={**env, **roots}, timeout_s=timeout_s, what=what)
             return result, sorted(local_keys(cache_dir) - before)
         finally:
             shutil.rmtree(root, ignore_errors=True)
@@ -190,7 +192,12 @@ class VllmNativeBackend(Backend):
         from neuronforge.stores import open_store
 
         manifest = read_local(CacheManifest, Path(settings["manifest"]))
-        env = {**settings["env"], "VLLM_NEURON_CPU_COMPILE": "1", "VLLM_NEURON_DISABLE_WARMUP_COMPILE": "1"}
+        env = {
+            **settings["env"],
+            "VLLM_NEURON_CPU_COMPILE": "1",
+            "VLLM_NEURON_DISABLE_WARMUP_COMPILE": "1",
+            f"{settings.get('cache_env', 'NEURON_LIBTORCH_')}DISABLE_GRAPH_CAPTURE_BACKEND": "1",
+        }
         try:
             _, new = self.on_published_cache(
                 python,

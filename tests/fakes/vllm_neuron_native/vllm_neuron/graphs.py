@@ -10,6 +10,9 @@ graph text; buckets of --max-num-batched-tokens (prefill) and --max-num-seqs (de
   build and a server can disagree on every key when the count is not pinned (§1.5; its size is a guess).
 - the graph text depends on the process's history: `torch.topk` prints with its keyword spelling unless
   transformers was imported before the trace (foxl-ai/kiln docs/neuron-notes.md, SDK 2.32).
+Which graphs call NKI kernels is invented too (a simple rule): every decode graph calls one attention
+kernel (`nki_call <kernel>`), whose compile result the cache keeps in `nki/<key>.json`; prefill graphs
+call none.
 """
 
 import math
@@ -53,7 +56,7 @@ def engine_graphs(config, args, target, cpu_compile):
         f"head_dim={head_dim} ffn={config.get('intermediate_size')} vocab={config['vocab_size']} dtype={dtype} "
         f"prefix_caching={bool(args.get('enable_prefix_caching'))} sample={topk}"
     )
-    kv_shape = (2 * layers, blocks + 1, block, kv, head_dim)
+    kv_shape = (2 * layers, blocks, block, kv, head_dim)  # the whole pool, block 0 (null) included
     kv_input = (dtype, kv_shape, _stride(kv_shape))
     table = math.ceil(max_len / block)
     out = []
@@ -62,7 +65,8 @@ def engine_graphs(config, args, target, cpu_compile):
         out.append((f"prefill_{n}", f"graph prefill tokens={n} {body}", inputs))
     for s in buckets(seqs, 1):
         inputs = [("int64", (s,), (1,)), ("int64", (s,), (1,)), kv_input, ("int32", (s, table), (table, 1))]
-        out.append((f"decode_{s}", f"graph decode seqs={s} {body}", inputs))
+        kernel = f"attention_tkg seqs={s} kv_heads={kv} head_dim={head_dim} block={block} dtype={dtype}"
+        out.append((f"decode_{s}", f"graph decode seqs={s} {body}\nnki_call {kernel}", inputs))
     return out
 
 

@@ -21,6 +21,7 @@ def main(argv=None):
         "max_num_batched_tokens",
         "block_size",
         "num_gpu_blocks_override",
+        "optimization_level",
         "port",
     }
     while i < len(words):
