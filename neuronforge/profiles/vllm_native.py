@@ -59,7 +59,6 @@ from neuronforge.profiles.line_lifecycles import VLLM_NEURON_NATIVE
 from neuronforge.spec.target import TORCH_DTYPE_NAMES, Quantization
 
 if TYPE_CHECKING:
-    from neuronforge.records.vllm_cache import CacheManifest
     from neuronforge.spec.target import TargetSpec
     from neuronforge.stores import ArtifactStore
 
@@ -478,13 +477,13 @@ class VllmNativeProfile(ServingProfile):
             "# starts vLLM with compiling forbidden: a missing graph fails the start instead of compiling.\n"
             "# Plain KEY=VALUE lines: `docker run --env-file` and `set -a; . file` read them.\n"
         ) + "".join(f"{k}={v}\n" for k, v in env.items())
-        return {
+        files = {
             ENV_FILE: env_text,
             CACHE_MANIFEST: manifest.to_bytes().decode(),
             SYNC_FILE: SYNC_SH,
             SERVE_FILE: self._serve_sh(manifest.argv),
-            K8S_FILE: self._k8s(ctx, manifest),
         }
+        return {**files, K8S_FILE: self._k8s(ctx, files, int(env["PORT"]))}
 
     def _serve_sh(self, argv: list[str]) -> str:
         pairs: list[str] = []
@@ -506,23 +505,28 @@ class VllmNativeProfile(ServingProfile):
             f'exec vllm serve "$MODEL_DIR" \\\n  {lines} \\\n  --port "$PORT" "$@"\n'
         )
 
-    def _k8s(self, ctx: LaunchContext, manifest: CacheManifest) -> str:
-        return (
-            f"# Kubernetes: an init container fills the pod's local cache before vLLM starts ({self.ref}).\n"
-            "# Mount the artifact's launch/ folder (e.g. from a ConfigMap) at /launch and give the pod S3 read\n"
-            "# access (IRSA / Pod Identity). The serving container runs `bash /launch/serve.sh` (its sync finds\n"
-            "# every entry present and verified) with the same volumes.\n"
-            "initContainers:\n"
-            "  - name: neuronforge-vllm-cache-sync\n"
-            f"    image: {self.release.image}\n"
-            '    command: ["bash", "-c", "set -a; . /launch/vllm.env; set +a; bash /launch/sync.sh"]\n'
-            "    volumeMounts:\n"
-            "      - {name: launch, mountPath: /launch}\n"
-            f"      - {{name: vllm-cache, mountPath: {HOST_CACHE_ROOT}}}\n"
-            f"      - {{name: model, mountPath: {ctx.host_dir(self.folder)}}}\n"
-            "volumes:\n"
-            "  - {name: vllm-cache, emptyDir: {}}  # local disk: the plugin refuses a cache on NFS/Lustre\n"
-            "  - {name: model, emptyDir: {}}\n"
+    def _k8s(self, ctx: LaunchContext, files: Mapping[str, str], port: int) -> str:
+        """The Kubernetes manifest that serves this artifact as written: the launch files in ConfigMaps,
+        a Deployment whose init container syncs and whose container serves (`vllm_native_k8s`)."""
+        from neuronforge.profiles import vllm_native_k8s as k8s
+        from neuronforge.spec.instances import INSTANCES
+
+        t = ctx.target.normalized()
+        key = ctx.artifact_uri.rstrip("/").rsplit("/", 1)[-1]
+        family = t.instance.family
+        fitting = sorted(i.name for i in INSTANCES.values() if i.family == family and i.cores(t.lnc) >= t.tp_degree)
+        return k8s.render(
+            name=f"neuronforge-{key}".lower(),
+            ref=self.ref,
+            sdk=self.release.sdk,
+            image=self.release.image,
+            files=files,
+            model_dir=ctx.host_dir(self.folder),
+            cache_root=HOST_CACHE_ROOT,
+            port=port,
+            family=family,
+            devices=k8s.neuron_devices(family, t.tp_degree, t.lnc),
+            instance_types=fitting or [t.instance.name],
         )
 
     def smoke_load(self, payload: Path) -> SmokeLoad:
@@ -796,35 +800,33 @@ LOAD_ENV = (
 
 # `launch/sync.sh`: store -> $VLLM_CACHE_ROOT/neuron/compile_cache, each entry checked against the
 # manifest (size, sha256) in a temporary folder, then renamed in whole: the plugin never sees half an
-# entry, and a server never starts on bytes other than the compiled ones.
+# entry, and a server never starts on bytes other than the compiled ones. It plans first (what is missing
+# locally), names any tool it lacks before fetching anything (a Kubernetes init container runs it in the
+# serving image: `vllm_native_k8s`), and needs no transfer tool when nothing is missing (serve.sh after the
+# init container).
 SYNC_SH = r"""#!/usr/bin/env bash
-# Fill $VLLM_CACHE_ROOT/neuron/compile_cache with every compiled graph of vllm-cache.json, verified.
-# Transfers with `aws s3 cp` (default) or s5cmd (SYNC_TOOL=s5cmd); a file:// store is copied.
-# AWS_ENDPOINT_URL is honoured by both. Re-running is safe: complete, verified entries are kept.
+# Fill $VLLM_CACHE_ROOT/neuron/compile_cache with every compiled graph of vllm-cache.json, verified, and
+# $MODEL_DIR with the model. s3:// is read with SYNC_TOOL: auto (the default: aws, else s5cmd, else python3
+# with boto3), aws, s5cmd or boto3, each honouring AWS_ENDPOINT_URL; a file:// store is copied. Needs bash,
+# python3 and sha256sum, and a transfer tool only when something is to be fetched from s3://; what is
+# missing is named before anything is fetched. Re-running is safe: verified entries and the model are kept.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 host_model_dir="${MODEL_DIR:-}"; host_cache_root="${VLLM_CACHE_ROOT:-}"
 set -a; . "$here/vllm.env"; set +a
 MODEL_DIR="${host_model_dir:-$MODEL_DIR}"; VLLM_CACHE_ROOT="${host_cache_root:-$VLLM_CACHE_ROOT}"
 export NEURON_LIBTORCH_CACHE_ROOT="$VLLM_CACHE_ROOT"
+die() { echo "sync.sh: $*" >&2; exit 2; }
+for need in python3 sha256sum; do
+  command -v "$need" >/dev/null \
+    || die "$need is not on PATH (it reads $CACHE_MANIFEST and checks each file): use an image that has it"
+done
+tool="${SYNC_TOOL:-auto}"
+case "$tool" in auto|aws|s5cmd|boto3) ;; *) die "SYNC_TOOL=$tool: one of auto, aws, s5cmd, boto3" ;; esac
 cache="$VLLM_CACHE_ROOT/neuron/compile_cache"
-mkdir -p "$cache" "$MODEL_DIR"
-fetch() {  # fetch <uri> <local path>
-  case "$1" in
-    s3://*)
-      if [ "${SYNC_TOOL:-aws}" = s5cmd ]; then
-        s5cmd ${AWS_ENDPOINT_URL:+--endpoint-url "$AWS_ENDPOINT_URL"} cp "$1" "$2" >/dev/null
-      else aws s3 cp --only-show-errors "$1" "$2"; fi ;;
-    file://*) mkdir -p "$(dirname "$2")"; cp "${1#file://}" "$2" ;;
-    *) echo "sync.sh: cannot download $1" >&2; exit 2 ;;
-  esac
-}
-case "$MODEL_URI" in
-  s3://*) aws s3 sync --only-show-errors "$MODEL_URI" "$MODEL_DIR" ;;
-  file://*) cp -R "${MODEL_URI#file://}/." "$MODEL_DIR/" ;;
-  *) echo "sync.sh: cannot download $MODEL_URI" >&2; exit 2 ;;
-esac
-python3 - "$here/$CACHE_MANIFEST" > "$cache/.sync-plan" <<'PY'
+work="$cache/.sync"
+mkdir -p "$cache" "$MODEL_DIR"; rm -rf "$work" "$cache/.nki.sync"; mkdir -p "$work"; trap 'rm -rf "$work"' EXIT
+python3 - "$here/$CACHE_MANIFEST" > "$work/plan" <<'PY'
 import json, sys
 m = json.load(open(sys.argv[1]))
 for e in m["entries"]:
@@ -833,23 +835,101 @@ for e in m["entries"]:
 for f in m.get("nki", []):
     print("nki", "-", f["path"], f["size"], f["sha256"])
 PY
-bad=0; done_keys=""
+matches() {  # matches <file> <size> <sha256>
+  [ -f "$1" ] && [ "$(stat -c %s "$1")" = "$2" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$3" ]
+}
+# The plan: what is missing here (fetch: kind, uri, dest) and what each fetched file must be (check).
+: > "$work/fetch"; : > "$work/check"; keys=""
+model_mark="$MODEL_DIR/.neuronforge-model-uri"
+if [ "$(cat "$model_mark" 2>/dev/null)" != "$MODEL_URI" ]; then
+  printf 'tree\t%s\t%s\n' "$MODEL_URI" "$MODEL_DIR" >> "$work/fetch"
+fi
 while read -r kind key path size sha; do
   if [ "$kind" = entry ]; then
     if [ -f "$cache/$key/.compilation_complete" ] && [ -f "$cache/$key/.synced" ]; then continue; fi
+    case " $keys " in *" $key "*) ;; *) keys="$keys $key"; rm -rf "$cache/.$key.sync" ;; esac
     dest="$cache/.$key.sync/$path"; uri="$CACHE_URI/$key/$path"
-    case " $done_keys " in *" $key "*) ;; *) done_keys="$done_keys $key" ;; esac
-  else  # NKI results: staged too, moved in only once every file checked out
+  else  # NKI results: skipped when in place, else staged and moved in only once every file checked out
+    if matches "$cache/$path" "$size" "$sha"; then continue; fi
     dest="$cache/.nki.sync/$path"; uri="$CACHE_URI/$path"
   fi
-  mkdir -p "$(dirname "$dest")"
-  fetch "$uri" "$dest"
-  if [ "$(stat -c %s "$dest")" != "$size" ] || [ "$(sha256sum "$dest" | cut -d' ' -f1)" != "$sha" ]; then
+  printf 'file\t%s\t%s\n' "$uri" "$dest" >> "$work/fetch"
+  printf '%s\t%s\t%s\t%s\n' "$uri" "$dest" "$size" "$sha" >> "$work/check"
+done < "$work/plan"
+# Every tool the fetch needs, named before anything is fetched.
+other="$(cut -f2 "$work/fetch" | grep -v -m1 -E '^(s3|file)://' || true)"
+[ -z "$other" ] || die "cannot download $other: only s3:// and file:// stores"
+first_s3="$(cut -f2 "$work/fetch" | grep -m1 '^s3://' || true)"
+if [ -n "$first_s3" ]; then
+  if [ "$tool" = auto ]; then
+    if command -v aws >/dev/null; then tool=aws
+    elif command -v s5cmd >/dev/null; then tool=s5cmd
+    elif python3 -c 'import boto3' 2>/dev/null; then tool=boto3
+    else die "reading $first_s3 needs the AWS CLI (aws), s5cmd or python3 with boto3, and none is here:" \
+      "use an image with awscli, or put s5cmd on PATH and set SYNC_TOOL=s5cmd"
+    fi
+  fi
+  case "$tool" in
+    aws) command -v aws >/dev/null || die "SYNC_TOOL=aws but aws (the AWS CLI) is not on PATH:" \
+      "use an image with awscli, or set SYNC_TOOL=s5cmd or SYNC_TOOL=boto3" ;;
+    s5cmd) command -v s5cmd >/dev/null || die "SYNC_TOOL=s5cmd but s5cmd is not on PATH:" \
+      "install it, or set SYNC_TOOL=aws or SYNC_TOOL=boto3" ;;
+    boto3) python3 -c 'import boto3' 2>/dev/null || die "SYNC_TOOL=boto3 but python3 cannot import boto3:" \
+      "pip install boto3, or set SYNC_TOOL=aws or SYNC_TOOL=s5cmd" ;;
+  esac
+fi
+if [ "$tool" = boto3 ] && [ -n "$first_s3" ]; then
+  awk -F'\t' '$2 ~ /^s3:\/\//' "$work/fetch" > "$work/fetch-s3"
+  python3 - "$work/fetch-s3" <<'PY'
+import os, sys
+import boto3
+s3 = boto3.client("s3", endpoint_url=os.environ.get("AWS_ENDPOINT_URL") or None)
+for line in open(sys.argv[1]):
+    kind, uri, dest = line.rstrip("\n").split("\t")
+    bucket, _, key = uri[len("s3://"):].partition("/")
+    try:
+        if kind == "file":
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            s3.download_file(bucket, key, dest)
+            continue
+        prefix, found = key.rstrip("/") + "/", 0
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            for obj in page.get("Contents", []):
+                rel = obj["Key"][len(prefix):]
+                if not rel or rel.endswith("/"):
+                    continue
+                if rel.startswith("/") or ".." in rel.split("/"):
+                    sys.exit(f"sync.sh: refusing s3://{bucket}/{obj['Key']}: it leaves {dest}")
+                os.makedirs(os.path.dirname(os.path.join(dest, rel)), exist_ok=True)
+                s3.download_file(bucket, obj["Key"], os.path.join(dest, rel))
+                found += 1
+        if not found:
+            sys.exit(f"sync.sh: {uri} holds no files")
+    except Exception as exc:  # botocore's ClientError, EndpointConnectionError, NoCredentialsError, ...
+        sys.exit(f"sync.sh: cannot download {uri} with boto3: {exc}")
+PY
+fi
+s5() { s5cmd ${AWS_ENDPOINT_URL:+--endpoint-url "$AWS_ENDPOINT_URL"} "$@" >/dev/null; }
+while IFS=$'\t' read -r kind uri dest; do
+  if [ "$kind" = tree ]; then mkdir -p "$dest"; else mkdir -p "$(dirname "$dest")"; fi
+  case "$tool:$kind:$uri" in
+    *:tree:file://*) cp -R "${uri#file://}/." "$dest/" ;;
+    *:file:file://*) cp "${uri#file://}" "$dest" ;;
+    boto3:*) ;;  # fetched above, in one process
+    aws:tree:*) aws s3 sync --only-show-errors "$uri" "$dest" < /dev/null ;;
+    aws:file:*) aws s3 cp --only-show-errors "$uri" "$dest" < /dev/null ;;
+    s5cmd:tree:*) s5 cp "$uri/*" "$dest/" < /dev/null ;;
+    s5cmd:file:*) s5 cp "$uri" "$dest" < /dev/null ;;
+  esac
+done < "$work/fetch"
+bad=0
+while IFS=$'\t' read -r uri dest size sha; do
+  if ! matches "$dest" "$size" "$sha"; then
     echo "sync.sh: $uri differs from $CACHE_MANIFEST (size or sha256)" >&2; bad=1
   fi
-done < "$cache/.sync-plan"
+done < "$work/check"
 if [ "$bad" != 0 ]; then
-  for key in $done_keys; do rm -rf "$cache/.$key.sync"; done
+  for key in $keys; do rm -rf "$cache/.$key.sync"; done
   rm -rf "$cache/.nki.sync"
   exit 1
 fi
@@ -859,11 +939,12 @@ if [ -d "$cache/.nki.sync" ]; then  # NKI results before the graphs that call th
   done
   rm -rf "$cache/.nki.sync"
 fi
-for key in $done_keys; do  # whole entries appear at once, marker included
+for key in $keys; do  # whole entries appear at once, marker included
   touch "$cache/.$key.sync/.synced"; rm -rf "${cache:?}/$key"; mv "$cache/.$key.sync" "$cache/$key"
 done
-rm -f "$cache/.sync-plan"
-echo "sync.sh: $(ls -d "$cache"/*/ 2>/dev/null | wc -l) graphs in $cache"
+if grep -q '^tree' "$work/fetch"; then printf '%s\n' "$MODEL_URI" > "$model_mark"; fi
+graphs="$(ls "$cache"/*/.compilation_complete 2>/dev/null | wc -l)"
+echo "sync.sh: $(wc -l < "$work/fetch") fetched; $graphs graphs in $cache"
 """
 
 

@@ -377,7 +377,7 @@ def _serve(launch: Path, env: dict[str, str]) -> tuple[bool, list[str]]:
     return serve(launch, env)
 
 
-@pytest.mark.parametrize(("name", "tool"), [("llama", "aws"), ("qwen3", "s5cmd")])
+@pytest.mark.parametrize(("name", "tool"), [("llama", "aws"), ("qwen3", "s5cmd"), ("llama", "boto3")])
 def test_a_fresh_serving_host_syncs_and_hits_every_graph(published: dict, name: str, tool: str, tmp_path: Path) -> None:
     item = published[name]
     launch = item["root"] / "launch"
@@ -393,6 +393,21 @@ def test_a_fresh_serving_host_syncs_and_hits_every_graph(published: dict, name: 
     # a second start syncs nothing and still hits
     started, _ = _serve(launch, env)
     assert started
+
+
+def test_the_published_kubernetes_manifest_applies_as_written(published: dict, tmp_path: Path) -> None:
+    """Issue 38 case 7: the build's own k8s-init-container.yaml is a whole manifest — the REAL kubectl
+    takes it (client dry-run against a discovery stub) and every document is strictly valid for
+    Kubernetes 1.37 (tests/kube.py; tests/profiles/test_vllm_native_k8s.py checks what it holds)."""
+    from tests.kube import apply_dry_run, discovery_stub, schema_problems
+
+    for name in ("llama", "qwen3"):
+        manifest = published[name]["root"] / "launch" / "k8s-init-container.yaml"
+        with discovery_stub(tmp_path) as kubeconfig:
+            done = apply_dry_run(manifest, kubeconfig)
+        assert done.returncode == 0, done.stderr
+        assert [line.split("/")[0] for line in done.stdout.splitlines()] == ["configmap", "deployment.apps"]
+        assert schema_problems(manifest.read_text()) == []
 
 
 def test_a_one_field_change_to_serve_sh_fails_the_start_instead_of_compiling(published: dict, tmp_path: Path) -> None:
