@@ -18,10 +18,15 @@ the NEFFs come from:
   and never compiles — the `model.save(dir)` layout, not the cache's.
 So we publish both: the cache entries in the store's `neuron-cache/` (what an S3 store's properties
 name) and the build's `split/neff/` (what a `file://` store's properties name). `file://` URIs are
-refused by LMI (only `s3://` and local paths). GPT-J and GPT-NeoX have no `load` (their classes derive
-from transformers-neuronx's `module.PretrainedModel`, not `base.NeuronModelBase`): LMI would raise
-AttributeError on a local compiled_graph_path, so for them a `file://` store's launch files name no
-compiled_graph_path and point `NEURON_COMPILE_CACHE_URL` (lmi.env) at the local cache root instead.
+refused by LMI (only `s3://` and local paths), and a path of the publishing host holds nothing on
+another host: a `file://` store's launch files name paths of LMI's container (`/opt/ml/model/...`,
+its model store) and `launch/run-lmi.sh` resolves the host's side where it runs — it mounts the
+artifact's `split/` there wherever the store is, and runs (or prints) the `docker run`. GPT-J and
+GPT-NeoX have no `load` (their classes derive from transformers-neuronx's `module.PretrainedModel`, not
+`base.NeuronModelBase`): LMI would raise AttributeError on a local compiled_graph_path, so for them the
+properties name none, and `NEURON_COMPILE_CACHE_URL` (in serving.properties' `option.env`, which LMI puts
+into its Python worker's environment, and in lmi.env) names `/opt/ml/model/neuron-cache`, where
+run-lmi.sh copies the artifact's cache entries from the store.
 
 The properties differ per family as the classes do (neuronforge.compilation.backends.tnx.CLASSES):
 `option.context_length_estimate` only where the class has that parameter (not GPT-2, GPT-J, GPT-NeoX:
@@ -37,9 +42,12 @@ derives the load FROM the rendered `serving.properties` by replaying LMI's rules
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
 import shutil
 from collections.abc import Mapping
+from math import ceil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -114,6 +122,21 @@ RULE_AUTO = "djl-serving wlm LmiConfigRecommender: rolling_batch=auto is tnx bel
 RULE_TNX_LOAD = "aws-neuron/transformers-neuronx 0.13 (1ade6d74) base.py load / _load_compiled_artifacts"
 RULE_TNX_WEIGHTS = "aws-neuron/transformers-neuronx 0.13 (1ade6d74) module.py PretrainedModel.from_pretrained"
 
+# Where LMI reads a model: its image's model store (CODE: djl-serving afece25d serving/docker/config.properties
+# `model_store=/opt/ml/model`; serving/docker/README.md mounts the model folder there), a folder with
+# serving.properties at its top being one model whose Python worker runs in it. The launch files of a file://
+# store name paths under it, never the publishing host's, and run-lmi.sh mounts them where the store is.
+CONTAINER_MODEL_DIR = "/opt/ml/model"
+CONTAINER_CACHE = f"{CONTAINER_MODEL_DIR}/neuron-cache"  # GPT-J/NeoX: the entries run-lmi.sh copies
+# `option.env=K=V[,K2=V2]` puts variables into the Python worker's environment (CODE: djl-serving afece25d
+# engines/python/src/main/java/ai/djl/python/engine/PyModel.java `case "env"` -> PyEnv.addEnv, PyEnv.java
+# getEnvironmentVars; not in LMI's docs), so serving.properties itself carries NEURON_COMPILE_CACHE_URL
+# for the classes that cannot take a local compiled_graph_path; lmi.env sets it too, for `--env-file`.
+RULE_OPTION_ENV = "djl-serving afece25d engines/python/src/main/java/ai/djl/python/engine/PyModel.java case env"
+# NeuronCores per Neuron device of the instances LMI serves: an Inferentia2 or Trainium chip holds two
+# NeuronCore-v2 (DOCS: awsdocs-neuron about-neuron/arch/neuron-hardware/trainium.rst, inferentia2.rst).
+CORES_PER_DEVICE = 2
+RUN_FILE = "run-lmi.sh"
 PROPERTIES_FILE = "serving.properties"
 ENV_FILE = "lmi.env"
 FRONT_BATCH_ENV = "SERVING_BATCH_SIZE"
@@ -147,6 +170,7 @@ KNOWN_OPTIONS = frozenset(
         "group_query_attention",
         "quantize",
         "model_loading_timeout",
+        "env",  # RULE_OPTION_ENV: the worker's environment, not a load option
     }
 )
 S3_URI = re.compile(r"^s3://([^/]+)/([\w\W]+)")  # compiled_path_validator's own pattern
@@ -347,6 +371,110 @@ def render_properties(
     return {k: v for k, v in props.items() if v is not None}
 
 
+def render_run_lmi(ctx: LaunchContext, how: str, devices: int) -> str:
+    """`run-lmi.sh` for one artifact: where the artifact and (GPT-J/NeoX) the store's NEFF cache are
+    relative to the store's root, so the script finds them wherever the store is mounted."""
+    key = ctx.artifact_uri.rstrip("/").rsplit("/", 1)[-1]
+    artifact_prefix = cache_prefix = ""
+    if how != "s3":
+        artifact = ctx.artifact_uri.removeprefix("file://").rstrip("/")
+        cache = ctx.cache_uri.removeprefix("file://").rstrip("/")
+        root = os.path.commonpath([artifact, cache])
+        artifact_prefix, cache_prefix = os.path.relpath(artifact, root), os.path.relpath(cache, root)
+    values = {
+        "@@REF@@": f"lmi-neuronx@{SDK_RELEASE}",
+        "@@KIND@@": how,
+        "@@ARTIFACT_PREFIX@@": shlex.quote(artifact_prefix),
+        "@@CACHE_PREFIX@@": shlex.quote(cache_prefix),
+        "@@KEY@@": key,
+        "@@DEVICES@@": str(devices),
+        "@@IMAGE@@": LMI_IMAGE,
+    }
+    text = RUN_LMI_SH
+    for name, value in values.items():
+        text = text.replace(name, value)
+    return text
+
+
+# `launch/run-lmi.sh`: the launch files name LMI's container paths; this resolves the host's side at
+# deploy time (as sync.sh does for the vLLM profiles) and runs `docker run` with the mounts that make
+# those paths hold the artifact. Its checks fail before Docker starts, in one line each.
+RUN_LMI_SH = r"""#!/usr/bin/env bash
+# Start LMI on this artifact (@@REF@@) with Docker, wherever its store is mounted on this host.
+# serving.properties and lmi.env name LMI's container paths (/opt/ml/model); this script puts them there:
+# a run folder holding serving.properties and lmi.env is mounted at /opt/ml/model (where LMI reads
+# serving.properties), the artifact's split/ read-only at /opt/ml/model/split, and, for a class without
+# load(dir) (GPT-J, GPT-NeoX), the NEFF cache entries neff-cache.json lists are copied into the run
+# folder's neuron-cache/ (NEURON_COMPILE_CACHE_URL). Then it runs the docker command, or prints it.
+# Usage: bash run-lmi.sh [--print]
+#   STORE_ROOT    the folder the store is mounted at (default: found from where this script is)
+#   ARTIFACT_DIR  the artifact's folder (default: the folder above launch/)
+#   LMI_RUN_DIR   the run folder (default: ${TMPDIR:-/tmp}/neuronforge-lmi/@@KEY@@)
+#   LMI_PORT      the host port for LMI's 8080 (default 8080); LMI_IMAGE (default @@IMAGE@@)
+# Needs bash, python3 (GPT-J/NeoX: it reads neff-cache.json) and, without --print, docker.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
+die() { echo "run-lmi.sh: $*" >&2; exit 2; }
+print=0
+case "${1:-}" in --print) print=1 ;; "") ;; *) die "unknown argument $1: usage: bash run-lmi.sh [--print]" ;; esac
+kind=@@KIND@@; artifact_prefix=@@ARTIFACT_PREFIX@@; cache_prefix=@@CACHE_PREFIX@@
+run="${LMI_RUN_DIR:-${TMPDIR:-/tmp}/neuronforge-lmi/@@KEY@@}"
+for f in serving.properties lmi.env neff-cache.json; do
+  [ -f "$here/$f" ] || die "$here/$f is missing: run the launch/ folder of the artifact as published"
+done
+mkdir -p "$run"
+cp "$here/serving.properties" "$here/lmi.env" "$run/"
+mounts=(-v "$run:/opt/ml/model")
+if [ "$kind" != s3 ]; then
+  artifact="${ARTIFACT_DIR:-$(cd "$here/.." && pwd -P)}"
+  [ -f "$artifact/split/model/config.json" ] \
+    || die "$artifact/split/model/config.json is missing: set ARTIFACT_DIR to the folder the artifact is at"
+  mkdir -p "$run/split"
+  mounts+=(-v "$artifact/split:/opt/ml/model/split:ro")
+fi
+if [ "$kind" = local ] && ! compgen -G "$artifact/split/neff/*.neff" > /dev/null; then
+  die "$artifact/split/neff/ holds no .neff files: LMI's model.load would find no graph"
+fi
+if [ "$kind" = local-cache ]; then
+  if [ -z "${STORE_ROOT:-}" ]; then
+    case "$artifact" in
+      */"$artifact_prefix") STORE_ROOT="${artifact%/"$artifact_prefix"}" ;;
+      *) die "$artifact is not at $artifact_prefix in a store: set STORE_ROOT to the folder the store is mounted at" ;;
+    esac
+  fi
+  command -v python3 > /dev/null || die "python3 is not on PATH (it reads neff-cache.json)"
+  cache="$STORE_ROOT/$cache_prefix"
+  python3 - "$here/neff-cache.json" > "$run/.entries" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+for e in c["entries"]:
+    print(c["compiler_dir"] + "/" + e)
+PY
+  while read -r entry; do
+    [ -f "$cache/$entry/model.done" ] \
+      || die "$cache/$entry is not a complete NEFF cache entry (no model.done): set STORE_ROOT to the store's folder"
+    dest="$run/neuron-cache/$entry"
+    if [ ! -f "$dest/model.done" ]; then  # whole entries, model.done included, appear at once
+      rm -rf "$dest.partial"; mkdir -p "$(dirname "$dest")"
+      cp -R "$cache/$entry" "$dest.partial"; rm -rf "$dest"; mv "$dest.partial" "$dest"
+    fi
+  done < "$run/.entries"
+  rm -f "$run/.entries"
+fi
+devices=()
+for ((i = 0; i < @@DEVICES@@; i++)); do devices+=(--device "/dev/neuron$i"); done
+cmd=(docker run --rm -p "${LMI_PORT:-8080}:8080" "${devices[@]}" "${mounts[@]}" --env-file "$run/lmi.env")
+for name in AWS_REGION AWS_DEFAULT_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_ENDPOINT_URL; do
+  if [ -n "${!name:-}" ]; then cmd+=(-e "$name"); fi  # the name only: docker passes the host's value
+done
+cmd+=("${LMI_IMAGE:-@@IMAGE@@}")
+printf '%q ' "${cmd[@]}"; echo
+if [ "$print" = 1 ]; then exit 0; fi
+command -v docker > /dev/null || die "docker is not on PATH: run the command above where Docker is"
+exec "${cmd[@]}"
+"""
+
+
 # -- the profile ---------------------------------------------------------------------------------------
 class LmiNeuronxProfile(ServingProfile):
     name = "lmi-neuronx"
@@ -369,7 +497,7 @@ class LmiNeuronxProfile(ServingProfile):
         "split/model/: the checkpoint (config.json, safetensors, tokenizer) LMI loads with load_split_model; "
         "split/neff/: the NEFFs in model.save layout (compiled_graph_path for local paths); the NEFF cache "
         "entries in the store's neuron-cache/ (compiled_graph_path for s3://); launch/: serving.properties, "
-        "lmi.env, neff-cache.json"
+        "lmi.env, neff-cache.json, run-lmi.sh (docker run with the mounts, resolved where the store is)"
     )
 
     # -- planning ------------------------------------------------------------------------------
@@ -494,29 +622,34 @@ class LmiNeuronxProfile(ServingProfile):
         return outputs
 
     def _locations(self, ctx: LaunchContext) -> tuple[str, str | None, str]:
-        """(model_id, compiled_graph_path, how): s3 stores by URI (the cache root), `file://` stores by
-        local path (the `model.save` folder, since LMI calls `model.load` on a local directory) — except
-        for the classes without `load` (GPT-J, GPT-NeoX: module.PretrainedModel), where a local
-        compiled_graph_path is an AttributeError in LMI's maybe_compile_model: no compiled_graph_path,
-        and lmi.env's NEURON_COMPILE_CACHE_URL names the local cache root ("local-cache")."""
+        """(model_id, compiled_graph_path, how): s3 stores by URI (the cache root); `file://` stores by
+        paths of LMI's container, never of the publishing host (`run-lmi.sh` mounts the artifact's
+        split/ at /opt/ml/model/split wherever the store is): compiled_graph_path the `model.save` folder,
+        since LMI calls `model.load` on a local directory ("local") — except for the classes without
+        `load` (GPT-J, GPT-NeoX: module.PretrainedModel), where a local compiled_graph_path is an
+        AttributeError in LMI's maybe_compile_model: no compiled_graph_path, and NEURON_COMPILE_CACHE_URL
+        names the cache run-lmi.sh fills with the artifact's entries ("local-cache")."""
         model_uri = ctx.model_uri(f"{self.folder}/{MODEL_DIR}")
         if model_uri.startswith("s3://"):
             return model_uri, ctx.cache_uri, "s3"
-        local = model_uri.removeprefix("file://")
+        local = f"{CONTAINER_MODEL_DIR}/{self.folder}/{MODEL_DIR}"
         cls = family(ctx.model_type)
         if cls is not None and not cls.serializable:
             return local, None, "local-cache"
-        return local, ctx.model_uri(f"{self.folder}/{NEFF_DIR}").removeprefix("file://"), "local"
+        return local, f"{CONTAINER_MODEL_DIR}/{self.folder}/{NEFF_DIR}", "local"
 
     def launch_spec(self, ctx: LaunchContext) -> dict[str, str]:
-        """`serving.properties` and `lmi.env` (the same options), and `neff-cache.json`: the compiled_graph_path, the
-        cache entries the graphs are in, and the load they were compiled for."""
+        """`serving.properties` and `lmi.env` (the same options), `neff-cache.json` (the
+        compiled_graph_path, the cache entries the graphs are in, and the load they were compiled for),
+        and `run-lmi.sh` (the `docker run` that mounts them, resolved where it runs)."""
         assert ctx.build_dir is not None, "the LMI launch names the build's cache entries"
         t = ctx.target.normalized()
         model_id, graphs, how = self._locations(ctx)
         props = render_properties(t, ctx.model_config, model_id, graphs, ctx.model_type)
+        local_cache = CONTAINER_CACHE if how == "local-cache" else None
+        if local_cache is not None:  # serving.properties carries the variable itself (RULE_OPTION_ENV)
+            props["option.env"] = f"NEURON_COMPILE_CACHE_URL={local_cache}"
         record = json.loads((ctx.build_dir / LOAD_FILE).read_text())
-        local_cache = ctx.cache_uri.removeprefix("file://") if how == "local-cache" else None
         cache = NeffCacheRecord(
             compiled_graph_path=graphs,
             neuron_compile_cache_url=local_cache,
@@ -527,22 +660,23 @@ class LmiNeuronxProfile(ServingProfile):
             neuron_cc_flags=record.get("neuron_cc_flags", ""),
             load=TnxLoad.from_json(record).to_json(),
         )
-        file_store = "# A file:// store: LMI takes only s3:// URIs and local paths, so model_id"
         if how == "s3":
             where = "# compiled_graph_path is the store's compile-cache ROOT (libneuronxla adds neuronxcc-<ver>/).\n"
-        elif how == "local":
-            where = (
-                f"{file_store} and compiled_graph_path\n"
-                "# are paths on this machine; compiled_graph_path is the NEFFs in model.save layout (LMI calls\n"
-                "# model.load on a local directory).\n"
-            )
         else:
             where = (
-                f"{file_store} is a path on this machine.\n"
-                f"# {CLASSES[ctx.model_type].name} has no load(dir) (it derives from transformers-neuronx's "
-                f"{PRETRAINED_MODEL}),\n# so there is no compiled_graph_path: run LMI with "
-                f"NEURON_COMPILE_CACHE_URL={local_cache}\n# (set in lmi.env), the compile cache the NEFFs are in.\n"
+                f"# A file:// store: every path is one of LMI's container ({CONTAINER_MODEL_DIR}), none of this\n"
+                f"# host's. Start with `bash launch/{RUN_FILE}` where the store is mounted, at any path: it mounts\n"
+                f"# split/ at {CONTAINER_MODEL_DIR}/{self.folder} "
             )
+            if how == "local":
+                where += "and compiled_graph_path is the NEFFs in model.save layout\n# (LMI calls model.load on it).\n"
+            else:
+                where += (
+                    f"and copies the NEFF cache entries to {local_cache}.\n"
+                    f"# {CLASSES[ctx.model_type].name} has no load(dir) (it derives from transformers-neuronx's "
+                    f"{PRETRAINED_MODEL}),\n# so no compiled_graph_path: option.env and lmi.env set "
+                    "NEURON_COMPILE_CACHE_URL.\n"
+                )
         header = (
             f"# {ctx.model_type or 'model'} for {t.slug}, built by neuronforge ({self.ref}).\n"
             f"# Serve with {LMI_IMAGE} (Neuron SDK {SDK_RELEASE}, neuronx-cc {COMPILER_VERSION},\n"
@@ -573,6 +707,7 @@ class LmiNeuronxProfile(ServingProfile):
             PROPERTIES_FILE: props_text,
             ENV_FILE: env_text,
             CACHE_FILE: cache.to_bytes().decode(),
+            RUN_FILE: render_run_lmi(ctx, how, devices=ceil(t.tp_degree / CORES_PER_DEVICE)),
         }
 
     def smoke_load(self, payload: Path) -> SmokeLoad:
@@ -687,6 +822,43 @@ class LmiNeuronxProfile(ServingProfile):
                     f"{self.folder}/{NEFF_DIR}/ holds no .neff files: with a local compiled_graph_path LMI calls "
                     f"model.load(dir) and to_neuron() fails on the first missing NEFF ({RULE_TNX_LOAD})"
                 )
+        if not model_id.startswith("s3://"):
+            out += self._container_problems(root, props, cache, graphs)
+        return out
+
+    def _container_problems(
+        self, root: Path, props: Mapping[str, str], cache: NeffCacheRecord, graphs: str
+    ) -> list[str]:
+        """A file:// store's launch files: paths of LMI's container only (the publishing host's would hold
+        nothing on another host, or once the store moves), and run-lmi.sh, which mounts the artifact there."""
+        out = []
+        model_dir = f"{CONTAINER_MODEL_DIR}/{self.folder}"
+        fix = f"republish: the launch files then name {CONTAINER_MODEL_DIR}/ paths and {RUN_FILE} mounts them"
+        named = [("model_id", props.get("option.model_id", ""), f"{model_dir}/{MODEL_DIR}")]
+        if graphs:
+            named.append(("compiled_graph_path", graphs, f"{model_dir}/{NEFF_DIR}"))
+        for key, value, want in named:
+            if value.startswith("/") and value != want:
+                out.append(
+                    f"option.{key}={value!r} is not the path LMI's container sees ({want}): it names a folder of "
+                    f"the host that published the artifact, which holds nothing elsewhere; {fix}"
+                )
+        url = cache.neuron_compile_cache_url
+        if not graphs and url is not None:
+            if url != CONTAINER_CACHE:
+                out.append(f"{CACHE_FILE}: NEURON_COMPILE_CACHE_URL={url!r} is not {CONTAINER_CACHE}; {fix}")
+            env = dict(kv.split("=", 1) for kv in props.get("option.env", "").split(",") if "=" in kv)
+            if env.get("NEURON_COMPILE_CACHE_URL") != url:
+                out.append(
+                    f"option.env does not set NEURON_COMPILE_CACHE_URL={url}: LMI started from serving.properties "
+                    f"alone would find no NEFF and compile at start-up ({RULE_OPTION_ENV})"
+                )
+        script = root / LAUNCH_DIR / RUN_FILE
+        kind = "local" if graphs else "local-cache"
+        if not script.is_file():
+            out.append(f"{LAUNCH_DIR}/{RUN_FILE}: missing: nothing mounts the artifact at {model_dir}; {fix}")
+        elif f"kind={kind};" not in script.read_text():
+            out.append(f"{LAUNCH_DIR}/{RUN_FILE}: not the script for this artifact (kind={kind}); {fix}")
         return out
 
     def _split_model_problems(self, model: Path, config: Mapping[str, Any]) -> list[str]:

@@ -124,3 +124,42 @@ def test_the_published_cache_holds_every_graph(built: tuple) -> None:
     assert cache["entries"] and cache["compiler_dir"] == f"neuronxcc-{COMPILER_VERSION}"
     for entry in cache["entries"]:
         assert (store_dir / "neuron-cache" / cache["compiler_dir"] / entry / "model.done").exists()
+
+
+def test_the_store_mounted_at_another_path_serves_through_run_lmi_with_zero_compiles(
+    built: tuple, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 38 case 8: the file:// store copied to another host's mount point (another path, another
+    depth) while the publisher's folder is gone. Nothing LMI reads names the publishing host's paths;
+    `run-lmi.sh --print` resolves the mounts where the store now is; LMI's start-up through that docker
+    command (tests/profiles/lmi_host.py) loads every graph — through model.load(split/neff) for the
+    classes that have it, through the NEFF cache entries copied into the run folder and
+    NEURON_COMPILE_CACHE_URL for GPT-J / GPT-NeoX — and the fake compiles nothing."""
+    import os
+    import shutil
+
+    from tests.profiles.lmi_host import lmi_start, run_lmi_print
+
+    model_type, out, store_dir, log = built
+    moved = tmp_path / "other-host" / "mnt" / "nf"
+    shutil.copytree(store_dir, moved)
+    away = store_dir.with_name(f"{store_dir.name}.away")
+    store_dir.rename(away)
+    try:
+        launch = moved / out.published.prefix / "launch"
+        for name in ("serving.properties", "lmi.env", "run-lmi.sh"):
+            assert str(store_dir) not in (launch / name).read_text(), name  # no path of the publishing host
+        env = {"PATH": os.environ["PATH"], "LMI_RUN_DIR": str(tmp_path / "run"), "HOME": str(tmp_path)}
+        done, run = run_lmi_print(launch, env)
+        assert run is not None, done.stderr
+        assert run.image == "deepjavalibrary/djl-serving:0.33.0-pytorch-inf2" and run.devices == ("/dev/neuron0",)
+        assert run.host_path("/opt/ml/model/split/model") == moved / out.published.prefix / "split" / "model"
+        copied = sorted((tmp_path / "run" / "neuron-cache").rglob("model.done"))
+        assert len(copied) == (0 if CLASSES[model_type].serializable else len(out.published.manifest.compile["graphs"]))
+        before = log.read_text()
+        monkeypatch.setenv("FAKE_NEURON_COMPILE_LOG", str(log))
+        result = lmi_start(run, tmp_path / "container", [3, 1, 4])
+        assert result.get("compiled", []) == [] and len(result["rows"][0]["tokens"]) == 4
+        assert log.read_text() == before  # zero compiles
+    finally:
+        away.rename(store_dir)

@@ -407,8 +407,10 @@ def test_a_file_store_names_local_paths_and_the_model_save_neffs(fake_tnx: Path,
     out = run_target(str(served_llama), t, store, tmp_path / "work")
     root = tmp_path / "store" / out.published.prefix
     properties = parse_properties((root / "launch/serving.properties").read_text())
-    assert properties["option.model_id"] == str(root / "split/model")
-    assert properties["option.compiled_graph_path"] == str(root / "split/neff")
+    # paths of LMI's container, which run-lmi.sh mounts wherever the store is (never this host's)
+    assert properties["option.model_id"] == "/opt/ml/model/split/model"
+    assert properties["option.compiled_graph_path"] == "/opt/ml/model/split/neff"
+    assert "kind=local;" in (root / "launch/run-lmi.sh").read_text()
     assert properties["option.quantize"] == "static_int8"
     assert len(list((root / "split/neff").glob("*.neff"))) == len(out.published.manifest.compile["graphs"])
     assert (root / "split/model/model.safetensors").read_bytes() == (served_llama / "model.safetensors").read_bytes()
@@ -531,8 +533,10 @@ def test_gptj_on_a_file_store_names_the_cache_not_a_model_save_folder(gptj_file_
     root, cache_root, log = gptj_file_store
     p = parse_properties((root / "launch/serving.properties").read_text())
     assert "option.compiled_graph_path" not in p and "option.context_length_estimate" not in p
-    assert p["option.model_id"] == str(root / "split/model") and p["option.max_rolling_batch_size"] == "2"
-    assert read_env_file(root / "launch/lmi.env")["NEURON_COMPILE_CACHE_URL"] == str(cache_root)
+    assert p["option.model_id"] == "/opt/ml/model/split/model" and p["option.max_rolling_batch_size"] == "2"
+    # the container's cache run-lmi.sh fills, named by serving.properties itself (option.env) and lmi.env
+    assert p["option.env"] == "NEURON_COMPILE_CACHE_URL=/opt/ml/model/neuron-cache"
+    assert read_env_file(root / "launch/lmi.env")["NEURON_COMPILE_CACHE_URL"] == "/opt/ml/model/neuron-cache"
     assert not (root / "split/neff").exists()
     t = target(batch_size=2, sequence_length=64).normalized()
     assert PROFILE.preflight(Artifact(root, t, TOOLCHAIN)) == []
@@ -569,6 +573,15 @@ GPTJ_BROKEN: dict[str, tuple[Callable[[Path], None], str]] = {
         edit_text("launch/lmi.env", "NEURON_COMPILE_CACHE_URL=", "NEURON_COMPILE_CACHE_URLX="),
         "lmi.env: NEURON_COMPILE_CACHE_URL=None",
     ),
+    "a path of the publishing host": (
+        edit_text(PROPS, "option.model_id=/opt/ml/model/split/model", "option.model_id=/home/me/nf/a/split/model"),
+        "option.model_id='/home/me/nf/a/split/model' is not the path LMI's container sees",
+    ),
+    "no option.env": (
+        edit_text(PROPS, "option.env=NEURON_COMPILE_CACHE_URL=", "option.envx=NEURON_COMPILE_CACHE_URL="),
+        "option.env does not set NEURON_COMPILE_CACHE_URL=/opt/ml/model/neuron-cache",
+    ),
+    "no run-lmi.sh": (delete("launch/run-lmi.sh"), "launch/run-lmi.sh: missing: nothing mounts the artifact"),
 }
 
 
@@ -631,3 +644,47 @@ def test_a_graph_shaping_variable_the_profile_does_not_set_is_refused_before_com
     with pytest.raises(InvalidInput, match="NEURON_CC_FLAGS='-O3'"):
         graph_env({"NEURON_COMPILE_CACHE_URL": "/c"}, {"NEURON_CC_FLAGS": "-O3"})
     assert graph_env(declared, {"XLA_USE_BF16": ""}) == recorded  # empty: unset
+
+
+def test_run_lmi_says_in_one_line_what_it_cannot_find(gptj_file_store: tuple, tmp_path: Path) -> None:
+    """run-lmi.sh finds the store from where the artifact is; an artifact copied out of its store needs
+    STORE_ROOT (GPT-J's NEFFs are in the store's cache, not in the artifact), and says so in one line."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.profiles.lmi_host import run_lmi_print
+
+    root, cache_root, _log = gptj_file_store
+    alone = tmp_path / "copied" / "a-copy"
+    shutil.copytree(root, alone)
+    env = {"PATH": os.environ["PATH"], "LMI_RUN_DIR": str(tmp_path / "run"), "HOME": str(tmp_path)}
+    done, run = run_lmi_print(alone / "launch", env)
+    assert run is None and done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"run-lmi.sh: {alone} is not at artifact in a store: set STORE_ROOT")
+    done, run = run_lmi_print(alone / "launch", {**env, "STORE_ROOT": str(cache_root.parent)})
+    assert run is not None, done.stderr
+    assert run.host_path("/opt/ml/model/split/model") == alone / "split" / "model"
+    assert run.host_path("/opt/ml/model/neuron-cache") == tmp_path / "run" / "neuron-cache"
+    entries = json.loads((root / "launch/neff-cache.json").read_text())
+    for entry in entries["entries"]:  # copied whole from the store's cache
+        assert (tmp_path / "run" / "neuron-cache" / entries["compiler_dir"] / entry / "model.done").is_file()
+    done, run = run_lmi_print(alone / "launch", {**env, "STORE_ROOT": str(tmp_path / "nowhere")})
+    assert done.returncode == 2 and "is not a complete NEFF cache entry (no model.done)" in done.stderr
+    # without --print the command runs: without Docker, one line that says so
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    for tool in ("bash", "cat", "cp", "dirname", "mkdir", "mv", "rm"):
+        (bare / tool).symlink_to(shutil.which(tool, path="/usr/bin:/bin") or tool)
+    (bare / "python3").symlink_to(sys.executable)
+    started = subprocess.run(
+        ["bash", str(alone / "launch" / "run-lmi.sh")],
+        env={**env, "PATH": str(bare), "STORE_ROOT": str(cache_root.parent)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert started.returncode == 2
+    assert started.stderr == "run-lmi.sh: docker is not on PATH: run the command above where Docker is\n"
+    assert started.stdout.startswith("docker run --rm -p 8080:8080 --device /dev/neuron0 -v ")

@@ -32,7 +32,6 @@ from neuronforge.common.errors import InvalidInput
 from neuronforge.compilation.backends.vllm_native import CACHE_MANIFEST
 from neuronforge.compilation.vllm_cache import MARKER, CacheManifest, entry_record
 from neuronforge.profiles import get_profile
-from neuronforge.profiles import vllm_native_k8s as k8s
 from neuronforge.profiles.base import LaunchContext, read_env_file
 from neuronforge.records.local import write_local
 from neuronforge.records.tree import StoredFile
@@ -193,6 +192,8 @@ def test_every_mount_names_a_declared_volume_and_the_configmap_carries_the_launc
 
 
 def test_whole_devices_for_tp_times_lnc_cores() -> None:
+    from neuronforge.profiles import vllm_native_k8s as k8s
+
     assert k8s.neuron_devices("trn2", 4, 2) == 1
     assert k8s.neuron_devices("trn2", 64, 2) == 16  # trn2.48xlarge: 16 Trainium2 chips
     assert k8s.neuron_devices("trn2", 16, 1) == 2
@@ -204,6 +205,8 @@ def test_whole_devices_for_tp_times_lnc_cores() -> None:
 def test_the_image_notes_say_what_is_proven() -> None:
     """2.32: the DLC's Dockerfile installs the AWS CLI and boto3 (CODE); 2.33: its Dockerfile is not
     published, so the manifest says UNVERIFIED and relies on sync.sh's own check."""
+    from neuronforge.profiles import vllm_native_k8s as k8s
+
     assert "Dockerfile.neuronx" in k8s.IMAGE_TOOLS["2.32.0"] and "2.33.0" not in k8s.IMAGE_TOOLS
     assert "UNVERIFIED" in k8s.IMAGE_TOOLS_UNVERIFIED
 
@@ -211,6 +214,8 @@ def test_the_image_notes_say_what_is_proven() -> None:
 def test_launch_files_over_one_configmap_are_split_and_one_file_over_it_is_refused() -> None:
     """`kubectl apply` keeps the whole object in an annotation of at most 256 KiB: the files are packed
     into ConfigMaps that each stay under it, and a single file over it is refused in one line."""
+    from neuronforge.profiles import vllm_native_k8s as k8s
+
     labels = {"app.kubernetes.io/name": "x"}
     files = {"a.json": "a" * 150_000, "b.json": "b" * 150_000, "c.sh": "echo <&>\n" * 100}
     maps = k8s.pack_configmaps("nf", labels, files)
@@ -223,6 +228,8 @@ def test_launch_files_over_one_configmap_are_split_and_one_file_over_it_is_refus
 
 
 def test_a_split_manifest_applies_too(tmp_path: Path) -> None:
+    from neuronforge.profiles import vllm_native_k8s as k8s
+
     text = k8s.render(
         name=NAME, ref="vllm-neuron-native@2.32.0", sdk="2.32.0", image="img", port=8000, family="trn2",
         files={"vllm-cache.json": "{}" + " " * 200_000, "sync.sh": "x\n" * 50_000, "serve.sh": "y\n"},
