@@ -27,13 +27,16 @@ from typing import Any
 from neuronforge.profiles.base import read_env_file
 from neuronforge.profiles.lmi_neuronx import (
     COMPILER_VERSION,
-    CONTAINER_MODEL_DIR,
     LMI_CC_FLAGS,
     PROFILE,
     env_to_properties,
     lmi_load,
     parse_properties,
 )
+
+# LMI's model store, where it reads serving.properties (djl-serving afece25d serving/docker/config.properties
+# `model_store=/opt/ml/model`): stated here from LMI's source, not taken from the profile under test.
+MODEL_STORE = "/opt/ml/model"
 
 
 @dataclass(frozen=True)
@@ -93,7 +96,7 @@ def lmi_start(run: DockerRun, scratch: Path, prompt: list[int]) -> dict[str, Any
     from neuronforge.compilation.backends.tnx import BACKEND
     from neuronforge.compilation.compile_cache import CompileCache
 
-    props = parse_properties((run.host_path(CONTAINER_MODEL_DIR) / "serving.properties").read_text())
+    props = parse_properties((run.host_path(MODEL_STORE) / "serving.properties").read_text())
     env = read_env_file(run.env_file)
     for key, value in env_to_properties(env).items():
         props.setdefault(key, value)
