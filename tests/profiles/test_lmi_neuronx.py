@@ -688,3 +688,20 @@ def test_run_lmi_says_in_one_line_what_it_cannot_find(gptj_file_store: tuple, tm
     assert started.returncode == 2
     assert started.stderr == "run-lmi.sh: docker is not on PATH: run the command above where Docker is\n"
     assert started.stdout.startswith("docker run --rm -p 8080:8080 --device /dev/neuron0 -v ")
+
+
+def test_run_lmi_of_an_s3_artifact_mounts_only_the_run_folder(artifact: Artifact, tmp_path: Path) -> None:
+    """An s3:// store: LMI reads the URIs itself, so run-lmi.sh mounts only the run folder (the published
+    serving.properties and lmi.env, as they are) and passes the AWS variables the host has, by name."""
+    import os
+
+    from tests.profiles.lmi_host import run_lmi_print
+
+    launch = artifact.root / "launch"
+    env = {"PATH": os.environ["PATH"], "LMI_RUN_DIR": str(tmp_path / "run"), "AWS_REGION": "us-west-2"}
+    done, run = run_lmi_print(launch, env)
+    assert run is not None, done.stderr
+    assert run.mounts == ((tmp_path / "run", "/opt/ml/model", False),) and run.env_file == tmp_path / "run" / "lmi.env"
+    assert " -e AWS_REGION " in done.stdout and "us-west-2" not in done.stdout  # the name only
+    for name in ("serving.properties", "lmi.env"):
+        assert (tmp_path / "run" / name).read_text() == (launch / name).read_text()
