@@ -101,6 +101,13 @@ NEURON_TARGETS = {
 }  # fmt: skip
 
 
+def test_the_cases_cover_every_neuron_backend() -> None:
+    """A backend added later (or one that overrides `compile`) is checked by the test below only if listed."""
+    from neuronforge.compilation.backends import all_backends
+
+    assert {n for n, b in all_backends().items() if b.uses_neuron} == set(NEURON_TARGETS)
+
+
 class Ran(Exception):
     """The stub toolchain child ran (with this environment)."""
 
