@@ -229,14 +229,19 @@ RULES: tuple[EnvRule, ...] = (
         ("NEURON_LIBTORCH_CACHE_ROOT",),
         "override",
         "libtorch-neuronx-lite (vLLM Neuron 0.24+)",
-        "the compile cache's root, read before VLLM_CACHE_ROOT: a compile would write, a load read, outside "
-        "the cache neuronforge syncs",
+        "LNL's own compile-cache root (<root>/neuron/compile_cache): a compile would write, a load read, "
+        "outside the cache neuronforge syncs; the vllm-native backend sets it to its VLLM_CACHE_ROOT",
         (
+            Evidence(
+                "code",
+                "foxl-ai/kiln@a04d1fab kiln/compile_cache.py (third party, calling LNL: "
+                "<NEURON_LIBTORCH_CACHE_ROOT>/neuron/compile_cache, default ~/.cache/neuron_libtorch, SDK 2.32)",
+            ),
             Evidence("docs", f"{REFERENCE} §1.1 (standalone LNL's cache root)"),
             Evidence(
                 "unverified",
-                "its precedence over VLLM_CACHE_ROOT is issue 38 case 4's reading of LNL, "
-                "which is not public: the backend clears it either way",
+                "whether LNL under vLLM Neuron reads it before VLLM_CACHE_ROOT (issue 38 case 4; LNL is not "
+                "public): both are set to the same folder, so either way the cache is the backend's",
             ),
         ),
     ),

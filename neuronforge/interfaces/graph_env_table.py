@@ -25,7 +25,8 @@ ACTIONS = {
 
 
 def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+    """One table cell: one line, `|` escaped, `<placeholders>` shown as text (not HTML tags)."""
+    return " ".join(text.split()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def render() -> str:
