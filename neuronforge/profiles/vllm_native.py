@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from neuronforge.common.errors import InvalidInput
 from neuronforge.compilation.backends.vllm_native import BACKEND, CACHE_MANIFEST
+from neuronforge.compilation.graph_env import shapes_graphs
 from neuronforge.profiles.base import (
     LAUNCH_DIR,
     Artifact,
@@ -75,9 +76,6 @@ K8S_FILE = "k8s-init-container.yaml"
 HOST_CACHE_ROOT = "/var/cache/neuronforge/vllm"
 DEFAULT_BLOCK_SIZE = 32
 PROFILE_OPTIONS = frozenset({"block_size", "num_blocks", "prefix_caching"})
-# Environment variables that change the compiled graphs (part of the key or of the shapes): the
-# manifest records them and `verify` compares them with vllm.env.
-GRAPH_ENV = ("NEURON_PLATFORM_TARGET_OVERRIDE", "NEURON_LOGICAL_NC_CONFIG", "VLLM_NEURON_BACKEND")
 
 
 @dataclass(frozen=True)
@@ -543,7 +541,7 @@ class VllmNativeProfile(ServingProfile):
         served = {
             k: env[k]
             for k in env
-            if (k in GRAPH_ENV or k.startswith(("VLLM_NEURON_", self.release.cache_env)))
+            if (shapes_graphs(k) or k.startswith(("VLLM_NEURON_", self.release.cache_env)))
             and k != self.release.cache_root_env  # a folder of the serving host: the loader sets its own
         }
         from neuronforge.artifacts import layout
@@ -644,6 +642,12 @@ class VllmNativeProfile(ServingProfile):
                     "every "
                     f"key would miss ({RULE_KEY})"
                 )
+        for name in sorted(k for k in env if shapes_graphs(k) and k not in manifest.env):
+            out.append(
+                f"{LAUNCH_DIR}/{ENV_FILE}: {name}={env[name]!r} changes the compiled graphs, and the graphs were "
+                f"compiled without it (the manifest's env records no {name}): every key would miss; remove it "
+                "(neuronforge.compilation.graph_env)"
+            )
         r = self.release
         for name, why in r.fail_closed().items():
             if env.get(name) != "1":

@@ -15,8 +15,6 @@ the jobs below names that interpreter.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -24,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from neuronforge.common.errors import InvalidInput
 from neuronforge.compilation.backends.child import cache_graphs, generation_rows
 from neuronforge.compilation.detect import detect_runtime
+from neuronforge.compilation.graph_env import graph_env
 from neuronforge.spec.toolchain import Toolchain
 
 if TYPE_CHECKING:
@@ -178,7 +177,7 @@ class Backend:
         from neuronforge.compilation.compile_cache import compile_through_cache
 
         spec, env = self.compile_request(job)
-        job.graph_env = graph_env(env)
+        env = self.compile_env(job, env)
         job.out.mkdir(parents=True, exist_ok=True)
 
         def child() -> list[str]:
@@ -186,6 +185,15 @@ class Backend:
             return self.run(job.python, "compile", spec, env=env, timeout_s=job.timeout_s, what=what)[1]
 
         return compile_through_cache(job.cache, child, job.preseed)
+
+    def compile_env(self, job: CompileJob, env: dict[str, str]) -> dict[str, str]:
+        """The environment a compile's child runs with, `env` as the backend declares it, checked
+        against the stray-environment rule (`neuronforge.compilation.graph_env`): a graph-shaping
+        variable set on the worker and not declared here is refused before compiling; the declared
+        ones are recorded for the manifest (`job.graph_env`). Every Neuron backend's `compile` calls
+        it before starting the toolchain."""
+        job.graph_env = graph_env(env)
+        return env
 
     def compile_request(self, job: CompileJob) -> tuple[dict[str, Any], dict[str, str]]:
         """The toolchain-side `compile` spec and environment for a job."""
@@ -211,34 +219,6 @@ class Backend:
     def generation(self, job: GenerateJob, result: dict[str, Any]) -> Generation:
         """The toolchain's `generate` result as the smoke judge reads it."""
         return generation_rows(result)
-
-
-# Environment variables that change what the Neuron compiler and torch-xla build, so the graphs a
-# cache entry holds: the compiler's flags (their md5 names the entry, but the HLO hash does not see
-# them all) and torch-xla's XLA_* switches (XLA_USE_BF16, XLA_DOWNCAST_BF16, XLA_FLAGS, ...), which
-# change the HLO itself. The compile's child inherits the worker's environment (`interpreter.child_env`).
-GRAPH_ENV_NAMES = frozenset({"NEURON_CC_FLAGS"})
-GRAPH_ENV_PREFIXES = ("XLA_",)
-
-
-def _shapes_graphs(name: str) -> bool:
-    return name in GRAPH_ENV_NAMES or name.startswith(GRAPH_ENV_PREFIXES)
-
-
-def graph_env(declared: Mapping[str, str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The graph-shaping variables a compile runs with: those the backend sets (`declared`, from the
-    profile and target), returned for the manifest. One set in the worker's environment that the
-    backend does not set would change the graphs without any record, and the cache key would not
-    see it: refused before compiling, naming it."""
-    environ = os.environ if environ is None else environ
-    stray = sorted(k for k, v in environ.items() if v and _shapes_graphs(k) and k not in declared)
-    if stray:
-        raise InvalidInput(
-            f"compile: {stray[0]}={environ[stray[0]]!r} is set in the worker's environment but not by the "
-            f"profile or target{f' (also {stray[1:]})' if stray[1:] else ''}: it changes the compiled graphs "
-            "and neither the cache key nor the manifest would record it; unset it on the worker"
-        )
-    return {k: v for k, v in sorted(declared.items()) if _shapes_graphs(k) or k == "NEURON_PLATFORM_TARGET_OVERRIDE"}
 
 
 def neuron_compile_env(target: TargetSpec, cache_root: Path, flags: tuple[str, ...]) -> dict[str, str]:

@@ -30,6 +30,7 @@ from typing import Any
 from neuronforge.common import settings
 from neuronforge.common.errors import InvalidInput
 from neuronforge.compilation.backends.child import ChildFailed, run_process
+from neuronforge.compilation.graph_env import child_environment
 
 PACKAGE = "neuronforge_toolchain"
 GLOBAL_VAR = settings.TOOLCHAIN_PYTHON_VAR
@@ -89,9 +90,11 @@ def staged_package() -> Path:
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The worker's environment minus what belongs to its own Python, plus the package's path."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-    env.update(extra or {})
+    """The worker's environment minus what belongs to its own Python, plus the package's path. The
+    variables the stray-environment rule governs (graph-shaping ones, cache locations) come only from
+    `extra`, what the backend declares: never from the worker (`graph_env.child_environment`)."""
+    worker = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    env = child_environment(extra or {}, worker)
     env["PYTHONPATH"] = str(staged_package())
     return env
 

@@ -152,6 +152,13 @@ class TnxLoad:
         return max(size) if isinstance(size, list) else int(size)
 
 
+# transformers-neuronx compiles every graph for trn1, inf2 included (aws-neuron/transformers-neuronx@1ade6d74
+# src/transformers_neuronx/compiler.py:136 `--target=trn1`, :149 `platform_target="trn1"`). The compile
+# names it as the other Neuron backends do, so a target override on the worker (the stray-environment rule,
+# neuronforge.compilation.graph_env) cannot reach it and the manifest records it.
+COMPILE_TARGET = "trn1"
+
+
 def tnx_env(cache_root: Path, flags: tuple[str, ...]) -> dict[str, str]:
     """transformers-neuronx's environment: the persistent cache ROOT (libneuronxla appends
     `neuronxcc-<version>/`) and the consumer's NEURON_CC_FLAGS (their md5 names every entry)."""
@@ -253,7 +260,7 @@ class TnxBackend(Backend):
             raise InvalidInput("tnx backend: the serving profile gave no load settings (settings['tnx'])")
         _checked(load, job.checkpoint_dir, f"{tnx_class(load.model_type).name}.from_pretrained")
         spec = _spec(load, job.checkpoint_dir, save_dir=str(job.out / NEFF_DIR))
-        return spec, tnx_env(job.cache.root, self._flags(job))
+        return spec, {**tnx_env(job.cache.root, self._flags(job)), "NEURON_PLATFORM_TARGET_OVERRIDE": COMPILE_TARGET}
 
     @staticmethod
     def _flags(job: CompileJob) -> tuple[str, ...]:

@@ -74,6 +74,9 @@ class VllmNativeBackend(Backend):
             "VLLM_NEURON_CPU_COMPILE": "1",
             f"{settings['cache_env']}PARALLEL_COMPILE_WORKERS": "1",
         }
+        # The stray-environment rule, as for every Neuron backend: NEURON_CC_FLAGS or an XLA_* switch
+        # on the worker would change every key without the manifest or vllm.env saying so.
+        env = self.compile_env(job, env)
         spec = {"model": str(job.checkpoint_dir), "argv": settings["argv"]}
         job.out.mkdir(parents=True, exist_ok=True)
         found, lines = self.run(
@@ -103,7 +106,7 @@ class VllmNativeBackend(Backend):
             store_prefix=store.uri(prefix) if store is not None else prefix,
             versions=versions,
             argv=list(settings["argv"]),
-            env=dict(settings["env"]),
+            env=dict(settings["env"]),  # holds every graph-shaping variable the compile ran with (job.graph_env)
             target=settings["env"]["NEURON_PLATFORM_TARGET_OVERRIDE"],
             route=settings["route"],
             image=settings["image"],
