@@ -40,6 +40,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from neuronforge.artifacts import transfer_sh
 from neuronforge.common.errors import InvalidInput
 from neuronforge.compilation.backends.vllm_native import BACKEND, CACHE_MANIFEST
 from neuronforge.compilation.graph_env import shapes_graphs
@@ -506,13 +507,12 @@ class VllmNativeProfile(ServingProfile):
     def _k8s(self, ctx: LaunchContext, files: Mapping[str, str], port: int) -> str:
         """The Kubernetes manifest that serves this artifact as written: the launch files in ConfigMaps,
         a Deployment whose init container syncs and whose container serves (`vllm_native_k8s`)."""
+        from neuronforge.artifacts import k8s_manifest
         from neuronforge.profiles import vllm_native_k8s as k8s
-        from neuronforge.spec.instances import INSTANCES
 
         t = ctx.target.normalized()
         key = ctx.artifact_uri.rstrip("/").rsplit("/", 1)[-1]
         family = t.instance.family
-        fitting = sorted(i.name for i in INSTANCES.values() if i.family == family and i.cores(t.lnc) >= t.tp_degree)
         return k8s.render(
             name=f"neuronforge-{key}".lower(),
             ref=self.ref,
@@ -523,8 +523,8 @@ class VllmNativeProfile(ServingProfile):
             cache_root=HOST_CACHE_ROOT,
             port=port,
             family=family,
-            devices=k8s.neuron_devices(family, t.tp_degree, t.lnc),
-            instance_types=fitting or [t.instance.name],
+            devices=k8s_manifest.neuron_devices(family, t.tp_degree, t.lnc),
+            instance_types=k8s_manifest.fitting_instances(t.instance.name, t.tp_degree, t.lnc),
         )
 
     def smoke_load(self, payload: Path) -> SmokeLoad:
@@ -807,8 +807,9 @@ LOAD_ENV = (
 # entry, and a server never starts on bytes other than the compiled ones. It plans first (what is missing
 # locally), names any tool it lacks before fetching anything (a Kubernetes init container runs it in the
 # serving image: `vllm_native_k8s`), and needs no transfer tool when nothing is missing (serve.sh after the
-# init container).
-SYNC_SH = r"""#!/usr/bin/env bash
+# init container). How it reads the store is `transfer_sh.FUNCTIONS`, the text a channel's resolve.sh carries.
+SYNC_SH = (
+    r"""#!/usr/bin/env bash
 # Fill $VLLM_CACHE_ROOT/neuron/compile_cache with every compiled graph of vllm-cache.json, verified, and
 # $MODEL_DIR with the model. s3:// is read with SYNC_TOOL: auto (the default: aws, else s5cmd, else python3
 # with boto3), aws, s5cmd or boto3, each honouring AWS_ENDPOINT_URL; a file:// store is copied. Needs bash,
@@ -820,13 +821,15 @@ host_model_dir="${MODEL_DIR:-}"; host_cache_root="${VLLM_CACHE_ROOT:-}"
 set -a; . "$here/vllm.env"; set +a
 MODEL_DIR="${host_model_dir:-$MODEL_DIR}"; VLLM_CACHE_ROOT="${host_cache_root:-$VLLM_CACHE_ROOT}"
 export NEURON_LIBTORCH_CACHE_ROOT="$VLLM_CACHE_ROOT"
-die() { echo "sync.sh: $*" >&2; exit 2; }
+me=sync.sh
+die() { echo "$me: $*" >&2; exit 2; }
 for need in python3 sha256sum; do
   command -v "$need" >/dev/null \
     || die "$need is not on PATH (it reads $CACHE_MANIFEST and checks each file): use an image that has it"
 done
-tool="${SYNC_TOOL:-auto}"
-case "$tool" in auto|aws|s5cmd|boto3) ;; *) die "SYNC_TOOL=$tool: one of auto, aws, s5cmd, boto3" ;; esac
+"""
+    + transfer_sh.FUNCTIONS
+    + r"""transfer_tool_named
 cache="$VLLM_CACHE_ROOT/neuron/compile_cache"
 work="$cache/.sync"
 mkdir -p "$cache" "$MODEL_DIR"; rm -rf "$work" "$cache/.nki.sync"; mkdir -p "$work"; trap 'rm -rf "$work"' EXIT
@@ -860,72 +863,9 @@ while read -r kind key path size sha; do
   printf 'file\t%s\t%s\n' "$uri" "$dest" >> "$work/fetch"
   printf '%s\t%s\t%s\t%s\n' "$uri" "$dest" "$size" "$sha" >> "$work/check"
 done < "$work/plan"
-# Every tool the fetch needs, named before anything is fetched.
-other="$(cut -f2 "$work/fetch" | grep -v -m1 -E '^(s3|file)://' || true)"
-[ -z "$other" ] || die "cannot download $other: only s3:// and file:// stores"
-first_s3="$(cut -f2 "$work/fetch" | grep -m1 '^s3://' || true)"
-if [ -n "$first_s3" ]; then
-  if [ "$tool" = auto ]; then
-    if command -v aws >/dev/null; then tool=aws
-    elif command -v s5cmd >/dev/null; then tool=s5cmd
-    elif python3 -c 'import boto3' 2>/dev/null; then tool=boto3
-    else die "reading $first_s3 needs the AWS CLI (aws), s5cmd or python3 with boto3, and none is here:" \
-      "use an image with awscli, or put s5cmd on PATH and set SYNC_TOOL=s5cmd"
-    fi
-  fi
-  case "$tool" in
-    aws) command -v aws >/dev/null || die "SYNC_TOOL=aws but aws (the AWS CLI) is not on PATH:" \
-      "use an image with awscli, or set SYNC_TOOL=s5cmd or SYNC_TOOL=boto3" ;;
-    s5cmd) command -v s5cmd >/dev/null || die "SYNC_TOOL=s5cmd but s5cmd is not on PATH:" \
-      "install it, or set SYNC_TOOL=aws or SYNC_TOOL=boto3" ;;
-    boto3) python3 -c 'import boto3' 2>/dev/null || die "SYNC_TOOL=boto3 but python3 cannot import boto3:" \
-      "pip install boto3, or set SYNC_TOOL=aws or SYNC_TOOL=s5cmd" ;;
-  esac
-fi
-if [ "$tool" = boto3 ] && [ -n "$first_s3" ]; then
-  awk -F'\t' '$2 ~ /^s3:\/\//' "$work/fetch" > "$work/fetch-s3"
-  python3 - "$work/fetch-s3" <<'PY'
-import os, sys
-import boto3
-s3 = boto3.client("s3", endpoint_url=os.environ.get("AWS_ENDPOINT_URL") or None)
-for line in open(sys.argv[1]):
-    kind, uri, dest = line.rstrip("\n").split("\t")
-    bucket, _, key = uri[len("s3://"):].partition("/")
-    try:
-        if kind == "file":
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            s3.download_file(bucket, key, dest)
-            continue
-        prefix, found = key.rstrip("/") + "/", 0
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-            for obj in page.get("Contents", []):
-                rel = obj["Key"][len(prefix):]
-                if not rel or rel.endswith("/"):
-                    continue
-                if rel.startswith("/") or ".." in rel.split("/"):
-                    sys.exit(f"sync.sh: refusing s3://{bucket}/{obj['Key']}: it leaves {dest}")
-                os.makedirs(os.path.dirname(os.path.join(dest, rel)), exist_ok=True)
-                s3.download_file(bucket, obj["Key"], os.path.join(dest, rel))
-                found += 1
-        if not found:
-            sys.exit(f"sync.sh: {uri} holds no files")
-    except Exception as exc:  # botocore's ClientError, EndpointConnectionError, NoCredentialsError, ...
-        sys.exit(f"sync.sh: cannot download {uri} with boto3: {exc}")
-PY
-fi
-s5() { s5cmd ${AWS_ENDPOINT_URL:+--endpoint-url "$AWS_ENDPOINT_URL"} "$@" >/dev/null; }
-while IFS=$'\t' read -r kind uri dest; do
-  if [ "$kind" = tree ]; then mkdir -p "$dest"; else mkdir -p "$(dirname "$dest")"; fi
-  case "$tool:$kind:$uri" in
-    *:tree:file://*) cp -R "${uri#file://}/." "$dest/" ;;
-    *:file:file://*) cp "${uri#file://}" "$dest" ;;
-    boto3:*) ;;  # fetched above, in one process
-    aws:tree:*) aws s3 sync --only-show-errors "$uri" "$dest" < /dev/null ;;
-    aws:file:*) aws s3 cp --only-show-errors "$uri" "$dest" < /dev/null ;;
-    s5cmd:tree:*) s5 cp "$uri/*" "$dest/" < /dev/null ;;
-    s5cmd:file:*) s5 cp "$uri" "$dest" < /dev/null ;;
-  esac
-done < "$work/fetch"
+# Every tool the fetch needs, named before anything is fetched; then the fetch.
+transfer_ready "$work/fetch"
+transfer_fetch "$work/fetch"
 bad=0
 while IFS=$'\t' read -r uri dest size sha; do
   if ! matches "$dest" "$size" "$sha"; then
@@ -950,6 +890,7 @@ if grep -q '^tree' "$work/fetch"; then printf '%s\n' "$MODEL_URI" > "$model_mark
 graphs="$(ls "$cache"/*/.compilation_complete 2>/dev/null | wc -l)"
 echo "sync.sh: $(wc -l < "$work/fetch") fetched; $graphs graphs in $cache"
 """
+)
 
 
 PROFILES = (VllmNativeProfile(SDK_2_32), VllmNativeProfile(SDK_2_33))

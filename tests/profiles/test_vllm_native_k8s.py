@@ -192,14 +192,16 @@ def test_every_mount_names_a_declared_volume_and_the_configmap_carries_the_launc
 
 
 def test_whole_devices_for_tp_times_lnc_cores() -> None:
-    from neuronforge.profiles import vllm_native_k8s as k8s
+    from neuronforge.artifacts import k8s_manifest as k8s
 
     assert k8s.neuron_devices("trn2", 4, 2) == 1
     assert k8s.neuron_devices("trn2", 64, 2) == 16  # trn2.48xlarge: 16 Trainium2 chips
     assert k8s.neuron_devices("trn2", 16, 1) == 2
     assert k8s.neuron_devices("trn3", 2, 2) == 1
-    with pytest.raises(InvalidInput, match="NeuronCores per device of instance family 'inf2'"):
-        k8s.neuron_devices("inf2", 2, 1)
+    assert k8s.neuron_devices("inf2", 2, 1) == 1  # inf2.xlarge: one Inferentia2 chip, two NeuronCore-v2
+    assert k8s.neuron_devices("trn1", 32, 1) == 16  # trn1.32xlarge: 16 Trainium chips
+    with pytest.raises(InvalidInput, match="NeuronCores per device of instance family 'inf1'"):
+        k8s.neuron_devices("inf1", 2, 1)
 
 
 def test_the_image_notes_say_what_is_proven() -> None:
@@ -214,7 +216,7 @@ def test_the_image_notes_say_what_is_proven() -> None:
 def test_launch_files_over_one_configmap_are_split_and_one_file_over_it_is_refused() -> None:
     """`kubectl apply` keeps the whole object in an annotation of at most 256 KiB: the files are packed
     into ConfigMaps that each stay under it, and a single file over it is refused in one line."""
-    from neuronforge.profiles import vllm_native_k8s as k8s
+    from neuronforge.artifacts import k8s_manifest as k8s
 
     labels = {"app.kubernetes.io/name": "x"}
     files = {"a.json": "a" * 150_000, "b.json": "b" * 150_000, "c.sh": "echo <&>\n" * 100}
