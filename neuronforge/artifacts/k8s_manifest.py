@@ -122,8 +122,11 @@ def neuron_pod_fields(devices: int, instance_types: list[str]) -> tuple[dict[str
 
 
 def http_port(port: int) -> dict[str, Any]:
-    """The serving container's port named `http` and a readiness probe on vLLM's `GET /health`
-    (vllm-project/vllm vllm/entrypoints/openai/api_server.py `@router.get("/health")`, CODE)."""
+    """The serving container's port named `http` and a readiness probe on vLLM's `GET /health`: 200 while
+    the engine lives, 503 once it is dead (CODE: vllm-project/vllm@98b137c6
+    vllm/entrypoints/serve/instrumentator/health.py; earlier releases served it from
+    entrypoints/openai/api_server.py — which vLLM releases the Neuron images hold it where is UNVERIFIED,
+    the route is the same)."""
     return {
         "ports": [{"name": "http", "containerPort": port}],
         "readinessProbe": {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 10},
@@ -184,4 +187,4 @@ def dump(documents: list[dict[str, Any]]) -> str:
         if doc.get("kind") == "ConfigMap":
             doc = {**doc, "data": {k: _Literal(v) for k, v in doc["data"].items()}}
         out.append(doc)
-    return yaml.dump_all(out, Dumper=_Dumper, sort_keys=False, width=120)
+    return yaml.dump_all(out, Dumper=_Dumper, sort_keys=False, width=120, allow_unicode=True)

@@ -360,6 +360,18 @@ READ_ELSEWHERE: dict[str, tuple[str, str]] = {
         "a release channel's launch/resolve.sh, on the serving host",
         "where resolved builds' files go (default: $TMPDIR/neuronforge-channels)",
     ),
+    f"{ENV_PREFIX}POD_IMAGE": (
+        "a release channel's launch/resolve.sh, in a pod of its k8s-init-container.yaml (which sets it)",
+        "the image the pod runs: a build whose profile serves in another image is refused before it is fetched",
+    ),
+    f"{ENV_PREFIX}POD_FAMILY": (
+        "a release channel's launch/resolve.sh, in a pod of its k8s-init-container.yaml (which sets it)",
+        "the instance family the pod is placed on: a build compiled for another family is refused",
+    ),
+    f"{ENV_PREFIX}POD_CORES": (
+        "a release channel's launch/resolve.sh, in a pod of its k8s-init-container.yaml (which sets it)",
+        "the physical NeuronCores of the pod's whole Neuron devices: a build that needs more is refused",
+    ),
 }
 
 

@@ -153,6 +153,11 @@ class ServingProfile(ABC):
     # The interpreter of the SDK image that has the toolchain (docker/neuron-sdk/images.json records
     # each base image's layout); a worker may name another (NEURONFORGE_TOOLCHAIN_PYTHON[_<release>]).
     toolchain_python: ClassVar[str | None] = None
+    # The image a host or a pod serves this profile's builds in (its launch files run there); None: no
+    # published image holds the consumer (its env file says what to install). The manifest records it
+    # (`describe`), so a release channel's Kubernetes manifest names it and its resolve.sh can refuse a
+    # build that serves in another image (`artifacts.channel_launch`).
+    serving_image: ClassVar[str | None] = None
     # The stages that need NeuronCores: the smoke load always; `compile` only where the toolchain
     # cannot compile without a device (the profile says why, with the source).
     device_stages: ClassVar[frozenset[str]] = frozenset({"smoke"})
@@ -245,6 +250,8 @@ class ServingProfile(ABC):
             "device_stages": sorted(self.device_stages) if self.neuron else [],
             "device_compile_reason": self.device_compile_reason,
             "toolchain_python": self.toolchain_python,
+            # only when there is one: a manifest of a profile without one reads as before, byte for byte
+            **({"serving_image": self.serving_image} if self.serving_image else {}),
         }
 
     # -- planning ------------------------------------------------------------------------------

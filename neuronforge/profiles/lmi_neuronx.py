@@ -484,6 +484,7 @@ class LmiNeuronxProfile(ServingProfile):
     )
     backend = BACKEND
     toolchain_python = LMI_PYTHON
+    serving_image = LMI_IMAGE  # run-lmi.sh's `docker run` image
     # transformers-neuronx compiles inside `to_neuron()`, which also loads the weights and the NEFFs
     # onto NeuronCores: it cannot compile on a host without Neuron devices (see TNX_COMPILE_NEEDS_DEVICES).
     device_stages = frozenset({"compile", "smoke"})

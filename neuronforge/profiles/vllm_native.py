@@ -285,6 +285,11 @@ class VllmNativeProfile(ServingProfile):
         )
 
     @property  # type: ignore[override]
+    def serving_image(self) -> str:
+        """The release's vLLM DLC (the launch files' `vllm-cache.json` names it too)."""
+        return self.release.image
+
+    @property  # type: ignore[override]
     def consumer_architectures(self) -> frozenset[str]:
         """What this release's plugin registry serves (the backend limits it to what neuronforge plans)."""
         return frozenset(self.release.architectures)

@@ -576,6 +576,11 @@ class VllmNeuronProfile(ServingProfile):
     def consumer_architectures(self) -> frozenset[str]:
         return self.release.served_types
 
+    @property  # type: ignore[override]
+    def serving_image(self) -> str | None:
+        """The release's vLLM DLC, where one holds the plugin (2.28.0 on); None for 2.26.1 (installed)."""
+        return self.release.image
+
     # -- planning ------------------------------------------------------------------------------
     def problems(self, target: TargetSpec, model_type: str | None = None) -> list[str]:
         """The base checks, what vLLM cannot ask NxD Inference for, and NxD Inference 0.6's

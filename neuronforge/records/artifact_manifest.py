@@ -49,6 +49,22 @@ class ProfileRef(Part):
     title: Text = ""
     sdk_release: Text = ""
 
+    @property
+    def serving_image(self) -> str | None:
+        """The image its builds serve in (`ServingProfile.serving_image`, written only when there is one,
+        so a manifest reads back key for key); None: none named, a manifest written before profiles
+        said, or a value that is no text."""
+        value = (self.model_extra or {}).get("serving_image")
+        return value if isinstance(value, str) and value else None
+
+    @property
+    def instance_families(self) -> tuple[str, ...]:
+        """The Neuron instance families its builds run on (`describe`); () for a CPU profile, a manifest
+        without profile data or a value that is no list of text."""
+        value = (self.model_extra or {}).get("instance_families")
+        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        return tuple(value) if ok else ()
+
 
 class ArtifactManifest(StoredRecord):
     KIND: ClassVar[str] = "artifact manifest"

@@ -25,15 +25,23 @@ def publish(
     kind: str = "builtin",
     profile: str = "cpu",
     smoke_passed: bool = True,
+    version: str = "1",
+    launch: dict[str, bytes] | None = None,
+    serving_image: str | None = None,
+    instance_families: list[str] | None = None,
+    target: dict[str, object] | None = None,
 ) -> str:
-    """Build number `n` of `model` for `profile`: its full cache key."""
-    key = hashlib.sha256(f"{kind}:{model}:{profile}:{n}".encode()).hexdigest()
-    slug = f"{profile}-inf2.xlarge-tp1-b{n}-s64-fp32"
+    """Build number `n` of `model` for `profile`@`version`: its full cache key. `launch`: its launch
+    files (default: a serve.sh that prints `serving`); `serving_image` and `instance_families`: what its
+    profile's description names (`ServingProfile.describe`); `target`: the request's target (default:
+    inf2.xlarge, batch `n`)."""
+    named = f"{kind}:{model}:{profile}:{n}" + ("" if version == "1" else f":{version}")
+    key = hashlib.sha256(named.encode()).hexdigest()
+    target = target or {"instance_type": "inf2.xlarge", "batch_size": n, "sequence_length": 64}
+    slug = f"{profile}-{target['instance_type']}-tp{target.get('tp_degree', 1)}-b{n}-s64-fp32"
     prefix = f"artifacts/{kind}/{model}/rev/{slug}/{key[:12]}"
-    files = {
-        "model/weights.bin": f"weights of build {n}".encode(),
-        "launch/serve.sh": b"#!/usr/bin/env bash\necho serving\n",
-    }
+    launch = launch if launch is not None else {"serve.sh": b"#!/usr/bin/env bash\necho serving\n"}
+    files = {"model/weights.bin": f"weights of build {n}".encode(), **{f"launch/{k}": v for k, v in launch.items()}}
     for path, data in files.items():
         store.put_bytes(data, f"{prefix}/{path}")
     manifest = {
@@ -42,9 +50,16 @@ def publish(
         "source": {"kind": kind, "location": model, "revision": "rev"},
         "toolchain": {"backend": "cpu", "backend_version": "1", "compiler": "torch-inductor", "compiler_version": "1"},
         "files": [{"path": p, "size": len(d), "sha256": hashlib.sha256(d).hexdigest()} for p, d in files.items()],
-        "profile": {"ref": f"{profile}@1", "name": profile, "title": profile, "sdk_release": "none"},
+        "profile": {
+            "ref": f"{profile}@{version}",
+            "name": profile,
+            "title": profile,
+            "sdk_release": "none",
+            **({"serving_image": serving_image} if serving_image else {}),
+            **({"instance_families": instance_families} if instance_families is not None else {}),
+        },
         "target_slug": slug,
-        "request": {"target": {"instance_type": "inf2.xlarge", "batch_size": n, "sequence_length": 64}},
+        "request": {"target": target},
         "smoke": {"passed": smoke_passed, "reason": "tokens match" if smoke_passed else "tokens differ"},
         "hosts": {"stages": [{"stage": "smoke", "seconds": 1.0, "host": "cpu", "hostname": "smoke-host"}]},
         "formats": {"model": "model"},
