@@ -268,6 +268,12 @@ class ServingProfile(ABC):
             )
         return out
 
+    def architecture_problems(self, model_type: str, family: str) -> list[str] | None:
+        """This profile's own reason why it cannot serve `model_type` on `family` (with the fix), when
+        it knows better than the registry's generic answer (its consumer's own model registry, say);
+        None leaves the answer to `registry.target_problems`. [] means: it serves it."""
+        return None
+
     def adopt(self, target: TargetSpec) -> tuple[TargetSpec, list[str]]:
         """`target`, built until now by another line, as this profile would build it: the target
         with `profile` set to this version and each field this line does not take changed, with one

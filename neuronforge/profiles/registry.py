@@ -146,7 +146,10 @@ def target_problems(
     """Why `profile` cannot build `target` (for `model_type` / `arch` when known), each with its fix:
     the profile's own rules, and an architecture it does not serve named with the profiles that do."""
     out = profile.problems(target, model_type)
-    if model_type is not None and model_type not in profile.architectures:
+    own = profile.architecture_problems(model_type, target.instance.family) if model_type is not None else None
+    if own is not None:
+        out += own
+    elif model_type is not None and model_type not in profile.architectures:
         others = [p.name for p in profiles_for(model_type) if p.name != profile.name]
         fix = f"use profile {' or '.join(dict.fromkeys(others))}" if others else "no profile supports it yet"
         out.append(f"profile {profile.name!r} does not support {model_type}; {fix}")

@@ -301,8 +301,6 @@ class VllmNativeProfile(ServingProfile):
             out[0] += (
                 f" ({RULE_INSTANCES}); for {target.instance.family} use profile vllm-neuron (vLLM on NxD Inference)"
             )
-        if model_type is not None:
-            out += self._registry_problems(model_type, target.instance.family)
         t = target.normalized()
         if t.quantization.enabled:
             out.append(
@@ -340,10 +338,11 @@ class VllmNativeProfile(ServingProfile):
                 )
         return out
 
-    def _registry_problems(self, model_type: str, family: str) -> list[str]:
+    def architecture_problems(self, model_type: str, family: str) -> list[str] | None:
         """A model type this release's plugin cannot load, named with the line that serves it on
         `family` (vLLM on NxD Inference, at its newest release for the family); one it loads that
-        neuronforge does not plan yet, said as such (the registry names the generic refusal too)."""
+        neuronforge does not plan yet, said as such. One no vLLM line serves: the registry's generic answer
+        (None), which names the profiles that do."""
         from neuronforge.profiles import vllm_neuron
         from neuronforge.spec.modelconfig import ARCHITECTURES as HF_CLASSES
 
@@ -361,7 +360,7 @@ class VllmNativeProfile(ServingProfile):
             best = max(lines, key=lambda p: tuple(int(x) for x in p.version.split(".")))
             fix = f"use profile {best.ref} (vLLM on NxD Inference serves {model_type} on {family})"
         else:
-            fix = f"no vLLM line serves {model_type} on {family}"
+            return None
         return [
             f"{model_type} ({hf}): vLLM Neuron {r.vllm_neuron.split('+')[0]}'s model registry does not list it "
             f"({r.registry_source}), so its server cannot load the model; {fix}"

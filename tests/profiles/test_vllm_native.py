@@ -72,8 +72,14 @@ def test_what_the_plugin_cannot_serve_is_refused_with_the_fix(kw: dict, expected
 
 
 def test_a_refused_model_type_names_the_profiles_that_serve_it() -> None:
+    """One line per refusal: the plugin's registry with the vLLM line that serves the type, or, when no
+    vLLM line does, the registry's generic answer naming the profiles that do."""
     t = target()
-    assert any("does not support mixtral" in p for p in target_problems(get_profile(t.profile), t, "mixtral"))
+    mixtral = target_problems(get_profile(t.profile), t, "mixtral")
+    assert len(mixtral) == 1 and "model registry does not list it" in mixtral[0], mixtral
+    assert "use profile vllm-neuron@" in mixtral[0], mixtral
+    mistral = target_problems(get_profile(t.profile), t, "mistral")
+    assert mistral == ["profile 'vllm-neuron-native' does not support mistral; use profile cpu or lmi-neuronx"]
 
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "model-configs"
