@@ -389,6 +389,23 @@ def copy_tree(src: Path, dest: Path) -> None:
 SHELL_VAR = re.compile(r"\$\{(\w+)\}|\$(\w+)")
 
 
+def relocated(recorded: str, store: ArtifactStore, key: str) -> str:
+    """Where a folder a build recorded in its `file://` store at publish time is on this host. A
+    file:// store may be mounted at another path than the one it was published at (`run-lmi.sh` and
+    `sync.sh` resolve the serving side the same way): a recorded file:// URI that is not here is
+    looked for as `key` below the nearest folder that has it, from the one `verify` was pointed at
+    (the store's root, or the artifact's own folder inside it) upwards — a walk up the path, never a
+    listing. Anything else is returned as recorded."""
+    local = recorded.removeprefix("file://")
+    if not recorded.startswith("file://") or Path(local).exists() or not store.root_uri.startswith("file://"):
+        return recorded
+    here = Path(store.root_uri.removeprefix("file://"))
+    for folder in (here, *here.parents):
+        if (folder / key).is_dir():
+            return f"file://{folder / key}"
+    return recorded
+
+
 def read_env_file(path: Path) -> dict[str, str]:
     """A launch env file's KEY=VALUE lines (comments and blanks skipped), as `set -a; . file` and
     `docker run --env-file` read them."""

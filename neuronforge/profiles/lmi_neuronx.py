@@ -934,21 +934,24 @@ class LmiNeuronxProfile(ServingProfile):
     def store_problems(self, artifact: Artifact, store: ArtifactStore) -> list[str]:
         """Every cache entry the NEFFs are in must be complete (model.done) in the compile cache the
         artifact was published with (`cache_root` of neff-cache.json: the store's `neuron-cache/`,
-        wherever `verify` was pointed), and an s3:// compiled_graph_path must be that root."""
+        wherever `verify` was pointed; a file:// store mounted elsewhere since: `relocated`), and an
+        s3:// compiled_graph_path must be that root."""
+        from neuronforge.artifacts import layout
         from neuronforge.common.errors import StoreError
         from neuronforge.compilation.compile_cache import DONE
+        from neuronforge.profiles.base import relocated
         from neuronforge.stores import open_store
 
         cache = read_neff_cache(artifact.root / LAUNCH_DIR / CACHE_FILE)
         if cache is None:
             return [f"{CACHE_FILE}: no cache_root: where the NEFF cache entries are is unknown"]
-        root = cache.cache_root.rstrip("/")
+        root = relocated(cache.cache_root.rstrip("/"), store, layout.NEURON_CACHE)
         graphs = cache.compiled_graph_path or ""
         out = []
         if graphs.startswith("s3://") and graphs.rstrip("/") != root:
             out.append(f"compiled_graph_path {graphs} is not the cache root the NEFFs were published to ({root})")
         try:
-            cache_store = open_store(root)
+            cache_store = open_store(root, must_exist=True)  # reading never creates a store
             entries = cache.entries
             missing = [e for e in entries if not cache_store.exists(f"{cache.compiler_dir}/{e}/{DONE}")]
         except (StoreError, InvalidInput) as exc:

@@ -54,6 +54,7 @@ from neuronforge.profiles.base import (
     SmokeLoad,
     copy_tree,
     read_env_file,
+    relocated,
     tokenizer_problems,
     version_matches,
 )
@@ -744,7 +745,8 @@ class VllmNativeProfile(ServingProfile):
     def store_problems(self, artifact: Artifact, store: ArtifactStore) -> list[str]:
         """Every entry the manifest lists, complete at its recorded sizes in the cache the artifact
         was published with (the manifest's `store_prefix`, wherever `verify` was pointed: the store's
-        root or the artifact's own folder)."""
+        root or the artifact's own folder; a file:// store mounted elsewhere since: `relocated`)."""
+        from neuronforge.artifacts import layout
         from neuronforge.common.errors import StoreError
         from neuronforge.compilation.vllm_cache import CacheManifest
         from neuronforge.compilation.vllm_cache import store_problems as missing
@@ -759,7 +761,8 @@ class VllmNativeProfile(ServingProfile):
                 f"{LAUNCH_DIR}/vllm-cache.json: unreadable ({exc}): which cache entries the server needs is unknown"
             ]
         try:
-            return missing(open_store(manifest.store_prefix), "", manifest)
+            where = relocated(manifest.store_prefix, store, layout.vllm_cache_prefix(self.version))
+            return missing(open_store(where, must_exist=True), "", manifest)
         except (StoreError, InvalidInput) as exc:
             return [f"the vLLM Neuron cache {manifest.store_prefix} cannot be read: {exc}"]
 

@@ -161,5 +161,13 @@ def test_the_store_mounted_at_another_path_serves_through_run_lmi_with_zero_comp
         result = lmi_start(run, tmp_path / "container", [3, 1, 4])
         assert result.get("compiled", []) == [] and len(result["rows"][0]["tokens"]) == 4
         assert log.read_text() == before  # zero compiles
+        # `verify` where the store now is finds the NEFF cache entries there (profiles.base.relocated),
+        # pointed at the artifact's folder or at the store's root with its cache key.
+        from neuronforge.interfaces.cli import main
+
+        artifact_uri = f"file://{moved / out.published.prefix}"
+        assert main(["verify", artifact_uri, "--work-dir", str(tmp_path / "v1")]) == 0
+        key = out.published.key
+        assert main(["verify", key, "--store", f"file://{moved}", "--work-dir", str(tmp_path / "v2")]) == 0
     finally:
         away.rename(store_dir)
