@@ -28,6 +28,7 @@ class ExitCode(IntEnum):
     USAGE = 2
     REJECTED = 3
     STALE = 4
+    CLOSED_PIPE = 141  # 128 + SIGPIPE: what a program the closed pipe killed exits with
 
 
 class NeuronforgeError(Exception):

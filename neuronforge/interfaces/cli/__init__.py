@@ -24,6 +24,7 @@ from pathlib import Path
 from neuronforge.common import errors, settings
 from neuronforge.common.errors import ExitCode, InvalidInput
 from neuronforge.interfaces.cli.exit_codes import (
+    EXIT_CLOSED_PIPE,
     EXIT_CODES,
     EXIT_FAILURE,
     EXIT_OK,
@@ -78,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         progress.use(progress.for_cli(quiet=args.quiet, machine=getattr(args, "json", False)))
         return args.func(args)
     except Exception as exc:  # KeyboardInterrupt is not ours to explain: Python's own exit
+        if isinstance(exc, BrokenPipeError) and _stdout_closed():
+            _silence_stdout()
+            return EXIT_CLOSED_PIPE
         found = errors.outcome(exc, lambda: _written_places(args))
         if found is None:
             raise  # not explained: a bug, with its traceback
@@ -85,6 +89,30 @@ def main(argv: list[str] | None = None) -> int:
         return found.exit_code
     finally:
         progress.use(caller)
+
+
+def _stdout_closed() -> bool:
+    """Whether stdout is a pipe its reader closed (POLLERR on the write end), so that a broken pipe to
+    a store or a service is still reported as the failure it is."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(event & select.POLLERR for _, event in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no file descriptor (in-process callers), no poll
+        return False
+
+
+def _silence_stdout() -> None:
+    """The reader of stdout went away (`neuronforge show KEY | head`): stop quietly. stdout is pointed
+    at /dev/null so that the interpreter's flush at exit does not fail again with a traceback (the
+    recipe of Python's `signal` docs, "Note on SIGPIPE")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout without a file descriptor (in-process callers): nothing to flush
+        pass
 
 
 def _written_places(args: argparse.Namespace) -> list[Path]:

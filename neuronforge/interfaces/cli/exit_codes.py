@@ -27,11 +27,14 @@ EXIT_CODES: dict[ExitCode, str] = {
     "printed; nothing is built)",
     ExitCode.STALE: "`catalog stale`: some catalog target has no artifact for the current toolchain; "
     "`recompile --dry-run`: some catalog target would be rebuilt",
+    ExitCode.CLOSED_PIPE: "the reader of the output went away (e.g. `| head` had its lines): the command stopped "
+    "there, quietly, as a program stopped by SIGPIPE does (128 + 13)",
 }
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_REJECTED, EXIT_STALE = (
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_REJECTED, EXIT_STALE, EXIT_CLOSED_PIPE = (
     ExitCode.OK,
     ExitCode.FAILURE,
     ExitCode.USAGE,
     ExitCode.REJECTED,
     ExitCode.STALE,
+    ExitCode.CLOSED_PIPE,
 )
