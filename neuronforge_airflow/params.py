@@ -23,7 +23,6 @@ import dataclasses
 import difflib
 import functools
 import json
-import re
 import typing
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -33,6 +32,7 @@ from airflow.sdk import Param
 from neuronforge.artifacts.channels import CHANNEL_NAME
 from neuronforge.common import settings
 from neuronforge.common.errors import InvalidInput
+from neuronforge.common.secrets import mask_credentials
 from neuronforge.farm.releases import ACTIONS, ReleaseRequest
 from neuronforge.profiles import all_profiles, profile_names
 from neuronforge.spec.target import QUANTIZATION_CHOICES, TargetInput, TargetSpec, target_inputs, target_json_schema
@@ -297,20 +297,11 @@ ALLOWED_KEYS: dict[str, frozenset[str]] = {
 
 MAX_NAMED = 5  # unknown keys named in a sentence
 MAX_SHOWN = 80  # characters of a value a sentence quotes
-_NETLOC = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^/\s\"'\\]*)")
-
-
-def _mask_netloc(match: re.Match[str]) -> str:
-    """`scheme://user:secret@host` -> `scheme://***@host`; `s3://KEY:SECRET/` -> `s3://***`."""
-    scheme, netloc = match.groups()
-    if "@" in netloc:
-        return f"{scheme}***@{netloc.rpartition('@')[2]}"
-    return f"{scheme}***" if ":" in netloc else match[0]
 
 
 def shown(value: Any, quote: str | None = None) -> str:
     """`value` as a sentence quotes it: JSON (or the text between `quote`s), at most MAX_SHOWN
-    characters of it, any `scheme://user:secret@` credentials replaced by `***` — a sentence
+    characters of it, any credentials replaced by `***` (`common.secrets`, the one rule) — a sentence
     repeats what the caller sent, never a secret in it, and stays one line for a 1 MiB value."""
     if quote is not None and isinstance(value, str):
         text = value
@@ -319,7 +310,7 @@ def shown(value: Any, quote: str | None = None) -> str:
             text = json.dumps(value, ensure_ascii=False, allow_nan=True, default=repr)
         except (ValueError, RecursionError):  # a circular or very deep value (not from JSON)
             text = f"<{type(value).__name__}>"
-    text = _NETLOC.sub(_mask_netloc, text)  # all of it: a credential's `@` may lie past what is shown
+    text = mask_credentials(text)  # all of it: a credential's `@` may lie past what is shown
     text = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text[: MAX_SHOWN + 1])  # one line
     if len(text) > MAX_SHOWN:
         text = text[: MAX_SHOWN - 1] + "…"

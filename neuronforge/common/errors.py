@@ -18,6 +18,8 @@ from enum import IntEnum
 from pathlib import Path
 from typing import ClassVar
 
+from neuronforge.common.secrets import mask_credentials
+
 
 class ExitCode(IntEnum):
     """The CLI's exit codes: a contract later tooling relies on (their meanings per command are
@@ -141,9 +143,10 @@ def outcome(
     if isinstance(exc, NeuronforgeError):
         said = exc.said(surface)
         text = said if said.strip() else type(exc).__name__  # a message-less error still says what it is
-        return Outcome(exc.exit_code, exc.retryable, exc.prefix, text)
+        # masked here, the one place the CLI's line and a task's failure come from (common.secrets)
+        return Outcome(exc.exit_code, exc.retryable, exc.prefix, mask_credentials(text))
     if isinstance(exc, OSError) and exc.errno in DISK_FIXES:
         named = exc.filename2 or exc.filename  # else the place whose file system is full or read-only
         where = [] if named else list(places() if callable(places) else places)
-        return Outcome(ExitCode.FAILURE, exc.errno in TRANSIENT_DISK, "", disk_error(exc, where))
+        return Outcome(ExitCode.FAILURE, exc.errno in TRANSIENT_DISK, "", mask_credentials(disk_error(exc, where)))
     return None

@@ -212,12 +212,11 @@ def join(prefix: str, rel: str) -> str:
 
 def masked(uri: str) -> str | None:
     """`uri` with its credentials replaced by `***` when it carries any (`scheme://USER:SECRET@host/...`,
-    `s3://KEY:SECRET/...`), else None: the one way a URI with a secret is shown."""
-    scheme, sep, rest = uri.partition("://")
-    netloc = rest.split("/", 1)[0]
-    if sep and ("@" in netloc or (scheme == "s3" and ":" in netloc)):
-        return f"{scheme}://***@{rest.rpartition('@')[2]}" if "@" in netloc else f"{scheme}://***/"
-    return None
+    `s3://KEY:SECRET/...`, a presigned query), else None: `common.secrets.mask_credentials`, the one rule."""
+    from neuronforge.common.secrets import mask_credentials
+
+    shown = mask_credentials(uri)
+    return shown if shown != uri else None
 
 
 def refuse_credentials(uri: str, what: str = "store URI") -> None:

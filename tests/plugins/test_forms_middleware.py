@@ -333,3 +333,32 @@ def test_conf_problem_takes_any_json_value_in_any_field(dag: str, value: Any, da
     field = data.draw(st.sampled_from(sorted(FORMS[dag])))
     problem = conf_problem(dag, {field: value})
     assert problem is None or (problem.startswith(dag) and "\n" not in problem and len(problem) < 1500)
+
+
+# An AWS secret access key holds `/` (issue 39): the one masking rule (neuronforge.common.secrets) hides
+# all of it — before the fix the middleware showed everything after its first `/`.
+SLASHY = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+SLASHY_URI = f"s3://AKIAIOSFODNN7EXAMPLE:{SLASHY}@bucket/prefix"
+
+
+@pytest.mark.parametrize(
+    ("conf", "words"),
+    [
+        ({"profile": SLASHY_URI}, 'profile = "s3://***@bucket/prefix"'),
+        ({"max_new_tokens": SLASHY_URI}, 'max_new_tokens = "s3://***@bucket/prefix"'),
+        ({SLASHY_URI: 1}, "'s3://***@bucket/prefix'"),
+        ({"store": SLASHY_URI}, "store URI s3://***@bucket/prefix carries credentials"),
+        ({"model": f"https://u:{SLASHY}@hub.example/org/m"}, "https://***@hub.example/org/m"),
+        ({"profile": f"https://b.s3.amazonaws.com/k?X-Amz-Credential=AKIA%2F{SLASHY}&X-Amz-Signature=ab12"}, "***"),
+    ],
+    ids=["profile", "max_new_tokens", "unknown key", "store", "model", "presigned query"],
+)
+def test_a_secret_with_slashes_is_never_half_shown(forms: ModuleType, conf: dict, words: str) -> None:
+    scope = http(TRIGGER)
+    scope["headers"] = [(b"content-type", b"application/json"), (b"authorization", b"Bearer t")]
+    inner, client = run(forms, scope, body(json.dumps({"conf": conf}).encode(), chunk=65536))
+    assert inner.calls == [] and client.status == 400, client.sent
+    detail = client.detail
+    assert words in detail, detail
+    for piece in (*SLASHY.split("/"), "ab12"):
+        assert piece not in detail, detail

@@ -1,0 +1,66 @@
+"""The one masking rule (`neuronforge.common.secrets.mask_credentials`) and the store's refusal that
+uses it: an AWS secret with `/`, `:`, `%2F` or `@` in it is never half-shown (issue 39)."""
+
+from __future__ import annotations
+
+import pytest
+
+from neuronforge.common.errors import InvalidInput
+from neuronforge.common.secrets import mask_credentials
+from neuronforge.stores import open_store
+
+SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfi:CY%2FEX@AMPLEKEY"
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        (f"s3://AKIAEXAMPLE:{SECRET}@bucket/prefix", "s3://***@bucket/prefix"),
+        (f"https://user:{SECRET}@host:9000/x", "https://***@host:9000/x"),
+        # no `@` (a secret with one here would be read as the userinfo's end: nothing tells them apart)
+        (f"s3://AKIAEXAMPLE:{SECRET.replace('@', '')}/bucket/x", "s3://***"),
+        (f'error: profile = "s3://K:{SECRET}@b/p" is not allowed', 'error: profile = "s3://***@b/p" is not allowed'),
+        (
+            "https://b.s3.amazonaws.com/k?X-Amz-Credential=AKIA%2F1&X-Amz-Security-Token=abc&X-Amz-Signature=f0&n=1",
+            "https://b.s3.amazonaws.com/k?X-Amz-Credential=***&X-Amz-Security-Token=***&X-Amz-Signature=***&n=1",
+        ),
+        ("https://hub.example/x?token=hf_abc", "https://hub.example/x?token=***"),
+    ],
+)
+def test_credentials_are_masked_whatever_the_secret_holds(text: str, shown: str) -> None:
+    assert mask_credentials(text) == shown
+    for piece in ("K7MDENG", "bPxRfi", "AMPLEKEY", "abc", "f0", "hf_abc"):
+        assert piece not in mask_credentials(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "s3://bucket/models/tiny-llama@cdd9",  # `@` in a path is not a credential
+        "http://127.0.0.1:9000/bucket/x",  # a port is not a secret
+        "file:///tmp/store",
+        "hf://org/name@rev",
+        "builtin:tiny-llama@cdd9",
+    ],
+)
+def test_what_carries_no_credential_is_shown_as_it_is(text: str) -> None:
+    assert mask_credentials(text) == text
+
+
+def test_a_store_uri_with_a_slashy_secret_is_refused_masked() -> None:
+    with pytest.raises(InvalidInput) as err:
+        open_store(f"s3://AKIAEXAMPLE:{SECRET}@bucket/store")
+    assert "s3://***@bucket/store carries credentials" in str(err.value)
+    assert not any(piece in str(err.value) for piece in SECRET.split("/"))
+
+
+def test_an_error_line_never_carries_a_credential_on_any_surface() -> None:
+    """`errors.outcome` is where the CLI's `error: ...` line and a task's failure both come from: a
+    message that quotes a URI with a credential (say, a library's own error text) is masked there."""
+    from neuronforge.common.errors import StoreError, outcome
+
+    exc = StoreError(f"cannot reach s3://AKIAEXAMPLE:{SECRET}@bucket/store: connection refused")
+    for surface in ("cli", "form"):
+        found = outcome(exc, surface=surface)
+        assert found is not None and "s3://***@bucket/store" in found.line
+        assert not any(piece in found.line or piece in found.message for piece in SECRET.split("/"))
