@@ -4,6 +4,8 @@ that renders it again. One way to find and replace it, for every page that has o
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from neuronforge.common.errors import InvalidInput
 
 
@@ -20,3 +22,12 @@ def replaced(text: str, begin: str, end: str, block: str, where: object = "the p
     if not old:
         raise InvalidInput(f"{where}: no lines {begin!r} … {end!r} to write the generated section between")
     return text.replace(old, block, 1)
+
+
+def rewrite(page: Path, begin: str, end: str, block: str) -> bool:
+    """Replace `page`'s section by `block` on disk; True if the page changed (InvalidInput when the
+    markers are missing, naming the page)."""
+    text = page.read_text()
+    new = replaced(text, begin, end, block, page)
+    page.write_text(new)
+    return new != text

@@ -28,7 +28,7 @@ import neuronforge.pipeline.stages.payload
 import neuronforge.pipeline.stages.smoke
 import neuronforge.records.base
 import neuronforge.stores.base  # noqa: F401
-from neuronforge.common.docs_section import replaced, section
+from neuronforge.common.docs_section import rewrite, section
 from neuronforge.common.errors import DISK_FIXES, TRANSIENT_DISK, InvalidInput, NeuronforgeError
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "failure-behaviour.md"
@@ -98,13 +98,10 @@ def on_page(text: str) -> str:
 
 def write(page: Path = PAGE) -> bool:
     """Rewrite the table on `page`; True if it changed."""
-    text = page.read_text()
     try:
-        new = replaced(text, BEGIN, END, render(), page)
+        return rewrite(page, BEGIN, END, render())
     except InvalidInput as exc:
         raise SystemExit(str(exc)) from None
-    page.write_text(new)
-    return new != text
 
 
 if __name__ == "__main__":

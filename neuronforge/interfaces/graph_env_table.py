@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from neuronforge.common.docs_section import replaced, section
+from neuronforge.common.docs_section import rewrite, section
 from neuronforge.common.errors import InvalidInput
 from neuronforge.compilation.graph_env import RULES
 
@@ -49,13 +49,10 @@ def on_page(text: str) -> str:
 
 def write(page: Path = PAGE) -> bool:
     """Rewrite the table on `page`; True if it changed."""
-    text = page.read_text()
     try:
-        new = replaced(text, BEGIN, END, render(), page)
+        return rewrite(page, BEGIN, END, render())
     except InvalidInput as exc:
         raise SystemExit(str(exc)) from None
-    page.write_text(new)
-    return new != text
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from neuronforge.common.docs_section import replaced, section
+from neuronforge.common.docs_section import rewrite, section
 from neuronforge.profiles import registry
 from neuronforge.profiles.lifecycle import MEANING, NO_RELEASE_YET, Lifecycle, columns, phase_lines, status_row
 from neuronforge.profiles.sdk_releases import RELEASES
@@ -147,7 +147,7 @@ def stale_pages() -> list[Path]:
 
 def main() -> int:
     for page, details in PAGES.items():
-        page.write_text(replaced(page.read_text(), BEGIN, END, markdown(details), page.name))
+        rewrite(page, BEGIN, END, markdown(details))
     return 0
 
 
