@@ -130,6 +130,12 @@ def apply_dry_run(manifest: Path, kubeconfig: Path) -> subprocess.CompletedProce
     )
 
 
+def applied(manifest: Path, folder: Path) -> subprocess.CompletedProcess[str]:
+    """`apply_dry_run` of `manifest` against a discovery stub started (and stopped) for it in `folder`."""
+    with discovery_stub(folder) as kubeconfig:
+        return apply_dry_run(manifest, kubeconfig)
+
+
 def schema_problems(text: str, version: str = KUBERNETES_VERSION) -> list[str]:
     """Each document checked strictly (no unknown field anywhere) against the Kubernetes `version`
     schema kubernetes-validate bundles; a document that is no Kubernetes object, or a kind without a

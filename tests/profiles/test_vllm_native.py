@@ -405,12 +405,11 @@ def test_the_published_kubernetes_manifest_applies_as_written(published: dict, t
     """Issue 38 case 7: the build's own k8s-init-container.yaml is a whole manifest — the REAL kubectl
     takes it (client dry-run against a discovery stub) and every document is strictly valid for
     Kubernetes 1.37 (tests/kube.py; tests/profiles/test_vllm_native_k8s.py checks what it holds)."""
-    from tests.kube import apply_dry_run, discovery_stub, schema_problems
+    from tests.kube import applied, schema_problems
 
     for name in ("llama", "qwen3"):
         manifest = published[name]["root"] / "launch" / "k8s-init-container.yaml"
-        with discovery_stub(tmp_path) as kubeconfig:
-            done = apply_dry_run(manifest, kubeconfig)
+        done = applied(manifest, tmp_path)
         assert done.returncode == 0, done.stderr
         assert [line.split("/")[0] for line in done.stdout.splitlines()] == ["configmap", "deployment.apps"]
         assert schema_problems(manifest.read_text()) == []

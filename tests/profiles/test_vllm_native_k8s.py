@@ -37,7 +37,7 @@ from neuronforge.records.local import write_local
 from neuronforge.records.tree import StoredFile
 from neuronforge.spec.target import TargetSpec
 from neuronforge.spec.toolchain import Toolchain
-from tests.kube import apply_dry_run, discovery_stub, schema_problems
+from tests.kube import applied, schema_problems
 
 KEY = "abcdef012345"
 NAME = f"neuronforge-{KEY}"
@@ -134,8 +134,7 @@ def test_the_manifest_applies_as_written_with_the_real_kubectl(tmp_path: Path, p
     _store, files = _artifact(tmp_path, profile)
     manifest = tmp_path / "k8s-init-container.yaml"
     manifest.write_text(files["k8s-init-container.yaml"])
-    with discovery_stub(tmp_path) as kubeconfig:
-        done = apply_dry_run(manifest, kubeconfig)
+    done = applied(manifest, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         f"configmap/{NAME}-launch created (dry run)",
@@ -148,8 +147,7 @@ def test_the_snippet_main_rendered_fails_both_checks(tmp_path: Path) -> None:
     """The checks can fail: main's fragment is no Kubernetes object for kubectl nor for the schema."""
     manifest = tmp_path / "old.yaml"
     manifest.write_text(OLD_SNIPPET)
-    with discovery_stub(tmp_path) as kubeconfig:
-        done = apply_dry_run(manifest, kubeconfig)
+    done = applied(manifest, tmp_path)
     assert done.returncode != 0 and "Object 'Kind' is missing" in done.stderr, done.stderr
     assert schema_problems(OLD_SNIPPET) == [
         "document 0: not a Kubernetes object (no apiVersion/kind; it has ['initContainers', 'volumes'])"
@@ -239,8 +237,7 @@ def test_a_split_manifest_applies_too(tmp_path: Path) -> None:
     )  # fmt: skip
     manifest = tmp_path / "split.yaml"
     manifest.write_text(text)
-    with discovery_stub(tmp_path) as kubeconfig:
-        done = apply_dry_run(manifest, kubeconfig)
+    done = applied(manifest, tmp_path)
     assert done.returncode == 0, done.stderr
     assert [line.split()[0] for line in done.stdout.splitlines()] == [
         f"configmap/{NAME}-launch",

@@ -32,7 +32,7 @@ from neuronforge.artifacts.transfer_sh import FUNCTIONS
 from neuronforge.profiles import get_profile
 from neuronforge.profiles.vllm_native import SYNC_SH
 from neuronforge.stores import open_store
-from tests.kube import apply_dry_run, discovery_stub, schema_problems
+from tests.kube import applied, schema_problems
 from tests.releases.builds import MODEL, publish
 
 NATIVE = get_profile("vllm-neuron-native@2.32.0")
@@ -105,8 +105,7 @@ def _pod(text: str) -> dict:
 
 
 def _applies(tmp_path: Path, manifest: Path) -> list[str]:
-    with discovery_stub(tmp_path) as kubeconfig:
-        done = apply_dry_run(manifest, kubeconfig)
+    done = applied(manifest, tmp_path)
     assert done.returncode == 0, done.stderr
     assert schema_problems(manifest.read_text()) == []
     return done.stdout.splitlines()
@@ -167,8 +166,7 @@ def test_what_main_wrote_fails_both_checks(tmp_path: Path) -> None:
     """The checks can fail: main's fragment is no Kubernetes object for kubectl nor for the schema."""
     manifest = tmp_path / "old.yaml"
     manifest.write_text(MAIN_FRAGMENT)
-    with discovery_stub(tmp_path) as kubeconfig:
-        done = apply_dry_run(manifest, kubeconfig)
+    done = applied(manifest, tmp_path)
     assert done.returncode != 0 and "Object 'Kind' is missing" in done.stderr, done.stderr
     assert schema_problems(MAIN_FRAGMENT) == [
         "document 0: not a Kubernetes object (no apiVersion/kind; it has ['initContainers', 'volumes'])"
