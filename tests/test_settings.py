@@ -53,22 +53,50 @@ def test_every_field_declares_its_variable_type_default_and_meaning() -> None:
     for name, spec in settings.SETTINGS.items():
         assert len(spec.meaning) > 20 and spec.accepts and settings.shown_default(name), name
     seconds = [n for n, t in declared.items() if t == "float"]
-    assert seconds == ["compile_timeout_s", "lease_ttl_s", "lease_poll_s", "recompile_poll_s", "heartbeat_s"]
+    assert seconds == [
+        "compile_timeout_s",
+        "lease_heartbeat_s",
+        "lease_ttl_s",
+        "lease_handoff_s",
+        "lease_poll_s",
+        "recompile_poll_s",
+        "heartbeat_s",
+    ]
     assert all(settings.SETTINGS[n].accepts == "a number of seconds above 0" for n in seconds)
     assert settings.SETTINGS["neuron_runner"].choices == ("celery", "kubernetes") == settings.RUNNERS
 
 
 def test_the_environment_is_read_when_used_not_at_import(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    assert settings.current().lease_ttl_s == 600 and settings.current().profile == "cpu"
-    monkeypatch.setenv("NEURONFORGE_LEASE_TTL_S", "30")
+    assert settings.current().lease_ttl_s == 30 and settings.current().profile == "cpu"
+    monkeypatch.setenv("NEURONFORGE_LEASE_TTL_S", "45")
     monkeypatch.setenv("NEURONFORGE_PROFILE", "optimum-neuron")
     monkeypatch.setenv("NEURONFORGE_HOME", str(tmp_path / "h"))
     s = settings.current()
-    assert (s.lease_ttl_s, s.profile, s.home) == (30.0, "optimum-neuron", tmp_path / "h")
+    assert (s.lease_ttl_s, s.profile, s.home) == (45.0, "optimum-neuron", tmp_path / "h")
     assert settings.store_uri() == f"file://{tmp_path / 'h' / 'store'}" and settings.work_dir() == tmp_path / "h/work"
     assert s.from_env("home") and not s.from_env("store")
     monkeypatch.setenv("NEURONFORGE_LEASE_TTL_S", "  ")  # empty: unset
-    assert settings.current().lease_ttl_s == 600
+    assert settings.current().lease_ttl_s == 30
+
+
+def test_the_lease_ttl_is_three_heartbeats_unless_set_and_never_under_two(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dead holder on another host is noticed within ~3 heartbeats, not 10 minutes; a TTL under two
+    heartbeats (one slow renewal would hand a live build away) is one line naming both variables."""
+    assert (settings.current().lease_heartbeat_s, settings.current().lease_ttl_s) == (10, 30)
+    monkeypatch.setenv("NEURONFORGE_LEASE_HEARTBEAT_S", "4")
+    assert settings.current().lease_ttl_s == 12
+    assert next(e for e in settings.effective() if e.variable == "NEURONFORGE_LEASE_TTL_S").source == (
+        "derived from NEURONFORGE_LEASE_HEARTBEAT_S"
+    )
+    monkeypatch.setenv("NEURONFORGE_LEASE_TTL_S", "7")
+    with pytest.raises(InvalidInput) as exc:
+        settings.current()
+    assert str(exc.value) == (
+        "NEURONFORGE_LEASE_TTL_S=7 is less than 2 heartbeats of NEURONFORGE_LEASE_HEARTBEAT_S (4 s): set it to 8 "
+        "or more, or unset it (3 heartbeats: 12)"
+    )
+    monkeypatch.setenv("NEURONFORGE_LEASE_TTL_S", "8")
+    assert settings.current().lease_ttl_s == 8
 
 
 def test_a_lease_lives_as_long_as_the_environment_says_when_it_is_taken(
@@ -125,7 +153,8 @@ def test_every_command_refuses_a_bad_value_in_one_line_before_any_work(
     for command in subparsers.choices:
         assert main([command]) == 2, command
         assert capsys.readouterr().err == (
-            "error: NEURONFORGE_LEASE_TTL_S='abc' is not a number of seconds above 0: unset it, or set e.g. 600\n"
+            "error: NEURONFORGE_LEASE_TTL_S='abc' is not a number of seconds above 0: unset it, or set e.g. 30 "
+            "(3 heartbeats)\n"
         ), command
 
 
@@ -267,7 +296,7 @@ def test_config_prints_every_setting_and_where_it_came_from(
     assert rows["NEURONFORGE_HOME"].split() == [str(tmp_path), "env", "NEURONFORGE_HOME"]
     assert rows["NEURONFORGE_STORE"].split() == [f"file://{tmp_path}/store", "derived", "from", "NEURONFORGE_HOME"]
     assert rows["NEURONFORGE_HEARTBEAT_S"].split() == ["2.5", "env", "NEURONFORGE_HEARTBEAT_S"]
-    assert rows["NEURONFORGE_LEASE_TTL_S"].split() == ["600", "default"]
+    assert rows["NEURONFORGE_LEASE_TTL_S"].split() == ["30", "derived", "from", "NEURONFORGE_LEASE_HEARTBEAT_S"]
     # an aligned table: each column starts at the same place on every line
     assert len({re.match(r"\S+ +", line).end() for line in lines}) == 1
     assert len({re.match(r"\S+ +\S+ +", line).end() for line in lines}) == 1

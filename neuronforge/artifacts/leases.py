@@ -11,6 +11,7 @@ Releasing rewrites the lease as expired, which lets waiters take over at once.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -29,16 +30,113 @@ from neuronforge.stores import ArtifactStore, NotFound
 
 log = logging.getLogger(__name__)
 
+# What `state` calls a lease: held by a process that renews it; released by its holder; past its expiry
+# without a release (its holder stopped renewing: died elsewhere, or stalled); held by a process of this
+# host that no longer exists. Only a live lease keeps a waiter waiting.
+WAIT_LIMIT_S = 6 * 3600.0  # how long a waiter waits for a holder that keeps renewing its lease
+LIVE, RELEASED, STALE, DEAD_HERE = "live", "released", "stale", "dead-on-this-host"
+STATES = (LIVE, STALE, DEAD_HERE, RELEASED)
+
 
 def default_ttl_s() -> float:
     """How long a lease lives without a heartbeat (NEURONFORGE_LEASE_TTL_S, read when a lease is taken)."""
     return settings.current().lease_ttl_s
 
 
+def heartbeat_for(ttl_s: float) -> float:
+    """How often the holder of a lease living `ttl_s` renews it: NEURONFORGE_LEASE_HEARTBEAT_S, or a
+    third of a TTL too short for two of those (a caller's own short TTL: tests, a benchmark)."""
+    beat = settings.current().lease_heartbeat_s
+    return beat if ttl_s >= settings.LEASE_TTL_MIN_HEARTBEATS * beat else ttl_s / 3
+
+
+def handoff_s() -> float:
+    """How long a DAG run's lease stays held between two of its tasks (NEURONFORGE_LEASE_HANDOFF_S)."""
+    return settings.current().lease_handoff_s
+
+
 class LeaseLost(NeuronforgeError):
     """Another worker took the lease over (ours had expired): our work must not be published."""
 
     retryable = True  # the retry finds the other worker's artifact, or takes the lease again
+
+
+# -- who holds a lease, as a process -----------------------------------------------------------------
+@dataclass(frozen=True)
+class Host:
+    """A host as a process sees it: one kernel boot (boot id), one name, one PID namespace. Two
+    processes can see each other's PIDs only when all three agree."""
+
+    hostname: str
+    boot_id: str | None  # None: /proc/sys/kernel/random/boot_id unreadable (then the hostname names the host)
+    pid_ns: str | None  # the PID namespace ("pid:[4026531836]"); None where /proc has no such link
+
+    def same(self, other: Host) -> bool:
+        return (self.hostname, self.boot_id, self.pid_ns) == (other.hostname, other.boot_id, other.pid_ns)
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The process holding a lease. `pid` None: no process holds it now (a DAG run between tasks)."""
+
+    host: Host
+    pid: int | None
+    pid_start: int | None = None  # clock ticks after boot (/proc/<pid>/stat): tells a reused PID apart
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
+
+
+@functools.cache
+def this_host() -> Host:
+    try:
+        pid_ns: str | None = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        pid_ns = None
+    return Host(socket.gethostname(), _read("/proc/sys/kernel/random/boot_id"), pid_ns)
+
+
+def process_start(pid: int) -> int | None:
+    """When process `pid` started (clock ticks after boot, field 22 of /proc/<pid>/stat), or None."""
+    stat = _read(f"/proc/{pid}/stat")
+    if stat is None:
+        return None
+    try:  # the command name (field 2) is in parentheses and may hold spaces or ")": split after the last
+        return int(stat.rpartition(")")[2].split()[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def me(*, bound: bool = True) -> Owner:
+    """This process as a lease's owner; `bound=False`: this host, no process (held past our exit)."""
+    if not bound:
+        return Owner(this_host(), None)
+    pid = os.getpid()
+    return Owner(this_host(), pid, process_start(pid))
+
+
+def gone_here(owner: Owner | None) -> str | None:
+    """Why `owner`'s process is known dead (a process of this host that no longer exists, or whose PID
+    another process has now), or None: alive, another host's, or unknown."""
+    if owner is None or owner.pid is None or not owner.host.same(this_host()):
+        return None
+    try:
+        os.kill(owner.pid, 0)
+    except ProcessLookupError:
+        return f"pid {owner.pid} is gone on this host"
+    except PermissionError:  # another user's process: it exists
+        pass
+    except OSError:
+        return None
+    start = process_start(owner.pid)
+    if owner.pid_start is not None and start is not None and start != owner.pid_start:
+        return f"pid {owner.pid} is gone on this host (the pid is another process's now)"
+    return None
 
 
 @dataclass
@@ -49,15 +147,51 @@ class Lease:
     heartbeat: float
     expires: float
     version: str = ""  # the store's version of the lease object as we last wrote it
+    owner: Owner | None = None  # None: an old lease (no identity recorded)
+    heartbeat_s: float | None = None  # how often its holder renews it
 
     def record(self) -> bytes:
+        o = self.owner
         return LeaseRecord(
-            key=self.key, holder=self.holder, started=self.started, heartbeat=self.heartbeat, expires=self.expires
+            key=self.key,
+            holder=self.holder,
+            started=self.started,
+            heartbeat=self.heartbeat,
+            expires=self.expires,
+            hostname=o.host.hostname if o else None,
+            boot_id=o.host.boot_id if o else None,
+            pid_ns=o.host.pid_ns if o else None,
+            pid=o.pid if o else None,
+            pid_start=o.pid_start if o else None,
+            heartbeat_s=self.heartbeat_s,
         ).to_bytes()
+
+    @classmethod
+    def of(cls, r: LeaseRecord, version: str = "") -> Lease:
+        owner = None
+        if r.hostname is not None:
+            owner = Owner(Host(r.hostname, r.boot_id, r.pid_ns), r.pid, r.pid_start)
+        return cls(r.key, r.holder, r.started, r.heartbeat, r.expires, version, owner, r.heartbeat_s)
 
     @property
     def live(self) -> bool:
+        """Not yet expired (by its clock alone; `state` also knows a dead holder of this host)."""
         return self.expires > time.time()
+
+
+def state(lease: Lease, now: float | None = None) -> str:
+    """LIVE, RELEASED, STALE or DEAD_HERE (see `STATES`)."""
+    now = time.time() if now is None else now
+    if lease.expires <= 0:
+        return RELEASED
+    if gone_here(lease.owner):
+        return DEAD_HERE
+    return LIVE if lease.expires > now else STALE
+
+
+def held(lease: Lease | None) -> bool:
+    """Whether `lease` keeps a waiter waiting: live and not held by a dead process of this host."""
+    return lease is not None and state(lease) == LIVE
 
 
 def holder_id() -> str:
@@ -69,42 +203,56 @@ def current(store: ArtifactStore, key: str) -> Lease | None:
         data, version = store.read_versioned(layout.lock_entry(key))
     except NotFound:
         return None
-    r = LeaseRecord.from_bytes(data, store.uri(layout.lock_entry(key)))
-    return Lease(r.key, r.holder, r.started, r.heartbeat, r.expires, version=version)
+    return Lease.of(LeaseRecord.from_bytes(data, store.uri(layout.lock_entry(key))), version)
 
 
-def try_acquire(store: ArtifactStore, key: str, holder: str, ttl_s: float | None = None) -> Lease | None:
-    """The lease for `key`, new or taken over from an expired holder; None while another holds it."""
+def why_free(lease: Lease, now: float | None = None) -> str | None:
+    """Why a lease that is not `held` may be taken over, in words (None: it was released)."""
+    now = time.time() if now is None else now
+    if lease.expires <= 0:
+        return None
+    reason = gone_here(lease.owner)
+    if reason is not None:
+        return reason
+    beat = f" (it renews every {lease.heartbeat_s:g} s)" if lease.heartbeat_s else ""
+    return f"silent for {now - lease.heartbeat:.0f} s{beat}"
+
+
+def try_acquire(
+    store: ArtifactStore, key: str, holder: str, ttl_s: float | None = None, *, bound: bool = True
+) -> Lease | None:
+    """The lease for `key`, new or taken over from a holder that released it, lapsed, or died on this
+    host; None while another holds it. `bound=False` (a DAG run's claim, whose process ends at once):
+    no process holds it until the run's next task renews it."""
     path = layout.lock_entry(key)
     ttl_s = default_ttl_s() if ttl_s is None else ttl_s
     for _ in range(3):  # the lease object can vanish between our calls (deleted by hand)
         now = time.time()
-        lease = Lease(key, holder, now, now, now + ttl_s)
+        lease = Lease(key, holder, now, now, now + ttl_s, owner=me(bound=bound), heartbeat_s=heartbeat_for(ttl_s))
         if store.put_if_absent(lease.record(), path):
             lease.version = store.read_versioned(path)[1]
             return lease
         existing = current(store, key)
         if existing is None:
             continue
-        if existing.live:
+        if held(existing):
             return None
+        reason = why_free(existing, now)
         if store.replace_if_version(lease.record(), path, existing.version):
-            if existing.heartbeat < existing.expires:  # not a clean release: its holder died
-                log.warning(
-                    "lease %s: took over from %s, silent since %.0fs",
-                    key[:12],
-                    existing.holder,
-                    now - existing.heartbeat,
-                )
+            if reason is not None:  # not a clean release: its holder died or stalled
+                log.warning("lease %s: took over from %s: %s", key[:12], existing.holder, reason)
             lease.version = store.read_versioned(path)[1]
             return lease
         return None  # another waiter took it over first
     return None
 
 
-def renew(store: ArtifactStore, lease: Lease, ttl_s: float | None = None) -> Lease:
+def renew(store: ArtifactStore, lease: Lease, ttl_s: float | None = None, *, bound: bool = True) -> Lease:
+    """Our lease renewed by this process (`bound=False`: renewed for whoever continues the work)."""
     now = time.time()
-    renewed = Lease(lease.key, lease.holder, lease.started, now, now + (default_ttl_s() if ttl_s is None else ttl_s))
+    ttl_s = default_ttl_s() if ttl_s is None else ttl_s
+    renewed = Lease(lease.key, lease.holder, lease.started, now, now + ttl_s, owner=me(bound=bound))
+    renewed.heartbeat_s = heartbeat_for(ttl_s)
     path = layout.lock_entry(lease.key)
     if not store.replace_if_version(renewed.record(), path, lease.version):
         raise LeaseLost(f"lease {lease.key[:12]} was taken over by another worker; this run publishes nothing")
@@ -114,7 +262,7 @@ def renew(store: ArtifactStore, lease: Lease, ttl_s: float | None = None) -> Lea
 
 def release(store: ArtifactStore, lease: Lease) -> None:
     """Mark the lease expired (only if still ours), so waiters need not wait out the TTL."""
-    done = Lease(lease.key, lease.holder, lease.started, time.time(), 0.0)
+    done = Lease(lease.key, lease.holder, lease.started, time.time(), 0.0, owner=lease.owner)
     store.replace_if_version(done.record(), layout.lock_entry(lease.key), lease.version)
 
 
@@ -126,6 +274,7 @@ class LeaseKeeper:
     ) -> None:
         self.store, self.lease, self.release_on_exit = store, lease, release_on_exit
         self.ttl_s = default_ttl_s() if ttl_s is None else ttl_s
+        self.beat_s = heartbeat_for(self.ttl_s)
         self.lost: LeaseLost | None = None
         # One renewal at a time: the heartbeat and `assert_held` renew against `self.lease.version`;
         # interleaved, one would find the other's write and take it for a takeover (a false LeaseLost,
@@ -135,7 +284,7 @@ class LeaseKeeper:
         self._thread = threading.Thread(target=self._beat, daemon=True, name=f"lease-{lease.key[:8]}")
 
     def _beat(self) -> None:
-        while not self._stop.wait(self.ttl_s / 3):
+        while not self._stop.wait(self.beat_s):
             try:
                 with self._renewing:
                     self.lease = renew(self.store, self.lease, self.ttl_s)
@@ -152,15 +301,30 @@ class LeaseKeeper:
         with self._renewing:
             self.lease = renew(self.store, self.lease, self.ttl_s)  # also proves it right now
 
+    def hand_over(self) -> None:
+        """Prove the lease ours and leave it held for the run's next task (whichever process runs it):
+        no process of ours holds it from now, so it lives `NEURONFORGE_LEASE_HANDOFF_S` unrenewed."""
+        if self.lost is not None:
+            raise self.lost
+        with self._renewing:
+            self.lease = renew(self.store, self.lease, max(self.ttl_s, handoff_s()), bound=False)
+
     def __enter__(self) -> LeaseKeeper:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
-        if self.lost is None and self.release_on_exit:
+        if self.lost is not None:
+            return
+        if self.release_on_exit:
             release(self.store, self.lease)
+        elif exc_type is not None:  # a failed task whose retry continues: this process no longer holds it
+            try:
+                self.hand_over()
+            except Exception as handed:
+                log.warning("lease %s: not handed on (%s)", self.lease.key[:12], handed)
 
 
 @contextmanager
@@ -171,25 +335,64 @@ def keeping(
     tasks: heart-beat it, prove it ours before the work starts, and fail fast (`LeaseLost`) if it was
     taken over. Then release it (the CLI: the build is over, failed or not), or, with `hand_on` (a
     DAG task: the next task renews it), prove it still ours once the body succeeded and leave it
-    held; `keeper.lease` is then its latest version, the one the next holder renews from."""
+    held (`LeaseKeeper.hand_over`); `keeper.lease` is then its latest version, the one the next holder
+    renews from."""
     keeper = LeaseKeeper(store, lease, ttl_s, release_on_exit=not hand_on)
     with keeper:
         keeper.assert_held()
         yield keeper
-    if hand_on:
-        keeper.assert_held()
+    if hand_on:  # after the heartbeat stopped: a late beat would bind the lease to this process again
+        keeper.hand_over()
 
 
-def wait_for(store: ArtifactStore, key: str, found, poll_s: float = 5.0, timeout_s: float = 6 * 3600):
+def wait_for(store: ArtifactStore, key: str, found, poll_s: float = 5.0, timeout_s: float = WAIT_LIMIT_S):
     """Poll until `found()` returns something (the published artifact) or the lease is no longer
-    live (holder finished without publishing, or died); returns `found()`'s value or None."""
+    `held` (holder finished without publishing, lapsed, or died on this host); returns `found()`'s
+    value or None."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         hit = found()
         if hit is not None:
             return hit
-        lease = current(store, key)
-        if lease is None or not lease.live:
+        if not held(current(store, key)):
             return found()
         time.sleep(poll_s)
-    raise NeuronforgeError(f"gave up waiting {timeout_s:.0f}s for the holder of lease {key[:12]}")
+    raise NeuronforgeError(
+        f"gave up waiting {_span(timeout_s)} for the holder of lease {key[:12]}, which still renews it: "
+        f"`neuronforge lease ls` shows who holds it"
+    )
+
+
+def _span(seconds: float) -> str:
+    """A duration as people say it: 45 s, 12 min, 6 h."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.0f} h"
+
+
+def _when(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def who(lease: Lease) -> str:
+    """The holder as people look for it: its host and pid when recorded, else its holder id."""
+    o = lease.owner
+    if o is None:
+        return lease.holder
+    return f"{o.host.hostname} pid {o.pid}" if o.pid is not None else f"{lease.holder} (between tasks)"
+
+
+def waiting_line(lease: Lease, timeout_s: float = WAIT_LIMIT_S, now: float | None = None) -> str:
+    """What a waiter says once: who holds the build, since when, how long it waits at most, and what
+    ends the wait early."""
+    now = time.time() if now is None else now
+    ttl = max(lease.expires - lease.heartbeat, 0.0)
+    here = lease.owner is not None and lease.owner.pid is not None and lease.owner.host.same(this_host())
+    dies = "exits" if here else "stops renewing"
+    return (
+        f"{lease.key[:12]} is being built by {who(lease)} since {_when(lease.started)} "
+        f"({_span(now - lease.started)} ago); waiting at most {_span(timeout_s)} for its artifact, or until its "
+        f"process {dies} (then this run builds it{'' if here else f', {_span(ttl)} after its last renewal'})"
+    )

@@ -162,8 +162,21 @@ class Settings:
         "seconds a compile child (and a profile's retrace of its consumer's start-up) may run before it is killed; "
         "keep the Celery visibility timeout above it",
     )
-    lease_ttl_s: float = _seconds_setting(
-        600.0, "seconds a compile lease lives without a heartbeat before another worker may take the build over"
+    lease_heartbeat_s: float = _seconds_setting(
+        10.0, "seconds between two renewals of a compile lease by the process building under it"
+    )
+    lease_ttl_s: float = _setting(
+        3 * 10.0,
+        "seconds a compile lease lives without a heartbeat before another worker may take the build over (on the "
+        "holder's own host, a waiter takes over at once once the holder's process is gone); at least 2 heartbeats",
+        _seconds,
+        "a number of seconds above 0",
+        shown="30 (3 heartbeats)",
+    )
+    lease_handoff_s: float = _seconds_setting(
+        600.0,
+        "seconds a DAG run's compile lease stays held between two of its tasks (no process heart-beats it while "
+        "the next task waits for a worker)",
     )
     lease_poll_s: float = _seconds_setting(
         10.0, "seconds between two looks at the store of a DAG target waiting for another run's build"
@@ -278,11 +291,32 @@ def current(environ: Mapping[str, str] | None = None) -> Settings:
     prefix = f"{TOOLCHAIN_PYTHON_VAR}_"
     if releases := {k.removeprefix(prefix): v.strip() for k, v in env.items() if k.startswith(prefix) and v.strip()}:
         values["toolchain_pythons"] = releases
+    if not problems and (problem := _lease_timing(values)):
+        problems.append(problem)
     if problems:
         raise InvalidInput("; ".join(problems))
     from_environment = frozenset(values)
+    if "lease_ttl_s" not in values:  # derived: 3 heartbeats, whatever the heartbeat is
+        values["lease_ttl_s"] = LEASE_TTL_HEARTBEATS * values.get("lease_heartbeat_s", default("lease_heartbeat_s"))
     values.setdefault("home", _home(str(default("home"))))  # resolved when read, as a home the env names
     return Settings(**values, from_environment=from_environment)
+
+
+LEASE_TTL_HEARTBEATS = 3  # the default TTL, in heartbeats: a dead holder elsewhere is noticed within ~3 of them
+LEASE_TTL_MIN_HEARTBEATS = 2  # fewer, and one late renewal (a slow store) would hand a live build to a waiter
+
+
+def _lease_timing(values: Mapping[str, Any]) -> str | None:
+    """A TTL shorter than 2 heartbeats, as one line (the TTL given, or the one derived from the heartbeat)."""
+    heartbeat = values.get("lease_heartbeat_s", default("lease_heartbeat_s"))
+    ttl = values.get("lease_ttl_s")
+    if ttl is None or ttl >= LEASE_TTL_MIN_HEARTBEATS * heartbeat:
+        return None
+    return (
+        f"{variable('lease_ttl_s')}={ttl:g} is less than {LEASE_TTL_MIN_HEARTBEATS} heartbeats of "
+        f"{variable('lease_heartbeat_s')} ({heartbeat:g} s): set it to {LEASE_TTL_MIN_HEARTBEATS * heartbeat:g} or "
+        f"more, or unset it ({LEASE_TTL_HEARTBEATS} heartbeats: {LEASE_TTL_HEARTBEATS * heartbeat:g})"
+    )
 
 
 def accepted(name: str) -> str:
@@ -336,6 +370,8 @@ def effective(s: Settings | None = None) -> list[Effective]:
             source = f"env {var}"
         elif name == "store":
             value, source = s.store_uri(), f"derived from {variable('home')}"
+        elif name == "lease_ttl_s":
+            source = f"derived from {variable('lease_heartbeat_s')}"
         else:
             source = "default"
         if isinstance(value, tuple):  # names, as the variable spells them ("-": none)

@@ -95,12 +95,14 @@ def run_target(
     max_new_tokens: int = 8,
     allow_pickle: bool = False,
     lease_ttl_s: float | None = None,
-    lease_poll_s: float = 5.0,
+    lease_poll_s: float | None = None,
 ) -> TargetOutcome:
     """One target through `STAGES` in this process; an identical request already building
     elsewhere (its lease in the store is live) is waited for and its artifact reused. The lease is
-    held from the first stage after the claim to the final one (`hooks.LeaseKeeping`)."""
+    held from the first stage after the claim to the final one (`hooks.LeaseKeeping`). A waiter looks
+    at the store every quarter heartbeat (`lease_poll_s`), so it sees a dead holder within about one."""
     lease_ttl_s = leases.default_ttl_s() if lease_ttl_s is None else lease_ttl_s
+    lease_poll_s = leases.heartbeat_for(lease_ttl_s) / 4 if lease_poll_s is None else lease_poll_s
     state = BuildState(
         model=source,
         target=target,

@@ -33,8 +33,7 @@ def _published(store_uri: str, key: str) -> dict[str, Any] | None:
 def _lease_live(store_uri: str, key: str) -> bool:
     from neuronforge.stores import open_store
 
-    lease = leases.current(open_store(store_uri), key)
-    return lease is not None and lease.live
+    return leases.held(leases.current(open_store(store_uri), key))
 
 
 class BuildFinishedTrigger(PollingTrigger):
@@ -79,7 +78,8 @@ class ClaimBuildOperator(BaseOperator):
         key = state.need("key")
         holder = f"airflow:{context['run_id']}:{self.task_id}[{context['ti'].map_index}]:{leases.holder_id()}"
         store = open_store(state.store_uri)
-        lease = leases.try_acquire(store, key, holder)
+        # held for the run's next task: this task's process ends now (no process of ours holds it)
+        lease = leases.try_acquire(store, key, holder, leases.handoff_s(), bound=False)
         if lease is not None:
             farm_index.announce(store, lease, state)
             log.info("lease %s taken: this run builds %s", key[:12], state.target.slug)

@@ -16,12 +16,17 @@ log = logging.getLogger(__name__)
 
 
 def claim(state: BuildState, ctx: Context, ttl_s: float, poll_s: float) -> BuildState:
-    """The CLI's claim: take the key's lease, or wait (blocking) for whoever holds it to publish."""
+    """The CLI's claim: take the key's lease, or wait (blocking) for whoever holds it to publish; a
+    holder that dies on this host, or stops renewing elsewhere, is taken over (`leases.try_acquire`)."""
     key = state.need("key")
     holder = leases.holder_id()
+    told: set[str] = set()  # the holders already named: one line per holder, not one per poll
     while (lease := leases.try_acquire(ctx.store, key, holder, ttl_s)) is None:
         other = leases.current(ctx.store, key)
-        log.info("%s is being built by %s; waiting for its artifact", key[:12], other.holder if other else "?")
+        if other is not None and other.holder not in told:
+            told.add(other.holder)
+            # a warning: the CLI shows it at its default verbosity (a silent wait looks like a hang)
+            log.warning("%s", leases.waiting_line(other))
         waited = leases.wait_for(ctx.store, key, lambda: lookup(ctx.store, key), poll_s=poll_s)
         if waited is not None:
             ctx.published = waited
