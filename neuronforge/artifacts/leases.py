@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import re
 import socket
 import threading
 import time
@@ -21,10 +22,11 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from neuronforge.artifacts import layout
 from neuronforge.common import settings
-from neuronforge.common.errors import NeuronforgeError
+from neuronforge.common.errors import ExitCode, InvalidInput, NeuronforgeError
 from neuronforge.records.lease import LeaseRecord
 from neuronforge.stores import ArtifactStore, NotFound
 
@@ -396,3 +398,113 @@ def waiting_line(lease: Lease, timeout_s: float = WAIT_LIMIT_S, now: float | Non
         f"({_span(now - lease.started)} ago); waiting at most {_span(timeout_s)} for its artifact, or until its "
         f"process {dies} (then this run builds it{'' if here else f', {_span(ttl)} after its last renewal'})"
     )
+
+
+# -- seeing and breaking leases (`neuronforge lease ls / break`, the catalog's leases page) -----------
+UNREADABLE = "unreadable"  # a `locks/` object that does not read as a lease (its row says why)
+KEY_RE = re.compile(r"[0-9a-f]{1,64}")
+
+
+class LeaseHeld(NeuronforgeError):
+    """A lease `lease break` will not break: its holder is a running process of this host."""
+
+    exit_code = ExitCode.REJECTED
+    prefix = "lease kept: "
+
+
+class LeaseChanged(NeuronforgeError):
+    """The lease changed while `lease break` was deciding (its holder renewed it, or another took it
+    over): nothing was written."""
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One `locks/` object: its key and lease, or why it does not read."""
+
+    key: str
+    lease: Lease | None
+    state: str  # one of STATES, or UNREADABLE
+    problem: str = ""
+
+    def row(self) -> dict[str, Any]:
+        """As `lease ls --json` and the catalog's JSON show it (times in epoch seconds, None if unknown)."""
+        lease, owner = self.lease, self.lease.owner if self.lease else None
+        return {
+            "key": self.key,
+            "state": self.state,
+            "holder": lease.holder if lease else None,
+            "host": owner.host.hostname if owner else None,
+            "pid": owner.pid if owner else None,
+            "started": lease.started if lease else None,
+            "heartbeat": lease.heartbeat if lease else None,
+            "expires": lease.expires if lease else None,
+            "heartbeat_s": lease.heartbeat_s if lease else None,
+            "problem": self.problem or None,
+        }
+
+
+def listing(store: ArtifactStore, start_after: str = "", limit: int = 100) -> list[Listed]:
+    """At most `limit` leases, in key order after the key `start_after`: one listing request of
+    `locks/` and one read per lease (O(page), whatever the store holds). A lease that vanished
+    between the two (released by deletion) is left out; one that does not read is a row saying why."""
+    after = layout.lock_entry(start_after) if start_after else ""
+    out: list[Listed] = []
+    now = time.time()
+    for obj in store.list_page(layout.lock_entry("").rstrip("/"), start_after=after, limit=limit):
+        key = obj.key.removeprefix(layout.lock_entry(""))
+        try:
+            lease = current(store, key)
+        except NeuronforgeError as exc:  # a record that does not read (RecordError), an unsafe key
+            out.append(Listed(key, None, UNREADABLE, str(exc)))
+            continue
+        if lease is not None:
+            out.append(Listed(key, lease, state(lease, now)))
+    return out
+
+
+def find(store: ArtifactStore, ref: str) -> Lease:
+    """The lease named by a cache key or a unique prefix of one (one page of `locks/` for a prefix)."""
+    if not KEY_RE.fullmatch(ref):
+        raise InvalidInput(
+            f"lease key {ref!r} is not a cache key (up to 64 lowercase hex characters): "
+            "`neuronforge lease ls` lists the leases and their keys"
+        )
+    if len(ref) == 64:
+        matches = [ref]
+    else:  # every key starting with `ref` sorts right after it: the first page holds them
+        page = store.list_page(layout.lock_entry("").rstrip("/"), start_after=layout.lock_entry(ref), limit=2)
+        matches = [o.key.removeprefix(layout.lock_entry("")) for o in page]
+        matches = [k for k in matches if k.startswith(ref)]
+    if len(matches) > 1:
+        raise InvalidInput(f"lease key {ref!r} is the start of more than one lease's key: give more of it")
+    lease = current(store, matches[0]) if matches else None
+    if lease is None:
+        raise InvalidInput(
+            f"no lease for key {ref!r} in {store.uri(layout.lock_entry(''))}: `neuronforge lease ls` lists the leases"
+        )
+    return lease
+
+
+def refuse_to_break(lease: Lease, now: float | None = None) -> None:
+    """A live lease whose holder is a running process of this host is not broken: stop that run."""
+    now = time.time() if now is None else now
+    o = lease.owner
+    if state(lease, now) != LIVE or o is None or o.pid is None or not o.host.same(this_host()):
+        return
+    raise LeaseHeld(
+        f"the lease of {lease.key[:12]} is held by pid {o.pid} on this host, which is running (last renewal "
+        f"{_span(now - lease.heartbeat)} ago): stop that run (kill {o.pid}) instead of breaking its lease"
+    )
+
+
+def break_lease(store: ArtifactStore, lease: Lease) -> None:
+    """Rewrite `lease` as released, if it is still at the version read (compare-and-swap): a waiter
+    builds at once, and its holder, should it still be running, fails its next renewal and publishes
+    nothing. A live holder of this host is refused (`refuse_to_break`); a renewal meanwhile wins."""
+    refuse_to_break(lease)
+    done = Lease(lease.key, lease.holder, lease.started, time.time(), 0.0, owner=lease.owner)
+    if not store.replace_if_version(done.record(), layout.lock_entry(lease.key), lease.version):
+        raise LeaseChanged(
+            f"the lease of {lease.key[:12]} changed while deciding (its holder renewed it, or another run took it "
+            "over): not broken; `neuronforge lease ls` shows it now"
+        )

@@ -163,8 +163,11 @@ class FileStore(ArtifactStore):
             if hashlib.sha256(current).hexdigest() != version:
                 return False
             tmp = self._tmp_beside(final)
-            tmp.write_bytes(data)
-            self._publish(tmp, final)
+            try:
+                tmp.write_bytes(data)
+                self._publish(tmp, final)
+            finally:  # a full disk leaves no half-written temp file beside the object
+                tmp.unlink(missing_ok=True)
             return True
 
     def put_tree(self, local_dir: Path, prefix: str, exclude: tuple[str, ...] = ()) -> list[ObjectInfo]:

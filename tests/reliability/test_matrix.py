@@ -89,6 +89,9 @@ COMMANDS: dict[str, list[str]] = {
     "rollback": ["rollback", "org/m1", "--profile", "cpu", "candidate", "--store", "{store}"],
     "channels": ["channels", "--store", "{store}"],
     "history": ["history", "org/m1", "--profile", "cpu", "candidate", "--store", "{store}"],
+    # the published artifact's lease (released when it published): break rewrites it
+    "lease ls": ["lease", "ls", "{store}"],
+    "lease break": ["lease", "break", "{artifact}", "--yes", "--store", "{store}"],
 }
 
 # Subcommands that open neither a store nor a model source (or only the catalog file), with why.
@@ -103,10 +106,11 @@ STORE_FREE = {
 # What each command does with what it touches (the classes below pick from these).
 MODEL_READERS = {c for c, argv in COMMANDS.items() if "{model}" in argv}
 STORE_READERS = {"store ls", "show", "verify", "ls", "cache ls", "cache stats", "catalog stale", "gc", "index rebuild"}
-STORE_READERS |= {"cache prune", "channels", "recompile"}
+STORE_READERS |= {"cache prune", "channels", "recompile", "lease ls"}
 # rollback and history read a channel the store does not hold: where the store is readable they say so
 # (exit 2, `OWN_WORDS`); where it is not, they fail as every command does. rollback's write is promote's.
 STORE_WRITERS = {"fetch", "quantize", "run", "gc", "cache prune", "index rebuild", "approve", "reject", "promote"}
+STORE_WRITERS |= {"lease break"}
 UPLOADING = {"fetch", "quantize", "run"}  # the ones that upload a local folder
 # the ones that list and download an s3:// model (plan reads only a local folder; sweep only config.json)
 S3_MODEL_READERS = {"fetch", "quantize", "run", "cache-key"}
@@ -270,6 +274,9 @@ def _publish_some(root: Path) -> str:
         store.put_if_absent(json.dumps(index).encode(), layout.index_entry(key))
         note_published(store, IndexEntry.from_json(index), ArtifactManifest.from_json(manifest))
     store.put_bytes(b"half", "neuron-cache/neuronxcc-2.0/MODULE_0123456789abcdef0123+d41d8cd9/model.neff")
+    from neuronforge.artifacts import leases  # the newer one's lease, released when it published
+
+    leases.release(store, leases.try_acquire(store, key_of("matrix", 1), "matrix:1:00000000"))
     return key_of("matrix", 1)
 
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 import argparse
 
 from neuronforge.common import settings
-from neuronforge.interfaces.cli import build, cache, catalog, environment, recompile, releases, store, sweep
+from neuronforge.interfaces.cli import build, cache, catalog, environment, leases, recompile, releases, store, sweep
 from neuronforge.interfaces.cli.command import Command
 from neuronforge.interfaces.cli.exit_codes import EXIT_CODES
 
 DESCRIPTION = "`neuronforge` command line."  # the first line of `--help`
 # The command groups: each module declares its commands (`COMMANDS`), options and handler together.
-GROUPS = (build, store, releases, catalog, recompile, cache, sweep, environment)
+GROUPS = (build, store, releases, catalog, recompile, cache, sweep, environment, leases)
 # The order `neuronforge --help` lists the commands in: the order they came in, which the help has always shown.
 HELP_ORDER = (
     "plan",
@@ -41,6 +41,7 @@ HELP_ORDER = (
     "approve",
     "reject",
     "recompile",
+    "lease",
 )
 
 # Options whose value may start with `-` (`--compiler-flags "-O1"`): argparse would take the value for an
