@@ -274,9 +274,9 @@ def _publish_some(root: Path) -> str:
         store.put_if_absent(json.dumps(index).encode(), layout.index_entry(key))
         note_published(store, IndexEntry.from_json(index), ArtifactManifest.from_json(manifest))
     store.put_bytes(b"half", "neuron-cache/neuronxcc-2.0/MODULE_0123456789abcdef0123+d41d8cd9/model.neff")
-    from neuronforge.artifacts import leases  # the newer one's lease, released when it published
+    from neuronforge.artifacts import leases  # the newer one's lease, lapsed: `lease break` rewrites it
 
-    leases.release(store, leases.try_acquire(store, key_of("matrix", 1), "matrix:1:00000000"))
+    leases.renew(store, leases.try_acquire(store, key_of("matrix", 1), "matrix:1:00000000"), ttl_s=0.001)
     return key_of("matrix", 1)
 
 

@@ -12,7 +12,8 @@ from neuronforge.common.errors import ExitCode
 EXIT_CODES: dict[ExitCode, str] = {
     ExitCode.OK: "success; for `plan`, the configuration is valid and fits",
     ExitCode.FAILURE: "a store or environment failure (unreachable store or Hub, full disk, ...), or for "
-    "`promote`/`rollback`: another mover changed the channel first (nothing was written); for `catalog "
+    "`promote`/`rollback`: another mover changed the channel first (nothing was written); for `lease break`: the "
+    "lease changed while deciding, or the break was not confirmed (nothing was written); for `catalog "
     "stale`, `catalog check`, `recompile` and `gc`: some items could not be checked or handled (source unresolved, "
     "no toolchain "
     'here, config unavailable, a manifest not confirming the index): the summary line counts them, never "ok" '
@@ -24,7 +25,7 @@ EXIT_CODES: dict[ExitCode, str] = {
     "`catalog check`: the catalog has problems; `promote`/`rollback`: the build may not go to the channel (not "
     "published or not verifying, smoke failed, another model or profile line, rejected, or not approved where the "
     "channel requires it); `recompile`: the SDK release is not in the profile data (what is known of it is "
-    "printed; nothing is built)",
+    "printed; nothing is built); `lease break`: the lease's holder is a running process of this host (stop it instead)",
     ExitCode.STALE: "`catalog stale`: some catalog target has no artifact for the current toolchain; "
     "`recompile --dry-run`: some catalog target would be rebuilt",
     ExitCode.CLOSED_PIPE: "the reader of the output went away (e.g. `| head` had its lines): the command stopped "

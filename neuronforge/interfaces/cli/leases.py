@@ -65,7 +65,8 @@ def cmd_lease_ls(args: argparse.Namespace) -> int:
         )
     counts = {s: sum(1 for listed in page if listed.state == s) for s in (*leases.STATES, leases.UNREADABLE)}
     said = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    print(f"{len(page)} leases{': ' + said if said else ''} under {store.uri(layout.lock_entry(''))}")
+    noun = "lease" if len(page) == 1 else "leases"
+    print(f"{len(page)} {noun}{': ' + said if said else ''} under {store.uri(layout.lock_entry(''))}")
     if len(page) == args.limit:
         print(f"next page: --start-after {_shown(page[-1].key)}")
     return EXIT_OK
@@ -95,6 +96,9 @@ def cmd_lease_break(args: argparse.Namespace) -> int:
     lease = leases.find(store, args.key)
     leases.refuse_to_break(lease)  # before asking: a running holder here is never a question
     now = time.time()
+    if leases.state(lease, now) == leases.RELEASED:
+        print(f"the lease of {lease.key[:12]} is released already (by {_shown(lease.holder)}): nothing to break")
+        return EXIT_OK
     what = (
         f"the lease of {lease.key[:12]} ({leases.state(lease, now)}, held by {_shown(leases.who(lease))} since "
         f"{_at(lease.started)}, last renewal {now - lease.heartbeat:.0f} s ago)"
