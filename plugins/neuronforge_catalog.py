@@ -15,8 +15,11 @@ renders it.
     GET /neuronforge/release?action=...     the confirmation of one release action (a `ReleaseRequest`):
                                             what will change, before -> after, and the way to Airflow's
                                             trigger form of the release DAG with the request's conf
+    GET /neuronforge/leases[?start_after=]  the store's compile leases, a page at a time, read-only: who
+                                            builds which key, and each lease's state (live, stale, ...)
     GET /neuronforge/api/artifacts          a page of rows as JSON (offset, limit; same filters)
     GET /neuronforge/api/artifacts/{key}    one row with its manifest and deploy snippets
+    GET /neuronforge/api/leases             a page of the leases as JSON (start_after, limit)
     GET /neuronforge/static/{name}          the pages' catalog.css and catalog.js
 
 The store is treated as hostile: every string it holds (model ids, failure messages, run ids,
@@ -1063,6 +1066,123 @@ def release_page(
         reason_limit=REASON_LIMIT,
     )
     return HTMLResponse(page_html)
+
+
+# -- compile leases (read-only: `neuronforge lease break` frees one) ----------------------------------
+LEASE_STATE_WORDS = {
+    "live": "its holder renews it",
+    "stale": "not renewed within its TTL: the next run takes it over",
+    "dead-on-this-host": "its holder's process is gone on the catalog's host: the next run there takes it over",
+    "released": "its run ended",
+    "unreadable": "not a lease",
+}
+
+
+def _after_key(value: str | None) -> str:
+    """`start_after`: a cache key or a start of one (lower-cased hex, up to 64), else 400."""
+    value = _text("start_after", value, 64)
+    if value is None:
+        return ""
+    lowered = value.lower()
+    if not re.fullmatch(r"[0-9a-f]{1,64}", lowered):
+        raise HTTPException(
+            status_code=400,
+            detail=f"start_after = {_shown(value)} is not a cache key: give the previous page's last key.",
+        )
+    return lowered
+
+
+def _plain(text: Any) -> str:
+    """Stored text as a page or JSON shows it: credentials masked, what cannot be encoded escaped."""
+    from neuronforge.common.secrets import mask_credentials
+
+    return mask_credentials(str(text)).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _lease_page(start_after: str, limit: int) -> tuple[Any, list[Any]]:
+    """One page of the store's leases (one listing of `locks/` and one read per lease shown)."""
+    from neuronforge.artifacts import leases
+    from neuronforge.common.errors import NeuronforgeError
+
+    store = _store()
+    try:
+        return store, leases.listing(store, start_after=start_after, limit=limit)
+    except NeuronforgeError as exc:
+        log.warning("neuronforge catalog: the leases cannot be listed: %s", exc)
+        raise HTTPException(status_code=503, detail=UNREADABLE) from None
+
+
+def _lease_json(listed: Any) -> dict[str, Any]:
+    return {k: _plain(v) if isinstance(v, str) else v for k, v in listed.row().items()}
+
+
+def _lease_view(listed: Any) -> dict[str, Any]:
+    import time as clock
+
+    def at(epoch: float | None) -> str:
+        return clock.strftime("%Y-%m-%dT%H:%M:%SZ", clock.gmtime(epoch)) if epoch else "-"
+
+    row, lease = listed.row(), listed.lease
+    holder = "-"
+    if lease is not None:
+        holder = f"{row['host']}:{row['pid']}" if row["pid"] is not None else lease.holder
+    known = lease is not None and lease.owner is not None
+    return {
+        "key": _plain(listed.key),
+        "short_key": _plain(listed.key[:12]),
+        "href": _artifact_href(listed.key) if re.fullmatch(r"[0-9a-f]{64}", listed.key) else "",
+        "state": listed.state,
+        "css": re.sub(r"[^a-z-]", "", listed.state),
+        "meaning": LEASE_STATE_WORDS.get(listed.state, ""),
+        "holder": _plain(holder),
+        "holder_id": _plain(lease.holder) if lease else "",
+        "started": at(row["started"]),
+        "heartbeat": at(row["heartbeat"]),
+        "every": f"every {row['heartbeat_s']:g} s" if row["heartbeat_s"] else ("" if known else "not recorded"),
+        "problem": _plain(listed.problem),
+    }
+
+
+@app.get("/leases", response_class=HTMLResponse)
+def leases_page(
+    start_after: str | None = Query(None, description="list the leases after this key"),
+    per_page: str | None = Query(None, description=f"leases per page (default {PER_PAGE}, at most {MAX_PER_PAGE})"),
+) -> HTMLResponse:
+    """The store's compile leases, a page at a time: who builds which key, and each lease's state."""
+    after = _after_key(start_after)
+    size = _whole("per_page", per_page, PER_PAGE, 1, MAX_PER_PAGE)
+    store, page = _lease_page(after, size)
+    counts = {s: sum(1 for listed in page if listed.state == s) for s in LEASE_STATE_WORDS}
+    more = {"start_after": page[-1].key, **({"per_page": size} if size != PER_PAGE else {})}
+    page_html = _render(
+        "leases.html.j2",
+        title="compile leases — neuronforge",
+        store_uri=store.root_uri,
+        summary=", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no leases",
+        rows=[_lease_view(listed) for listed in page],
+        next_href=f"{PREFIX}/leases?{urlencode(more)}" if len(page) == size and _is_hex(page[-1].key) else "",
+        first_href=f"{PREFIX}/leases" if after else "",
+        api_href=f"{PREFIX}/api/leases?" + urlencode({"limit": size, **({"start_after": after} if after else {})}),
+        states=LEASE_STATE_WORDS,
+    )
+    return HTMLResponse(page_html)
+
+
+def _is_hex(key: str) -> bool:
+    return re.fullmatch(r"[0-9a-f]{1,64}", key) is not None
+
+
+@app.get("/api/leases")
+def leases_api(
+    start_after: str | None = Query(None, description="list the leases after this key"),
+    limit: str | None = Query(None, description=f"leases per answer (default {API_LIMIT}, at most {MAX_API_LIMIT})"),
+) -> dict[str, Any]:
+    """A page of the store's compile leases as JSON: each one's key, state, holder, host, pid and times."""
+    after = _after_key(start_after)
+    size = _whole("limit", limit, API_LIMIT, 1, MAX_API_LIMIT)
+    _, page = _lease_page(after, size)
+    last = page[-1].key if len(page) == size and _is_hex(page[-1].key) else None
+    return {"leases": [_lease_json(listed) for listed in page], "next_start_after": last}
 
 
 class NeuronforgeCatalogPlugin(AirflowPlugin):
