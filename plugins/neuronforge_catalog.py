@@ -28,7 +28,10 @@ launch files, URIs) reaches the page through Jinja2 templates with autoescape on
 when it is relative to this server or http(s); every response carries a Content-Security-Policy
 that allows no inline script or style (script and style are the files of `neuronforge_catalog_static/`);
 a key must be 12 to 64 hex characters and a launch file a plain name before the store is read;
-error bodies are one sentence without local paths or tracebacks (the detail goes to the log).
+error bodies are one sentence without local paths or tracebacks (the detail goes to the log). Text a
+store holds that cannot be encoded (a folder name that is not UTF-8: a lone surrogate) is shown as
+its `\\xNN` escape by the rows (`farm.rows`) and, whatever else carries it, by the responses
+themselves (`ShownHTML`, `ShownJSON`): one record never makes a page fail to encode.
 
 A page view costs the farm index's head, tail and the pages it shows (`farm.farm_page`, called once:
 its counts and instances make the summary and the instance filter; each row's channels and review
@@ -99,8 +102,29 @@ _HEADERS = [(k.lower().encode(), v.encode()) for k, v in SECURITY_HEADERS.items(
 _HEADER_NAMES = frozenset(k for k, _ in _HEADERS)
 UNEXPECTED = "The catalog failed on this request; the api-server's log has the details."
 
+
+class ShownJSON(JSONResponse):
+    """A JSON answer in which text that cannot be encoded is `stored_text.shown` (never a 500)."""
+
+    def render(self, content: Any) -> bytes:
+        from neuronforge.common.stored_text import SHOWN
+
+        text = json.dumps(content, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":"))
+        return text.encode("utf-8", SHOWN)
+
+
+class ShownHTML(HTMLResponse):
+    """A page in which text that cannot be encoded is `stored_text.shown` (never a 500)."""
+
+    def render(self, content: Any) -> bytes:
+        from neuronforge.common.stored_text import SHOWN
+
+        return content.encode("utf-8", SHOWN) if isinstance(content, str) else super().render(content)
+
+
 app = FastAPI(
     title="neuronforge artifact catalog",
+    default_response_class=ShownJSON,
     dependencies=[Depends(get_user)],
     # No /docs, /redoc or /openapi.json: they are not behind `get_user`, and Swagger's page needs
     # inline script and a CDN, which the Content-Security-Policy refuses.
@@ -152,8 +176,8 @@ def _sentence(text: Any) -> str:
 def _error(request: Request, status: int, sentence: str, headers: dict[str, str] | None = None) -> Response:
     if _is_page(request):
         page = _render("error.html.j2", title="neuronforge artifact catalog", message=sentence)
-        return HTMLResponse(page, status_code=status, headers=headers)
-    return JSONResponse({"detail": sentence}, status_code=status, headers=headers)
+        return ShownHTML(page, status_code=status, headers=headers)
+    return ShownJSON({"detail": sentence}, status_code=status, headers=headers)
 
 
 @app.exception_handler(StarletteHTTPException)
@@ -177,7 +201,7 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     try:
         return _error(request, 500, UNEXPECTED, SECURITY_HEADERS)
     except Exception:  # the templates themselves: still one sentence
-        return JSONResponse({"detail": UNEXPECTED}, status_code=500, headers=SECURITY_HEADERS)
+        return ShownJSON({"detail": UNEXPECTED}, status_code=500, headers=SECURITY_HEADERS)
 
 
 # -- parameters -----------------------------------------------------------------------------------
@@ -361,9 +385,11 @@ def artifact(key: str) -> dict[str, Any]:
     store = _store()
     row, manifest = _farm_row(store, key)
     out = row.to_json()
+    from neuronforge.common.stored_text import shown_json
+
     out["manifest"] = manifest.as_stored() if manifest is not None else None  # as the store holds it
     out["snippets"] = _snippets(store, row, manifest)
-    return out
+    return shown_json(out)
 
 
 @app.get("/static/{name}")
@@ -624,7 +650,7 @@ def catalog_page(
         plot=_plot_view(shown.rows),
         rows=[_row_view(r) for r in shown.rows],
     )
-    return HTMLResponse(page_html)
+    return ShownHTML(page_html)
 
 
 def _detail_view(row: Any, manifest: Any, snippets: dict[str, str]) -> dict[str, Any]:
@@ -681,7 +707,7 @@ def artifact_page(key: str) -> HTMLResponse:
         a=_detail_view(row, manifest, snippets),
         release=_artifact_release(store, row, manifest),
     )
-    return HTMLResponse(page_html)
+    return ShownHTML(page_html)
 
 
 # -- release channels -----------------------------------------------------------------------------
@@ -875,7 +901,7 @@ def channels_page(model: str | None = Query(None)) -> HTMLResponse:
         catalog_href=f"{PREFIX}/?{urlencode({'model': name})}",
         channels=views,
     )
-    return HTMLResponse(page_html)
+    return ShownHTML(page_html)
 
 
 def _artifact_release(store: Any, row: Any, manifest: Any) -> dict[str, Any] | None:
@@ -1065,7 +1091,7 @@ def release_page(
         reason=request.reason,
         reason_limit=REASON_LIMIT,
     )
-    return HTMLResponse(page_html)
+    return ShownHTML(page_html)
 
 
 # -- compile leases (read-only: `neuronforge lease break` frees one) ----------------------------------

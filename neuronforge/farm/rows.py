@@ -9,22 +9,29 @@ plugin renders what `farm_page` and `farm_row` return.
 
 Stale: an artifact built for `name@version` while the registry's newest version of `name` (what a
 catalog target naming the bare profile follows; a new Neuron SDK release) is another one.
+
+Every store is read as hostile: each row's text is `stored_text.shown` (a name that is not UTF-8
+as its `\\xNN` escape, never an encoding error on a page or in a terminal), and a record that
+cannot be read as what it should be (a page's line that is no row, a manifest or failure record of
+the wrong types, a NUL) is one damaged row (`damaged_row`, with the reason), never a failed page.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from neuronforge.artifacts import layout
 from neuronforge.artifacts.farm_index import Entry, PageRef
 from neuronforge.common.errors import InvalidInput, StoreError
 from neuronforge.common.stored_numbers import finite, whole
+from neuronforge.common.stored_text import nul_in, shown_json
 from neuronforge.records.artifact_manifest import ArtifactManifest
 from neuronforge.stores import ArtifactStore
 
-STATUSES = ("published", "stale", "smoke-failed", "failed", "building")
+STATUSES = ("published", "stale", "smoke-failed", "failed", "building", "damaged")
+LISTED = ("published", "stale", "damaged")  # what a listing of published artifacts shows (`ls`)
 
 
 @dataclass
@@ -65,6 +72,18 @@ class FarmRow:
     def profile_name(self) -> str:
         return self.profile.partition("@")[0]
 
+    def shown(self) -> FarmRow:
+        """This row with every text `shown` (what pages, JSON answers and terminals can always encode)."""
+        return FarmRow(**{f.name: shown_json(getattr(self, f.name)) for f in fields(self)})
+
+
+def damaged_row(key: str, reason: str, row: FarmRow | None = None) -> FarmRow:
+    """The row of a build whose records cannot be read as what they should be: status `damaged`, the
+    reason (one line: which record, what is wrong) as its message, and whatever else `row` could
+    read (else only the key). Pages, JSON answers and `ls` show it as one row among the others."""
+    base = row if row is not None else FarmRow(key=key, status="damaged", model="(unknown model)")
+    return FarmRow(**{**asdict(base), "key": key, "status": "damaged", "message": reason}).shown()
+
 
 def _newest_refs() -> dict[str, str]:
     from neuronforge.profiles import all_profiles, get_profile
@@ -78,7 +97,15 @@ def _stale(profile: str, newest: dict[str, str]) -> bool:
 
 
 def row_of(store: ArtifactStore, e: Entry, newest: dict[str, str]) -> FarmRow:
-    """A farm-index entry as a row, with URIs of the store being read (no request)."""
+    """A farm-index entry as a row, with URIs of the store being read (no request); a row that could not
+    be read from its page is a damaged one."""
+    if e.unreadable:
+        named = FarmRow(e.key, "damaged", e.model or "(unknown model)", profile=e.profile, target=e.target)
+        return damaged_row(e.key, e.unreadable, replace(named, instance=e.instance))
+    return _row_of(store, e, newest).shown()
+
+
+def _row_of(store: ArtifactStore, e: Entry, newest: dict[str, str]) -> FarmRow:
     from neuronforge.artifacts.published import format_uris
 
     row = FarmRow(
@@ -145,7 +172,7 @@ class FarmQuery:
         return not (self.model or self.profile or self.instance or self.status or self.published_only)
 
     def matches(self, row: FarmRow) -> bool:
-        if self.published_only and row.status not in ("published", "stale"):
+        if self.published_only and row.status not in LISTED:
             return False
         wanted = {k: v for k, v in asdict(self).items() if k != "published_only"}
         return bool(filter_rows([row], **wanted))
@@ -256,20 +283,27 @@ def resolve_key(store: ArtifactStore, key: str) -> str | None:
 
 def farm_row(store: ArtifactStore, key: str) -> tuple[FarmRow, ArtifactManifest | None] | None:
     """One build's row and its manifest, drawn from that artifact's own files (its index pointer,
-    manifest and folder listing: three requests), else its failure record or lease."""
+    manifest and folder listing: three requests), else its failure record or lease. An index pointer,
+    manifest or failure record that cannot be read as one (wrong types, not JSON, not UTF-8, a NUL)
+    makes the row a damaged one with the reason; it never fails."""
     from neuronforge.artifacts import leases
-    from neuronforge.artifacts.failures import read_failure
     from neuronforge.artifacts.farm_index.entry import building_record, failure_record, published_record
     from neuronforge.artifacts.published import incomplete_files, read_manifest
+    from neuronforge.records.base import RecordError
+    from neuronforge.records.failure import FailureRecord
     from neuronforge.records.index_entry import IndexEntry
+    from neuronforge.stores import NotFound
 
     full = resolve_key(store, key)
     if full is None:
         return None
+    damage = ""
     try:
         index = IndexEntry.read(store, layout.index_entry(full))
         manifest = read_manifest(store, index.manifest)
-    except StoreError:  # gone, unreadable, or not an index entry / artifact manifest (RecordError)
+    except RecordError as exc:  # not an index entry / artifact manifest: forged, truncated, not UTF-8
+        index, manifest, damage = None, None, str(exc)
+    except StoreError:  # gone
         index = manifest = None
     newest = _newest_refs()
     if index is not None and manifest is not None and manifest.cache_key == full:
@@ -277,8 +311,22 @@ def farm_row(store: ArtifactStore, key: str) -> tuple[FarmRow, ArtifactManifest 
         e.apply(published_record(index, manifest))
         row = row_of(store, e, newest)
         row.incomplete = incomplete_files(store, index, manifest)
+        row = row.shown()
+        nul = nul_in(manifest.as_stored())
+        if nul is not None:
+            return damaged_row(full, f"{store.uri(index.manifest)}: its {nul} holds a NUL character", row), manifest
         return row, manifest
-    failure = read_failure(store, full)
+    try:
+        failure: FailureRecord | None = FailureRecord.read(store, layout.failure_entry(full))
+        nul = nul_in(failure.model_dump()) if failure is not None else None
+        if nul is not None:
+            damage = damage or f"{store.uri(layout.failure_entry(full))}: its {nul} holds a NUL character"
+    except NotFound:
+        failure = None
+    except RecordError as exc:
+        failure, damage = None, damage or str(exc)
+    if damage:
+        return damaged_row(full, damage), None
     lease = None if failure is not None else leases.current(store, full)
     if failure is None and (lease is None or not lease.live):
         return None

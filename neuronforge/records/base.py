@@ -16,6 +16,11 @@ The version rule, the same for every kind:
 - anything that does not validate is a `RecordError` naming where it was read: a forged or truncated
   record is a store problem, never a traceback.
 
+Text in and out (`neuronforge.common.stored_text`): every string a record writes goes through
+`storable` here (`to_bytes`), so a name that is not UTF-8 (a lone surrogate) is stored as its
+`\\xNN` escape and never makes the stored JSON, or a page showing it, unencodable; `from_bytes`
+gives the original back (`original`), so what a record read holds is what its writer was given.
+
 Unlike optimum-neuron's `CacheEntry` (whose base class dispatches to subclasses by a type string), the
 base here knows no subclass: a reader names the class it expects.
 """
@@ -29,6 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from neuronforge.common.errors import StoreError
+from neuronforge.common.stored_text import original_json, storable_json
 
 if TYPE_CHECKING:
     from neuronforge.stores import ArtifactStore
@@ -116,7 +122,7 @@ class StoredRecord(BaseModel):
             data = json.loads(raw)
         except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8 at all
             raise RecordError(f"{where + ': ' if where else ''}{cls.KIND} is not valid JSON: {exc}") from None
-        return cls.from_json(data, where)
+        return cls.from_json(original_json(data), where)
 
     @classmethod
     def read(cls, store: ArtifactStore, key: str) -> Self:
@@ -129,8 +135,13 @@ class StoredRecord(BaseModel):
         fields = self.model_dump(mode="json", by_alias=True)
         return fields if self.VERSION_FIELD is None else {self.VERSION_FIELD: self.SCHEMA, **fields}
 
+    def stored_json(self) -> dict[str, Any]:
+        """`to_json` as written: every string `storable` (see the module docstring). A kind that
+        writes its own bytes (`to_bytes`) dumps this."""
+        return storable_json(self.to_json())
+
     def to_bytes(self) -> bytes:
-        return json.dumps(self.to_json(), indent=2, sort_keys=True).encode() + b"\n"
+        return json.dumps(self.stored_json(), indent=2, sort_keys=True).encode() + b"\n"
 
     def write(self, store: ArtifactStore, key: str) -> None:
         store.put_bytes(self.to_bytes(), key)

@@ -6,9 +6,10 @@ holds them, a row of the pages, and the head that names the pages.
     farm-index/pages/<seq>-<token>-<n>.jsonl.gz   one `Entry` per line (versioned by the head naming them)
 
 The tail and the head have always stored their version under `schema`. What does not validate is
-never trusted: the farm index turns a `RecordError` into `IndexCorrupt` and rebuilds from the
-manifests — so a forged page whose checksum was recomputed cannot carry a number where the readers
-sort, filter and render text, or a list where they read a record. The summary of a published
+never trusted: the farm index turns a `RecordError` of the tail or the head into `IndexCorrupt` and
+rebuilds from the manifests; a line of a page that is not a row (a forged page whose checksum was
+recomputed: a number where the readers sort, filter and render text, a list where they read a
+record) is read as one row marked `unreadable`, shown damaged, the rest of the page as it is. The summary of a published
 artifact inside a row stays free-form: its numbers are read with `stored_numbers` one by one (a
 forged one costs that number, not the row).
 """
@@ -109,6 +110,11 @@ class Entry(BaseModel):
     channels: list[StrictStr] = Field(default_factory=list)
     # The build's review decision (None: pending).
     review: Stamped | None = None
+    # Never stored: set by the reader (`snapshot.read_page`) for a line of a page that is not a row
+    # (not JSON, not UTF-8, a field of the wrong type, a NUL): why, in one line. The row shows as
+    # damaged with it (`farm.rows.damaged_row`) and the rest of the page as usual; the next
+    # compaction drops it and recovers what the store's markers say.
+    unreadable: StrictStr = ""
 
     def __init__(self, *args: Any, **data: Any) -> None:
         """Fields by position (key first) or by name, as the dataclass it replaces took them."""
@@ -121,7 +127,7 @@ class Entry(BaseModel):
         return cls.model_validate(data)
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in self.model_dump().items() if v not in (None, "", [])}
+        return {k: v for k, v in self.model_dump(exclude={"unreadable"}).items() if v not in (None, "", [])}
 
     @property
     def sort_key(self) -> tuple[str, str, str, str]:
@@ -129,7 +135,9 @@ class Entry(BaseModel):
 
     @property
     def status_class(self) -> str:
-        """published, smoke-failed, failed or building (stale is decided by the reader)."""
+        """published, smoke-failed, failed, building or damaged (stale is decided by the reader)."""
+        if self.unreadable:
+            return "damaged"
         if self.published is not None:
             return "published"
         if self.failure is not None and (self.building is None or self.failure["at"] >= self.building["at"]):
@@ -140,7 +148,7 @@ class Entry(BaseModel):
 
     @property
     def empty(self) -> bool:
-        return self.published is None and self.failure is None and self.building is None
+        return self.published is None and self.failure is None and self.building is None and not self.unreadable
 
     def apply(self, record: LogRecord) -> None:
         """Fold one log record into this row."""

@@ -68,4 +68,4 @@ class RecompileReport(StoredRecord):
 
     def to_bytes(self) -> bytes:
         """Indented in field order, as reports were always written (people read them)."""
-        return (json.dumps(self.to_json(), indent=2) + "\n").encode()
+        return (json.dumps(self.stored_json(), indent=2) + "\n").encode()

@@ -163,7 +163,7 @@ def test_lookup_refuses_an_artifact_a_newer_neuronforge_published(tmp_path: Path
 
 def test_a_forged_manifest_costs_what_it_forged_never_a_traceback(tmp_path: Path) -> None:
     """The catalog's artifact page and `ls` read a store's manifests as they are: one whose file sizes
-    are text is no artifact (the page's 404, skipped by the scans); one whose shown parts are of the
+    are text is no artifact (a damaged row with the reason, skipped by the scans); one whose shown parts are of the
     wrong types is shown without them, and its JSON as the store holds it."""
     from neuronforge.artifacts import layout
     from neuronforge.artifacts.farm_index import snapshot
@@ -178,7 +178,8 @@ def test_a_forged_manifest_costs_what_it_forged_never_a_traceback(tmp_path: Path
     ):
         index, manifest = manifest_only(store, key)
         store.write_json(index.manifest, {**manifest.as_stored(), **changes})
-    assert farm_row(store, broken) is None
+    damaged, none = farm_row(store, broken)
+    assert (damaged.status, none) == ("damaged", None) and "files.0.size" in damaged.message
     row, shown = farm_row(store, mistyped)
     assert row.key == mistyped and row.uris == {} and row.cpu_seconds is None
     assert shown is not None and shown.smoke == {} and shown.as_stored()["smoke"] == "<script>"

@@ -86,17 +86,19 @@ def test_an_entry_takes_its_fields_by_position_or_name() -> None:
         {"key": KEY, "building": {"at": 1}},
     ],
 )
-def test_a_page_row_of_wrong_types_makes_the_page_corrupt(tmp_path: Path, row: dict) -> None:
+def test_a_page_row_of_wrong_types_is_one_damaged_row(tmp_path: Path, row: dict) -> None:
     """A forged page whose checksum was recomputed cannot carry a number where readers sort, filter
-    and render text, or a list where they read a record."""
+    and render text, or a list where they read a record: that row reads as unreadable (damaged, with
+    the field and why), the page's other rows as they are."""
     import hashlib
 
     store = open_store(f"file://{tmp_path}")
-    data = gzip.compress((json.dumps(row) + "\n").encode(), mtime=0)
+    good = {"key": "b" * 64, "model": "fine"}
+    data = gzip.compress((json.dumps(row) + "\n" + json.dumps(good) + "\n").encode(), mtime=0)
     store.put_bytes(data, "farm-index/pages/x.jsonl.gz")
     ref = PageRef(
         key="farm-index/pages/x.jsonl.gz",
-        rows=1,
+        rows=2,
         sha256=hashlib.sha256(data).hexdigest(),
         first=[],
         last=[],
@@ -104,5 +106,8 @@ def test_a_page_row_of_wrong_types_makes_the_page_corrupt(tmp_path: Path, row: d
         instances=[],
         statuses=[],
     )
-    with pytest.raises(IndexCorrupt, match=r"^farm-index/pages/x\.jsonl\.gz cannot be read: a row's "):
-        snapshot.read_page(store, ref)
+    bad, fine = snapshot.read_page(store, ref)
+    assert bad.status_class == "damaged" and bad.unreadable.startswith("farm-index/pages/x.jsonl.gz line 1: ")
+    assert bad.key == row.get("key", "(farm-index/pages/x.jsonl.gz line 1)")
+    assert all(isinstance(getattr(bad, n), str) for n in ("model", "profile", "target", "instance"))
+    assert (fine.key, fine.model, fine.unreadable) == ("b" * 64, "fine", "")

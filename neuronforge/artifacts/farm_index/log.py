@@ -53,7 +53,7 @@ def read_tail(store: ArtifactStore) -> tuple[FarmIndexTail | None, str]:
 
 
 def encode_tail(tail: FarmIndexTail) -> bytes:
-    return json.dumps(tail.to_json(), sort_keys=True, separators=(",", ":")).encode()
+    return json.dumps(tail.stored_json(), sort_keys=True, separators=(",", ":")).encode()
 
 
 def trim(store: ArtifactStore, through: int) -> None:

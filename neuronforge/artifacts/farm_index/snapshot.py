@@ -21,6 +21,7 @@ import gzip
 import hashlib
 import json
 import logging
+import re
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -40,6 +41,7 @@ from neuronforge.artifacts.farm_index.entry import (
 )
 from neuronforge.artifacts.farm_index.log import ROOT, IndexCorrupt, read_tail, reset, trim
 from neuronforge.common.errors import StoreError
+from neuronforge.common.stored_text import nul_in, original_json, shown, storable_json
 from neuronforge.records.base import RecordError
 from neuronforge.records.channel import ChannelRecord
 from neuronforge.records.farm_index import FarmIndexHead as Head
@@ -81,17 +83,59 @@ def head_seq(store: ArtifactStore) -> int:
 
 
 def read_page(store: ArtifactStore, ref: PageRef) -> list[Entry]:
+    """The rows of one page. A page that is not what its head says (checksum, not gzip) is corrupt
+    and rebuilt; one line of it that is not a row costs that row only (`page_row`)."""
     data = store.get_bytes(ref.key)
     if hashlib.sha256(data).hexdigest() != ref.sha256:
         raise IndexCorrupt(f"{ref.key} does not match the sha256 its head records")
     try:
-        return [Entry.from_json(json.loads(line)) for line in gzip.decompress(data).splitlines() if line]
-    except ValidationError as exc:  # a row of the wrong types: the first, in one line
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise IndexCorrupt(f"{ref.key} cannot be read: a row's {where}: {first['msg']}") from None
-    except (ValueError, OSError, TypeError) as exc:
+        lines = gzip.decompress(data).splitlines()
+    except (ValueError, OSError, EOFError) as exc:
         raise IndexCorrupt(f"{ref.key} cannot be read: {exc}") from None
+    return [page_row(line, f"{ref.key} line {n}") for n, line in enumerate(lines, 1) if line]
+
+
+_KEY_IN = re.compile(rb'"key"\s*:\s*"([0-9a-f]{64})"')
+
+
+def page_row(line: bytes, where: str) -> Entry:
+    """One line of a page as its row; a line that is not one (not UTF-8, not JSON, a field of the
+    wrong type, a NUL: what only a damaged or forged page holds) as a row marked `unreadable` with
+    the reason and whatever of its key and names could be read, so a page shows every other row."""
+    reason = ""
+    try:
+        data = json.loads(line)
+    except UnicodeDecodeError as exc:
+        reason = f"{where} is not UTF-8 (byte 0x{line[exc.start]:02x} at {exc.start})"
+        data = _loose(line.decode("utf-8", "surrogateescape"))
+    except ValueError as exc:
+        reason, data = f"{where} is not JSON ({exc})", None
+    data = original_json(data)
+    if not reason:
+        nul = nul_in(data)
+        if nul is not None:
+            reason = f"{where}: its {nul} holds a NUL character"
+    if not reason:
+        try:
+            return Entry.from_json(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or "row"
+            reason = f"{where}: {field}: {first['msg']}"
+    names = data if isinstance(data, dict) else {}
+    key = names.get("key")
+    if not isinstance(key, str) or not key:
+        found = _KEY_IN.search(line)
+        key = found[1].decode() if found else f"({where})"
+    text = {n: shown(v) for n in ("model", "profile", "target", "instance") if isinstance(v := names.get(n), str)}
+    return Entry(key=shown(key), unreadable=reason, **text)
+
+
+def _loose(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def _page_ref(key: str, data: bytes, entries: list[Entry]) -> PageRef:
@@ -112,12 +156,13 @@ def _page_ref(key: str, data: bytes, entries: list[Entry]) -> PageRef:
 def write_snapshot(store: ArtifactStore, entries: Iterable[Entry], seq: int, version: str | None) -> Head | None:
     """Write pages, then the head (compare-and-swap against `version`; None: there was no head).
     Returns the new head, or None when another writer replaced the head first."""
-    rows = sorted((e for e in entries if not e.empty), key=lambda e: e.sort_key)
+    rows = sorted((e for e in entries if not e.empty and not e.unreadable), key=lambda e: e.sort_key)
     token = uuid.uuid4().hex[:8]
     refs, aggregates = [], Aggregates()
     for n in range(0, len(rows), PAGE_ROWS):
         chunk = rows[n : n + PAGE_ROWS]
-        text = "".join(json.dumps(e.to_json(), sort_keys=True, separators=(",", ":")) + "\n" for e in chunk)
+        lines = (json.dumps(storable_json(e.to_json()), sort_keys=True, separators=(",", ":")) for e in chunk)
+        text = "".join(f"{line}\n" for line in lines)
         data = gzip.compress(text.encode(), mtime=0)
         key = f"{PAGES}/{seq:012d}-{token}-{n // PAGE_ROWS:04d}.jsonl.gz"
         store.put_bytes(data, key)
@@ -126,7 +171,7 @@ def write_snapshot(store: ArtifactStore, entries: Iterable[Entry], seq: int, ver
         aggregates.add(e)
     built_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     head = Head(seq=seq, pages=refs, aggregates=aggregates.to_json(), built_at=built_at)
-    data = json.dumps(head.to_json(), sort_keys=True, separators=(",", ":")).encode()
+    data = json.dumps(head.stored_json(), sort_keys=True, separators=(",", ":")).encode()
     done = store.put_if_absent(data, HEAD) if version is None else store.replace_if_version(data, HEAD, version)
     if not done:
         for ref in refs:
@@ -158,10 +203,14 @@ def compact(store: ArtifactStore, reconcile: bool = True) -> Head | None:
     try:
         head, version = read_head(store)
         tail, _ = read_tail(store)
-        entries = {e.key: e for ref in (head.pages if head else ()) for e in read_page(store, ref)}
+        rows = [e for ref in (head.pages if head else ()) for e in read_page(store, ref)]
     except IndexCorrupt as exc:
         log.warning("farm index: %s; rebuilding it from the manifests", exc)
         return rebuild(store)
+    for e in rows:  # dropped: what the store's markers say of their keys is recovered below
+        if e.unreadable:
+            log.warning("farm index: dropped a row that could not be read: %s", e.unreadable)
+    entries = {e.key: e for e in rows if not e.unreadable}
     floor = head.seq if head else 0
     records = after(tail, floor)
     merge(entries, records)

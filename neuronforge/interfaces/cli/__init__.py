@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
 
         argcomplete.autocomplete(parser)
     args = parser.parse_args(join_dash_values(argv))
+    _show_unencodable()
     from neuronforge.common import progress
 
     logging.basicConfig(
@@ -89,6 +90,18 @@ def main(argv: list[str] | None = None) -> int:
         return found.exit_code
     finally:
         progress.use(caller)
+
+
+def _show_unencodable() -> None:
+    """Text that cannot be encoded (a name that is not UTF-8, as a store or a folder gave it) is
+    printed as its `\\xNN` escape (`stored_text.SHOWN`) by every command, never a UnicodeEncodeError."""
+    from contextlib import suppress
+
+    from neuronforge.common.stored_text import SHOWN
+
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(AttributeError, ValueError, OSError):  # not a text file (in-process callers' captures)
+            stream.reconfigure(errors=SHOWN)  # type: ignore[union-attr]
 
 
 def _stdout_closed() -> bool:

@@ -120,4 +120,8 @@ def target_from_args(args: argparse.Namespace):
 
 
 def print_json(obj: Any) -> None:
-    print(json.dumps(obj, indent=2, sort_keys=False))
+    """`obj` as JSON on stdout; text a store held that cannot be encoded (a name that is not UTF-8) as
+    its visible `\\xNN` escape (`stored_text.shown`), not a `\\udcNN` a reader would decode back."""
+    from neuronforge.common.stored_text import shown_json
+
+    print(json.dumps(shown_json(obj), indent=2, sort_keys=False))

@@ -92,8 +92,8 @@ def _ls_options(p: argparse.ArgumentParser) -> None:
     completes(p.add_argument("--instance", help="only this instance type"), complete_instances)
     p.add_argument(
         "--status",
-        choices=["published", "stale", "smoke-failed", "failed", "building"],
-        help="builds in this state (default: published and stale artifacts)",
+        choices=["published", "stale", "smoke-failed", "failed", "building", "damaged"],
+        help="builds in this state (default: published and stale artifacts, and damaged rows)",
     )
     p.add_argument("--check", action="store_true", help="also list each shown artifact's files (one request each)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
@@ -143,9 +143,11 @@ def cmd_ls(args: argparse.Namespace) -> int:
         state = ""
         if r.get("complete") is False:
             state = f"  INCOMPLETE: {len(r['missing_or_truncated'])} file(s) missing or truncated"
-        when = r["published_at"] or r["status"]
+        when = r["status"] if r["status"] == "damaged" else r["published_at"] or r["status"]
         if r["channels"]:
             state += f"  [{', '.join(r['channels'])}]"
+        if r["status"] == "damaged":
+            state += f"  DAMAGED: {r['message']}"
         if r["review"] != "pending":
             served = " BUT A CHANNEL POINTS TO IT" if r["channels"] and r["review"] == "rejected" else ""
             state += f"  {r['review'].upper() if r['review'] == 'rejected' else r['review']}{served}"
