@@ -908,12 +908,15 @@ def _artifact_release(store: Any, row: Any, manifest: Any) -> dict[str, Any] | N
     """A published build's release section, read: its review record and its model's channels (the
     ones that point to it are `channels.pointing_to`'s, from the same listing the buttons need). None
     for a build that is not published."""
+    from neuronforge.common.stored_text import shown
     from neuronforge.spec.source import model_name
 
     if manifest is None or row.status not in ("published", "stale"):
         return None
     state, review = _review_of(store, row.key)
-    model = model_name(manifest.source.model_dump())  # as `channels.pointing_to` names it
+    # as `channels.pointing_to` names it; shown: it goes into links and the page (a name that is not
+    # UTF-8 has no channels a link could name)
+    model = shown(model_name(manifest.source.model_dump()))
     line = manifest.profile.name if manifest.profile is not None else ""
     try:
         records, unread = (_channels_of(store, model) if line else []), ""

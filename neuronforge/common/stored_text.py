@@ -6,10 +6,12 @@ A folder name that is not UTF-8 reaches Python as a lone surrogate (`os.fsdecode
 gives the name back:
 
 - a byte that was not UTF-8 (U+DC80..U+DCFF, what `surrogateescape` makes of it) is written `\\xNN`
-  (lower-case hex), any other lone surrogate `\\udNNN`: what a person sees is the byte, escaped;
+  (lower-case hex), any other lone surrogate `\\udNNN`, a NUL `\\x00`: what a person sees is the
+  byte, escaped, and no record a writer stores holds a NUL (one that does was not written by one:
+  `StoredRecord.from_bytes` refuses it as damaged);
 - a backslash that a reader could take for the start of such an escape (one followed by a
-  backslash, a lone surrogate, `xNN` with NN from 80 to ff, or `udNNN`) is doubled, so the escaped
-  form is unambiguous and `original(storable(s)) == s` for every `s`;
+  backslash, a lone surrogate, a NUL, `x00`, `xNN` with NN from 80 to ff, or `udNNN`) is doubled,
+  so the escaped form is unambiguous and `original(storable(s)) == s` for every `s`;
 - everything else is kept as it is: text without a backslash or a lone surrogate (nearly all text)
   is returned unchanged, so this is a no-op on what stores held before.
 
@@ -23,19 +25,21 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-_LONE = re.compile(r"[\ud800-\udfff]")
+_LONE = re.compile(r"[\ud800-\udfff\x00]")  # lone surrogates, and NUL
 # A backslash that `original` would read as the start of an escape, as it stands in the original text.
-_AMBIGUOUS = re.compile(r"\\(?=[\\\ud800-\udfff]|x[89a-f][0-9a-f]|ud[89a-f][0-9a-f]{2})")
-_ESCAPE = re.compile(r"\\(\\|x[89a-f][0-9a-f]|ud[89a-f][0-9a-f]{2})")
+_AMBIGUOUS = re.compile(r"\\(?=[\\\ud800-\udfff\x00]|x(?:[89a-f][0-9a-f]|00)|ud[89a-f][0-9a-f]{2})")
+_ESCAPE = re.compile(r"\\(\\|x(?:[89a-f][0-9a-f]|00)|ud[89a-f][0-9a-f]{2})")
 
 
 def _escaped(m: re.Match[str]) -> str:
     code = ord(m[0])
+    if code == 0:
+        return "\\x00"
     return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
 
 
 def storable(text: str) -> str:
-    """`text` as it can be stored and shown: lone surrogates escaped (see the module docstring)."""
+    """`text` as it can be stored and shown: lone surrogates and NUL escaped (see the module docstring)."""
     if "\\" not in text and not _LONE.search(text):
         return text
     return _LONE.sub(_escaped, _AMBIGUOUS.sub(r"\\\\", text))
@@ -45,6 +49,8 @@ def _unescaped(m: re.Match[str]) -> str:
     body = m[1]
     if body == "\\":
         return "\\"
+    if body == "x00":
+        return "\x00"
     if body[0] == "x":
         return chr(0xDC00 + int(body[1:], 16))
     return chr(int(body[1:], 16))
@@ -76,18 +82,11 @@ def original_json(value: Any) -> Any:
 
 
 # -- showing ---------------------------------------------------------------------------------------
-_UNSHOWABLE = re.compile(r"[\ud800-\udfff\x00]")
-
-
-def _shown_char(m: re.Match[str]) -> str:
-    return "\\x00" if m[0] == "\x00" else _escaped(m)
-
-
 def shown(text: str) -> str:
     """Stored (untrusted) text as a page, a JSON answer or a terminal shows it: lone surrogates as
     their `\\xNN` escape, NUL as `\\x00`, the rest as it is (already escaped text is not escaped
     again). Never fails: whatever a record holds, the page renders."""
-    return _UNSHOWABLE.sub(_shown_char, text) if _UNSHOWABLE.search(text) else text
+    return _LONE.sub(_escaped, text) if _LONE.search(text) else text
 
 
 def shown_json(value: Any) -> Any:

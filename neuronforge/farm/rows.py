@@ -26,7 +26,7 @@ from neuronforge.artifacts import layout
 from neuronforge.artifacts.farm_index import Entry, PageRef
 from neuronforge.common.errors import InvalidInput, StoreError
 from neuronforge.common.stored_numbers import finite, whole
-from neuronforge.common.stored_text import nul_in, shown_json
+from neuronforge.common.stored_text import shown_json
 from neuronforge.records.artifact_manifest import ArtifactManifest
 from neuronforge.stores import ArtifactStore
 
@@ -311,16 +311,9 @@ def farm_row(store: ArtifactStore, key: str) -> tuple[FarmRow, ArtifactManifest 
         e.apply(published_record(index, manifest))
         row = row_of(store, e, newest)
         row.incomplete = incomplete_files(store, index, manifest)
-        row = row.shown()
-        nul = nul_in(manifest.as_stored())
-        if nul is not None:
-            return damaged_row(full, f"{store.uri(index.manifest)}: its {nul} holds a NUL character", row), manifest
-        return row, manifest
+        return row.shown(), manifest
     try:
         failure: FailureRecord | None = FailureRecord.read(store, layout.failure_entry(full))
-        nul = nul_in(failure.model_dump()) if failure is not None else None
-        if nul is not None:
-            damage = damage or f"{store.uri(layout.failure_entry(full))}: its {nul} holds a NUL character"
     except NotFound:
         failure = None
     except RecordError as exc:

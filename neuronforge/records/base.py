@@ -18,8 +18,9 @@ The version rule, the same for every kind:
 
 Text in and out (`neuronforge.common.stored_text`): every string a record writes goes through
 `storable` here (`to_bytes`), so a name that is not UTF-8 (a lone surrogate) is stored as its
-`\\xNN` escape and never makes the stored JSON, or a page showing it, unencodable; `from_bytes`
-gives the original back (`original`), so what a record read holds is what its writer was given.
+`\\xNN` escape (a NUL as `\\x00`) and never makes the stored JSON, or a page showing it,
+unencodable; `from_bytes` gives the original back (`original`), so what a record read holds is what
+its writer was given, and refuses a record holding a NUL (no writer stores one: it is damaged).
 
 Unlike optimum-neuron's `CacheEntry` (whose base class dispatches to subclasses by a type string), the
 base here knows no subclass: a reader names the class it expects.
@@ -34,7 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from neuronforge.common.errors import StoreError
-from neuronforge.common.stored_text import original_json, storable_json
+from neuronforge.common.stored_text import nul_in, original_json, storable_json
 
 if TYPE_CHECKING:
     from neuronforge.stores import ArtifactStore
@@ -122,6 +123,9 @@ class StoredRecord(BaseModel):
             data = json.loads(raw)
         except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8 at all
             raise RecordError(f"{where + ': ' if where else ''}{cls.KIND} is not valid JSON: {exc}") from None
+        nul = nul_in(data)
+        if nul is not None:  # `to_bytes` writes none: not a record a writer wrote
+            raise RecordError(f"{where + ': ' if where else ''}{cls.KIND} holds a NUL character in {nul}", (nul,))
         return cls.from_json(original_json(data), where)
 
     @classmethod

@@ -110,11 +110,10 @@ def page_row(line: bytes, where: str) -> Entry:
         data = _loose(line.decode("utf-8", "surrogateescape"))
     except ValueError as exc:
         reason, data = f"{where} is not JSON ({exc})", None
+    nul = nul_in(data) if not reason else None
+    if nul is not None:  # the writers store none (`stored_text.storable`)
+        reason = f"{where}: its {nul} holds a NUL character"
     data = original_json(data)
-    if not reason:
-        nul = nul_in(data)
-        if nul is not None:
-            reason = f"{where}: its {nul} holds a NUL character"
     if not reason:
         try:
             return Entry.from_json(data)

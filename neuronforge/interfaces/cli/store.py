@@ -219,12 +219,16 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         print_json(m.as_stored())
         return EXIT_OK
+    from neuronforge.common.stored_numbers import finite
+
     smoke = m.smoke
-    target = m.request["target"]
+    # the shown parts as the store holds them: one of another type prints as "?", never a traceback
+    target = m.request.get("target") if isinstance(m.request.get("target"), dict) else {}
     print(f"artifact   {store.uri(key).rsplit('/', 1)[0]}")
     print(f"cache key  {m.cache_key}")
     print(f"model      {m.source.location} @ {m.source.revision}")
-    print(f"target     {m.target_slug} (batch {target['batch_size']}, sequence {target['sequence_length']})")
+    batch, sequence = target.get("batch_size", "?"), target.get("sequence_length", "?")
+    print(f"target     {m.target_slug} (batch {batch}, sequence {sequence})")
     if m.profile is not None:
         prof = m.profile
         print(f"profile    {prof.ref} (SDK {prof.sdk_release}): {prof.title}")
@@ -232,11 +236,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     print(f"toolchain  {tc.backend} {tc.backend_version}, {tc.compiler} {tc.compiler_version}")
     print(f"flags      {' '.join(m.compiler_flags) or '(none)'}")
     print(f"smoke      {'passed' if smoke.get('passed') else 'FAILED'}: {smoke.get('reason')}")
-    if smoke.get("load_s") is not None:
-        print(
-            f"           load {smoke['load_s']:.2f}s, first token {smoke['time_to_first_token_s'] * 1e3:.1f} ms, "
-            f"{smoke['per_token_s'] * 1e3:.2f} ms/token"
-        )
+    load, first, per = (finite(smoke.get(k)) for k in ("load_s", "time_to_first_token_s", "per_token_s"))
+    if load is not None and first is not None and per is not None:
+        print(f"           load {load:.2f}s, first token {first * 1e3:.1f} ms, {per * 1e3:.2f} ms/token")
     _show_release(store if prefix else _store_of(args.ref), m)
     from neuronforge.common.hosts import describe
 
