@@ -4,7 +4,8 @@ A run that fails after the cache key is known writes `failures/<key>.json` (the 
 type and message, the Airflow run that failed, when). It is advisory: the published manifest always
 wins, so a later successful build makes an old failure record irrelevant without deleting it.
 Messages are truncated and never carry credentials: the stages' errors name paths and settings,
-not secrets.
+and what a library's error quotes (a presigned URL, a URI with userinfo) is masked by the one rule
+(`common.secrets.mask_credentials`) before it is stored.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 from typing import Any
 
 from neuronforge.artifacts import layout
+from neuronforge.common.secrets import mask_credentials
 from neuronforge.records.failure import FailureRecord
 from neuronforge.spec.source import model_name
 from neuronforge.stores.base import ArtifactStore, NotFound, StoreError
@@ -39,7 +41,7 @@ def write_failure(
 ) -> FailureRecord:
     """Write `failures/<key>.json` (the farm index is told by `farm_index.record_failure`, which
     callers use). `state` (a BuildState) names the model, target and profile the failure belongs to."""
-    message = f"{type(exc).__name__}: {exc}"
+    message = mask_credentials(f"{type(exc).__name__}: {exc}")
     if len(message) > MAX_MESSAGE:
         message = message[: MAX_MESSAGE - 1] + "…"
     at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
