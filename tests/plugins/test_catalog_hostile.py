@@ -395,9 +395,9 @@ def test_each_artifact_page_shows_hostile_data_as_text(tab, hostile: SimpleNames
         assert name == "long" or failure.stage in text
     _shown(_visit(tab, f"/neuronforge/artifacts/{hostile.building}"), IMG)
     # a forged manifest of the wrong types is shown without what it mistyped; one whose files are
-    # not path/size/sha256 entries is no artifact (404, not a 500)
+    # not path/size/sha256 entries is no artifact: its page says damaged, with why (not a 500)
     _shown(_visit(tab, f"/neuronforge/artifacts/{hostile.mistyped}"), f"/srv/models/{SVG}{TEMPLATE}", SCRIPT)
-    _visit(tab, f"/neuronforge/artifacts/{hostile.broken}", (404,))
+    _shown(_visit(tab, f"/neuronforge/artifacts/{hostile.broken}"), "damaged", "files.0.size")
     for payload in SHORT.values():  # a hostile key: one sentence, the key as text (400: not a key)
         text = _visit(tab, f"/neuronforge/artifacts/{quote(payload, safe='')}", (400, 404))
         if "/" in payload:  # %2F is a `/` to the router: no such route (the error page's 404)
@@ -438,7 +438,8 @@ def test_the_json_api_returns_hostile_strings_exactly(tab, context, hostile: Sim
         found = _json(context, f"/neuronforge/api/artifacts?{urlencode({'model': payload})}")["rows"]
         assert any(r["model"] == payload for r in found), payload
     assert _json(context, f"/neuronforge/api/artifacts/{hostile.mistyped}")["manifest"]["smoke"] == SCRIPT
-    assert context.request.get(f"/neuronforge/api/artifacts/{hostile.broken}").status == 404
+    broken = _json(context, f"/neuronforge/api/artifacts/{hostile.broken}")  # damaged, with why
+    assert broken["status"] == "damaged" and "files.0.size" in broken["message"] and broken["manifest"] is None
     # the JSON as the browser shows it runs nothing either
     _visit(tab, "/neuronforge/api/artifacts?limit=1000")
     _visit(tab, f"/neuronforge/api/artifacts/{hostile.published}")
