@@ -33,7 +33,7 @@ def test_the_json_rows(server, token: str, compiled: Compiled) -> None:
     status, body = http_get(f"{base}/neuronforge/api/artifacts", token)
     answer = json.loads(body)
     assert status == 200 and answer["total"] == 4 and answer["offset"] == 0 and answer["limit"] == 100
-    assert answer["counts"] == {"published": 1, "stale": 1, "smoke-failed": 1, "failed": 0, "building": 1}
+    assert answer["counts"] == {"published": 1, "stale": 1, "smoke-failed": 1, "failed": 0, "building": 1, "damaged": 0}
     rows = {r["key"][:1] if r["key"][0] in "ab" else r["status"]: r for r in answer["rows"]}
     assert set(rows) == {"a", "b", "published", "stale"}
     assert rows["stale"]["profile"] == "cpu@0" and "now cpu@local" in rows["stale"]["message"]
@@ -135,11 +135,11 @@ def test_the_artifact_page(server, token: str, compiled: Compiled) -> None:
     [
         ("?per_page=0", "per_page = 0 is not allowed; use a whole number from 1 to 500."),
         ("?page=two", 'page = "two" is not allowed; use a whole number from 1 up.'),
-        ("?status=bogus", "status 'bogus' is not one of published, stale, smoke-failed, failed, building."),
+        ("?status=bogus", "status 'bogus' is not one of published, stale, smoke-failed, failed, building, damaged."),
         ("api/artifacts?limit=1001", "limit = 1001 is not allowed; use a whole number from 1 to 1000."),
         (
             "api/artifacts?status=bogus",
-            "status 'bogus' is not one of published, stale, smoke-failed, failed, building.",
+            "status 'bogus' is not one of published, stale, smoke-failed, failed, building, damaged.",
         ),
     ],
 )
