@@ -1151,11 +1151,13 @@ def _lease_view(listed: Any) -> dict[str, Any]:
     def at(epoch: float | None) -> str:
         return clock.strftime("%Y-%m-%dT%H:%M:%SZ", clock.gmtime(epoch)) if epoch else "-"
 
-    row, lease = listed.row(), listed.lease
+    lease = listed.lease
+    owner = lease.owner if lease is not None else None
     holder = "-"
     if lease is not None:
-        holder = f"{row['host']}:{row['pid']}" if row["pid"] is not None else lease.holder
-    known = lease is not None and lease.owner is not None
+        holder = f"{owner.host.hostname}:{owner.pid}" if owner is not None and owner.pid is not None else lease.holder
+    known = owner is not None
+    every = lease.heartbeat_s if lease is not None else None
     return {
         "key": _plain(listed.key),
         "short_key": _plain(listed.key[:12]),
@@ -1165,9 +1167,9 @@ def _lease_view(listed: Any) -> dict[str, Any]:
         "meaning": LEASE_STATE_WORDS.get(listed.state, ""),
         "holder": _plain(holder),
         "holder_id": _plain(lease.holder) if lease else "",
-        "started": at(row["started"]),
-        "heartbeat": at(row["heartbeat"]),
-        "every": f"every {row['heartbeat_s']:g} s" if row["heartbeat_s"] else ("" if known else "not recorded"),
+        "started": at(lease.started if lease is not None else None),
+        "heartbeat": at(lease.heartbeat if lease is not None else None),
+        "every": f"every {every:g} s" if every else ("" if known else "not recorded"),
         "problem": _plain(listed.problem),
     }
 
