@@ -69,7 +69,11 @@ def bounded(lo: int | None = None, hi: int | None = None) -> dict[str, Any]:
 def store_param() -> Param:
     """Both DAGs' `store` field (a fresh Param per form)."""
     return Param(
-        None, type=OPTIONAL_STRING, title="Store URI", description="empty: NEURONFORGE_STORE or the local store"
+        None,
+        type=OPTIONAL_STRING,
+        title="Store URI",
+        description="where the artifacts are read and published: s3://bucket/prefix or file:///path, never with "
+        "credentials in it; empty: NEURONFORGE_STORE or the local store",
     )
 
 
@@ -153,8 +157,17 @@ PARAMS: dict[str, Param] = {
         minItems=1,
         items={"type": "string", "minLength": 1},
         title="Smoke-test prompts",
+        description="what the smoke test generates from, the artifact loaded as its server loads it (on a Neuron "
+        "host for the Neuron profiles); the tokens must match the reference computed when it was built",
     ),
-    "max_new_tokens": Param(8, type="integer", **bounded(1, 256), title="Smoke-test tokens"),
+    "max_new_tokens": Param(
+        8,
+        type="integer",
+        **bounded(1, 256),
+        title="Smoke-test tokens",
+        description="tokens the smoke test generates per prompt (1 to 256): more checks more of the decode graph "
+        "and takes longer",
+    ),
     "promote_to": Param(
         None,
         type=OPTIONAL_STRING,

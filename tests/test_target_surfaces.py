@@ -202,7 +202,12 @@ class Wider(TargetSpec):
 
 def test_a_field_added_to_the_declaration_shows_up_in_every_surface() -> None:
     schema = target_json_schema(Wider)
-    assert schema["properties"]["speculation_length"] == {"type": "integer", "minimum": 1, "maximum": 64}
+    assert schema["properties"]["speculation_length"] == {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 64,
+        "description": "draft tokens per step",
+    }
     validator = Draft202012Validator(schema)
     assert validator.is_valid({**BASE, "speculation_length": 64})
     assert not validator.is_valid({**BASE, "speculation_length": 65})

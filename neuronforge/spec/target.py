@@ -183,7 +183,14 @@ class TargetSpec(BaseModel):
         ),
     ]
     batch_size: Annotated[
-        int, Field(ge=1, le=BATCH_MAX), Declared("batch size", flag="--batch-size", title="Batch size", form=True)
+        int,
+        Field(ge=1, le=BATCH_MAX),
+        Declared(
+            "sequences served at once: the compiled graphs' batch dimension",
+            flag="--batch-size",
+            title="Batch size",
+            form=True,
+        ),
     ] = 1
     sequence_length: Annotated[
         int,
@@ -552,7 +559,7 @@ def target_json_schema(
     inputs = target_inputs(spec or TargetSpec)
     properties = {}
     for name, inp in inputs.items():
-        schema = dict(inp.schema)
+        schema = dict(inp.schema) | {"description": inp.declared.help}
         if choices and name in choices:
             schema["enum"] = list(choices[name]) + ([None] if "null" in schema["type"] else [])
         properties[name] = schema

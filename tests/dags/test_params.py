@@ -13,6 +13,7 @@ import pytest
 from neuronforge.common.errors import InvalidInput
 from neuronforge_airflow.params import (
     COMPILE_DAG,
+    FORMS,
     PARAMS,
     RECOMPILE_DAG,
     RECOMPILE_PARAMS,
@@ -232,3 +233,18 @@ def test_a_number_in_range_passes() -> None:
     from neuronforge_airflow.params import conf_problem
 
     assert conf_problem(COMPILE_DAG, {"tp_degree": 128, "batch_size": 1, "max_context_length": None}) is None
+
+
+@pytest.mark.parametrize("dag_id", sorted(FORMS))
+def test_every_form_field_says_what_it_is(dag_id: str) -> None:
+    """Each field of each trigger form has a description, and one that says more than its title (the
+    form shows both: "Batch size" over "batch size" tells nothing); each field of a target in the
+    `targets` JSON too (the JSON editor shows them)."""
+    bare = []
+    for name, param in FORMS[dag_id].items():
+        text, title = (param.description or "").strip(), str(param.schema.get("title", name))
+        if not text or text.lower().rstrip(".") == title.lower():
+            bare.append(f"{name} ({text!r})")
+    assert not bare, f"{dag_id}: fields without a description: {', '.join(bare)}"
+    if dag_id == COMPILE_DAG:
+        assert all(p.get("description") for p in TARGET_SCHEMA["properties"].values())
