@@ -20,7 +20,6 @@ it; code reading them treats None like "".
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import json
 import typing
@@ -33,6 +32,7 @@ from neuronforge.artifacts.channels import CHANNEL_NAME
 from neuronforge.common import settings
 from neuronforge.common.errors import InvalidInput
 from neuronforge.common.secrets import mask_credentials
+from neuronforge.common.spelling import did_you_mean
 from neuronforge.farm.releases import ACTIONS, ReleaseRequest
 from neuronforge.profiles import all_profiles, profile_names
 from neuronforge.spec.target import QUANTIZATION_CHOICES, TargetInput, TargetSpec, target_inputs, target_json_schema
@@ -338,9 +338,7 @@ def refuse_unknown_keys(conf: Mapping[str, Any] | None, allowed: Iterable[str], 
         return
     hints = []
     for key in unknown[:MAX_NAMED]:  # a conf of 50 000 unknown keys is named by its first few
-        close = difflib.get_close_matches(key[:64], allowed, n=1, cutoff=0.6)
-        quoted = shown(key, quote="'")
-        hints.append(f"{quoted} (did you mean '{close[0]}'?)" if close else quoted)
+        hints.append(shown(key, quote="'") + did_you_mean(key, allowed))
     if len(unknown) > MAX_NAMED:
         hints.append(f"and {len(unknown) - MAX_NAMED} more")
     noun = "key" if len(unknown) == 1 else "keys"
@@ -486,7 +484,7 @@ def conf_problem(dag_id: str, conf: Mapping[str, Any] | None) -> str | None:
         if err.validator == "additionalProperties":
             allowed = ", ".join(sorted(err.schema.get("properties", {})))
             extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
-            named = [shown(k, quote="") for k in extra[:MAX_NAMED]]
+            named = [shown(k, quote="") + did_you_mean(k, err.schema.get("properties", {})) for k in extra[:MAX_NAMED]]
             named += [f"and {len(extra) - MAX_NAMED} more"] if len(extra) > MAX_NAMED else []
             return f"{dag_id}: {where} has unknown field(s) {', '.join(named)}; allowed: {allowed}."
         if err.validator == "required":

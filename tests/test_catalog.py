@@ -194,3 +194,26 @@ def test_the_guide_families_are_planned(tmp_path: Path) -> None:
         "facebook/opt-30b" in report.problems[0]
         and "56 attention heads are not divisible by tp=32; use tp=8" in (report.problems[0])
     )
+
+
+def test_a_misspelt_key_gets_the_field_it_means(tmp_path: Path) -> None:
+    """In an entry and inside a target (`common.spelling`, the rule of every place that refuses a key)."""
+    path = _write(
+        tmp_path,
+        """models:
+  - source: meta-llama/Llama-3.1-8B
+    config: llama.json
+    target:
+      - {instance_type: inf2.xlarge, tp_degree: 2, sequence_length: 4096}
+  - source: meta-llama/Llama-3.1-8B
+    config: llama.json
+    targets:
+      - {instnace_type: inf2.xlarge, instance_type: inf2.xlarge, tp_degree: 2, sequence_length: 4096}
+""",
+    )
+    text = "\n".join(check_catalog(path).problems)
+    assert "models.yaml:4: unknown field 'target' (did you mean 'targets'?)" in text, text
+    assert (
+        "models.yaml:9: meta-llama/Llama-3.1-8B: target.instnace_type: unknown field (did you mean 'instance_type'?)"
+        in text
+    ), text

@@ -37,13 +37,34 @@ def test_defaults_and_normalization() -> None:
         ({"token_generation_buckets": [1024, 4096]}, "target", "token_generation_buckets has 4096 > sequence_length"),
         ({"quantization": "int4"}, "", "quantization: unknown dtype 'int4'"),
         ({"quantization": "int8:per_block"}, "", "unknown method 'per_block'"),
-        ({"colour": "red"}, "target.colour", "Extra inputs are not permitted"),
+        ({"colour": "red"}, "target.colour", "unknown field; the fields are backend_options, batch_size"),
     ],
 )
 def test_impossible_values_are_refused_naming_the_field(change: dict, field: str, text: str) -> None:
     with pytest.raises(InvalidInput) as exc:
         TargetSpec.parse({**BASE, **change})
     assert field in str(exc.value) and text in str(exc.value)
+
+
+@pytest.mark.parametrize(
+    ("target", "text"),
+    [
+        (
+            {**BASE, "instnace_type": "inf2.xlarge"},
+            "target.instnace_type: unknown field (did you mean 'instance_type'?)",
+        ),
+        ({**BASE, "tp_degre": 2}, "target.tp_degre: unknown field (did you mean 'tp_degree'?)"),
+        ({**BASE, "modules_to_not_covert": ["lm_head"]}, "(did you mean 'modules_to_not_convert'?)"),
+        ({**BASE, "quantization": {"dtype": "int8", "methd": "per_tensor"}}, "(did you mean 'method'?)"),
+    ],
+)
+def test_a_misspelt_field_inside_a_target_gets_the_field_it_means(target: dict, text: str) -> None:
+    """As the conf's top-level keys do (neuronforge_airflow.params): the one spelling rule
+    (`common.spelling`). A required field an unknown key stands for is not reported missing too."""
+    without = {k: v for k, v in target.items() if k != "instance_type"} if "instnace_type" in target else target
+    with pytest.raises(InvalidInput) as exc:
+        TargetSpec.parse(without)
+    assert text in str(exc.value) and "Field required" not in str(exc.value), str(exc.value)
 
 
 @pytest.mark.parametrize(

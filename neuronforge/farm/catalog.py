@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 
 from neuronforge.common.errors import InvalidInput
+from neuronforge.common.spelling import did_you_mean
 from neuronforge.profiles.registry import pin as pin_profile
 from neuronforge.spec.target import LEGACY_BACKENDS, TargetSpec
 
@@ -108,7 +109,10 @@ def load_catalog(path: Path) -> CatalogReport:
         line = _line(entry_node)
         for name, (key_node, _) in fields.items():
             if name not in ENTRY_FIELDS:
-                problem(_line(key_node), f"unknown field {name!r}; an entry has {sorted(ENTRY_FIELDS)}")
+                problem(
+                    _line(key_node),
+                    f"unknown field {name!r}{did_you_mean(name, ENTRY_FIELDS)}; an entry has {sorted(ENTRY_FIELDS)}",
+                )
         if "source" not in fields or not isinstance(fields["source"][1], yaml.ScalarNode):
             problem(line, "an entry needs `source:` (Hub id[@revision], s3:// prefix or folder)")
             continue

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.fields import FieldInfo
 
 from neuronforge.common.errors import InvalidInput
+from neuronforge.common.spelling import closest, did_you_mean
 from neuronforge.spec.instances import INSTANCES, get_instance
 
 DType = Literal["bf16", "fp16", "fp32"]
@@ -456,7 +457,7 @@ class TargetSpec(BaseModel):
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            raise InvalidInput(format_validation_error(exc, prefix="target")) from None
+            raise InvalidInput(format_validation_error(exc, prefix="target", model=cls)) from None
 
 
 # -- the surfaces generated from the declaration ------------------------------------------------------
@@ -589,13 +590,43 @@ def _short(text: str, limit: int) -> str:
     return "h" + hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
-def format_validation_error(exc: ValidationError, prefix: str) -> str:
-    """Turn pydantic's error list into one line per field: `target.tp_degree: must be >= 1 (got 0)`."""
+def format_validation_error(exc: ValidationError, prefix: str, model: type[BaseModel] | None = None) -> str:
+    """Turn pydantic's error list into one line per field: `target.tp_degree: must be >= 1 (got 0)`; a key
+    `model` has no field for: `target.instnace: unknown field (did you mean 'instance_type'?)`."""
     lines = []
-    for err in exc.errors():
+    errors = exc.errors()
+    # a required field that an unknown key is taken for is not reported missing as well
+    meant = {
+        (*e["loc"][:-1], closest(str(e["loc"][-1]), field_names(model, e["loc"][:-1])))
+        for e in errors
+        if e["type"] == "extra_forbidden" and model is not None
+    }
+    for err in errors:
         loc = ".".join(str(p) for p in (prefix, *err["loc"]))
+        if err["type"] == "missing" and tuple(err["loc"]) in meant:
+            continue
+        if err["type"] == "extra_forbidden":
+            known = field_names(model, err["loc"][:-1]) if model is not None else []
+            hint = did_you_mean(str(err["loc"][-1]), known)
+            lines.append(f"{loc}: unknown field{hint or ('; the fields are ' + ', '.join(known) if known else '')}")
+            continue
         msg = err["msg"].removeprefix("Value error, ")
         if "input" in err and err["type"] != "value_error" and not isinstance(err["input"], dict):
             msg += f" (got {err['input']!r})"
         lines.append(f"{loc}: {msg}")
     return "; ".join(lines)
+
+
+def field_names(model: type[BaseModel], path: tuple[Any, ...] = ()) -> list[str]:
+    """The keys a user may write where `path` (field names from `model`) leads: the fields of the model
+    found there and its declared `INPUTS` (a target's `modules_to_not_convert`); [] past a non-model."""
+    for part in path:
+        info = model.model_fields.get(str(part))
+        if info is None:
+            return []
+        nested = [a for a in (info.annotation, *get_args(info.annotation)) if isinstance(a, type)]
+        found = next((a for a in nested if issubclass(a, BaseModel)), None)
+        if found is None:
+            return []
+        model = found
+    return sorted({*model.model_fields, *getattr(model, "INPUTS", {})})

@@ -248,3 +248,15 @@ def test_every_form_field_says_what_it_is(dag_id: str) -> None:
     assert not bare, f"{dag_id}: fields without a description: {', '.join(bare)}"
     if dag_id == COMPILE_DAG:
         assert all(p.get("description") for p in TARGET_SCHEMA["properties"].values())
+
+
+def test_a_misspelt_key_inside_a_target_gets_a_suggestion() -> None:
+    """The REST conf check (the middleware's sentence) names the field a misspelt target key means, as it
+    does for a misspelt top-level key; the DAG's first task (`TargetSpec.parse`) says the same."""
+    from neuronforge_airflow.params import conf_problem
+
+    sentence = conf_problem(COMPILE_DAG, {"targets": [{"instnace_type": "inf2.xlarge", "tp_degree": 1}]})
+    assert (
+        sentence is not None
+        and "targets[0] has unknown field(s) instnace_type (did you mean 'instance_type'?)" in sentence
+    )

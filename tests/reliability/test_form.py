@@ -28,7 +28,8 @@ CASES: dict[str, tuple[dict[str, Any], list[str]]] = {
     "zero tp": ({"targets": [{**GOOD, "tp_degree": 0}]}, ["target.tp_degree", "greater than or equal to 1"]),
     "text tp": ({"targets": [{**GOOD, "tp_degree": "two"}]}, ["target.tp_degree", "'two'"]),
     "unknown instance": ({"targets": [{**GOOD, "instance_type": "inf9.huge"}]}, ["unknown instance type 'inf9.huge'"]),
-    "unknown field": ({"targets": [{**GOOD, "colour": "red"}]}, ["target.colour", "Extra inputs are not permitted"]),
+    "unknown field": ({"targets": [{**GOOD, "colour": "red"}]}, ["target.colour", "unknown field; the fields are"]),
+    "misspelt field": ({"targets": [{**GOOD, "tp_degre": 2}]}, ["target.tp_degre", "(did you mean 'tp_degree'?)"]),
     "legacy backend": (
         {"targets": [{**GOOD, "backend": "nxdi"}]},
         ["`backend` was replaced by `profile`", "vllm-neuron"],
