@@ -80,6 +80,24 @@ def test_show_by_prefix_one_line_errors(capsys, tmp_path: Path) -> None:
     assert code == ExitCode.FAILURE and err.count("\n") == 1 and "Traceback" not in err
 
 
+@pytest.mark.parametrize("command", ["show", "verify"])
+def test_a_word_that_is_neither_hex_nor_a_path_is_a_bad_key(
+    capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """`show zzzzzz` was opened as the store folder ./zzzzzz ("store ... does not exist"): a bare word that
+    names no file here is refused as the key it was meant to be, in one line with what to give instead; a
+    folder of that name, or a path with a `/`, is still opened as an artifact's folder."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, command, "zzzzzz")
+    assert code == ExitCode.USAGE and err.count("\n") == 1, err
+    assert "'zzzzzz' is not a cache key" in err and "`neuronforge ls` prints 12" in err and "store" not in err
+    (tmp_path / "zzzzzz").mkdir()
+    code, _, err = run(capsys, command, "zzzzzz")  # an existing folder: an artifact's folder, as before
+    assert code != ExitCode.OK and "is not a cache key" not in err
+    code, _, err = run(capsys, command, "./nothing-here")
+    assert "does not exist" in err and "is not a cache key" not in err
+
+
 class CountingStore(FileStore):
     """Records listings; a listing of anything but `index` (a scan) fails the test."""
 

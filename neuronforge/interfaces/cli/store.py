@@ -42,15 +42,33 @@ def _open_manifest(uri: str) -> tuple[Any, str]:
 _HEX = re.compile(r"[0-9a-fA-F]+")
 
 
+def _exists(ref: str) -> bool:
+    try:
+        return Path(ref).exists()
+    except (OSError, ValueError):  # a NUL, a name too long: no path of that name
+        return False
+
+
 def _is_key_ref(ref: str) -> bool:
     """A cache key or a prefix of one (hex, no `/`), unless a local path of that name exists."""
-    return bool(_HEX.fullmatch(ref)) and len(ref) <= 64 and not Path(ref).exists()
+    return bool(_HEX.fullmatch(ref)) and len(ref) <= 64 and not _exists(ref)
+
+
+def _refuse_bad_key(ref: str) -> None:
+    """A bare word that is neither hex nor a path here (`show zzzzzz`) was meant as a key: say so in one
+    line, instead of opening it as a store folder that does not exist."""
+    if "/" not in ref and not _exists(ref):
+        raise InvalidInput(
+            f"{ref!r} is not a cache key (hex digits) and no file or folder here has that name: give a cache key or "
+            "at least 6 of its hex characters (`neuronforge ls` prints 12), or an artifact's folder or manifest URI"
+        )
 
 
 def _open_artifact(ref: str, store_uri: str) -> tuple[Any, str, str]:
     """(store, manifest key, artifact prefix) for a cache key, a unique key prefix (looked up in
     `store_uri`'s index) or a manifest / artifact-root URI (the prefix is then the store's root: "")."""
     if not _is_key_ref(ref):
+        _refuse_bad_key(ref)
         store, key = _open_manifest(ref)
         return store, key, ""
     from neuronforge.artifacts import layout
