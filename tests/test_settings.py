@@ -158,6 +158,26 @@ def test_every_command_refuses_a_bad_value_in_one_line_before_any_work(
         ), command
 
 
+@pytest.mark.parametrize("command", ["plan", "cache-key", "run"])
+def test_a_profile_from_the_environment_that_does_not_exist_names_its_variable(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+) -> None:
+    """NEURONFORGE_PROFILE is checked where it is used (only the registry knows the profiles): refused in one
+    line that names the variable, as `current()` does for what it can check, not as if the command line had
+    said `--profile nope`; an explicit `--profile` wins over the variable."""
+    from tests.test_cli import LLAMA
+
+    monkeypatch.setenv("NEURONFORGE_PROFILE", "nope")
+    argv = [command, "--model", str(LLAMA), "--instance", "inf2.xlarge", "--tp", "2", "--seq-len", "4096"]
+    argv += ["--work-dir", str(tmp_path / "w")] if command == "cache-key" else []
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: NEURONFORGE_PROFILE='nope': unknown profile 'nope'; known profiles: cpu"), err
+    assert err.endswith("(or unset it: cpu)\n") and err.count("\n") == 1
+    if command == "plan":
+        assert main([*argv, "--profile", "cpu"]) == 0
+
+
 def test_a_release_s_own_interpreter_comes_before_the_global_one(monkeypatch: pytest.MonkeyPatch) -> None:
     from neuronforge.compilation.backends.interpreter import ToolchainPython
 

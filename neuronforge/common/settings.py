@@ -327,8 +327,16 @@ def accepted(name: str) -> str:
 def _problem(name: str, raw: str) -> str:
     var, spec = variable(name), SETTINGS[name]
     if spec.choices:
-        return f"{var}={raw!r}: use one of {', '.join(spec.choices)} (or unset it: {default(name)})"
+        return refused(name, raw, f"use one of {', '.join(spec.choices)}")
     return f"{var}={raw!r} is not {spec.accepts}: unset it, or set e.g. {shown_default(name)}"
+
+
+def refused(name: str, raw: str, reason: str) -> str:
+    """The line for a setting's value refused where it is used — a check this module cannot make (is
+    NEURONFORGE_PROFILE a registered profile? the registry answers): the variable it came from, the value,
+    why, and the default that unsetting it gives. A value from the environment always names its variable:
+    the user did not type it in the command that failed."""
+    return f"{variable(name)}={raw!r}: {reason} (or unset it: {shown_default(name)})"
 
 
 def shown_default(name: str) -> str:

@@ -113,10 +113,19 @@ def target_values(args: argparse.Namespace, spec: Any = None) -> dict[str, Any]:
 
 
 def target_from_args(args: argparse.Namespace):
-    """The target the flags give, validated and its profile pinned."""
-    from neuronforge.profiles import parse_target
+    """The target the flags give, validated and its profile pinned. A profile NEURONFORGE_PROFILE gave
+    (the default of `--profile`) that the registry does not know is refused naming the variable
+    (`settings.refused`): the command line the user typed does not say it."""
+    from neuronforge.profiles import get_profile, parse_target
 
-    return parse_target(target_values(args))
+    values = target_values(args)
+    current = settings.current()
+    if current.from_env("profile") and values.get("profile") == current.profile:
+        try:
+            get_profile(current.profile)
+        except InvalidInput as exc:
+            raise InvalidInput(settings.refused("profile", current.profile, str(exc))) from None
+    return parse_target(values)
 
 
 def print_json(obj: Any) -> None:
