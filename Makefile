@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo airflow test lint format docs docs-build bench-transfer bench-pipeline bench-cache-seed bench-quantize bench-bytes bench-sweep bench-hosts bench-farm bench-dag-parse bench-forms bench-channels clean
+.PHONY: setup demo airflow test lint format docs docs-build bench-transfer bench-pipeline bench-cache-seed bench-quantize bench-bytes bench-sweep bench-hosts bench-farm bench-dag-parse bench-forms bench-channels bench-demo clean
 
 setup: $(STAMP)
 
@@ -78,9 +78,13 @@ bench-sweep: setup
 bench-farm: setup
 	$(PY) bench/farm_scale.py
 
-# .neuronforge/: what `make demo` wrote (Airflow home, store, work dir); test-artifacts/: kept test outputs
+# .neuronforge/: what `make demo`, `make airflow` and every documented example wrote (Airflow home, store, work
+# dir, sweep files, resolved channels); test-artifacts/: kept test outputs; site/: `make docs-build`;
+# build/, *.egg-info, __pycache__/: what `pip install -e .` and Python leave. Afterwards `git status --ignored`
+# shows nothing (tests/test_docs.py runs every documented example, then this).
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis .neuronforge test-artifacts
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis .neuronforge test-artifacts site build *.egg-info
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 bench-hosts: setup
 	$(PY) bench/neuron_host_time.py
@@ -93,3 +97,8 @@ bench-forms: setup
 
 bench-channels: setup
 	$(PY) bench/channels.py
+
+# make demo's steps timed in a fresh clone, with the machine's load (the README's times); BENCH_ARGS=--setup
+# times the install too
+bench-demo: setup
+	$(PY) bench/demo.py $(BENCH_ARGS)
