@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,23 @@ def test_parameter_counts_match_the_published_sizes(name: str, billions: float) 
     assert p.weight_bytes == 2 * p.parameter_count  # bf16
 
 
+def test_the_header_and_the_memory_check_count_the_reserve_the_same_way(capsys) -> None:
+    """`plan` said "per core 17.8 GiB of 16.0 GiB" in its header and "needs 15.8 GiB per core ..., a
+    NeuronCore has 16.0 GiB minus 2.0 GiB runtime reserve" in its FAIL line: two accountings of one
+    number. Both now say the need with the reserve in it against the core's whole HBM, the same words."""
+    from neuronforge.interfaces.cli import main
+
+    llama = str(CONFIGS / "meta-llama--Llama-3.1-8B.json")
+    for tp in ("1", "2"):
+        main(["plan", "--model", llama, "--instance", "inf2.xlarge", "--tp", tp, "--seq-len", "4096"])
+        out = capsys.readouterr().out.splitlines()
+        header, memory = out[1], next(line for line in out if "] memory: " in line)
+        stated = [re.search(r"(\d+\.\d GiB per core of \d+\.\d GiB)", line) for line in (header, memory)]
+        assert all(stated) and stated[0][1] == stated[1][1], (header, memory)
+        assert header.count("2.0 GiB runtime reserve") == memory.count("2.0 GiB runtime reserve") == 1
+        assert "minus" not in memory
+
+
 def test_llama_3_1_8b_needs_two_cores_as_documented() -> None:
     """Reference: Llama-3.1-8B bf16 batch 1 needs about 16 GB and is served on 2 cores."""
     a = arch("meta-llama--Llama-3.1-8B")
@@ -54,7 +72,8 @@ def test_llama_3_1_8b_needs_two_cores_as_documented() -> None:
     assert 15.5e9 < one.weight_bytes < 16.5e9
     assert not one.fits and not one.ok
     assert "use tp=2 (inf2.xlarge has 2 cores)" in failing(one)["memory"]
-    assert "a NeuronCore of inf2.xlarge has 16.0 GiB minus 2.0 GiB runtime reserve" in failing(one)["memory"]
+    assert "needs 17.8 GiB per core of 16.0 GiB (" in failing(one)["memory"]
+    assert "+ 2.0 GiB runtime reserve) on a NeuronCore of inf2.xlarge" in failing(one)["memory"]
     two = plan(a, target(tp_degree=2))
     assert two.fits and two.ok
     assert plan(a, target(instance_type="trn1.2xlarge", tp_degree=2)).ok

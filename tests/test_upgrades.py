@@ -66,7 +66,7 @@ def test_a_migration_the_planner_rejects_says_why() -> None:
     up = upgrades.decide(spec, "2.33", [], arch())
     m = up.migration
     assert m is not None and m.ok is False
-    assert m.verdict.startswith("rejected: ") and "does not fit: needs 28.5 GiB per core" in m.verdict
+    assert m.verdict.startswith("rejected: ") and "does not fit: needs 30.5 GiB per core of " in m.verdict
     assert "planner: rejected: " in up.sentence
 
 

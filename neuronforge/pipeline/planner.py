@@ -181,6 +181,12 @@ def per_core_bytes(weights: int, kv: int, activations: int, tp: int) -> int:
     return math.ceil((weights + kv + activations) / tp) + RUNTIME_RESERVE
 
 
+def per_core_text(need: int, hbm: int) -> str:
+    """What a core needs against what it has, the one way `plan` says it (its header and its memory check):
+    the need counts the runtime reserve, the capacity is the core's whole HBM."""
+    return f"{gib(need)} per core of {gib(hbm)}"
+
+
 # -- the plan -------------------------------------------------------------------------------------
 STRUCTURAL_CHECKS = ("tp_degree", "heads_divisible", "sequence_length", "profile", "family")
 
@@ -297,20 +303,11 @@ def plan(
         checks += [Check("family", False, p) for p in class_problems(arch, target)]
 
     detail = f"weights {gib(w_bytes / tp)} + KV cache {gib(kv / tp)} + activations {gib(act / tp)} at tp={tp}"
+    needs = f"needs {per_core_text(need, hbm)} ({detail} + {gib(RUNTIME_RESERVE)} runtime reserve)"
     if fits:
-        checks.append(
-            Check(
-                "memory",
-                True,
-                f"fits: needs {gib(need)} per core ({detail}, + {gib(RUNTIME_RESERVE)} runtime reserve) "
-                f"of {gib(hbm)} on a NeuronCore of {inst.name}",
-            )
-        )
+        checks.append(Check("memory", True, f"fits: {needs} on a NeuronCore of {inst.name}"))
     else:
-        found = (
-            f"does not fit: needs {gib(need - RUNTIME_RESERVE)} per core ({detail}), a NeuronCore of "
-            f"{inst.name} has {gib(hbm)} minus {gib(RUNTIME_RESERVE)} runtime reserve"
-        )
+        found = f"does not fit: {needs} on a NeuronCore of {inst.name}"
         fix = memory_fix(arch, target, tensors)
         checks.append(
             Check("memory", False, found, fix) if isinstance(fix, Fix) else Check("memory", False, f"{found}; {fix}")

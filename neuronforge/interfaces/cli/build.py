@@ -32,7 +32,7 @@ def _plan_options(p: argparse.ArgumentParser) -> None:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from neuronforge.checkpoints.checkpoint import read_safetensors_header
-    from neuronforge.pipeline.planner import gib, plan
+    from neuronforge.pipeline.planner import gib, per_core_text, plan
     from neuronforge.spec.modelconfig import ModelArch, load_config
     from neuronforge.stores.base import refuse_credentials
 
@@ -79,8 +79,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
             + (f", {target.quantization.slug}" if target.quantization.enabled else "")
         )
         print(
-            f"  weights {gib(result.weight_bytes)}, KV cache {gib(result.kv_cache_bytes)}, "
-            f"per core {gib(result.per_core_bytes)} of {gib(result.hbm_per_core_bytes)}"
+            f"  weights {gib(result.weight_bytes)}, KV cache {gib(result.kv_cache_bytes)}; "
+            f"{per_core_text(result.per_core_bytes, result.hbm_per_core_bytes)} "
+            f"(with {gib(result.runtime_reserve_bytes)} runtime reserve)"
         )
         for c in result.checks:
             print(f"  [{'FAIL' if not c.ok else 'warn' if c.warn else 'ok'}] {c.name}: {c.message}")
