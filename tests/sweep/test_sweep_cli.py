@@ -69,7 +69,28 @@ def test_a_sweep_with_a_try_command(try_command: tuple[str, Path], tmp_path: Pat
     # run again: everything is known, nothing is tried
     again = cli([*argv, "--seq-lens", "4096", "2048", "1024"])
     assert again.code == 0 and len(log.read_text().splitlines()) == len(tried), again.text
-    assert "3 valid configuration(s)" in again.out and "0 compile(s) tried" in again.out
+    assert "3 valid configuration(s)" in again.out and "0 tried by --try-command" in again.out
+
+
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [
+        ("true", "exit 0"),
+        (f"{shlex.quote(sys.executable)} -c \"print('cache hit: loaded in 3 s, nothing compiled')\"",
+         "exit 0: cache hit: loaded in 3 s, nothing compiled"),
+    ],
+)  # fmt: skip
+def test_a_try_command_s_candidate_is_reported_as_the_command_said(tmp_path: Path, command: str, reason: str) -> None:
+    """`--try-command true` was reported "compiled and loaded": the sweep does not know what a try command
+    did, so it reports what the command said (its exit code, its last line) and counts tries, not compiles."""
+    argv = ["sweep", "--model", LLAMA, "--model-id", LLAMA_ID, "--instance", "inf2.xlarge", "--tp", "2"]
+    argv += ["--batch-sizes", "1", "--seq-lens", "4096", "--try-command", command, "--out", tmp_path / "x.json"]
+    result = cli(argv)
+    assert result.code == 0, result.text
+    assert result.out.splitlines()[0].endswith(f"tp=2 batch=1 seq=4096  {reason}"), result.out
+    assert "compiled" not in result.out.replace("nothing compiled", "") and "1 tried by --try-command" in result.out
+    (record,) = json.loads((tmp_path / "x.records.json").read_text())["candidates"]
+    assert record["outcome"] == "valid" and record["reason"] == reason
 
 
 def test_a_sweep_with_no_valid_configuration_completes(tmp_path: Path) -> None:

@@ -3,7 +3,8 @@
 
 - `CommandTrial`: `--try-command CMD` gets the candidate as one JSON object on stdin
   (`{"model", "instance_type", "tensor_parallel_size", "batch_size", "sequence_length"}`) and exits
-  0 when it compiles and loads; what tests and benchmarks use.
+  0 when it compiles and loads; what tests and benchmarks use. Its record says what the command
+  said (its exit code and last line), not that anything compiled.
 - `PipelineTrial`: an ordinary build of the pipeline (same cache key, same publish, smoke test in a
   child process), so a sweep leaves the compile cache warm and the artifacts published.
 """
@@ -56,10 +57,12 @@ class CommandTrial:
         except OSError as exc:
             raise InvalidInput(f"--try-command {self.argv[0]!r} cannot be run: {exc.strerror}") from None
         seconds = time.monotonic() - started
-        if done.returncode == 0:
-            return TrialResult(True, "compiled and loaded", seconds)
-        tail = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or [""]
-        return TrialResult(False, f"exit {done.returncode}: {tail[0][:500]}".rstrip(": "), seconds)
+        # What the command said it did, never what neuronforge supposes (it may compile nothing at all):
+        # its exit code and its last line, stdout's when it succeeded, stderr's when it failed.
+        said = (done.stdout.strip() or done.stderr.strip()) if done.returncode == 0 else None
+        said = said if said is not None else (done.stderr.strip() or done.stdout.strip())
+        tail = said.splitlines()[-1:] or [""]
+        return TrialResult(done.returncode == 0, f"exit {done.returncode}: {tail[0][:500]}".rstrip(": "), seconds)
 
 
 # Failures that say nothing of a candidate: a store or the Hub unreachable, a build lease lost.

@@ -135,7 +135,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(f"catalog: {summary['catalog']['added']} target(s) added to {summary['catalog']['path']}")
     print(
         f"{len(result.valid)} valid configuration(s) of {key} on {instance.name}, "
-        f"{result.attempts} compile(s) tried ({args.method}); written to {out}, records in {log_file.path}"
+        f"{result.attempts} {'tried by --try-command' if args.try_command else 'compile(s) tried'} ({args.method}); "
+        f"written to {out}, records in {log_file.path}"
     )
     return EXIT_OK
 
