@@ -528,7 +528,10 @@ def _plot_view(rows: list[Any]) -> dict[str, Any] | None:
 
 def _matrix_view(rows: list[Any]) -> dict[str, Any] | None:
     """Model × (profile, target) of the page's rows; each cell links to its artifacts' pages (more
-    than one when the model has builds of several revisions for that target: each is reachable)."""
+    than one when the model has builds of several revisions for that target: each is reachable, by its
+    revision shortened as every listing shows it, `spec.source.model_ref`)."""
+    from neuronforge.spec.source import REVISION_SHOWN
+
     if not rows:
         return None
     columns = sorted({(r.profile, r.target) for r in rows})
@@ -545,7 +548,7 @@ def _matrix_view(rows: list[Any]) -> dict[str, Any] | None:
                 continue
             entries = [
                 {
-                    "rev": r.revision[:8] if len(found) > 1 and r.revision else "",
+                    "rev": r.revision[:REVISION_SHOWN] if len(found) > 1 and r.revision else "",
                     "href": _artifact_href(r.key),
                     "status": r.status,
                     "stage": r.stage,
@@ -597,12 +600,19 @@ def _pager_view(filters: dict[str, str | None], page: int, per_page: int, shown:
     }
 
 
+def _model_ref(name: str, revision: str) -> str:
+    """A build's model as `ls`, `show` and `channels` name it (`spec.source.model_ref`: org/name@rev12)."""
+    from neuronforge.spec.source import model_ref
+
+    return model_ref(name, revision)
+
+
 def _row_view(r: Any) -> dict[str, Any]:
     return {
         "release": _release_view(r.channels, r.review, r.review_reason) if r.status in ("published", "stale") else None,
         "short_key": r.key[:12],
         "href": _artifact_href(r.key),
-        "model": r.model,
+        "model": _model_ref(r.model, r.revision),
         "profile": r.profile,
         "target": r.target,
         "status": r.status,
@@ -670,7 +680,7 @@ def _detail_view(row: Any, manifest: Any, snippets: dict[str, str]) -> dict[str,
     return {
         "short_key": row.key[:12],
         "key": row.key,
-        "model": row.model,
+        "model": _model_ref(row.model, row.revision),
         "target": row.target,
         "status": row.status,
         "stage": row.stage,
@@ -702,7 +712,7 @@ def artifact_page(key: str) -> HTMLResponse:
     snippets = _snippets(store, row, manifest)
     page_html = _render(
         "artifact.html.j2",
-        title=f"{row.model} · {row.target} — neuronforge",
+        title=f"{_model_ref(row.model, row.revision)} · {row.target} — neuronforge",
         store_uri=store.root_uri,
         a=_detail_view(row, manifest, snippets),
         release=_artifact_release(store, row, manifest),

@@ -121,3 +121,34 @@ def test_find_key_is_one_listing_that_starts_at_the_prefix(tmp_path: Path) -> No
     assert find_key(store, "C0FFEE") == "c0ffee" + "b" * 58
     assert store.pages == [("index", "index/c0ffee", 11)]
     assert find_key(store, keys[3]) == keys[3]  # a full key: itself
+
+
+def test_one_model_name_in_ls_show_the_catalog_and_channels(capsys, compiled: Compiled, store: str) -> None:
+    """`ls` said `builtin:tiny-llama@cdd9…`, the catalog `builtin:tiny-llama`, `show` `tiny-llama @ cdd9…`
+    (64 digits): one build's model is `spec.source.model_ref` everywhere, `org/name@rev12`."""
+    from neuronforge.farm.rows import farm_row
+    from neuronforge.spec.source import model_name, model_ref
+    from tests.plugins.conftest import load_plugin
+
+    source = compiled.first.published.manifest.source
+    name, revision = model_name(source.model_dump()), source.revision
+    expected = model_ref(name, revision)
+    assert expected == f"{name}@{revision[:12]}" and len(revision) > 12
+
+    _, out, _ = run(capsys, "ls")
+    assert out.splitlines()[1].split()[-1] == expected
+    _, out, _ = run(capsys, "show", compiled.first.key[:12])
+    assert f"model      {expected}\n" in out
+
+    plugin = load_plugin("neuronforge_catalog")
+    found = farm_row(open_store(store), compiled.first.key)
+    assert found is not None
+    row, manifest = found
+    assert plugin._row_view(row)["model"] == expected
+    assert plugin._detail_view(row, manifest, {})["model"] == expected
+
+    assert run(capsys, "approve", compiled.first.key[:12], "--by", "a")[0] == ExitCode.OK
+    code, _, err = run(capsys, "promote", name, "--profile", "cpu", "--to", "candidate", "--build", compiled.first.key)
+    assert code == ExitCode.OK, err
+    _, out, _ = run(capsys, "channels", name)
+    assert out.startswith(f"{model_ref(name)} · cpu · candidate: ")  # a channel spans revisions: no revision

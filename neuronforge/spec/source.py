@@ -87,6 +87,18 @@ def model_name(source: str | ModelSource | dict[str, Any]) -> str:
         return str(source)
 
 
+REVISION_SHOWN = 12  # hex digits of a revision shown, as of a cache key (`ls`'s KEY column)
+
+
+def model_ref(name: str, revision: str | None = None) -> str:
+    """One build's model as every listing and page shows it — `ls`, `show`, the catalog's rows and
+    artifact pages, `channels`: `ModelSource.name` and the revision it was built from, shortened,
+    `org/name@0123456789ab` (`builtin:tiny-llama@cdd9979b3a0b`); the name alone where no revision is
+    meant (a channel spans revisions) or none was recorded."""
+    revision = (revision or "").strip()
+    return f"{name}@{revision[:REVISION_SHOWN]}" if revision else name
+
+
 def _existing_path(text: str) -> bool:
     """Whether `text` names something on this host. Text no file system can name (a component
     over 255 bytes, a NUL) names nothing: it is refused as a Hub id, not an OSError's traceback."""
@@ -166,6 +178,11 @@ class ModelSource:
         the farm index, the catalog page): the source as the user spells it, without a revision —
         `org/name`, `s3://bucket/prefix`, an absolute folder, `builtin:tiny-llama`."""
         return f"builtin:{self.location}" if self.kind == "builtin" else self.location
+
+    @property
+    def ref(self) -> str:
+        """`model_ref` of this source: its name and (resolved) revision, shortened."""
+        return model_ref(self.name, self.resolved_revision or self.revision)
 
     @property
     def is_resolved(self) -> bool:

@@ -146,11 +146,14 @@ def cmd_channels(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no channels{' of ' + args.model if args.model else ''} in {store.root_uri}")
         return EXIT_OK
+    from neuronforge.spec.source import model_ref
+
     for r, state in rows:
         m = r.current
         approval = ", requires approval" if r.requires_approval else ""
-        print(
-            f"{r.model} · {r.profile_line} · {r.channel}: {m.build.key[:12]} {m.build.target} ({state}{approval}); "
+        print(  # a channel spans revisions: its model's name, as every listing shows it (`model_ref`)
+            f"{model_ref(r.model)} · {r.profile_line} · {r.channel}: {m.build.key[:12]} {m.build.target} "
+            f"({state}{approval}); "
             f"{m.action} by {m.by} at {m.at}"
         )
     for r, state in rows:

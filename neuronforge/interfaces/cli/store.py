@@ -123,6 +123,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
     artifact's folder to say whether its files are all there (one request per row)."""
     from neuronforge.artifacts.published import verify_manifest
     from neuronforge.farm.rows import FarmQuery, farm_page
+    from neuronforge.spec.source import model_ref
     from neuronforge.stores import open_store
 
     if args.limit < 1 or args.offset < 0:
@@ -171,7 +172,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
             state += f"  {r['review'].upper() if r['review'] == 'rejected' else r['review']}{served}"
         print(
             f"{r['cache_key'][:12]:<12}  {when:<20}  {r['profile'] or '-':<22} {r['target']:<40} "
-            f"{r['model']}@{r['revision'][:12]}{state}"
+            f"{model_ref(r['model'], r['revision'])}{state}"
         )
     what = f"{args.status} build(s)" if args.status else "published artifact(s)"
     more = page.total is None and len(rows) == args.limit
@@ -231,6 +232,7 @@ def _show_options(p: argparse.ArgumentParser) -> None:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from neuronforge.artifacts.published import read_manifest
+    from neuronforge.spec.source import model_name, model_ref
 
     store, key, prefix = _open_artifact(args.ref, args.store)
     m = read_manifest(store, key)
@@ -244,7 +246,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     target = m.request.get("target") if isinstance(m.request.get("target"), dict) else {}
     print(f"artifact   {store.uri(key).rsplit('/', 1)[0]}")
     print(f"cache key  {m.cache_key}")
-    print(f"model      {m.source.location} @ {m.source.revision}")
+    print(f"model      {model_ref(model_name(m.source.model_dump()), m.source.revision)}")
     batch, sequence = target.get("batch_size", "?"), target.get("sequence_length", "?")
     print(f"target     {m.target_slug} (batch {batch}, sequence {sequence})")
     if m.profile is not None:
