@@ -16,10 +16,13 @@ line just before its fence (invisible on GitHub and in the mkdocs site):
 Expected output is matched line by line, exactly, except: a line that is only `…` matches any number
 of lines (none included), and `…` inside a line matches any characters there (`"cache_key": "…`).
 
-`run` blocks execute in page order, each page in a fresh directory that looks like a fresh clone (a
-link to every top-level entry of the repository) with `.neuronforge` linked to one home shared by the
-session, and `neuronforge` on PATH. The session starts as `make demo` leaves a clone: the demo's
-target published in `.neuronforge/store` (built once with `neuronforge run`; later examples hit it).
+`run` blocks execute in page order, each page in a fresh clone of the checkout (its tracked files as
+the working tree has them, committed in a repository of its own) with `.neuronforge` linked to one home
+shared by the session, and `neuronforge` on PATH. The session starts as `make demo` leaves a clone: the
+demo's target published in `.neuronforge/store` (built once with `neuronforge run`; later examples hit
+it). After each page, everything its examples wrote must be under `.neuronforge/` (the one folder
+examples write to, gitignored) and `make clean` must leave the clone as it was: `git status --porcelain
+--ignored` empty.
 """
 
 from __future__ import annotations
@@ -228,17 +231,68 @@ def _env(home: Path) -> dict[str, str]:
 
 
 def _clone(where: Path, home: Path) -> Path:
-    """A directory that looks like a fresh clone: each tracked top-level entry linked, `.neuronforge` the
-    session's home."""
+    """A fresh clone of the checkout as it is: each tracked file copied from the working tree (every
+    top-level entry but the hidden ones when this is not a git checkout), committed in a repository of
+    its own so that `git status` there shows whatever an example writes; `.neuronforge` the session's home."""
     where.mkdir()
-    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout
-    names = {line.split("/", 1)[0] for line in tracked.splitlines() if line}
-    names = names or {p.name for p in ROOT.iterdir() if not p.name.startswith(".")}  # not a git checkout
-    for name in sorted(names - {".neuronforge"}):
-        if (ROOT / name).exists():
-            (where / name).symlink_to(ROOT / name)
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True).stdout
+    files = [name for name in tracked.split("\0") if name]
+    if files:
+        for name in files:
+            src = ROOT / name
+            if src.is_file() or src.is_symlink():  # a tracked file deleted in the working tree is not copied
+                (where / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, where / name, follow_symlinks=False)
+    else:  # not a git checkout: every top-level entry but the hidden and generated ones, and .gitignore
+        skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
+        for src in ROOT.iterdir():
+            if src.is_dir() and not src.name.startswith(".") and src.name not in ("build", "site"):
+                shutil.copytree(src, where / src.name, ignore=skip)
+            elif src.is_file() and (not src.name.startswith(".") or src.name == ".gitignore"):
+                shutil.copy2(src, where / src.name)
+    git = ["git", "-c", "user.name=docs", "-c", "user.email=docs@localhost", "-c", "commit.gpgsign=false"]
+    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-q", "--no-verify", "-m", "clone"]):
+        subprocess.run([*git, *argv], cwd=where, check=True, capture_output=True)
     (where / ".neuronforge").symlink_to(home)
     return where
+
+
+# The one folder documented examples write to (gitignored; `make clean` removes it): docs/development.md.
+EXAMPLES_FOLDER = ".neuronforge"
+
+
+def written(clone: Path) -> list[str]:
+    """What is in the clone that its commit does not have: new files (ignored ones included), changed
+    and deleted ones, as `git status --porcelain --ignored` names them."""
+    done = subprocess.run(
+        ["git", "status", "--porcelain", "--ignored", "--untracked-files=all", "-z"],
+        cwd=clone,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return sorted(entry[3:] for entry in done.stdout.split("\0") if entry)
+
+
+def left_outside(paths: list[str]) -> list[str]:
+    """The paths not under EXAMPLES_FOLDER (the folder itself, here a link to the session's home, is in it)."""
+    return [p for p in paths if p != EXAMPLES_FOLDER and not p.startswith(f"{EXAMPLES_FOLDER}/")]
+
+
+def test_what_examples_write_is_told_apart(tmp_path: Path) -> None:
+    """The checks of `test_run_blocks`' clean-up on a clone of their own: a file written beside the
+    checkout's files is outside the folder, one under `.neuronforge` is not, and `make clean` removes it."""
+    clone = _clone(tmp_path / "clone", tmp_path / "home")
+    (tmp_path / "home").mkdir()
+    assert written(clone) == [".neuronforge"]  # the link to the home, nothing else
+    (clone / "sweep.json").write_text("{}")
+    (clone / "docs" / "index.md").write_text("changed")
+    (clone / ".neuronforge" / "out.json").write_text("{}")
+    assert left_outside(written(clone)) == ["docs/index.md", "sweep.json"]
+    (clone / "sweep.json").unlink()
+    subprocess.run(["git", "checkout", "-q", "docs/index.md"], cwd=clone, check=True)
+    subprocess.run(["make", "clean"], cwd=clone, check=True, capture_output=True)
+    assert written(clone) == [] and (tmp_path / "home" / "out.json").exists()  # the link went, not the home
 
 
 RUN_PAGES = [p for p in PAGES if any(b.kind == "run" for b in blocks(p))]
@@ -264,6 +318,11 @@ def test_run_blocks(page: Path, docs_home: Path, tmp_path: Path) -> None:
                 failures.append(f"{block.where}: `{command}` exited {done.returncode}, not {exit_code}:\n{done.stderr}")
             elif not matches(expected, actual):
                 failures.append(f"{block.where}: `{command}` printed\n{actual}\ninstead of\n{expected}\n")
+    if outside := left_outside(written(cwd)):
+        failures.append(f"{page.name}'s examples wrote outside {EXAMPLES_FOLDER}/: {', '.join(outside)}")
+    subprocess.run(["make", "clean"], cwd=cwd, capture_output=True, check=True)
+    if left := written(cwd):
+        failures.append(f"after {page.name}'s examples, `make clean` leaves: {', '.join(left)}")
     assert not failures, "\n".join(failures)
 
 
