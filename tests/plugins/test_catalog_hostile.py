@@ -308,6 +308,8 @@ def _shown(text: str, *expected: str) -> None:
 
 @NEEDS_CHROMIUM
 def test_the_catalog_page_shows_hostile_data_as_text(tab, hostile: SimpleNamespace) -> None:
+    from neuronforge.spec.source import model_ref
+
     _shown(_visit(tab, "/neuronforge/"), SCRIPT)  # the default page
     text = _visit(tab, "/neuronforge/?per_page=500")
     _shown(text, *PAYLOADS.values(), SCRIPT + UNICODE, f"/srv/models/{SVG}{TEMPLATE}", SVG, IMG, ATTR)
@@ -318,7 +320,8 @@ def test_the_catalog_page_shows_hostile_data_as_text(tab, hostile: SimpleNamespa
     }
     for f in hostile.failures.values():
         assert f.error.removesuffix("…") in rows[f.model][4]
-    assert rows[FORGED["model"]][2:4] == [ATTR, SVG]  # the forged record's profile and target
+    # the forged record's profile and target, in the row of its model as every listing names a build of it
+    assert rows[model_ref(FORGED["model"], FORGED["published"]["revision"])][2:4] == [ATTR, SVG]
     assert IMG in tab.eval_on_selector_all("#filter-instance option", "os => os.map(o => o.value)")  # its instance
     # each artifact link leads into the catalog, whatever the key says, and each model's channels
     # link, whatever the model is called; each opens a page, or a 400 (not a key, not a model) or a
