@@ -30,6 +30,8 @@ class ExitCode(IntEnum):
     USAGE = 2
     REJECTED = 3
     STALE = 4
+    INTERRUPTED = 130  # 128 + SIGINT (Ctrl+C): the shell's convention, as a program SIGINT killed
+    TERMINATED = 143  # 128 + SIGTERM (kill, a CI step's timeout)
     CLOSED_PIPE = 141  # 128 + SIGPIPE: what a program the closed pipe killed exits with
 
 

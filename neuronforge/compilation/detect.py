@@ -8,9 +8,10 @@ there (`ServingProfile.detect_toolchain`, on the workers of the profile's compil
 from __future__ import annotations
 
 import shutil
-import subprocess
 from importlib import metadata
 from pathlib import Path
+
+from neuronforge.common import interrupts
 
 # Packages whose versions change the compiled graphs, per backend.
 # Packages of the Neuron SDK whose versions change the compiled graphs (every Neuron backend adds its library).
@@ -35,7 +36,7 @@ def os_package_version(package: str) -> str | None:
     for tool, args in queries:
         if shutil.which(tool) is None:
             continue
-        done = subprocess.run([tool, *args], capture_output=True, text=True, timeout=30, check=False)
+        done = interrupts.run([tool, *args], timeout=30)
         if done.returncode == 0 and done.stdout.strip():
             return done.stdout.strip()
     return None

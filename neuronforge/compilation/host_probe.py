@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from neuronforge.common import interrupts
 from neuronforge.common.errors import NeuronforgeError
 from neuronforge.compilation.devices import neuron_devices
 from neuronforge.spec.target import TargetSpec
@@ -206,7 +207,7 @@ def find_tool() -> str:
 
 def _run(tool: str, args: tuple[str, ...], timeout_s: float) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run([tool, *args], capture_output=True, text=True, timeout=timeout_s, check=False)
+        return interrupts.run([tool, *args], timeout=timeout_s)
     except subprocess.TimeoutExpired:
         raise HostProbeFailed(
             f"`{tool} {' '.join(args)}` did not answer in {timeout_s:g}s: check the Neuron driver on this host "

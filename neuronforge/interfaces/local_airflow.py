@@ -34,7 +34,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from neuronforge.common import settings
+from neuronforge.common import interrupts, settings
 from neuronforge.common.errors import InvalidInput
 
 HOST = "127.0.0.1"
@@ -205,7 +205,7 @@ class Deployment:
             with contextlib.suppress(psutil.Error):
                 tree += psutil.Process(p.pid).children(recursive=True)
         for p in self.procs.values():
-            _killpg(p.pid, signal.SIGTERM)
+            interrupts.kill_group(p.pid, signal.SIGTERM)
         for child in tree:  # those in groups of their own (task and trigger runners) too: else each
             with contextlib.suppress(psutil.Error):  # waits for its parent's own timeout to reach it
                 child.terminate()
@@ -215,18 +215,13 @@ class Deployment:
                 p.wait(timeout=max(0.1, deadline - time.monotonic()))
         _, alive = psutil.wait_procs(tree, timeout=max(0.1, deadline - time.monotonic()))
         for p in self.procs.values():
-            _killpg(p.pid, signal.SIGKILL)
+            interrupts.kill_group(p.pid, signal.SIGKILL)
         for child in alive:
             with contextlib.suppress(psutil.Error):
                 child.kill()
         for p in self.procs.values():
             p.wait()
         psutil.wait_procs(alive, timeout=5)
-
-
-def _killpg(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
 
 
 class _Stop(Exception):

@@ -64,8 +64,8 @@ class FailureRecords:
         return state
 
     def on_stage_error(self, stage: Stage, state: BuildState, ctx: Context, exc: BaseException) -> None:
-        if not (state.key and stage.holds_lease):
-            return
+        if not (state.key and stage.holds_lease) or not isinstance(exc, Exception):
+            return  # an interrupt (SIGINT/SIGTERM) is no failure of the build: the rerun builds it
         from neuronforge.artifacts.farm_index import record_failure
 
         try:
@@ -84,6 +84,7 @@ class LeaseKeeping:
         self.ttl_s = ttl_s
         self.hand_on = hand_on
         self._held: AbstractContextManager | None = None
+        self._taken = False  # it kept the lease at some point (and let it go after)
 
     def before_stage(self, stage: Stage, state: BuildState, ctx: Context) -> None:
         if self._held is not None or not stage.holds_lease or state.lease is None:
@@ -91,6 +92,7 @@ class LeaseKeeping:
         from neuronforge.artifacts import leases
 
         held = leases.keeping(ctx.store, state.lease.lease(), self.ttl_s, hand_on=self.hand_on)
+        self._taken = True
         ctx.keeper = held.__enter__()  # a lease taken over raises here: the stage does not run
         self._held = held
 
@@ -110,6 +112,16 @@ class LeaseKeeping:
     def on_stage_error(self, stage: Stage, state: BuildState, ctx: Context, exc: BaseException) -> None:
         if self._held is not None:
             self._leave(exc)
+
+    def abandon(self, ctx: Context, state: BuildState) -> None:
+        """The CLI's build ended early (a failure or an interrupt between two stages): the lease the
+        claim took and no stage kept yet is released too, so the next identical run starts at once."""
+        if self._held is not None:
+            self._leave(sys.exc_info()[1])
+        elif not (self._taken or self.hand_on) and state.lease is not None:
+            from neuronforge.artifacts import leases
+
+            leases.release(ctx.store, state.lease.lease())
 
     def _leave(self, exc: BaseException | None) -> None:
         held, self._held = self._held, None

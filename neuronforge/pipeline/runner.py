@@ -31,6 +31,7 @@ from typing import Any
 
 from neuronforge.artifacts import leases
 from neuronforge.artifacts.published import Published, lookup
+from neuronforge.common import interrupts
 from neuronforge.common.errors import NeuronforgeError
 from neuronforge.pipeline.buildstate import BuildState
 from neuronforge.pipeline.hooks import LeaseKeeping, StageHooks, default_hooks
@@ -112,7 +113,8 @@ def run_target(
         allow_pickle=allow_pickle,
     )
     ctx = Context(store, work_dir)
-    hooks = (LeaseKeeping(lease_ttl_s), *default_hooks())
+    keeping = LeaseKeeping(lease_ttl_s)
+    hooks = (keeping, *default_hooks())
     timings: dict[str, float] = {}
     state = _timed(STAGE_BY_NAME["prepare"], state, ctx, timings, hooks)
     if state.hit is None:
@@ -122,10 +124,14 @@ def run_target(
         if ctx.published is None:  # pragma: no cover - every stage that sets `hit` keeps what it found
             raise NeuronforgeError(f"{state.key}: a cache hit without the artifact it found")
         return TargetOutcome(state.need("key"), "cache-hit", ctx.published, 0, timings, state)
-    for stage in STAGES:
-        if stage.run is None or stage.name == "prepare":
-            continue
-        state = _timed(stage, state, ctx, timings, hooks)
+    try:
+        for stage in STAGES:
+            if stage.run is None or stage.name == "prepare":
+                continue
+            state = _timed(stage, state, ctx, timings, hooks)
+    except BaseException:
+        keeping.abandon(ctx, state)  # a lease claimed but not yet kept (interrupted in between) is freed
+        raise
     published = lookup(store, state.need("key"))
     if published is None:  # pragma: no cover - publish wrote the index entry just now
         raise NeuronforgeError(f"{state.key}: published but not found in the index")
@@ -166,7 +172,7 @@ def execute(stage: Stage, state: BuildState, ctx: Context, hooks: Iterable[Stage
         unwritten = [f for f in stage.writes if getattr(done, f) is None]
         if unwritten:
             raise RuntimeError(f"{state.target.slug}: stage {stage.name} did not write {', '.join(unwritten)}")
-    except Exception as exc:
+    except BaseException as exc:  # an interrupt too: the lease hook releases on the way out
         for hook in reversed(entered):
             hook.on_stage_error(stage, state, ctx, exc)
         raise
@@ -178,6 +184,7 @@ def execute(stage: Stage, state: BuildState, ctx: Context, hooks: Iterable[Stage
 
 def _timed_call(name: str, fn: Callable[[], BuildState], timings: dict[str, float]) -> BuildState:
     started = time.monotonic()
-    value = fn()
+    with interrupts.stage(name):  # an interrupt's one line names it
+        value = fn()
     timings[name] = round(time.monotonic() - started, 3)
     return value

@@ -9,13 +9,13 @@ shows progress (the current graph / bucket, as the toolchain prints it) in the t
 from __future__ import annotations
 
 import logging
-import os
 import subprocess
 import threading
 import time
 from collections import deque
 from pathlib import Path
 
+from neuronforge.common import interrupts
 from neuronforge.common.errors import NeuronforgeError
 
 log = logging.getLogger(__name__)
@@ -47,10 +47,11 @@ def run_process(
     what: str,
     cwd: Path | None = None,
 ) -> tuple[int, list[str]]:
-    """`argv` in a new process group with exactly `env`; returns (exit status, output lines).
-    A timeout kills the whole group (the compiler's own children too) and raises ChildFailed."""
+    """`argv` in a session of its own with exactly `env`; returns (exit status, output lines).
+    A timeout kills the whole group (the compiler's own children too) and raises ChildFailed; an
+    interrupt (`interrupts.Interrupted`) stops the group (SIGTERM, a short grace, SIGKILL) on its way up."""
     started = time.monotonic()
-    proc = subprocess.Popen(
+    proc = interrupts.start(
         argv,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -58,7 +59,6 @@ def run_process(
         errors="replace",
         env=env,
         cwd=cwd,
-        start_new_session=True,
     )
     lines: list[str] = []
     tail: deque[str] = deque(maxlen=20)
@@ -76,10 +76,13 @@ def run_process(
     try:
         rc = proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, 9)
-        proc.wait()
+        interrupts.stop(proc, grace_s=0)
         reader.join(5)
         raise ChildFailed(f"{what} did not finish within {timeout_s:.0f}s; killed", list(tail)) from None
+    except BaseException:  # interrupted: the child's group goes with us (it is in a session of its own)
+        interrupts.stop(proc)
+        raise
+    interrupts.forget(proc)
     reader.join(5)
     return rc, lines
 

@@ -300,6 +300,7 @@ class CpuBackend(Backend):
 
         from safetensors.torch import load_file
 
+        from neuronforge.common import interrupts
         from neuronforge.compilation.backends.child import ChildFailed
 
         with tempfile.TemporaryDirectory(prefix="nf-generate-") as tmp:
@@ -309,7 +310,7 @@ class CpuBackend(Backend):
             cmd = [sys.executable, "-m", "neuronforge.compilation.backends.cpu", "generate", str(out)]
             try:
                 # the smoke stage reports this step (for every backend): no second heartbeat here
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=job.timeout_s, check=False)
+                proc = interrupts.run(cmd, timeout=job.timeout_s)  # its own session: stopped on an interrupt
             except subprocess.TimeoutExpired:
                 raise ChildFailed(f"loading and generating did not finish within {job.timeout_s:.0f}s", []) from None
             if proc.returncode != 0:

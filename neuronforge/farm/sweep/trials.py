@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from neuronforge.artifacts.leases import LeaseLost
+from neuronforge.common import interrupts
 from neuronforge.common.errors import InvalidInput, NeuronforgeError, ServiceUnreachable, StoreError
 from neuronforge.farm.sweep.space import Candidate
 
@@ -53,7 +53,7 @@ class CommandTrial:
         payload = {"model": self.model, "instance_type": self.instance_type, **candidate.to_json()}
         started = time.monotonic()
         try:
-            done = subprocess.run(self.argv, input=json.dumps(payload), capture_output=True, text=True, check=False)
+            done = interrupts.run(self.argv, input=json.dumps(payload))  # its own session: stopped on an interrupt
         except OSError as exc:
             raise InvalidInput(f"--try-command {self.argv[0]!r} cannot be run: {exc.strerror}") from None
         seconds = time.monotonic() - started

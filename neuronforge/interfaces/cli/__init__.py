@@ -16,12 +16,13 @@ under the top-level options, `options.py` holds what several share (target and s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
 from pathlib import Path
 
-from neuronforge.common import errors, settings
+from neuronforge.common import errors, interrupts, settings
 from neuronforge.common.errors import ExitCode, InvalidInput
 from neuronforge.interfaces.cli.exit_codes import (
     EXIT_CLOSED_PIPE,
@@ -49,6 +50,9 @@ __all__ = [
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `neuronforge` command; without `argv` it is the process's entry point (the console script,
+    `python -m`), which an interrupt ends at once after its one line (`interrupts.finish`)."""
+    entry_point = argv is None
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
     if argv == ["--version"]:  # before the parser: its target flags are read from TargetSpec (pydantic)
         print(f"neuronforge {version()}")
@@ -73,23 +77,41 @@ def main(argv: list[str] | None = None) -> int:
         handlers=[progress.StderrHandler()],  # above the progress display, not through it
     )
 
-    caller = progress.current()  # restored after: `main` is also called in-process (the demo, tests)
-    try:
-        resolve_store(args)
-        # Progress on stderr, never stdout: a display on a terminal, else log lines (-v shows them).
-        progress.use(progress.for_cli(quiet=args.quiet, machine=getattr(args, "json", False)))
-        return args.func(args)
-    except Exception as exc:  # KeyboardInterrupt is not ours to explain: Python's own exit
-        if isinstance(exc, BrokenPipeError) and _stdout_closed():
-            _silence_stdout()
-            return EXIT_CLOSED_PIPE
-        found = errors.outcome(exc, lambda: _written_places(args))
-        if found is None:
-            raise  # not explained: a bug, with its traceback
-        print(f"error: {found.message}", file=sys.stderr)
-        return found.exit_code
-    finally:
-        progress.use(caller)
+    command = " ".join(filter(None, (args.command, getattr(args, f"{args.command}_command", None))))
+    guard = (
+        contextlib.nullcontext()
+        if command in OWN_SIGNALS
+        else interrupts.handled(command, publishes=command in PUBLISHERS)
+    )
+    with guard as watcher:
+        caller = progress.current()  # restored after: `main` is also called in-process (the demo, tests)
+        try:
+            try:
+                resolve_store(args)
+                # Progress on stderr, never stdout: a display on a terminal, else log lines (-v shows them).
+                progress.use(progress.for_cli(quiet=args.quiet, machine=getattr(args, "json", False)))
+                return args.func(args)
+            except Exception as exc:  # an interrupt is a BaseException: unwound to the clause below
+                if isinstance(exc, BrokenPipeError) and _stdout_closed():
+                    _silence_stdout()
+                    return EXIT_CLOSED_PIPE
+                found = errors.outcome(exc, lambda: _written_places(args))
+                if found is None:
+                    raise  # not explained: a bug, with its traceback
+                print(f"error: {found.message}", file=sys.stderr)
+                return found.exit_code
+            finally:
+                progress.use(caller)
+        except interrupts.Interrupted as exc:  # unwound: the lease released, children stopped on the way
+            interrupts.finish(watcher, exc, exit_process=entry_point)
+            return exc.exit_code
+
+
+# Commands that handle SIGINT / SIGTERM themselves (`airflow` stops its components with their own grace).
+OWN_SIGNALS = {"airflow"}
+# Commands whose interrupt line may say that nothing was published (the manifest is written last and
+# `interrupts.note_published` says when it is).
+PUBLISHERS = {"run"}
 
 
 def _show_unencodable() -> None:

@@ -28,6 +28,10 @@ EXIT_CODES: dict[ExitCode, str] = {
     "printed; nothing is built); `lease break`: the lease's holder is a running process of this host (stop it instead)",
     ExitCode.STALE: "`catalog stale`: some catalog target has no artifact for the current toolchain; "
     "`recompile --dry-run`: some catalog target would be rebuilt",
+    ExitCode.INTERRUPTED: "interrupted by SIGINT (Ctrl+C): the command stopped its children, released its build "
+    "lease and said in one line what it was doing and what was already published (nothing, for a `run` "
+    "stopped before its manifest); a second Ctrl+C while it cleans up ends it at once (128 + 2)",
+    ExitCode.TERMINATED: "terminated by SIGTERM (`kill`, a CI step's timeout): as for 130 (128 + 15)",
     ExitCode.CLOSED_PIPE: "the reader of the output went away (e.g. `| head` had its lines): the command stopped "
     "there, quietly, as a program stopped by SIGPIPE does (128 + 13)",
 }
@@ -39,3 +43,4 @@ EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_REJECTED, EXIT_STALE, EXIT_CLOSED_PIPE =
     ExitCode.STALE,
     ExitCode.CLOSED_PIPE,
 )
+EXIT_INTERRUPTED, EXIT_TERMINATED = ExitCode.INTERRUPTED, ExitCode.TERMINATED

@@ -31,7 +31,11 @@ def claim(state: BuildState, ctx: Context, ttl_s: float, poll_s: float) -> Build
         if waited is not None:
             ctx.published = waited
             return state.model_copy(update={"hit": PublishedRef.of(waited)})
-    farm_index.announce(ctx.store, lease, state)
+    try:
+        farm_index.announce(ctx.store, lease, state)
+    except BaseException:  # an interrupt (or a store failure) before the build holds it: not left held
+        leases.release(ctx.store, lease)
+        raise
     return state.model_copy(update={"lease": LeaseRef.of(lease)})
 
 

@@ -34,6 +34,7 @@ import neuronforge
 from neuronforge.artifacts import farm_index, layout
 from neuronforge.artifacts.localcache import TreeRef
 from neuronforge.artifacts.published import SMOKE_JSON, Published, format_uris, missing_files, object_sizes
+from neuronforge.common import interrupts
 from neuronforge.common.errors import InvalidInput, StoreError
 from neuronforge.pipeline.buildstate import BuildState, PublishedRef
 from neuronforge.pipeline.stage import Context, Stage
@@ -105,6 +106,7 @@ def publish(inp: PublishInput, store: ArtifactStore) -> Published:
     )
     manifest_key = f"{prefix}/{layout.ARTIFACT_MANIFEST}"
     manifest.write(store, manifest_key)  # last: from here on the artifact exists
+    interrupts.note_published(store.uri(manifest_key))  # an interrupt from here on says so
     index = IndexEntry(cache_key=inp.key, manifest=manifest_key, prefix=prefix)
     if not index.write_if_absent(store, layout.index_entry(inp.key)):
         log.info("index/%s already present (published by an earlier or concurrent run)", inp.key[:12])
