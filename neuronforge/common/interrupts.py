@@ -59,8 +59,9 @@ class Activity:
     """The running command, the stage it is in (the runner says), and what it has published so far
     (`publishes`: whether it is one that publishes, so that "nothing was published" is a claim it can make)."""
 
-    command: str = ""
+    what: str = ""  # what stopped, as the line says it: "`neuronforge run`", "the task"
     publishes: bool = False
+    next_step: str = "run it again to build"  # said after "nothing was published"
     stage: str | None = None
     published: list[str] = field(default_factory=list)
     stage_at_signal: str | None = None  # the stage that ran when the signal came (unwinding leaves it)
@@ -73,11 +74,11 @@ class Activity:
         name = signal.Signals(signum).name
         stage = self.stage_at_signal or self.stage
         where = f" during {stage}" if stage else ""
-        said = f"interrupted by {name}: `neuronforge {self.command}` stopped{where}"
+        said = f"interrupted by {name}: {self.what} stopped{where}"
         if self.published:
             return f"{said}; already published: {', '.join(self.published)}"
         if self.publishes:
-            return f"{said}; nothing was published (run it again to build)"
+            return f"{said}; nothing was published ({self.next_step})"
         return said
 
 
@@ -260,7 +261,7 @@ def handled(command: str, *, publishes: bool = False, deadline_s: float = DEADLI
         yield None
         return
     watcher = _Watcher(deadline_s)
-    before_activity, _activity = _activity, Activity(command, publishes)
+    before_activity, _activity = _activity, Activity(f"`neuronforge {command}`", publishes)
     previous = {s: signal.signal(s, watcher.handler) for s in SIGNALS}
     previous_fd = signal.set_wakeup_fd(watcher.write_fd, warn_on_full_buffer=False)
     watcher.thread.start()
@@ -276,6 +277,41 @@ def handled(command: str, *, publishes: bool = False, deadline_s: float = DEADLI
         for fd in (watcher.read_fd, watcher.write_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)
+        _activity = before_activity
+
+
+@contextlib.contextmanager
+def raising(what: str, *, publishes: bool = False, next_step: str = "") -> Iterator[Activity]:
+    """For a body whose process is someone else's (an Airflow task: the supervisor stops it with SIGINT
+    or SIGTERM, and the task runner's own SIGTERM handler only calls the operator's `on_kill`, leaving
+    the task running until SIGKILL 5 s later): while the body runs, SIGINT / SIGTERM call the handler
+    there was (if any) and raise `Interrupted`, so the body unwinds (children stopped, the lease
+    keeper left) and its caller can say so; main thread only, elsewhere a no-op. Yields what the line
+    is made of (`Activity.line`)."""
+    global _activity
+    before_activity, _activity = _activity, Activity(what, publishes, next_step or Activity.next_step)
+    if threading.current_thread() is not threading.main_thread():
+        try:
+            yield _activity
+        finally:
+            _activity = before_activity
+        return
+    previous = {s: signal.getsignal(s) for s in SIGNALS}
+
+    def handler(signum: int, frame: Any) -> None:
+        chained = previous.get(signal.Signals(signum))
+        if callable(chained):
+            chained(signum, frame)
+        _activity.signalled()
+        raise Interrupted(signum)
+
+    for s in SIGNALS:
+        signal.signal(s, handler)
+    try:
+        yield _activity
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h if h is not None else signal.SIG_DFL)
         _activity = before_activity
 
 

@@ -22,9 +22,9 @@ from airflow.providers.standard.operators.python import PythonOperator
 from airflow.sdk import Asset, AssetAlias, SkipMixin, get_current_context, task
 from airflow.sdk.bases.decorator import DecoratedOperator, task_decorator_factory
 from airflow.sdk.bases.xcom import BaseXCom
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowTaskTerminated
 
-from neuronforge.common import settings
+from neuronforge.common import interrupts, settings
 from neuronforge.pipeline.buildstate import BuildState
 from neuronforge.pipeline.hooks import LeaseKeeping, default_hooks
 from neuronforge.pipeline.runner import STAGE_BY_NAME, execute
@@ -81,7 +81,18 @@ def run_stage_task(name: str, payload: dict[str, Any]) -> dict[str, Any]:
     # (which renews it from the version the result carries), released after the final stage.
     hooks = (LeaseKeeping(hand_on=True), *default_hooks())
     try:
-        result = execute(stage, state, ctx, hooks)
+        # Airflow stops a task with SIGTERM (marked failed, cleared, the run stopped) and SIGKILL 5 s
+        # later, its own handler leaving the task running: turned into `Interrupted`, the stage unwinds
+        # (its toolchain children stopped), the lease is released (a retry could not renew it: its
+        # heartbeats moved the version past the state's) and the task ends with one line.
+        next_step = "its build lease is released"
+        with interrupts.raising("the task", publishes=True, next_step=next_step) as doing, interrupts.stage(stage.name):
+            result = execute(stage, state, ctx, hooks)
+    except interrupts.Interrupted as exc:
+        _release_on_last_attempt(state, store, final=True)
+        line = doing.line(exc.signum)
+        log.error("%s", line)
+        raise AirflowTaskTerminated(line) from None
     except Exception as exc:
         failure = task_failure(exc, state)
         _release_on_last_attempt(state, store, final=isinstance(failure, AirflowFailException))
