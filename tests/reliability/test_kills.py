@@ -256,11 +256,14 @@ def test_a_stopped_task_stops_its_children_releases_the_lease_and_says_so(
     sent = time.monotonic()
     proc.send_signal(getattr(signal, f"SIG{sig}"))
     assert proc.stdout is not None
+    stuck = threading.Timer(30, proc.kill)  # a task that goes on after the signal (as Airflow's leaves it)
+    stuck.start()
     said = []  # until the task has ended (what the interpreter's teardown takes after is Airflow's)
     while not (said and said[-1].startswith("AirflowTaskTerminated")) and (line := proc.stdout.readline()):
         said.append(line)
     took = time.monotonic() - sent
     out, err = proc.communicate(timeout=60)
+    stuck.cancel()
     out = "".join(said) + out
     assert proc.returncode == 0 and took < SIGNAL_TO_EXIT_S, (proc.returncode, took, out, err)
     line = f"interrupted by SIG{sig}: the task stopped during compile_graphs; nothing was published "
