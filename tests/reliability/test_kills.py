@@ -5,8 +5,8 @@ once"), and every long-running command writing to a reader that went away.
 smoke, publish; tests/reliability/stalled_cli.py holds the run there): exit 130 / 143 within 2 s of the
 signal, one line after it naming the stage and that nothing was published, no traceback, the
 toolchain child stopped, the lease released, no manifest — and the identical rerun starts building
-at once and publishes. `kill -KILL` cannot be caught: the rerun on the same host must still start
-within 5 s (the dead holder's lease taken over: the leases' part of issue 39).
+at once and publishes. `kill -KILL` cannot be caught: the rerun on the same host still starts within
+5 s (the dead holder's lease taken over at once: `leases`, same-host takeover).
 
 Signals are sent with `Popen.send_signal` to the CLI's process: a shell's `&` job ignores SIGINT.
 """
@@ -154,7 +154,6 @@ def test_a_caught_signal_frees_the_build_and_the_rerun_publishes(
     assert summary["timings"]["claim_build"] < RERUN_STARTS_S, summary["timings"]
 
 
-@pytest.mark.xfail(strict=True, reason="needs same-host takeover (L)")
 @pytest.mark.parametrize("stage", STAGES)
 def test_after_kill_9_the_rerun_on_this_host_starts_within_5_s(stage: str, env: dict[str, str], tmp_path: Path) -> None:
     store = tmp_path / "store"
