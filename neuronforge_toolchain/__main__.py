@@ -3,6 +3,7 @@
 import importlib
 import sys
 
+from neuronforge_toolchain.orphan import end_with_parent
 from neuronforge_toolchain.protocol import RequestError, read_request, write_response
 
 TOOLCHAINS = ("optimum", "nxdi", "tnx", "vllm_native")
@@ -25,6 +26,7 @@ def main(argv):
     if len(argv) != 2:
         print("usage: python -m neuronforge_toolchain REQUEST.json RESPONSE.json", file=sys.stderr)
         return 2
+    end_with_parent()
     request_path, response_path = argv
     try:
         request = read_request(request_path)

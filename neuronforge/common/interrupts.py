@@ -39,6 +39,7 @@ from neuronforge.common.errors import ExitCode
 GRACE_S = 0.5  # a child's group: SIGTERM, this long, then SIGKILL
 DEADLINE_S = 1.8  # after the first signal, the process is gone by then whatever blocks (the promise: 2 s)
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+PARENT_ENV = "NEURONFORGE_PARENT_PID"  # = neuronforge_toolchain.orphan.PARENT_ENV (the two sides share no import)
 
 
 class Interrupted(BaseException):
@@ -107,6 +108,8 @@ _children_lock = threading.Lock()
 
 def start(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen:
     """`subprocess.Popen` in a session (and process group) of its own, known to `stop_children`."""
+    # Our pid for the toolchain child: it ends itself when we die, even by SIGKILL (`neuronforge_toolchain.orphan`).
+    kwargs["env"] = {**(os.environ if kwargs.get("env") is None else kwargs["env"]), PARENT_ENV: str(os.getpid())}
     proc = subprocess.Popen(argv, start_new_session=True, **kwargs)
     with _children_lock:
         _children.add(proc)

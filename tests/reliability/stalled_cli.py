@@ -61,7 +61,12 @@ def stall(stage: str, marker: Path) -> None:
 
             child = (
                 "import os, signal, sys, time;"
-                + ("signal.signal(signal.SIGTERM, signal.SIG_IGN);" if stubborn else "")
+                # as `python -m neuronforge_toolchain` starts: it ends with its worker, even a SIGKILLed one
+                + (
+                    "signal.signal(signal.SIGTERM, signal.SIG_IGN);"
+                    if stubborn
+                    else "from neuronforge_toolchain.orphan import end_with_parent; end_with_parent();"
+                )
                 + "open(sys.argv[1] + '.tmp', 'w').write(str(os.getpid()));"
                 "os.rename(sys.argv[1] + '.tmp', sys.argv[1]); time.sleep(600)"
             )

@@ -1,0 +1,96 @@
+"""A toolchain child ends with its worker, even a worker killed with SIGKILL (neuronforge_toolchain.orphan)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from neuronforge.common import interrupts
+from neuronforge_toolchain import orphan
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl(PR_SET_PDEATHSIG) is Linux's")
+
+REPO = Path(__file__).resolve().parents[2]
+
+# The worker: starts the child as the backends do (interrupts.start), the child a toolchain interpreter
+# that arms the parent-death signal as `python -m neuronforge_toolchain` does first, starts a grandchild
+# of its own (as the compiler starts its subprocesses) and compiles "forever".
+WORKER = textwrap.dedent(
+    """
+    import sys, time
+    from neuronforge.common import interrupts
+    child = (
+        "import subprocess, sys, time;"
+        "from neuronforge_toolchain.orphan import end_with_parent;"
+        "armed = end_with_parent();"
+        "g = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']);"
+        "open(sys.argv[1] + '.tmp', 'w').write(f'{armed} {g.pid}');"
+        "import os; os.rename(sys.argv[1] + '.tmp', sys.argv[1]); time.sleep(600)"
+    )
+    p = interrupts.start([sys.executable, "-c", child, sys.argv[1]])
+    print(p.pid, flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie waiting for its reaper is gone for our purpose
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
+def test_a_sigkilled_worker_takes_its_toolchain_child_and_the_compilers_with_it(tmp_path: Path) -> None:
+    marker = tmp_path / "child"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    worker = subprocess.Popen([sys.executable, "-c", WORKER, str(marker)], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        child = int(worker.stdout.readline())
+        deadline = time.monotonic() + 30
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        armed, grandchild = marker.read_text().split()
+        assert armed == "True"
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(5)
+        assert _gone_within(child, 2.0), f"the toolchain child {child} outlived its SIGKILLed worker"
+        assert _gone_within(int(grandchild), 2.0), f"the compiler {grandchild} outlived its SIGKILLed worker"
+    finally:  # never leak them, whatever the assertions said
+        worker.kill()
+        if marker.exists():
+            for pid in marker.read_text().split()[1:]:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
+
+
+def test_run_by_hand_it_arms_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`python -m neuronforge_toolchain` from a shell: no worker asked, the SIGTERM default stays."""
+    monkeypatch.delenv(orphan.PARENT_ENV, raising=False)
+    assert orphan.end_with_parent() is False
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_the_worker_and_the_toolchain_name_the_same_variable() -> None:
+    """The two sides share no import (the toolchain runs in the SDK image's Python): one name, checked here."""
+    assert interrupts.PARENT_ENV == orphan.PARENT_ENV
