@@ -154,3 +154,21 @@ def test_a_hosts_report_that_is_not_numbers_describes_nothing() -> None:
     for bad in ({**good, "cpu_seconds": "<b>"}, {**good, "stages": "x"}, ["x"], {**good, "neuron_seconds": inf}):
         assert describe(bad) == []
     assert neuron_share({**good, "cpu_seconds": "3"}) is None
+
+
+def test_a_holder_dead_on_this_host_is_not_building(store) -> None:
+    """A run SIGKILLed on this host left its lease unexpired: the farm does not call it building (the
+    identical rerun takes that lease over at once, so no one is building it), whatever its TTL says."""
+    import subprocess
+    import sys
+
+    taker = (
+        "import sys; from neuronforge.artifacts import leases; from neuronforge.stores import open_store;"
+        "assert leases.try_acquire(open_store(sys.argv[1]), 'e' * 64, 'worker-3', ttl_s=600)"
+    )
+    subprocess.run([sys.executable, "-c", taker, store.root_uri], check=True, cwd=Path(__file__).parents[1])
+    lease = leases.current(store, "e" * 64)
+    assert lease is not None and lease.live  # unexpired by its clock, its process gone
+    farm_index.announce(store, lease, _state(64))
+    assert "e" * 64 not in {r.key for r in farm_rows(store)}
+    assert farm_row(store, "e" * 64) is None

@@ -372,7 +372,7 @@ def _outcome(store: ArtifactStore, s: TargetState) -> tuple[str, str]:
     if failure is not None and (not s.run_id or failure.run_id == s.run_id):
         return FAILED, f"{failure.stage}: {failure.error}"
     lease = leases.current(store, s.key)
-    if lease is not None and lease.live:
+    if leases.held(lease):
         return RUNNING, f"lease held by {lease.holder}"
     return QUEUED, "not started yet" if s.run_id else "no run was triggered"
 

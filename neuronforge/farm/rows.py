@@ -230,7 +230,7 @@ def farm_page(
         row = row_of(store, e, newest)
         if row.status == "building":
             lease = leases.current(store, e.key)
-            if lease is None or not lease.live:
+            if not leases.held(lease):
                 continue
         rows.append(row)
     counts: dict[str, int] = {s: 0 for s in STATUSES}
@@ -321,7 +321,7 @@ def farm_row(store: ArtifactStore, key: str) -> tuple[FarmRow, ArtifactManifest 
     if damage:
         return damaged_row(full, damage), None
     lease = None if failure is not None else leases.current(store, full)
-    if failure is None and (lease is None or not lease.live):
+    if failure is None and not leases.held(lease):
         return None
     e = Entry(full)
     if failure is not None:

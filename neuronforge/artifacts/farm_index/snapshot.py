@@ -268,7 +268,7 @@ def _reconcile(store: ArtifactStore, entries: dict[str, Entry]) -> None:
     for key, e in entries.items():
         if e.building is not None:
             lease = leases.current(store, key)
-            if lease is None or not lease.live:
+            if not leases.held(lease):
                 e.building = None
 
 
@@ -316,7 +316,7 @@ def scan(store: ArtifactStore) -> tuple[dict[str, Entry], list[Skipped]]:
     _scan_releases(store, entries)
     for key in sorted(_listed_keys(store, "locks", "")):
         lease = leases.current(store, key)
-        if lease is not None and lease.live:
+        if leases.held(lease):
             e = entries.get(key)
             if e is None or e.published is None:
                 at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(lease.started))
