@@ -23,6 +23,7 @@ from neuronforge.common import progress
 from neuronforge.common.errors import InvalidInput
 from neuronforge.stores import base as store_base
 from neuronforge.stores import open_store
+from tests.conftest import TARGET, Compiled
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -100,8 +101,13 @@ def test_rich_on_a_terminal_log_lines_elsewhere(terminal_env) -> None:
         with open(slave, "w", closefd=False) as tty:
             assert isinstance(progress.choose(stream=tty), progress.RichReporter)
             assert isinstance(progress.choose(stream=tty, quiet=True), progress.LogReporter)
-            assert isinstance(progress.choose(stream=tty, machine=True), progress.LogReporter)
-        assert isinstance(progress.choose(stream=io.StringIO()), progress.LogReporter)
+            json_on_a_terminal = progress.choose(stream=tty, machine=True)
+            assert isinstance(json_on_a_terminal, progress.LogReporter) and json_on_a_terminal.level == logging.INFO
+        for machine in (False, True):  # stderr not a terminal: heartbeats at the level the CLI shows by default
+            piped = progress.choose(stream=io.StringIO(), machine=machine)
+            assert isinstance(piped, progress.LogReporter) and piped.level == progress.HEARTBEAT
+        quiet = progress.choose(stream=io.StringIO(), quiet=True)
+        assert isinstance(quiet, progress.LogReporter) and quiet.level == logging.INFO  # hidden by -q's ERROR
     finally:
         os.close(master)
         os.close(slave)
@@ -232,6 +238,41 @@ def test_cli_quiet_prints_the_result_only(tiny_llama: Path, tmp_path: Path) -> N
     code, out, err = cli(["--quiet", *_quantize(tiny_llama, tmp_path, "quiet")], tty_stderr=False)
     assert code == 0 and err == ""
     assert out.startswith(f"{tiny_llama}: quantized")
+
+
+def _piped_run(compiled: Compiled, tmp_path: Path, *flags: str) -> tuple[int, str, str]:
+    """`neuronforge [FLAGS] run` of the session's compiled model into a fresh store, stdout and stderr
+    pipes (`neuronforge run ... > out.json 2> err.log`), a heartbeat every 0.2 s. The compile cache is
+    seeded, so no graph is rebuilt; the smoke test's child still loads and generates for seconds."""
+    import shutil
+
+    home = tmp_path / "home"
+    shutil.copytree(compiled.work_dir / "compile-cache", home / "work" / "compile-cache")
+    target = ["--instance", TARGET["instance_type"], "--tp", str(TARGET["tp_degree"])]
+    target += ["--seq-len", str(TARGET["sequence_length"]), "--max-context-length", str(TARGET["max_context_length"])]
+    target += ["--dtype", TARGET["dtype"]]
+    store = f"file://{tmp_path / 'store'}"
+    args = [*flags, "run", "--model", str(compiled.checkpoint), *target, "--store", store]
+    env = {"NEURONFORGE_HOME": str(home), progress.INTERVAL_ENV: "0.2"}
+    return cli(args, tty_stderr=False, env=env)
+
+
+def test_a_piped_run_prints_heartbeats_by_default(compiled: Compiled, tmp_path: Path) -> None:
+    code, out, err = _piped_run(compiled, tmp_path)
+    assert code == 0, err
+    assert json.loads(out)["status"] == "published"  # stdout: the result and nothing else
+    lines = err.splitlines()
+    smoke = [line for line in lines if " PROGRESS " in line and ": smoke test: " in line]
+    alive = [line for line in smoke if ": still running (" in line]
+    assert len(alive) >= 2, err  # the smoke test lasts several intervals: a line for each
+    assert re.search(r": smoke test: .*: done in \d+\.\ds$", smoke[-1]), smoke[-1]
+    assert not [line for line in lines if " INFO " in line], err  # the heartbeats only, not every INFO line
+
+
+def test_a_quiet_piped_run_prints_no_heartbeat(compiled: Compiled, tmp_path: Path) -> None:
+    code, out, err = _piped_run(compiled, tmp_path, "-q")
+    assert code == 0, err
+    assert json.loads(out)["status"] == "published" and err == ""
 
 
 def test_cli_refuses_a_bad_interval_before_any_work(capsys, monkeypatch, tmp_path: Path) -> None:

@@ -11,6 +11,9 @@ Stage code only calls `step(what, total=...)` and, for work it can count (bytes,
 - `LogReporter` (the default): Airflow task logs, pipes, `--json`, `--quiet`. A one-line heartbeat
   through `logging` every `NEURONFORGE_HEARTBEAT_S` seconds (default 10) while a step runs, with
   the bytes and rate when it counts them, then its duration. Nothing is ever written to stdout.
+  Its level is INFO (what a task log shows), or `HEARTBEAT` for the CLI with stderr not a terminal:
+  a level of its own, between INFO and WARNING, that the CLI shows by default, so that a pipe, a
+  CI log or `2> err.log` sees the step alive without every INFO line of `-v`.
 
 rich is imported only when a reporter needs it, never when this module is imported (DAG files and
 operators import the stages at parse time).
@@ -30,6 +33,12 @@ from typing import IO, Any
 from neuronforge.common import settings
 
 log = logging.getLogger("neuronforge.common.progress")
+
+HEARTBEAT = logging.INFO + 5
+"""The level of the CLI's heartbeat lines when stderr is not a terminal: above INFO, so the CLI's
+default level (`HEARTBEAT`) shows them and not the INFO lines `-v` adds; below WARNING, so `-q`
+(ERROR) silences them."""
+logging.addLevelName(HEARTBEAT, "PROGRESS")
 
 INTERVAL_ENV = settings.variable("heartbeat_s")  # NEURONFORGE_HEARTBEAT_S
 
@@ -111,10 +120,11 @@ class Reporter:
 
 
 class LogReporter(Reporter):
-    """A heartbeat line through `logging` every `every_s` while a step runs, then its duration."""
+    """A heartbeat line through `logging` at `level` every `every_s` while a step runs, then its duration."""
 
-    def __init__(self, every_s: float | None = None) -> None:
+    def __init__(self, every_s: float | None = None, level: int = logging.INFO) -> None:
         self.every_s = every_s
+        self.level = level
 
     @contextmanager
     def step(
@@ -127,12 +137,13 @@ class LogReporter(Reporter):
     ) -> Iterator[Step]:
         out = logger or log
         every = self.every_s or interval_s()
-        current = _LogStep(what, total, unit, out)
+        level = self.level
+        current = _LogStep(what, total, unit, out, level)
         stop = threading.Event()
 
         def beat() -> None:
             while not stop.wait(every):
-                out.info("%s", describe(current))
+                out.log(level, "%s", describe(current))
 
         thread = threading.Thread(target=beat, name=f"heartbeat:{what}", daemon=True)
         thread.start()
@@ -144,17 +155,17 @@ class LogReporter(Reporter):
             stop.set()
             thread.join()
             moved = f", {_amount(current.done, unit)}" if current.done and unit == "B" else ""
-            out.info("%s: %s in %.1fs%s", what, "done" if ok else "failed", current.elapsed, moved)
+            out.log(level, "%s: %s in %.1fs%s", what, "done" if ok else "failed", current.elapsed, moved)
 
 
 class _LogStep(Step):
-    def __init__(self, what: str, total: int | None, unit: str, out: logging.Logger) -> None:
+    def __init__(self, what: str, total: int | None, unit: str, out: logging.Logger, level: int) -> None:
         super().__init__(what, total, unit)
-        self._out = out
+        self._out, self._level = out, level
 
     def note(self, text: str) -> None:
         super().note(text)
-        self._out.info("%s: %s", self.what, text)
+        self._out.log(self._level, "%s: %s", self.what, text)
 
 
 class RichReporter(Reporter):
@@ -313,15 +324,18 @@ def current() -> Reporter:
 
 
 def choose(*, quiet: bool = False, machine: bool = False, stream: IO[str] | None = None) -> Reporter:
-    """The CLI's reporter: rich on a terminal, unless `--quiet` or `--json` (`machine`), else log lines."""
-    if quiet or machine:
+    """The CLI's reporter, chosen by what stderr is. A terminal: rich's display, or nothing with
+    `--json` (`machine`: the JSON on the same screen stays readable). Anything else (a pipe, a file, a
+    CI log, a dumb terminal): heartbeat lines at `HEARTBEAT`, shown at the default verbosity.
+    `--quiet`: lines at INFO, which its level (ERROR) hides."""
+    if quiet:
         return LogReporter()
     from rich.console import Console
 
     console = Console(stderr=True, file=stream) if stream is not None else Console(stderr=True)
     if console.is_terminal and not console.is_dumb_terminal:
-        return RichReporter(console)
-    return LogReporter()
+        return LogReporter() if machine else RichReporter(console)
+    return LogReporter(level=HEARTBEAT)
 
 
 def for_cli(*, quiet: bool, machine: bool) -> Reporter:

@@ -71,8 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     _show_unencodable()
     from neuronforge.common import progress
 
+    # By default: warnings, and the heartbeats of long steps when stderr is not a terminal (their own
+    # level, progress.HEARTBEAT, between INFO and WARNING); -v adds every INFO line, -q only errors.
     logging.basicConfig(
-        level=logging.ERROR if args.quiet else logging.INFO if args.verbose else logging.WARNING,
+        level=logging.ERROR if args.quiet else logging.INFO if args.verbose else progress.HEARTBEAT,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         handlers=[progress.StderrHandler()],  # above the progress display, not through it
     )
@@ -88,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             try:
                 resolve_store(args)
-                # Progress on stderr, never stdout: a display on a terminal, else log lines (-v shows them).
+                # Progress on stderr, never stdout: a display on a terminal, else heartbeat lines (-q: none).
                 progress.use(progress.for_cli(quiet=args.quiet, machine=getattr(args, "json", False)))
                 return args.func(args)
             except Exception as exc:  # an interrupt is a BaseException: unwound to the clause below
