@@ -21,6 +21,13 @@ Guarantees (tests/plugins/test_forms_middleware.py, tests/plugins/test_catalog_p
   `MAX_DEPTH`, or holds NaN/Infinity or a key twice is one more sentence; any failure of the check
   itself sends the request on to Airflow unchanged. Sentences quote at most a short excerpt of the
   value, with a URI's credentials masked, and never a path or traceback.
+
+Where the sentence is seen: Airflow's UI draws it in an alert at the top of the trigger dialog, and
+its toast says only "Failed to Trigger Dag / Bad Request" (the UI's client words the toast from the
+status code alone, never from the body). Our form is long: the alert is about 1 200 px above the
+Trigger button the user just clicked. So the plugin, when loaded, adds one rule to the UI's theme
+(`[api] theme`, its `globalCss`, merged into whatever theme the deployment sets): an error alert in a
+dialog stays in sight at the top of the dialog's visible part (sticky) while the dialog scrolls.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
@@ -249,8 +257,57 @@ class OneSentenceTriggerErrors:
         await self.app(scope, replay, send)
 
 
+# An error alert in a dialog (Airflow's ErrorAlert, where the trigger dialog shows our sentence) sticks
+# to the top of what the dialog shows while it scrolls: in sight wherever the user clicked Trigger.
+# The theme's global CSS is in a lower cascade layer than the alert's own `position: relative`:
+# `!important` lets it win.
+ALERT_IN_SIGHT: dict[str, dict[str, str]] = {
+    "[data-scope=dialog][data-part=content] [data-testid=error-alert]": {
+        "position": "sticky !important",
+        "top": "0",
+        "zIndex": "10",
+        "boxShadow": "0 4px 12px rgba(0, 0, 0, 0.25)",
+    }
+}
+THEME_ENV = "AIRFLOW__API__THEME"
+
+
+def theme_with_alert_in_sight(theme: str) -> str | None:
+    """`theme` (the `[api] theme` JSON, empty when unset) with `ALERT_IN_SIGHT` added to its
+    `globalCss`; a rule the deployment already sets for the same selector is kept as it is. None when
+    `theme` is not a JSON object (left alone: Airflow reports its own setting)."""
+    try:
+        loaded = json.loads(theme) if theme.strip() else {}
+    except ValueError:
+        return None
+    if not isinstance(loaded, dict) or not isinstance(loaded.get("globalCss", {}), dict):
+        return None
+    return json.dumps({**loaded, "globalCss": {**ALERT_IN_SIGHT, **loaded.get("globalCss", {})}})
+
+
+def keep_alerts_in_sight() -> None:
+    """Merge `ALERT_IN_SIGHT` into this process's `[api] theme`, which the api-server hands the UI
+    (`/ui/config`) on every page load. An `AIRFLOW__API__THEME` in the environment wins over the
+    config file, so the merge goes where the deployment's own theme is."""
+    from airflow.configuration import conf
+
+    current = conf.get("api", "theme", fallback="") or ""
+    merged = theme_with_alert_in_sight(current)
+    if merged is None:
+        log.warning("neuronforge_forms: [api] theme is not a JSON object; trigger refusals stay at the dialog's top")
+        return
+    if THEME_ENV in os.environ:
+        os.environ[THEME_ENV] = merged
+    else:
+        conf.set("api", "theme", merged.replace("%", "%%"))  # the config file's layer interpolates %
+
+
 class NeuronforgeFormsPlugin(AirflowPlugin):
     name = "neuronforge_forms"
     fastapi_root_middlewares: ClassVar[list[dict[str, Any]]] = [
         {"middleware": OneSentenceTriggerErrors, "args": [], "kwargs": {}, "name": "neuronforge trigger errors"}
     ]
+
+    @classmethod
+    def on_load(cls, *args: Any, **kwargs: Any) -> None:
+        keep_alerts_in_sight()

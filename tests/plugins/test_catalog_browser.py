@@ -264,3 +264,35 @@ def test_a_number_out_of_range_is_refused_not_clamped(page, server, token: str, 
     error.scroll_into_view_if_needed()
     page.screenshot(path=str(shots / f"trigger-tp-{typed}.png"), full_page=True)
     assert len(_runs(base, token)) == before
+
+
+def test_a_refusal_is_in_sight_where_trigger_was_clicked(page, server, token: str, shots: Path) -> None:
+    """At 1400x900 the form is taller than the window: Trigger is at the dialog's bottom, and the
+    refusal, which the UI draws at the dialog's top, must be on screen (and on top) once it is clicked.
+    Airflow's own toast only says "Bad Request"."""
+    base, _ = server
+    page.set_viewport_size({"width": 1400, "height": 900})
+    dialog = _trigger_dialog(page)
+    field = dialog.locator("input[name=element_tp_degree], #element_tp_degree input, input#element_tp_degree").first
+    field.fill("0")
+    field.press("Tab")
+    trigger = dialog.get_by_role("button", name="Trigger").last
+    assert trigger.bounding_box()["y"] > 900  # below the window: the click scrolls the dialog to it
+    trigger.click()
+    sentence = "neuronforge_compile_publish: tp_degree = 0 is not allowed; use a whole number from 1 to 128."
+    error = dialog.get_by_text(sentence)
+    error.wait_for(timeout=30000)
+    page.wait_for_timeout(500)  # the dialog settles (React re-renders with the alert)
+    box = error.bounding_box()
+    assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 900, box
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 1400, box
+    # on top of the fields it floats over, not under them: what is drawn at its centre is the alert
+    centre = (box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    shown = page.evaluate("([x, y]) => document.elementFromPoint(x, y)?.textContent ?? ''", list(centre))
+    assert sentence in shown, shown
+    page.screenshot(path=str(shots / "trigger-refusal-in-sight.png"))  # the window, as the user sees it
+    # the rule comes from the plugin's theme, as the api-server hands it to every page
+    from tests.plugins.conftest import http_get
+
+    status, body = http_get(f"{base}/ui/config", token)
+    assert status == 200 and "[data-testid=error-alert]" in json.dumps(json.loads(body)["theme"]["globalCss"])

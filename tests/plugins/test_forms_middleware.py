@@ -362,3 +362,17 @@ def test_a_secret_with_slashes_is_never_half_shown(forms: ModuleType, conf: dict
     assert words in detail, detail
     for piece in (*SLASHY.split("/"), "ab12"):
         assert piece not in detail, detail
+
+
+def test_the_alert_rule_joins_the_deployments_theme(forms: ModuleType) -> None:
+    """The plugin adds its rule to whatever `[api] theme` the deployment sets, keeping its own rules
+    (one for the same selector wins); a theme that is not a JSON object is left alone."""
+    (selector,) = forms.ALERT_IN_SIGHT
+    assert json.loads(forms.theme_with_alert_in_sight("")) == {"globalCss": forms.ALERT_IN_SIGHT}
+    own = {"tokens": {"colors": {"brand": {"50": {"value": "oklch(0.97 0.01 17)"}}}}, "globalCss": {"a": {"x": "50%"}}}
+    merged = json.loads(forms.theme_with_alert_in_sight(json.dumps(own)))
+    assert merged["tokens"] == own["tokens"] and merged["globalCss"] == {**forms.ALERT_IN_SIGHT, "a": {"x": "50%"}}
+    theirs = {"globalCss": {selector: {"position": "static"}}}
+    assert json.loads(forms.theme_with_alert_in_sight(json.dumps(theirs))) == theirs
+    for bad in ("not json", "[1, 2]", '{"globalCss": []}'):
+        assert forms.theme_with_alert_in_sight(bad) is None
