@@ -22,6 +22,8 @@ def test_demo_publishes_then_hits(compiled: Compiled, tmp_path: Path, monkeypatc
     monkeypatch.setenv("NEURONFORGE_HEARTBEAT_S", "0.5")  # the smoke test's child runs for seconds
     assert demo.main() == 0
     out = capsys.readouterr().out
+    assert "Airflow's metadata DB: migrated (airflow db migrate)" in out
+    assert f"run 1: {demo.INTRO_FIRST[False]}" in out  # an empty store: announced as the cold build it is
     assert "run 1: compiled and published" in out
     assert "run 2: cache hit: nothing fetched or compiled" in out
     # While a run works: the task it is in, and the steps' heartbeats from the task logs.
@@ -42,3 +44,14 @@ def test_demo_publishes_then_hits(compiled: Compiled, tmp_path: Path, monkeypatc
     assert "ok: the files match and the consumer's load-time rules hold" in out  # neuronforge verify
     assert "lmi-neuronx@2.21.1" in out and "not supported: tgi-neuron" in out  # neuronforge profiles
     assert (home / "store" / "index").is_dir()
+
+    # `make demo` again: the database is current (not migrated), and run 1 is announced as the cache
+    # hit it is
+    migrate_log = home / "airflow" / "db-migrate.log"
+    migrated_at = migrate_log.stat().st_mtime_ns
+    assert demo.main() == 0
+    again = capsys.readouterr().out
+    assert "Airflow's metadata DB: current (revision " in again and migrate_log.stat().st_mtime_ns == migrated_at
+    assert f"run 1: {demo.INTRO_FIRST[True]}" in again and "cold build" not in again.split("run 1: cache hit")[0]
+    assert "run 1: cache hit: nothing fetched or compiled" in again
+    assert re.search(r"Timings: cache hit \d+s and \d+s: the store already held this artifact", again)

@@ -7,6 +7,7 @@ plugin's one-sentence answer to a bad trigger are there, every socket its proces
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -25,7 +26,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from neuronforge.interfaces import local_airflow
+from neuronforge.interfaces import airflow_db, local_airflow
 from neuronforge.interfaces.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -248,3 +249,92 @@ def test_ctrl_c_stops_everything_and_nothing_listened_beyond_loopback(running: R
     assert ("127.0.0.1", port) in {s[:2] for s in running.sockets}
     beyond = {s for s in running.sockets if s[0] != "127.0.0.1"}
     assert not beyond, f"listening beyond loopback: {beyond}"
+
+
+# -- a current metadata DB is not migrated again --------------------------------------------------------
+def test_installed_head_is_airflows_own() -> None:
+    """The head read from the migration scripts' text is the one Airflow's alembic computes."""
+    ask = "from airflow.utils.db import _get_script_object; print(_get_script_object().get_current_head())"
+    done = subprocess.run([sys.executable, "-c", ask], capture_output=True, text=True, check=True, timeout=120)
+    assert airflow_db.installed_head() == done.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="module")
+def migrated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], float]:
+    """A home `init_home` migrated, then started again: (home, env, seconds the second start took)."""
+    nf_home = tmp_path_factory.mktemp("nf-db")
+    home = nf_home / "airflow"
+    with pytest.MonkeyPatch.context() as mp:  # this test's Airflow: none of the caller's settings
+        for name in [k for k in os.environ if k.startswith(("AIRFLOW", "NEURONFORGE_"))]:
+            mp.delenv(name)
+        mp.setenv("NEURONFORGE_HOME", str(nf_home))
+        env = local_airflow.airflow_env(home)
+    assert local_airflow.init_home(home, env) is None  # a new DB: migrated
+    log = home / "db-migrate.log"
+    written = log.stat().st_mtime_ns
+    started = time.monotonic()
+    revision = local_airflow.init_home(home, env)
+    took = time.monotonic() - started
+    assert revision == airflow_db.installed_head()  # current: left as it is
+    assert log.stat().st_mtime_ns == written  # airflow db migrate did not run
+    return home, env, took
+
+
+def test_a_current_database_is_not_migrated_again(migrated: tuple[Path, dict[str, str], float]) -> None:
+    _, _, took = migrated
+    assert took < 2.0, took  # no Airflow process: a file read and one SQLite query
+    assert local_airflow.said(airflow_db.installed_head()).endswith("not migrated again")
+
+
+def _sql(home: Path, statement: str) -> None:
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(home / "airflow.db")) as conn:
+        conn.execute(statement)
+        conn.commit()
+
+
+def test_anything_a_migration_would_change_is_migrated(
+    migrated: tuple[Path, dict[str, str], float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each condition alone makes the DB not current (a wrong skip is worse than a slow migration)."""
+    home, env, _ = migrated
+    head = airflow_db.installed_head()
+
+    def current(env: dict[str, str] = env) -> bool:
+        return airflow_db.current_revision(home, env, local_airflow.POOL, local_airflow.POOL_SLOTS) is not None
+
+    assert current()
+    # another Airflow environment: a variable, a database from the environment
+    assert not current({**env, "AIRFLOW__LOGGING__LOG_FILENAME_TEMPLATE": "{{ ti.task_id }}.log"})
+    assert not current({**env, "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'other.db'}"})
+    # another Airflow installed: another head, another version
+    with monkeypatch.context() as mp:
+        mp.setattr(airflow_db, "installed_head", lambda: "0123456789ab")
+        assert not current()
+    with monkeypatch.context() as mp:
+        mp.setattr(airflow_db, "airflow_version", lambda: "99.0.0")
+        assert not current()
+    # airflow.cfg changed
+    cfg = home / "airflow.cfg"
+    text = cfg.read_text()
+    cfg.write_text(text + "\n# edited\n")
+    try:
+        assert not current()
+    finally:
+        cfg.write_text(text)
+    assert current()
+    # the DB itself: another revision, a pool gone or resized
+    _sql(home, "UPDATE alembic_version SET version_num = 'a1b2c3d4e5f6'")
+    assert not current()
+    _sql(home, f"UPDATE alembic_version SET version_num = '{head}'")
+    _sql(home, f"UPDATE slot_pool SET slots = 7 WHERE pool = '{local_airflow.POOL}'")
+    assert not current()
+    _sql(home, f"UPDATE slot_pool SET slots = {local_airflow.POOL_SLOTS} WHERE pool = '{local_airflow.POOL}'")
+    assert current()
+    # no record of a migration that finished (one killed half-way, a DB copied in)
+    stamp = (home / airflow_db.STAMP).read_text()
+    airflow_db.forget(home)
+    assert not current()
+    (home / airflow_db.STAMP).write_text(stamp)
+    assert current()

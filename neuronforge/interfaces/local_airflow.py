@@ -36,6 +36,7 @@ from pathlib import Path
 
 from neuronforge.common import interrupts, settings
 from neuronforge.common.errors import InvalidInput
+from neuronforge.interfaces import airflow_db
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
@@ -118,18 +119,34 @@ def run_airflow(*args: str, env: dict[str, str], log: Path | None = None) -> int
             out.close()
 
 
-def init_home(home: Path, env: dict[str, str]) -> None:
+def init_home(home: Path, env: dict[str, str]) -> str | None:
     """Make `home` a working Airflow home for neuronforge: the cluster policy installed (pool_slots =
     tp for the Neuron compile / smoke tasks, neuronforge_airflow/policies/routing.py), the database migrated, the
-    `neuron_cores` pool. Raises InvalidInput naming the log when the migration fails."""
+    `neuron_cores` pool. A database already current (`airflow_db.current_revision`) is left as it is:
+    its revision is returned; None when it was migrated. Raises InvalidInput naming the log when the
+    migration fails."""
     (home / "config").mkdir(parents=True, exist_ok=True)
     shutil.copyfile(
         settings.REPO_ROOT / "docker" / "airflow_local_settings.py", home / "config" / "airflow_local_settings.py"
     )
+    if (revision := airflow_db.current_revision(home, env, POOL, POOL_SLOTS)) is not None:
+        return revision
+    airflow_db.forget(home)
     log = home / "db-migrate.log"
     if run_airflow("db", "migrate", env=env, log=log) != 0:
         raise InvalidInput(f"airflow db migrate failed in {home}; see {log}")
-    run_airflow("pools", "set", POOL, str(POOL_SLOTS), "NeuronCores of this host (compile and smoke tasks)", env=env)
+    described = "NeuronCores of this host (compile and smoke tasks)"
+    if run_airflow("pools", "set", POOL, str(POOL_SLOTS), described, env=env) != 0:
+        raise InvalidInput(f"airflow pools set {POOL} failed in {home}")
+    airflow_db.record_migrated(home, env)
+    return None
+
+
+def said(revision: str | None) -> str:
+    """What `init_home` did, in one line."""
+    if revision is None:
+        return "Airflow's metadata DB: migrated (airflow db migrate), pool neuron_cores set"
+    return f"Airflow's metadata DB: current (revision {revision}), not migrated again"
 
 
 def password_file(home: Path) -> Path:
@@ -259,7 +276,7 @@ def serve(port: int = DEFAULT_PORT, home: Path | None = None) -> int:
     try:
         print(f"Airflow home {home} (SQLite, LocalExecutor); store {env['NEURONFORGE_STORE']}", flush=True)
         print("preparing the database ...", flush=True)
-        init_home(home, env)
+        print(said(init_home(home, env)), flush=True)
         if not settings.current().from_env("store"):  # the default store: an empty one until the first run
             from neuronforge.stores import open_store
 
