@@ -80,6 +80,20 @@ def test_a_step_with_nothing_to_count_says_it_is_alive(caplog, monkeypatch) -> N
     assert lines[-1].startswith("compiling graph decode: done in 0.")
 
 
+def test_a_pipe_hears_of_long_steps_only(caplog) -> None:
+    """At the CLI's piped level, a step that beat ends at that level too; a short one's end is INFO
+    (shown with -v), so a pipe is not told of every step that took 0.0s."""
+    caplog.set_level(logging.INFO, logger="neuronforge.common.progress")
+    with progress.LogReporter(every_s=0.05, level=progress.HEARTBEAT).step("compiling graph decode"):
+        time.sleep(0.2)
+    with progress.LogReporter(every_s=60, level=progress.HEARTBEAT).step("reading the manifest"):
+        pass
+    levels = {r.getMessage().split(" in ")[0]: r.levelno for r in caplog.records if ": still" not in r.getMessage()}
+    beats = [r for r in caplog.records if ": still running (" in r.getMessage()]
+    assert beats and {r.levelno for r in beats} == {progress.HEARTBEAT}
+    assert levels == {"compiling graph decode: done": progress.HEARTBEAT, "reading the manifest: done": logging.INFO}
+
+
 @pytest.mark.parametrize("raw", ["0", "-1", "soon"])
 def test_a_bad_interval_is_a_one_line_error(monkeypatch, raw: str) -> None:
     monkeypatch.setenv(progress.INTERVAL_ENV, raw)

@@ -13,7 +13,8 @@ Stage code only calls `step(what, total=...)` and, for work it can count (bytes,
   the bytes and rate when it counts them, then its duration. Nothing is ever written to stdout.
   Its level is INFO (what a task log shows), or `HEARTBEAT` for the CLI with stderr not a terminal:
   a level of its own, between INFO and WARNING, that the CLI shows by default, so that a pipe, a
-  CI log or `2> err.log` sees the step alive without every INFO line of `-v`.
+  CI log or `2> err.log` sees the step alive without every INFO line of `-v`. The end of a step
+  that ended before its first heartbeat is logged at INFO only: a pipe hears of long steps alone.
 
 rich is imported only when a reporter needs it, never when this module is imported (DAG files and
 operators import the stages at parse time).
@@ -140,9 +141,12 @@ class LogReporter(Reporter):
         level = self.level
         current = _LogStep(what, total, unit, out, level)
         stop = threading.Event()
+        beats = 0
 
         def beat() -> None:
+            nonlocal beats
             while not stop.wait(every):
+                beats += 1
                 out.log(level, "%s", describe(current))
 
         thread = threading.Thread(target=beat, name=f"heartbeat:{what}", daemon=True)
@@ -155,7 +159,9 @@ class LogReporter(Reporter):
             stop.set()
             thread.join()
             moved = f", {_amount(current.done, unit)}" if current.done and unit == "B" else ""
-            out.log(level, "%s: %s in %.1fs%s", what, "done" if ok else "failed", current.elapsed, moved)
+            # the end of a step that beat is news at its level; a short one's end only at INFO (-v, task logs)
+            end = level if beats else min(level, logging.INFO)
+            out.log(end, "%s: %s in %.1fs%s", what, "done" if ok else "failed", current.elapsed, moved)
 
 
 class _LogStep(Step):
