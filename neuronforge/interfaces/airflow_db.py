@@ -1,6 +1,6 @@
 """Whether a local Airflow home's metadata DB is current, so that `make demo` and `make airflow` skip
-`airflow db migrate` (5 s on an idle 2-core machine, 49 s on a loaded one, for a DB with nothing
-to do) only when the migration would change nothing.
+`airflow db migrate` (5 s on an idle 2-core machine, 20 to 50 s on a loaded one, for a DB with
+nothing to do) only when the migration would change nothing.
 
 A wrong skip is worse than a slow migration, so the DB is current only when all of these hold,
 checked without starting Airflow (no import of it: a file read and one SQLite query):
@@ -32,8 +32,8 @@ import sqlite3
 from pathlib import Path
 
 STAMP = "db-current.json"
-CONN_VARS = ("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_CMD")
-CONN_VARS += ("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_SECRET",)
+# a connection from the environment (the URL, or a command or secret giving it): not this home's file
+CONN_VARS = tuple(f"AIRFLOW__DATABASE__SQL_ALCHEMY_CONN{suffix}" for suffix in ("", "_CMD", "_SECRET"))
 _REVISION = re.compile(r"^revision\s*(?::\s*\w+\s*)?=\s*['\"](\w+)['\"]", re.M)
 _DOWN = re.compile(r"^down_revision\s*(?::[^=]+)?=\s*(.+)$", re.M)
 
