@@ -88,10 +88,20 @@ def test_a_pipe_hears_of_long_steps_only(caplog) -> None:
         time.sleep(0.2)
     with progress.LogReporter(every_s=60, level=progress.HEARTBEAT).step("reading the manifest"):
         pass
+    with (
+        pytest.raises(KeyboardInterrupt),  # an interrupt: the CLI's one line says what stopped, not the step
+        progress.LogReporter(every_s=0.05, level=progress.HEARTBEAT).step("smoke test"),
+    ):
+        time.sleep(0.2)
+        raise KeyboardInterrupt
     levels = {r.getMessage().split(" in ")[0]: r.levelno for r in caplog.records if ": still" not in r.getMessage()}
     beats = [r for r in caplog.records if ": still running (" in r.getMessage()]
     assert beats and {r.levelno for r in beats} == {progress.HEARTBEAT}
-    assert levels == {"compiling graph decode: done": progress.HEARTBEAT, "reading the manifest: done": logging.INFO}
+    assert levels == {
+        "compiling graph decode: done": progress.HEARTBEAT,
+        "reading the manifest: done": logging.INFO,
+        "smoke test: failed": logging.INFO,
+    }
 
 
 @pytest.mark.parametrize("raw", ["0", "-1", "soon"])

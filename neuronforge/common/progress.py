@@ -14,7 +14,8 @@ Stage code only calls `step(what, total=...)` and, for work it can count (bytes,
   Its level is INFO (what a task log shows), or `HEARTBEAT` for the CLI with stderr not a terminal:
   a level of its own, between INFO and WARNING, that the CLI shows by default, so that a pipe, a
   CI log or `2> err.log` sees the step alive without every INFO line of `-v`. The end of a step
-  that ended before its first heartbeat is logged at INFO only: a pipe hears of long steps alone.
+  that ended before its first heartbeat, or was interrupted (the CLI's one line says so), is logged
+  at INFO only: a pipe hears of long steps alone.
 
 rich is imported only when a reporter needs it, never when this module is imported (DAG files and
 operators import the stages at parse time).
@@ -151,16 +152,22 @@ class LogReporter(Reporter):
 
         thread = threading.Thread(target=beat, name=f"heartbeat:{what}", daemon=True)
         thread.start()
-        ok = False
+        ok = interrupted = False
         try:
             yield current
             ok = True
+        except Exception:
+            raise
+        except BaseException:  # an interrupt (SIGINT/SIGTERM): its own one line says what stopped
+            interrupted = True
+            raise
         finally:
             stop.set()
             thread.join()
             moved = f", {_amount(current.done, unit)}" if current.done and unit == "B" else ""
-            # the end of a step that beat is news at its level; a short one's end only at INFO (-v, task logs)
-            end = level if beats else min(level, logging.INFO)
+            # the end of a step that beat is news at its level; a short one's end, or an interrupted
+            # one's, only at INFO (-v, task logs)
+            end = level if beats and not interrupted else min(level, logging.INFO)
             out.log(end, "%s: %s in %.1fs%s", what, "done" if ok else "failed", current.elapsed, moved)
 
 
