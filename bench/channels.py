@@ -12,7 +12,8 @@ called through `neuronforge.farm.releases.run`, the one dispatch the CLI, the ca
 
 (a) Rollback. Builds A then B are approved and promoted to `stable`; `rollback --steps 1` points it back
 at A, then at B, and so on (`--rollbacks` times: every 32nd move of the farm index's tail compacts it,
-and the default run includes one so its amortised cost shows). Goals: one call, <= 5 S3 requests, no data
+and the default run includes one so its amortised cost shows). Goals: one call, <= 6 S3 requests (5 until
+issue 39 added the GET of the build's damage record: no channel points at a damaged build), no data
 copied (no CopyObject/UploadPartCopy/multipart upload; PUTs only of the channel record and the farm
 index's tail), < 5 s. Baseline, same endpoint, same run: what a deployment without channels does to roll
 back, copying the previous build's artifact folder over a fixed location (one listing, then a
@@ -62,7 +63,7 @@ PREFIX = "store"
 LINE = "vllm-neuron"
 PROFILE_REF = "vllm-neuron@2.26.1"
 AT = "2025-01-01T00:00:00Z"
-GOAL_REQUESTS = 5
+GOAL_REQUESTS = 6  # 5, plus the GET of `damaged/<key>.json` (issue 39: a damaged build is refused)
 GOAL_SECONDS = 5.0
 MIB = 1024 * 1024
 # A build's files (what a vllm-neuron artifact holds), with each one's share of `--artifact-mib`.
@@ -168,6 +169,8 @@ def label(r: Request, record_key: str) -> str:
         return {"GetObject": "farm-index tail GET", "PutObject": "farm-index tail PUT"}.get(r.op, f"tail {r.op}")
     if r.key.startswith("reviews/"):
         return f"review {r.op.removesuffix('Object').upper()}"
+    if r.key.startswith("damaged/"):
+        return f"damage record {r.op.removesuffix('Object').upper()}"
     if r.key.endswith("/manifest.json"):
         return f"manifest {r.op.removesuffix('Object').upper()}"
     if r.key.startswith("farm-index/"):

@@ -300,11 +300,28 @@ def release_params(request: type[ReleaseRequest] = ReleaseRequest) -> dict[str, 
 
 RELEASE_PARAMS: dict[str, Param] = release_params()
 
+SCRUB_DAG = "neuronforge_scrub"
+# The integrity scrub's form (`neuronforge.farm.scrub`): how much of the store one run checks.
+SCRUB_PARAMS: dict[str, Param] = {
+    "page_size": Param(
+        200, type="integer", **bounded(1, 1000), title="Page size", description="index pointers per page (1 to 1000)"
+    ),
+    "pages": Param(
+        10,
+        type="integer",
+        **bounded(1, 1000),
+        title="Pages",
+        description="pages this run checks, after where the last scrub stopped (the next run goes on from here)",
+    ),
+    "store": store_param(),
+}
+
 ALLOWED_KEYS: dict[str, frozenset[str]] = {
     COMPILE_DAG: frozenset(PARAMS),
     RECOMPILE_DAG: frozenset(RECOMPILE_PARAMS),
     SWEEP_DAG: frozenset(SWEEP_PARAMS),
     RELEASE_DAG: frozenset(RELEASE_PARAMS),
+    SCRUB_DAG: frozenset(SCRUB_PARAMS),
 }
 
 
@@ -408,6 +425,7 @@ FORMS: dict[str, dict[str, Param]] = {
     RECOMPILE_DAG: RECOMPILE_PARAMS,
     SWEEP_DAG: SWEEP_PARAMS,
     RELEASE_DAG: RELEASE_PARAMS,
+    SCRUB_DAG: SCRUB_PARAMS,
 }
 
 

@@ -75,9 +75,9 @@ def test_show_by_prefix_one_line_errors(capsys, tmp_path: Path) -> None:
     assert code == ExitCode.USAGE and err.count("\n") == 1 and "no artifact in" in err and "123456" in err
     code, _, err = run(capsys, "show", "abcde", "--store", store.root_uri)
     assert code == ExitCode.USAGE and err.count("\n") == 1 and "at least 6 hex characters" in err
-    # a unique prefix resolves; its manifest is missing here: a store error, one line
+    # a unique prefix resolves; its manifest is missing here: a damaged artifact, one line
     code, _, err = run(capsys, "show", "abcdff", "--store", store.root_uri)
-    assert code == ExitCode.FAILURE and err.count("\n") == 1 and "Traceback" not in err
+    assert code == ExitCode.REJECTED and err.count("\n") == 1 and "Traceback" not in err and "manifest gone" in err
 
 
 @pytest.mark.parametrize("command", ["show", "verify"])

@@ -7,7 +7,8 @@ moved by compare-and-swap (`neuronforge.records.channel`).
 
 What a move checks, every time, before it writes:
 - the build is published and its manifest verifies (the index points at a complete manifest whose
-  digest the move records); a rollback returns to a build verified when it was first promoted (builds
+  digest the move records), and it was not found damaged since (`damaged/<key>.json`: a build found
+  damaged here is recorded so, and refused); a rollback returns to a build verified when it was first promoted (builds
   are immutable, gc keeps what a history names, and every host's resolve.sh checks the recorded digest);
 - its smoke test passed;
 - it was built for the channel's model and profile line;
@@ -30,12 +31,13 @@ from dataclasses import dataclass, replace
 
 from neuronforge.artifacts import layout, reviews
 from neuronforge.artifacts.channel_launch import write_launch
+from neuronforge.artifacts.farm_index.damage import note_damaged, read_damage
 from neuronforge.artifacts.farm_index.notes import note_channel
-from neuronforge.artifacts.published import find_key, missing_files, object_sizes
+from neuronforge.artifacts.published import Damage, examine, find_key, missing_files, object_sizes
 from neuronforge.common import settings
 from neuronforge.common.errors import ExitCode, InvalidInput, NeuronforgeError, StoreError
 from neuronforge.records.artifact_manifest import ArtifactManifest
-from neuronforge.records.base import RecordError
+from neuronforge.records.base import RecordError, RecordTooNew
 from neuronforge.records.channel import ChannelBuild, ChannelMove, ChannelRecord
 from neuronforge.records.index_entry import IndexEntry
 from neuronforge.spec.source import ModelSource, model_name
@@ -168,22 +170,24 @@ def candidate(store: ArtifactStore, key: str, ref: ChannelRef) -> ChannelBuild:
     short = key[:12]
     try:
         index = IndexEntry.read(store, layout.index_entry(key))
+    except NotFound:
+        raise PromotionRefused(f"build {short} is not published in {store.root_uri} (no index entry)") from None
+    except RecordError as exc:
+        raise PromotionRefused(f"build {short}: its index entry does not read ({exc})") from None
+    try:
         raw = store.get_bytes(index.manifest)
         manifest = ArtifactManifest.from_bytes(raw, store.uri(index.manifest))
     except NotFound:
-        raise PromotionRefused(
-            f"build {short} is not published in {store.root_uri} (no index entry or manifest)"
-        ) from None
-    except RecordError as exc:
+        raise _damaged(store, key) from None
+    except RecordTooNew as exc:  # a newer neuronforge's: not damaged, not for this one to check
         raise PromotionRefused(f"build {short}: its manifest does not verify ({exc})") from None
+    except RecordError:
+        raise _damaged(store, key) from None
     if manifest.cache_key != key:
-        raise PromotionRefused(f"build {short}: its index points at the manifest of {manifest.cache_key[:12]}")
+        raise _damaged(store, key)
     missing = missing_files(object_sizes(store, index.artifact_prefix), index.artifact_prefix, manifest.files)
     if missing:
-        raise PromotionRefused(
-            f"build {short}: its manifest does not verify ({len(missing)} file(s) missing or of another size, "
-            f"e.g. {missing[0]}); `neuronforge verify {store.uri(index.manifest)}` says more"
-        )
+        raise _damaged(store, key)
     built_for = model_name(manifest.source.model_dump())
     if built_for != ref.model:
         raise PromotionRefused(f"build {short} is of {built_for}, not {ref.model}: a channel holds builds of one model")
@@ -220,6 +224,30 @@ def candidate(store: ArtifactStore, key: str, ref: ChannelRef) -> ChannelBuild:
             "compiler_version": toolchain.compiler_version,
         },
         published_at=manifest.published_at,
+    )
+
+
+def _damaged(store: ArtifactStore, key: str) -> PromotionRefused:
+    """The refusal of a build found damaged here, recorded in the farm index (`published.examine`
+    says why, in the words every reader records it with)."""
+    found = examine(store, key)
+    reason = found.reason if isinstance(found, Damage) else "it changed while it was checked"
+    if isinstance(found, Damage):
+        note_damaged(store, found, "promote")
+    return PromotionRefused(
+        f"build {key[:12]} is damaged ({reason}); recorded in the farm index: no channel takes a damaged build, "
+        "run its build again to publish it afresh"
+    )
+
+
+def damage_refusal(store: ArtifactStore, key: str) -> PromotionRefused | None:
+    """Why no channel may point at `key` because it was recorded damaged (one GET; None: it was not)."""
+    marked = read_damage(store, key)
+    if marked is None:
+        return None
+    return PromotionRefused(
+        f"build {key[:12]} is damaged ({marked.reason}; found by {marked.by} at {marked.at}): no channel takes a "
+        f"damaged build; run its build again, or `neuronforge verify {key[:12]}` clears it if every file matches again"
     )
 
 
@@ -296,7 +324,7 @@ def plan_promote(
     except PromotionRefused as exc:
         return replace(plan, refused=exc)
     state, refused = review_refusal(store, ref, key)
-    return replace(plan, build=built, review=state, refused=refused)
+    return replace(plan, build=built, review=state, refused=refused or damage_refusal(store, key))
 
 
 def plan_rollback(store: ArtifactStore, ref: ChannelRef, *, steps: int = 1, to: str | None = None) -> Plan:
@@ -332,6 +360,7 @@ def plan_rollback(store: ArtifactStore, ref: ChannelRef, *, steps: int = 1, to: 
             )
         target = earlier[steps - 1]
     state, refused = review_refusal(store, ref, target.key)
+    refused = refused or damage_refusal(store, target.key)
     return Plan("rollback", ref, record, version, target.key, target, state, refused)
 
 

@@ -15,6 +15,9 @@
                                                      (`neuronforge.artifacts.farm_index`; a cache of the above)
     locks/<key>                                      compile leases
     failures/<key>.json                              the last failed build of a key (stage, error, run)
+    damaged/<key>.json                               a published artifact found damaged (manifest gone, a
+                                                     file missing or of another size; who noticed, when)
+    scrub/state.json                                 where the integrity scrub stopped (its cursor)
     toolchains/<profile name>@<version>.json         the toolchain a Neuron profile's `prepare` last detected
                                                      (what the DAG's first task keys a cache hit with)
     reports/recompile-<date>.{md,json}               what a scheduled recompile found and rebuilt
@@ -141,6 +144,15 @@ def lock_entry(key: str) -> str:
 
 def failure_entry(key: str) -> str:
     return f"failures/{key}.json"
+
+
+DAMAGED = "damaged"
+SCRUB_STATE = "scrub/state.json"
+
+
+def damage_entry(key: str) -> str:
+    """Why the published artifact of `key` is damaged (beside the index, never in the artifact's folder)."""
+    return f"{DAMAGED}/{key}.json"
 
 
 def toolchain_record(profile_name: str, profile_version: str) -> str:

@@ -36,6 +36,7 @@ class Published:
     manifest_uri: str
     uris: dict[str, str] = field(default_factory=dict)  # output (model folder, launch) -> URI
     manifest: ArtifactManifest | None = None
+    manifest_key: str = ""  # the manifest's store key (what the index pointer names)
 
 
 def format_uris(store: ArtifactStore, prefix: str, formats: dict[str, str]) -> dict[str, str]:
@@ -51,25 +52,70 @@ def format_uris(store: ArtifactStore, prefix: str, formats: dict[str, str]) -> d
     return out
 
 
-def lookup(store: ArtifactStore, key: str) -> Published | None:
-    """The published artifact for `key`, if its index entry points at a complete manifest. A newer
-    neuronforge's entry or manifest is `RecordTooNew` (upgrade this host), not "unpublished"."""
+@dataclass(frozen=True)
+class Damage:
+    """Why the index pointer of `key` publishes nothing any more although it is there: its manifest
+    gone or unreadable, of another key, or a file it lists missing or of another size. What the
+    pipeline's lookup, `show` and the scrub record in the farm index (`farm_index.damage`)."""
+
+    key: str
+    reason: str  # one line
+    manifest: str = ""  # the manifest key the pointer names
+    found: ArtifactManifest | None = None  # the manifest, when it still reads (it names the build)
+    prefix: str = ""  # the artifact's folder, when the pointer reads
+    missing: tuple[str, ...] = ()  # the files missing or of another size, when that is the damage
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def examine(store: ArtifactStore, key: str) -> Published | Damage | None:
+    """The published artifact for `key` (its index entry points at a complete manifest), its `Damage`
+    (the pointer is there, what it points at is not whole), or None (no pointer, or the store could
+    not be read: nothing is concluded from an error that may pass). Sizes are checked against one
+    listing of the artifact's folder; the sha256 only by `verify`, which downloads. A newer
+    neuronforge's entry or manifest is `RecordTooNew` (upgrade this host), never damage."""
     try:
         index = IndexEntry.read(store, layout.index_entry(key))
+    except RecordTooNew:
+        raise
+    except NotFound:
+        return None
+    except RecordError as exc:
+        return Damage(key, f"index pointer unreadable: {_first_line(exc)}")
+    except StoreError:
+        return None
+    prefix = index.artifact_prefix
+    try:
         manifest = ArtifactManifest.read(store, index.manifest)
     except RecordTooNew:  # published by a newer neuronforge: never rebuilt over by this one
         raise
-    except (NotFound, StoreError):  # RecordError is a StoreError: a pointer to no artifact
+    except NotFound:
+        return Damage(key, f"manifest gone: {index.manifest}", index.manifest, prefix=prefix)
+    except RecordError as exc:
+        return Damage(key, f"manifest unreadable: {_first_line(exc)}", index.manifest, prefix=prefix)
+    except StoreError:
         return None
     if manifest.cache_key != key:
-        return None
-    prefix = index.artifact_prefix
+        why = f"its manifest is of another cache key ({manifest.cache_key[:12]})"
+        return Damage(key, why, index.manifest, prefix=prefix)
     missing = missing_files(object_sizes(store, prefix), prefix, manifest.files)
     if missing:
-        log.warning("index/%s points at an incomplete artifact (%s missing); ignoring it", key[:12], missing[0])
-        return None
+        why = f"{len(missing)} of {len(manifest.files)} file(s) missing or of another size (e.g. {missing[0]})"
+        return Damage(key, why, index.manifest, manifest, prefix, tuple(missing))
     uris = format_uris(store, prefix, manifest.formats)
-    return Published(key, prefix, store.uri(index.manifest), uris, manifest)
+    return Published(key, prefix, store.uri(index.manifest), uris, manifest, index.manifest)
+
+
+def lookup(store: ArtifactStore, key: str) -> Published | None:
+    """The published artifact for `key`, if its index entry points at a complete manifest (`examine`);
+    the pipeline looks up through `farm_index.damage.lookup`, which also records what is damaged."""
+    found = examine(store, key)
+    if isinstance(found, Damage):
+        log.warning("index/%s points at a damaged artifact (%s); ignoring it", key[:12], found.reason)
+        return None
+    return found
 
 
 @dataclass(frozen=True)

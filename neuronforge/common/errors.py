@@ -65,6 +65,14 @@ class StoreError(NeuronforgeError):
     """A store operation failed or a store URI cannot be used (a missing bucket, rejected credentials)."""
 
 
+class ArtifactDamaged(StoreError):
+    """A published artifact is not what its index pointer promises (its manifest gone or unreadable, a
+    file missing or of another size or sha256): recorded in the farm index, never served or promoted."""
+
+    exit_code = ExitCode.REJECTED
+    prefix = "damaged: "
+
+
 class ServiceUnreachable(NeuronforgeError):
     """A service neuronforge depends on (the Hugging Face Hub) cannot be reached or answers an
     error: nothing about the input, so callers that judge inputs (a sweep's trial) must not."""

@@ -1,5 +1,6 @@
 """What a store holds, as a compile farm's users ask: for each model and (serving profile, target),
-is it published, stale for the toolchain the workers have now, failed its smoke test, failed at
+is it published, stale for the toolchain the workers have now, damaged since it was published (its
+manifest gone, a file missing or of another size: with the reason), failed its smoke test, failed at
 another stage, or being built — with the compiler, sizes, smoke latencies, when, and which run.
 
 Read through the farm index (`neuronforge.artifacts.farm_index`), so a page of the farm costs the pages it
@@ -64,6 +65,8 @@ class FarmRow:
     channels: list[str] = field(default_factory=list)
     review: str = "pending"
     review_reason: str = ""
+    # Why a damaged artifact is damaged: {"reason", "at", "by", "manifest"} (empty: not damaged).
+    damage: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -121,11 +124,12 @@ def _row_of(store: ArtifactStore, e: Entry, newest: dict[str, str]) -> FarmRow:
         row.review, row.review_reason = str(e.review["state"]), str(e.review.get("reason", ""))
     if e.published is not None:
         p = e.published
-        stale = _stale(e.profile, newest)
         prefix = str(p.get("prefix", ""))
-        row.status = "stale" if stale else "published"
-        now = newest.get(e.profile.partition("@")[0], "")
-        row.message = f"built for {e.profile}; the workers' toolchain is now {now}" if stale else ""
+        if row.status == "published":  # not damaged since, nor being built again
+            stale = _stale(e.profile, newest)
+            row.status = "stale" if stale else "published"
+            now = newest.get(e.profile.partition("@")[0], "")
+            row.message = f"built for {e.profile}; the workers' toolchain is now {now}" if stale else ""
         row.revision = str(p.get("revision", ""))
         row.compiler_version = str(p.get("compiler_version", ""))
         # a record that is not what the writer writes (a string, NaN, a boolean) shows without that value
@@ -139,6 +143,13 @@ def _row_of(store: ArtifactStore, e: Entry, newest: dict[str, str]) -> FarmRow:
         row.uris = format_uris(store, prefix, formats)
         names = [str(n) for n in launch] if isinstance(launch, list) else []
         row.launch = {name: store.uri(f"{prefix}/launch/{name}") for name in names}
+    if row.status == "damaged" and e.damage is not None:
+        d = {k: str(e.damage.get(k, "")) for k in ("reason", "at", "by", "manifest")}
+        row.status, row.damage = "damaged", d
+        row.message = f"{d['reason']} (found by {d['by'] or '?'} at {d['at'] or '?'})"
+        row.at = row.at or d["at"]
+        if not row.manifest_uri and d["manifest"]:
+            row.manifest_uri = store.uri(d["manifest"])
     elif row.status in ("failed", "smoke-failed") and e.failure is not None:
         f = e.failure
         row.stage, row.message, row.at, row.run_id = (
@@ -161,7 +172,7 @@ class FarmQuery:
     profile: str | None = None
     instance: str | None = None
     status: str | None = None
-    published_only: bool = False  # published or stale (what `ls` lists unless given a status)
+    published_only: bool = False  # published, stale or damaged (what `ls` lists unless given a status)
 
     def __post_init__(self) -> None:
         if self.status and self.status not in STATUSES:
@@ -179,7 +190,7 @@ class FarmQuery:
 
     def page_may_match(self, ref: PageRef, newest: dict[str, str]) -> bool:
         """False only when no entry of the page can match (from the head's summary of it)."""
-        if self.published_only and "published" not in ref.statuses:
+        if self.published_only and not {"published", "damaged"} & set(ref.statuses):
             return False
         if self.instance and self.instance not in ref.instances:
             return False
@@ -241,7 +252,7 @@ def farm_page(
                 counts[shown] += n
     total = window.total
     if total is None and not (query.model or query.profile or query.instance):
-        total = sum(counts[s] for s in (("published", "stale") if query.published_only else (query.status or "",)))
+        total = sum(counts[s] for s in (LISTED if query.published_only else (query.status or "",)))
     return FarmPage(rows, total, offset, counts, window.instances)
 
 
@@ -283,12 +294,19 @@ def resolve_key(store: ArtifactStore, key: str) -> str | None:
 
 def farm_row(store: ArtifactStore, key: str) -> tuple[FarmRow, ArtifactManifest | None] | None:
     """One build's row and its manifest, drawn from that artifact's own files (its index pointer,
-    manifest and folder listing: three requests), else its failure record or lease. An index pointer,
-    manifest or failure record that cannot be read as one (wrong types, not JSON, not UTF-8, a NUL)
-    makes the row a damaged one with the reason; it never fails."""
+    manifest and folder listing: three requests, and its damage record), else its failure record or
+    lease. An artifact found damaged here (its manifest gone or unreadable, a file missing or of another
+    size) is recorded so (`farm_index.note_damaged`): every listing shows it damaged from then on. A
+    failure record that cannot be read as one makes the row a damaged one with the reason; it never fails."""
     from neuronforge.artifacts import leases
-    from neuronforge.artifacts.farm_index.entry import building_record, failure_record, published_record
-    from neuronforge.artifacts.published import incomplete_files, read_manifest
+    from neuronforge.artifacts.farm_index.damage import note_damaged, read_damage
+    from neuronforge.artifacts.farm_index.entry import (
+        building_record,
+        damaged_record,
+        failure_record,
+        published_record,
+    )
+    from neuronforge.artifacts.published import Damage, examine
     from neuronforge.records.base import RecordError
     from neuronforge.records.failure import FailureRecord
     from neuronforge.records.index_entry import IndexEntry
@@ -299,18 +317,24 @@ def farm_row(store: ArtifactStore, key: str) -> tuple[FarmRow, ArtifactManifest 
         return None
     damage = ""
     try:
-        index = IndexEntry.read(store, layout.index_entry(full))
-        manifest = read_manifest(store, index.manifest)
-    except RecordError as exc:  # not an index entry / artifact manifest: forged, truncated, not UTF-8
-        index, manifest, damage = None, None, str(exc)
-    except StoreError:  # gone
-        index = manifest = None
+        found = examine(store, full)
+    except StoreError:  # a newer neuronforge's manifest: not shown as this one's
+        found = None
     newest = _newest_refs()
-    if index is not None and manifest is not None and manifest.cache_key == full:
+    if found is not None:
         e = Entry(full)
-        e.apply(published_record(index, manifest))
+        manifest = found.found if isinstance(found, Damage) else found.manifest
+        manifest_key = found.manifest if isinstance(found, Damage) else found.manifest_key
+        if manifest is not None:
+            index = IndexEntry(cache_key=full, manifest=manifest_key, prefix=found.prefix)
+            e.apply(published_record(index, manifest))
+        if isinstance(found, Damage):
+            e.apply(damaged_record(note_damaged(store, found, "catalog")[0]))
+        elif (marked := read_damage(store, full)) is not None:  # found by a deeper check (verify's sha256)
+            e.apply(damaged_record(marked))
         row = row_of(store, e, newest)
-        row.incomplete = incomplete_files(store, index, manifest)
+        missing = found.missing if isinstance(found, Damage) else ()
+        row.incomplete = [f"{path}: missing or wrong size" for path in missing]
         return row.shown(), manifest
     try:
         failure: FailureRecord | None = FailureRecord.read(store, layout.failure_entry(full))

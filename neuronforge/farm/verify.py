@@ -20,6 +20,7 @@ from typing import Any
 
 from neuronforge.artifacts.published import read_manifest, verify_files
 from neuronforge.common.errors import InvalidInput
+from neuronforge.records.artifact_manifest import ArtifactManifest
 from neuronforge.records.base import RecordError
 from neuronforge.stores import ArtifactStore, NotFound
 
@@ -40,10 +41,14 @@ class Verification:
         return {**asdict(self), "ok": self.ok}
 
 
-def verify_artifact(store: ArtifactStore, manifest_key: str, work_dir: Path, retrace: bool = False) -> Verification:
+def verify_artifact(
+    store: ArtifactStore, manifest_key: str, work_dir: Path, retrace: bool = False, record: bool = False
+) -> Verification:
     """Re-hash every file of the artifact whose manifest is `manifest_key`, then run its profile's
     preflight on the downloaded copy; with `retrace`, also the profile's start-up re-trace in its
-    toolchain's interpreter (`ServingProfile.retrace_problems`)."""
+    toolchain's interpreter (`ServingProfile.retrace_problems`). With `record` (the artifact is the
+    store's own, named by its key), files that do not match are recorded as damage in the farm index,
+    and an artifact recorded damaged whose files all match again is cleared (`_record`)."""
     from neuronforge.profiles import get_profile
     from neuronforge.profiles.base import Artifact
 
@@ -66,6 +71,8 @@ def verify_artifact(store: ArtifactStore, manifest_key: str, work_dir: Path, ret
     root = Path(tempfile.mkdtemp(prefix="nf-verify-", dir=work_dir))
     try:
         result.problems += verify_files(store, prefix, files, download_to=root)
+        if record:
+            _record(store, manifest_key, manifest, list(result.problems))
         try:
             profile = get_profile(result.profile)
         except InvalidInput as exc:
@@ -87,3 +94,18 @@ def verify_artifact(store: ArtifactStore, manifest_key: str, work_dir: Path, ret
         return result
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _record(store: ArtifactStore, manifest_key: str, manifest: ArtifactManifest, problems: list[str]) -> None:
+    """What re-hashing found, into the farm index: the damage (checked by sha256), or its end."""
+    from neuronforge.artifacts.farm_index.damage import SHA256, clear_damage, note_damaged
+    from neuronforge.artifacts.published import Damage, Published
+
+    prefix = manifest_key.rpartition("/")[0]
+    if problems:
+        reason = f"{len(problems)} file(s) do not match the manifest (e.g. {problems[0]})"
+        damage = Damage(manifest.cache_key, reason, manifest_key, manifest, prefix)
+        note_damaged(store, damage, "verify", checked=SHA256)
+    else:
+        whole = Published(manifest.cache_key, prefix, store.uri(manifest_key), {}, manifest, manifest_key)
+        clear_damage(store, whole, deepest=SHA256)

@@ -23,7 +23,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, St
 from neuronforge.records.base import StoredRecord
 from neuronforge.records.parts import AnyObject, Text
 
-KINDS = ("published", "failed", "building", "deleted", "channel", "review")
+KINDS = ("published", "failed", "building", "deleted", "channel", "review", "damaged")
 
 
 def _stamped(value: dict[str, Any]) -> dict[str, Any]:
@@ -57,6 +57,8 @@ class LogRecord(BaseModel):
     channel: Stamped | None = None
     # The build's review decision: {"state", "by", "at", "reason"}
     review: Stamped | None = None
+    # The published artifact was found damaged: {"reason", "at", "by", "manifest"} (`DamageRecord.summary`)
+    damage: Stamped | None = None
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_unset=True)
@@ -110,6 +112,9 @@ class Entry(BaseModel):
     channels: list[StrictStr] = Field(default_factory=list)
     # The build's review decision (None: pending).
     review: Stamped | None = None
+    # The published artifact was found damaged since it was published (its manifest gone, a file
+    # missing or of another size): {"reason", "at", "by", "manifest"}. Cleared by the key's next publish.
+    damage: Stamped | None = None
     # Never stored: set by the reader (`snapshot.read_page`) for a line of a page that is not a row
     # (not JSON, not UTF-8, a field of the wrong type, a NUL): why, in one line. The row shows as
     # damaged with it (`farm.rows.damaged_row`) and the rest of the page as usual; the next
@@ -135,10 +140,16 @@ class Entry(BaseModel):
 
     @property
     def status_class(self) -> str:
-        """published, smoke-failed, failed, building or damaged (stale is decided by the reader)."""
+        """damaged, published, smoke-failed, failed or building (stale is decided by the reader): a row
+        that could not be read, or an artifact found damaged since it was published — which stays
+        damaged until a build of its key starts or fails after it was found."""
         if self.unreadable:
             return "damaged"
-        if self.published is not None:
+        if self.damage is not None:
+            found = str(self.damage.get("at", ""))
+            if not any(p is not None and str(p.get("at", "")) > found for p in (self.failure, self.building)):
+                return "damaged"
+        if self.published is not None and self.damage is None:
             return "published"
         if self.failure is not None and (self.building is None or self.failure["at"] >= self.building["at"]):
             return "smoke-failed" if self.failure.get("stage") == "smoke" else "failed"
@@ -148,7 +159,13 @@ class Entry(BaseModel):
 
     @property
     def empty(self) -> bool:
-        return self.published is None and self.failure is None and self.building is None and not self.unreadable
+        return (
+            self.published is None
+            and self.failure is None
+            and self.building is None
+            and self.damage is None
+            and not self.unreadable
+        )
 
     def apply(self, record: LogRecord) -> None:
         """Fold one log record into this row."""
@@ -158,13 +175,15 @@ class Entry(BaseModel):
             if value and (kind == "published" or not getattr(self, name)):
                 setattr(self, name, value)
         if kind == "published" and record.published is not None:
-            self.published, self.building = dict(record.published), None
+            self.published, self.building, self.damage = dict(record.published), None, None
         elif kind == "failed" and record.failure is not None:
             self.failure, self.building = dict(record.failure), None
         elif kind == "building" and record.building is not None:
             self.building = dict(record.building)
         elif kind == "deleted":
-            self.published, self.channels, self.review = None, [], None
+            self.published, self.channels, self.review, self.damage = None, [], None, None
+        elif kind == "damaged" and record.damage is not None:
+            self.damage = dict(record.damage)
         elif kind == "channel" and record.channel is not None:
             name = str(record.channel.get("channel") or "")
             kept = [c for c in self.channels if c != name]

@@ -184,5 +184,6 @@ def test_a_forged_manifest_costs_what_it_forged_never_a_traceback(tmp_path: Path
     assert row.key == mistyped and row.uris == {} and row.cpu_seconds is None
     assert shown is not None and shown.smoke == {} and shown.as_stored()["smoke"] == "<script>"
     entries, skipped = snapshot.scan(store)
-    assert set(entries) == {mistyped} and [s.index_key for s in skipped] == [layout.index_entry(broken)]
+    assert {k for k, e in entries.items() if e.published} == {mistyped} and entries[broken].status_class == "damaged"
+    assert [s.index_key for s in skipped] == [layout.index_entry(broken)]
     assert skipped[0].problem == "not an artifact manifest (its files are not path/size/sha256 entries)"

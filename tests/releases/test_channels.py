@@ -78,7 +78,7 @@ def test_a_build_whose_manifest_does_not_verify_is_refused(store) -> None:
     key = publish(store, 1)
     prefix = json.loads(store.get_bytes(layout.index_entry(key)))["prefix"]
     store.put_bytes(b"truncated", f"{prefix}/model/weights.bin")
-    with pytest.raises(channels.PromotionRefused, match=r"manifest does not verify \(1 file\(s\) .* model/weights.bin"):
+    with pytest.raises(channels.PromotionRefused, match=r"is damaged \(1 of 2 file\(s\) missing .* model/weights.bin"):
         channels.promote(store, ref("candidate"), build=key)
     with pytest.raises(InvalidInput, match=r"no artifact .* cache key starting with abcdef"):
         channels.promote(store, ref("candidate"), build="abcdef123456")
@@ -232,10 +232,11 @@ def test_a_channel_record_of_a_newer_release_is_refused(store) -> None:
         channels.promote(store, ref("candidate"), build=publish(store, 2))
 
 
-def test_a_rollback_is_five_requests_on_s3(s3_bucket: str) -> None:
+def test_a_rollback_is_six_requests_on_s3(s3_bucket: str) -> None:
     """The release commands open the store without the bucket probe and a rollback does not re-read its
-    build's manifest: channel GET, review GET, channel PUT, farm-index tail GET and PUT; nothing copied
-    (bench/channels.py measures it against copying a build)."""
+    build's manifest: channel GET, review GET, damage record GET (a build found damaged is refused),
+    channel PUT, farm-index tail GET and PUT; nothing copied (bench/channels.py measures it against
+    copying a build)."""
     from neuronforge.interfaces.cli import main
 
     uri = f"s3://{s3_bucket}/rollback"
@@ -258,6 +259,7 @@ def test_a_rollback_is_five_requests_on_s3(s3_bucket: str) -> None:
     assert sent == [
         ("GET", record_key),
         ("GET", f"rollback/reviews/{a}.json"),
+        ("GET", f"rollback/damaged/{a}.json"),
         ("PUT", record_key),
         ("GET", "rollback/farm-index/tail.json"),
         ("PUT", "rollback/farm-index/tail.json"),

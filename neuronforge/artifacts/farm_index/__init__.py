@@ -6,9 +6,12 @@ build (`published.lookup` still follows `index/<key>.json` to a complete manifes
 append small records to a tail with compare-and-swap (`log`); the tail is folded into sorted,
 checksummed pages under a head (`snapshot`); readers merge the two (`reader`).
 `neuronforge index rebuild` writes it afresh from the manifests; `neuronforge verify --store`
-compares it with them, both ways.
+compares it with them, both ways. Whoever finds a published artifact damaged records it (`damage`), so
+the index shows it damaged rather than published; the scrub (`neuronforge.farm.scrub`) walks the store in
+pages to find what nobody opened.
 """
 
+from neuronforge.artifacts.farm_index.damage import clear_damage, lookup, note_damaged, read_damage
 from neuronforge.artifacts.farm_index.entry import (
     Entry,
     building_record,
@@ -32,11 +35,15 @@ __all__ = [
     "append",
     "building_record",
     "check",
+    "clear_damage",
     "compact",
     "deleted_record",
     "failure_record",
+    "lookup",
+    "note_damaged",
     "note_published",
     "published_record",
+    "read_damage",
     "read_window",
     "rebuild",
     "record_failure",

@@ -1,5 +1,6 @@
 """The farm index's log records of one cache key — an artifact published (its summary, from its
-manifest), a build failed, a build claimed, an artifact deleted — and the aggregates of its rows.
+manifest), a build failed, a build claimed, an artifact deleted or found damaged — and the
+aggregates of its rows.
 The row (`Entry`) and the record (`LogRecord`) are typed in `neuronforge.records.farm_index`.
 
 Built by the same functions whether the record comes from a publish that has the manifest in hand or
@@ -16,6 +17,7 @@ from typing import Any
 from neuronforge.artifacts.failures import names_of
 from neuronforge.common.errors import NeuronforgeError
 from neuronforge.records.artifact_manifest import ArtifactManifest
+from neuronforge.records.damage import DamageRecord
 from neuronforge.records.farm_index import Entry, LogRecord
 from neuronforge.records.index_entry import IndexEntry
 from neuronforge.spec.source import model_name
@@ -27,8 +29,10 @@ __all__ = [
     "LogRecord",
     "building_record",
     "channel_records",
+    "damaged_record",
     "deleted_record",
     "failure_record",
+    "manifest_names",
     "published_record",
     "review_record",
     "target_variant",
@@ -62,9 +66,19 @@ def _number(value: Any, scale: float = 1.0, digits: int = 3) -> float | None:
     return None
 
 
+def manifest_names(manifest: ArtifactManifest) -> dict[str, str]:
+    """What a manifest's build is called in the index: model, profile ref, target slug, instance."""
+    target = manifest.request.get("target")
+    return {
+        "model": model_name(manifest.source.model_dump()),
+        "profile": manifest.profile.ref if manifest.profile is not None else "",
+        "target": manifest.target_slug,
+        "instance": str(target.get("instance_type") or "") if isinstance(target, dict) else "",
+    }
+
+
 def published_record(index: IndexEntry, manifest: ArtifactManifest) -> LogRecord:
     """The log record of a published artifact (its index pointer and manifest, as `publish` wrote them)."""
-    target = manifest.request.get("target")
     toolchain = manifest.toolchain
     summary = {
         "revision": manifest.source.revision,
@@ -84,15 +98,7 @@ def published_record(index: IndexEntry, manifest: ArtifactManifest) -> LogRecord
         "launch": manifest.launch_files(),
         "variant": _variant(manifest),
     }
-    return LogRecord(
-        kind="published",
-        key=manifest.cache_key,
-        model=model_name(manifest.source.model_dump()),
-        profile=manifest.profile.ref if manifest.profile is not None else "",
-        target=manifest.target_slug,
-        instance=str(target.get("instance_type") or "") if isinstance(target, dict) else "",
-        published=summary,
-    )
+    return LogRecord(kind="published", key=manifest.cache_key, published=summary, **manifest_names(manifest))
 
 
 def failure_record(failure: Any) -> LogRecord:
@@ -114,6 +120,12 @@ def building_record(key: str, holder: str, at: str, state: Any = None) -> LogRec
 
 def deleted_record(key: str) -> LogRecord:
     return LogRecord(kind="deleted", key=key)
+
+
+def damaged_record(record: DamageRecord) -> LogRecord:
+    """The log record of a `DamageRecord`: the row turns damaged, named as the record names it."""
+    names = {n: getattr(record, n) for n in ("model", "profile", "target", "instance") if getattr(record, n)}
+    return LogRecord(kind="damaged", key=record.key, damage=record.summary(), **names)
 
 
 def channel_records(record: Any) -> list[LogRecord]:

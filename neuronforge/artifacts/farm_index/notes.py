@@ -1,8 +1,8 @@
 """What the store's writers tell the farm index: an artifact published, a build failed, a build
-claimed. Each note follows the write it describes and is advisory — a failing note is logged,
-never fails what it follows; the next compaction reconciles the index with the store's own markers
-(`index/` pointers, `failures/`, live leases), which is why those markers' modules sit below the
-index and these notes above it."""
+claimed (and, in `damage`, an artifact found damaged). Each note follows the write it describes and
+is advisory — a failing note is logged, never fails what it follows; the next compaction reconciles
+the index with the store's own markers (`index/` pointers, `failures/`, `damaged/`, live leases),
+which is why those markers' modules sit below the index and these notes above it."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import random
 import time
 from typing import Any
 
+from neuronforge.artifacts import layout
 from neuronforge.artifacts.failures import write_failure
 from neuronforge.artifacts.farm_index import snapshot
 from neuronforge.artifacts.farm_index.entry import (
@@ -61,10 +62,14 @@ def append(store: ArtifactStore, records: list[LogRecord], *, compact: bool = Tr
     raise StoreError(f"{store.uri(TAIL)}: {MAX_TRIES} conflicting writes in a row; the index was not updated")
 
 
-def note_published(store: ArtifactStore, index: IndexEntry, manifest: ArtifactManifest) -> None:
+def note_published(store: ArtifactStore, index: IndexEntry, manifest: ArtifactManifest, fresh: bool = True) -> None:
     """After `index/<key>.json` (two requests). Its failure does not unpublish anything: the index
-    is a cache of the manifests, and the next compaction finds the pointer without a record."""
+    is a cache of the manifests, and the next compaction finds the pointer without a record. A
+    publish over a pointer that was there already (`fresh` False: a rebuild of a damaged artifact)
+    first drops the key's damage record (`damaged/<key>.json`): the published record clears the row."""
     try:
+        if not fresh:
+            store.delete_prefix(layout.damage_entry(manifest.cache_key))
         append(store, [published_record(index, manifest)])
     except (StoreError, OSError) as exc:
         log.warning(

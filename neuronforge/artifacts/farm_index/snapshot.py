@@ -12,7 +12,8 @@ trusted — readers rebuild from the manifests (`rebuild`), which stay the truth
 Compaction folds the tail into new pages, and reconciles with the store's own markers, which cost
 one listing per thousand objects: an `index/<key>.json` pointer without an entry (a publisher killed
 between its manifest and its record) is read and added; an entry whose pointer is gone (deleted by
-hand) is dropped; likewise for `failures/`, and a build whose lease is no longer live.
+hand) is dropped; likewise for `failures/`, for `damaged/` (an artifact found damaged, until its key
+is published again), and a build whose lease is no longer live.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from neuronforge.artifacts.farm_index.entry import (
     Aggregates,
     Entry,
     channel_records,
+    damaged_record,
     failure_record,
     published_record,
     review_record,
@@ -44,6 +46,7 @@ from neuronforge.common.errors import StoreError
 from neuronforge.common.stored_text import nul_in, original_json, shown, storable_json
 from neuronforge.records.base import RecordError
 from neuronforge.records.channel import ChannelRecord
+from neuronforge.records.damage import DamageRecord
 from neuronforge.records.farm_index import FarmIndexHead as Head
 from neuronforge.records.farm_index import FarmIndexTail, LogRecord, PageRef
 from neuronforge.records.index_entry import IndexEntry
@@ -241,6 +244,9 @@ def _reconcile(store: ArtifactStore, entries: dict[str, Entry]) -> None:
     gone = [key for key, e in entries.items() if e.published is not None and key not in pointers]
     for key in gone:
         entries[key].published = None
+    for key, e in entries.items():
+        if e.damage is not None and key not in pointers:  # no artifact any more: nothing is damaged
+            e.damage = None
     if gone:
         log.warning(
             "farm index: %d artifact row(s) had no index pointer any more (e.g. %s); dropped", len(gone), gone[0][:12]
@@ -270,6 +276,30 @@ def _reconcile(store: ArtifactStore, entries: dict[str, Entry]) -> None:
             lease = leases.current(store, key)
             if not leases.held(lease):
                 e.building = None
+    _damage(store, entries, pointers, drop_unmarked=True)
+
+
+def _damage(store: ArtifactStore, entries: dict[str, Entry], pointers: set[str], drop_unmarked: bool) -> None:
+    """The damage records (`damaged/<key>.json`, one listing) into the rows: each of a key whose index
+    pointer is still there and that was not published again since. With `drop_unmarked`, a row's
+    damage whose record is gone (a publish or a scrub cleared it) is dropped too."""
+    marked = _listed_keys(store, layout.DAMAGED, ".json")
+    if drop_unmarked:
+        for key, e in entries.items():
+            if e.damage is not None and key not in marked:
+                e.damage = None
+    for key in sorted(marked & pointers):
+        e = entries.get(key)
+        if e is not None and e.damage is not None:
+            continue
+        try:
+            record = DamageRecord.read(store, layout.damage_entry(key))
+        except (NotFound, RecordError) as exc:
+            log.warning("farm index: skipped the damage record of %s: %s", key[:12], exc)
+            continue
+        if e is not None and e.published is not None and str(e.published.get("at", "")) > record.at:
+            continue  # published again after it was found (a publish that could not drop the record)
+        merge(entries, [damaged_record(record).numbered(0)])
 
 
 def _pointer_record(store: ArtifactStore, index_key: str) -> dict[str, Any] | None:
@@ -301,7 +331,9 @@ def scan(store: ArtifactStore) -> tuple[dict[str, Entry], list[Skipped]]:
 
     entries: dict[str, Entry] = {}
     skipped: list[Skipped] = []
+    pointers: set[str] = set()
     for found in scan_index(store):
+        pointers.add(found.index_key.removeprefix("index/").removesuffix(".json"))
         if found.problem is not None or found.index is None or found.manifest is None:
             skipped.append(Skipped(found.index_key, found.problem or "unreadable"))
             continue
@@ -313,6 +345,7 @@ def scan(store: ArtifactStore) -> tuple[dict[str, Entry], list[Skipped]]:
         failure = read_failure(store, key)
         if failure is not None:
             merge(entries, [failure_record(failure).numbered(0)])
+    _damage(store, entries, pointers, drop_unmarked=False)
     _scan_releases(store, entries)
     for key in sorted(_listed_keys(store, "locks", "")):
         lease = leases.current(store, key)
@@ -405,6 +438,8 @@ def check(store: ArtifactStore) -> list[str]:
     problems = []
     for key, e in sorted(published.items()):
         mine = indexed.get(key)
+        if mine is not None and mine.damage is not None:
+            continue  # said below
         if mine is None or mine.published is None:
             problems.append(
                 f"{key[:12]} is published ({e.published['manifest']}) but missing from the farm index; {fix}"
@@ -414,6 +449,15 @@ def check(store: ArtifactStore) -> list[str]:
         ) != e.published.get("compiler_version"):
             problems.append(f"{key[:12]}: the farm index describes it otherwise than its manifest; {fix}")
     for key, e in sorted(indexed.items()):
-        if e.published is not None and key not in published:
-            problems.append(f"{key[:12]} is in the farm index but has no complete manifest; {fix}")
+        if e.damage is not None:
+            d = e.damage
+            problems.append(
+                f"{key[:12]} is damaged ({d.get('reason', '?')}; found by {d.get('by', '?')} at {d.get('at', '?')}): "
+                "run its build again to publish it afresh"
+            )
+        elif e.published is not None and key not in published:
+            problems.append(
+                f"{key[:12]} is in the farm index but has no complete manifest; "
+                "run neuronforge verify --store URI --repair to mark it damaged"
+            )
     return problems

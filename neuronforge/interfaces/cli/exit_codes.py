@@ -20,11 +20,13 @@ EXIT_CODES: dict[ExitCode, str] = {
     "over them",
     ExitCode.USAGE: "usage error: unknown instance or profile, malformed value, missing file, unknown key",
     ExitCode.REJECTED: "`plan`/`run`: the configuration is invalid or does not fit (or `run`'s smoke test failed); "
-    "`fetch`/`quantize`: the checkpoint failed verification; `verify`: a file does not match the manifest, "
-    "the farm index disagrees with the manifests, or the profile's consumer would refuse the artifact; "
+    "`fetch`/`quantize`: the checkpoint failed verification; `show`: the artifact is damaged (manifest gone, a "
+    "file missing or of another size; recorded in the farm index); `verify`: a file does not match the manifest, "
+    "the farm index disagrees with the manifests, the profile's consumer would refuse the artifact, or (with "
+    "`--store --repair`) the scrub found a damaged artifact; "
     "`catalog check`: the catalog has problems; `promote`/`rollback`: the build may not go to the channel (not "
-    "published or not verifying, smoke failed, another model or profile line, rejected, or not approved where the "
-    "channel requires it); `recompile`: the SDK release is not in the profile data (what is known of it is "
+    "published, damaged or not verifying, smoke failed, another model or profile line, rejected, or not approved "
+    "where the channel requires it); `recompile`: the SDK release is not in the profile data (what is known of it is "
     "printed; nothing is built); `lease break`: the lease's holder is a running process of this host (stop it instead)",
     ExitCode.STALE: "`catalog stale`: some catalog target has no artifact for the current toolchain; "
     "`recompile --dry-run`: some catalog target would be rebuilt",

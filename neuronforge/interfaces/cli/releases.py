@@ -133,15 +133,23 @@ def _review_word(store, key: str) -> str:
 
 
 def cmd_channels(args: argparse.Namespace) -> int:
-    """The current pointer of each channel, with the build's review state (a rejected build a channel still
-    points to is flagged REJECTED, and the command says what to do)."""
+    """The current pointer of each channel, with the build's review state and whether it was found
+    damaged (a rejected or damaged build a channel still points to is flagged, and the command says what
+    to do): one listing, then a GET of the review and of the damage record per channel."""
     from neuronforge.artifacts import channels
+    from neuronforge.artifacts.farm_index import read_damage
 
     store = _store(args)
     records = channels.channels_of(store, args.model)
     rows = [(r, _review_word(store, r.current.build.key)) for r in records]
+    damage = {r.current.build.key: read_damage(store, r.current.build.key) for r, _ in rows}
     if args.json:
-        print_json([{**r.to_json(), "review_state": state.lower()} for r, state in rows])
+        print_json(
+            [
+                {**r.to_json(), "review_state": state.lower(), "damage": _damage_json(damage[r.current.build.key])}
+                for r, state in rows
+            ]
+        )
         return EXIT_OK
     if not rows:
         print(f"no channels{' of ' + args.model if args.model else ''} in {store.root_uri}")
@@ -151,10 +159,10 @@ def cmd_channels(args: argparse.Namespace) -> int:
     for r, state in rows:
         m = r.current
         approval = ", requires approval" if r.requires_approval else ""
+        broken = ", DAMAGED" if damage[m.build.key] is not None else ""
         print(  # a channel spans revisions: its model's name, as every listing shows it (`model_ref`)
             f"{model_ref(r.model)} · {r.profile_line} · {r.channel}: {m.build.key[:12]} {m.build.target} "
-            f"({state}{approval}); "
-            f"{m.action} by {m.by} at {m.at}"
+            f"({state}{broken}{approval}); {m.action} by {m.by} at {m.at}"
         )
     for r, state in rows:
         if state == "REJECTED":
@@ -162,7 +170,18 @@ def cmd_channels(args: argparse.Namespace) -> int:
                 f"WARNING: {r.model} · {r.profile_line} · {r.channel} points to the REJECTED build "
                 f"{r.current.build.key[:12]}: `neuronforge rollback {r.model} --profile {r.profile_line} {r.channel}`"
             )
+        found = damage[r.current.build.key]
+        if found is not None:
+            print(
+                f"WARNING: {r.model} · {r.profile_line} · {r.channel} points to the DAMAGED build "
+                f"{r.current.build.key[:12]} ({found.reason}; found by {found.by} at {found.at}): rebuild it, or "
+                f"`neuronforge rollback {r.model} --profile {r.profile_line} {r.channel}`"
+            )
     return EXIT_OK
+
+
+def _damage_json(found) -> dict[str, str] | None:
+    return None if found is None else {"reason": found.reason, "at": found.at, "by": found.by}
 
 
 def _history_options(p: argparse.ArgumentParser) -> None:

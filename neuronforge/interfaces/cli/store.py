@@ -64,9 +64,10 @@ def _refuse_bad_key(ref: str) -> None:
         )
 
 
-def _open_artifact(ref: str, store_uri: str) -> tuple[Any, str, str]:
+def _open_artifact(ref: str, store_uri: str, by: str = "", files_too: bool = True) -> tuple[Any, str, str]:
     """(store, manifest key, artifact prefix) for a cache key, a unique key prefix (looked up in
-    `store_uri`'s index) or a manifest / artifact-root URI (the prefix is then the store's root: "")."""
+    `store_uri`'s index) or a manifest / artifact-root URI (the prefix is then the store's root: "").
+    With `by` (the command), an artifact named by its key is checked first (`_refuse_damaged`)."""
     if not _is_key_ref(ref):
         _refuse_bad_key(ref)
         store, key = _open_manifest(ref)
@@ -87,7 +88,31 @@ def _open_artifact(ref: str, store_uri: str) -> tuple[Any, str, str]:
         raise InvalidInput(
             f"{store.uri(layout.index_entry(key))} is not an index entry (run neuronforge index rebuild)"
         ) from None
+    if by:
+        _refuse_damaged(store, key, by, files_too)
     return store, entry.manifest, entry.artifact_prefix
+
+
+def _refuse_damaged(store: Any, key: str, by: str, files_too: bool) -> None:
+    """`ArtifactDamaged` when the artifact of `key` is damaged — its manifest gone or unreadable, or
+    (`files_too`) a file missing or of another size, or recorded damaged by a deeper check (`verify`'s
+    sha256) — after recording it in the farm index, so that `ls` and the catalog say so from then on."""
+    from neuronforge.artifacts.farm_index.damage import note_damaged, read_damage
+    from neuronforge.artifacts.published import Damage, examine
+    from neuronforge.common.errors import ArtifactDamaged
+
+    found = examine(store, key)
+    what = f"{key[:12]} in {store.root_uri}"
+    fix = "run its build again to publish it afresh"
+    if isinstance(found, Damage) and (files_too or found.found is None):
+        note_damaged(store, found, by)
+        raise ArtifactDamaged(f"{what}: {found.reason}; recorded in the farm index (`neuronforge ls` lists it): {fix}")
+    marked = read_damage(store, key) if files_too and not isinstance(found, Damage) else None
+    if marked is not None:
+        raise ArtifactDamaged(
+            f"{what}: {marked.reason} (found by {marked.by} at {marked.at}); {fix}, or `neuronforge verify "
+            f"{key[:12]}` clears it if every file matches again"
+        )
 
 
 def _output_uris(store: Any, prefix: str, formats: dict[str, str]) -> dict[str, str]:
@@ -111,7 +136,7 @@ def _ls_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--status",
         choices=["published", "stale", "smoke-failed", "failed", "building", "damaged"],
-        help="builds in this state (default: published and stale artifacts, and damaged rows)",
+        help="builds in this state (default: published artifacts, stale or found damaged since, and damaged rows)",
     )
     p.add_argument("--check", action="store_true", help="also list each shown artifact's files (one request each)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
@@ -120,7 +145,8 @@ def _ls_options(p: argparse.ArgumentParser) -> None:
 def cmd_ls(args: argparse.Namespace) -> int:
     """A page of the store's published artifacts, from the farm index (the head, the tail and the
     pages shown: a handful of requests however large the farm); `--check` lists each shown
-    artifact's folder to say whether its files are all there (one request per row)."""
+    artifact's folder to say whether its files are all there (one request per row), and records the
+    damage it finds. A damaged artifact is listed with the reason."""
     from neuronforge.artifacts.published import verify_manifest
     from neuronforge.farm.rows import FarmQuery, farm_page
     from neuronforge.spec.source import model_ref
@@ -148,10 +174,13 @@ def cmd_ls(args: argparse.Namespace) -> int:
             "message": r.message,
             "channels": r.channels,
             "review": r.review,
+            "damage": r.damage,
         }
-        if args.check and r.manifest_uri:
+        if args.check and r.manifest_uri and r.status != "damaged":
             lacking = verify_manifest(store, r.manifest_uri.removeprefix(store.root_uri).strip("/"))
             row.update(complete=not lacking, missing_or_truncated=lacking)
+            if lacking:
+                _record_check(store, r.key)
         rows.append(row)
     if args.json:
         print_json(rows)
@@ -182,10 +211,23 @@ def cmd_ls(args: argparse.Namespace) -> int:
         shown = f"{len(rows)} of {page.total}" if len(rows) < page.total else f"{page.total}"
     broken = sum(r.get("complete") is False for r in rows)
     tail = f" ({broken} incomplete: run neuronforge verify on them)" if broken else ""
+    damaged = sum(r["status"] == "damaged" for r in rows)
+    if damaged and args.status != "damaged":
+        tail += f" ({damaged} DAMAGED: each row says why)"
     print(f"{shown} {what} in {store.root_uri}{tail}")
     if more or (page.total is not None and args.offset + len(rows) < page.total):
         print(f"next page: --offset {args.offset + len(rows)}")
     return EXIT_OK
+
+
+def _record_check(store: Any, key: str) -> None:
+    """What `ls --check` found missing, as damage in the farm index (`published.examine` says why)."""
+    from neuronforge.artifacts.farm_index.damage import note_damaged
+    from neuronforge.artifacts.published import Damage, examine
+
+    found = examine(store, key)
+    if isinstance(found, Damage):
+        note_damaged(store, found, "ls --check")
 
 
 # -- show -------------------------------------------------------------------------------------------
@@ -231,10 +273,12 @@ def _show_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    """The manifest, readably; an artifact named by its key that is damaged is refused in one line
+    (and recorded in the farm index)."""
     from neuronforge.artifacts.published import read_manifest
     from neuronforge.spec.source import model_name, model_ref
 
-    store, key, prefix = _open_artifact(args.ref, args.store)
+    store, key, prefix = _open_artifact(args.ref, args.store, by="show")
     m = read_manifest(store, key)
     if args.json:
         print_json(m.as_stored())
@@ -289,6 +333,22 @@ def _verify_options(p: argparse.ArgumentParser) -> None:
         metavar="URI",
         help=store_help("where a cache key is looked up, or (without KEY_OR_URI) whose farm index is checked"),
     )
+    p.add_argument(
+        "--repair",
+        action="store_true",
+        help="with --store: scrub the store a page at a time — check each artifact (pointer, manifest, sizes), "
+        "record what is damaged, index again what the farm index lacks — resuming where the last scrub stopped",
+    )
+    p.add_argument(
+        "--cursor",
+        metavar="KEY",
+        help="--repair: start after this cache key (the last scrub's 'next page'); '' starts a new pass "
+        "(default: where the last scrub, the daily DAG's included, stopped)",
+    )
+    p.add_argument(
+        "--page-size", type=int, default=200, metavar="N", help="--repair: index pointers per page (default 200)"
+    )
+    p.add_argument("--pages", type=int, default=1, metavar="N", help="--repair: pages in this call (default 1)")
     p.add_argument("--work-dir", default=str(default_work_dir()), help=WORK_DIR_HELP)
     p.add_argument(
         "--retrace",
@@ -314,9 +374,31 @@ def cmd_verify_store(args: argparse.Namespace) -> int:
     return EXIT_REJECTED if problems else EXIT_OK
 
 
+def cmd_verify_repair(args: argparse.Namespace) -> int:
+    """`verify --store URI --repair`: one bounded, resumable call of the integrity scrub
+    (`neuronforge.farm.scrub`); exits 3 when it found a damaged artifact."""
+    from neuronforge.farm.scrub import scrub
+    from neuronforge.stores import open_store
+
+    store = open_store(args.store, must_exist=True)
+    store.probe(write=True)
+    report = scrub(store, args.cursor, page_size=args.page_size, pages=args.pages)
+    if args.json:
+        print_json(report.to_json())
+    else:
+        for key in report.damaged_keys:
+            print(f"  DAMAGED {key[:12]} (`neuronforge ls --status damaged` says why)")
+        print(report.line())
+    return EXIT_REJECTED if report.damaged else EXIT_OK
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     from neuronforge.farm.verify import verify_artifact
 
+    if args.repair or args.cursor is not None:
+        if args.ref or args.retrace:
+            raise InvalidInput("--repair scrubs a whole store a page at a time: give --store URI, not an artifact")
+        return cmd_verify_repair(args)
     if not args.ref:  # the store's farm index against its manifests
         if args.retrace:
             raise InvalidInput("--retrace is for an artifact: give its cache key (or prefix) or URI")
@@ -325,8 +407,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
         raise InvalidInput(
             "verify takes an artifact URI or --store, not both (--store is where a cache key is looked up)"
         )
-    store, key, _ = _open_artifact(args.ref, args.store)
-    result = verify_artifact(store, key, Path(args.work_dir).expanduser(), retrace=args.retrace)
+    keyed = _is_key_ref(args.ref)  # the store's own artifact: what verify finds is recorded in its index
+    store, key, _ = _open_artifact(args.ref, args.store, by="verify" if keyed else "", files_too=False)
+    work_dir = Path(args.work_dir).expanduser()
+    result = verify_artifact(store, key, work_dir, retrace=args.retrace, record=keyed)
     if args.json:
         print_json(result.to_json())
     else:

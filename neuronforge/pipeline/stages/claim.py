@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 
 from neuronforge.artifacts import farm_index, leases
-from neuronforge.artifacts.published import lookup
+from neuronforge.artifacts.farm_index.damage import lookup
 from neuronforge.pipeline.buildstate import BuildState, LeaseRef, PublishedRef
 from neuronforge.pipeline.stage import Context, Stage
 
@@ -27,7 +27,7 @@ def claim(state: BuildState, ctx: Context, ttl_s: float, poll_s: float) -> Build
             told.add(other.holder)
             # a warning: the CLI shows it at its default verbosity (a silent wait looks like a hang)
             log.warning("%s", leases.waiting_line(other))
-        waited = leases.wait_for(ctx.store, key, lambda: lookup(ctx.store, key), poll_s=poll_s)
+        waited = leases.wait_for(ctx.store, key, lambda: lookup(ctx.store, key, state=state), poll_s=poll_s)
         if waited is not None:
             ctx.published = waited
             return state.model_copy(update={"hit": PublishedRef.of(waited)})

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from neuronforge.artifacts.published import Published, lookup
+from neuronforge.artifacts.farm_index.damage import lookup
+from neuronforge.artifacts.published import Published
 from neuronforge.pipeline.buildstate import BuildState, PublishedRef, SourcePin
 from neuronforge.pipeline.planner import PlanRejected, static_checks
 from neuronforge.pipeline.stage import Context, Stage
@@ -67,7 +68,7 @@ def find_published(state: BuildState, store: ArtifactStore, work_dir: Path) -> t
             return None
     source = state.source.source() if state.source is not None else state.model
     prep = prepare(source, state.target, work_dir, allow_pickle=state.allow_pickle, toolchain=toolchain)
-    hit = lookup(store, prep.key)
+    hit = lookup(store, prep.key, state=state)
     if hit is None:
         return None
     return state.model_copy(update={**_prepared(state, prep), "hit": PublishedRef.of(hit)}), hit
@@ -143,7 +144,7 @@ def run(state: BuildState, ctx: Context) -> BuildState:
     prep = prepare(given, state.target, ctx.work_dir, allow_pickle=state.allow_pickle)
     source, key = prep.request.source, prep.key
     update = _prepared(state, prep)
-    hit = lookup(ctx.store, key)
+    hit = lookup(ctx.store, key, state=state)
     if hit is not None:
         log.info("cache hit for %s: %s", key[:12], hit.manifest_uri)
         update["hit"] = PublishedRef.of(hit)

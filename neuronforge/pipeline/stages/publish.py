@@ -108,9 +108,10 @@ def publish(inp: PublishInput, store: ArtifactStore) -> Published:
     manifest.write(store, manifest_key)  # last: from here on the artifact exists
     interrupts.note_published(store.uri(manifest_key))  # an interrupt from here on says so
     index = IndexEntry(cache_key=inp.key, manifest=manifest_key, prefix=prefix)
-    if not index.write_if_absent(store, layout.index_entry(inp.key)):
+    fresh = index.write_if_absent(store, layout.index_entry(inp.key))
+    if not fresh:  # an earlier or concurrent run published it, or this run rebuilt a damaged artifact
         log.info("index/%s already present (published by an earlier or concurrent run)", inp.key[:12])
-    farm_index.note_published(store, index, manifest)
+    farm_index.note_published(store, index, manifest, fresh=fresh)
     uris = format_uris(store, prefix, manifest.formats)
     return Published(inp.key, prefix, store.uri(manifest_key), uris, manifest)
 
