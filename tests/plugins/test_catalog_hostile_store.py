@@ -55,6 +55,7 @@ WRONG: dict[str, Any] = {
     "building": [1],
     "channels": [1, 2],
     "review": "approved",
+    "damage": "manifest gone",
 }
 ROW_FIELDS = [f for f in Entry.model_fields if f != "unreadable"]
 # Lines of a page that are no row, each with what its reason names.

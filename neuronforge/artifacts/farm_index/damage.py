@@ -19,6 +19,7 @@ from typing import Any
 from neuronforge.artifacts import layout
 from neuronforge.artifacts.failures import names_of
 from neuronforge.artifacts.farm_index.entry import damaged_record, manifest_names, published_record
+from neuronforge.artifacts.farm_index.log import ROOT
 from neuronforge.artifacts.farm_index.notes import append
 from neuronforge.artifacts.farm_index.reader import read_window
 from neuronforge.artifacts.published import Damage, Published, examine
@@ -70,7 +71,7 @@ def note_damaged(
     except (NeuronforgeError, OSError) as exc:
         log.warning("%s is damaged (%s), but the farm index was not told (%s)", damage.key[:12], damage.reason, exc)
         return record, False
-    log.info("%s is damaged: %s; recorded in the farm index", damage.key[:12], damage.reason)
+    log.debug("%s is damaged: %s; recorded in the farm index", damage.key[:12], damage.reason)
     return record, True
 
 
@@ -78,8 +79,11 @@ def _indexed_names(store: ArtifactStore, key: str) -> dict[str, str]:
     """What the index calls `key` (its row's model, profile, target, instance), for a damage found
     where nothing else names the build (its manifest gone, found by `show`): the record then sorts
     where its row is, and a filtered listing finds it. Reads the index's pages until the row (a
-    damage is recorded once, so this is paid once); {} when the index cannot say."""
+    damage is recorded once, so this is paid once); {} when the index cannot say (a store without an
+    index is not scanned to build one here)."""
     try:
+        if not store.list_page(ROOT, limit=1):  # no index yet: not built from here (a scan of the store)
+            return {}
         rows = read_window(store, match=lambda e: e.key == key, limit=1).entries
     except (NeuronforgeError, OSError):
         return {}
