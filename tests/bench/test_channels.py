@@ -36,7 +36,7 @@ def test_quick_run_prints_the_rollback_the_races_and_the_goals() -> None:
     goals = out.split("\nGoals\n", 1)[1].splitlines()
     assert sum(line.startswith(("  PASS ", "  FAIL ")) for line in goals) == 8
     assert "  PASS no data copied: 0 copy/upload request(s) of artifact data in 4 rollbacks" in goals
-    count = r"  (PASS|FAIL) the command makes \d+ S3 requests \(goal <= 5\): .*channel PUT"
+    count = r"  (PASS|FAIL) the command makes \d+ S3 requests \(goal <= 6\): .*channel PUT"
     assert any(re.match(count, g) for g in goals)
     assert "  PASS one command: `neuronforge rollback MODEL --profile P CHANNEL`" in "\n".join(goals)
     command = r"^the command: `neuronforge rollback bench/llama --profile vllm-neuron stable .*: rollback to "
