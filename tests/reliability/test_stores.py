@@ -155,9 +155,11 @@ def test_ls_says_which_artifacts_are_incomplete(damage: str, copied_store: Path)
     assert text.traceback is None and text.code == EXIT_OK, text.text
     assert "INCOMPLETE: 1 file(s) missing or truncated" in text.out
     assert "1 incomplete: run neuronforge verify" in text.out
-    rows = json.loads(cli(["ls", f"file://{copied_store}", "--json", "--check"]).out)
-    assert [r["complete"] for r in rows] == [False]
-    assert len(rows[0]["missing_or_truncated"]) == 1 and victim.name in rows[0]["missing_or_truncated"][0]
+    # the check recorded the damage: from then on every listing says it, the cheap one included
+    for argv in (["--json", "--check"], ["--json"]):
+        rows = json.loads(cli(["ls", f"file://{copied_store}", *argv]).out)
+        assert [r["status"] for r in rows] == ["damaged"], argv
+        assert victim.name in rows[0]["message"], rows[0]
 
 
 def test_ls_on_an_intact_store_says_nothing_is_incomplete(copied_store: Path) -> None:

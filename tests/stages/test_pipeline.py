@@ -55,9 +55,12 @@ def test_a_hit_reads_the_index_once(compiled: Compiled, monkeypatch: pytest.Monk
     import neuronforge.pipeline.stages.prepare as prepare_stage
 
     keys: list[str] = []
-    real = pipeline.lookup
-    for module in (pipeline, prepare_stage):  # prepare's lookup, and the runner's after publishing
-        monkeypatch.setattr(module, "lookup", lambda store, key: keys.append(key) or real(store, key))
+
+    def counted(real):
+        return lambda store, key, **kw: keys.append(key) or real(store, key, **kw)
+
+    for module in (pipeline, prepare_stage):  # prepare's lookup (it records damage), and the runner's
+        monkeypatch.setattr(module, "lookup", counted(module.lookup))
     again = run_target(str(compiled.checkpoint), compiled.target, compiled.store, compiled.work_dir)
     assert again.status == "cache-hit" and keys == [compiled.first.key]
     assert again.published.manifest == compiled.first.published.manifest

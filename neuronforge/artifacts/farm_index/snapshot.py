@@ -53,6 +53,8 @@ from neuronforge.records.index_entry import IndexEntry
 from neuronforge.records.review import ReviewRecord
 from neuronforge.stores import ArtifactStore, NotFound
 
+CACHE_KEY = re.compile(r"[0-9a-f]{64}")  # what `locks/<key>` names when a worker wrote it
+
 log = logging.getLogger(__name__)
 
 HEAD = f"{ROOT}/head.json"
@@ -272,10 +274,8 @@ def _reconcile(store: ArtifactStore, entries: dict[str, Entry]) -> None:
         if failure is not None:
             merge(entries, [failure_record(failure).numbered(0)])
     for key, e in entries.items():
-        if e.building is not None:
-            lease = leases.current(store, key)
-            if not leases.held(lease):
-                e.building = None
+        if e.building is not None and not leases.held(_lease(store, key)):
+            e.building = None
     _damage(store, entries, pointers, drop_unmarked=True)
 
 
@@ -300,6 +300,21 @@ def _damage(store: ArtifactStore, entries: dict[str, Entry], pointers: set[str],
         if e is not None and e.published is not None and str(e.published.get("at", "")) > record.at:
             continue  # published again after it was found (a publish that could not drop the record)
         merge(entries, [damaged_record(record).numbered(0)])
+
+
+def _lease(store: ArtifactStore, key: str) -> Any:
+    """The lease of `key` as the index sees it: None for what `locks/` holds that is no cache key (a
+    file store's compare-and-swap sidecar copied to S3, a hostile key) or does not read as a lease,
+    so one such object never stops a rebuild, a scrub or `gc` (`lease ls` shows it as unreadable)."""
+    from neuronforge.artifacts import leases
+
+    if not CACHE_KEY.fullmatch(key):
+        return None
+    try:
+        return leases.current(store, key)
+    except StoreError as exc:  # RecordError included
+        log.warning("farm index: skipped lease %s: %s", store.uri(layout.lock_entry(key)), exc)
+        return None
 
 
 def _pointer_record(store: ArtifactStore, index_key: str) -> dict[str, Any] | None:
@@ -348,7 +363,7 @@ def scan(store: ArtifactStore) -> tuple[dict[str, Entry], list[Skipped]]:
     _damage(store, entries, pointers, drop_unmarked=False)
     _scan_releases(store, entries)
     for key in sorted(_listed_keys(store, "locks", "")):
-        lease = leases.current(store, key)
+        lease = _lease(store, key)
         if leases.held(lease):
             e = entries.get(key)
             if e is None or e.published is None:
