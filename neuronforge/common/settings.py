@@ -13,7 +13,7 @@ model (`python -m neuronforge.common.settings` rewrites its tables).
 
 Variables read outside this process's Python are listed in `READ_ELSEWHERE` (the worker image's start
 command; the toolchain side, `neuronforge_toolchain/`, runs with the standard library only and reads
-none today).
+only the worker's pid).
 """
 
 from __future__ import annotations
@@ -415,6 +415,10 @@ READ_ELSEWHERE: dict[str, tuple[str, str]] = {
     f"{ENV_PREFIX}POD_CORES": (
         "a release channel's launch/resolve.sh, in a pod of its k8s-init-container.yaml (which sets it)",
         "the physical NeuronCores of the pod's whole Neuron devices: a build that needs more is refused",
+    ),
+    f"{ENV_PREFIX}PARENT_PID": (
+        "a toolchain child (neuronforge_toolchain/orphan.py), set by the worker that starts it",
+        "the worker's pid: the child ends with that worker, even a SIGKILLed one (Linux's parent-death signal)",
     ),
 }
 
