@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import io
 import subprocess
+import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,3 +71,18 @@ def mount(*args: str) -> str | None:
     (the disk cases then skip with that reason)."""
     done = subprocess.run(["mount", *args], capture_output=True, text=True, check=False)
     return None if done.returncode == 0 else (done.stderr.strip() or f"mount exited {done.returncode}")
+
+
+def gone(pid: int, within_s: float) -> bool:
+    """Whether `pid` exits within `within_s` (a zombie has: its parent died first, and whoever
+    inherited it here may not reap it)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.05)
+    return False

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.harness import cli, snapshot
+from tests.reliability.harness import cli, gone, snapshot
 from tests.reliability.test_matrix import COMMANDS, DONE, _publish_some
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,21 +106,6 @@ def _published(store: Path) -> list[str]:
     return sorted(str(p.relative_to(store)) for p in (*store.glob("index/*.json"), *store.rglob("manifest.json")))
 
 
-def _gone(pid: int, within_s: float) -> bool:
-    """Whether `pid` exits within `within_s` (a zombie has: its parent died first, and whoever
-    inherited it here may not reap it)."""
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return True
-        if state in ("Z", "X"):
-            return True
-        time.sleep(0.05)
-    return False
-
-
 CASES = [(stage, sig) for stage in STAGES for sig in CAUGHT]
 
 
@@ -141,7 +126,7 @@ def test_a_caught_signal_frees_the_build_and_the_rerun_publishes(
     assert "nothing was published" in said[0], said
     assert "Traceback" not in run.text() and "KeyboardInterrupt" not in run.text(), run.text()
     if stage == "compile_graphs":  # the toolchain child (a session of its own) went with it
-        assert _gone(child, 1.0), f"the compile child {child} still runs"
+        assert gone(child, 1.0), f"the compile child {child} still runs"
     assert _published(store) == []  # data first, manifest last: no manifest, no index entry
     held = {k: v for k, v in _leases(store).items() if v["expires"] > time.time()}
     assert held == {}, held
@@ -169,12 +154,12 @@ def test_after_kill_9_the_rerun_on_this_host_starts_within_5_s(stage: str, env: 
     finally:
         rerun.proc.kill()
         rerun.proc.wait()
-        if stage == "compile_graphs" and not _gone(child, 2.0):  # never leak it, whatever the assertion says
+        if stage == "compile_graphs" and not gone(child, 2.0):  # never leak it, whatever the assertion says
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(child, signal.SIGKILL)
     assert took < RERUN_STARTS_S, f"the rerun started building {took:.1f} s after"
     if stage == "compile_graphs":  # the toolchain child ended with its worker (neuronforge_toolchain.orphan)
-        assert _gone(child, 1.0), f"the compile child {child} outlived its SIGKILLed worker"
+        assert gone(child, 1.0), f"the compile child {child} outlived its SIGKILLed worker"
 
 
 def test_a_second_signal_while_cleaning_up_ends_it_at_once(env: dict[str, str], tmp_path: Path) -> None:
@@ -195,7 +180,7 @@ def test_a_second_signal_while_cleaning_up_ends_it_at_once(env: dict[str, str], 
     said = run.after_signal()
     assert len(said) == 1 and said[0].startswith("interrupted by SIGINT"), said
     assert "during compile_graphs" in said[0], said
-    assert _gone(child, 1.0), f"the compile child {child} still runs"
+    assert gone(child, 1.0), f"the compile child {child} still runs"
 
 
 def test_a_child_that_ignores_sigterm_is_killed_within_the_promise(env: dict[str, str], tmp_path: Path) -> None:
@@ -204,7 +189,7 @@ def test_a_child_that_ignores_sigterm_is_killed_within_the_promise(env: dict[str
     code, took = run.kill(signal.SIGTERM)
     assert code == 143 and took < SIGNAL_TO_EXIT_S, (code, took, run.text())
     assert len(run.after_signal()) == 1, run.after_signal()
-    assert _gone(child, 1.0), f"the compile child {child} still runs"
+    assert gone(child, 1.0), f"the compile child {child} still runs"
 
 
 # -- the DAG's tasks ----------------------------------------------------------------------------------
@@ -271,7 +256,7 @@ def test_a_stopped_task_stops_its_children_releases_the_lease_and_says_so(
     line += "(its build lease is released)"
     assert out.strip().splitlines()[-1] == f"AirflowTaskTerminated: {line}", out
     assert (out + err).count(line) == 2 and "Traceback" not in out + err, out + err  # the log line, the raise
-    assert _gone(child, 1.0), f"the compile child {child} still runs"
+    assert gone(child, 1.0), f"the compile child {child} still runs"
     assert [v for v in _leases(store).values() if v["expires"] > time.time()] == []
     assert _published(store) == []
 

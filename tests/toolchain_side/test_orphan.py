@@ -15,6 +15,7 @@ import pytest
 
 from neuronforge.common import interrupts
 from neuronforge_toolchain import orphan
+from tests.reliability.harness import gone
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl(PR_SET_PDEATHSIG) is Linux's")
 
@@ -42,25 +43,6 @@ WORKER = textwrap.dedent(
 )
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie waiting for its reaper is gone for our purpose
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def _gone_within(pid: int, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return True
-        time.sleep(0.05)
-    return not _alive(pid)
-
-
 def test_a_sigkilled_worker_takes_its_toolchain_child_and_the_compilers_with_it(tmp_path: Path) -> None:
     marker = tmp_path / "child"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -74,8 +56,8 @@ def test_a_sigkilled_worker_takes_its_toolchain_child_and_the_compilers_with_it(
         assert armed == "True"
         worker.send_signal(signal.SIGKILL)
         worker.wait(5)
-        assert _gone_within(child, 2.0), f"the toolchain child {child} outlived its SIGKILLed worker"
-        assert _gone_within(int(grandchild), 2.0), f"the compiler {grandchild} outlived its SIGKILLed worker"
+        assert gone(child, 2.0), f"the toolchain child {child} outlived its SIGKILLed worker"
+        assert gone(int(grandchild), 2.0), f"the compiler {grandchild} outlived its SIGKILLed worker"
     finally:  # never leak them, whatever the assertions said
         worker.kill()
         if marker.exists():
