@@ -177,6 +177,16 @@ PARAMS: dict[str, Param] = {
         "release channel of its model and profile line at it (e.g. candidate); empty: no promotion. A refusal "
         "(stable takes only approved builds) is reported by the publish task and keeps the build published",
     ),
+    "hub_registry": Param(
+        None,
+        type=OPTIONAL_STRING,
+        pattern=r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?$",
+        title="Register in cache repository",
+        description="optimum-neuron targets of a Hub model: after the smoke test, put the build's NEFFs and "
+        "optimum-neuron's registry entry into this Hugging Face cache repository (org/name; created private if "
+        "missing) so that `optimum-cli neuron cache lookup` and `serve` find it. Endpoint and token: the Airflow "
+        "connection neuronforge_hub_registry (host, password), else HF_ENDPOINT / HF_TOKEN; empty: not registered",
+    ),
 }
 
 # The recompile DAG's trigger form.

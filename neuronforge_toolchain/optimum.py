@@ -36,3 +36,17 @@ def generate(spec):
 
     model, load_s = timed(lambda: NeuronModelForCausalLM.from_pretrained(spec["model_dir"]))
     return greedy(model.generate, spec["prompt_ids"], spec["max_new_tokens"], load_s)
+
+
+def registry_entry(spec):
+    """The Hub cache registry entry of an export (`optimum_registry.entry`)."""
+    from neuronforge_toolchain import optimum_registry
+
+    return optimum_registry.entry(spec)
+
+
+def registry_lookup(spec):
+    """optimum's own lookup of a cache repository (`optimum_registry.lookup`)."""
+    from neuronforge_toolchain import optimum_registry
+
+    return optimum_registry.lookup(spec)

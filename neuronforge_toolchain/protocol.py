@@ -2,7 +2,8 @@
 
     <toolchain python> -m neuronforge_toolchain REQUEST.json RESPONSE.json
 
-REQUEST.json: {"protocol": 1, "action": "detect" | "compile" | "generate", "toolchain": "optimum" |
+REQUEST.json: {"protocol": 1, "action": "detect" | "compile" | "generate" | "registry_entry" |
+"registry_lookup" (optimum only), "toolchain": "optimum" |
 "nxdi" | "tnx" | "vllm_native" (not for detect), "spec": {...}}. RESPONSE.json, written once the action ended:
 {"protocol": 1, "ok": true, "result": {...}} or {"protocol": 1, "ok": false, "error": {"type": ...,
 "message": ...}}. Standard output is the toolchain's own progress (compiler log lines), which the
@@ -16,7 +17,7 @@ import traceback
 
 from neuronforge_toolchain import PROTOCOL
 
-ACTIONS = ("detect", "compile", "generate")
+ACTIONS = ("detect", "compile", "generate", "registry_entry", "registry_lookup")
 
 
 class RequestError(Exception):

@@ -273,3 +273,20 @@ def ref_of(store: ArtifactStore, prefix: str) -> TreeRef | None:
 def _size(files: list[StoredFile] | list[ObjectInfo]) -> str:
     n = sum(f.size for f in files)
     return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n} B"
+
+
+def read_tree_file(store: ArtifactStore, ref: TreeRef, relpath: str) -> bytes:
+    """One file of the folder `ref` pins, checked against its manifest (size and sha256): for a
+    stage that needs a config file of a checkpoint or a build, not the whole tree on its host."""
+    raw = store.get_bytes(ref.manifest_key)
+    if hashlib.sha256(raw).hexdigest() != ref.manifest_sha256:
+        raise StoreError(f"{store.uri(ref.manifest_key)} changed since it was pinned; run the build again")
+    listed = {f.path: f for f in FileListing.from_bytes(raw, store.uri(ref.manifest_key)).files}
+    entry = listed.get(relpath)
+    if entry is None:
+        raise StoreError(f"{store.uri(ref.prefix)} holds no {relpath}")
+    data = store.get_bytes(f"{ref.prefix}/{relpath}")
+    if len(data) != entry.size or hashlib.sha256(data).hexdigest() != entry.sha256:
+        where = store.uri(f"{ref.prefix}/{relpath}")
+        raise StoreError(f"{where} is not the file its manifest lists; run the build again")
+    return data

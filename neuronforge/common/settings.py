@@ -185,6 +185,13 @@ class Settings:
         60.0, "seconds between two looks at the triggered rebuilds by the recompile DAG's wait"
     )
     heartbeat_s: float = _seconds_setting(10.0, "seconds between two progress log lines of a running step")
+    hub_registry_conn_id: str = _setting(
+        "neuronforge_hub_registry",
+        "the Airflow connection a run's --hub-registry / `Register in cache repository` writes with (host: the Hub "
+        "endpoint, password: a token with write access); without it the environment's HF_ENDPOINT and HF_TOKEN",
+        str,
+        "an Airflow connection id",
+    )
     approval_channels: tuple[str, ...] = _setting(
         ("stable",),
         "the release channels that take only approved builds (`neuronforge approve KEY`); every channel refuses a "

@@ -18,6 +18,7 @@ from neuronforge.artifacts.published import Published
 from neuronforge.common.errors import InvalidInput
 from neuronforge.common.hosts import StageRun
 from neuronforge.profiles.request import CompileRequest
+from neuronforge.records.hub_registry import HubRegistration
 from neuronforge.spec.source import ModelSource
 from neuronforge.spec.target import TargetSpec
 from neuronforge.spec.toolchain import Toolchain
@@ -109,6 +110,31 @@ class CompiledRef(BaseModel):
     record: dict[str, Any] = Field(default_factory=dict)  # graphs, invocations, seconds, cache_sync, formats…
 
 
+def check_hub_registry(repo_id: str, model: str, profile: Any) -> str:
+    """A run's cache repository (`--hub-registry`), refused in one line before any work when its
+    builds could never be found there: a profile whose consumer has no Hub registry, a model that is
+    no Hub model (optimum's lookup finds builds by Hub model id and reads the model's config.json
+    from the Hub). "" (none asked) passes."""
+    from neuronforge.artifacts.hub_registry import check_repo_id
+
+    if not repo_id.strip():
+        return ""
+    repo_id = check_repo_id(repo_id)
+    if profile.hub_registry is None:
+        raise InvalidInput(
+            f"--hub-registry {repo_id}: profile {profile.ref}'s consumer has no Hub cache registry (only "
+            "optimum-neuron's `cache lookup` and `serve` read one); leave it out, or build with profile optimum-neuron"
+        )
+    source = ModelSource.parse(model)
+    if source.kind != "hf":
+        raise InvalidInput(
+            f"--hub-registry {repo_id}: {source.name} is not a Hugging Face model; optimum-neuron's lookup finds "
+            "builds by Hub model id (org/name) and reads its config.json from the Hub: register builds of Hub models "
+            "only, or deploy this one's exported folder"
+        )
+    return repo_id
+
+
 class BuildState(BaseModel):
     """One target's build: the request, what was pinned, and one field per stage result."""
 
@@ -121,6 +147,8 @@ class BuildState(BaseModel):
     prompts: list[str] = Field(default_factory=list)
     max_new_tokens: int = 8
     allow_pickle: bool = False
+    # the optimum-neuron cache repository (org/name) to register the build in, when the run asks
+    hub_registry: str | None = None
     # prepare
     source: SourcePin | None = None
     toolchain: dict[str, Any] | None = None
@@ -135,6 +163,7 @@ class BuildState(BaseModel):
     quantized: QuantizedRef | None = None
     compiled: CompiledRef | None = None
     smoke: dict[str, Any] | None = None
+    registered: HubRegistration | None = None  # register_hub_cache: the entry and optimum's lookup of it
     published: PublishedRef | None = None
     # every stage that ran: its seconds and the kind of host (`neuronforge.common.hosts`)
     hosts: list[StageRun] = Field(default_factory=list)
@@ -155,6 +184,8 @@ class BuildState(BaseModel):
         data["target"] = pin(target if isinstance(target, TargetSpec) else TargetSpec.parse(target or {}))
         super().__init__(**data)
         check_smoke_request(self.prompts, self.max_new_tokens, self.target.sequence_length)
+        if self.hub_registry is not None:
+            self.hub_registry = check_hub_registry(self.hub_registry, self.model, self.profile) or None
 
     # -- typed views -----------------------------------------------------------------------------
     def request(self) -> CompileRequest:

@@ -1,7 +1,7 @@
 """The compile-and-publish pipeline, declared once.
 
     prepare -> claim_build -> fetch_checkpoint -> plan_target -> quantize_weights
-            -> compile_graphs (+ compile-cache sync) -> smoke -> publish_artifact
+            -> compile_graphs (+ compile-cache sync) -> smoke -> register_hub_cache -> publish_artifact
 
 Each stage lives in one module of `neuronforge.pipeline.stages` with its adapter (`run`: what it
 reads from the `BuildState`, the stage function, what it writes back) and its declaration (`STAGE`:
@@ -43,6 +43,7 @@ from neuronforge.pipeline.stages import plan as plan_stage
 from neuronforge.pipeline.stages import prepare as prepare_stage
 from neuronforge.pipeline.stages import publish as publish_stage
 from neuronforge.pipeline.stages import quantize as quantize_stage
+from neuronforge.pipeline.stages import register as register_stage
 from neuronforge.pipeline.stages import smoke as smoke_stage
 from neuronforge.spec.target import TargetSpec
 from neuronforge.stores import ArtifactStore
@@ -60,6 +61,7 @@ STAGES: tuple[Stage, ...] = tuple(
         quantize_stage,
         compile_stage,
         smoke_stage,
+        register_stage,
         publish_stage,
     )
 )
@@ -97,6 +99,7 @@ def run_target(
     allow_pickle: bool = False,
     lease_ttl_s: float | None = None,
     lease_poll_s: float | None = None,
+    hub_registry: str | None = None,
 ) -> TargetOutcome:
     """One target through `STAGES` in this process; an identical request already building
     elsewhere (its lease in the store is live) is waited for and its artifact reused. The lease is
@@ -111,6 +114,7 @@ def run_target(
         prompts=list(prompts or []),
         max_new_tokens=max_new_tokens,
         allow_pickle=allow_pickle,
+        hub_registry=hub_registry,
     )
     ctx = Context(store, work_dir)
     keeping = LeaseKeeping(lease_ttl_s)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from neuronforge.artifacts.hub_registry import ConnectionReader
     from neuronforge.artifacts.leases import LeaseKeeper
     from neuronforge.artifacts.published import Published
     from neuronforge.pipeline.buildstate import BuildState
@@ -29,6 +30,9 @@ class Context:
     # The artifact a lookup of this build found (prepare's, or the claim's wait): the CLI's outcome,
     # without reading the index again.
     published: Published | None = None
+    # Reads a named connection's Hub credentials (the Airflow layer passes its connections; None: the
+    # environment's HF_ENDPOINT / HF_TOKEN): a token never travels in the build state.
+    connections: ConnectionReader | None = None
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from neuronforge.profiles.lifecycle import Lifecycle
 
 if TYPE_CHECKING:
     from neuronforge.compilation.backends.interpreter import ToolchainPython
+    from neuronforge.profiles.optimum_registry import OptimumRegistry
     from neuronforge.records.artifact_manifest import ArtifactManifest
     from neuronforge.spec.modelconfig import ModelArch
     from neuronforge.spec.target import TargetSpec
@@ -166,6 +167,9 @@ class ServingProfile(ABC):
     # The line's status per instance family by SDK release, with sources (one per line: every version
     # of a profile name declares the same object).
     lifecycle: ClassVar[Lifecycle | None] = None
+    # The Hub cache registry its consumer looks builds up in (optimum-neuron's `cache lookup` / `serve`):
+    # a run's --hub-registry registers its builds there; None: its consumer has no such lookup.
+    hub_registry: ClassVar[OptimumRegistry | None] = None
 
     # -- identity ------------------------------------------------------------------------------
     @property
@@ -252,6 +256,8 @@ class ServingProfile(ABC):
             "toolchain_python": self.toolchain_python,
             # only when there is one: a manifest of a profile without one reads as before, byte for byte
             **({"serving_image": self.serving_image} if self.serving_image else {}),
+            # the versions its consumer finds a registry entry with (only for a profile with a Hub registry)
+            **({"hub_registry": self.hub_registry.describe()} if self.hub_registry else {}),
         }
 
     # -- planning ------------------------------------------------------------------------------

@@ -51,6 +51,7 @@ from neuronforge.profiles.base import (
     tokenizer_problems,
 )
 from neuronforge.profiles.line_lifecycles import OPTIMUM_NEURON
+from neuronforge.profiles.optimum_registry import OptimumRegistry
 from neuronforge.spec.target import TORCH_DTYPE_NAMES
 
 if TYPE_CHECKING:
@@ -71,6 +72,9 @@ SDK_PACKAGES = {
     "libneuronxla": "2.2.12677.0",
     "vllm": "0.11.0",
 }
+# optimum-neuron 0.4.5's wheel: `Requires-Dist: transformers~=4.57.1` (METADATA; setup.py INSTALL_REQUIRES).
+# A registry entry's folder is a digest over the config as that transformers serialises it.
+TRANSFORMERS_SPEC = "~=4.57.1"
 
 _SRC = "optimum-neuron v0.4.5"
 RULE_VERSIONS = f"{_SRC} optimum/neuron/configuration_utils.py NeuronConfig.from_dict"
@@ -100,6 +104,7 @@ class OptimumNeuronProfile(ServingProfile):
     # optimum/neuron/utils/instance.py SUPPORTED_INSTANCE_TYPES
     instance_families = frozenset({"inf2", "trn1", "trn1n", "trn2"})
     lifecycle = OPTIMUM_NEURON
+    hub_registry = OptimumRegistry(OPTIMUM_NEURON_VERSION, COMPILER_VERSION, TRANSFORMERS_SPEC)
     folder = "optimum-neuron"
     publishes = (
         "optimum-neuron/: the export as optimum writes it (config.json, neuron_config.json, model.pt, "

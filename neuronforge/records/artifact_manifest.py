@@ -19,6 +19,7 @@ from typing import Annotated, Any, ClassVar, Self
 from pydantic import Field, PrivateAttr, StrictStr
 
 from neuronforge.records.base import StoredRecord
+from neuronforge.records.hub_registry import HubRegistration
 from neuronforge.records.parts import AnyObject, FileEntry, Part, Text, or_default
 
 
@@ -86,6 +87,8 @@ class ArtifactManifest(StoredRecord):
     smoke: AnyObject = Field(default_factory=dict)  # `stages.smoke.SmokeResult.to_json`
     compile: AnyObject = Field(default_factory=dict)  # the compile stage's record (graphs, cache sync)
     hosts: AnyObject = Field(default_factory=dict)  # where each stage ran (`hosts.host_report`)
+    # the optimum-neuron cache repository it was registered in, and optimum's lookup of it; None: not asked
+    hub_registry: Annotated[HubRegistration | None, or_default(lambda: None)] = None
     neuronforge_version: Text = ""
     run_id: Text = ""  # the Airflow run that built it ("" from the CLI)
     published_at: Text = ""
@@ -107,6 +110,14 @@ class ArtifactManifest(StoredRecord):
         return self.to_json() == other.to_json()
 
     __hash__ = None  # type: ignore[assignment]  # mutable parts (dicts): never a set member or dict key
+
+    def to_json(self) -> dict[str, Any]:
+        """As stored; without `hub_registry` when the build was registered nowhere (manifests of builds
+        that were not read as before, key for key)."""
+        out = super().to_json()
+        if out.get("hub_registry") is None:
+            out.pop("hub_registry", None)
+        return out
 
     def as_stored(self) -> dict[str, Any]:
         """The manifest as the store holds it (as it will be written, for one built here)."""

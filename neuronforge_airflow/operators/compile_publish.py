@@ -76,7 +76,7 @@ def run_stage_task(name: str, payload: dict[str, Any]) -> dict[str, Any]:
         if failure is None:
             raise
         raise failure from None
-    ctx = Context(store, settings.work_dir(), run_id=_run_id())
+    ctx = Context(store, settings.work_dir(), run_id=_run_id(), connections=hub_connection)
     # Heart-beaten while the stage works, checked before publishing, left held for the next task
     # (which renews it from the version the result carries), released after the final stage.
     hooks = (LeaseKeeping(hand_on=True), *default_hooks())
@@ -101,6 +101,25 @@ def run_stage_task(name: str, payload: dict[str, Any]) -> dict[str, Any]:
         raise failure from None
     log.info("%s: %s", stage.name, result.summary())
     return result.model_dump(mode="json")
+
+
+def hub_connection(conn_id: str):  # -> HubCredentials | None
+    """The Hub credentials of Airflow connection `conn_id` (host: the endpoint, password: the token),
+    or None when Airflow has no such connection (the environment's HF_ENDPOINT / HF_TOKEN then)."""
+    from airflow.sdk import BaseHook
+
+    from neuronforge.artifacts.hub_registry import HubCredentials
+
+    try:
+        conn = BaseHook.get_connection(conn_id)
+    except Exception:  # AirflowNotFoundException (or no connection backend reachable): the environment
+        return None
+    endpoint = None
+    if conn.host:
+        endpoint = conn.host if "://" in conn.host else f"{conn.schema or 'https'}://{conn.host}"
+        if conn.port:
+            endpoint = f"{endpoint.rstrip('/')}:{conn.port}"
+    return HubCredentials(endpoint, conn.password or None, f"Airflow connection {conn_id}")
 
 
 def task_failure(exc: BaseException, state: BuildState) -> AirflowException | None:
@@ -271,6 +290,7 @@ def expand_targets(params: dict[str, Any] | None = None) -> dict[str, Any]:
             prompts=list(params.get("prompts") or []),
             # as given: BuildState refuses 0, text or a value the sequence cannot hold (never "or 8")
             max_new_tokens=8 if params.get("max_new_tokens") is None else params["max_new_tokens"],
+            hub_registry=params.get("hub_registry") or None,
         )
         states.append(state)
     _warn_shared_channel(params.get("promote_to"), states)

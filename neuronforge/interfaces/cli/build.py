@@ -250,6 +250,14 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     add_store_args(p)
     p.add_argument("--prompt", action="append", help='smoke-test prompt (repeatable; may start with "-")')
     p.add_argument("--max-new-tokens", type=int, default=8, help="tokens the smoke test generates (default 8)")
+    p.add_argument("--hub-registry", metavar="ORG/NAME", help=HUB_REGISTRY_HELP)
+
+
+HUB_REGISTRY_HELP = (
+    "optimum-neuron profile: after the smoke test, register the build in this Hugging Face cache repository "
+    "(its NEFFs and optimum's registry entry; created private if missing) so that `optimum-cli neuron cache "
+    "lookup` and `serve` find it; endpoint and token from HF_ENDPOINT / HF_TOKEN"
+)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -261,7 +269,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     model = args.model or settings.DEFAULT_MODEL
     # A rejected plan or a failed smoke test exits 3 (`PlanRejected`/`SmokeFailed`.exit_code, in `main`).
     outcome = run_target(
-        model, target, store, settings.work_dir(), prompts=args.prompt or None, max_new_tokens=args.max_new_tokens
+        model,
+        target,
+        store,
+        settings.work_dir(),
+        prompts=args.prompt or None,
+        max_new_tokens=args.max_new_tokens,
+        hub_registry=args.hub_registry,
     )
     print_json(outcome.summary())
     return EXIT_OK

@@ -10,7 +10,8 @@ assembled it on the compile host (`neuronforge.pipeline.stages.payload`):
 - `manifest.json`, written LAST: cache key, request, revision, profile (name, version, pins),
   toolchain, flags, every file with size and sha256, the outputs (`formats`, paths relative to the
   artifact's folder, rendered as URIs of whichever store is read), the smoke result, where each
-  stage ran and for how long (`hosts`), timestamps.
+  stage ran and for how long (`hosts`), the optimum-neuron cache repository the build was
+  registered in and what optimum's lookup answered (`hub_registry`), timestamps.
 Publishing copies the payload the smoke test loaded (staged as `builds/<key>/<digest>/`) inside the
 store — the bytes never travel through the publishing host — adds `smoke.json`, checks every file
 is there at its size, and writes the manifest. Then `index/<key>.json` is created with
@@ -40,6 +41,7 @@ from neuronforge.pipeline.buildstate import BuildState, PublishedRef
 from neuronforge.pipeline.stage import Context, Stage
 from neuronforge.profiles.request import CompileRequest, cache_key_material
 from neuronforge.records.artifact_manifest import ArtifactManifest
+from neuronforge.records.hub_registry import HubRegistration
 from neuronforge.records.index_entry import IndexEntry
 from neuronforge.records.parts import FileEntry
 from neuronforge.records.payload_manifest import PayloadManifest
@@ -59,6 +61,7 @@ class PublishInput:
     compile: dict[str, Any]  # the compile stage's record (graphs, cache sync, the payload's formats)
     run_id: str = ""  # the Airflow run that built it (empty from the CLI): linked from the catalog page
     hosts: dict[str, Any] = field(default_factory=dict)  # where each stage ran, how long (`costs.host_report`)
+    registered: HubRegistration | None = None  # the optimum-neuron registry entry (`stages.register`)
 
 
 def _payload_files(store: ArtifactStore, build: TreeRef) -> list[FileEntry]:
@@ -100,6 +103,7 @@ def publish(inp: PublishInput, store: ArtifactStore) -> Published:
         smoke=inp.smoke,
         compile={k: v for k, v in inp.compile.items() if k != "formats"},
         hosts=inp.hosts,
+        hub_registry=inp.registered,
         neuronforge_version=neuronforge.__version__,
         run_id=inp.run_id,
         published_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -135,6 +139,7 @@ def run(state: BuildState, ctx: Context) -> BuildState:
         compiled.record,
         run_id=ctx.run_id,
         hosts=host_report(runs),
+        registered=state.registered,
     )
     if ctx.keeper is not None:
         ctx.keeper.assert_held()  # a run whose lease was taken over publishes nothing
