@@ -36,6 +36,7 @@ from neuronforge.spec.target import TargetSpec  # noqa: E402
 from neuronforge.stores import ArtifactStore, open_store  # noqa: E402
 from tests.checkpoints import make_tiny_llama  # noqa: E402
 from tests.fakes import FAKES, neuron_host_path  # noqa: E402, F401  (tests import FAKES from here)
+from tests.fakes.hub import FakeHub  # noqa: E402
 
 
 def _free_port() -> int:
@@ -73,6 +74,15 @@ def s3_bucket(s3_env: str) -> str:
     name = f"nf-{uuid.uuid4().hex[:12]}"
     boto3.client("s3", endpoint_url=s3_env).create_bucket(Bucket=name)
     return name
+
+
+@pytest.fixture
+def fake_hub(tmp_path: Path) -> Iterator[FakeHub]:
+    """A FAKE Hugging Face Hub (tests/fakes/hub) on 127.0.0.1 with no repos; token `hf_writer` is user `me`,
+    who may write `me/*` and `my-org/*`. `tests.fakes.hub.online(hub, monkeypatch, request)` points this
+    process's huggingface_hub at it; a subprocess needs `HF_ENDPOINT=hub.endpoint`."""
+    with FakeHub(tmp_path / "fake-hub", tokens={"hf_writer": ("me", ["my-org"])}) as hub:
+        yield hub
 
 
 @pytest.fixture(scope="session")
