@@ -30,8 +30,9 @@ from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 BRANCH = "main"
 LFS_MIN_SIZE = 10 * 1024 * 1024  # at or above: LFS whatever the content
-SAMPLE_SIZE = 512  # the client's preupload sample (HH/lfs.py UploadInfo: first 512 bytes)
-_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?")  # the Hub's rule (HH/utils/_validators.py)
+SAMPLE_SIZE = 512  # the client's preupload sample (HH/lfs.py:71-83 UploadInfo: the first 512 bytes)
+# the Hub's rule for an org or repo name (HH/utils/_validators.py:119-162): no leading/trailing - or ., <= 96
+_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 # The URLs the Hub answers name the Hub itself; the client swaps in its own endpoint
 # (HH/utils/_http.py:336-346 fix_hf_endpoint_in_url), and CommitInfo parses `commitUrl` against the
@@ -338,7 +339,9 @@ class FakeHub:
         handler = type("Handler", (_Handler,), {"hub": self})
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-hub", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-hub", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -546,7 +549,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(200, {"type": "user", "name": user.name, "fullname": user.name, "orgs": orgs, "auth": auth})
 
     def _validate_yaml(self) -> None:
-        """HfApi._validate_yaml: create_commit posts a committed README.md here first (HH/hf_api.py:4222-4229,
+        """HfApi._validate_yaml: create_commit posts a committed README.md here first (HH/hf_api.py:4217-4224,
         9650-9670: `warnings` and, on 400, `errors` are read). Only a README without metadata is accepted."""
         payload = self._payload()
         content = payload.get("content") if isinstance(payload, dict) else None
@@ -603,7 +606,10 @@ class _Handler(BaseHTTPRequestHandler):
             meta = self._readable(repo_id, user)
             self._revision(meta, rev)
             items = self.hub.state.entries(repo_id, folder, recursive)
-        start = int(query.get("cursor") or 0)
+        try:
+            start = int(query.get("cursor") or 0)
+        except ValueError:
+            raise HubError(400, f"Invalid cursor {query['cursor']!r}") from None
         page = items[start : start + self.hub.page_size]
         headers = {}
         if start + self.hub.page_size < len(items):
@@ -679,7 +685,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _preupload(self, repo_id: str, user: User | None, rev: str, query: Mapping[str, str]) -> None:
         """_fetch_upload_modes: POST /api/models/{id}/preupload/{rev} {"files": [{path, sample, size}]}
-        (HH/_commit_api.py:731-762, checked by :671-684); `oid` of an unchanged file lets the client skip it."""
+        (HH/_commit_api.py:731-762, checked by :671-684); the `oid` of a file already there lets the client
+        drop an unchanged one from the commit (HH/hf_api.py:4249-4258)."""
         if query.get("create_pr"):
             raise HubError(400, "FakeHub does not implement pull requests (create_pr)")
         payload = self._payload()
@@ -698,13 +705,14 @@ class _Handler(BaseHTTPRequestHandler):
                 if found is not None and found.is_file():
                     oid = meta["lfs"].get(path) or git_blob_sha1(found.read_bytes())
                 answer.append({"path": path, "uploadMode": mode, "shouldIgnore": False, "oid": oid})
-        self._json(200, {"files": answer, "commitOid": meta["sha"]})
+        self._json(200, {"files": answer})
 
     def _lfs_batch(self, repo_id: str, user: User | None) -> None:
-        """post_lfs_batch_info: POST /{id}.git/info/lfs/objects/batch (HH/lfs.py:150-198). The client offers
+        """post_lfs_batch_info: POST /{id}.git/info/lfs/objects/batch (HH/lfs.py:150-186). The client offers
         "xet" when hf_xet is installed (HH/_commit_api.py:380-382); the fake answers "basic": one PUT per object
-        (HH/lfs.py:309-330, no auth header: the href is the credential, like the Hub's presigned URL), then
-        the verify action (HH/lfs.py:255-264). An object already stored gets no actions (skipped, :237-241)."""
+        (HH/lfs.py:309-328, no auth header: the href is the credential, like the Hub's presigned URL), then
+        the verify action (HH/lfs.py:258-267). An object already stored gets no actions: the client skips
+        it (HH/_commit_api.py:488-495)."""
         payload = self._payload()
         if not isinstance(payload, dict) or payload.get("operation") != "upload":
             raise HubError(400, f"FakeHub LFS batch supports operation 'upload' only, got {payload!r}")
@@ -760,7 +768,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _commit(self, repo_id: str, user: User | None, rev: str, query: Mapping[str, str]) -> None:
         """create_commit: POST /api/models/{id}/commit/{rev}, application/x-ndjson (HH/hf_api.py:4304-4344),
-        lines header / file / lfsFile / deletedFile / deletedFolder (HH/_commit_api.py:880-960); applied all
+        lines header / file / lfsFile / deletedFile / deletedFolder (HH/_commit_api.py:873-960); applied all
         or nothing; answers commitUrl, commitOid, pullRequestUrl (read at HH/hf_api.py:4337-4344)."""
         if query.get("create_pr"):
             raise HubError(400, "FakeHub does not implement pull requests (create_pr)")

@@ -111,6 +111,28 @@ def test_upload_folder_sends_the_binary_file_through_lfs(hub: FakeHub, tmp_path:
     assert flags.etag == hashlib.sha1(b"blob %d\0" % len(TEXT) + TEXT).hexdigest()  # git's blob id
 
 
+def test_an_unchanged_upload_makes_no_commit_and_a_commit_id_is_a_revision(hub: FakeHub, tmp_path: Path) -> None:
+    api(hub).create_repo("my-org/cache")
+    folder = _cache_folder(tmp_path)
+    first = api(hub).upload_folder(repo_id="my-org/cache", folder_path=folder)
+    mark = len(hub.requests)
+    again = api(hub).upload_folder(repo_id="my-org/cache", folder_path=folder)
+    sent = [(r.method, r.path, r.status) for r in hub.requests[mark:]]
+    # preupload names the files already there by oid; the client drops them and reads the head commit
+    assert again.oid == first.oid
+    assert ("GET", "/api/models/my-org/cache/revision/main", 200) in sent
+    assert not [s for s in sent if "/commit/" in s[1] or s[0] == "PUT"]
+    path = hf_hub_download(
+        "my-org/cache",
+        f"{MODULE}/model.neff",
+        revision=first.oid,
+        endpoint=hub.endpoint,
+        token="hf_writer",
+        cache_dir=tmp_path / "hf-cache",
+    )
+    assert Path(path).read_bytes() == NEFF
+
+
 def test_list_repo_tree_direct_children_and_all_descendants(hub: FakeHub, tmp_path: Path) -> None:
     api(hub).create_repo("my-org/cache")
     api(hub).upload_folder(repo_id="my-org/cache", folder_path=_cache_folder(tmp_path))
