@@ -69,7 +69,8 @@ class User:
     name: str
     orgs: frozenset[str]
 
-    def may_write(self, namespace: str) -> bool:
+    def owns(self, namespace: str) -> bool:
+        """Reads (private repos) and writes the namespace: its own name or one of its orgs."""
         return namespace == self.name or namespace in self.orgs
 
 
@@ -216,7 +217,11 @@ class HubState:
             path = clean_path(value["path"])
             if value.get("encoding") != "base64":
                 raise HubError(400, f"{path}: only base64 file content is supported, got {value.get('encoding')!r}")
-            _write_in(tree, path, base64.b64decode(value["content"]))
+            try:
+                content = base64.b64decode(value.get("content", ""), validate=True)
+            except (ValueError, TypeError) as e:
+                raise HubError(400, f"{path}: content is not base64: {e}") from None
+            _write_in(tree, path, content)
             lfs.pop(path, None)
         elif key == "lfsFile":
             path, oid = clean_path(value["path"]), value.get("oid")
@@ -229,15 +234,15 @@ class HubState:
             lfs[path] = oid
         elif key == "deletedFile":
             path = clean_path(value["path"])
-            target = tree / path
-            if target.is_symlink() or not target.is_file():
+            target = _no_symlink(tree, path)
+            if target is None or not target.is_file():
                 raise HubError(404, f"A file with this name doesn't exist: {path}", "EntryNotFound")
             target.unlink()
             lfs.pop(path, None)
         elif key == "deletedFolder":
             path = clean_path(value["path"], folder=True)
-            target = tree / path
-            if path == "" or target.is_symlink() or not target.is_dir():
+            target = _no_symlink(tree, path)
+            if path == "" or target is None or not target.is_dir():
                 raise HubError(404, f"A folder with this name doesn't exist: {path}", "EntryNotFound")
             shutil.rmtree(target)
         else:
@@ -249,6 +254,16 @@ class HubState:
         oid = hashlib.sha256(data).hexdigest()
         _atomic_write(self.lfs_object(repo_id, oid), data)
         return oid
+
+
+def _no_symlink(tree: Path, path: str) -> Path | None:
+    """`tree / path` if no component of `path` is a symlink (a commit never acts through one), else None."""
+    here = tree
+    for part in path.split("/") if path else []:
+        here = here / part
+        if here.is_symlink():
+            return None
+    return here
 
 
 def _write_in(tree: Path, path: str, data: bytes) -> None:
@@ -453,7 +468,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps(data).encode(), {"Content-Type": "application/json", **(headers or {})})
 
     def _error(self, e: HubError) -> None:
-        headers = {"X-Error-Message": e.message.splitlines()[0], **e.headers}
+        # a header is latin-1 on the wire: a path with other characters is escaped there, kept in the JSON
+        first_line = e.message.splitlines()[0].encode("ascii", "backslashreplace").decode()
+        headers = {"X-Error-Message": first_line, **e.headers}
         if e.code:
             headers["X-Error-Code"] = e.code
         self._json(e.status, {"error": e.message, **e.body}, headers)
@@ -480,7 +497,7 @@ class _Handler(BaseHTTPRequestHandler):
         """The repo's metadata, or what the Hub answers for a missing repo: 401 without a token, 404 with
         one, both `X-Error-Code: RepoNotFound` (the same for a private repo the caller may not read)."""
         meta = self.hub.state.meta(repo_id)
-        if meta is None or (meta["private"] and not (user and user.may_write(repo_id.split("/")[0]))):
+        if meta is None or (meta["private"] and not (user and user.owns(repo_id.split("/")[0]))):
             raise HubError(404 if user else 401, f"Repository not found: {repo_id}", "RepoNotFound")
         return meta
 
@@ -488,7 +505,7 @@ class _Handler(BaseHTTPRequestHandler):
         if user is None:
             raise HubError(401, f"You must be authenticated (Authorization: Bearer <token>) to write to {repo_id}")
         meta = self._readable(repo_id, user)
-        if not user.may_write(repo_id.split("/")[0]):
+        if not user.owns(repo_id.split("/")[0]):
             raise HubError(403, f"You don't have the rights to write to {repo_id} (user {user.name!r})")
         return meta
 
@@ -673,7 +690,7 @@ class _Handler(BaseHTTPRequestHandler):
             _split_repo_id(repo_id)
         except ValueError as e:
             raise HubError(400, str(e)) from None
-        if not user.may_write(namespace):
+        if not user.owns(namespace):
             raise HubError(403, f"You don't have the rights to create a model under the namespace {namespace!r}")
         url = f"{HUB_URL}/{repo_id}"
         with self.hub.state.lock:

@@ -270,7 +270,14 @@ def test_paths_never_escape_the_repo_folder(hub: FakeHub, tmp_path: Path) -> Non
         assert not anonymous.file_exists("my-org/open", name), name
         with pytest.raises((EntryNotFoundError, HfHubHTTPError)):
             _download(hub, "my-org/open", name, tmp_path, token=False)
-    assert all(r.status in (400, 401, 404) for r in hub.requests if "secret" in r.path or "outside" in r.path)
+    # nor does a commit act through a planted symlink
+    with pytest.raises(EntryNotFoundError):
+        api(hub).delete_file("peek/token.txt", repo_id="my-org/open")
+    with pytest.raises(BadRequestError, match="is a file"):
+        api(hub).upload_file(path_or_fileobj=b"x", path_in_repo="peek/new.txt", repo_id="my-org/open")
+    assert api(hub).list_repo_files("my-org/secret") == ["token.txt"]
+    escapes = [r for r in hub.requests if "my-org/open" in r.path and ("secret" in r.path or "peek" in r.path)]
+    assert escapes and all(r.status in (400, 401, 404) for r in escapes)
 
 
 def test_an_unknown_route_names_itself(hub: FakeHub) -> None:
