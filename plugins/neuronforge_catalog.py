@@ -619,6 +619,40 @@ def _row_view(r: Any) -> dict[str, Any]:
         "stage": r.stage,
         "message": r.message,
         "at": r.at,
+        "registry": _registry_badge(r),
+    }
+
+
+def _registry_badge(r: Any) -> dict[str, str] | None:
+    """Where optimum-neuron's lookup finds a build (its farm-index row says: no manifest read)."""
+    if not r.hub_registry:
+        return None
+    found = r.hub_registry_found is True
+    return {"repo": r.hub_registry, "css": "published" if found else "failed", "note": "" if found else " (lookup misses it)"}
+
+
+def _registry_view(manifest: Any) -> dict[str, Any] | None:
+    """The manifest's `hub_registry` part as `artifact.html.j2` shows it, with the consumer's own lookup command."""
+    import shlex
+
+    r = manifest.hub_registry if manifest is not None else None
+    if r is None:
+        return None
+    n = r.neuron
+    lookup = ["optimum-cli", "neuron", "cache", "lookup", str(n.get("checkpoint_id") or ""), "--task", "text-generation"]
+    env = f"HF_ENDPOINT={shlex.quote(r.endpoint)} " if r.endpoint and r.endpoint != "https://huggingface.co" else ""
+    return {
+        "repo": r.repo_id,
+        "endpoint": r.endpoint,
+        "commit": r.commit[:12] or "(everything was there already)",
+        "entry_path": r.entry_path,
+        "modules": len(r.modules),
+        "uploaded": f"{r.uploaded_files} files, {r.uploaded_bytes / 1e6:.1f} MB",
+        "versions": " · ".join(f"{k} {v}" for k, v in sorted(r.versions.items())),
+        "found": r.lookup.found,
+        "reason": r.lookup.reason,
+        "checked_at": r.lookup.checked_at,
+        "command": f"{env}CUSTOM_CACHE_REPO={shlex.quote(r.repo_id)} {shlex.join(lookup)}",
     }
 
 
@@ -700,6 +734,7 @@ def _detail_view(row: Any, manifest: Any, snippets: dict[str, str]) -> dict[str,
         "uris": sorted(row.uris.items()),
         # larger than SNIPPET_LIMIT, missing (the verify line says which) or not a plain name: text None
         "launch": [{"name": n, "uri": u, "text": snippets.get(n)} for n, u in sorted(row.launch.items())],
+        "registry": _registry_view(manifest) if row.manifest_uri else None,
     }
 
 

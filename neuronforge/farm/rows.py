@@ -67,6 +67,10 @@ class FarmRow:
     review_reason: str = ""
     # Why a damaged artifact is damaged: {"reason", "at", "by", "manifest"} (empty: not damaged).
     damage: dict[str, str] = field(default_factory=dict)
+    # The optimum-neuron cache repository it is registered in ("": none) and whether optimum's own
+    # lookup returned it right after (None: not registered).
+    hub_registry: str = ""
+    hub_registry_found: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -143,6 +147,10 @@ def _row_of(store: ArtifactStore, e: Entry, newest: dict[str, str]) -> FarmRow:
         row.uris = format_uris(store, prefix, formats)
         names = [str(n) for n in launch] if isinstance(launch, list) else []
         row.launch = {name: store.uri(f"{prefix}/launch/{name}") for name in names}
+        registry = p.get("hub_registry")
+        if isinstance(registry, dict) and isinstance(registry.get("repo"), str):
+            row.hub_registry = registry["repo"]
+            row.hub_registry_found = registry.get("found") is True
     if row.status == "damaged" and e.damage is not None:
         d = {k: str(e.damage.get(k, "")) for k in ("reason", "at", "by", "manifest")}
         row.status, row.damage = "damaged", d

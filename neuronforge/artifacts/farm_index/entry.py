@@ -97,8 +97,16 @@ def published_record(index: IndexEntry, manifest: ArtifactManifest) -> LogRecord
         "formats": dict(manifest.formats),
         "launch": manifest.launch_files(),
         "variant": _variant(manifest),
+        # where optimum-neuron's lookup finds it (a catalog row names it without reading the manifest)
+        **({"hub_registry": _registry(manifest)} if manifest.hub_registry is not None else {}),
     }
     return LogRecord(kind="published", key=manifest.cache_key, published=summary, **manifest_names(manifest))
+
+
+def _registry(manifest: ArtifactManifest) -> dict[str, Any]:
+    r = manifest.hub_registry
+    assert r is not None
+    return {"repo": r.repo_id, "endpoint": r.endpoint, "found": r.lookup.found}
 
 
 def failure_record(failure: Any) -> LogRecord:

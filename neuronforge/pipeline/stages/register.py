@@ -128,7 +128,7 @@ def register(state: BuildState, ctx: Context) -> HubRegistration:
         found = registry.lookup(profile.backend, profile.python(), repo, source.location, entry.neuron)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    check = _check(found, entry.neuron, source.location, repo.repo_id)
+    check = _check(found, entry.neuron, f"{entry.model_type}/{source.location}", repo.repo_id)
     if not check.found:
         log.warning("optimum-neuron's lookup does not return this build: %s", check.reason)
     else:
@@ -156,11 +156,13 @@ def register(state: BuildState, ctx: Context) -> HubRegistration:
     )
 
 
-def _check(found: dict, ours: dict, model_id: str, repo_id: str) -> LookupCheck:
+def _check(found: dict, ours: dict, model: str, repo_id: str) -> LookupCheck:
+    """`model`: model_type/org/name, as `get_hub_cached_models` names it."""
+    model_id = model.partition("/")[2]
     entries = list(found.get("entries") or [])
     selected = list(found.get("selected") or [])
     hit = any(same_entry(e, ours) for e in selected)
-    listed = model_id in set(found.get("models") or [])
+    listed = model in set(found.get("models") or [])
     reason = ""
     if not hit:
         reason = (
