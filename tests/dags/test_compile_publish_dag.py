@@ -126,8 +126,9 @@ def test_dag_parses_with_routing_and_form(dag) -> None:
     # Registering in an optimum-neuron cache repository is off unless one is named (org/name, or empty).
     registry = dag.params.get_param("hub_registry")
     assert registry.value is None and "null" in registry.schema["type"]
-    assert re.fullmatch(registry.schema["pattern"], "my-org/neuron-cache") and re.fullmatch(registry.schema["pattern"], "")
-    assert not re.fullmatch(registry.schema["pattern"], "../x") and not re.fullmatch(registry.schema["pattern"], "a/b/c")
+    pattern = registry.schema["pattern"]
+    assert re.fullmatch(pattern, "my-org/neuron-cache") and re.fullmatch(pattern, "")
+    assert not re.fullmatch(pattern, "../x") and not re.fullmatch(pattern, "a/b/c")
     # Promotion after publishing is off unless a channel is named (a channel's name, or empty).
     promote_to = dag.params.get_param("promote_to")
     assert promote_to.value is None and "null" in promote_to.schema["type"]
