@@ -628,7 +628,8 @@ def _registry_badge(r: Any) -> dict[str, str] | None:
     if not r.hub_registry:
         return None
     found = r.hub_registry_found is True
-    return {"repo": r.hub_registry, "css": "published" if found else "failed", "note": "" if found else " (lookup misses it)"}
+    note = "" if found else " (lookup misses it)"
+    return {"repo": r.hub_registry, "css": "published" if found else "failed", "note": note}
 
 
 def _registry_view(manifest: Any) -> dict[str, Any] | None:
@@ -639,7 +640,8 @@ def _registry_view(manifest: Any) -> dict[str, Any] | None:
     if r is None:
         return None
     n = r.neuron
-    lookup = ["optimum-cli", "neuron", "cache", "lookup", str(n.get("checkpoint_id") or ""), "--task", "text-generation"]
+    model = str(n.get("checkpoint_id") or "")
+    lookup = ["optimum-cli", "neuron", "cache", "lookup", model, "--task", "text-generation"]
     env = f"HF_ENDPOINT={shlex.quote(r.endpoint)} " if r.endpoint and r.endpoint != "https://huggingface.co" else ""
     return {
         "repo": r.repo_id,
