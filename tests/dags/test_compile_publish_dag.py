@@ -451,3 +451,43 @@ def test_cold_run_and_hit_against_the_s3_endpoint(dag, compiled: Compiled, home:
     published_at = store.read_json(manifest_key)["published_at"]
     again = dag.test(run_conf=_conf(compiled, store_uri, [TARGET]))
     assert str(again.state) == "success" and store.read_json(manifest_key)["published_at"] == published_at
+
+
+def test_a_build_registered_through_the_dag_with_the_connections_credentials(
+    dag, compiled: Compiled, home: Path, tmp_path: Path, fake_optimum: Path, fake_hub, monkeypatch, request
+) -> None:
+    """The form's "Register in cache repository" through the whole DAG: a Hub model built for optimum-neuron,
+    registered with the endpoint and token of Airflow connection `neuronforge_hub_registry` (no HF_TOKEN in the
+    environment: the connection is what writes), optimum's lookup recorded in the manifest and the farm index."""
+    import json
+
+    from tests.fakes.hub import online
+
+    online(fake_hub, monkeypatch, request)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    connection = {"conn_type": "http", "host": fake_hub.endpoint, "password": "hf_writer"}
+    monkeypatch.setenv("AIRFLOW_CONN_NEURONFORGE_HUB_REGISTRY", json.dumps(connection))
+    fake_hub.add_model("tiny-org/tiny-llama", compiled.checkpoint)
+    store_uri = f"file://{tmp_path / 'store'}"
+    optimum_target = {k: v for k, v in TARGET.items() if k != "max_context_length"}
+    conf = {
+        **_conf(compiled, store_uri, [{**optimum_target, "tp_degree": 2}]),
+        "profile": "optimum-neuron",
+        "model": "tiny-org/tiny-llama",
+        "hub_registry": "my-org/neuron-cache",
+    }
+    run = dag.test(run_conf=conf)
+    states = _states(run)
+    assert str(run.state) == "success", states
+    assert states[("neuron_2_26_1_target.register_hub_cache", 0)] == "success"
+    store = open_store(store_uri)
+    (index,) = store.list("index")
+    raw = store.get_bytes(store.read_json(index.key)["manifest"]).decode()
+    registry = json.loads(raw)["hub_registry"]
+    assert registry["repo_id"] == "my-org/neuron-cache" and registry["lookup"]["found"] is True
+    assert registry["endpoint"] == fake_hub.endpoint and "hf_writer" not in raw
+    from neuronforge.farm.rows import farm_page
+
+    (row,) = farm_page(store).rows
+    assert (row.hub_registry, row.hub_registry_found) == ("my-org/neuron-cache", True)
