@@ -63,7 +63,7 @@ def consumer(hub: FakeHub, tmp_path: Path, code: str) -> str:
 
 
 def test_optimums_own_lookup_finds_the_published_build(
-    fake_optimum: Path, hub: FakeHub, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    fake_optimum: Path, hub: FakeHub, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = open_store(f"file://{tmp_path / 'store'}")
     target = TargetSpec.parse(TARGET)
@@ -117,6 +117,38 @@ def test_optimums_own_lookup_finds_the_published_build(
     assert f"Cached entries for {MODEL}" in table
     row = [c.strip() for c in next(ln for ln in table.splitlines() if "trn1" in ln).strip("│| ").split("│")]
     assert row == [str(t.batch_size), str(t.sequence_length), str(t.tp_degree), "float32", "trn1"], table
+
+    # The catalog: the row names the repository (from the farm index), the page shows the entry, the lookup
+    # result and the consumer's own lookup command.
+    catalog(store, out.key, monkeypatch)
+
+
+def catalog(store, key: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import html
+
+    from airflow.api_fastapi.core_api.security import get_user
+    from fastapi.testclient import TestClient
+
+    from tests.plugins.conftest import load_plugin
+
+    plugin = load_plugin("neuronforge_catalog")
+    monkeypatch.setattr(plugin, "_store", lambda: store)
+    plugin.app.dependency_overrides[get_user] = lambda: None
+    try:
+        with TestClient(plugin.app) as client:
+            listing = client.get("/").text
+            detail = html.unescape(client.get(f"/artifacts/{key[:12]}").text)
+            rows = client.get("/api/artifacts").json()
+    finally:
+        plugin.app.dependency_overrides.clear()
+    assert f"optimum registry {REPO}" in html.unescape(listing).replace("<wbr>", "")
+    assert 'id="hub-registry"' in detail and "returns this build" in detail
+    lookup = f"CUSTOM_CACHE_REPO={REPO} optimum-cli neuron cache lookup {MODEL} --task text-generation"
+    assert lookup in detail.replace("<wbr>", "")
+    assert "optimum-neuron 0.4.5 · transformers 4.57.6" in detail.replace("<wbr>", "")
+    assert "hf_writer" not in listing + detail
+    (row,) = [r for r in rows["rows"] if r["key"] == key]
+    assert (row["hub_registry"], row["hub_registry_found"]) == (REPO, True)
 
 
 def test_a_second_build_commits_nothing_twice(fake_optimum: Path, hub: FakeHub, tmp_path: Path) -> None:
