@@ -127,6 +127,9 @@ def run_target(
     if state.hit is not None:  # the artifact prepare's lookup (or the claim's wait) found: not read again
         if ctx.published is None:  # pragma: no cover - every stage that sets `hit` keeps what it found
             raise NeuronforgeError(f"{state.key}: a cache hit without the artifact it found")
+        note = register_stage.hit_note(state, ctx.published.manifest)
+        if note:
+            log.warning("%s", note)
         return TargetOutcome(state.need("key"), "cache-hit", ctx.published, 0, timings, state)
     try:
         for stage in STAGES:

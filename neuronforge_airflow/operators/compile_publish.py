@@ -297,6 +297,7 @@ def expand_targets(params: dict[str, Any] | None = None) -> dict[str, Any]:
     report, build = [], []
     for state in _looked_up(states):
         if state.hit is not None:
+            _note_unregistered(state)
             report.append(emit_artifact_event(state))
         else:
             build.append(state)
@@ -315,6 +316,22 @@ def expand_targets(params: dict[str, Any] | None = None) -> dict[str, Any]:
         "".join(f"; {r['slug']} {r['status']}" for r in report),
     )
     return {"targets": report, "build": [s.model_dump(mode="json") for s in build]}
+
+
+def _note_unregistered(state: BuildState) -> None:
+    """A hit the run asks to register in a repository its manifest does not name: said in the task log."""
+    if not state.hub_registry or state.hit is None:
+        return
+    from neuronforge.artifacts.layout import ARTIFACT_MANIFEST
+    from neuronforge.artifacts.published import read_manifest
+    from neuronforge.pipeline.stages.register import hit_note
+
+    try:
+        note = hit_note(state, read_manifest(_store(state), f"{state.hit.prefix}/{ARTIFACT_MANIFEST}"))
+    except Exception as exc:  # the warning is advisory: the hit stands
+        note = f"{state.target.slug}: could not read {state.hit.manifest_uri} to tell where it is registered ({exc})"
+    if note:
+        log.warning("%s", note)
 
 
 def _warn_shared_channel(channel: str | None, states: list[BuildState]) -> None:

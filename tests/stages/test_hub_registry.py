@@ -197,3 +197,18 @@ def test_a_run_that_could_never_be_found_is_refused_before_any_work(tmp_path: Pa
     with pytest.raises(InvalidInput, match="is not a Hugging Face model"):
         run_target(str(tmp_path), TargetSpec.parse(TARGET), store, tmp_path / "w", hub_registry=REPO)
     assert store.list("") == []
+
+
+def test_a_build_published_before_says_it_is_not_registered(
+    fake_optimum: Path, hub: FakeHub, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A published build is never rewritten: asking to register a target already published (without a
+    registry, or in another repository) is said in one warning, naming the build and the repository."""
+    store = open_store(f"file://{tmp_path / 's'}")
+    first = run_target(MODEL, TargetSpec.parse(TARGET), store, tmp_path / "w")
+    assert first.published.manifest.hub_registry is None
+    again = run_target(MODEL, TargetSpec.parse(TARGET), store, tmp_path / "w", hub_registry=REPO)
+    assert again.status == "cache-hit"
+    (line,) = [r.getMessage() for r in caplog.records if "is not registered in" in r.getMessage()]
+    assert f"(build {first.key[:12]}) and is not registered in {REPO}" in line
+    assert not [r for r in hub.requests if r.method in ("POST", "PUT")]

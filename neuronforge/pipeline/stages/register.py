@@ -36,6 +36,7 @@ from neuronforge.common.errors import InvalidInput, StoreError
 from neuronforge.pipeline.buildstate import BuildState
 from neuronforge.pipeline.stage import Context, Stage
 from neuronforge.profiles.optimum_registry import same_entry
+from neuronforge.records.artifact_manifest import ArtifactManifest
 from neuronforge.records.hub_registry import HubRegistration, LookupCheck
 from neuronforge.stores import ArtifactStore
 
@@ -178,6 +179,23 @@ def _check(found: dict, ours: dict, model: str, repo_id: str) -> LookupCheck:
         listed_model=listed,
         reason=reason,
         checked_at=_now(),
+    )
+
+
+def hit_note(state: BuildState, manifest: ArtifactManifest) -> str | None:
+    """For a target already published when the run asks to register it: None when its manifest says it
+    is registered in that repository, else why it is not (registration runs when a build is published,
+    and a published build is never rewritten)."""
+    if not state.hub_registry or state.profile.hub_registry is None:
+        return None
+    done = manifest.hub_registry
+    if done is not None and done.repo_id == state.hub_registry:
+        return None
+    where = f"; it is registered in {done.repo_id}" if done is not None else ""
+    return (
+        f"{state.target.slug} was published before (build {manifest.cache_key[:12]}) and is not registered in "
+        f"{state.hub_registry}{where}: a build is registered when it is published, and a published build is never "
+        "rewritten"
     )
 
 
