@@ -19,6 +19,7 @@ from pathlib import Path
 
 import neuronforge.artifacts.channels
 import neuronforge.artifacts.farm_index.log
+import neuronforge.artifacts.hub_registry
 import neuronforge.artifacts.leases
 
 # Every module that declares an error class, imported so that each class is a known subclass here
