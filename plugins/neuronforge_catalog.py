@@ -737,6 +737,9 @@ def _detail_view(row: Any, manifest: Any, snippets: dict[str, str]) -> dict[str,
         # larger than SNIPPET_LIMIT, missing (the verify line says which) or not a plain name: text None
         "launch": [{"name": n, "uri": u, "text": snippets.get(n)} for n, u in sorted(row.launch.items())],
         "registry": _registry_view(manifest) if row.manifest_uri else None,
+        "consumer_versions": " · ".join(f"{k} {v}" for k, v in (manifest.consumer_versions or {}).items())
+        if manifest is not None and row.manifest_uri
+        else "",
     }
 
 

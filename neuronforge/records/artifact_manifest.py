@@ -127,6 +127,22 @@ class ArtifactManifest(StoredRecord):
     def size_bytes(self) -> int:
         return sum(f.size for f in self.files)
 
+    @property
+    def consumer_versions(self) -> dict[str, str] | None:
+        """For a build of a profile whose consumer looks builds up in a Hub registry (optimum-neuron): the
+        (optimum-neuron, neuronx-cc, transformers) that built it — the only consumer versions that load it
+        and find its registry entry. None for other profiles."""
+        profile = self.profile
+        if profile is None or not (profile.model_extra or {}).get("hub_registry"):
+            return None
+        packages = (self.toolchain.model_extra or {}).get("packages")
+        packages = packages if isinstance(packages, dict) else {}
+        return {
+            "optimum-neuron": str(packages.get("optimum-neuron", "?")),
+            "neuronx-cc": self.toolchain.compiler_version or "?",
+            "transformers": str(packages.get("transformers", "?")),
+        }
+
     def launch_files(self) -> list[str]:
         """The names of the artifact's launch files (`launch/<name>`)."""
         return sorted(f.path.removeprefix("launch/") for f in self.files if f.path.startswith("launch/"))

@@ -212,3 +212,16 @@ def test_a_build_published_before_says_it_is_not_registered(
     (line,) = [r.getMessage() for r in caplog.records if "is not registered in" in r.getMessage()]
     assert f"(build {first.key[:12]}) and is not registered in {REPO}" in line
     assert not [r for r in hub.requests if r.method in ("POST", "PUT")]
+
+
+def test_show_names_the_versions_and_the_registry(fake_optimum: Path, hub: FakeHub, tmp_path: Path, capsys) -> None:
+    from neuronforge.interfaces.cli import main
+
+    store_uri = f"file://{tmp_path / 's'}"
+    out = run_target(MODEL, TargetSpec.parse(TARGET), open_store(store_uri), tmp_path / "w", hub_registry=REPO)
+    capsys.readouterr()
+    assert main(["show", out.key[:12], "--store", store_uri]) == 0
+    shown = capsys.readouterr().out
+    assert "loads in   optimum-neuron 0.4.5 · neuronx-cc 2.21.33363.0+82129205 · transformers 4.57.6" in shown
+    assert f"registry   {REPO} at {hub.endpoint}: optimum-neuron's lookup returns it" in shown
+    assert out.published.manifest.hub_registry.entry_path in shown

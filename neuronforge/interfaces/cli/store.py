@@ -298,6 +298,13 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"profile    {prof.ref} (SDK {prof.sdk_release}): {prof.title}")
     tc = m.toolchain
     print(f"toolchain  {tc.backend} {tc.backend_version}, {tc.compiler} {tc.compiler_version}")
+    if m.consumer_versions is not None:
+        print(f"loads in   {' · '.join(f'{k} {v}' for k, v in m.consumer_versions.items())} (exactly these)")
+    if m.hub_registry is not None:
+        r = m.hub_registry
+        said = "returns it" if r.lookup.found else f"does NOT return it: {r.lookup.reason}"
+        print(f"registry   {r.repo_id} at {r.endpoint}: optimum-neuron's lookup {said}")
+        print(f"           {r.entry_path}")
     print(f"flags      {' '.join(m.compiler_flags) or '(none)'}")
     print(f"smoke      {'passed' if smoke.get('passed') else 'FAILED'}: {smoke.get('reason')}")
     load, first, per = (finite(smoke.get(k)) for k in ("load_s", "time_to_first_token_s", "per_token_s"))
