@@ -225,3 +225,23 @@ def test_show_names_the_versions_and_the_registry(fake_optimum: Path, hub: FakeH
     assert "loads in   optimum-neuron 0.4.5 · neuronx-cc 2.21.33363.0+82129205 · transformers 4.57.6" in shown
     assert f"registry   {REPO} at {hub.endpoint}: optimum-neuron's lookup returns it" in shown
     assert out.published.manifest.hub_registry.entry_path in shown
+
+
+def test_a_lookup_that_fails_is_recorded_not_fatal(
+    fake_optimum: Path, hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog
+) -> None:
+    """The entry is committed; a self-test that cannot run (the Hub gone in between) is what the manifest
+    records — the build, smoke-tested, is published."""
+    from neuronforge.compilation.backends.child import ChildFailed
+    from neuronforge.profiles.optimum_registry import OptimumRegistry
+
+    def unreachable(*args, **kwargs):
+        raise ChildFailed("the lookup failed (exit 1): ConnectionError: refused", [])
+
+    monkeypatch.setattr(OptimumRegistry, "lookup", unreachable)
+    out = run_target(
+        MODEL, TargetSpec.parse(TARGET), open_store(f"file://{tmp_path / 's'}"), tmp_path / "w", hub_registry=REPO
+    )
+    check = out.published.manifest.hub_registry.lookup
+    assert not check.found and check.reason.startswith(f"optimum-neuron's lookup of {REPO} failed: ")
+    assert any("does not return this build" in r.getMessage() for r in caplog.records if r.levelname == "WARNING")

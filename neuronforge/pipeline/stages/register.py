@@ -33,6 +33,7 @@ from neuronforge.artifacts.hub_registry import CacheRepo, commit_build, registry
 from neuronforge.artifacts.localcache import read_tree_file
 from neuronforge.common import settings
 from neuronforge.common.errors import InvalidInput, StoreError
+from neuronforge.compilation.backends.child import ChildFailed
 from neuronforge.pipeline.buildstate import BuildState
 from neuronforge.pipeline.stage import Context, Stage
 from neuronforge.profiles.optimum_registry import same_entry
@@ -126,7 +127,10 @@ def register(state: BuildState, ctx: Context) -> HubRegistration:
             done.uploaded_bytes,
             f", {len(done.present_modules)} NEFF folder(s) already there" if done.present_modules else "",
         )
-        found = registry.lookup(profile.backend, profile.python(), repo, source.location, entry.neuron)
+        try:
+            found = registry.lookup(profile.backend, profile.python(), repo, source.location, entry.neuron)
+        except ChildFailed as exc:  # the entry is committed: the self-test's failure is its result, not the build's
+            found = {"error": str(exc).splitlines()[0]}
     finally:
         shutil.rmtree(work, ignore_errors=True)
     check = _check(found, entry.neuron, f"{entry.model_type}/{source.location}", repo.repo_id)
@@ -165,7 +169,9 @@ def _check(found: dict, ours: dict, model: str, repo_id: str) -> LookupCheck:
     hit = any(same_entry(e, ours) for e in selected)
     listed = model in set(found.get("models") or [])
     reason = ""
-    if not hit:
+    if found.get("error"):
+        reason = f"optimum-neuron's lookup of {repo_id} failed: {found['error']}"
+    elif not hit:
         reason = (
             f"select_hub_cached_entries({model_id}) in {repo_id} returned {len(selected)} of {len(entries)} entries, "
             "none equal to this build's"
