@@ -245,3 +245,20 @@ def test_a_lookup_that_fails_is_recorded_not_fatal(
     check = out.published.manifest.hub_registry.lookup
     assert not check.found and check.reason.startswith(f"optimum-neuron's lookup of {REPO} failed: ")
     assert any("does not return this build" in r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+
+
+def test_an_unreachable_registry_is_one_retryable_line_and_nothing_is_published(
+    fake_optimum: Path, hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from neuronforge.common.errors import ServiceUnreachable, outcome
+    from tests.hubdown import closed_endpoint
+
+    closed = closed_endpoint()
+    monkeypatch.setenv("HF_ENDPOINT", closed)  # where the registry is written (the model came from the hub)
+    store = open_store(f"file://{tmp_path / 's'}")
+    with pytest.raises(ServiceUnreachable) as err:
+        run_target(MODEL, TargetSpec.parse(TARGET), store, tmp_path / "w", hub_registry=REPO)
+    assert str(err.value).startswith(f"cannot reach the Hub at {closed} (creating {REPO}): ConnectionError")
+    found = outcome(err.value)
+    assert found is not None and found.retryable and "\n" not in found.line
+    assert store.list("index") == []
