@@ -73,6 +73,10 @@ class OptimumRegistry:
     neuronx_cc: str  # the consumer's neuronxcc.__version__, exactly (from_pretrained compares it)
     transformers: str  # what optimum-neuron requires (its wheel's Requires-Dist), a PEP 440 specifier
 
+    @property
+    def rule_digest(self) -> str:
+        return RULE_DIGEST
+
     def describe(self) -> dict[str, str]:
         """The consumer versions an entry is found with (the profile's description, the manifest's)."""
         return {"optimum-neuron": self.optimum_neuron, "neuronx-cc": self.neuronx_cc, "transformers": self.transformers}

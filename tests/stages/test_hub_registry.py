@@ -262,3 +262,19 @@ def test_an_unreachable_registry_is_one_retryable_line_and_nothing_is_published(
     found = outcome(err.value)
     assert found is not None and found.retryable and "\n" not in found.line
     assert store.list("index") == []
+
+
+def test_a_dtype_the_lookup_cannot_see_is_refused_by_the_plan_before_the_compile(
+    fake_optimum: Path, hub: FakeHub, tmp_path: Path
+) -> None:
+    """The tiny model's config.json says float32; a bf16 build's entry would go under a digest no lookup
+    reads: the plan refuses it (exit 3), naming the fix in the surface's words, before any compile."""
+    from neuronforge.pipeline.planner import PlanRejected
+
+    store = open_store(f"file://{tmp_path / 's'}")
+    with pytest.raises(PlanRejected) as err:
+        run_target(MODEL, TargetSpec.parse({**TARGET, "dtype": "bf16"}), store, tmp_path / "w", hub_registry=REPO)
+    assert "the dtype of the model's config.json (float32), this target is bfloat16" in str(err.value)
+    assert "use --dtype fp32 (the model's own dtype)" in str(err.value)
+    assert "use dtype: fp32 (the model's own dtype)" in err.value.said("form")
+    assert store.list("neuron-cache") == [] and not [r for r in hub.requests if r.method in ("POST", "PUT")]

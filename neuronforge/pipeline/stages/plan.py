@@ -47,10 +47,44 @@ def check_plan(checkpoint_dir: Path, target: TargetSpec, toolchain: Toolchain | 
     return result
 
 
+def registry_check(checkpoint: Path, state: BuildState) -> Check:
+    """With --hub-registry, before the compile: the build must be one optimum-neuron's lookup can find
+    (its dtype the model's config.json's: `OptimumRegistry.dtype_problem`) and its toolchain the
+    consumer's (the version lock); else the plan is refused, as the register stage would refuse it
+    after the compile and the smoke test."""
+    import json
+
+    from neuronforge.pipeline.planner import Fix
+    from neuronforge.spec.target import TORCH_DTYPE_NAMES
+
+    registry = state.profile.hub_registry
+    assert registry is not None
+    config = json.loads((checkpoint / "config.json").read_text())
+    have = config.get("dtype", config.get("torch_dtype")) if isinstance(config, dict) else None
+    want = TORCH_DTYPE_NAMES[state.target.dtype]
+    if have != want:
+        short = next((k for k, v in TORCH_DTYPE_NAMES.items() if v == have), None)
+        fix = Fix("dtype", short, "(the model's own dtype)") if short else None
+        text = (
+            f"--hub-registry: optimum-neuron's lookup finds a build only in the dtype of the model's config.json "
+            f"({have}), this target is {want} ({registry.rule_digest})"
+        )
+        if fix is None:
+            text += "; leave --hub-registry out"
+        raise PlanRejected.of(state.target.slug, [Check("hub registry", False, text, fix)])
+    problems = registry.version_problems(dict(state.pinned_toolchain().packages))
+    if problems:
+        text = f"--hub-registry: {'; '.join(problems)}; build on a worker of the profile's image"
+        raise PlanRejected.of(state.target.slug, [Check("hub registry", False, text)])
+    return Check("hub registry", True, f"registrable in {state.hub_registry}: {want} is the model's config.json dtype")
+
+
 def run(state: BuildState, ctx: Context) -> BuildState:
     """The planner on the fetched checkpoint's exact tensor sizes, and the toolchain check."""
     checkpoint = materialize(ctx.store, state.need("checkpoint"), ctx.work_dir)
     result = check_plan(checkpoint, state.target, state.pinned_toolchain())
+    if state.hub_registry and state.profile.hub_registry is not None:
+        result.checks.append(registry_check(checkpoint, state))
     for c in result.checks:
         (log.warning if c.warn else log.info)("plan %s: %s", c.name, c.message)
     return state.model_copy(update={"plan": [c.message for c in result.checks]})
