@@ -31,6 +31,7 @@ from airflow.sdk import Param
 from neuronforge.artifacts.channels import CHANNEL_NAME
 from neuronforge.common import settings
 from neuronforge.common.errors import InvalidInput
+from neuronforge.common.hub_ids import REPO_ID_PATTERN
 from neuronforge.common.secrets import mask_credentials
 from neuronforge.common.spelling import did_you_mean
 from neuronforge.farm.releases import ACTIONS, ReleaseRequest
@@ -180,12 +181,13 @@ PARAMS: dict[str, Param] = {
     "hub_registry": Param(
         None,
         type=OPTIONAL_STRING,
-        pattern=r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95})?$",
+        pattern=f"^(?:{REPO_ID_PATTERN}|-)?$",
         title="Register in cache repository",
         description="optimum-neuron targets of a Hub model: after the smoke test, put the build's NEFFs and "
         "optimum-neuron's registry entry into this Hugging Face cache repository (org/name; created private if "
         "missing) so that `optimum-cli neuron cache lookup` and `serve` find it. Endpoint and token: the Airflow "
-        "connection neuronforge_hub_registry (host, password), else HF_ENDPOINT / HF_TOKEN; empty: not registered",
+        "connection neuronforge_hub_registry (host, password), else HF_ENDPOINT / HF_TOKEN; empty: the workers' "
+        "NEURONFORGE_HUB_REGISTRY, if any; -: not registered",
     ),
 }
 

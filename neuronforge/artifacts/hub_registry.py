@@ -33,13 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from neuronforge.common.errors import InvalidInput, NeuronforgeError, ServiceUnreachable
+from neuronforge.common.hub_ids import is_repo_id
 from neuronforge.common.secrets import mask_credentials
 
 log = logging.getLogger(__name__)
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
-# A Hub repository id: namespace/name, each of letters, digits, `-`, `_`, `.` (at most 96 characters).
-REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
 DONE = "model.done"  # an entry the compiler completed (written last)
 
 
@@ -51,7 +50,7 @@ class HubRefused(NeuronforgeError):
 def check_repo_id(value: str, what: str = "--hub-registry") -> str:
     """`value` as a cache repository id (org/name), or a one-line refusal."""
     value = value.strip()
-    if REPO_ID.fullmatch(value) and ".." not in value:
+    if is_repo_id(value):
         return value
     raise InvalidInput(
         f"{what} {value!r} is not a Hub repository id: give org/name (letters, digits, - _ .), e.g. my-org/neuron-cache"

@@ -87,6 +87,14 @@ def _one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
     return parse
 
 
+def _repo_id(raw: str) -> str:
+    from neuronforge.common.hub_ids import is_repo_id
+
+    if not is_repo_id(raw.strip()):
+        raise ValueError(raw)
+    return raw.strip()
+
+
 def _names(raw: str) -> tuple[str, ...]:
     """A comma-separated list of channel names ("-": none)."""
     if raw.strip() == "-":
@@ -185,6 +193,14 @@ class Settings:
         60.0, "seconds between two looks at the triggered rebuilds by the recompile DAG's wait"
     )
     heartbeat_s: float = _seconds_setting(10.0, "seconds between two progress log lines of a running step")
+    hub_registry: str | None = _setting(
+        None,
+        "the optimum-neuron cache repository (org/name) every build of a Hub model for a profile with a Hub registry "
+        "(optimum-neuron) is registered in when its run names none (rebuilds after an SDK upgrade too); a build it "
+        "cannot hold (another dtype than the model's, a local model) is published unregistered, with a warning",
+        _repo_id,
+        "a Hub repository id, org/name",
+    )
     hub_registry_conn_id: str = _setting(
         "neuronforge_hub_registry",
         "the Airflow connection a run's --hub-registry / `Register in cache repository` writes with (host: the Hub "

@@ -117,7 +117,7 @@ def check_hub_registry(repo_id: str, model: str, profile: Any) -> str:
     from the Hub). "" (none asked) passes."""
     from neuronforge.artifacts.hub_registry import check_repo_id
 
-    if not repo_id.strip():
+    if repo_id.strip() in ("", "-"):  # "-": explicitly none, whatever the workers' default
         return ""
     repo_id = check_repo_id(repo_id)
     if profile.hub_registry is None:
@@ -135,6 +135,20 @@ def check_hub_registry(repo_id: str, model: str, profile: Any) -> str:
     return repo_id
 
 
+def default_hub_registry(model: str, profile: Any) -> str | None:
+    """The workers' NEURONFORGE_HUB_REGISTRY for a build it can hold (a Hub model, a profile with a Hub
+    registry), else None: a default never refuses a build, it only registers the ones it can."""
+    from neuronforge.common import settings
+
+    repo = settings.current().hub_registry
+    if not repo or profile.hub_registry is None:
+        return None
+    try:
+        return check_hub_registry(repo, model, profile) or None
+    except InvalidInput:
+        return None
+
+
 class BuildState(BaseModel):
     """One target's build: the request, what was pinned, and one field per stage result."""
 
@@ -147,8 +161,10 @@ class BuildState(BaseModel):
     prompts: list[str] = Field(default_factory=list)
     max_new_tokens: int = 8
     allow_pickle: bool = False
-    # the optimum-neuron cache repository (org/name) to register the build in, when the run asks
+    # the optimum-neuron cache repository (org/name) to register the build in, when the run asks (or the
+    # workers' NEURONFORGE_HUB_REGISTRY names one: `hub_registry_default`, dropped where it cannot apply)
     hub_registry: str | None = None
+    hub_registry_default: bool = False
     # prepare
     source: SourcePin | None = None
     toolchain: dict[str, Any] | None = None
@@ -186,6 +202,9 @@ class BuildState(BaseModel):
         check_smoke_request(self.prompts, self.max_new_tokens, self.target.sequence_length)
         if self.hub_registry is not None:
             self.hub_registry = check_hub_registry(self.hub_registry, self.model, self.profile) or None
+        elif not self.hub_registry_default:
+            self.hub_registry = default_hub_registry(self.model, self.profile)
+            self.hub_registry_default = self.hub_registry is not None
 
     # -- typed views -----------------------------------------------------------------------------
     def request(self) -> CompileRequest:

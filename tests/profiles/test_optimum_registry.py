@@ -131,3 +131,31 @@ def test_no_registry_asked_is_none_and_an_id_is_kept() -> None:
     assert BuildState(**base).hub_registry is None
     assert BuildState(**base, hub_registry="").hub_registry is None
     assert BuildState(**base, hub_registry=" my-org/neuron-cache ").hub_registry == "my-org/neuron-cache"
+
+
+def test_the_workers_default_registry_applies_only_where_it_can(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NEURONFORGE_HUB_REGISTRY registers the builds it can hold (a Hub model, a profile with a registry) when
+    the run names none; it never refuses a build; `-` is explicitly none."""
+    from neuronforge.common import settings
+
+    monkeypatch.setenv("NEURONFORGE_HUB_REGISTRY", "my-org/neuron-cache")
+    base = {"target": {**TARGET, "profile": "optimum-neuron"}, "store_uri": "file:///tmp/s"}
+    state = BuildState(model=MODEL, **base)
+    assert (state.hub_registry, state.hub_registry_default) == ("my-org/neuron-cache", True)
+    assert BuildState(model="s3://bucket/model", **base).hub_registry is None
+    other = {**base, "target": {**TARGET, "profile": "vllm-neuron"}}
+    assert BuildState(model=MODEL, **other).hub_registry is None
+    assert BuildState(model=MODEL, **base, hub_registry="-").hub_registry is None
+    explicit = BuildState(model=MODEL, **base, hub_registry="me/other")
+    assert (explicit.hub_registry, explicit.hub_registry_default) == ("me/other", False)
+    # carried between tasks as it was decided
+    again = BuildState.model_validate(state.model_dump(mode="json"))
+    assert (again.hub_registry, again.hub_registry_default) == ("my-org/neuron-cache", True)
+
+
+def test_a_default_registry_that_is_no_repo_id_is_refused_by_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from neuronforge.common import settings
+
+    monkeypatch.setenv("NEURONFORGE_HUB_REGISTRY", "not a repo")
+    with pytest.raises(InvalidInput, match="NEURONFORGE_HUB_REGISTRY"):
+        settings.current()

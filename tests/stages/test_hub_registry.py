@@ -278,3 +278,18 @@ def test_a_dtype_the_lookup_cannot_see_is_refused_by_the_plan_before_the_compile
     assert "use --dtype fp32 (the model's own dtype)" in str(err.value)
     assert "use dtype: fp32 (the model's own dtype)" in err.value.said("form")
     assert store.list("neuron-cache") == [] and not [r for r in hub.requests if r.method in ("POST", "PUT")]
+
+
+def test_the_workers_default_registry_registers_what_it_can_and_never_refuses_a_build(
+    fake_optimum: Path, hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog
+) -> None:
+    """NEURONFORGE_HUB_REGISTRY (e.g. for the recompile DAG's rebuilds): a build in the model's dtype is
+    registered; one in another dtype is built and published unregistered, with the plan's reason."""
+    monkeypatch.setenv("NEURONFORGE_HUB_REGISTRY", REPO)
+    store = open_store(f"file://{tmp_path / 's'}")
+    same = run_target(MODEL, TargetSpec.parse(TARGET), store, tmp_path / "w")
+    assert same.published.manifest.hub_registry.lookup.found
+    other = run_target(MODEL, TargetSpec.parse({**TARGET, "dtype": "bf16"}), store, tmp_path / "w")
+    assert other.status == "published" and other.published.manifest.hub_registry is None
+    (line,) = [r.getMessage() for r in caplog.records if "(NEURONFORGE_HUB_REGISTRY)" in r.getMessage()]
+    assert line.startswith(f"not registering in {REPO} (NEURONFORGE_HUB_REGISTRY): ") and "float32" in line

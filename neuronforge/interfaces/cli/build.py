@@ -256,7 +256,8 @@ def _run_options(p: argparse.ArgumentParser) -> None:
 HUB_REGISTRY_HELP = (
     "optimum-neuron profile: after the smoke test, register the build in this Hugging Face cache repository "
     "(its NEFFs and optimum's registry entry; created private if missing) so that `optimum-cli neuron cache "
-    "lookup` and `serve` find it; endpoint and token from HF_ENDPOINT / HF_TOKEN"
+    "lookup` and `serve` find it; endpoint and token from HF_ENDPOINT / HF_TOKEN. Default: NEURONFORGE_HUB_REGISTRY "
+    "(where it applies); - for none"
 )
 
 

@@ -84,7 +84,14 @@ def run(state: BuildState, ctx: Context) -> BuildState:
     checkpoint = materialize(ctx.store, state.need("checkpoint"), ctx.work_dir)
     result = check_plan(checkpoint, state.target, state.pinned_toolchain())
     if state.hub_registry and state.profile.hub_registry is not None:
-        result.checks.append(registry_check(checkpoint, state))
+        try:
+            result.checks.append(registry_check(checkpoint, state))
+        except PlanRejected as exc:
+            if not state.hub_registry_default:
+                raise
+            # the workers' default registry never refuses a build: it is published unregistered
+            log.warning("not registering in %s (NEURONFORGE_HUB_REGISTRY): %s", state.hub_registry, exc)
+            state = state.model_copy(update={"hub_registry": None})
     for c in result.checks:
         (log.warning if c.warn else log.info)("plan %s: %s", c.name, c.message)
     return state.model_copy(update={"plan": [c.message for c in result.checks]})
