@@ -136,7 +136,6 @@ def test_no_registry_asked_is_none_and_an_id_is_kept() -> None:
 def test_the_workers_default_registry_applies_only_where_it_can(monkeypatch: pytest.MonkeyPatch) -> None:
     """NEURONFORGE_HUB_REGISTRY registers the builds it can hold (a Hub model, a profile with a registry) when
     the run names none; it never refuses a build; `-` is explicitly none."""
-    from neuronforge.common import settings
 
     monkeypatch.setenv("NEURONFORGE_HUB_REGISTRY", "my-org/neuron-cache")
     base = {"target": {**TARGET, "profile": "optimum-neuron"}, "store_uri": "file:///tmp/s"}
