@@ -12,6 +12,21 @@ line just before its fence (invisible on GitHub and in the mkdocs site):
                                             a running server, or takes minutes): every `neuronforge ...` is
                                             parsed by the CLI's own parser, every `make X` must be a Makefile
                                             target, and the whole block must pass `bash -n`
+    <!-- docs-test: run fakes=optimum,hub -->
+                                            executed as `run`, with the FAKES named put in place for that
+                                            block only (a comma list; `exit=N` may follow):
+        optimum   the fake Neuron SDK 2.26.1 with optimum-neuron 0.4.5's entry point (tests/fakes: what
+                  tests/conftest.py's `fake_optimum` installs) as the toolchain interpreter of SDK 2.26.1
+                  (NEURONFORGE_TOOLCHAIN_PYTHON_2_26_1), on a host with Neuron devices
+                  (FAKE_NEURON_DEVICES, the fake `neuron-ls` first on PATH); `python` in the block IS
+                  that interpreter: it stands for the Python of the toolchain host (the SDK image's),
+                  where optimum-neuron is installed
+        hub       a FAKE Hugging Face Hub (tests/fakes/hub) on 127.0.0.1, one per session, serving the
+                  session's tiny Llama as `tiny-org/tiny-llama`: HF_ENDPOINT names it, HF_TOKEN=hf_writer
+                  (user `me`, who may write `me/*` and `my-org/*`), HF_HUB_OFFLINE=0, and HF_HOME /
+                  HF_HUB_CACHE under `.neuronforge/hf/` (the Hub's repositories live outside the clone)
+                  The page must say, next to such examples, that in this test the Hub is a local
+                  Hub-compatible endpoint and the SDK a fake.
 
 Expected output is matched line by line, exactly, except: a line that is only `…` matches any number
 of lines (none included), and `…` inside a line matches any characters there (`"cache_key": "…`).
@@ -33,14 +48,18 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from neuronforge.common import settings
+from neuronforge.compilation.backends.interpreter import release_var
 from neuronforge.interfaces.cli import build_parser
 from tests.conftest import Compiled
+from tests.fakes import OPTIMUM, SDK_2_26_1, fake_python, neuron_host_path
+from tests.fakes.hub import FakeHub
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -48,6 +67,8 @@ SHELLS = ("console", "bash", "sh", "shell")
 FENCE = re.compile(r"^(?P<fence>```+|~~~+)[ \t]*(?P<info>[^\n]*)$")
 MARKER = re.compile(r"^<!--\s*docs-test:\s*(?P<kind>\w+)(?P<rest>.*?)-->\s*$")
 ELLIPSIS = ("…", "...")
+FAKES_OPTION = re.compile(r"(?:^|\s)fakes=(?P<names>\S*)")
+KNOWN_FAKES = ("optimum", "hub")
 
 
 @dataclass(frozen=True)
@@ -62,6 +83,12 @@ class Block:
     @property
     def where(self) -> str:
         return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+    @property
+    def fakes(self) -> tuple[str, ...]:
+        """The fakes its marker names (`fakes=optimum,hub`), in order."""
+        m = FAKES_OPTION.search(self.options)
+        return tuple(n for n in m["names"].split(",") if n) if m else ()
 
 
 def blocks(page: Path) -> list[Block]:
@@ -141,6 +168,14 @@ def test_every_shell_block_is_marked() -> None:
     bad += [f"{b.where}: unknown kind {b.kind!r}" for b in ALL if b.kind not in (None, "run", "syntax")]
     bad += [f"{b.where}: a syntax block needs a reason" for b in ALL if b.kind == "syntax" and not b.options]
     bad += [f"{b.where}: run blocks are ```console" for b in ALL if b.kind == "run" and b.lang != "console"]
+    bad += [f"{b.where}: fakes are for run blocks" for b in ALL if b.kind != "run" and FAKES_OPTION.search(b.options)]
+    bad += [
+        f"{b.where}: unknown fake {name!r} (known: {', '.join(KNOWN_FAKES)})"
+        for b in ALL
+        if b.kind == "run"
+        for name in (b.fakes or (("",) if FAKES_OPTION.search(b.options) else ()))
+        if name not in KNOWN_FAKES
+    ]
     assert not bad, "\n".join(bad)
 
 
@@ -230,6 +265,49 @@ def _env(home: Path) -> dict[str, str]:
     return env
 
 
+# The fakes a run block may name (`fakes=`): see the module docstring.
+DOCS_HUB_MODEL = "tiny-org/tiny-llama"  # the session's tiny Llama, as the fake Hub serves it
+DOCS_HUB_TOKEN = "hf_writer"  # user `me`, who may write `me/*` and `my-org/*`
+
+
+@dataclass(frozen=True)
+class DocsFakes:
+    python: Path  # the fake SDK 2.26.1 interpreter with optimum-neuron's entry point, named `python`
+    hub: FakeHub
+
+
+@pytest.fixture(scope="session")
+def docs_fakes(tmp_path_factory: pytest.TempPathFactory, compiled: Compiled) -> Iterator[DocsFakes]:
+    """The fakes of `fakes=` blocks, started once per session (only for a page that has such blocks):
+    the fake SDK 2.26.1 + optimum-neuron interpreter as `<folder>/python`, and a fake Hub holding the
+    session's tiny Llama (the docs home's model: same generator) as `tiny-org/tiny-llama`."""
+    base = tmp_path_factory.mktemp("docs-fakes")
+    python = fake_python(base / "toolchain-host" / "python", OPTIMUM, *SDK_2_26_1)
+    with FakeHub(base / "hub", tokens={DOCS_HUB_TOKEN: ("me", ["my-org"])}) as hub:
+        hub.add_model(DOCS_HUB_MODEL, compiled.checkpoint)
+        yield DocsFakes(python, hub)
+
+
+def _fakes_env(env: dict[str, str], names: tuple[str, ...], fakes: DocsFakes, cwd: Path) -> dict[str, str]:
+    """`env` with the fakes `names` in place (what tests/conftest.py's `fake_optimum` and the
+    `fake_hub` tests set), for one block."""
+    env = dict(env)
+    if "optimum" in names:
+        env[release_var("2.26.1")] = str(fakes.python)
+        env["FAKE_NEURON_DEVICES"] = "2"
+        env["PATH"] = neuron_host_path(os.pathsep.join((str(fakes.python.parent), env["PATH"])))
+    if "hub" in names:
+        hf_home = cwd / EXAMPLES_FOLDER / "hf"  # examples write under .neuronforge/ only
+        env.update(
+            HF_ENDPOINT=fakes.hub.endpoint,
+            HF_TOKEN=DOCS_HUB_TOKEN,
+            HF_HUB_OFFLINE="0",
+            HF_HOME=str(hf_home),
+            HF_HUB_CACHE=str(hf_home / "hub"),
+        )
+    return env
+
+
 def _clone(where: Path, home: Path) -> Path:
     """A fresh clone of the checkout as it is: each tracked file copied from the working tree (every
     top-level entry but the hidden ones when this is not a git checkout), committed in a repository of
@@ -299,16 +377,19 @@ RUN_PAGES = [p for p in PAGES if any(b.kind == "run" for b in blocks(p))]
 
 
 @pytest.mark.parametrize("page", RUN_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_run_blocks(page: Path, docs_home: Path, tmp_path: Path) -> None:
+def test_run_blocks(page: Path, docs_home: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     cwd = _clone(tmp_path / "clone", docs_home)
     failures = []
     for block in (b for b in blocks(page) if b.kind == "run"):
         exit_code = int(re.search(r"exit=(\d+)", block.options)[1]) if "exit=" in block.options else 0
+        env = _env(docs_home)
+        if block.fakes:
+            env = _fakes_env(env, block.fakes, request.getfixturevalue("docs_fakes"), cwd)
         for command, expected in commands(block):
             done = subprocess.run(
                 ["bash", "-o", "pipefail", "-c", command],
                 cwd=cwd,
-                env=_env(docs_home),
+                env=env,
                 capture_output=True,
                 text=True,
                 timeout=600,
