@@ -191,6 +191,14 @@ def test_the_matcher() -> None:
     assert not matches("a\nz", "a\nb\nz\n") and not matches("a", "a\nb\n")
 
 
+def test_the_fakes_option() -> None:
+    """`fakes=` names the fakes of a run block, in order, beside its other options."""
+    block = Block(ROOT / "page.md", 1, "console", "run", "fakes=optimum,hub exit=3", "")
+    assert block.fakes == ("optimum", "hub")
+    assert Block(ROOT / "page.md", 1, "console", "run", "exit=3", "").fakes == ()
+    assert set(KNOWN_FAKES) == {"optimum", "hub"}
+
+
 def test_the_readme_links_resolve() -> None:
     """mkdocs checks the links of docs/; the README's own relative links must name files of the clone."""
     links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", (ROOT / "README.md").read_text())
