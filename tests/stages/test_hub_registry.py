@@ -225,6 +225,9 @@ def test_show_names_the_versions_and_the_registry(fake_optimum: Path, hub: FakeH
     assert "loads in   optimum-neuron 0.4.5 · neuronx-cc 2.21.33363.0+82129205 · transformers 4.57.6" in shown
     assert f"registry   {REPO} at {hub.endpoint}: optimum-neuron's lookup returns it" in shown
     assert out.published.manifest.hub_registry.entry_path in shown
+    assert main(["ls", "--json", "--store", store_uri]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert (row["hub_registry"], row["hub_registry_found"]) == (REPO, True)
 
 
 def test_a_lookup_that_fails_is_recorded_not_fatal(

@@ -175,6 +175,9 @@ def cmd_ls(args: argparse.Namespace) -> int:
             "channels": r.channels,
             "review": r.review,
             "damage": r.damage,
+            # the optimum-neuron cache repository it is registered in (None: none); did optimum's lookup find it
+            "hub_registry": r.hub_registry or None,
+            "hub_registry_found": r.hub_registry_found,
         }
         if args.check and r.manifest_uri and r.status != "damaged":
             lacking = verify_manifest(store, r.manifest_uri.removeprefix(store.root_uri).strip("/"))
