@@ -90,7 +90,18 @@ def _smoke(state: dict[str, Any]) -> dict[str, Any]:
     return run_stage_task("smoke", state)
 
 
-POD_BODIES = {"prepare": _prepare, "compile_graphs": _compile_graphs, "smoke": _smoke}
+def _register_hub_cache(state: dict[str, Any]) -> dict[str, Any]:
+    from neuronforge_airflow.operators.compile_publish import run_stage_task
+
+    return run_stage_task("register_hub_cache", state)
+
+
+POD_BODIES = {
+    "prepare": _prepare,
+    "compile_graphs": _compile_graphs,
+    "smoke": _smoke,
+    "register_hub_cache": _register_hub_cache,
+}
 
 
 def pod_tasks(queue: str) -> dict[str, Any]:

@@ -228,6 +228,8 @@ def _hostile_row(**changes: Any) -> FarmRow:
         uris={HOSTILE: HOSTILE},
         launch={HOSTILE: HOSTILE, "run.sh": HOSTILE},
         incomplete=[HOSTILE],
+        hub_registry=HOSTILE,
+        hub_registry_found=False,
     )
     for name, value in changes.items():
         setattr(row, name, value)
@@ -239,6 +241,22 @@ def _assert_inert(page: str) -> None:
     assert re.search(r"""href\s*=\s*["']?\s*javascript:""", page, re.IGNORECASE) is None
     assert re.search(r"<a\b[^>]*\bhref=\"(?!/|https?://)", page) is None  # links: our routes or http(s)
     assert re.search(r"\son\w+\s*=", page) is None and " style=" not in page
+
+
+def _hostile_manifest(hosts: dict[str, Any]) -> SimpleNamespace:
+    """The manifest parts the artifact page shows, every string HOSTILE: hosts, the optimum registry."""
+    from neuronforge.records.hub_registry import HubRegistration, LookupCheck
+
+    registry = HubRegistration(
+        repo_id=HOSTILE,
+        endpoint=HOSTILE,
+        commit=HOSTILE,
+        entry_path=HOSTILE,
+        versions={HOSTILE: HOSTILE},
+        neuron={"checkpoint_id": HOSTILE},
+        lookup=LookupCheck(found=False, reason=HOSTILE, checked_at=HOSTILE),
+    )
+    return SimpleNamespace(hosts=hosts, hub_registry=registry, consumer_versions={HOSTILE: HOSTILE})
 
 
 def test_the_templates_escape_a_hostile_string_in_every_slot(plugin: ModuleType) -> None:
@@ -271,11 +289,12 @@ def test_the_templates_escape_a_hostile_string_in_every_slot(plugin: ModuleType)
         "artifact.html.j2",
         title=HOSTILE,
         store_uri=HOSTILE,
-        a=plugin._detail_view(row, SimpleNamespace(hosts=hosts), {HOSTILE: HOSTILE}),  # the manifest's hosts
+        a=plugin._detail_view(row, _hostile_manifest(hosts), {HOSTILE: HOSTILE}),  # the manifest's shown parts
         release=None,  # its release section: tests/plugins/test_catalog_channels.py
     )
     _assert_inert(detail)
-    assert detail.count(str(escape(HOSTILE))) >= 12 and '<pre class="snippet">' in detail
+    assert detail.count(str(escape(HOSTILE))) >= 20 and '<pre class="snippet">' in detail
+    assert 'id="hub-registry"' in detail and "does not return this build" in detail
     assert 'href="/dags/neuronforge_compile_publish/runs/%3Cscript%3E' in detail  # the run id: quoted
     error = plugin._render("error.html.j2", title=HOSTILE, message=HOSTILE)
     _assert_inert(error)

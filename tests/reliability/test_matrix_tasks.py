@@ -63,6 +63,10 @@ EXEMPT = {
     "tickets_*": "routes the first task's build states to its queue's group; opens nothing",
     "claim_build": "a deferrable operator waiting on the lease (tests/test_leases.py, tests/dags); its store was "
     "checked by prepare just before",
+    "register_hub_cache": "a pass-through unless the run registers an optimum-neuron build of a Hub model; "
+    "registering, it reads the store only after the stages that wrote what it reads (the checkpoint's config.json, "
+    "the staged neuron_config.json, the compile cache), and its Hub failures (unreachable: one retried line; a "
+    "refused token: one line) are tests/stages/test_hub_registry.py's",
     "quantize_weights": "a pass-through for targets that do not quantize; quantizing, it runs the quantize stage "
     "the CLI matrix's `quantize` row covers after the same materialize as plan_target",
 }
