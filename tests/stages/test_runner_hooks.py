@@ -61,12 +61,13 @@ def test_each_stage_is_declared_next_to_its_adapter() -> None:
         "quantize_weights",
         "compile_graphs",
         "smoke",
+        "register_hub_cache",
         "publish_artifact",
     ]
     for stage in STAGES:
         owners = [
             m
-            for m in ("prepare", "claim", "fetch", "plan", "quantize", "compile", "smoke", "publish")
+            for m in ("prepare", "claim", "fetch", "plan", "quantize", "compile", "smoke", "register", "publish")
             if importlib.import_module(f"neuronforge.pipeline.stages.{m}").STAGE is stage
         ]
         assert len(owners) == 1, stage.name
