@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo airflow test lint format docs docs-build bench-transfer bench-pipeline bench-cache-seed bench-quantize bench-bytes bench-sweep bench-hosts bench-farm bench-dag-parse bench-forms bench-channels bench-demo clean
+.PHONY: setup demo airflow test lint format docs docs-build bench-transfer bench-pipeline bench-cache-seed bench-quantize bench-bytes bench-sweep bench-hosts bench-farm bench-file-paging bench-dag-parse bench-forms bench-channels bench-demo clean
 
 setup: $(STAMP)
 
@@ -74,6 +74,9 @@ bench-transfer: setup
 
 bench-sweep: setup
 	$(PY) bench/sweep.py
+
+bench-file-paging: setup
+	$(PY) bench/file_store_paging.py
 
 bench-farm: setup
 	$(PY) bench/farm_scale.py

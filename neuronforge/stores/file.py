@@ -1,4 +1,9 @@
-"""`FileStore`: the embedded default, a folder on the local disk (or a shared mount)."""
+"""`FileStore`: the embedded default, a folder on the local disk (or a shared mount).
+
+Its listings are S3's: keys in byte order, a page (`list_page`) after a key. A page is read by walking
+the folders in that order and stopping once it is full, skipping every folder that sorts wholly before
+the `start_after` key: one page of `artifacts/` or one key's lookup under `index/` reads the folders
+on the way to it, never the whole store (a farm holds thousands of artifacts)."""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import hashlib
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 from neuronforge.common.errors import StoreError
@@ -123,6 +129,50 @@ class FileStore(ArtifactStore):
             if path.is_file() and not path.name.startswith(_TMP) and path.resolve().is_relative_to(self.root):
                 out.append(ObjectInfo(path.relative_to(self.root).as_posix(), path.stat().st_size))
         return sorted(out, key=lambda o: o.key)
+
+    def list_page(self, prefix: str, start_after: str = "", limit: int = 1000) -> list[ObjectInfo]:
+        """At most `limit` objects under `prefix` after `start_after`, in key order (`_walk`)."""
+        base = self._path(prefix) if prefix.strip("/") else self.root
+        if base.is_file():
+            key = clean_key(prefix)
+            return [ObjectInfo(key, base.stat().st_size)] if key > start_after and limit > 0 else []
+        out: list[ObjectInfo] = []
+        if limit > 0 and base.is_dir():
+            start = "" if base == self.root else f"{base.relative_to(self.root).as_posix()}/"
+            for found in self._walk(base, start, start_after):
+                out.append(found)
+                if len(out) >= limit:
+                    break
+        return out
+
+    def _walk(self, folder: Path, key_prefix: str, start_after: str) -> Iterator[ObjectInfo]:
+        """The objects under `folder` (whose keys start with `key_prefix`) after `start_after`, in key
+        order: each folder's entries sorted as their keys sort (a subfolder `m` as `m/`), a subfolder
+        entered only when some key in it can come after `start_after`. Links are not followed into
+        folders; a link to a file inside the store is listed as `list` lists it."""
+        try:
+            entries = list(os.scandir(folder))
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        named = []
+        for entry in entries:
+            if entry.name.startswith(_TMP):
+                continue
+            is_dir = entry.is_dir(follow_symlinks=False)
+            named.append((f"{key_prefix}{entry.name}/" if is_dir else f"{key_prefix}{entry.name}", is_dir, entry))
+        for key, is_dir, entry in sorted(named, key=lambda n: n[0]):
+            if is_dir:
+                if key > start_after or start_after.startswith(key):
+                    yield from self._walk(Path(entry.path), key, start_after)
+                continue
+            if key <= start_after:
+                continue
+            path = Path(entry.path)
+            if entry.is_symlink() and not (path.is_file() and path.resolve().is_relative_to(self.root)):
+                continue
+            if not entry.is_symlink() and not entry.is_file(follow_symlinks=False):
+                continue
+            yield ObjectInfo(key, path.stat().st_size)
 
     def delete_prefix(self, prefix: str) -> int:
         objects = self.list(prefix)

@@ -3,6 +3,8 @@ endpoint (moto server on 127.0.0.1)."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import threading
 from pathlib import Path
 
@@ -192,3 +194,57 @@ def test_file_store_leaves_no_temporary_files(tmp_path: Path) -> None:
     store.put_bytes(b"x", "a/b")
     store.put_if_absent(b"x", "a/b")
     assert sorted(p.name for p in (tmp_path / "s" / "a").iterdir()) == ["b"]
+
+
+# -- the file store pages like S3 ----------------------------------------------------------------------
+TRICKY = [
+    "a", "a.b", "a-c", "a0", "b/x", "b/x.y", "b/x/z", "b-", "b.c/d", "b0/e", "index/0ab.json", "index/0abc.json",
+    "index/0ac.json", "index/1.json", "z/y/x/w", "z/y/x.w", "z/y-/q", "é/ü", "~",
+]  # fmt: skip
+
+
+def _tricky_store(root: Path):
+    from neuronforge.stores import open_store
+
+    store = open_store(f"file://{root}")
+    for i, key in enumerate(k for k in TRICKY if k not in ("b/x",)):  # b/x is a folder (b/x/z)
+        store.put_bytes(b"x" * i, key)
+    return store
+
+
+@pytest.mark.parametrize("prefix", ["", "b", "index", "z/y", "missing"])
+def test_a_file_stores_page_is_the_listing_sliced_in_key_order(tmp_path: Path, prefix: str) -> None:
+    """`list_page` walks folders in key (byte) order and stops: the same objects as the whole sorted
+    listing after `start_after`, for every cut, on names where a folder and its siblings interleave
+    (`a-c` < `a.b` < `a/` < `a0`)."""
+    store = _tricky_store(tmp_path / "s")
+    whole = store.list(prefix)
+    assert [o.key for o in whole] == sorted(o.key for o in whole)
+    cuts = ["", *(o.key for o in whole), "b/", "b/x", "index/0ab", "index/0abc", "z/y/x", "zz"]
+    for start in cuts:
+        for limit in (1, 2, 3, 1000):
+            want = [o for o in whole if o.key > start][:limit]
+            assert store.list_page(prefix, start_after=start, limit=limit) == want, (start, limit)
+
+
+def test_a_file_stores_page_reads_only_the_folders_on_its_way(tmp_path: Path, monkeypatch) -> None:
+    """One page of a farm's `artifacts/` (one folder per model) and one key's lookup under `index/` open a
+    few folders, not one per artifact."""
+    import neuronforge.stores.file as file_store
+    from neuronforge.artifacts.published import find_key
+    from neuronforge.stores import open_store
+
+    store = open_store(f"file://{tmp_path / 's'}")
+    keys = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(300)]
+    for i, key in enumerate(keys):
+        store.put_bytes(b"{}", f"artifacts/org/m{i:03d}/rev/target/{key[:12]}/manifest.json")
+        store.put_bytes(b"{}", f"index/{key}.json")
+    opened: list[str] = []
+    real = os.scandir
+    monkeypatch.setattr(file_store.os, "scandir", lambda p: opened.append(str(p)) or real(p))
+    page = store.list_page("artifacts", limit=5)
+    assert [o.key.split("/")[2] for o in page] == ["m000", "m001", "m002", "m003", "m004"]
+    assert len(opened) <= 2 + 5 * 4  # artifacts/, org/, then each of the five models' folders
+    opened.clear()
+    assert find_key(store, keys[123][:12]) == keys[123]
+    assert len(opened) == 1  # index/ alone
