@@ -269,17 +269,28 @@ def _query(model: str | None, profile: str | None, instance: str | None, status:
 UNREADABLE = "the store NEURONFORGE_STORE names cannot be read; the api-server's log says why."
 
 
+# A remote store, once open (its bucket checked), is kept for the api-server's life: a page view costs
+# the reads it shows, not a bucket check each time. A bucket gone since is said by the next read (503).
+_OPEN_REMOTE: dict[str, Any] = {}
+
+
 def _store():
     """The store NEURONFORGE_STORE names (read, never created: a mistyped one is an error)."""
     from neuronforge.common import settings
     from neuronforge.common.errors import NeuronforgeError
-    from neuronforge.stores import open_store
+    from neuronforge.stores import REMOTE_STORES, open_store
 
+    uri = settings.store_uri(None)
+    if uri in _OPEN_REMOTE:
+        return _OPEN_REMOTE[uri]
     try:
-        return open_store(settings.store_uri(None), must_exist=True)
+        store = open_store(uri, must_exist=True)
     except NeuronforgeError as exc:
         log.warning("neuronforge catalog: the store cannot be opened: %s", exc)
         raise HTTPException(status_code=503, detail=UNREADABLE) from None
+    if uri.partition("://")[0] in REMOTE_STORES:
+        _OPEN_REMOTE[uri] = store
+    return store
 
 
 def _farm_page(store: Any, query: Any, offset: int, limit: int):

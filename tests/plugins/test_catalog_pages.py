@@ -187,3 +187,35 @@ def test_uris_and_slugs_wrap_at_separators_and_stay_text(plugin: ModuleType) -> 
     assert str(w("s3://b/x/cpu-inf2")) == "s3:<wbr>/<wbr>/<wbr>b/<wbr>x/<wbr>cpu-<wbr>inf2"
     hostile = str(w('<img src=x onerror="a&b">'))
     assert "<img" not in hostile and "a&amp;<wbr>b" in hostile  # never inside an entity
+
+
+def test_an_s3_store_is_checked_once_then_each_view_costs_its_reads(
+    plugin: ModuleType, s3_bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The api-server keeps an S3 store open once its bucket answered: the second page view sends no
+    HeadBucket, only the reads it shows; a bucket that goes away is said by the next view (503), as before."""
+    import boto3
+    from airflow.api_fastapi.core_api.security import get_user
+    from fastapi.testclient import TestClient
+
+    uri = f"s3://{s3_bucket}/farm"
+    record_failure(open_store(uri), _key(1), "compile", RuntimeError("failure 1"), "manual__1",
+                   SimpleNamespace(model="org/m01", target=TargetSpec.parse(TARGET)))  # fmt: skip
+    monkeypatch.setenv("NEURONFORGE_STORE", uri)
+    monkeypatch.setattr(plugin, "_OPEN_REMOTE", {})
+    from neuronforge.stores.s3 import S3Store
+
+    probes: list[bool] = []
+    real_probe = S3Store.probe
+    monkeypatch.setattr(S3Store, "probe", lambda self, write: probes.append(write) or real_probe(self, write))
+    plugin.app.dependency_overrides[get_user] = lambda: None
+    try:
+        with TestClient(plugin.app) as client:
+            assert client.get("/").status_code == 200 and probes == [False]
+            assert client.get("/").status_code == 200 and client.get("/api/artifacts").status_code == 200
+            assert probes == [False]  # checked once
+            boto3.resource("s3").Bucket(s3_bucket).objects.all().delete()
+            boto3.client("s3").delete_bucket(Bucket=s3_bucket)
+            assert client.get("/").status_code == 503
+    finally:
+        plugin.app.dependency_overrides.clear()
