@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -229,3 +230,27 @@ def test_s3_fetch_downloads_each_file_once(tiny_llama: Path, tmp_path: Path, s3_
     gets.clear()
     fetch(_req(f"s3://{s3_bucket}/models/m", f"file://{tmp_path / 'store'}", tmp_path / "work"))
     assert gets == []  # the store has it and this host verified it: nothing downloaded
+
+
+def test_hf_transfer_asked_for_but_missing_is_said_and_the_download_runs(
+    fake_hub, served_llama: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request, caplog
+) -> None:
+    """huggingface_hub 0.36 with HF_HUB_ENABLE_HF_TRANSFER=1 and no hf_transfer package raises on every
+    download not stored in Xet: the fetch says so once and downloads without it."""
+    from huggingface_hub import constants
+
+    from neuronforge.pipeline.stages.resolve import hub_snapshot, resolve_hub
+    from neuronforge.spec.source import ModelSource
+    from tests.fakes.hub import online
+
+    online(fake_hub, monkeypatch, request)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setattr(constants, "HF_HUB_ENABLE_HF_TRANSFER", True)
+    monkeypatch.setitem(sys.modules, "hf_transfer", None)  # not installed (None: `import` raises ImportError)
+    fake_hub.add_model("tiny-org/tiny-llama", served_llama)
+    source = resolve_hub(ModelSource.parse("tiny-org/tiny-llama"))
+    folder = hub_snapshot(source, source.resolved_revision, None, None)
+    assert (folder / "config.json").read_bytes() == (served_llama / "config.json").read_bytes()
+    (line,) = [r.getMessage() for r in caplog.records if "HF_HUB_ENABLE_HF_TRANSFER" in r.getMessage()]
+    assert "the hf_transfer package is not installed" in line and "unset it, or pip install hf_transfer" in line
+    assert constants.HF_HUB_ENABLE_HF_TRANSFER is False

@@ -106,6 +106,32 @@ def hub_errors(repo: str, revision: str) -> Iterator[None]:
         ) from None
 
 
+def hub_transfer_check() -> None:
+    """`HF_HUB_ENABLE_HF_TRANSFER` as this huggingface_hub takes it. From 1.0 it is ignored (downloads go
+    through hf_xet): said once, so nobody waits for a speed-up that is not there. Before 1.0 it makes
+    every download that is not Xet-backed raise when the `hf_transfer` package is missing
+    (huggingface_hub/file_download.py `http_get`): said once, and turned off for this process so that
+    the download runs at the speed huggingface_hub has without it."""
+    from huggingface_hub import __version__, constants
+
+    if not constants.HF_HUB_ENABLE_HF_TRANSFER:
+        return
+    if int(__version__.split(".")[0]) >= 1:
+        log.warning(
+            "HF_HUB_ENABLE_HF_TRANSFER is set, but huggingface_hub %s ignores it: Hub downloads use hf_xet", __version__
+        )
+        return
+    try:
+        import hf_transfer  # noqa: F401
+    except ImportError:
+        log.warning(
+            "HF_HUB_ENABLE_HF_TRANSFER is set, but the hf_transfer package is not installed (huggingface_hub %s would "
+            "fail every download not stored in Xet): downloading without it; unset it, or pip install hf_transfer",
+            __version__,
+        )
+        constants.HF_HUB_ENABLE_HF_TRANSFER = False
+
+
 def hub_snapshot(source: ModelSource, revision: str, allow_patterns: list[str] | None, token: str | None) -> Path:
     """Download (or, offline, find in the cache) a Hub snapshot; returns its cache folder.
     huggingface_hub draws its own byte bars on a terminal; elsewhere (task logs, pipes) they are
@@ -116,6 +142,7 @@ def hub_snapshot(source: ModelSource, revision: str, allow_patterns: list[str] |
     reporter = progress.current()
     if not reporter.terminal:
         disable_progress_bars()
+    hub_transfer_check()
     files = f"{len(allow_patterns)} file(s) of " if allow_patterns else ""
     what = f"downloading {files}{source.location}@{revision[:12]} from the Hub"
     with hub_errors(source.location, revision), reporter.step(what, own_bars=True):
