@@ -152,7 +152,7 @@ class FileStore(ArtifactStore):
         folders; a link to a file inside the store is listed as `list` lists it."""
         try:
             entries = list(os.scandir(folder))
-        except (FileNotFoundError, NotADirectoryError):
+        except (FileNotFoundError, NotADirectoryError, PermissionError):  # as `list` (pathlib's walk) skips them
             return
         named = []
         for entry in entries:
