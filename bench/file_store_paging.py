@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from neuronforge.artifacts.published import find_key
-from neuronforge.stores.base import ArtifactStore
+from neuronforge.stores.base import ArtifactStore, ObjectInfo, clean_key
 from neuronforge.stores.file import FileStore
 
 GOAL_PAGE_S, GOAL_KEY_S = 0.5, 0.1
@@ -34,9 +34,22 @@ FILES = ("manifest.json", "smoke.json", "launch/serve.sh", "model/config.json")
 
 
 class Baseline(FileStore):
-    """The file store as it listed before: the whole prefix walked and sorted, then sliced."""
+    """The file store as it listed before (ported): the whole prefix walked (pathlib's rglob) and sorted,
+    then a page sliced from it."""
 
     list_page = ArtifactStore.list_page
+
+    def list(self, prefix: str = "") -> list[ObjectInfo]:
+        base = self._path(prefix) if prefix.strip("/") else self.root
+        if base.is_file():
+            return [ObjectInfo(clean_key(prefix), base.stat().st_size)]
+        if not base.is_dir():
+            return []
+        out = []
+        for path in base.rglob("*"):
+            if path.is_file() and not path.name.startswith(".nf-tmp-") and path.resolve().is_relative_to(self.root):
+                out.append(ObjectInfo(path.relative_to(self.root).as_posix(), path.stat().st_size))
+        return sorted(out, key=lambda o: o.key)
 
 
 def farm(root: Path, n: int) -> list[str]:

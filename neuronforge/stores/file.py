@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import hashlib
+import itertools
 import os
 import shutil
 import uuid
@@ -118,47 +119,39 @@ class FileStore(ArtifactStore):
         return self._path(key).is_file()
 
     def list(self, prefix: str = "") -> list[ObjectInfo]:
-        base = self._path(prefix) if prefix.strip("/") else self.root
-        if base.is_file():
-            return [ObjectInfo(clean_key(prefix), base.stat().st_size)]
-        if not base.is_dir():
-            return []
-        out = []
-        for path in base.rglob("*"):
-            # links (which neuronforge never writes) are not objects: they could name files elsewhere
-            if path.is_file() and not path.name.startswith(_TMP) and path.resolve().is_relative_to(self.root):
-                out.append(ObjectInfo(path.relative_to(self.root).as_posix(), path.stat().st_size))
-        return sorted(out, key=lambda o: o.key)
+        return list(self._objects(prefix))
 
     def list_page(self, prefix: str, start_after: str = "", limit: int = 1000) -> list[ObjectInfo]:
         """At most `limit` objects under `prefix` after `start_after`, in key order (`_walk`)."""
+        return list(itertools.islice(self._objects(prefix, start_after), max(limit, 0)))
+
+    def _objects(self, prefix: str, start_after: str = "") -> Iterator[ObjectInfo]:
+        """The objects under `prefix` (a folder-like prefix, or one object's key) after `start_after`, in
+        key order, read lazily: `list` takes them all, `list_page` stops at its limit."""
         base = self._path(prefix) if prefix.strip("/") else self.root
         if base.is_file():
             key = clean_key(prefix)
-            return [ObjectInfo(key, base.stat().st_size)] if key > start_after and limit > 0 else []
-        out: list[ObjectInfo] = []
-        if limit > 0 and base.is_dir():
+            if key > start_after:
+                yield ObjectInfo(key, base.stat().st_size)
+        elif base.is_dir():
             start = "" if base == self.root else f"{base.relative_to(self.root).as_posix()}/"
-            for found in self._walk(base, start, start_after):
-                out.append(found)
-                if len(out) >= limit:
-                    break
-        return out
+            yield from self._walk(base, start, start_after)
 
     def _walk(self, folder: Path, key_prefix: str, start_after: str) -> Iterator[ObjectInfo]:
         """The objects under `folder` (whose keys start with `key_prefix`) after `start_after`, in key
         order: each folder's entries sorted as their keys sort (a subfolder `m` as `m/`), a subfolder
         entered only when some key in it can come after `start_after`. Links are not followed into
-        folders; a link to a file inside the store is listed as `list` lists it."""
+        folders (links, which neuronforge never writes, are not objects: they could name files elsewhere);
+        a link to a file inside the store is listed."""
         try:
             entries = list(os.scandir(folder))
-        except (FileNotFoundError, NotADirectoryError, PermissionError):  # as `list` (pathlib's walk) skips them
+        except (FileNotFoundError, NotADirectoryError, PermissionError):  # as pathlib's walk skipped them
             return
         named = []
         for entry in entries:
-            if entry.name.startswith(_TMP):
-                continue
             is_dir = entry.is_dir(follow_symlinks=False)
+            if entry.name.startswith(_TMP) and not is_dir:  # a write in progress
+                continue
             named.append((f"{key_prefix}{entry.name}/" if is_dir else f"{key_prefix}{entry.name}", is_dir, entry))
         for key, is_dir, entry in sorted(named, key=lambda n: n[0]):
             if is_dir:
