@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from neuronforge.artifacts import layout
 from neuronforge.common.errors import InvalidInput, NeuronforgeError, ServiceUnreachable
 from neuronforge.common.hub_ids import is_repo_id
 from neuronforge.common.secrets import mask_credentials
@@ -39,7 +40,7 @@ from neuronforge.common.secrets import mask_credentials
 log = logging.getLogger(__name__)
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
-DONE = "model.done"  # an entry the compiler completed (written last)
+DONE = layout.ENTRY_DONE
 
 
 class HubRefused(NeuronforgeError):
@@ -84,9 +85,7 @@ class CacheRepo:
     def open(cls, repo_id: str, conn_id: str, reader: ConnectionReader | None = None) -> CacheRepo:
         """The repository `repo_id` with the credentials of connection `conn_id` when the reader has
         one, else of the environment."""
-        found = reader(conn_id) if reader is not None else None
-        if found is None:
-            found = HubCredentials(os.environ.get("HF_ENDPOINT"), None)
+        found = (reader(conn_id) if reader is not None else None) or HubCredentials()
         endpoint = (found.endpoint or os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
         token = found.token or _environment_token()
         return cls(check_repo_id(repo_id), endpoint, token, found.source)

@@ -43,6 +43,7 @@ MANIFEST = "MANIFEST.json"  # checkpoint manifests (file list with sha256)
 ARTIFACT_MANIFEST = "manifest.json"  # published artifact manifests, written last
 NEURON_CACHE = "neuron-cache"
 NEURON_CACHE_SETS = "neuron-cache-sets"
+ENTRY_DONE = "model.done"  # a compile-cache entry the compiler completed (written last), wherever it is mirrored
 VLLM_NEURON_CACHE = "vllm-neuron-cache"
 FARM_INDEX = "farm-index"
 

@@ -49,7 +49,7 @@ from neuronforge.spec.source import sha256_file
 from neuronforge.stores import ArtifactStore, NotFound, ObjectInfo
 
 log = logging.getLogger(__name__)
-DONE = "model.done"
+DONE = layout.ENTRY_DONE
 PULL_THREADS = 4
 # config.json fields that record where a model came from, not what its graphs are
 GRAPH_SET_IGNORED = frozenset({"_name_or_path", "transformers_version"})

@@ -34,43 +34,36 @@ from neuronforge.artifacts.localcache import read_tree_file
 from neuronforge.common import settings
 from neuronforge.common.errors import InvalidInput, StoreError
 from neuronforge.compilation.backends.child import ChildFailed
+from neuronforge.compilation.compile_cache import DONE, CompileCache
 from neuronforge.pipeline.buildstate import BuildState
 from neuronforge.pipeline.stage import Context, Stage
 from neuronforge.profiles.optimum_registry import same_entry
 from neuronforge.records.artifact_manifest import ArtifactManifest
 from neuronforge.records.hub_registry import HubRegistration, LookupCheck
+from neuronforge.spec.toolchain import Toolchain
 from neuronforge.stores import ArtifactStore
 
 log = logging.getLogger(__name__)
-DONE = "model.done"
 
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def _modules(state: BuildState, store: ArtifactStore, compiler_dir: str, into: Path) -> dict[str, Path]:
-    """The build's compile-cache entries (the compile record's graphs), downloaded from the store's
-    `neuron-cache/` into `into`: what the consumer's compile cache proxy fetches from the repository."""
+def _modules(state: BuildState, store: ArtifactStore, toolchain: Toolchain, into: Path) -> dict[str, Path]:
+    """The build's compile-cache entries (the compile record's graphs), pulled complete from the store's
+    `neuron-cache/` into a local cache under `into` (`CompileCache.preseed`, as a compile pre-seeds):
+    what the consumer's compile cache proxy fetches from the repository."""
     names = sorted({str(g.get("entry")) for g in state.need("compiled").record.get("graphs") or [] if g.get("entry")})
-    out = {}
+    cache = CompileCache(into, toolchain.compiler, toolchain.compiler_version, store)
+    cache.preseed(names)
     for name in names:
-        prefix = f"{layout.NEURON_CACHE}/{compiler_dir}/{name}"
-        objects = [o for o in store.list(prefix) if not o.key.endswith(".lock")]
-        if not any(o.key == f"{prefix}/{DONE}" for o in objects):
+        if not (cache.entry(name) / DONE).exists():
+            prefix = f"{cache.store_prefix}/{name}"
             raise StoreError(
                 f"{store.uri(prefix)} is not a complete compile-cache entry (no {DONE}); run the build again"
             )
-        folder = into / name
-        for o in objects:
-            rel = o.key[len(prefix) + 1 :]
-            dest = (folder / rel).resolve()
-            if not dest.is_relative_to(folder.resolve()):
-                raise StoreError(f"{store.uri(o.key)}: path escapes its cache entry")
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(store.get_bytes(o.key))
-        out[name] = folder
-    return out
+    return {name: cache.entry(name) for name in names}
 
 
 def register(state: BuildState, ctx: Context) -> HubRegistration:
@@ -114,7 +107,7 @@ def register(state: BuildState, ctx: Context) -> HubRegistration:
         entry_path, alias_path = registry_paths(
             compiler_dir, entry.registry_folder, entry.arch_digest, entry.model_type, source.location, entry.hash
         )
-        modules = _modules(state, ctx.store, compiler_dir, work / "modules")
+        modules = _modules(state, ctx.store, toolchain, work / "modules")
         repo = CacheRepo.open(state.hub_registry, settings.current().hub_registry_conn_id, ctx.connections)
         message = f"neuronforge: {source.location} {state.target.slug} (build {state.need('key')[:12]})"
         done = commit_build(repo, compiler_dir, modules, entry_path, alias_path, entry.json, message)
