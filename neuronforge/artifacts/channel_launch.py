@@ -13,9 +13,10 @@ channel is created and never moved with it — they resolve the pointer each tim
                             whose container runs the build's serve.sh
 
 So a deployment names the channel once; a promotion or a rollback reaches it on its next start, and a
-host never runs bytes other than those the build's manifest lists. The scripts need bash, python3,
-sha256sum and, for an s3:// store, a transfer tool — the AWS CLI, s5cmd or python3 with boto3, chosen
-and checked before anything is fetched by the same functions as a build's sync.sh (`transfer_sh`).
+host never runs bytes other than those the build's manifest lists. The scripts need bash, python3
+and, for an s3:// store, a transfer tool — python3 with boto3, the AWS CLI or s5cmd, chosen and checked
+before anything is fetched by the same functions as a build's sync.sh (`transfer_sh`), which verify each
+file as it streams and keep what a host already holds verified (`launch_fetch`).
 
 The manifest is written once, from the build the channel is created with; the builds it may point to
 later are of the same profile line but not always of the same version (another image) or target (other
@@ -63,11 +64,13 @@ _RESOLVE_SH = r"""#!/usr/bin/env bash
 # Usage: bash resolve.sh [--all] [DEST]   -> prints the folder (DEST, default
 #   ${NEURONFORGE_CHANNEL_DIR:-${TMPDIR:-/tmp}/neuronforge-channels}/@@SLUG@@/<key12>)
 # The store is @@STORE@@ (NEURONFORGE_STORE_URI overrides it, e.g. a replica).
-# s3:// is read with SYNC_TOOL: auto (the default: aws, else s5cmd, else python3 with boto3), aws, s5cmd
-# or boto3, each honouring AWS_ENDPOINT_URL; file:// is copied. What is missing is named in one line
-# before anything is fetched. In a pod of this channel's k8s-init-container.yaml, NEURONFORGE_POD_IMAGE,
-# NEURONFORGE_POD_FAMILY and NEURONFORGE_POD_CORES say what the pod was made for: a build that does not
-# fit it is refused before any of its files is fetched.
+# s3:// is read with SYNC_TOOL: auto (the default: python3 with boto3, else aws, else s5cmd), boto3, aws
+# or s5cmd, each honouring AWS_ENDPOINT_URL; with boto3, SYNC_CONCURRENCY parallel ranged reads of
+# SYNC_PART_MB MiB (defaults sized to the host); file:// is read by python3. Each file is verified while
+# it streams; a file DEST already holds verified (.neuronforge-sync.json) is linked, not fetched or read.
+# What is missing is named in one line before anything is fetched. In a pod of this channel's
+# k8s-init-container.yaml, NEURONFORGE_POD_IMAGE, NEURONFORGE_POD_FAMILY and NEURONFORGE_POD_CORES say
+# what the pod was made for: a build that does not fit it is refused before any of its files is fetched.
 set -euo pipefail
 me=resolve.sh
 die() { echo "$me: $*" >&2; exit 2; }
@@ -75,36 +78,35 @@ store="${NEURONFORGE_STORE_URI:-@@STORE@@}"
 channel_key=@@KEY@@
 all=0
 if [ "${1:-}" = --all ]; then all=1; shift; fi
-for need in python3 sha256sum; do
-  command -v "$need" >/dev/null \
-    || die "$need is not on PATH (it reads channel.json and the build's manifest and checks each file):" \
-      "use an image that has it"
-done
+command -v python3 >/dev/null \
+  || die "python3 is not on PATH (it reads channel.json and the build's manifest and checks each file):" \
+    "use an image that has it"
 """
 _RESOLVE_BODY = r"""transfer_tool_named
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
-get() {  # get <uri> <local path>: one file
-  printf 'file\t%s\t%s\n' "$1" "$2" > "$work/one"
+get() {  # get <uri> <name>: one file into $work, that no record names (channel.json, the manifest)
+  printf '%s\t%s\t%s\t-\t-\t-\n' "$1" "$work" "$2" > "$work/one"
   transfer_fetch "$work/one"
 }
 # Every file comes from $store: the tool it needs, named before anything is fetched.
-printf 'file\t%s\t-\n' "$store/$channel_key" > "$work/first"
+printf '%s\t%s\tchannel.json\t-\t-\t-\n' "$store/$channel_key" "$work" > "$work/first"
 transfer_ready "$work/first"
-get "$store/$channel_key" "$work/channel.json"
+get "$store/$channel_key" channel.json
 read -r key prefix manifest digest < <(python3 - "$work/channel.json" <<'PY'
 import json, sys
 b = json.load(open(sys.argv[1]))["current"]["build"]
 print(b["key"], b["artifact_prefix"], b["manifest"], b["manifest_sha256"])
 PY
 )
-get "$store/$manifest" "$work/manifest.json"
-if [ "$(sha256sum "$work/manifest.json" | cut -d' ' -f1)" != "$digest" ]; then
-  echo "resolve.sh: $store/$manifest is not the manifest @@NAME@@ recorded (sha256 differs); nothing fetched" >&2
-  exit 1
-fi
-python3 - "$work/manifest.json" "${key:0:12}" <<'PY'
-import json, os, sys
-m = json.load(open(sys.argv[1]))
+get "$store/$manifest" manifest.json
+python3 - "$work/manifest.json" "${key:0:12}" "$digest" "$store/$manifest" <<'PY'
+import hashlib, json, os, sys
+raw = open(sys.argv[1], "rb").read()
+if hashlib.sha256(raw).hexdigest() != sys.argv[3]:
+    print(f"resolve.sh: {sys.argv[4]} is not the manifest @@NAME@@ recorded (sha256 differs); nothing fetched",
+          file=sys.stderr)
+    sys.exit(1)
+m = json.loads(raw)
 profile = m.get("profile") if isinstance(m.get("profile"), dict) else {}
 request = m.get("request") if isinstance(m.get("request"), dict) else {}
 target = request.get("target") if isinstance(request.get("target"), dict) else {}
@@ -129,38 +131,22 @@ if why:
     sys.exit(2)
 PY
 dest="${1:-${NEURONFORGE_CHANNEL_DIR:-${TMPDIR:-/tmp}/neuronforge-channels}/@@SLUG@@/${key:0:12}}"
-python3 - "$work/manifest.json" "$all" > "$work/plan" <<'PY'
-import json, sys
-for f in json.load(open(sys.argv[1]))["files"]:
-    p = f["path"]
-    if ".." in p.split("/") or p.startswith("/"):
-        sys.exit(f"resolve.sh: refusing {p!r}: it leaves the build's folder")
-    if sys.argv[2] == "1" or p.startswith("launch/"):
-        print(f["size"], f["sha256"], p)
-PY
 staging="$dest.partial.$$"
 rm -rf "$staging"; mkdir -p "$staging"
-: > "$work/fetch"; : > "$work/check"
-while read -r size sha path; do  # what this host holds verified is kept; the rest is fetched
-  if [ -f "$dest/$path" ] && [ "$(stat -c %s "$dest/$path")" = "$size" ] \
-     && [ "$(sha256sum "$dest/$path" | cut -d' ' -f1)" = "$sha" ]; then
-    mkdir -p "$(dirname "$staging/$path")"; cp "$dest/$path" "$staging/$path"; continue
-  fi
-  printf 'file\t%s\t%s\n' "$store/$prefix/$path" "$staging/$path" >> "$work/fetch"
-  printf '%s\t%s\t%s\n' "$size" "$sha" "$path" >> "$work/check"
-done < "$work/plan"
-transfer_fetch "$work/fetch"
-while IFS=$'\t' read -r size sha path; do
-  if [ "$(stat -c %s "$staging/$path")" != "$size" ] \
-     || [ "$(sha256sum "$staging/$path" | cut -d' ' -f1)" != "$sha" ]; then
-    echo "resolve.sh: $store/$prefix/$path differs from the build's manifest (size or sha256); nothing changed" >&2
-    rm -rf "$staging"; exit 1
-  fi
-done < "$work/check"
+# The plan: each file of the build this host needs (the fetcher refuses a path that leaves the folder).
+python3 - "$work/manifest.json" "$all" "$store/$prefix" "$staging" > "$work/fetch" <<'PY'
+import json, sys
+manifest, every, uri, staging = sys.argv[1:]
+for f in json.load(open(manifest))["files"]:
+    if every == "1" or f["path"].startswith("launch/"):
+        print(f"{uri}/{f['path']}", staging, f["path"], f["size"], f["sha256"], "the build's manifest", sep="\t")
+PY
+# What DEST already holds verified is linked into the new folder, not read; the rest is fetched, verified.
+transfer_fetch "$work/fetch" "$dest" || { status=$?; rm -rf "$staging"; exit "$status"; }
 cp "$work/manifest.json" "$staging/manifest.json"
 cp "$work/channel.json" "$staging/channel.json"
 rm -rf "$dest"; mv "$staging" "$dest"
-echo "resolve.sh: @@NAME@@ -> ${key:0:12} ($(wc -l < "$work/plan") files verified)" >&2
+echo "resolve.sh: @@NAME@@ -> ${key:0:12} ($(wc -l < "$work/fetch") files verified)" >&2
 echo "$dest"
 """
 
@@ -349,8 +335,8 @@ def _deployment_head(obj: str, first: FirstBuild) -> list[str]:
         "Needs: "
         + ("the Neuron device plugin; " if neuron else "")
         + "read access to the store for the pod (IRSA or EKS Pod Identity: add serviceAccountName to the pod "
-        "spec); in the image, bash, python3, sha256sum and, for s3://, the AWS CLI, s5cmd (SYNC_TOOL=s5cmd) or "
-        "python3 with boto3 (SYNC_TOOL=boto3).",
+        "spec); in the image, bash, python3 and, for s3://, python3 with boto3 (SYNC_TOOL=boto3), the AWS CLI "
+        "(SYNC_TOOL=aws) or s5cmd (SYNC_TOOL=s5cmd).",
     ]
     return out
 

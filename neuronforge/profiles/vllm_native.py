@@ -40,7 +40,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from neuronforge.artifacts import transfer_sh
+from neuronforge.artifacts import layout, transfer_sh
 from neuronforge.common.errors import InvalidInput
 from neuronforge.compilation.backends.vllm_native import BACKEND, CACHE_MANIFEST
 from neuronforge.compilation.graph_env import shapes_graphs
@@ -457,6 +457,7 @@ class VllmNativeProfile(ServingProfile):
         r = self.release
         t = ctx.target.normalized()
         env = {
+            "ARTIFACT_URI": ctx.artifact_uri.rstrip("/"),  # its manifest lists every file of the model
             "MODEL_URI": ctx.model_uri(self.folder),
             "MODEL_DIR": ctx.host_dir(self.folder),
             "CACHE_MANIFEST": CACHE_MANIFEST,
@@ -809,19 +810,25 @@ LOAD_ENV = (
     f"{SAME_ROOT}"
 )
 
-# `launch/sync.sh`: store -> $VLLM_CACHE_ROOT/neuron/compile_cache, each entry checked against the
-# manifest (size, sha256) in a temporary folder, then renamed in whole: the plugin never sees half an
-# entry, and a server never starts on bytes other than the compiled ones. It plans first (what is missing
-# locally), names any tool it lacks before fetching anything (a Kubernetes init container runs it in the
-# serving image: `vllm_native_k8s`), and needs no transfer tool when nothing is missing (serve.sh after the
-# init container). How it reads the store is `transfer_sh.FUNCTIONS`, the text a channel's resolve.sh carries.
+# `launch/sync.sh`: store -> $MODEL_DIR (the model, each file as the artifact's manifest lists it) and
+# $VLLM_CACHE_ROOT/neuron/compile_cache (each entry as vllm-cache.json lists it, staged in a folder of its
+# own and renamed in whole: the plugin never sees half an entry), every file verified (size, sha256) as it
+# streams: a server never starts on bytes other than the compiled ones. One read of the manifest, then the
+# plan: what is not here verified (`.neuronforge-sync.json`, `launch_fetch`) is fetched, so a second start
+# reads the manifest and no file. It names any tool it lacks before fetching anything (a Kubernetes init
+# container runs it in the serving image: `vllm_native_k8s`). How it reads the store is
+# `transfer_sh.FUNCTIONS`, the text a channel's resolve.sh carries.
 SYNC_SH = (
-    r"""#!/usr/bin/env bash
-# Fill $VLLM_CACHE_ROOT/neuron/compile_cache with every compiled graph of vllm-cache.json, verified, and
-# $MODEL_DIR with the model. s3:// is read with SYNC_TOOL: auto (the default: aws, else s5cmd, else python3
-# with boto3), aws, s5cmd or boto3, each honouring AWS_ENDPOINT_URL; a file:// store is copied. Needs bash,
-# python3 and sha256sum, and a transfer tool only when something is to be fetched from s3://; what is
-# missing is named before anything is fetched. Re-running is safe: verified entries and the model are kept.
+    (
+        r"""#!/usr/bin/env bash
+# Fill $MODEL_DIR with the model and $VLLM_CACHE_ROOT/neuron/compile_cache with every compiled graph of
+# vllm-cache.json, each file verified against the artifact's manifest or vllm-cache.json (size, sha256)
+# while it streams. s3:// is read with SYNC_TOOL: auto (the default: python3 with boto3, else aws, else
+# s5cmd), boto3, aws or s5cmd, each honouring AWS_ENDPOINT_URL; with boto3, SYNC_CONCURRENCY parallel
+# ranged reads of SYNC_PART_MB MiB (defaults sized to the host); a file:// store is read by python3. Needs
+# bash and python3 (3.8+), and a transfer tool only for s3://; what is missing is named before anything
+# is fetched. Re-running is cheap: what this script verified is kept without being read again
+# (.neuronforge-sync.json in each folder), so a second start costs one read of the manifest.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 host_model_dir="${MODEL_DIR:-}"; host_cache_root="${VLLM_CACHE_ROOT:-}"
@@ -830,73 +837,68 @@ MODEL_DIR="${host_model_dir:-$MODEL_DIR}"; VLLM_CACHE_ROOT="${host_cache_root:-$
 export NEURON_LIBTORCH_CACHE_ROOT="$VLLM_CACHE_ROOT"
 me=sync.sh
 die() { echo "$me: $*" >&2; exit 2; }
-for need in python3 sha256sum; do
-  command -v "$need" >/dev/null \
-    || die "$need is not on PATH (it reads $CACHE_MANIFEST and checks each file): use an image that has it"
-done
+command -v python3 >/dev/null \
+  || die "python3 is not on PATH (it reads $CACHE_MANIFEST and checks each file): use an image that has it"
 """
-    + transfer_sh.FUNCTIONS
-    + r"""transfer_tool_named
+        + transfer_sh.FUNCTIONS
+        + r"""transfer_tool_named
 cache="$VLLM_CACHE_ROOT/neuron/compile_cache"
 work="$cache/.sync"
-mkdir -p "$cache" "$MODEL_DIR"; rm -rf "$work" "$cache/.nki.sync"; mkdir -p "$work"; trap 'rm -rf "$work"' EXIT
-python3 - "$here/$CACHE_MANIFEST" > "$work/plan" <<'PY'
-import json, sys
-m = json.load(open(sys.argv[1]))
+mkdir -p "$cache" "$MODEL_DIR"; rm -rf "$work"; mkdir -p "$work"; trap 'rm -rf "$work"' EXIT
+# The artifact's manifest: every file of the model, with its size and sha256 (the one read of a warm start).
+printf '%s\t%s\tmanifest.json\t-\t-\t-\n' "$ARTIFACT_URI/@@MANIFEST@@" "$work" > "$work/first"
+transfer_ready "$work/first"
+transfer_fetch "$work/first"
+# The plan: every file this host must hold (uri, root, path, size, sha256, the record it is checked against);
+# an entry complete here is skipped whole, the rest is staged in .<key>.sync.
+export MODEL_DIR ARTIFACT_URI MODEL_URI CACHE_URI
+python3 - "$here/$CACHE_MANIFEST" "$work/manifest.json" "$cache" "$work/keys" > "$work/fetch" <<'PY'
+import json, os, shutil, sys
+cache_manifest, artifact_manifest, cache, keys = sys.argv[1:]
+artifact, model = os.environ["ARTIFACT_URI"].rstrip("/"), os.environ["MODEL_URI"].rstrip("/")
+if not model.startswith(artifact + "/"):
+    sys.exit(f"sync.sh: MODEL_URI {model} is not a folder of ARTIFACT_URI {artifact}: fix vllm.env")
+folder = model[len(artifact) + 1:] + "/"
+model_files = [f for f in json.load(open(artifact_manifest))["files"] if f["path"].startswith(folder)]
+if not model_files:
+    sys.exit(f"sync.sh: {artifact}/@@MANIFEST@@ lists no file of {model}: is ARTIFACT_URI this build's?")
+def line(uri, root, path, f, against):
+    print(uri, root, path, f["size"], f["sha256"], against, sep="\t")
+for f in model_files:
+    line(f"{artifact}/{f['path']}", os.environ["MODEL_DIR"], f["path"][len(folder):], f, "the artifact's manifest")
+m = json.load(open(cache_manifest))
+staged = []
 for e in m["entries"]:
+    key = e["key"]
+    if os.path.isfile(f"{cache}/{key}/.compilation_complete") and os.path.isfile(f"{cache}/{key}/.synced"):
+        continue
+    shutil.rmtree(f"{cache}/.{key}.sync", ignore_errors=True)  # what an interrupted sync left
+    staged.append(key)
     for f in e["files"]:
-        print("entry", e["key"], f["path"], f["size"], f["sha256"])
-for f in m.get("nki", []):
-    print("nki", "-", f["path"], f["size"], f["sha256"])
+        line(f"{os.environ['CACHE_URI']}/{key}/{f['path']}", f"{cache}/.{key}.sync", f["path"], f, "@@CACHE@@")
+for f in m.get("nki", []):  # NKI results: in place, each renamed in once verified, before any graph calls them
+    line(f"{os.environ['CACHE_URI']}/{f['path']}", cache, f["path"], f, "@@CACHE@@")
+open(keys, "w").write(" ".join(staged))
 PY
-matches() {  # matches <file> <size> <sha256>
-  [ -f "$1" ] && [ "$(stat -c %s "$1")" = "$2" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$3" ]
-}
-# The plan: what is missing here (fetch: kind, uri, dest) and what each fetched file must be (check).
-: > "$work/fetch"; : > "$work/check"; keys=""
-model_mark="$MODEL_DIR/.neuronforge-model-uri"
-if [ "$(cat "$model_mark" 2>/dev/null)" != "$MODEL_URI" ]; then
-  printf 'tree\t%s\t%s\n' "$MODEL_URI" "$MODEL_DIR" >> "$work/fetch"
-fi
-while read -r kind key path size sha; do
-  if [ "$kind" = entry ]; then
-    if [ -f "$cache/$key/.compilation_complete" ] && [ -f "$cache/$key/.synced" ]; then continue; fi
-    case " $keys " in *" $key "*) ;; *) keys="$keys $key"; rm -rf "$cache/.$key.sync" ;; esac
-    dest="$cache/.$key.sync/$path"; uri="$CACHE_URI/$key/$path"
-  else  # NKI results: skipped when in place, else staged and moved in only once every file checked out
-    if matches "$cache/$path" "$size" "$sha"; then continue; fi
-    dest="$cache/.nki.sync/$path"; uri="$CACHE_URI/$path"
-  fi
-  printf 'file\t%s\t%s\n' "$uri" "$dest" >> "$work/fetch"
-  printf '%s\t%s\t%s\t%s\n' "$uri" "$dest" "$size" "$sha" >> "$work/check"
-done < "$work/plan"
-# Every tool the fetch needs, named before anything is fetched; then the fetch.
+keys="$(cat "$work/keys")"
+# Every tool the fetch needs, named before anything is fetched; then the fetch, verified as it streams.
 transfer_ready "$work/fetch"
-transfer_fetch "$work/fetch"
-bad=0
-while IFS=$'\t' read -r uri dest size sha; do
-  if ! matches "$dest" "$size" "$sha"; then
-    echo "sync.sh: $uri differs from $CACHE_MANIFEST (size or sha256)" >&2; bad=1
-  fi
-done < "$work/check"
-if [ "$bad" != 0 ]; then
+transfer_fetch "$work/fetch" || {
+  status=$?
   for key in $keys; do rm -rf "$cache/.$key.sync"; done
-  rm -rf "$cache/.nki.sync"
-  exit 1
-fi
-if [ -d "$cache/.nki.sync" ]; then  # NKI results before the graphs that call their kernels
-  (cd "$cache/.nki.sync" && find . -type f) | while read -r f; do
-    mkdir -p "$(dirname "$cache/$f")"; mv "$cache/.nki.sync/$f" "$cache/$f"
-  done
-  rm -rf "$cache/.nki.sync"
-fi
+  exit "$status"
+}
 for key in $keys; do  # whole entries appear at once, marker included
-  touch "$cache/.$key.sync/.synced"; rm -rf "${cache:?}/$key"; mv "$cache/.$key.sync" "$cache/$key"
+  mkdir -p "$cache/.$key.sync"; touch "$cache/.$key.sync/.synced"
+  rm -rf "${cache:?}/$key"; mv "$cache/.$key.sync" "$cache/$key"
 done
-if grep -q '^tree' "$work/fetch"; then printf '%s\n' "$MODEL_URI" > "$model_mark"; fi
+read -r fetched _ < "$work/fetch.result"
 graphs="$(ls "$cache"/*/.compilation_complete 2>/dev/null | wc -l)"
-echo "sync.sh: $(wc -l < "$work/fetch") fetched; $graphs graphs in $cache"
+echo "sync.sh: $fetched fetched; $graphs graphs in $cache"
 """
+    )
+    .replace("@@MANIFEST@@", layout.ARTIFACT_MANIFEST)
+    .replace("@@CACHE@@", CACHE_MANIFEST)
 )
 
 

@@ -27,8 +27,8 @@ IMAGE_TOOLS = {
     ),
 }
 IMAGE_TOOLS_UNVERIFIED = (
-    "UNVERIFIED whether it has the AWS CLI: its Dockerfile is not published; sync.sh takes aws, else s5cmd, "
-    "else python3 with boto3 (SYNC_TOOL=auto), and stops with one line naming what is missing"
+    "UNVERIFIED whether it has boto3 or the AWS CLI: its Dockerfile is not published; sync.sh takes python3 with "
+    "boto3, else aws, else s5cmd (SYNC_TOOL=auto), and stops with one line naming what is missing"
 )
 
 
@@ -91,12 +91,13 @@ def render(
         f"- ConfigMap {', '.join(names)}: the launch files, at {MOUNT}.",
         f"- Deployment {name} (a controller brings the server back after an eviction; Recreate: a rolling "
         "update would hold a second set of Neuron devices): init container `sync` runs sync.sh (every graph of "
-        "vllm-cache.json into the vllm-cache emptyDir, local disk, each checked by sha256; the model into the "
-        "model emptyDir), then container `vllm` runs serve.sh (vllm serve, compiling forbidden).",
+        "vllm-cache.json into the vllm-cache emptyDir, local disk, and the model into the model emptyDir, "
+        "each file checked by size and sha256 as it streams), then container `vllm` runs serve.sh (vllm serve, "
+        "compiling forbidden).",
         f"Needs: the Neuron device plugin ({k8s.DEVICE_RESOURCE}: {devices} whole device(s) for this target) on "
         f"{family} nodes; read access to the store for the pod (IRSA or EKS Pod Identity: add "
         "serviceAccountName to the pod spec).",
-        f"The image {image}: sync.sh needs bash, python3, sha256sum and, for s3://, the AWS CLI, s5cmd "
-        f"(SYNC_TOOL=s5cmd) or python3 with boto3 (SYNC_TOOL=boto3); {tools}.",
+        f"The image {image}: sync.sh needs bash, python3 and, for s3://, python3 with boto3 (parallel "
+        f"ranged reads: SYNC_TOOL=boto3), the AWS CLI (SYNC_TOOL=aws) or s5cmd (SYNC_TOOL=s5cmd); {tools}.",
     ]
     return k8s.header(paragraphs) + k8s.dump([*configmaps, k8s.deployment(name, labels, pod)])

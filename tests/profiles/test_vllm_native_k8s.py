@@ -86,6 +86,7 @@ def _artifact(tmp_path: Path, profile: str = "vllm-neuron-native@2.32", entries:
     model = store / "artifacts" / "m" / KEY / "model"
     model.mkdir(parents=True)
     (model / "config.json").write_text('{"model_type": "llama"}\n')
+    _write_manifest(model.parent)
     t = _target(profile)
     command = p.serve_command(t)
     manifest = CacheManifest(
@@ -107,6 +108,21 @@ def _artifact(tmp_path: Path, profile: str = "vllm-neuron-native@2.32", entries:
         t.normalized(), TOOLCHAIN, f"file://{model.parent}", f"file://{store}/neuron-cache", "llama", None, build
     )
     return store, p.launch_spec(ctx)
+
+
+def _write_manifest(root: Path) -> None:
+    """The artifact's manifest.json, listing every file under `root` as the publish stage would (sync.sh
+    reads it for the model's files)."""
+    from neuronforge.records.artifact_manifest import ArtifactManifest, SourceRef, ToolchainRef
+    from neuronforge.records.parts import FileEntry
+
+    files = [
+        FileEntry(path=p.relative_to(root).as_posix(), size=p.stat().st_size, sha256=_sha(p))
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != "manifest.json"
+    ]
+    manifest = ArtifactManifest(cache_key="0" * 64, source=SourceRef(), toolchain=ToolchainRef(), files=files)
+    (root / "manifest.json").write_bytes(manifest.to_bytes())
 
 
 def _sha(path: Path) -> str:
@@ -326,7 +342,7 @@ def test_an_s3_store_without_the_tool_stops_in_one_line_before_fetching(
     env = read_env_file(launch / "vllm.env")
     text = (launch / "vllm.env").read_text()
     text = text.replace(env["CACHE_URI"], "s3://bucket/farm/vllm-neuron-cache/2.32.0")
-    (launch / "vllm.env").write_text(text.replace(env["MODEL_URI"], f"s3://bucket/farm/artifacts/m/{KEY}/model"))
+    (launch / "vllm.env").write_text(text.replace(env["ARTIFACT_URI"], f"s3://bucket/farm/artifacts/m/{KEY}"))
     done = _run(command, tmp_path, _host_path(tmp_path), **({"SYNC_TOOL": tool} if tool else {}))
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("sync.sh: ") and expected in done.stderr, done.stderr
@@ -339,6 +355,7 @@ def test_python3_with_boto3_is_enough_where_there_is_no_aws_cli(tmp_path: Path) 
     _store, files = _artifact(tmp_path)
     launch, command = _pod_launch(tmp_path, files["k8s-init-container.yaml"])
     env = read_env_file(launch / "vllm.env")
-    (launch / "vllm.env").write_text((launch / "vllm.env").read_text().replace(env["MODEL_URI"], "s3://b/m"))
+    (launch / "vllm.env").write_text((launch / "vllm.env").read_text().replace(env["ARTIFACT_URI"], "s3://b/a"))
     done = _run(command, tmp_path, _host_path(tmp_path, boto3=True), AWS_ENDPOINT_URL="http://127.0.0.1:9")
-    assert done.returncode == 1 and done.stderr.startswith("sync.sh: cannot download s3://b/m with boto3:"), done.stderr
+    said = "sync.sh: cannot download s3://b/a/manifest.json with boto3: "
+    assert done.returncode == 1 and done.stderr.startswith(said) and done.stderr.count("\n") == 1, done.stderr

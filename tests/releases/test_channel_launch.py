@@ -65,7 +65,9 @@ def test_bytes_other_than_the_manifests_are_never_installed(setup, tmp_path: Pat
     fresh = tmp_path / "fresh-host"
     done = _bash(launch / "resolve.sh", "--all", str(fresh))
     assert done.returncode == 1 and not fresh.exists()
-    assert "model/weights.bin differs from the build's manifest (size or sha256); nothing changed" in done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr  # one line: which file, what differs, what to do
+    assert "model/weights.bin differs from the build's manifest (size or sha256: 18 bytes" in done.stderr
+    assert not list(tmp_path.glob("fresh-host*"))  # nothing changed: no folder, no staging left
     # a host that already holds the verified bytes keeps them: they are checked, not fetched again
     assert _bash(launch / "resolve.sh", "--all", str(dest)).returncode == 0
     assert (dest / "model/weights.bin").read_bytes() == b"weights of build 1"

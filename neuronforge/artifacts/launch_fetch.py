@@ -1,0 +1,506 @@
+"""The launch scripts' fetcher: every file of a plan fetched with parallel ranged reads, hashed while it
+streams, written once, and kept only when its size and sha256 are the manifest's.
+
+It runs on the serving host, in the serving image's own python3 (3.8+, the standard library, and
+botocore — which boto3 brings — for s3://), never importing neuronforge: `transfer_sh` embeds this
+file's text in `launch/sync.sh` and a release channel's `resolve.sh`, and the tests import it as a
+module. Usage (what `transfer_fetch` runs):
+
+    python3 launch_fetch.py ME TOOL PLAN [REUSE]
+
+PLAN: one `uri<TAB>root<TAB>path<TAB>size<TAB>sha256<TAB>against` line per file. The file goes to
+root/path (a path that leaves root is refused); `size`/`sha256` `-` fetch a file no record names
+(channel.json, a manifest: one plain GET, not verified here); `against` names the record in the
+failure line. TOOL reads s3://: `boto3` is this fetcher's own parallel client, `aws` and `s5cmd` fetch
+each file whole with that tool and the file is hashed afterwards; file:// is always read here.
+REUSE: a folder whose verified files are hard-linked rather than fetched (resolve.sh's previous
+resolution of the same build).
+
+- Already here: each root keeps `.neuronforge-sync.json` (path -> size, sha256, mtime_ns, inode as
+  recorded when this fetcher verified the file). A file whose stat still matches its record is kept
+  without being opened; one whose stat differs but whose size is right is hashed once (re-verified);
+  anything else is fetched.
+- Parallel: SYNC_CONCURRENCY requests at once (default 8 per core, 16 to 64) of SYNC_PART_MB MiB
+  (default 8; a file under 1.5 parts is one request). Each file is preallocated as `<dest>.part`, every
+  part written with pwrite at its offset and hashed in order: a part that arrives early waits in memory
+  for the ones before it, and no part is requested until fewer than 2 x SYNC_CONCURRENCY are waiting
+  or in flight, so memory stays under 2 x SYNC_CONCURRENCY x SYNC_PART_MB. The part becomes the file
+  (rename) only once its sha256 is the manifest's; a failure removes every `.part`.
+- One line at the end on stderr: files fetched and kept, bytes, seconds, MB/s (10^6 bytes). A failure
+  is one line too (which URI, what differs, what to do), exit 1; a refused plan exits 2.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import IO
+
+STATE = ".neuronforge-sync.json"
+STATE_VERSION = 1
+MIB = 1 << 20
+UNKNOWN = "-"
+# What to do, by botocore's exception class (matched by name: botocore is imported only for s3://).
+HINTS = {
+    "NoCredentialsError": ": give this host credentials that read the store (an instance role, IRSA or EKS Pod "
+    "Identity, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)",
+    "EndpointConnectionError": ": check AWS_ENDPOINT_URL (if set) and this host's route to the store",
+    "ClientError": ": check that this host may read the store and that the artifact is still there",
+}
+FIX = "the store's copy is damaged or is not this build's (`neuronforge verify` names what): publish it again"
+
+
+class Failed(Exception):
+    """One line for the user (without the script's name), and the exit code."""
+
+    def __init__(self, line: str, code: int = 1) -> None:
+        super().__init__(line)
+        self.code = code
+
+
+class Item:
+    """One file of the plan."""
+
+    def __init__(self, uri: str, root: str, path: str, size: int | None, sha256: str | None, against: str):
+        self.uri, self.root, self.path, self.size, self.sha256, self.against = uri, root, path, size, sha256, against
+        self.dest = inside(root, path)
+        self.part = self.dest + ".part"
+
+    @property
+    def verified(self) -> bool:
+        return self.size is not None and self.sha256 is not None
+
+
+def inside(root: str, path: str) -> str:
+    """root/path, refused (exit 2) when path is absolute, names `..` or resolves outside root."""
+    words = path.split("/")
+    if not path or path.startswith("/") or ".." in words or "" in words:
+        raise Failed(f"refusing {path!r}: it leaves {root}", 2)
+    real_root = os.path.realpath(root)
+    dest = os.path.realpath(os.path.join(real_root, path))
+    if not dest.startswith(real_root.rstrip("/") + "/"):
+        raise Failed(f"refusing {path!r}: it leaves {root} (through a symbolic link)", 2)
+    return os.path.join(root, path)
+
+
+def read_plan(text: str) -> list[Item]:
+    items = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line:
+            continue
+        cols = line.split("\t")
+        if len(cols) != 6:
+            raise Failed(f"plan line {n} has {len(cols)} fields, not 6 (uri root path size sha256 against)", 2)
+        uri, root, path, size, sha, against = cols
+        known = size != UNKNOWN
+        if known and not size.isdigit():
+            raise Failed(f"plan line {n}: size {size!r} is not a number of bytes", 2)
+        items.append(Item(uri, root, path, int(size) if known else None, None if sha == UNKNOWN else sha, against))
+    return items
+
+
+# -- the state file: what this fetcher verified, by stat ------------------------------------------------
+def _stamp(st: os.stat_result) -> tuple[int, int, int]:
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+class State:
+    """`<root>/.neuronforge-sync.json`: the files of root this fetcher verified, and their stat then."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.records: dict[str, dict] = {}
+        self.changed = False
+        try:
+            with open(os.path.join(root, STATE)) as f:
+                data = json.load(f)
+            if isinstance(data, dict) and data.get("version") == STATE_VERSION and isinstance(data.get("files"), dict):
+                self.records = {p: r for p, r in data["files"].items() if isinstance(r, dict)}
+        except (OSError, ValueError):
+            pass  # no state (a fresh folder) or an unreadable one: every file is verified again
+
+    def holds(self, path: str, size: int, sha256: str) -> os.stat_result | None:
+        """The file's stat when its record says it was verified with these size and sha256 and its stat
+        is unchanged since: then its bytes are not read again."""
+        rec = self.records.get(path)
+        if not rec or rec.get("size") != size or rec.get("sha256") != sha256:
+            return None
+        try:
+            st = os.stat(os.path.join(self.root, path))
+        except OSError:
+            return None
+        return st if [rec.get("size"), rec.get("mtime_ns"), rec.get("ino")] == list(_stamp(st)) else None
+
+    def record(self, path: str, sha256: str, st: os.stat_result) -> None:
+        size, mtime_ns, ino = _stamp(st)
+        self.records[path] = {"size": size, "sha256": sha256, "mtime_ns": mtime_ns, "ino": ino}
+        self.changed = True
+
+    def save(self) -> None:
+        if not self.changed:
+            return
+        tmp = os.path.join(self.root, f"{STATE}.{os.getpid()}")
+        with open(tmp, "w") as f:
+            json.dump({"version": STATE_VERSION, "files": self.records}, f, sort_keys=True)
+        os.replace(tmp, os.path.join(self.root, STATE))
+
+
+def sha256_of(path: str) -> tuple[str, int]:
+    h, n = hashlib.sha256(), 0
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(4 * MIB), b""):
+            h.update(block)
+            n += len(block)
+    return h.hexdigest(), n
+
+
+# -- where bytes come from ---------------------------------------------------------------------------
+def split_s3(uri: str) -> tuple[str, str]:
+    bucket, _, key = uri[len("s3://") :].partition("/")
+    return bucket, key
+
+
+class Sources:
+    """Ranged reads of s3:// (botocore, imported only when an s3:// file is fetched) and file://."""
+
+    def __init__(self, concurrency: int) -> None:
+        self.concurrency = concurrency
+        self._client = None
+        self._lock = threading.Lock()
+
+    def client(self):
+        with self._lock:
+            if self._client is None:
+                import botocore.config
+                import botocore.session
+
+                config = botocore.config.Config(
+                    max_pool_connections=self.concurrency,
+                    retries={"mode": "standard", "max_attempts": 5},
+                    # every byte is checked against the manifest's sha256: no second checksum per part
+                    response_checksum_validation="when_required",
+                )
+                self._client = botocore.session.get_session().create_client(
+                    "s3", endpoint_url=os.environ.get("AWS_ENDPOINT_URL") or None, config=config
+                )
+            return self._client
+
+    def read(self, item: Item, start: int, end: int | None) -> bytes:
+        """Bytes [start, end) of the item's object (end None: all of it), which must be as long as the
+        record says (a longer object is not the recorded one, even when its first bytes are)."""
+        uri, size = item.uri, item.size
+        if uri.startswith("file://"):
+            with open(uri[len("file://") :], "rb") as f:
+                total = os.fstat(f.fileno()).st_size
+                if size is not None and total != size:
+                    raise Failed(f"{uri} holds {total} bytes, not the {size} {item.against} records: {FIX}")
+                return os.pread(f.fileno(), (total if end is None else end) - start, start)
+        bucket, key = split_s3(uri)
+        args = {"Bucket": bucket, "Key": key}
+        if end is not None:
+            args["Range"] = f"bytes={start}-{end - 1}"
+        response = self.client().get_object(**args)
+        if size is not None:
+            total = int(str(response.get("ContentRange", "")).rpartition("/")[2] or response["ContentLength"])
+            if total != size:
+                raise Failed(f"{uri} holds {total} bytes, not the {size} {item.against} records: {FIX}")
+        return response["Body"].read()
+
+
+# -- one file being fetched ------------------------------------------------------------------------------
+class Fetch:
+    """A file's parts, written where they belong and hashed in order by whichever thread completes the
+    next one (hashlib releases the GIL over large buffers, so the other threads keep reading)."""
+
+    def __init__(self, item: Item, part_size: int, window: threading.Semaphore) -> None:
+        self.item, self.window = item, window
+        size = item.size or 0
+        self.ranges = [(s, min(s + part_size, size)) for s in range(0, size, part_size)] or [(0, 0)]
+        self.h = hashlib.sha256()
+        self.done = 0
+        self.pending: dict[int, bytes] = {}
+        self.next = 0
+        self.hashing = False
+        self.lock = threading.Lock()
+        os.makedirs(os.path.dirname(item.dest), exist_ok=True)
+        self.fd = os.open(item.part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        if size:
+            try:
+                os.posix_fallocate(self.fd, 0, size)
+            except OSError:
+                os.ftruncate(self.fd, size)  # a file system without fallocate: a sparse file of the right size
+
+    def put(self, index: int, data: bytes) -> bool:
+        """Write part `index`; True when this call hashed the file's last part."""
+        start, end = self.ranges[index]
+        if len(data) != end - start:
+            raise Failed(f"{self.item.uri} sent {len(data)} bytes for bytes {start}-{end}: fetch again")
+        view, at = memoryview(data), start
+        while view:
+            n = os.pwrite(self.fd, view, at)
+            view, at = view[n:], at + n
+        with self.lock:
+            self.pending[index] = data
+            if self.hashing:
+                return False
+            self.hashing = True
+        while True:
+            with self.lock:
+                data = self.pending.pop(self.next, None)
+                if data is None:
+                    self.hashing = False
+                    return self.next == len(self.ranges)
+                self.next += 1
+            self.h.update(data)
+            self.done += len(data)
+            self.window.release()
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+class Fetcher:
+    def __init__(self, me: str, tool: str, items: list[Item], reuse: str | None = None) -> None:
+        self.me, self.tool, self.items, self.reuse = me, tool, items, reuse
+        cpus = os.cpu_count() or 1
+        self.concurrency = _env_int("SYNC_CONCURRENCY", min(64, max(16, 8 * cpus)))
+        self.part_size = _env_int("SYNC_PART_MB", 8) * MIB
+        self.sources = Sources(self.concurrency)
+        self.states: dict[str, State] = {}
+        self.error: BaseException | None = None
+        self.error_lock = threading.Lock()
+        self.fetched = self.kept = self.bytes = 0
+        self.open: list[Fetch] = []
+        self.reuse_state: State | None = None
+        self.seconds = 0.0
+
+    def state(self, root: str) -> State:
+        if root not in self.states:
+            self.states[root] = State(root)
+        return self.states[root]
+
+    # -- what is already here ---------------------------------------------------------------------------
+    def here(self, item: Item) -> bool:
+        """True when item.dest holds the verified bytes: by its record, else by hashing a file of the
+        right size once, else (REUSE) by a hard link to the previous resolution's verified copy."""
+        assert item.size is not None and item.sha256 is not None
+        state = self.state(item.root)
+        if state.holds(item.path, item.size, item.sha256):
+            return True
+        if self._verify_in_place(item.dest, item.size, item.sha256):
+            state.record(item.path, item.sha256, os.stat(item.dest))
+            return True
+        if self.reuse is None:
+            return False
+        if self.reuse_state is None:
+            self.reuse_state = State(self.reuse)
+        old = self.reuse_state
+        source = os.path.join(self.reuse, item.path)
+        if not (old.holds(item.path, item.size, item.sha256) or self._verify_in_place(source, item.size, item.sha256)):
+            return False
+        os.makedirs(os.path.dirname(item.dest), exist_ok=True)
+        try:
+            os.link(source, item.dest)
+        except OSError:  # another file system, or one without hard links: fetch it
+            return False
+        state.record(item.path, item.sha256, os.stat(item.dest))
+        return True
+
+    @staticmethod
+    def _verify_in_place(path: str, size: int, sha256: str) -> bool:
+        try:
+            if not os.path.isfile(path) or os.stat(path).st_size != size:
+                return False
+            return sha256_of(path)[0] == sha256
+        except OSError:
+            return False
+
+    # -- fetching -----------------------------------------------------------------------------------------
+    def run(self) -> None:
+        start = time.perf_counter()
+        todo: list[Item] = []
+        try:
+            for item in self.items:
+                if item.verified and self.here(item):
+                    self.kept += 1
+                else:
+                    todo.append(item)
+            # big files first: their parts keep every connection busy while the small ones fill the gaps
+            todo.sort(key=lambda i: -(i.size or 0))
+            if todo:
+                self._fetch(todo)
+        finally:
+            for fetch in self.open:
+                fetch.close()
+                if os.path.exists(fetch.item.part):
+                    os.unlink(fetch.item.part)
+            for state in self.states.values():
+                state.save()
+        self.seconds = time.perf_counter() - start
+
+    def _fail(self, exc: BaseException) -> None:
+        with self.error_lock:
+            if self.error is None:
+                self.error = exc
+
+    def _fetch(self, todo: list[Item]) -> None:
+        window = threading.Semaphore(2 * self.concurrency)
+        whole = [i for i in todo if i.uri.startswith("s3://") and self.tool != "boto3"]
+        with ThreadPoolExecutor(self.concurrency, thread_name_prefix="fetch") as pool:
+            for item in whole:
+                pool.submit(self._guard, self._with_tool, item)
+            for item in todo:
+                if item in whole:
+                    continue
+                if not item.verified:
+                    pool.submit(self._guard, self._plain, item)
+                    continue
+                size = item.size or 0
+                part = self.part_size if size > self.part_size * 3 // 2 else max(size, 1)
+                fetch = Fetch(item, part, window)
+                self.open.append(fetch)
+                for index in range(len(fetch.ranges)):
+                    while not window.acquire(timeout=0.2):
+                        if self.error is not None:
+                            break
+                    if self.error is not None:
+                        break
+                    pool.submit(self._guard, self._part, fetch, index)
+                if self.error is not None:
+                    break
+        if self.error is not None:
+            raise self.error
+
+    def _guard(self, fn, *args) -> None:
+        if self.error is not None:
+            return
+        try:
+            fn(*args)
+        except BaseException as exc:  # one line at the end, from the first failure
+            self._fail(exc)
+
+    def _part(self, fetch: Fetch, index: int) -> None:
+        item = fetch.item
+        start, end = fetch.ranges[index]
+        data = self._read(item, start, end) if end > start else self._read(item, 0, None)
+        if fetch.put(index, data):
+            self._finish(item, fetch.h.hexdigest(), fetch.done, fetch)
+
+    def _finish(self, item: Item, sha256: str, size: int, fetch: Fetch | None = None) -> None:
+        if fetch is not None:
+            fetch.close()
+        if size != item.size or sha256 != item.sha256:
+            raise Failed(
+                f"{item.uri} differs from {item.against} (size or sha256: {size} bytes, sha256 {sha256[:12]}, "
+                f"recorded {item.size} bytes, {str(item.sha256)[:12]}); nothing of it kept: {FIX}"
+            )
+        os.replace(item.part, item.dest)
+        self.state(item.root).record(item.path, sha256, os.stat(item.dest))
+        with self.error_lock:
+            self.fetched += 1
+            self.bytes += size
+
+    def _read(self, item: Item, start: int, end: int | None) -> bytes:
+        """One read, tried again on a dropped connection; anything else is one line naming the URI."""
+        for attempt in range(3):
+            try:
+                return self.sources.read(item, start, end)
+            except Failed:
+                raise
+            except FileNotFoundError:
+                raise Failed(f"cannot read {item.uri}: no such file: {FIX}") from None
+            except Exception as exc:  # botocore: ClientError, EndpointConnectionError, a connection dropped...
+                permanent = type(exc).__name__ in ("ClientError", "NoCredentialsError", "PermissionError")
+                if permanent or item.uri.startswith("file://") or attempt == 2:
+                    said = " ".join(str(exc).split()) or type(exc).__name__
+                    hint = HINTS.get(type(exc).__name__, "")
+                    raise Failed(f"cannot download {item.uri} with {self._how(item)}: {said}{hint}") from None
+        raise AssertionError("unreachable")
+
+    def _how(self, item: Item) -> str:
+        return "python3" if item.uri.startswith("file://") else self.tool
+
+    def _plain(self, item: Item) -> None:
+        data = self._read(item, 0, None)
+        os.makedirs(os.path.dirname(item.dest), exist_ok=True)
+        with open(item.part, "wb") as f:
+            f.write(data)
+        os.replace(item.part, item.dest)
+        with self.error_lock:
+            self.fetched += 1
+            self.bytes += len(data)
+
+    def _with_tool(self, item: Item) -> None:
+        """aws or s5cmd fetch the file whole into its .part; then it is hashed here (read once more)."""
+        os.makedirs(os.path.dirname(item.dest), exist_ok=True)
+        endpoint = os.environ.get("AWS_ENDPOINT_URL")
+        if self.tool == "s5cmd":
+            cmd = ["s5cmd", *(["--endpoint-url", endpoint] if endpoint else []), "cp", item.uri, item.part]
+        else:
+            cmd = ["aws", "s3", "cp", "--only-show-errors", item.uri, item.part]
+        done = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if done.returncode != 0:
+            said = " ".join(done.stderr.decode(errors="replace").split())[:300]
+            raise Failed(f"cannot download {item.uri} with {self.tool}: {said or f'exit {done.returncode}'}")
+        if not item.verified:
+            os.replace(item.part, item.dest)
+            with self.error_lock:
+                self.fetched += 1
+            return
+        sha256, size = sha256_of(item.part)
+        self._finish(item, sha256, size)
+
+    def summary(self) -> str:
+        rate = self.bytes / 1e6 / self.seconds if self.seconds > 0 else 0.0
+        by_tool = any(i.uri.startswith("s3://") for i in self.items) and self.tool in ("aws", "s5cmd")
+        parallel = f"up to {self.concurrency} reads of {self.part_size // MIB} MiB at once"
+        how = f"with {self.tool}" if by_tool else parallel
+        return (
+            f"{self.me}: {self.fetched} files fetched, {self.bytes / 1e6:.1f} MB in {self.seconds:.2f} s, "
+            f"{rate:.0f} MB/s ({how}); {self.kept} already here and verified"
+        )
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "")
+    if not value:
+        return default
+    if not value.isdigit() or int(value) < 1:
+        raise Failed(f"{name}={value}: a whole number of at least 1 (or unset, for {default})", 2)
+    return int(value)
+
+
+def main(argv: list[str], out: IO[str] = sys.stderr) -> int:
+    me = argv[0] if argv else "launch_fetch"
+    try:
+        if len(argv) not in (3, 4):
+            raise Failed("usage: launch_fetch.py ME TOOL PLAN [REUSE]", 2)
+        tool, plan = argv[1], argv[2]
+        with open(plan) as f:
+            items = read_plan(f.read())
+        fetcher = Fetcher(me, tool, items, argv[3] if len(argv) == 4 and argv[3] else None)
+        fetcher.run()
+        if any(i.verified for i in items):
+            print(fetcher.summary(), file=out)
+        with open(plan + ".result", "w") as f:
+            f.write(f"{fetcher.fetched} {fetcher.kept} {fetcher.bytes}\n")
+        return 0
+    except Failed as exc:
+        print(f"{me}: {exc}", file=out)
+        return exc.code
+    except Exception as exc:  # botocore's ClientError, EndpointConnectionError, NoCredentialsError, ...
+        said = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"{me}: cannot download with {argv[1] if len(argv) > 1 else '?'}: {said}", file=out)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
