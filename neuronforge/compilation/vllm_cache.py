@@ -37,8 +37,9 @@ MARKER = ".compilation_complete"
 HLO = "graph.hlo"
 METADATA = re.compile(r"\.artifact_metadata_v\d+\.json")
 NKI_DIR = "nki"
-# Per-host files: observability of local hits and the plugin's per-key locks.
-HOST_LOCAL = re.compile(r"\.cache_accessed|.*\.lock")
+# Per-host files: observability of local hits, the plugin's per-key locks, and what sync.sh verified
+# (`artifacts.launch_fetch.STATE`).
+HOST_LOCAL = re.compile(r"\.cache_accessed|.*\.lock|\.neuronforge-sync\.json")
 __all__ = ["CacheManifest", "EntryRecord", "entry_record"]  # the manifest's shape: neuronforge.records.vllm_cache
 
 

@@ -1,0 +1,184 @@
+"""The launch scripts' fetcher (`neuronforge.artifacts.launch_fetch`), run as the scripts run it — `main`
+with a plan file — against a file:// store and a real S3 endpoint (moto's server on 127.0.0.1): parallel
+ranged reads give the exact bytes, a file that differs from its record is one line and no file, a file
+already verified is kept by its stat without being read, a changed one is verified again, and a path
+that leaves the folder is refused."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from neuronforge.artifacts import launch_fetch
+from neuronforge.artifacts.launch_fetch import STATE
+
+MIB = 1 << 20
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _plan(tmp_path: Path, lines: list[tuple[str, Path, str, bytes | None]]) -> Path:
+    """A plan file: (uri, root, path, the bytes the record says — None: no record) per file."""
+    plan = tmp_path / f"plan-{len(list(tmp_path.glob('plan-*')))}"
+    rows = []
+    for uri, root, path, data in lines:
+        size, sha = ("-", "-") if data is None else (str(len(data)), _sha(data))
+        rows.append("\t".join((uri, str(root), path, size, sha, "the manifest")))
+    plan.write_text("\n".join(rows) + "\n")
+    return plan
+
+
+def _run(plan: Path, tool: str = "boto3", reuse: str | None = None) -> tuple[int, str, list[int]]:
+    """(exit code, what it said, [fetched, kept, bytes])."""
+    out = io.StringIO()
+    code = launch_fetch.main(["test.sh", tool, str(plan), *([reuse] if reuse else [])], out)
+    result = Path(f"{plan}.result")
+    counts = [int(w) for w in result.read_text().split()] if result.exists() else []
+    return code, out.getvalue(), counts
+
+
+@pytest.fixture
+def small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """1 MiB parts, 4 at once: a 5.5 MiB file is 6 ranged reads in parallel."""
+    monkeypatch.setenv("SYNC_PART_MB", "1")
+    monkeypatch.setenv("SYNC_CONCURRENCY", "4")
+
+
+FILES = {
+    "model/big.safetensors": os.urandom(5 * MIB + MIB // 2),
+    "model/config.json": b'{"model_type": "llama"}\n',
+    "model/empty.txt": b"",
+    "graphs/a/graph.neff": os.urandom(3 * MIB + 7),
+}
+
+
+def _file_store(tmp_path: Path) -> Path:
+    src = tmp_path / "store"
+    for path, data in FILES.items():
+        (src / path).parent.mkdir(parents=True, exist_ok=True)
+        (src / path).write_bytes(data)
+    return src
+
+
+def test_ranged_parallel_reads_of_a_file_store_give_the_exact_bytes(tmp_path: Path, small_parts: None) -> None:
+    src, host = _file_store(tmp_path), tmp_path / "host"
+    code, said, counts = _run(_plan(tmp_path, [(f"file://{src}/{p}", host, p, d) for p, d in FILES.items()]))
+    assert code == 0, said
+    assert {p: (host / p).read_bytes() for p in FILES} == FILES
+    assert counts == [4, 0, sum(len(d) for d in FILES.values())]
+    total = sum(len(d) for d in FILES.values())
+    assert said.count("\n") == 1 and said.startswith(f"test.sh: 4 files fetched, {total / 1e6:.1f} MB in "), said
+    assert " MB/s (up to 4 reads of 1 MiB at once); 0 already here and verified" in said
+    assert not list(host.rglob("*.part"))
+    state = json.loads((host / STATE).read_text())["files"]
+    assert set(state) == set(FILES) and state["model/big.safetensors"]["sha256"] == _sha(FILES["model/big.safetensors"])
+
+
+def test_ranged_parallel_reads_of_s3_give_the_exact_bytes(tmp_path: Path, s3_bucket: str, small_parts: None) -> None:
+    import boto3
+
+    s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"])
+    for path, data in FILES.items():
+        s3.put_object(Bucket=s3_bucket, Key=f"a/{path}", Body=data)
+    host = tmp_path / "host"
+    plan = _plan(tmp_path, [(f"s3://{s3_bucket}/a/{p}", host, p, d) for p, d in FILES.items()])
+    code, said, counts = _run(plan)
+    assert code == 0, said
+    assert {p: (host / p).read_bytes() for p in FILES} == FILES and counts[:2] == [4, 0]
+    # no record (channel.json, a manifest): one plain read, nothing verified, no MB/s line
+    code, said, counts = _run(_plan(tmp_path, [(f"s3://{s3_bucket}/a/model/config.json", host, "c.json", None)]))
+    assert (code, said, (host / "c.json").read_bytes()) == (0, "", FILES["model/config.json"])
+
+
+def test_a_file_that_differs_from_its_record_is_one_line_and_no_file(tmp_path: Path, small_parts: None) -> None:
+    src, host = _file_store(tmp_path), tmp_path / "host"
+    (host / "model").mkdir(parents=True)
+    wrong = bytearray(FILES["model/big.safetensors"])
+    wrong[3 * MIB] ^= 1  # one bit, in the fourth of six parts
+    (src / "model/big.safetensors").write_bytes(bytes(wrong))
+    plan = _plan(tmp_path, [(f"file://{src}/{p}", host, p, d) for p, d in FILES.items()])
+    code, said, _ = _run(plan)
+    assert code == 1 and said.count("\n") == 1, said
+    assert said.startswith(f"test.sh: file://{src}/model/big.safetensors differs from the manifest (size or sha256: ")
+    assert "nothing of it kept" in said and "neuronforge verify" in said
+    assert not (host / "model/big.safetensors").exists() and not list(host.rglob("*.part"))
+    # a store object longer than the record is not the recorded one, even when it starts with its bytes
+    (src / "model/big.safetensors").write_bytes(FILES["model/big.safetensors"] + b"x")
+    code, said, _ = _run(plan)
+    assert code == 1 and f"holds {len(FILES['model/big.safetensors']) + 1} bytes, not the" in said, said
+    assert not (host / "model/big.safetensors").exists()
+
+
+def test_a_file_verified_before_is_kept_by_its_stat_without_being_read(tmp_path: Path) -> None:
+    src, host = _file_store(tmp_path), tmp_path / "host"
+    plan = _plan(tmp_path, [(f"file://{src}/{p}", host, p, d) for p, d in FILES.items()])
+    assert _run(plan)[0] == 0
+    # other bytes of the same size written in place, the mtime put back: same inode, size, mtime
+    target = host / "model/big.safetensors"
+    st = target.stat()
+    with open(target, "r+b") as f:
+        f.write(b"NOT READ")
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    for path in FILES:
+        (src / path).unlink()  # and the store is gone: nothing can be fetched either
+    code, said, counts = _run(plan)
+    assert code == 0 and counts == [0, 4, 0], said
+    assert said.startswith("test.sh: 0 files fetched") and "4 already here and verified" in said
+    assert target.read_bytes().startswith(b"NOT READ")  # had it been hashed, it would have been refetched
+
+
+def test_a_file_whose_stat_changed_is_verified_again_and_fetched_when_it_differs(tmp_path: Path) -> None:
+    src, host = _file_store(tmp_path), tmp_path / "host"
+    plan = _plan(tmp_path, [(f"file://{src}/{p}", host, p, d) for p, d in FILES.items()])
+    assert _run(plan)[0] == 0
+    (host / "model/big.safetensors").write_bytes(os.urandom(len(FILES["model/big.safetensors"])))  # new mtime
+    os.utime(host / "graphs/a/graph.neff", ns=(1, 1))  # only touched: its bytes are still right
+    code, said, counts = _run(plan)
+    assert code == 0 and counts[:2] == [1, 3], said
+    assert (host / "model/big.safetensors").read_bytes() == FILES["model/big.safetensors"]
+    # the touched file was hashed once and recorded again: the next run keeps it by its stat
+    assert _run(plan)[2][:2] == [0, 4]
+
+
+def test_files_another_folder_holds_verified_are_hard_linked_not_fetched(tmp_path: Path) -> None:
+    src, old, new = _file_store(tmp_path), tmp_path / "old", tmp_path / "new"
+    assert _run(_plan(tmp_path, [(f"file://{src}/{p}", old, p, d) for p, d in FILES.items()]))[0] == 0
+    for path in FILES:
+        (src / path).unlink()
+    code, said, counts = _run(
+        _plan(tmp_path, [(f"file://{src}/{p}", new, p, d) for p, d in FILES.items()]), reuse=str(old)
+    )
+    assert code == 0 and counts == [0, 4, 0], said
+    assert all((new / p).stat().st_ino == (old / p).stat().st_ino for p in FILES)
+
+
+@pytest.mark.parametrize("path", ["../outside", "a/../../outside", "/etc/passwd", "a//b", "link/x"])
+def test_a_path_that_leaves_the_folder_is_refused_before_anything_is_fetched(tmp_path: Path, path: str) -> None:
+    src, host = _file_store(tmp_path), tmp_path / "host"
+    host.mkdir()
+    (host / "link").symlink_to(tmp_path)
+    plan = _plan(tmp_path, [(f"file://{src}/model/config.json", host, "ok.json", b'{"model_type": "llama"}\n'),
+                            (f"file://{src}/model/config.json", host, path, b'{"model_type": "llama"}\n')])  # fmt: skip
+    code, said, _ = _run(plan)
+    assert code == 2 and said.count("\n") == 1 and said.startswith(f"test.sh: refusing {path!r}: it leaves"), said
+    assert not (host / "ok.json").exists() and not (tmp_path / "outside").exists() and not (tmp_path / "x").exists()
+
+
+def test_an_unreadable_source_and_a_bad_setting_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    host = tmp_path / "host"
+    code, said, _ = _run(_plan(tmp_path, [(f"file://{tmp_path}/gone", host, "x", b"x")]))
+    assert code == 1 and said == f"test.sh: cannot read file://{tmp_path}/gone: no such file: {launch_fetch.FIX}\n"
+    monkeypatch.setenv("SYNC_CONCURRENCY", "many")
+    code, said, _ = _run(_plan(tmp_path, [(f"file://{tmp_path}/gone", host, "x", b"x")]))
+    default = min(64, max(16, 8 * (os.cpu_count() or 1)))
+    assert (
+        code == 2
+        and said == f"test.sh: SYNC_CONCURRENCY=many: a whole number of at least 1 (or unset, for {default})\n"
+    )
