@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo airflow test lint format docs docs-build bench-transfer bench-pipeline bench-cache-seed bench-quantize bench-bytes bench-sweep bench-hosts bench-farm bench-file-paging bench-dag-parse bench-forms bench-channels bench-demo clean
+.PHONY: setup demo airflow test lint format docs docs-build bench-transfer bench-pipeline bench-cache-seed bench-quantize bench-bytes bench-sweep bench-hosts bench-farm bench-file-paging bench-dag-parse bench-forms bench-channels bench-warm-start bench-demo clean
 
 setup: $(STAMP)
 
@@ -29,8 +29,11 @@ PORT ?= 8080
 airflow: setup
 	$(PY) -m neuronforge.interfaces.cli airflow --port $(PORT)
 
-# neuronforge_toolchain runs in the SDK images' own Pythons: 3.10 is the oldest (SDK 2.21.1, the LMI image)
-VERMIN := $(VENV)/bin/vermin -t=3.10- --violations --no-tips --eval-annotations neuronforge_toolchain
+# neuronforge_toolchain runs in the SDK images' own Pythons: 3.10 is the oldest (SDK 2.21.1, the LMI image);
+# launch_fetch runs in a serving image's python3, embedded in the launch scripts: 3.8 (its annotations are
+# never evaluated: `from __future__ import annotations`)
+VERMIN := $(VENV)/bin/vermin -t=3.10- --violations --no-tips --eval-annotations neuronforge_toolchain && \
+	$(VENV)/bin/vermin -t=3.8- --violations --no-tips neuronforge/artifacts/launch_fetch.py
 
 test: setup
 	$(VENV)/bin/ruff check .
@@ -100,6 +103,9 @@ bench-forms: setup
 
 bench-channels: setup
 	$(PY) bench/channels.py
+
+bench-warm-start: setup
+	$(PY) bench/warm_start.py
 
 # make demo's steps timed in a fresh clone, with the machine's load (the README's times); BENCH_ARGS=--setup
 # times the install too
