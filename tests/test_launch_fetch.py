@@ -182,3 +182,28 @@ def test_an_unreadable_source_and_a_bad_setting_are_one_line(tmp_path: Path, mon
         code == 2
         and said == f"test.sh: SYNC_CONCURRENCY=many: a whole number of at least 1 (or unset, for {default})\n"
     )
+
+
+@pytest.mark.parametrize("tool", ["aws", "s5cmd"])
+def test_the_aws_cli_and_s5cmd_fetch_whole_files_that_are_then_verified(
+    tmp_path: Path, s3_bucket: str, tool: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    import boto3
+
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"])
+    for path, data in FILES.items():
+        s3.put_object(Bucket=s3_bucket, Key=f"a/{path}", Body=data)
+    host = tmp_path / "host"
+    code, said, counts = _run(
+        _plan(tmp_path, [(f"s3://{s3_bucket}/a/{p}", host, p, d) for p, d in FILES.items()]), tool
+    )
+    assert code == 0 and f"(with {tool})" in said, said
+    assert {p: (host / p).read_bytes() for p in FILES} == FILES and counts[:2] == [4, 0]
+    assert [p.name for p in host.iterdir() if p.name.startswith(".")] == [STATE]  # no landing folder left
+    s3.put_object(Bucket=s3_bucket, Key="a/model/config.json", Body=b"other bytes")
+    code, said, _ = _run(_plan(tmp_path, [(f"s3://{s3_bucket}/a/model/config.json", tmp_path / "h2", "c", b"x")]), tool)
+    assert code == 1 and said.count("\n") == 1 and "differs from the manifest" in said, said
+    assert not list((tmp_path / "h2").rglob("*c*"))

@@ -11,8 +11,9 @@ module. Usage (what `transfer_fetch` runs):
 PLAN: one `uri<TAB>root<TAB>path<TAB>size<TAB>sha256<TAB>against` line per file. The file goes to
 root/path (a path that leaves root is refused); `size`/`sha256` `-` fetch a file no record names
 (channel.json, a manifest: one plain GET, not verified here); `against` names the record in the
-failure line. TOOL reads s3://: `boto3` is this fetcher's own parallel client, `aws` and `s5cmd` fetch
-each file whole with that tool and the file is hashed afterwards; file:// is always read here.
+failure line. TOOL reads s3://: `boto3` is this fetcher's own parallel client; `s5cmd` (one `s5cmd run`)
+and `aws` (one `aws s3 cp --recursive --include ...` per store folder) fetch each file whole and it is
+hashed afterwards; file:// is always read here.
 REUSE: a folder whose verified files are hard-linked rather than fetched (resolve.sh's previous
 resolution of the same build).
 
@@ -35,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -340,8 +342,9 @@ class Fetcher:
         finally:
             for fetch in self.open:
                 fetch.close()
-                if os.path.exists(fetch.item.part):
-                    os.unlink(fetch.item.part)
+            for item in todo:  # a failure: no .part is left (one that became its file is gone already)
+                if os.path.exists(item.part):
+                    os.unlink(item.part)
             for state in self.states.values():
                 state.save()
         self.seconds = time.perf_counter() - start
@@ -357,9 +360,10 @@ class Fetcher:
         with ThreadPoolExecutor(self.concurrency, thread_name_prefix="fetch") as pool:
             if whole and self.tool == "s5cmd":
                 self._s5cmd(whole)  # one process for all: s5cmd runs its own workers
-            aws = threading.Semaphore(AWS_PROCESSES)
+            elif whole:
+                self._aws(whole)
             for item in whole:
-                pool.submit(self._guard, self._with_tool, item, aws)
+                pool.submit(self._guard, self._with_tool, item)
             for item in todo:
                 if item in whole:
                     continue
@@ -458,16 +462,43 @@ class Fetcher:
             failed = next((i.uri for i in items if i.uri in said), "the store")
             raise Failed(f"cannot download {failed} with s5cmd: {said or f'exit {done.returncode}'}")
 
-    def _with_tool(self, item: Item, slots: threading.Semaphore) -> None:
-        """aws fetches the file whole into its .part (s5cmd did already); then it is hashed here."""
-        if self.tool != "s5cmd":
-            os.makedirs(os.path.dirname(item.dest), exist_ok=True)
-            cmd = ["aws", "s3", "cp", "--only-show-errors", item.uri, item.part]
-            with slots:
-                done = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            if done.returncode != 0:
-                said = " ".join(done.stderr.decode(errors="replace").split())[:300]
-                raise Failed(f"cannot download {item.uri} with aws: {said or f'exit {done.returncode}'}")
+    def _aws(self, items: list[Item]) -> None:
+        """Every file whole into its .part with the AWS CLI: one `aws s3 cp --recursive` per folder of the
+        store (its files named by --include), AWS_PROCESSES at once — each is a Python process of its own."""
+        groups: dict[tuple[str, str], list[Item]] = {}
+        for item in items:
+            base = item.uri[: -len(item.path) - 1] if item.uri.endswith("/" + item.path) else ""
+            groups.setdefault((base, item.root), []).append(item)
+        with ThreadPoolExecutor(AWS_PROCESSES) as pool:
+            for failed in pool.map(lambda g: self._aws_group(*g), groups.items()):
+                if failed:
+                    raise Failed(failed)
+
+    def _aws_group(self, where: tuple[str, str], items: list[Item]) -> str:
+        base, root = where
+        os.makedirs(root, exist_ok=True)
+        landing = tempfile.mkdtemp(prefix=".aws-", dir=root)
+        try:
+            if base:
+                includes = [w for i in items for w in ("--include", i.path)]
+                cmd = ["aws", "s3", "cp", "--recursive", "--only-show-errors", base + "/", landing, "--exclude", "*"]
+                cmd += includes
+            else:
+                cmd = ["aws", "s3", "cp", "--only-show-errors", items[0].uri, os.path.join(landing, items[0].path)]
+            done = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            said = " ".join(done.stderr.decode(errors="replace").split())[:300]
+            for item in items:
+                got = os.path.join(landing, item.path)
+                if not os.path.isfile(got):
+                    return f"cannot download {item.uri} with aws: {said or 'the AWS CLI did not write it'}"
+                os.makedirs(os.path.dirname(item.part), exist_ok=True)
+                os.replace(got, item.part)
+            return ""
+        finally:
+            shutil.rmtree(landing, ignore_errors=True)
+
+    def _with_tool(self, item: Item) -> None:
+        """aws or s5cmd fetched the file whole into its .part; it is hashed here (read once more)."""
         if not item.verified:
             os.replace(item.part, item.dest)
             with self.error_lock:

@@ -440,7 +440,18 @@ def test_sync_refuses_bytes_that_differ_from_the_manifest(published: dict, tmp_p
     done = subprocess.run(["bash", str(launch / "sync.sh")], env=env, capture_output=True, text=True)
     assert done.returncode == 1 and "differs from vllm-cache.json" in done.stderr
     cache = Path(env["VLLM_CACHE_ROOT"]) / "neuron" / "compile_cache"
-    assert not [p for p in cache.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    # no entry appears (each is renamed in whole, only once every file checked out); NKI results are
+    # renamed in one by one, each only once verified: what is there is what was compiled
+    assert not [p for p in cache.iterdir() if p.is_dir() and not p.name.startswith(".") and p.name != "nki"]
+    manifest = read_local(CacheManifest, launch / "vllm-cache.json")
+    assert all(_sha_of(cache / f.path) == f.sha256 for f in manifest.nki if (cache / f.path).exists())
+    assert not list(cache.rglob("*.part"))
+
+
+def _sha_of(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 # -- the fake itself: the plugin's observable rules --------------------------------------------------------
