@@ -302,10 +302,12 @@ def resolve_key(store: ArtifactStore, key: str) -> str | None:
 
 def farm_row(store: ArtifactStore, key: str) -> tuple[FarmRow, ArtifactManifest | None] | None:
     """One build's row and its manifest, drawn from that artifact's own files (its index pointer,
-    manifest and folder listing: three requests, and its damage record), else its failure record or
-    lease. An artifact found damaged here (its manifest gone or unreadable, a file missing or of another
-    size) is recorded so (`farm_index.note_damaged`): every listing shows it damaged from then on. A
-    failure record that cannot be read as one makes the row a damaged one with the reason; it never fails."""
+    manifest and folder listing: three requests for a whole key; a prefix of one adds the listing that
+    finds it; the damage record is read only when a file was written after the manifest), else its
+    failure record or lease. An artifact found damaged here (its manifest gone or unreadable, a file
+    missing or of another size) is recorded so (`farm_index.note_damaged`): every listing shows it
+    damaged from then on. A failure record that cannot be read as one makes the row a damaged one with
+    the reason; it never fails."""
     from neuronforge.artifacts import leases
     from neuronforge.artifacts.farm_index.damage import note_damaged, read_damage
     from neuronforge.artifacts.farm_index.entry import (
@@ -338,7 +340,9 @@ def farm_row(store: ArtifactStore, key: str) -> tuple[FarmRow, ArtifactManifest 
             e.apply(published_record(index, manifest))
         if isinstance(found, Damage):
             e.apply(damaged_record(note_damaged(store, found, "catalog")[0]))
-        elif (marked := read_damage(store, full)) is not None:  # found by a deeper check (verify's sha256)
+        elif found.rewritten and (marked := read_damage(store, full)) is not None:
+            # found by a deeper check (verify's sha256 of a file rewritten since it was published):
+            # its record read only when a file was written after the manifest (`Published.rewritten`)
             e.apply(damaged_record(marked))
         row = row_of(store, e, newest)
         missing = found.missing if isinstance(found, Damage) else ()
