@@ -13,7 +13,8 @@ makes the baseline look faster than it was:
 - `gc_collect`: 5c3ed6d `neuronforge/farm/gc.py::collect` (`published`, `_collect_cache_dirs`); only the
   plan (`dry_run=True`) is reproduced.
 
-Helpers that did not change since (`lookup`, `incomplete_files`, `read_failure`, `leases.current`,
+`scan_index`, `published_manifests` and `incomplete_files` are ported too (the records are read as the
+dicts they were, with the same requests). Helpers that did not change since (`lookup`, `read_failure`, `leases.current`,
 `compile_cache.prune_store`, `form_targets.form_target` ...) are imported from the working tree.
 """
 
@@ -29,6 +30,45 @@ from packaging.version import InvalidVersion, Version
 from neuronforge.farm.gc import Published
 from neuronforge.farm.rows import FarmRow, filter_rows
 from neuronforge.stores import ArtifactStore, open_store
+
+
+# -- published.py as it was (records read as dicts; the same requests) ------------------------------------
+@dataclass
+class _Indexed:
+    index_key: str
+    index: dict[str, Any] | None = None
+    manifest: dict[str, Any] | None = None
+    problem: str | None = None
+
+
+def scan_index(store: ArtifactStore) -> Any:
+    """5c3ed6d `published.scan_index`: a listing of `index/`, then each pointer and its manifest."""
+    from neuronforge.common.errors import StoreError
+
+    for obj in store.list("index"):
+        try:
+            index = store.read_json(obj.key)
+            manifest = store.read_json(index["manifest"])
+        except (StoreError, KeyError, TypeError, ValueError) as exc:
+            yield _Indexed(obj.key, problem=str(exc))
+            continue
+        if not isinstance(manifest, dict) or "files" not in manifest or "cache_key" not in manifest:
+            yield _Indexed(obj.key, index, problem="not an artifact manifest")
+            continue
+        yield _Indexed(obj.key, index, manifest)
+
+
+def published_manifests(store: ArtifactStore) -> Any:
+    for entry in scan_index(store):
+        if entry.problem is None and entry.index is not None and entry.manifest is not None:
+            yield entry.index_key, entry.index, entry.manifest
+
+
+def incomplete_files(store: ArtifactStore, index: dict[str, Any], manifest: dict[str, Any]) -> list[str]:
+    """5c3ed6d `published.incomplete_files`: one listing of the artifact's folder."""
+    prefix = str(index.get("prefix") or index["manifest"].rpartition("/")[0])
+    present = {o.key: o.size for o in store.list(prefix)}
+    return [f["path"] for f in manifest["files"] if present.get(f"{prefix}/{f['path']}") != f["size"]]
 
 
 # -- farm.py ------------------------------------------------------------------------------------------
@@ -53,7 +93,7 @@ def _ms(seconds: Any) -> float | None:
 
 
 def _published(store: ArtifactStore, newest: dict[str, str]) -> dict[str, FarmRow]:
-    from neuronforge.artifacts.published import format_uris, incomplete_files, scan_index
+    from neuronforge.artifacts.published import format_uris
 
     rows: dict[str, FarmRow] = {}
     for entry in scan_index(store):
@@ -131,8 +171,6 @@ def farm_rows(store: ArtifactStore) -> list[FarmRow]:
 # -- cli.py: ls -----------------------------------------------------------------------------------------
 def ls(uri: str) -> list[dict[str, Any]]:
     """`neuronforge ls STORE`: every published artifact with its folder listed (text not printed)."""
-    from neuronforge.artifacts.published import incomplete_files, scan_index
-
     store = open_store(uri, must_exist=True)
     rows = []
     for entry in scan_index(store):
@@ -214,7 +252,6 @@ class PublishedBuild:
 
 
 def published_builds(store: ArtifactStore) -> list[PublishedBuild]:
-    from neuronforge.artifacts.published import published_manifests
     from neuronforge.common.errors import InvalidInput, NeuronforgeError
     from neuronforge.spec.target import TargetSpec
 
@@ -324,7 +361,6 @@ class GcPlan:
 
 
 def gc_published(store: ArtifactStore) -> list[Published]:
-    from neuronforge.artifacts.published import published_manifests
 
     out = []
     for index_key, index, m in published_manifests(store):

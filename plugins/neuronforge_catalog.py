@@ -35,9 +35,11 @@ themselves (`ShownHTML`, `ShownJSON`): one record never makes a page fail to enc
 
 A page view costs the farm index's head, tail and the pages it shows (`farm.farm_page`, called once:
 its counts and instances make the summary and the instance filter; each row's channels and review
-state are in its farm-index row); an artifact's own page costs its index pointer, manifest and folder
-listing (`farm.farm_row`), its launch files, its review record and its model's channels (one listing
-of `channels/<org>/<name>/` and one read per channel); a model's channels page that listing and one
+state are in its farm-index row); an artifact's JSON answer costs its index pointer, manifest and folder
+listing (`farm.farm_row`: 3 requests; the deploy snippets are the manifest's own record of its launch
+files, read one request each only for a manifest published before it recorded them); its page adds its
+review record and its model's channels (one listing of `channels/<org>/<name>/` and one read per
+channel); a model's channels page that listing and one
 review read per current build; a confirmation the few reads its action checks.
 
 Release actions are never taken here. Every button of the pages leads to a confirmation page (GET,
@@ -343,12 +345,21 @@ def _artifact_prefix(store: Any, row: Any) -> str | None:
 
 def _snippets(store: Any, row: Any, manifest: Any) -> dict[str, str]:
     """The artifact's launch files up to SNIPPET_LIMIT, as text (larger, missing or oddly named
-    ones: left out; a larger one unread when the manifest gives its size)."""
+    ones: left out; a larger one unread when the manifest gives its size). From the manifest's own
+    record of them (`launch_text`: no request); a manifest published before it recorded them has the
+    files read, one request each."""
     from neuronforge.common.errors import StoreError
 
     prefix = _artifact_prefix(store, row) if row.launch else None
     if prefix is None:
         return {}
+    recorded = manifest.launch_text if manifest is not None else None
+    if recorded is not None:  # a file the manifest has no text of (too large, not UTF-8): linked, not read
+        return {
+            name: text
+            for name in sorted(row.launch)
+            if _plain_name(name) and (text := recorded.get(name)) is not None and len(text) <= SNIPPET_LIMIT
+        }
     sizes = {f.path: f.size for f in manifest.files} if manifest is not None else {}
     out = {}
     for name in sorted(row.launch):

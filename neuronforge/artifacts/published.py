@@ -23,7 +23,7 @@ from neuronforge.records.base import RecordError, RecordTooNew
 from neuronforge.records.index_entry import IndexEntry
 from neuronforge.records.parts import FileEntry
 from neuronforge.spec.source import sha256_file
-from neuronforge.stores import ArtifactStore, NotFound
+from neuronforge.stores import ArtifactStore, NotFound, ObjectInfo
 
 log = logging.getLogger(__name__)
 SMOKE_JSON = "smoke.json"
@@ -37,6 +37,12 @@ class Published:
     uris: dict[str, str] = field(default_factory=dict)  # output (model folder, launch) -> URI
     manifest: ArtifactManifest | None = None
     manifest_key: str = ""  # the manifest's store key (what the index pointer names)
+    # A file it lists was written after its manifest (by the times of the folder listing `examine`
+    # made, the store's own clock), or the listing did not say: the one way an artifact whole by sizes
+    # can have been found damaged since by a deeper check (`verify`'s sha256 of a rewritten file), or
+    # restored since it was. False: every file is as it was published, so a reader may skip the damage
+    # record's read (`farm_index.read_damage`); a write that keeps the time (a disk's bit rot) is not seen.
+    rewritten: bool = True
 
 
 def format_uris(store: ArtifactStore, prefix: str, formats: dict[str, str]) -> dict[str, str]:
@@ -86,6 +92,12 @@ def examine(store: ArtifactStore, key: str) -> Published | Damage | None:
         return Damage(key, f"index pointer unreadable: {_first_line(exc)}")
     except StoreError:
         return None
+    return examine_entry(store, key, index)
+
+
+def examine_entry(store: ArtifactStore, key: str, index: IndexEntry) -> Published | Damage | None:
+    """`examine` with the index pointer of `key` already read (a command that read it to say what is
+    missing reads it once): the manifest it names and one listing of the artifact's folder."""
     prefix = index.artifact_prefix
     try:
         manifest = ArtifactManifest.read(store, index.manifest)
@@ -100,12 +112,24 @@ def examine(store: ArtifactStore, key: str) -> Published | Damage | None:
     if manifest.cache_key != key:
         why = f"its manifest is of another cache key ({manifest.cache_key[:12]})"
         return Damage(key, why, index.manifest, prefix=prefix)
-    missing = missing_files(object_sizes(store, prefix), prefix, manifest.files)
+    listed = {o.key: o for o in store.list(prefix)}
+    missing = missing_files({k: o.size for k, o in listed.items()}, prefix, manifest.files)
     if missing:
         why = f"{len(missing)} of {len(manifest.files)} file(s) missing or of another size (e.g. {missing[0]})"
         return Damage(key, why, index.manifest, manifest, prefix, tuple(missing))
     uris = format_uris(store, prefix, manifest.formats)
-    return Published(key, prefix, store.uri(index.manifest), uris, manifest, index.manifest)
+    rewritten = _rewritten(listed, index.manifest, [_under(prefix, f.path) for f in manifest.files])
+    return Published(key, prefix, store.uri(index.manifest), uris, manifest, index.manifest, rewritten)
+
+
+def _rewritten(listed: dict[str, ObjectInfo], manifest_key: str, files: list[str]) -> bool:
+    """Whether a file was written after the manifest (publish writes the manifest last), or a time is
+    not known."""
+    written = listed[manifest_key].modified if manifest_key in listed else None
+    if written is None:
+        return True
+    times = [listed[k].modified for k in files]  # every one is listed: none is missing
+    return any(t is None or t > written for t in times)
 
 
 def lookup(store: ArtifactStore, key: str) -> Published | None:

@@ -181,8 +181,8 @@ class PublishedBuild:
 
 def published_builds(store: ArtifactStore, models: set[str] | None = None) -> list[PublishedBuild]:
     """The published artifacts the farm index knows with a target — of `models` (their
-    `ModelSource.name`s) only, reading only the index pages that can hold them: `catalog stale` costs the
-    catalog's size, not the farm's."""
+    `ModelSource.name`s) only, reading only the index pages whose model range holds one of them
+    (`PageRef.may_hold`): `catalog stale` costs the catalog's size, not the farm's."""
     from neuronforge.artifacts.farm_index import FarmIndex
 
     index = FarmIndex.open(store)
@@ -191,7 +191,7 @@ def published_builds(store: ArtifactStore, models: set[str] | None = None) -> li
     else:
         entries = index.window(
             match=lambda e: e.model in models,
-            page_may_match=lambda ref: ref.models is None or bool(models & set(ref.models)),
+            page_may_match=lambda ref: ref.may_hold(models),
         ).entries
     out = []
     for e in entries:

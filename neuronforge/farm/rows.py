@@ -20,6 +20,7 @@ the wrong types, a NUL) is one damaged row (`damaged_row`, with the reason), nev
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
@@ -101,6 +102,12 @@ def _newest_refs() -> dict[str, str]:
 def _stale(profile: str, newest: dict[str, str]) -> bool:
     name = profile.partition("@")[0]
     return bool(profile) and name in newest and newest[name] != profile
+
+
+def entry_status(e: Entry, newest: dict[str, str]) -> str:
+    """The status `row_of` gives the entry's row (published turns stale for a superseded profile)."""
+    status = e.status_class
+    return "stale" if status == "published" and _stale(e.profile, newest) else status
 
 
 def row_of(store: ArtifactStore, e: Entry, newest: dict[str, str]) -> FarmRow:
@@ -196,6 +203,19 @@ class FarmQuery:
         wanted = {k: v for k, v in asdict(self).items() if k != "published_only"}
         return bool(filter_rows([row], **wanted))
 
+    def entry_matcher(self, store: ArtifactStore, newest: dict[str, str]) -> Callable[[Entry], bool]:
+        """`matches` for a farm-index entry. A query of status alone (`ls`'s default: published, stale or
+        damaged) is decided from the entry's status, without rendering its row (what a page of 2 000
+        rows would otherwise cost, twice); a name filter matches the row as shown."""
+        if self.model or self.profile or self.instance:
+            return lambda e: self.matches(row_of(store, e, newest))
+
+        def match(e: Entry) -> bool:
+            status = entry_status(e, newest)
+            return (not self.published_only or status in LISTED) and (not self.status or status == self.status)
+
+        return match
+
     def page_may_match(self, ref: PageRef, newest: dict[str, str]) -> bool:
         """False only when no entry of the page can match (from the head's summary of it)."""
         if self.published_only and not {"published", "damaged"} & set(ref.statuses):
@@ -239,7 +259,7 @@ def farm_page(
     else:
         window = read_window(
             store,
-            match=lambda e: query.matches(row_of(store, e, newest)),
+            match=query.entry_matcher(store, newest),
             page_may_match=lambda ref: query.page_may_match(ref, newest),
             offset=offset,
             limit=limit,
@@ -302,10 +322,12 @@ def resolve_key(store: ArtifactStore, key: str) -> str | None:
 
 def farm_row(store: ArtifactStore, key: str) -> tuple[FarmRow, ArtifactManifest | None] | None:
     """One build's row and its manifest, drawn from that artifact's own files (its index pointer,
-    manifest and folder listing: three requests, and its damage record), else its failure record or
-    lease. An artifact found damaged here (its manifest gone or unreadable, a file missing or of another
-    size) is recorded so (`farm_index.note_damaged`): every listing shows it damaged from then on. A
-    failure record that cannot be read as one makes the row a damaged one with the reason; it never fails."""
+    manifest and folder listing: three requests for a whole key; a prefix of one adds the listing that
+    finds it; the damage record is read only when a file was written after the manifest), else its
+    failure record or lease. An artifact found damaged here (its manifest gone or unreadable, a file
+    missing or of another size) is recorded so (`farm_index.note_damaged`): every listing shows it
+    damaged from then on. A failure record that cannot be read as one makes the row a damaged one with
+    the reason; it never fails."""
     from neuronforge.artifacts import leases
     from neuronforge.artifacts.farm_index.damage import note_damaged, read_damage
     from neuronforge.artifacts.farm_index.entry import (
@@ -338,7 +360,9 @@ def farm_row(store: ArtifactStore, key: str) -> tuple[FarmRow, ArtifactManifest 
             e.apply(published_record(index, manifest))
         if isinstance(found, Damage):
             e.apply(damaged_record(note_damaged(store, found, "catalog")[0]))
-        elif (marked := read_damage(store, full)) is not None:  # found by a deeper check (verify's sha256)
+        elif found.rewritten and (marked := read_damage(store, full)) is not None:
+            # found by a deeper check (verify's sha256 of a file rewritten since it was published):
+            # its record read only when a file was written after the manifest (`Published.rewritten`)
             e.apply(damaged_record(marked))
         row = row_of(store, e, newest)
         missing = found.missing if isinstance(found, Damage) else ()

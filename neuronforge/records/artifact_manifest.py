@@ -67,6 +67,9 @@ class ProfileRef(Part):
         return tuple(value) if ok else ()
 
 
+LAUNCH_TEXT_LIMIT = 64 * 1024  # bytes of one launch file recorded in the manifest (`launch_text`)
+
+
 class ArtifactManifest(StoredRecord):
     KIND: ClassVar[str] = "artifact manifest"
     SCHEMA: ClassVar[int] = 1
@@ -89,6 +92,11 @@ class ArtifactManifest(StoredRecord):
     hosts: AnyObject = Field(default_factory=dict)  # where each stage ran (`hosts.host_report`)
     # the optimum-neuron cache repository it was registered in, and optimum's lookup of it; None: not asked
     hub_registry: Annotated[HubRegistration | None, or_default(lambda: None)] = None
+    # The launch files' text as published (`launch/<name>` -> its text; one larger than
+    # LAUNCH_TEXT_LIMIT or not UTF-8 is not in it), each checked against its file's sha256 when written:
+    # the catalog shows the deploy snippets from the manifest it reads anyway, not a request per file.
+    # None: published before manifests recorded it (the catalog then reads the files).
+    launch_text: Annotated[dict[str, Text] | None, or_default(lambda: None)] = None
     neuronforge_version: Text = ""
     run_id: Text = ""  # the Airflow run that built it ("" from the CLI)
     published_at: Text = ""
@@ -112,11 +120,12 @@ class ArtifactManifest(StoredRecord):
     __hash__ = None  # type: ignore[assignment]  # mutable parts (dicts): never a set member or dict key
 
     def to_json(self) -> dict[str, Any]:
-        """As stored; without `hub_registry` when the build was registered nowhere (manifests of builds
-        that were not read as before, key for key)."""
+        """As stored; without `hub_registry` when the build was registered nowhere, nor `launch_text`
+        when none was recorded (manifests of builds that were not read as before, key for key)."""
         out = super().to_json()
-        if out.get("hub_registry") is None:
-            out.pop("hub_registry", None)
+        for name in ("hub_registry", "launch_text"):  # not written when there is none: as before, key for key
+            if out.get(name) is None:
+                out.pop(name, None)
         return out
 
     def as_stored(self) -> dict[str, Any]:

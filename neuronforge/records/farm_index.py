@@ -16,6 +16,7 @@ forged one costs that number, not the row).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, StrictStr
@@ -208,6 +209,18 @@ class PageRef(BaseModel):
     instances: list[str]
     statuses: list[str]
     models: list[str] | None = None  # None: too many to list
+
+    def may_hold(self, models: Collection[str]) -> bool:
+        """Whether a row of one of `models` can be on this page. Rows are sorted by model first, so a
+        page holds only models from its first row's to its last row's (`first[0]`..`last[0]`): a reader
+        picks the pages of a few models by range however many models each page holds — every head
+        ever written records them, so no stored head needs another form. Where the page lists its
+        models, only those."""
+        if self.models is not None:
+            return any(m in self.models for m in models)
+        if not self.first or not self.last:  # no range to go by (a forged head): it may
+            return True
+        return any(self.first[0] <= m <= self.last[0] for m in models)
 
 
 class FarmIndexHead(StoredRecord):

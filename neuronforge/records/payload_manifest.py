@@ -8,7 +8,9 @@ the manifest is still the one the ref pins).
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
+
+from pydantic import Field
 
 from neuronforge.records.base import StoredRecord
 from neuronforge.records.parts import FileEntry, Text
@@ -22,3 +24,14 @@ class PayloadManifest(StoredRecord):
 
     files: list[FileEntry]
     cache_key: Text = ""
+    # The launch files' text (`launch/<name>` -> text, each up to `artifact_manifest.LAUNCH_TEXT_LIMIT`):
+    # read on the compile host, which has them, so that publish records them in the artifact's manifest
+    # (`launch_text`) without downloading them. Empty: none, or a payload staged before it was recorded.
+    launch: dict[str, Text] = Field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """As stored; without `launch` when there is none (a payload without launch files stages as before)."""
+        out = super().to_json()
+        if not out.get("launch"):
+            out.pop("launch", None)
+        return out

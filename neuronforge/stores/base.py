@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,9 @@ class ObjectInfo:
     # What the store says identifies this version of the object without reading it (S3: the
     # ETag; file store: empty). Pins an s3:// checkpoint from its listing alone.
     etag: str = ""
+    # When the store last wrote it (seconds since the epoch, the store's own clock: S3's LastModified,
+    # the file's mtime); None where a listing does not say. Not part of what the object is (equality).
+    modified: float | None = field(default=None, compare=False)
 
 
 def clean_key(key: str) -> str:

@@ -132,7 +132,8 @@ class FileStore(ArtifactStore):
         if base.is_file():
             key = clean_key(prefix)
             if key > start_after:
-                yield ObjectInfo(key, base.stat().st_size)
+                st = base.stat()
+                yield ObjectInfo(key, st.st_size, modified=st.st_mtime)
         elif base.is_dir():
             start = "" if base == self.root else f"{base.relative_to(self.root).as_posix()}/"
             yield from self._walk(base, start, start_after)
@@ -165,7 +166,8 @@ class FileStore(ArtifactStore):
                 continue
             if not entry.is_symlink() and not entry.is_file(follow_symlinks=False):
                 continue
-            yield ObjectInfo(key, path.stat().st_size)
+            st = path.stat()
+            yield ObjectInfo(key, st.st_size, modified=st.st_mtime)
 
     def delete_prefix(self, prefix: str) -> int:
         objects = self.list(prefix)

@@ -306,8 +306,7 @@ class S3Store(ArtifactStore):
         paginator = self.client.get_paginator("list_objects_v2")
         try:
             for page in paginator.paginate(Bucket=self.bucket, Prefix=full_prefix):
-                for obj in page.get("Contents", []):
-                    out.append(ObjectInfo(self._rel(obj["Key"]), int(obj["Size"]), obj.get("ETag", "").strip('"')))
+                out.extend(self._info(obj) for obj in page.get("Contents", []))
         except ClientError as exc:
             raise self._wrap(exc, full_prefix) from None
         return out
@@ -331,10 +330,13 @@ class S3Store(ArtifactStore):
             page = self.client.list_objects_v2(**kwargs)
         except ClientError as exc:
             raise self._wrap(exc, prefix) from None
-        return [
-            ObjectInfo(self._rel(o["Key"]), int(o["Size"]), o.get("ETag", "").strip('"'))
-            for o in page.get("Contents", [])
-        ][:limit]
+        return [self._info(o) for o in page.get("Contents", [])][:limit]
+
+    def _info(self, obj: dict[str, Any]) -> ObjectInfo:
+        """One entry of a ListObjectsV2 answer."""
+        modified = obj.get("LastModified")
+        when = modified.timestamp() if hasattr(modified, "timestamp") else None
+        return ObjectInfo(self._rel(obj["Key"]), int(obj["Size"]), obj.get("ETag", "").strip('"'), when)
 
     def delete_prefix(self, prefix: str) -> int:
         objects = self.list(prefix)

@@ -17,7 +17,9 @@ READERS = (
     "catalog page (50 rows)",
     "filtered: --model (1 model)",
     "filtered: --instance (1/5)",
-    "one artifact's detail",
+    "one artifact (catalog JSON)",
+    "  the same by its key12",
+    "show KEY --json",
     "catalog stale (20 targets)",
     "gc --dry-run",
     "publish: index requests",
@@ -44,5 +46,7 @@ def test_quick_run_prints_the_table(compiled: Compiled) -> None:
     assert "catalog stale (20 targets): baseline 20 fresh" in out  # the baseline reads the same farm
     assert "verify --store (index against every manifest): ok" in out
     assert out.count("ok=True") == 3  # two file-store clones and one S3 clone verify
-    assert "Goals at 40 on S3" in out and out.count("PASS") + out.count("FAIL") == 5
+    assert "Goals at 40 on S3" in out and "Goals at 40 on the file store" in out
+    # S3: page, one artifact twice, stale, ls, publish, stale constant in N; file store: 3 timings + stale
+    assert out.count("met    ") + out.count("NOT MET") == 7 + 4
     assert "peak RSS" in out

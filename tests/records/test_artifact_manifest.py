@@ -187,3 +187,13 @@ def test_a_forged_manifest_costs_what_it_forged_never_a_traceback(tmp_path: Path
     assert {k for k, e in entries.items() if e.published} == {mistyped} and entries[broken].status_class == "damaged"
     assert [s.index_key for s in skipped] == [layout.index_entry(broken)]
     assert skipped[0].problem == "not an artifact manifest (its files are not path/size/sha256 entries)"
+
+
+def test_the_launch_files_text_round_trips_and_older_manifests_have_none(tmp_path: Path) -> None:
+    store = open_store(f"file://{tmp_path}")
+    store.write_json("a/manifest.json", {**WRITTEN, "launch_text": {"run.sh": "exec serve\n"}})
+    m = ArtifactManifest.read(store, "a/manifest.json")
+    assert m.launch_text == {"run.sh": "exec serve\n"} and m.to_json()["launch_text"] == m.launch_text
+    assert ArtifactManifest.from_json(WRITTEN).launch_text is None  # published before it was recorded
+    assert "launch_text" not in ArtifactManifest.from_json(WRITTEN).to_json()  # and written back as it was
+    assert ArtifactManifest.from_json({**WRITTEN, "launch_text": ["not", "a", "map"]}).launch_text is None

@@ -48,3 +48,26 @@ def test_wrong_types_name_the_field(data: dict, field: str) -> None:
 def test_a_tree_staged_without_version_or_key_reads() -> None:
     """Its reader only ever needed the files (trees staged by hand or by tests hold nothing else)."""
     assert PayloadManifest.from_json({"files": []}) == PayloadManifest(files=[])
+
+
+def test_the_launch_files_text_goes_from_the_payload_to_the_artifact_manifest(tmp_path: Path) -> None:
+    """The compile host records its launch files' text in the payload manifest (`launch_texts`: a file
+    over the limit or not UTF-8 left out); publish keeps each text that is its file's bytes; a payload
+    staged before it recorded any gives None (the catalog then reads the files)."""
+    from neuronforge.pipeline.stages.payload import launch_texts
+    from neuronforge.pipeline.stages.publish import _launch_text
+    from neuronforge.records.artifact_manifest import LAUNCH_TEXT_LIMIT
+
+    launch = tmp_path / "p" / "launch"
+    launch.mkdir(parents=True)
+    (launch / "run.sh").write_text("serve\n")
+    (launch / "big.json").write_text("x" * (LAUNCH_TEXT_LIMIT + 1))
+    (launch / "blob.bin").write_bytes(b"\xff\xfe")
+    texts = launch_texts(tmp_path / "p")
+    assert texts == {"run.sh": "serve\n"}
+    record = PayloadManifest(cache_key=KEY, files=file_entries(tmp_path / "p"), launch=texts)
+    assert PayloadManifest.from_bytes(record.to_bytes()) == record and "launch" in record.to_json()
+    assert _launch_text(record) == {"run.sh": "serve\n"}
+    assert _launch_text(record.model_copy(update={"launch": {"run.sh": "other\n"}})) == {}  # not its bytes
+    assert _launch_text(record.model_copy(update={"launch": {}})) is None  # staged before: unknown
+    assert _launch_text(PayloadManifest(cache_key=KEY, files=[])) == {}  # no launch files: none to show

@@ -115,10 +115,13 @@ def page_row(line: bytes, where: str) -> Entry:
         data = _loose(line.decode("utf-8", "surrogateescape"))
     except ValueError as exc:
         reason, data = f"{where} is not JSON ({exc})", None
-    nul = nul_in(data) if not reason else None
+    # A line without a backslash holds no JSON escape: no NUL (strict JSON has none unescaped) and no
+    # `storable` escape to undo, so the walks over every value are skipped (most rows of a page).
+    escaped = b"\\" in line
+    nul = nul_in(data) if not reason and escaped else None
     if nul is not None:  # the writers store none (`stored_text.storable`)
         reason = f"{where}: its {nul} holds a NUL character"
-    data = original_json(data)
+    data = original_json(data) if escaped else data
     if not reason:
         try:
             return Entry.from_json(data)

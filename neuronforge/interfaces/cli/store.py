@@ -9,7 +9,7 @@ import argparse
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from neuronforge.common.errors import InvalidInput
 from neuronforge.interfaces.cli.command import Command
@@ -25,6 +25,9 @@ from neuronforge.interfaces.cli.options import (
     print_json,
     store_help,
 )
+
+if TYPE_CHECKING:
+    from neuronforge.records.artifact_manifest import ArtifactManifest
 
 
 # -- artifacts by key or URI ------------------------------------------------------------------------
@@ -64,22 +67,29 @@ def _refuse_bad_key(ref: str) -> None:
         )
 
 
-def _open_artifact(ref: str, store_uri: str, by: str = "", files_too: bool = True) -> tuple[Any, str, str]:
-    """(store, manifest key, artifact prefix) for a cache key, a unique key prefix (looked up in
-    `store_uri`'s index) or a manifest / artifact-root URI (the prefix is then the store's root: "").
-    With `by` (the command), an artifact named by its key is checked first (`_refuse_damaged`)."""
+def _open_artifact(
+    ref: str, store_uri: str, by: str = "", files_too: bool = True
+) -> tuple[Any, str, str, ArtifactManifest | None]:
+    """(store, manifest key, artifact prefix, the manifest when already read) for a cache key, a unique
+    key prefix (looked up in `store_uri`'s index) or a manifest / artifact-root URI (the prefix is then
+    the store's root: ""). With `by` (the command), an artifact named by its key is checked first
+    (`_refuse_damaged`), which reads its manifest: the caller does not read it again.
+
+    The store is opened without a bucket check: its first read (the key's lookup) says the same in one
+    line when the bucket is missing or the credentials are refused, so a command pays no extra request."""
     if not _is_key_ref(ref):
         _refuse_bad_key(ref)
         store, key = _open_manifest(ref)
-        return store, key, ""
+        return store, key, "", None
     from neuronforge.artifacts import layout
     from neuronforge.artifacts.published import find_key
     from neuronforge.records.base import RecordError
     from neuronforge.records.index_entry import IndexEntry
     from neuronforge.stores import NotFound, open_store
 
-    store = open_store(store_uri, must_exist=True)
-    key = find_key(store, ref)
+    store = open_store(store_uri, must_exist=True, probe=False)
+    # A whole key needs no listing to find it: the read of its pointer says whether it is there.
+    key = ref.lower() if len(ref) == 64 else find_key(store, ref)
     try:
         entry = IndexEntry.read(store, layout.index_entry(key))
     except NotFound:
@@ -88,31 +98,36 @@ def _open_artifact(ref: str, store_uri: str, by: str = "", files_too: bool = Tru
         raise InvalidInput(
             f"{store.uri(layout.index_entry(key))} is not an index entry (run neuronforge index rebuild)"
         ) from None
-    if by:
-        _refuse_damaged(store, key, by, files_too)
-    return store, entry.manifest, entry.artifact_prefix
+    manifest = _refuse_damaged(store, key, entry, by, files_too) if by else None
+    return store, entry.manifest, entry.artifact_prefix, manifest
 
 
-def _refuse_damaged(store: Any, key: str, by: str, files_too: bool) -> None:
-    """`ArtifactDamaged` when the artifact of `key` is damaged — its manifest gone or unreadable, or
-    (`files_too`) a file missing or of another size, or recorded damaged by a deeper check (`verify`'s
-    sha256) — after recording it in the farm index, so that `ls` and the catalog say so from then on."""
+def _refuse_damaged(store: Any, key: str, entry: Any, by: str, files_too: bool) -> ArtifactManifest | None:
+    """`ArtifactDamaged` when the artifact of `key` (its index pointer `entry`, read) is damaged — its
+    manifest gone or unreadable, or (`files_too`) a file missing or of another size, or recorded damaged
+    by a deeper check (`verify`'s sha256: its record read when a file was written after the manifest,
+    `Published.rewritten`) — after recording it in the farm index, so that `ls` and the catalog say so
+    from then on. Else the manifest as read (None when it could not be read: the caller says why)."""
     from neuronforge.artifacts.farm_index.damage import note_damaged, read_damage
-    from neuronforge.artifacts.published import Damage, examine
+    from neuronforge.artifacts.published import Damage, Published, examine_entry
     from neuronforge.common.errors import ArtifactDamaged
 
-    found = examine(store, key)
+    found = examine_entry(store, key, entry)
     what = f"{key[:12]} in {store.root_uri}"
     fix = "run its build again to publish it afresh"
     if isinstance(found, Damage) and (files_too or found.found is None):
         note_damaged(store, found, by)
         raise ArtifactDamaged(f"{what}: {found.reason}; recorded in the farm index (`neuronforge ls` lists it): {fix}")
-    marked = read_damage(store, key) if files_too and not isinstance(found, Damage) else None
+    rewritten = isinstance(found, Published) and found.rewritten
+    marked = read_damage(store, key) if files_too and rewritten else None
     if marked is not None:
         raise ArtifactDamaged(
             f"{what}: {marked.reason} (found by {marked.by} at {marked.at}); {fix}, or `neuronforge verify "
             f"{key[:12]}` clears it if every file matches again"
         )
+    if isinstance(found, Published):
+        return found.manifest
+    return found.found if isinstance(found, Damage) else None
 
 
 def _output_uris(store: Any, prefix: str, formats: dict[str, str]) -> dict[str, str]:
@@ -281,8 +296,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     from neuronforge.artifacts.published import read_manifest
     from neuronforge.spec.source import model_name, model_ref
 
-    store, key, prefix = _open_artifact(args.ref, args.store, by="show")
-    m = read_manifest(store, key)
+    store, key, prefix, m = _open_artifact(args.ref, args.store, by="show")
+    if m is None:  # named by its URI (or the examined manifest could not be read): read here
+        m = read_manifest(store, key)
     if args.json:
         print_json(m.as_stored())
         return EXIT_OK
@@ -418,7 +434,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             "verify takes an artifact URI or --store, not both (--store is where a cache key is looked up)"
         )
     keyed = _is_key_ref(args.ref)  # the store's own artifact: what verify finds is recorded in its index
-    store, key, _ = _open_artifact(args.ref, args.store, by="verify" if keyed else "", files_too=False)
+    store, key, _, _ = _open_artifact(args.ref, args.store, by="verify" if keyed else "", files_too=False)
     work_dir = Path(args.work_dir).expanduser()
     result = verify_artifact(store, key, work_dir, retrace=args.retrace, record=keyed)
     if args.json:

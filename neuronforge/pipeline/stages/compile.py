@@ -168,7 +168,7 @@ def run(state: BuildState, ctx: Context) -> BuildState:
     assemble the artifact's payload with the smoke reference and check it with the profile's
     preflight, and stage it in the store: what the smoke test (any Neuron host) loads and publish
     copies."""
-    from neuronforge.pipeline.stages.payload import PayloadInput, assemble_payload
+    from neuronforge.pipeline.stages.payload import PayloadInput, assemble_payload, launch_texts
 
     inputs = compile_inputs(state, ctx)
     toolchain, key = state.pinned_toolchain(), state.need("key")
@@ -213,7 +213,7 @@ def run(state: BuildState, ctx: Context) -> BuildState:
         ctx.store,
     )
     record["formats"] = formats
-    manifest = PayloadManifest(cache_key=key, files=file_entries(payload))
+    manifest = PayloadManifest(cache_key=key, files=file_entries(payload), launch=launch_texts(payload))
     prefix = layout.build_prefix(key, hashlib.sha256(manifest.to_bytes()).hexdigest())
     # Bytes once: what the store already holds (the checkpoint's files, the compile-cache entries just
     # synced) is copied inside it, not uploaded a second time.

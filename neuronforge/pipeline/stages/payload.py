@@ -80,3 +80,22 @@ def assemble_payload(inp: PayloadInput, store: ArtifactStore) -> tuple[Path, dic
             f"refusing to publish {inp.key[:12]}: {profile.ref}'s consumer would not load it: " + "; ".join(problems)
         )
     return stage, outputs
+
+
+def launch_texts(stage: Path) -> dict[str, str]:
+    """The text of each launch file of the staged payload `stage` (`launch/<name>`), as its manifest
+    records it for publish (`PayloadManifest.launch`): one larger than `LAUNCH_TEXT_LIMIT` or not UTF-8
+    is left out (the catalog links it instead of showing it)."""
+    from neuronforge.profiles.base import LAUNCH_DIR
+    from neuronforge.records.artifact_manifest import LAUNCH_TEXT_LIMIT
+
+    folder = stage / LAUNCH_DIR
+    out = {}
+    for path in sorted(folder.iterdir()) if folder.is_dir() else ():
+        if not path.is_file() or path.stat().st_size > LAUNCH_TEXT_LIMIT:
+            continue
+        try:
+            out[path.name] = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    return out

@@ -64,22 +64,36 @@ class PublishInput:
     registered: HubRegistration | None = None  # the optimum-neuron registry entry (`stages.register`)
 
 
-def _payload_files(store: ArtifactStore, build: TreeRef) -> list[FileEntry]:
-    """The staged payload's file list, from its manifest as the smoke test's ref pinned it."""
+def _payload(store: ArtifactStore, build: TreeRef) -> PayloadManifest:
+    """The staged payload's manifest (its files, its launch files' text) as the smoke test's ref pinned it."""
     raw = store.get_bytes(build.manifest_key)
     if hashlib.sha256(raw).hexdigest() != build.manifest_sha256:
         raise StoreError(
             f"{store.uri(build.manifest_key)} changed since the compile staged it; run the build again "
             "(what the smoke test loaded is no longer what would be published)"
         )
-    return list(PayloadManifest.from_bytes(raw, store.uri(build.manifest_key)).files)
+    return PayloadManifest.from_bytes(raw, store.uri(build.manifest_key))
+
+
+def _launch_text(payload: PayloadManifest) -> dict[str, str] | None:
+    """The launch files' text the payload recorded, each only if it is its file's bytes (sha256); None
+    for a payload with launch files staged before payloads recorded their text (the catalog reads them)."""
+    sums = {f.path: f.sha256 for f in payload.files}
+    if not payload.launch and any(p.startswith("launch/") for p in sums):
+        return None
+    return {
+        name: text
+        for name, text in payload.launch.items()
+        if sums.get(f"launch/{name}") == hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    }
 
 
 def publish(inp: PublishInput, store: ArtifactStore) -> Published:
     if not inp.smoke.get("passed"):
         raise InvalidInput(f"refusing to publish {inp.key[:12]}: the smoke test failed ({inp.smoke.get('reason')})")
     prefix = layout.artifact_prefix(inp.request.source, inp.request.target, inp.key)
-    files = _payload_files(store, inp.build)
+    payload = _payload(store, inp.build)
+    files = list(payload.files)
     store.copy_objects(inp.build.prefix, prefix, [f.path for f in files])
     smoke = (json.dumps(inp.smoke, indent=2) + "\n").encode()
     store.put_bytes(smoke, f"{prefix}/{SMOKE_JSON}")
@@ -104,6 +118,7 @@ def publish(inp: PublishInput, store: ArtifactStore) -> Published:
         compile={k: v for k, v in inp.compile.items() if k != "formats"},
         hosts=inp.hosts,
         hub_registry=inp.registered,
+        launch_text=_launch_text(payload),
         neuronforge_version=neuronforge.__version__,
         run_id=inp.run_id,
         published_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
