@@ -4,6 +4,7 @@ in the artifact's manifest (`hooks.TransferLog` -> `BuildState.transfers` -> `pu
 from __future__ import annotations
 
 import hashlib
+import itertools
 from pathlib import Path
 
 from neuronforge.artifacts import layout
@@ -55,6 +56,8 @@ def test_show_prints_the_transfers(compiled: Compiled, capsys) -> None:
 
     assert main(["show", compiled.first.key[:12], "--store", compiled.store.root_uri]) == 0
     lines = capsys.readouterr().out.splitlines()
-    shown = [line for line in lines if line.startswith("transfers ") or line.startswith(" " * 11)]
+    first = next(i for i, line in enumerate(lines) if line.startswith("transfers "))
+    shown = [lines[first], *itertools.takewhile(lambda line: line.startswith(" " * 11), lines[first + 1 :])]
+    assert len(shown) == len(compiled.first.published.manifest.transfers) + 1  # and the total
     assert shown[0].startswith("transfers  fetch_checkpoint: upload ") and " MB/s in " in shown[0]
     assert any("compile_graphs: upload" in line and "/builds/" in line for line in shown)

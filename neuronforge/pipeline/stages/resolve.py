@@ -187,10 +187,12 @@ def _not_cached(repo: str, revision: str, names: list[str]) -> list[str]:
 def hub_client() -> str:
     """How Hub downloads run here, as a transfer records it: huggingface_hub's version, and hf_xet
     when it is used (installed and not disabled: chunked parallel downloads of Xet-backed files)."""
-    from huggingface_hub import __version__
-    from huggingface_hub.utils import is_xet_available
+    import importlib.util
 
-    return f"huggingface_hub {__version__}" + (" + hf_xet" if is_xet_available() else "")
+    from huggingface_hub import __version__, constants
+
+    xet = importlib.util.find_spec("hf_xet") is not None and not constants.HF_HUB_DISABLE_XET
+    return f"huggingface_hub {__version__}" + (" + hf_xet" if xet else "")
 
 
 def resolve_hub(source: ModelSource, token: str | None = None) -> ModelSource:
