@@ -52,7 +52,9 @@ def test_every_field_declares_its_variable_type_default_and_meaning() -> None:
     assert len(_variables()) == len(settings.SETTINGS)  # one variable per field
     for name, spec in settings.SETTINGS.items():
         assert len(spec.meaning) > 20 and spec.accepts and settings.shown_default(name), name
-    seconds = [n for n, t in declared.items() if t == "float"]
+    seconds = [n for n, t in declared.items() if t == "float" and n.endswith("_s")]
+    assert [n for n, t in declared.items() if t == "float" and not n.endswith("_s")] == ["transfer_floor_mbs"]
+    assert settings.SETTINGS["transfer_floor_mbs"].accepts == "a number of MB/s, 0 or above"
     assert seconds == [
         "compile_timeout_s",
         "lease_heartbeat_s",

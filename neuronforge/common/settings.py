@@ -105,6 +105,13 @@ def _names(raw: str) -> tuple[str, ...]:
     return names
 
 
+def _rate(raw: str) -> float:
+    value = float(raw)
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(raw)
+    return value
+
+
 def _home(raw: str) -> Path:
     return Path(raw).expanduser().resolve()
 
@@ -193,6 +200,13 @@ class Settings:
         60.0, "seconds between two looks at the triggered rebuilds by the recompile DAG's wait"
     )
     heartbeat_s: float = _seconds_setting(10.0, "seconds between two progress log lines of a running step")
+    transfer_floor_mbs: float = _setting(
+        100.0,
+        "MB/s below which a transfer of 256 MiB or more (store upload or download, Hub download) logs one warning "
+        "naming the likely cause (one flow, small parts, no hf_xet); 0: never",
+        _rate,
+        "a number of MB/s, 0 or above",
+    )
     hub_registry: str | None = _setting(
         None,
         "the optimum-neuron cache repository (org/name) every build of a Hub model for a profile with a Hub registry "

@@ -19,6 +19,7 @@ from neuronforge.common.errors import InvalidInput
 from neuronforge.common.hosts import StageRun
 from neuronforge.profiles.request import CompileRequest
 from neuronforge.records.hub_registry import HubRegistration
+from neuronforge.records.transfers import TransferRecord
 from neuronforge.spec.source import ModelSource
 from neuronforge.spec.target import TargetSpec
 from neuronforge.spec.toolchain import Toolchain
@@ -183,6 +184,8 @@ class BuildState(BaseModel):
     published: PublishedRef | None = None
     # every stage that ran: its seconds and the kind of host (`neuronforge.common.hosts`)
     hosts: list[StageRun] = Field(default_factory=list)
+    # every transfer a stage made, as measured (`neuronforge.common.transfers`): the manifest's `transfers`
+    transfers: list[TransferRecord] = Field(default_factory=list)
 
     def __init__(self, **data: Any) -> None:
         """A new request (CLI and DAG alike) is checked here, before any stage runs; a state read

@@ -9,6 +9,9 @@ first hook is the outermost (the lease is taken before and left after everything
   latest version; released after the final stage) or for the whole build in one process (the CLI:
   taken at the first such stage, released after the final one or on the first failure).
 - `HostTiming`: each stage's seconds and kind of host, in `BuildState.hosts` (the manifest's `hosts`).
+- `TransferLog`: each transfer a stage made (bytes, files, seconds, MB/s, client), measured by the
+  stores and the Hub download (`neuronforge.common.transfers`), in `BuildState.transfers` (the
+  manifest's `transfers`).
 - `FailureRecords`: a failure of a build whose key is known, in the store (`failures/<key>.json`)
   for the recompile report.
 """
@@ -51,6 +54,37 @@ class HostTiming:
 
     def on_stage_error(self, stage: Stage, state: BuildState, ctx: Context, exc: BaseException) -> None:
         pass
+
+
+class TransferLog:
+    """The transfers each stage made, kept in the state with the stage's name (`common.transfers`)."""
+
+    def __init__(self) -> None:
+        self._collecting: AbstractContextManager[list] | None = None
+        self._sink: list = []
+
+    def before_stage(self, stage: Stage, state: BuildState, ctx: Context) -> None:
+        from neuronforge.common import transfers
+
+        self._collecting = transfers.collecting()
+        self._sink = self._collecting.__enter__()
+
+    def after_stage(self, stage: Stage, state: BuildState, ctx: Context, seconds: float) -> BuildState:
+        from neuronforge.records.transfers import TransferRecord
+
+        self._stop()
+        if not self._sink:
+            return state
+        made = [TransferRecord.of(stage.name, t) for t in self._sink]
+        return state.model_copy(update={"transfers": [*state.transfers, *made]})
+
+    def on_stage_error(self, stage: Stage, state: BuildState, ctx: Context, exc: BaseException) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        collecting, self._collecting = self._collecting, None
+        if collecting is not None:
+            collecting.__exit__(None, None, None)
 
 
 class FailureRecords:
@@ -134,5 +168,5 @@ class LeaseKeeping:
 
 
 def default_hooks() -> tuple[StageHooks, ...]:
-    """What every run of a stage records: its host timing and, when it fails, its failure."""
-    return (HostTiming(), FailureRecords())
+    """What every run of a stage records: its host timing, its transfers and, when it fails, its failure."""
+    return (HostTiming(), TransferLog(), FailureRecords())

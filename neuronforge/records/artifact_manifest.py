@@ -3,8 +3,8 @@
 Written last by the publish stage (`neuronforge.pipeline.stages.publish`): from then on the artifact exists.
 It names the cache key and what the key hashed (`request`), the model's source, the serving profile
 and toolchain it was built with, every file with its size and sha256, the outputs (`formats`, paths
-relative to the artifact's folder — older manifests held URIs), the smoke result, the compile record
-and where each stage ran (`hosts`).
+relative to the artifact's folder — older manifests held URIs), the smoke result, the compile record,
+where each stage ran (`hosts`) and every transfer the build made with its bytes and MB/s (`transfers`).
 
 Its core — cache key, source, toolchain, files — is strict: a manifest whose files are not
 path/size/sha256 entries is not an artifact (readers skip it, the catalog answers 404), never a
@@ -21,6 +21,7 @@ from pydantic import Field, PrivateAttr, StrictStr
 from neuronforge.records.base import StoredRecord
 from neuronforge.records.hub_registry import HubRegistration
 from neuronforge.records.parts import AnyObject, FileEntry, Part, Text, or_default
+from neuronforge.records.transfers import Transfers
 
 
 class SourceRef(Part):
@@ -97,6 +98,8 @@ class ArtifactManifest(StoredRecord):
     # the catalog shows the deploy snippets from the manifest it reads anyway, not a request per file.
     # None: published before manifests recorded it (the catalog then reads the files).
     launch_text: Annotated[dict[str, Text] | None, or_default(lambda: None)] = None
+    # every transfer the build made, stage by stage, as measured (`records.transfers`); [] before they were
+    transfers: Transfers = Field(default_factory=list)
     neuronforge_version: Text = ""
     run_id: Text = ""  # the Airflow run that built it ("" from the CLI)
     published_at: Text = ""
@@ -120,12 +123,14 @@ class ArtifactManifest(StoredRecord):
     __hash__ = None  # type: ignore[assignment]  # mutable parts (dicts): never a set member or dict key
 
     def to_json(self) -> dict[str, Any]:
-        """As stored; without `hub_registry` when the build was registered nowhere, nor `launch_text`
-        when none was recorded (manifests of builds that were not read as before, key for key)."""
+        """As stored; without `hub_registry` when the build was registered nowhere, nor `launch_text` or
+        `transfers` when none was recorded (manifests of builds that were not read as before, key for key)."""
         out = super().to_json()
         for name in ("hub_registry", "launch_text"):  # not written when there is none: as before, key for key
             if out.get(name) is None:
                 out.pop(name, None)
+        if not out.get("transfers"):
+            out.pop("transfers", None)
         return out
 
     def as_stored(self) -> dict[str, Any]:

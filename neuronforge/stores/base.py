@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from neuronforge.common import progress
+from neuronforge.common import progress, transfers
 from neuronforge.common.errors import InvalidInput, StoreError
 
 # Transfers smaller than this finish before anyone could read a progress line (manifests, index
@@ -87,7 +87,23 @@ def inside(root: Path, rel: str, what: str = "store key") -> Path:
 
 
 class ArtifactStore(ABC):
-    """A flat key space of immutable-once-published objects, addressed by '/'-separated keys."""
+    """A flat key space of immutable-once-published objects, addressed by '/'-separated keys.
+
+    Each transfer through this host (`put_file`, `get_file`, `get_files`, `put_tree`, `get_tree`; not
+    the small `put_bytes`/`get_bytes` records, not `copy_keys`) is measured once, around the real
+    call, by `measured` (`neuronforge.common.transfers`): the build's manifest lists them."""
+
+    TRANSFER_CLIENT = "?"  # how `transfers` names this store's transfers
+
+    def transfer_settings(self, direction: str) -> tuple[str, int, int]:
+        """(client, concurrency, part size in bytes) of this store's transfers in `direction`, as recorded."""
+        return self.TRANSFER_CLIENT, 0, 0
+
+    def measured(
+        self, direction: str, where: str, nbytes: int, files: int
+    ) -> AbstractContextManager[transfers.Measuring]:
+        client, concurrency, part_size = self.transfer_settings(direction)
+        return transfers.measured(direction, where, nbytes, files, client, concurrency, part_size)
 
     @property
     @abstractmethod
@@ -207,6 +223,17 @@ def transfer_step(what: str, total: int) -> AbstractContextManager[progress.Step
     if total < PROGRESS_MIN_BYTES:
         return nullcontext(progress.Step(what, total, "B"))
     return progress.step(what, total=total, unit="B")
+
+
+def common_prefix(keys: list[str]) -> str:
+    """The deepest folder holding every key ("" for none in common): where a file list came from."""
+    if not keys:
+        return ""
+    first, last = min(keys), max(keys)
+    n = 0
+    while n < min(len(first), len(last)) and first[n] == last[n]:
+        n += 1
+    return first[:n].rpartition("/")[0] if n < len(first) or len(keys) > 1 else first
 
 
 def join(prefix: str, rel: str) -> str:

@@ -18,11 +18,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from neuronforge.common.errors import StoreError
+from neuronforge.common.transfers import DOWNLOAD, UPLOAD
 from neuronforge.stores.base import (
     ArtifactStore,
     NotFound,
     ObjectInfo,
     clean_key,
+    common_prefix,
     inside,
     join,
     local_files,
@@ -33,6 +35,8 @@ _TMP = ".nf-tmp-"
 
 
 class FileStore(ArtifactStore):
+    TRANSFER_CLIENT = "file"
+
     def __init__(self, root: Path, *, create: bool = True) -> None:
         """`create=False` (read-only commands): a store that does not exist is an error, so a
         mistyped path is reported instead of silently becoming an empty new store."""
@@ -79,6 +83,10 @@ class FileStore(ArtifactStore):
         os.replace(tmp, final)  # atomic within one filesystem
 
     def put_file(self, local: Path, key: str) -> None:
+        with self.measured(UPLOAD, self.uri(key), local.stat().st_size, 1):
+            self._put(local, key)
+
+    def _put(self, local: Path, key: str) -> None:
         final = self._path(key)
         tmp = self._tmp_beside(final)
         try:
@@ -88,6 +96,22 @@ class FileStore(ArtifactStore):
             tmp.unlink(missing_ok=True)
 
     def get_file(self, key: str, local: Path) -> None:
+        with self.measured(DOWNLOAD, self.uri(key), 0, 1) as done:
+            done.bytes = self._get(key, local)
+
+    def get_files(self, pairs: list[tuple[str, Path]], total_bytes: int = 0) -> None:
+        what = f"copying {len(pairs)} files from {self.root_uri}"
+        with (
+            self.measured(DOWNLOAD, self.uri(common_prefix([k for k, _ in pairs])), 0, len(pairs)) as done,
+            transfer_step(what, total_bytes) as step,
+        ):
+            for key, local in pairs:
+                size = self._get(key, local)
+                done.bytes += size
+                step.advance(size)
+
+    def _get(self, key: str, local: Path) -> int:
+        """Copy one object to `local` (a temporary name, then renamed); its size."""
         src = self._path(key)
         if not src.is_file():
             raise NotFound(f"{self.uri(key)} does not exist")
@@ -98,6 +122,7 @@ class FileStore(ArtifactStore):
             os.replace(tmp, local)
         finally:
             tmp.unlink(missing_ok=True)
+        return local.stat().st_size
 
     def put_bytes(self, data: bytes, key: str) -> None:
         final = self._path(key)
@@ -218,9 +243,13 @@ class FileStore(ArtifactStore):
     def put_tree(self, local_dir: Path, prefix: str, exclude: tuple[str, ...] = ()) -> list[ObjectInfo]:
         out = []
         files = [(path, rel, path.stat().st_size) for path, rel in local_files(local_dir, exclude)]
-        with transfer_step(f"copying {len(files)} files to {self.uri(prefix)}", sum(f[2] for f in files)) as step:
+        total = sum(f[2] for f in files)
+        with (
+            self.measured(UPLOAD, self.uri(prefix), total, len(files)),
+            transfer_step(f"copying {len(files)} files to {self.uri(prefix)}", total) as step,
+        ):
             for path, rel, size in files:
-                self.put_file(path, join(prefix, rel))
+                self._put(path, join(prefix, rel))
                 out.append(ObjectInfo(join(prefix, rel), size))
                 step.advance(size)
         return out
@@ -230,14 +259,17 @@ class FileStore(ArtifactStore):
             src = self._path(src_key)
             if not src.is_file():
                 raise NotFound(f"{self.uri(src_key)} does not exist")
-            self.put_file(src, dst_key)
+            self._put(src, dst_key)  # a copy inside the store: no transfer of this host's
 
     def get_tree(self, prefix: str, local_dir: Path) -> list[ObjectInfo]:
         objects = self.list(prefix)
         base = clean_key(prefix)
         total = sum(o.size for o in objects)
-        with transfer_step(f"copying {len(objects)} files from {self.uri(prefix)}", total) as step:
+        with (
+            self.measured(DOWNLOAD, self.uri(prefix), total, len(objects)),
+            transfer_step(f"copying {len(objects)} files from {self.uri(prefix)}", total) as step,
+        ):
             for obj in objects:
-                self.get_file(obj.key, inside(local_dir, obj.key[len(base) + 1 :]))
+                self._get(obj.key, inside(local_dir, obj.key[len(base) + 1 :]))
                 step.advance(obj.size)
         return objects

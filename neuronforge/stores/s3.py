@@ -1,9 +1,13 @@
 """`S3Store`: artifacts in an S3 bucket (or any S3-compatible endpoint).
 
-Transfers go through boto3's transfer manager (s3transfer): multipart above `multipart_threshold`,
-parts and files in parallel on one thread pool, downloads written to a temporary name and renamed.
+Uploads and server-side copies go through boto3's transfer manager (s3transfer): multipart above
+`multipart_threshold`, parts and files in parallel on one thread pool. Downloads are parallel ranged
+GETs written in place (`s3_download.RangedDownload`: a third of s3transfer's CPU per byte, measured),
+each object to a temporary name and renamed. Every transfer is measured (`ArtifactStore.measured`).
 Integrity: the client computes and sends a CRC checksum with every upload and validates the
-checksum S3 returns on download (`request_checksum_calculation` / `response_checksum_validation`).
+checksum S3 returns on a whole-object download (`request_checksum_calculation` /
+`response_checksum_validation`); a ranged one is pinned to the object's ETag (`If-Match`), and the
+readers that need it re-hash what they downloaded against their manifest (`localcache.materialize`).
 
 Endpoint and credentials come from the standard AWS chain (environment, profile, instance role;
 `AWS_ENDPOINT_URL` / `AWS_ENDPOINT_URL_S3` for a non-AWS endpoint), or from a boto3 session that the
@@ -30,11 +34,13 @@ from s3transfer.subscribers import BaseSubscriber
 
 from neuronforge.common.errors import StoreError, StoreUnreachable
 from neuronforge.common.progress import Step
+from neuronforge.common.transfers import DOWNLOAD, UPLOAD
 from neuronforge.stores.base import (
     ArtifactStore,
     NotFound,
     ObjectInfo,
     clean_key,
+    common_prefix,
     inside,
     join,
     local_files,
@@ -134,6 +140,13 @@ class S3Store(ArtifactStore):
             io_chunksize=io_chunksize,
             use_threads=True,
         )
+        # downloads: `s3_download.RangedDownload`, as many parts at once, of the same size
+        self.download_concurrency, self.download_part_size = max_concurrency, multipart_chunksize
+
+    def transfer_settings(self, direction: str) -> tuple[str, int, int]:
+        if direction == DOWNLOAD:
+            return "s3 ranged GET", self.download_concurrency, self.download_part_size
+        return "s3transfer", self.transfer_config.max_concurrency, self.transfer_config.multipart_chunksize
 
     @classmethod
     def from_uri(cls, uri: str, **kwargs: Any) -> S3Store:
@@ -230,8 +243,10 @@ class S3Store(ArtifactStore):
 
     # -- single objects ----------------------------------------------------------------------
     def put_file(self, local: Path, key: str) -> None:
+        size = local.stat().st_size
         with (
-            transfer_step(f"uploading {local.name} to {self.uri(key)}", local.stat().st_size) as step,
+            self.measured(UPLOAD, self.uri(key), size, 1),
+            transfer_step(f"uploading {local.name} to {self.uri(key)}", size) as step,
             create_transfer_manager(self.client, self.transfer_config) as mgr,
         ):
             try:
@@ -240,13 +255,9 @@ class S3Store(ArtifactStore):
                 raise self._wrap(exc, key) from None
 
     def get_file(self, key: str, local: Path) -> None:
-        local.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            # the size is not known before the transfer manager's HEAD: a small one-object step
-            with create_transfer_manager(self.client, self.transfer_config) as mgr:
-                mgr.download(self.bucket, self._key(key), str(local)).result()
-        except ClientError as exc:
-            raise self._wrap(exc, key) from None
+        # the size is not known before the HEAD: a small one-object step
+        with self.measured(DOWNLOAD, self.uri(key), 0, 1) as done:
+            done.bytes = self._download([(key, local, -1, "")], key, Step(f"downloading {key}", 0, "B"))
 
     def put_bytes(self, data: bytes, key: str) -> None:
         try:
@@ -350,6 +361,7 @@ class S3Store(ArtifactStore):
         files = local_files(local_dir, exclude)
         total = sum(path.stat().st_size for path, _ in files)
         with (
+            self.measured(UPLOAD, self.uri(prefix), total, len(files)),
             transfer_step(f"uploading {len(files)} files to {self.uri(prefix)}", total) as step,
             create_transfer_manager(self.client, self.transfer_config) as mgr,
         ):
@@ -366,19 +378,13 @@ class S3Store(ArtifactStore):
         return [ObjectInfo(join(prefix, rel), path.stat().st_size) for path, rel in files]
 
     def get_files(self, pairs: list[tuple[str, Path]], total_bytes: int = 0) -> None:
-        try:
-            with (
-                transfer_step(f"downloading {len(pairs)} files from {self.root_uri}", total_bytes) as step,
-                create_transfer_manager(self.client, self.transfer_config) as mgr,
-            ):
-                futures = []
-                for key, dest in pairs:
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    futures.append(mgr.download(self.bucket, self._key(key), str(dest), subscribers=[_Progress(step)]))
-                for future in futures:
-                    future.result()
-        except ClientError as exc:
-            raise self._wrap(exc, pairs[0][0] if pairs else "") from None
+        where = self.uri(common_prefix([k for k, _ in pairs]))
+        with (
+            self.measured(DOWNLOAD, where, 0, len(pairs)) as done,
+            transfer_step(f"downloading {len(pairs)} files from {where}", total_bytes) as step,
+        ):
+            jobs = [(key, dest, -1, "") for key, dest in pairs]
+            done.bytes = self._download(jobs, pairs[0][0] if pairs else "", step)
 
     def copy_keys(self, pairs: list[tuple[str, str]]) -> None:
         """Server-side copies through the transfer manager (CopyObject, or UploadPartCopy in parts
@@ -398,22 +404,29 @@ class S3Store(ArtifactStore):
         objects = self.list(prefix)
         base = clean_key(prefix)
         total = sum(o.size for o in objects)
-        try:
-            with (
-                transfer_step(f"downloading {len(objects)} files from {self.uri(prefix)}", total) as step,
-                create_transfer_manager(self.client, self.transfer_config) as mgr,
-            ):
-                bytes_done = [_Progress(step)]
-                futures = []
-                for obj in objects:
-                    dest = inside(local_dir, obj.key[len(base) + 1 :])
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    futures.append(mgr.download(self.bucket, self._key(obj.key), str(dest), subscribers=bytes_done))
-                for future in futures:
-                    future.result()
-        except ClientError as exc:
-            raise self._wrap(exc, prefix) from None
+        jobs = [(o.key, inside(local_dir, o.key[len(base) + 1 :]), o.size, o.etag) for o in objects]
+        with (
+            self.measured(DOWNLOAD, self.uri(prefix), total, len(objects)),
+            transfer_step(f"downloading {len(objects)} files from {self.uri(prefix)}", total) as step,
+        ):
+            self._download(jobs, prefix, step)
         return objects
+
+    def _download(self, jobs: list[tuple[str, Path, int, str]], where: str, step: Step) -> int:
+        """`RangedDownload` of (key, dest, size or -1, etag) jobs; the bytes written."""
+        from neuronforge.stores.s3_download import RangedDownload
+
+        full = [(self._key(key), dest, size, f'"{etag}"' if etag else "") for key, dest, size, etag in jobs]
+        concurrency, part_size = self.download_concurrency, self.download_part_size
+        download = RangedDownload(self.client, self.bucket, concurrency, part_size, step.advance)
+        try:
+            return sum(download.run(full))
+        except ClientError as exc:
+            if _code(exc) == "PreconditionFailed" or _status(exc) == 412:
+                raise StoreError(
+                    f"an object under {self.uri(where)} was replaced while it was being downloaded; run again"
+                ) from None
+            raise self._wrap(exc, self._rel(getattr(exc, "failed_key", "")) or where) from None
 
 
 def _translated(method: Any) -> Any:

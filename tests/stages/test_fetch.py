@@ -254,3 +254,27 @@ def test_hf_transfer_asked_for_but_missing_is_said_and_the_download_runs(
     (line,) = [r.getMessage() for r in caplog.records if "HF_HUB_ENABLE_HF_TRANSFER" in r.getMessage()]
     assert "the hf_transfer package is not installed" in line and "unset it, or pip install hf_transfer" in line
     assert constants.HF_HUB_ENABLE_HF_TRANSFER is False
+
+
+def test_a_hub_download_is_measured_with_the_bytes_it_fetched_and_a_cached_one_is_not(
+    fake_hub, served_llama: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request
+) -> None:
+    """`hub_snapshot` of named files records one download (the files the local Hugging Face cache lacked,
+    their bytes, huggingface_hub's version and whether hf_xet is used); asked again, nothing moves."""
+    from neuronforge.common import transfers
+    from neuronforge.pipeline.stages.resolve import hub_snapshot, resolve_hub
+    from neuronforge.spec.source import ModelSource
+    from tests.fakes.hub import online
+
+    online(fake_hub, monkeypatch, request)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    fake_hub.add_model("tiny-org/tiny-llama", served_llama)
+    source = resolve_hub(ModelSource.parse("tiny-org/tiny-llama"))
+    names = ["config.json", "model.safetensors"]
+    with transfers.collecting() as seen:
+        hub_snapshot(source, source.resolved_revision, names, None)
+        hub_snapshot(source, source.resolved_revision, names, None)
+    (t,) = seen
+    assert (t.direction, t.files, t.bytes) == ("download", 2, sum((served_llama / n).stat().st_size for n in names))
+    assert t.where == f"hf://tiny-org/tiny-llama@{source.resolved_revision[:12]}"
+    assert t.client.startswith("huggingface_hub ") and t.concurrency == 8

@@ -334,6 +334,10 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     for i, line in enumerate(describe(m.hosts)):
         print(f"{'hosts' if i == 0 else '':<10} {line}")
+    from neuronforge.records.transfers import describe as transfer_lines
+
+    for i, line in enumerate(transfer_lines(m.transfers)):
+        print(f"{'transfers' if i == 0 else '':<10} {line}")
     print(f"files      {len(m.files)} ({m.size_bytes} bytes), published {m.published_at}")
     outputs = _output_uris(store, prefix, m.formats)
     width = max(map(len, outputs), default=0)

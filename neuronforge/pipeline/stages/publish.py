@@ -11,7 +11,8 @@ assembled it on the compile host (`neuronforge.pipeline.stages.payload`):
   toolchain, flags, every file with size and sha256, the outputs (`formats`, paths relative to the
   artifact's folder, rendered as URIs of whichever store is read), the smoke result, where each
   stage ran and for how long (`hosts`), the optimum-neuron cache repository the build was
-  registered in and what optimum's lookup answered (`hub_registry`), timestamps.
+  registered in and what optimum's lookup answered (`hub_registry`), every transfer of the build
+  with its bytes and MB/s (`transfers`), timestamps.
 Publishing copies the payload the smoke test loaded (staged as `builds/<key>/<digest>/`) inside the
 store — the bytes never travel through the publishing host — adds `smoke.json`, checks every file
 is there at its size, and writes the manifest. Then `index/<key>.json` is created with
@@ -45,6 +46,7 @@ from neuronforge.records.hub_registry import HubRegistration
 from neuronforge.records.index_entry import IndexEntry
 from neuronforge.records.parts import FileEntry
 from neuronforge.records.payload_manifest import PayloadManifest
+from neuronforge.records.transfers import TransferRecord
 from neuronforge.spec.toolchain import Toolchain
 from neuronforge.stores import ArtifactStore
 
@@ -62,6 +64,7 @@ class PublishInput:
     run_id: str = ""  # the Airflow run that built it (empty from the CLI): linked from the catalog page
     hosts: dict[str, Any] = field(default_factory=dict)  # where each stage ran, how long (`costs.host_report`)
     registered: HubRegistration | None = None  # the optimum-neuron registry entry (`stages.register`)
+    transfers: list[TransferRecord] = field(default_factory=list)  # every stage's transfers (`hooks.TransferLog`)
 
 
 def _payload(store: ArtifactStore, build: TreeRef) -> PayloadManifest:
@@ -119,6 +122,7 @@ def publish(inp: PublishInput, store: ArtifactStore) -> Published:
         hosts=inp.hosts,
         hub_registry=inp.registered,
         launch_text=_launch_text(payload),
+        transfers=inp.transfers,
         neuronforge_version=neuronforge.__version__,
         run_id=inp.run_id,
         published_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -155,6 +159,7 @@ def run(state: BuildState, ctx: Context) -> BuildState:
         run_id=ctx.run_id,
         hosts=host_report(runs),
         registered=state.registered,
+        transfers=state.transfers,
     )
     if ctx.keeper is not None:
         ctx.keeper.assert_held()  # a run whose lease was taken over publishes nothing

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from neuronforge.common import progress
+from neuronforge.common import progress, transfers
 from neuronforge.common.errors import CheckpointError, InvalidInput, ServiceUnreachable
 from neuronforge.spec.source import (
     HUB_SHA,
@@ -145,8 +145,11 @@ def hub_snapshot(source: ModelSource, revision: str, allow_patterns: list[str] |
     hub_transfer_check()
     files = f"{len(allow_patterns)} file(s) of " if allow_patterns else ""
     what = f"downloading {files}{source.location}@{revision[:12]} from the Hub"
+    # the named files the local cache lacks: what this call downloads (measured, for the manifest)
+    fetched = [] if hub_offline() or not allow_patterns else _not_cached(source.location, revision, allow_patterns)
+    started = transfers.CLOCK()
     with hub_errors(source.location, revision), reporter.step(what, own_bars=True):
-        return Path(
+        snapshot = Path(
             snapshot_download(
                 repo_id=source.location,
                 revision=revision,
@@ -154,8 +157,42 @@ def hub_snapshot(source: ModelSource, revision: str, allow_patterns: list[str] |
                 cache_dir=hub_cache_dir(),
                 token=token,
                 local_files_only=hub_offline(),
+                max_workers=HUB_WORKERS,
             )
         )
+    if fetched:
+        nbytes = sum((snapshot / name).stat().st_size for name in fetched if (snapshot / name).is_file())
+        seconds = max(transfers.CLOCK() - started, 0.0)
+        where = f"hf://{source.location}@{revision[:12]}"
+        transfers.record(
+            transfers.Transfer(transfers.DOWNLOAD, where, nbytes, len(fetched), seconds, hub_client(), HUB_WORKERS)
+        )
+    return snapshot
+
+
+# snapshot_download's files in parallel (its default)
+HUB_WORKERS = 8
+
+
+def _not_cached(repo: str, revision: str, names: list[str]) -> list[str]:
+    from huggingface_hub import try_to_load_from_cache
+
+    return [
+        n
+        for n in names
+        if not isinstance(try_to_load_from_cache(repo, n, cache_dir=hub_cache_dir(), revision=revision), str)
+    ]
+
+
+def hub_client() -> str:
+    """How Hub downloads run here, as a transfer records it: huggingface_hub's version, and hf_xet
+    when it is used (installed and not disabled: chunked parallel downloads of Xet-backed files)."""
+    import importlib.util
+
+    from huggingface_hub import __version__, constants
+
+    xet = importlib.util.find_spec("hf_xet") is not None and not constants.HF_HUB_DISABLE_XET
+    return f"huggingface_hub {__version__}" + (" + hf_xet" if xet else "")
 
 
 def resolve_hub(source: ModelSource, token: str | None = None) -> ModelSource:
