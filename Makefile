@@ -93,7 +93,7 @@ clean:
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 bench-hosts: setup
-	$(PY) bench/neuron_host_time.py
+	$(PY) bench/neuron_host_time.py --model $(BENCH_ARGS)
 
 bench-dag-parse: setup
 	$(PY) bench/dag_parse.py --against a16237d

@@ -45,8 +45,10 @@ def _pool_command(slots: int) -> str:
 def policy_loaded() -> bool:
     """Whether this process's Airflow settings loaded neuronforge's cluster policy: the
     `airflow_local_settings` module Airflow imported at start-up exposes `neuronforge_airflow.policies.routing`'s hook
-    and Airflow registered a task-instance mutation hook. (Airflow wraps the function in a shim, so
-    the registered hook itself does not name it.)"""
+    — itself, or a hook of the platform's own that calls it and says so (`functools.wraps`: its
+    `__wrapped__`) — and Airflow registered a task-instance mutation hook. (Airflow wraps the function
+    in a shim, so the registered hook itself does not name it.)"""
+    import inspect
     import sys
 
     from airflow import settings
@@ -56,7 +58,11 @@ def policy_loaded() -> bool:
     if getattr(settings.task_instance_mutation_hook, "is_noop", True):
         return False
     local_settings = sys.modules.get("airflow_local_settings")
-    return getattr(local_settings, "task_instance_mutation_hook", None) is routing.task_instance_mutation_hook
+    hook = getattr(local_settings, "task_instance_mutation_hook", None)
+    if hook is None:
+        return False
+    ours = routing.task_instance_mutation_hook
+    return inspect.unwrap(hook, stop=lambda f: f is ours) is ours
 
 
 def _read_record() -> dict[str, Any] | None:

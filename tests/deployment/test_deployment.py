@@ -17,13 +17,16 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from neuronforge.common.settings import DEFAULT_TARGET
+from tests.deployment import stage_times
 from tests.deployment.airflow_deploy import (
+    BASELINE_RUN,
     CHANNEL_CONSUMER,
     COMPILE_DAG,
     COMPILE_WORKER,
@@ -35,6 +38,7 @@ from tests.deployment.airflow_deploy import (
     Deployment,
 )
 from tests.deployment.services import note
+from tests.deployment.stage_times import RunTimes, StageTime, StageTimes
 
 pytestmark = pytest.mark.slow
 
@@ -122,12 +126,15 @@ def _s3(dep: Deployment):
     )
 
 
-def _upload_model(dep: Deployment, tmp: Path, seed: int) -> str:
-    """A tiny Llama (own seed: own revision, same graphs) uploaded to the bucket; its s3:// URI.
-    Its size in bytes is kept in `state["model_bytes"][uri]`."""
+def _upload_model(dep: Deployment, tmp: Path, seed: int, **config: Any) -> str:
+    """A tiny Llama (own seed: own revision, same graphs; `config`: config.json fields changed)
+    uploaded to the bucket; its s3:// URI. Its size in bytes is kept in `state["model_bytes"][uri]`."""
     from tests.checkpoints import make_tiny_llama
 
     folder = make_tiny_llama(tmp / f"tiny-llama-{seed}", seed=seed, tokenizer=True)
+    if config:
+        path = folder / "config.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), **config}, indent=2))
     client = _s3(dep)
     prefix = f"models/tiny-llama-seed{seed}"
     files = [p for p in sorted(folder.rglob("*")) if p.is_file()]
@@ -345,27 +352,78 @@ LMI_TARGET = {
 }
 
 
+def _times(dep: Deployment, label: str, run: dict[str, Any], targets: Sequence[dict[str, Any]] = ()) -> RunTimes:
+    """Where each task of a compile run ran and for how long, as Airflow recorded it."""
+    builds = tuple(t["profile"] for t in targets)
+    return RunTimes.from_api(label, run, dep.task_instances(COMPILE_DAG, run["dag_run_id"]), builds)
+
+
 def _hosts(dep: Deployment, run_id: str, group: str) -> dict[tuple[str, int], str]:
     """(stage, map index) -> the worker that ran it, for a Neuron group's tasks."""
-    return {
-        (ti["task_id"].removeprefix(f"{group}."), ti["map_index"]): ti["hostname"]
-        for ti in dep.task_instances(COMPILE_DAG, run_id)
-        if ti["task_id"].startswith(f"{group}.") and ti["state"] == "success"
-    }
+    times = _times(dep, "", dep.run(COMPILE_DAG, run_id))
+    return {key: t.hostname for key, t in times.hosts(group).items()}
 
 
-def test_neuron_builds_compile_on_a_cpu_worker_and_load_on_a_neuron_host(deployment: Deployment) -> None:
+NEURON_GROUP = "neuron_2_26_1_target"
+TOOLCHAIN_STAGES = ("prepare", "compile_graphs")
+
+
+def _placed(times: RunTimes, compile_on: tuple[str, str]) -> dict[tuple[str, int], StageTime]:
+    """Check where the Neuron group's builds ran: each toolchain stage on `compile_on` (queue,
+    worker), the smoke test on the Neuron host's queue and worker, and nothing else of the build on
+    the Neuron host. Returns the group's records."""
+    placed = times.hosts(NEURON_GROUP)
+    where = {key: (t.queue, t.hostname) for key, t in placed.items()}
+    for i in range(len(NEURON_TARGETS)):
+        for stage in TOOLCHAIN_STAGES:
+            assert where[(stage, i)] == compile_on, (times.run_id, stage, i, where)
+        assert where[("smoke", i)] == ("neuron-2.26.1", NEURON_WORKER), (times.run_id, where)
+        on_neuron = {s for (s, j), (_, host) in where.items() if j == i and host == NEURON_WORKER}
+        if compile_on[1] != NEURON_WORKER:  # placed: only the smoke test on the Neuron host
+            assert on_neuron == {"smoke"}, (times.run_id, i, where)
+        else:  # the baseline: no task left on a CPU compile queue
+            assert not any(q.startswith("neuron-compile-") for q, _ in where.values()), (times.run_id, where)
+        assert all(t.duration_s > 0 for (_, j), t in placed.items() if j == i), (times.run_id, placed)
+    return placed
+
+
+def _placed_and_baseline(dep: Deployment, tmp_path: Path) -> list[RunTimes]:
+    """bench/neuron_host_time.py's measurement: the same two Neuron builds as placed by their profiles,
+    then with every toolchain stage on the Neuron host (a run id starting BASELINE_RUN: the deployment's
+    policy re-routes it). Each run builds a model of its own whose config differs only in
+    max_position_embeddings, so both compile cold (no compile-cache entry shared) the same work."""
+    out = []
+    for seed, label, compile_on in (
+        (21, "placed", ("neuron-compile-2.26.1", COMPILE_WORKER)),
+        (22, "baseline", ("neuron-2.26.1", NEURON_WORKER)),
+    ):
+        model = _upload_model(dep, tmp_path, seed=seed, max_position_embeddings=256 + seed)
+        run = _run(dep, COMPILE_DAG, {"model": model, "targets": NEURON_TARGETS}, label, timeout=900)
+        _succeeded(dep, COMPILE_DAG, run)
+        assert run["dag_run_id"].startswith(BASELINE_RUN) == (label == "baseline"), run["dag_run_id"]
+        times = _times(dep, label, run, NEURON_TARGETS)
+        _placed(times, compile_on)
+        out.append(times)
+    return out
+
+
+def _on(times: RunTimes, worker: str) -> float:
+    return sum(t.duration_s for t in times.tasks if t.group == NEURON_GROUP and t.hostname == worker)
+
+
+def test_neuron_builds_compile_on_a_cpu_worker_and_load_on_a_neuron_host(
+    deployment: Deployment, tmp_path: Path
+) -> None:
     dep = deployment
     t0 = time.time()
     run = _run(dep, COMPILE_DAG, {"targets": NEURON_TARGETS}, "neuron", timeout=600)
     _succeeded(dep, COMPILE_DAG, run)
     end = time.time()
     run_id = run["dag_run_id"]
-    hosts = _hosts(dep, run_id, "neuron_2_26_1_target")
-    for i in range(len(NEURON_TARGETS)):
-        # The toolchain stages on the SDK image's CPU worker, the load on the Neuron host.
-        assert (hosts[("prepare", i)], hosts[("compile_graphs", i)]) == (COMPILE_WORKER, COMPILE_WORKER), hosts
-        assert hosts[("smoke", i)] == NEURON_WORKER, hosts
+    # Where each task ran, from Airflow's own task instances (queue, worker, seconds): the toolchain
+    # stages on the SDK image's CPU compile worker, the load on the Neuron host, nothing else there.
+    recorded = [_times(dep, "neuron", run, NEURON_TARGETS)]
+    _placed(recorded[0], ("neuron-compile-2.26.1", COMPILE_WORKER))
     published = [dep.xcom(COMPILE_DAG, run_id, "neuron_2_26_1_target.publish_artifact", i) for i in range(2)]
     assert [p["status"] for p in published] == ["published", "published"], published
     state["neuron"] = dict(zip((t["profile"] for t in NEURON_TARGETS), published, strict=True))
@@ -407,17 +465,29 @@ def test_neuron_builds_compile_on_a_cpu_worker_and_load_on_a_neuron_host(deploym
             f"{m['hosts']['cpu_seconds'] + m['hosts']['neuron_seconds']:.1f}s"
             for m in manifests
         )
-        + f"; {end - t0:.0f}s"
+        + f"; task seconds on {NEURON_WORKER} {_on(recorded[0], NEURON_WORKER):.1f}s, on {COMPILE_WORKER} "
+        f"{_on(recorded[0], COMPILE_WORKER):.1f}s; {end - t0:.0f}s"
     )
 
     # transformers-neuronx (LMI) compiles only where it can load: its whole toolchain side on the Neuron host.
     t1 = time.time()
     lmi = _run(dep, COMPILE_DAG, {"targets": [LMI_TARGET]}, "lmi", timeout=600)
     _succeeded(dep, COMPILE_DAG, lmi)
-    hosts = _hosts(dep, lmi["dag_run_id"], "neuron_2_21_1_target")
+    recorded.append(_times(dep, "lmi", lmi, [LMI_TARGET]))
+    hosts = {key: t.hostname for key, t in recorded[-1].hosts("neuron_2_21_1_target").items()}
     assert {hosts[(stage, 0)] for stage in ("prepare", "compile_graphs", "smoke")} == {NEURON_WORKER}, hosts
     assert dep.xcom(COMPILE_DAG, lmi["dag_run_id"], "neuron_2_21_1_target.publish_artifact", 0)["status"] == "published"
     note(f"(7) lmi-neuronx: prepare, compile and smoke on {NEURON_WORKER}; {time.time() - t1:.0f}s")
+
+    out = stage_times.requested()  # bench/neuron_host_time.py asks; CI does not
+    if out is not None:
+        t2 = time.time()
+        recorded += _placed_and_baseline(dep, tmp_path)
+        stage_times.write(out, StageTimes(tuple(recorded), (NEURON_WORKER,)))
+        note(
+            f"(7) stage times of {len(recorded)} runs written to {out} ({stage_times.ENV}); placed and baseline "
+            f"runs {time.time() - t2:.0f}s"
+        )
 
 
 # -- (8) the vLLM Neuron plugin (SDK 2.32/2.33): compile on CPU, publish the plugin's cache, serve with no compile

@@ -56,6 +56,34 @@ def test_the_fix_is_in_the_message() -> None:
     assert "docker/airflow_local_settings.py to" in no_policy and "/config/airflow_local_settings.py" in no_policy
 
 
+def test_a_platform_hook_that_wraps_ours_counts_as_the_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A platform team's own `task_instance_mutation_hook` that calls ours (and says so with
+    functools.wraps) is the policy installed; one that does not call ours, or hides it, is not."""
+    import functools
+    import sys
+    import types
+
+    from airflow import settings
+
+    from neuronforge_airflow.policies.deployment_checks import policy_loaded
+
+    def theirs(task_instance, dag_run=None) -> None:
+        """Route some runs elsewhere, after neuronforge's hook."""
+
+    wrapped = functools.wraps(routing.task_instance_mutation_hook)(theirs)
+    twice = functools.wraps(wrapped)(lambda task_instance, dag_run=None: wrapped(task_instance, dag_run))
+    monkeypatch.setattr(settings.task_instance_mutation_hook, "is_noop", False)
+    for hook, loaded in ((routing.task_instance_mutation_hook, True), (wrapped, True), (twice, True),
+                         (lambda task_instance, dag_run=None: None, False), (None, False)):  # fmt: skip
+        module = types.ModuleType("airflow_local_settings")
+        if hook is not None:
+            module.task_instance_mutation_hook = hook
+        monkeypatch.setitem(sys.modules, "airflow_local_settings", module)
+        assert policy_loaded() is loaded, hook
+    monkeypatch.setattr(settings.task_instance_mutation_hook, "is_noop", True)  # Airflow registered none
+    assert policy_loaded() is False
+
+
 # --- real Airflow ---------------------------------------------------------------------------------
 
 

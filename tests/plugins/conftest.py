@@ -1,7 +1,12 @@
 """Fixtures of the plugin tests: a store seeded by the pipeline (a published artifact, a stale one, a smoke
 failure and a build in progress, recorded as the pipeline records them) and a real `airflow
 api-server` on 127.0.0.1 over it, with its own AIRFLOW_HOME (SQLite, the simple auth manager), the
-repo's plugins folder and its DAGs (serialized first, so the trigger form exists)."""
+repo's plugins folder and its DAGs (serialized first, so the trigger form exists).
+
+The seeded store and its api-server are built once per session and shared by every module that
+serves that store (they only read it); a module that serves a store of its own (its own
+`seeded_store` fixture) gets its own api-server for the module. One headless Chromium per session.
+Every port is a free one and every folder a pytest temp dir: pytest-xdist workers share nothing."""
 
 from __future__ import annotations
 
@@ -53,8 +58,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def seeded_store(compiled: Compiled, tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture(scope="session")
+def shared_seeded_store(compiled: Compiled, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The plugin tests' store, built once per session; tests only read it (a module that adds to it
+    copies it: tests/plugins/test_catalog_browser.py)."""
     root = tmp_path_factory.mktemp("catalog") / "store"
     shutil.copytree(Path(compiled.store.root_uri.removeprefix("file://")), root)
     store = open_store(f"file://{root}")
@@ -83,7 +90,18 @@ def seeded_store(compiled: Compiled, tmp_path_factory: pytest.TempPathFactory) -
     assert lease is not None
     building = SimpleNamespace(model="org/in-progress", target=TargetSpec.parse({**TARGET, "sequence_length": 48}))
     farm_index.announce(store, lease, building)
+    SHARED["store"] = root
     return root
+
+
+# What the session shares: "store" -> the shared seeded store's root (set once it is built).
+SHARED: dict[str, Path] = {}
+
+
+@pytest.fixture(scope="module")
+def seeded_store(shared_seeded_store: Path) -> Path:
+    """The store the module's api-server serves: the shared one, unless the module defines its own."""
+    return shared_seeded_store
 
 
 def resigned(token: str, secret: str, **claims: Any) -> str:
@@ -97,7 +115,7 @@ def resigned(token: str, secret: str, **claims: Any) -> str:
     return jwt.encode(payload, secret, algorithm=header["alg"], headers={"kid": header["kid"]})
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def jwt_secret() -> str:
     """The api-server's JWT signing secret ([api_auth] jwt_secret): tests sign tokens with it (an
     expired one must be refused for its expiry, not for its signature)."""
@@ -134,10 +152,9 @@ def api_server(home: Path, env: dict[str, str], log_name: str = "api-server.log"
         log.close()
 
 
-@pytest.fixture(scope="module")
-def server(seeded_store: Path, jwt_secret: str, tmp_path_factory: pytest.TempPathFactory):
-    """`airflow api-server` with the repo's plugins folder over `seeded_store` (a test module
-    serves another store by defining its own `seeded_store` fixture); yields (base URL, admin password)."""
+@contextmanager
+def catalog_server(store: Path, jwt_secret: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """`airflow api-server` with the repo's plugins folder over `store`; yields (base URL, admin password)."""
     home = tmp_path_factory.mktemp("airflow-api")
     env = {
         **os.environ,
@@ -147,7 +164,7 @@ def server(seeded_store: Path, jwt_secret: str, tmp_path_factory: pytest.TempPat
         "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
         "AIRFLOW__API__HOST": "127.0.0.1",
         "AIRFLOW__API_AUTH__JWT_SECRET": jwt_secret,
-        "NEURONFORGE_STORE": f"file://{seeded_store}",
+        "NEURONFORGE_STORE": f"file://{store}",
         "PYTHONPATH": str(REPO),
     }
     airflow = str(Path(sys.executable).parent / "airflow")
@@ -157,6 +174,26 @@ def server(seeded_store: Path, jwt_secret: str, tmp_path_factory: pytest.TempPat
     with api_server(home, env) as base:
         password = json.loads((home / "simple_auth_manager_passwords.json.generated").read_text())["admin"]
         yield base, password
+
+
+@pytest.fixture(scope="session")
+def shared_server(shared_seeded_store: Path, jwt_secret: str, tmp_path_factory: pytest.TempPathFactory):
+    """The api-server over the shared seeded store, one per session (about 20 s to start: db migrate,
+    DAGs serialized, the server up)."""
+    with catalog_server(shared_seeded_store, jwt_secret, tmp_path_factory) as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def server(seeded_store: Path, jwt_secret: str, tmp_path_factory: pytest.TempPathFactory, request):
+    """`airflow api-server` with the repo's plugins folder over `seeded_store`: the session's shared
+    one, or, for a module that serves another store (its own `seeded_store` fixture), one of the
+    module's own. Yields (base URL, admin password)."""
+    if SHARED.get("store") == seeded_store:
+        yield request.getfixturevalue("shared_server")
+        return
+    with catalog_server(seeded_store, jwt_secret, tmp_path_factory) as started:
+        yield started
 
 
 @pytest.fixture(scope="module")
@@ -184,9 +221,10 @@ def plugin() -> ModuleType:
     return load_plugin("neuronforge_catalog")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
-    """Headless Chromium (Debian's, driven by playwright), one per test module."""
+    """Headless Chromium (Debian's, driven by playwright), one per session: each test's `page` has a
+    browser context of its own (cookies, storage, permissions)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

@@ -33,10 +33,12 @@ VARIANTS = {16: 1.2, 48: 10.0}
 
 
 @pytest.fixture(scope="module")
-def seeded_store(seeded_store: Path, compiled: Compiled) -> Path:
-    """The plugin tests' store, plus the published artifact copied as two builds of targets that
-    differ from it only in `max_context_length`, published as `stages.publish` does (payload,
-    manifest last, index pointer, farm-index record)."""
+def seeded_store(shared_seeded_store: Path, compiled: Compiled, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the plugin tests' store (others share the original), plus the published artifact
+    copied as two builds of targets that differ from it only in `max_context_length`, published as
+    `stages.publish` does (payload, manifest last, index pointer, farm-index record)."""
+    seeded_store = tmp_path_factory.mktemp("catalog-browser") / "store"
+    shutil.copytree(shared_seeded_store, seeded_store)
     store = open_store(f"file://{seeded_store}")
     first = compiled.first.published
     for ctx, slower in VARIANTS.items():
