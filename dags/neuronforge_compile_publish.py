@@ -29,7 +29,7 @@ from neuronforge_airflow.operators.compile_publish import (
     tickets_for,
 )
 from neuronforge_airflow.operators.kubernetes import pod_tasks, runner
-from neuronforge_airflow.params import PARAMS
+from neuronforge_airflow.params import PARAMS, with_form
 
 
 def _chain(state, queue: str, pods: dict | None = None):
@@ -70,7 +70,6 @@ def target_group(queue: str):
     max_active_runs=4,
     tags=["neuronforge"],
     doc_md=__doc__,
-    params=PARAMS,
 )
 def neuronforge_compile_publish():
     outcome = expand_targets()  # follows only the tickets_* tasks of queues with a target to build
@@ -78,4 +77,4 @@ def neuronforge_compile_publish():
         target_group(queue).expand(ticket=tickets_for(queue)(outcome))
 
 
-neuronforge_compile_publish()
+with_form(neuronforge_compile_publish(), PARAMS)  # the form: on the DAG, not copied into its tasks

@@ -15,7 +15,7 @@ from airflow.sdk import dag
 
 from neuronforge_airflow.operators.compile_publish import queues
 from neuronforge_airflow.operators.sweep import candidates_for, finish_sweep, plan_sweep, try_candidates
-from neuronforge_airflow.params import SWEEP_DAG, SWEEP_PARAMS
+from neuronforge_airflow.params import SWEEP_DAG, SWEEP_PARAMS, with_form
 
 
 @dag(
@@ -26,7 +26,6 @@ from neuronforge_airflow.params import SWEEP_DAG, SWEEP_PARAMS
     max_active_runs=1,
     tags=["neuronforge"],
     doc_md=__doc__,
-    params=SWEEP_PARAMS,
 )
 def neuronforge_config_sweep():
     plan = plan_sweep()
@@ -34,4 +33,4 @@ def neuronforge_config_sweep():
     tried >> finish_sweep(plan)
 
 
-neuronforge_config_sweep()
+with_form(neuronforge_config_sweep(), SWEEP_PARAMS)  # the form: on the DAG, not copied into its tasks

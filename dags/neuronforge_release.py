@@ -20,7 +20,7 @@ import pendulum
 from airflow.sdk import dag
 
 from neuronforge_airflow.operators.releases import release
-from neuronforge_airflow.params import RELEASE_DAG, RELEASE_PARAMS
+from neuronforge_airflow.params import RELEASE_DAG, RELEASE_PARAMS, with_form
 
 
 @dag(
@@ -30,10 +30,9 @@ from neuronforge_airflow.params import RELEASE_DAG, RELEASE_PARAMS
     catchup=False,
     tags=["neuronforge"],
     doc_md=__doc__,
-    params=RELEASE_PARAMS,
 )
 def neuronforge_release():
     release()
 
 
-neuronforge_release()
+with_form(neuronforge_release(), RELEASE_PARAMS)  # the form: on the DAG, not copied into its tasks

@@ -19,7 +19,7 @@ import pendulum
 from airflow.sdk import dag
 
 from neuronforge_airflow.operators.scrub import scrub_store
-from neuronforge_airflow.params import SCRUB_DAG, SCRUB_PARAMS
+from neuronforge_airflow.params import SCRUB_DAG, SCRUB_PARAMS, with_form
 
 
 @dag(
@@ -30,10 +30,9 @@ from neuronforge_airflow.params import SCRUB_DAG, SCRUB_PARAMS
     max_active_runs=1,
     tags=["neuronforge"],
     doc_md=__doc__,
-    params=SCRUB_PARAMS,
 )
 def neuronforge_scrub():
     scrub_store()
 
 
-neuronforge_scrub()
+with_form(neuronforge_scrub(), SCRUB_PARAMS)  # the form: on the DAG, not copied into its tasks

@@ -2,13 +2,13 @@
 
 Airflow validates each Param of a conf against its JSON schema when a run is created (REST
 `POST /api/v2/dags/{id}/dagRuns`, the UI's trigger form, `airflow dags trigger`,
-TriggerDagRunOperator, `dag.test`), but a top-level key that is not a Param is taken as a new,
+the recompile DAG's trigger task, `dag.test`), but a top-level key that is not a Param is taken as a new,
 schema-less Param: `{"target": [...]}` instead of `targets` would silently build the default target.
 Airflow 3.3 has no setting or Params feature that rejects extra keys (`SerializedParamsDict.deep_merge`
 adds them unchecked). The one hook every path calls synchronously inside `create_dagrun`, before the
 run is committed, is the `task_instance_mutation_hook` cluster policy (`DagRun.verify_integrity`
 runs it for each new task instance): `refuse_unknown_conf` below raises there, so the REST API and
-the UI answer 400 with its sentence and no run exists; TriggerDagRunOperator's task fails with it.
+the UI answer 400 with its sentence and no run exists; the recompile DAG's trigger task fails with it.
 Where the policy is not installed, the DAGs' first task calls `validate_conf` /
 `validate_recompile_conf` and fails the run before any work.
 
@@ -19,6 +19,7 @@ it; code reading them treats None like "".
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import json
@@ -132,7 +133,7 @@ def conf_targets(conf: Mapping[str, Any] | None) -> list[dict[str, Any]]:
 # A channel name as a form field takes it (empty: none), the pattern the release channels apply.
 CHANNEL_PATTERN = f"^(?:{CHANNEL_NAME.pattern})?$"
 
-# The compile DAG's trigger form: `@dag(params=PARAMS)`.
+# The compile DAG's trigger form (`with_form(dag, PARAMS)`).
 PARAMS: dict[str, Param] = {
     "model": Param(
         None,
@@ -327,6 +328,23 @@ SCRUB_PARAMS: dict[str, Param] = {
     ),
     "store": store_param(),
 }
+
+
+def with_form(dag: Any, params: Mapping[str, Param]) -> Any:
+    """Give a built DAG its form: `params` on the DAG only, set once its tasks exist — where `@dag(params=...)`
+    would have copied them into every task.
+
+    Airflow deep-copies a DAG's params into each task it creates and the dag-processor serializes every
+    copy, validating each Param's schema (`jsonschema.validate`, so `check_schema`) twice per task: with
+    the compile DAG's 15 params and 71 tasks that was 2 130 schema checks and ~1 s per parse loop, and
+    the copies were most of its parse time. Nothing reads the copies: a task's `params` at run time are
+    the DAG's, its own, then the conf's (`process_params`), and the trigger form, the REST conf check
+    and `dag.test` read the DAG's. Assigning runs `DAG`'s own converter and validator, as the constructor
+    does (a scheduled DAG's defaults must validate). A copy: a run's conf resolves into the DAG's Params
+    (`process_params` sets their values), which must not reach the module's forms."""
+    dag.params = copy.deepcopy(dict(params))
+    return dag
+
 
 ALLOWED_KEYS: dict[str, frozenset[str]] = {
     COMPILE_DAG: frozenset(PARAMS),
