@@ -27,7 +27,6 @@ Only wiring: the tasks live in `neuronforge_airflow/operators/recompile.py`, the
 from __future__ import annotations
 
 import pendulum
-from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import dag
 
 from neuronforge.farm.recompile import COMPILE_DAG
@@ -42,7 +41,8 @@ from neuronforge_airflow.operators.recompile import (
     verdict,
     watch_toolchain,
 )
-from neuronforge_airflow.params import RECOMPILE_PARAMS
+from neuronforge_airflow.operators.trigger_run import TriggerRunOperator
+from neuronforge_airflow.params import RECOMPILE_PARAMS, with_form
 
 
 @dag(
@@ -53,7 +53,6 @@ from neuronforge_airflow.params import RECOMPILE_PARAMS
     max_active_runs=1,
     tags=["neuronforge"],
     doc_md=__doc__,
-    params=RECOMPILE_PARAMS,
 )
 def neuronforge_recompile_on_upgrade():
     workers = check_workers()
@@ -61,7 +60,7 @@ def neuronforge_recompile_on_upgrade():
     for queue in neuron_queues():  # one watch per SDK release's queue, on that queue
         workers >> watch_toolchain(queue) >> plan
     workers >> plan
-    triggered = TriggerDagRunOperator.partial(
+    triggered = TriggerRunOperator.partial(
         task_id="trigger_rebuilds",
         trigger_dag_id=COMPILE_DAG,
         skip_when_already_exists=True,  # a retried trigger does not start a second run
@@ -80,4 +79,4 @@ def neuronforge_recompile_on_upgrade():
     verdict(summary)
 
 
-neuronforge_recompile_on_upgrade()
+with_form(neuronforge_recompile_on_upgrade(), RECOMPILE_PARAMS)  # the form: on the DAG, not copied into its tasks

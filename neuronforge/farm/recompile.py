@@ -321,7 +321,7 @@ def _arch_of(entry: CatalogEntry) -> tuple[Any, str]:
 
 def run_requests(states: list[TargetState], store_uri: str, run_prefix: str) -> list[dict[str, Any]]:
     """One compile run per model with its stale targets, in catalog order: the arguments of a
-    `TriggerDagRunOperator` (`trigger_run_id`, `conf`) each. Marks the states with their run id.
+    trigger task (`trigger_run_id`, `conf`) each. Marks the states with their run id.
     The model is given pinned to the revision the key was computed for, so the run rebuilds
     exactly what was found stale."""
     runs: dict[str, dict[str, Any]] = {}
