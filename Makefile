@@ -96,7 +96,7 @@ bench-hosts: setup
 	$(PY) bench/neuron_host_time.py --model $(BENCH_ARGS)
 
 bench-dag-parse: setup
-	$(PY) bench/dag_parse.py --against a16237d
+	$(PY) bench/dag_parse.py --against a16237d --against 84cc6b1
 
 bench-forms: setup
 	$(PY) bench/forms_middleware.py
