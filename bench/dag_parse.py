@@ -114,6 +114,14 @@ def _run(root: Path, path: Path, importtime: bool = False) -> subprocess.Complet
     return subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=300, check=True, env=env)
 
 
+def compile_tree(tree: Path) -> None:
+    """Bytecode for every module a DAG file imports, as a deployment has it (an installed or imaged
+    checkout, or any that ran once): without it (a fresh worktree, PYTHONDONTWRITEBYTECODE) each parse
+    would compile our sources again."""
+    dirs = [str(tree / d) for d in ("neuronforge", "neuronforge_airflow", "dags")]
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *dirs], cwd=tree, check=True, capture_output=True)
+
+
 def time_file(root: Path, path: Path, runs: int) -> dict:
     parse, serialize, last = [], [], {}
     for _ in range(runs):
@@ -177,6 +185,7 @@ def processor_durations(tree: Path, dag_files: list[Path], floor: Path, loops: i
     dags.mkdir(parents=True)
     for path in [*dag_files, floor]:
         shutil.copy(path, dags / path.name)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(dags)], check=True, capture_output=True)
     env = _airflow_env(home, tree, dags)
     airflow = str(Path(sys.executable).with_name("airflow"))
     subprocess.run([airflow, "db", "migrate"], env=env, check=True, capture_output=True, timeout=600)
@@ -221,6 +230,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="nf-dagparse-") as tmp:
         floor_path = Path(tmp) / "floor_dag.py"
         floor_path.write_text(FLOOR_DAG)
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(floor_path)], check=True, capture_output=True)
         floor = time_file(ROOT, floor_path, args.runs)
         trees = [("this checkout", ROOT)]
         for ref in args.against:
@@ -228,6 +238,8 @@ def main() -> int:
             subprocess.run(["git", "worktree", "add", "--detach", "-q", str(tree), ref], cwd=ROOT, check=True)
             trees.append((ref, tree))
         try:
+            for _, tree in trees:
+                compile_tree(tree)
             print(
                 f"floor (one-task DAG, nothing of ours): parse median {floor['parse']:.3f} s, "
                 f"serialize {floor['serialize']:.3f} s\n"
