@@ -9,7 +9,8 @@ the same run:
 
 1. per file, in a fresh interpreter that has imported Airflow's Task SDK and the standard provider's
    TaskFlow decorators first (what a task's process holds before it parses; nothing of the scheduler):
-   `parse` — the DAG file executed; then `serialize` — each of its DAGs through `DagSerialization.to_dict`,
+   `parse` — the DAG file executed (wall seconds, and `cpu s`: its CPU seconds, which a busy machine
+   stretches less); then `serialize` — each of its DAGs through `DagSerialization.to_dict`,
    after a throwaway DAG warmed the serializer (the manager's child inherits it loaded), with the
    `jsonschema` schema checks it made (Param validation) counted. `--runs` fresh interpreters, medians;
 2. the dag-processor itself (`--processor-loops`, 0 to skip): a real `airflow dag-processor` over a
@@ -71,13 +72,13 @@ import sys, time, json, importlib.util
 sys.path.insert(0, {root!r})
 {preload}
 from airflow.sdk.definitions._internal.contextmanager import DagContext
-t = time.perf_counter()
+t, cpu = time.perf_counter(), time.process_time()
 spec = importlib.util.spec_from_file_location("dagfile", {path!r})
 module = importlib.util.module_from_spec(spec)
 sys.modules["dagfile"] = module  # as Airflow's importer does: the DAGs it builds register with it
 DagContext.current_autoregister_module_name = "dagfile"
 spec.loader.exec_module(module)
-parse_s = time.perf_counter() - t
+parse_s, parse_cpu = time.perf_counter() - t, time.process_time() - cpu
 DagContext.current_autoregister_module_name = None
 loaded = set(sys.modules)
 heavy = sorted({{m.split(".")[0] for m in loaded}} & set({heavy!r}))
@@ -102,7 +103,7 @@ t = time.perf_counter()
 for d in dags:
     DagSerialization.to_dict(d)
 serialize_s = time.perf_counter() - t
-print(json.dumps({{"parse": parse_s, "serialize": serialize_s, "heavy": heavy, "core": core,
+print(json.dumps({{"parse": parse_s, "parse_cpu": parse_cpu, "serialize": serialize_s, "heavy": heavy, "core": core,
                   "tasks": sum(len(d.tasks) for d in dags), "checks": checks[0]}}))
 """
 
@@ -123,14 +124,16 @@ def compile_tree(tree: Path) -> None:
 
 
 def time_file(root: Path, path: Path, runs: int) -> dict:
-    parse, serialize, last = [], [], {}
+    parse, cpu, serialize, last = [], [], [], {}
     for _ in range(runs):
         last = json.loads(_run(root, path).stdout.strip().splitlines()[-1])
         parse.append(last["parse"])
+        cpu.append(last["parse_cpu"])
         serialize.append(last["serialize"])
     return {
         "parse": statistics.median(parse),
         "parse_max": max(parse),
+        "parse_cpu": statistics.median(cpu),
         "serialize": statistics.median(serialize),
         **{k: last[k] for k in ("heavy", "core", "tasks", "checks")},
     }
@@ -245,8 +248,8 @@ def main() -> int:
                 f"serialize {floor['serialize']:.3f} s\n"
             )
             print(
-                f"{'DAG file':<38}{'tree':<15}{'parse s':>8}{'/floor':>8}{'max':>7}{'serialize s':>12}{'/floor':>8}"
-                f"{'tasks':>6}{'schema checks':>14}  heavy / scheduler modules"
+                f"{'DAG file':<38}{'tree':<15}{'parse s':>8}{'/floor':>8}{'max':>7}{'cpu s':>7}"
+                f"{'serialize s':>12}{'/floor':>8}{'tasks':>6}{'schema checks':>14}  heavy / scheduler modules"
             )
             for dag_file in dag_files:
                 for label, tree in trees:
@@ -256,7 +259,8 @@ def main() -> int:
                     imported = ", ".join(r["heavy"] + r["core"][:2] + (["…"] if len(r["core"]) > 2 else [])) or "-"
                     print(
                         f"{dag_file:<38}{label[:14]:<15}{r['parse']:>8.3f}{r['parse'] / floor['parse']:>7.1f}x"
-                        f"{r['parse_max']:>7.3f}{r['serialize']:>12.3f}{r['serialize'] / floor['serialize']:>7.1f}x"
+                        f"{r['parse_max']:>7.3f}{r['parse_cpu']:>7.3f}"
+                        f"{r['serialize']:>12.3f}{r['serialize'] / floor['serialize']:>7.1f}x"
                         f"{r['tasks']:>6}{r['checks']:>14}  {imported}"
                     )
             print("\nslowest of our imports (self time, one -X importtime run, this checkout):")
