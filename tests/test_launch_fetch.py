@@ -177,7 +177,7 @@ def test_an_unreadable_source_and_a_bad_setting_are_one_line(tmp_path: Path, mon
     assert code == 1 and said == f"test.sh: cannot read file://{tmp_path}/gone: no such file: {launch_fetch.FIX}\n"
     monkeypatch.setenv("SYNC_CONCURRENCY", "many")
     code, said, _ = _run(_plan(tmp_path, [(f"file://{tmp_path}/gone", host, "x", b"x")]))
-    default = min(64, max(16, 8 * (os.cpu_count() or 1)))
+    default = min(64, max(4, 2 * (os.cpu_count() or 1)))
     assert (
         code == 2
         and said == f"test.sh: SYNC_CONCURRENCY=many: a whole number of at least 1 (or unset, for {default})\n"

@@ -21,8 +21,11 @@ resolution of the same build).
   recorded when this fetcher verified the file). A file whose stat still matches its record is kept
   without being opened; one whose stat differs but whose size is right is hashed once (re-verified);
   anything else is fetched.
-- Parallel: SYNC_CONCURRENCY requests at once (default 8 per core, 16 to 64) of SYNC_PART_MB MiB
-  (default 8; a file under 1.5 parts is one request). Each file's parts are appended to `<dest>.part`
+- Parallel: SYNC_CONCURRENCY requests at once (default 2 per core, 4 to 64) of SYNC_PART_MB MiB
+  (default 32; a file under 1.5 parts is one request). Few large parts, because the Python side of a
+  request and its threads' turns at the GIL are what a small host runs out of (bench/warm_start.py's
+  loopback, 2 cores: 8 MiB x 16 at once 216-309 MB/s and 2.5-3.6 s of CPU per GB, 32 MiB x 4 411-453
+  MB/s and 1.7-1.8 s). Each file's parts are appended to `<dest>.part`
   and hashed in order: a part that arrives early waits in memory (a reused buffer) for the ones before
   it, and no part is requested until fewer than 2 x SYNC_CONCURRENCY are waiting or in flight, so
   memory stays under 2 x SYNC_CONCURRENCY x 1.5 x SYNC_PART_MB. The part becomes the file
@@ -322,9 +325,8 @@ class Fetch:
 class Fetcher:
     def __init__(self, me: str, tool: str, items: list[Item], reuse: str | None = None) -> None:
         self.me, self.tool, self.items, self.reuse = me, tool, items, reuse
-        cpus = os.cpu_count() or 1
-        self.concurrency = _env_int("SYNC_CONCURRENCY", min(64, max(16, 8 * cpus)))
-        self.part_size = _env_int("SYNC_PART_MB", 8) * MIB
+        self.concurrency = _env_int("SYNC_CONCURRENCY", default_concurrency())
+        self.part_size = _env_int("SYNC_PART_MB", DEFAULT_PART_MB) * MIB
         self.sources = Sources(self.concurrency)
         self.states: dict[str, State] = {}
         self.error: BaseException | None = None
@@ -571,6 +573,14 @@ class Fetcher:
             f"{self.me}: {self.fetched} files fetched, {self.bytes / 1e6:.1f} MB in {self.seconds:.2f} s, "
             f"{rate:.0f} MB/s ({how}); {self.kept} already here and verified"
         )
+
+
+DEFAULT_PART_MB = 32
+
+
+def default_concurrency() -> int:
+    """Parallel reads by default: two per core, at least 4 (one flow to S3 stops near 5 Gbps), at most 64."""
+    return min(64, max(4, 2 * (os.cpu_count() or 1)))
 
 
 def _env_int(name: str, default: int) -> int:
