@@ -53,8 +53,8 @@ class Writes:
 @contextmanager
 def watching(store, monkeypatch: pytest.MonkeyPatch) -> Iterator[Writes]:
     """Every object write, as the store's backend sees it: S3 PUT requests (a copy carries
-    `x-amz-copy-source` and no body), or the file store's `put_file` calls (a copy reads from the
-    store's own folder)."""
+    `x-amz-copy-source` and no body), or the file store's file writes (`_put`, under `put_file`,
+    `put_tree` and `copy_keys` alike; a copy reads from the store's own folder)."""
     writes = Writes()
     if isinstance(store, S3Store):
         base = f"/{store.bucket}/{store.prefix}/"
@@ -75,7 +75,7 @@ def watching(store, monkeypatch: pytest.MonkeyPatch) -> Iterator[Writes]:
         finally:
             store.client.meta.events.unregister("before-send.s3", unique_id=hook)
     else:
-        put_file = store.put_file
+        put_file = store._put
         put_bytes, put_if_absent = store.put_bytes, store.put_if_absent
 
         def spy_file(local: Path, key: str) -> None:
@@ -91,7 +91,7 @@ def watching(store, monkeypatch: pytest.MonkeyPatch) -> Iterator[Writes]:
             writes.events.append((key, None))
             return put_if_absent(data, key)
 
-        monkeypatch.setattr(store, "put_file", spy_file)
+        monkeypatch.setattr(store, "_put", spy_file)
         monkeypatch.setattr(store, "put_bytes", spy_bytes)
         monkeypatch.setattr(store, "put_if_absent", spy_if_absent)
         yield writes
