@@ -35,12 +35,15 @@ airflow: setup
 VERMIN := $(VENV)/bin/vermin -t=3.10- --violations --no-tips --eval-annotations neuronforge_toolchain && \
 	$(VENV)/bin/vermin -t=3.8- --violations --no-tips neuronforge/artifacts/launch_fetch.py
 
+# The suite on TEST_WORKERS processes (pytest-xdist): each test module stays on one worker, so the servers
+# a module's fixtures start are started once there (the deployment test's one deployment included).
+TEST_WORKERS ?= 2
 test: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/hadolint docker/*.Dockerfile
 	$(VERMIN)
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 lint: setup
 	$(VENV)/bin/ruff check .

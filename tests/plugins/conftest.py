@@ -221,10 +221,12 @@ def plugin() -> ModuleType:
     return load_plugin("neuronforge_catalog")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """Headless Chromium (Debian's, driven by playwright), one per session: each test's `page` has a
-    browser context of its own (cookies, storage, permissions)."""
+    """Headless Chromium (Debian's, driven by playwright), one per module: each test's `page` has a
+    browser context of its own (cookies, storage, permissions). Not one per session: while playwright's
+    sync API is started it keeps an asyncio loop running in the main thread, and every later test of the
+    process that calls `asyncio.run` (the triggers' tests, under pytest-xdist on the same worker) fails."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
