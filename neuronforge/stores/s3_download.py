@@ -109,7 +109,8 @@ class RangedDownload:
         o.dest.parent.mkdir(parents=True, exist_ok=True)
         o.tmp = o.dest.parent / f".nf-tmp-{uuid.uuid4().hex}-{o.dest.name}"[:255]
         o.fd = os.open(o.tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        os.ftruncate(o.fd, o.size)
+        # Not sized beforehand (ftruncate): on ext4 the parts' writes then cost 1.55 s of CPU per GiB against
+        # 0.58 without it, and downloads ran at 0.85x s5cmd against 1.27x (bench/transfer.py, same machine).
         if o.size == 0:
             self._close(o, keep=True)
             return []
