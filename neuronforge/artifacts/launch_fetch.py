@@ -23,13 +23,10 @@ resolution of the same build).
   anything else is fetched.
 - Parallel: SYNC_CONCURRENCY requests at once (default 2 per core, 4 to 64) of SYNC_PART_MB MiB
   (default 32; a file under 1.5 parts is one request). Few large parts, because the Python side of a
-  request and its threads' turns at the GIL are what a small host runs out of (bench/warm_start.py's
-  loopback, 2 cores: 8 MiB x 16 at once 216-309 MB/s and 2.5-3.6 s of CPU per GB, 32 MiB x 4 411-453
-  MB/s and 1.7-1.8 s). Each file's parts are appended to `<dest>.part`
-  and hashed in order: a part that arrives early waits in memory (a reused buffer) for the ones before
-  it, and no part is requested until fewer than 2 x SYNC_CONCURRENCY are waiting or in flight, so
-  memory stays under 2 x SYNC_CONCURRENCY x 1.5 x SYNC_PART_MB. The part becomes the file
-  (rename) only once its sha256 is the manifest's; a failure removes every `.part`.
+  request and its threads' turns at the GIL are what a small host runs out of. Each file's parts are
+  written into `<dest>.part` at their offsets as they arrive, through one 1 MiB buffer per thread (no
+  part is held in memory), and hashed in order from the page cache as the written prefix grows. The
+  part becomes the file (rename) only once its sha256 is the manifest's; a failure removes every `.part`.
 - One line at the end on stderr: files fetched and kept, bytes, seconds, MB/s (10^6 bytes). A failure
   is one line too (which URI, what differs, what to do), exit 1; a refused plan exits 2.
 """
@@ -45,6 +42,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import IO
 
@@ -198,22 +196,31 @@ class Sources:
                 )
             return self._client
 
-    def read(self, item: Item, start: int, end: int | None, into: bytearray | None = None) -> bytes | memoryview:
+    def read(self, item: Item, start: int, end: int | None) -> bytes:
+        """Bytes [start, end) of the item's object (end None: all of it), at once (a record, a marker)."""
+        chunks: list[bytes] = []
+        self.stream(item, start, end, lambda view, _at: chunks.append(bytes(view)))
+        return b"".join(chunks)
+
+    def stream(self, item: Item, start: int, end: int | None, write: Callable[[memoryview, int], None]) -> int:
         """Bytes [start, end) of the item's object (end None: all of it), which must be as long as the
-        record says (a longer object is not the recorded one, even when its first bytes are); read into
-        `into` (a reused buffer: see `Buffers`) when given."""
+        record says (a longer object is not the recorded one, even when its first bytes are), handed to
+        `write(bytes, offset)` as they arrive, through one READ_CHUNK buffer per thread; how many."""
         uri, size = item.uri, item.size
+        buf = _buffer()
         if uri.startswith("file://"):
             with open(uri[len("file://") :], "rb") as f:
                 total = os.fstat(f.fileno()).st_size
                 if size is not None and total != size:
                     raise Failed(f"{uri} holds {total} bytes, not the {size} {item.against} records: {FIX}")
-                want = (total if end is None else end) - start
-                if into is None:
-                    return os.pread(f.fileno(), want, start)
-                view = memoryview(into)[:want]
-                got = os.preadv(f.fileno(), [view], start)
-                return view[:got]
+                stop, at = (total if end is None else end), start
+                while at < stop:
+                    n = os.preadv(f.fileno(), [buf[: min(len(buf), stop - at)]], at)
+                    if not n:
+                        break
+                    write(buf[:n], at)
+                    at += n
+                return at - start
         bucket, key = split_s3(uri)
         args = {"Bucket": bucket, "Key": key}
         if end is not None:
@@ -223,98 +230,87 @@ class Sources:
             total = int(str(response.get("ContentRange", "")).rpartition("/")[2] or response["ContentLength"])
             if total != size:
                 raise Failed(f"{uri} holds {total} bytes, not the {size} {item.against} records: {FIX}")
-        return read_body(response["Body"], response["ContentLength"], into)
+        body, stop, at = response["Body"], start + int(response["ContentLength"]), start
+        try:
+            while at < stop:
+                n = body.readinto(buf[: min(len(buf), stop - at)])
+                if not n:
+                    break
+                write(buf[:n], at)
+                at += n
+        finally:
+            body.close()
+        return at - start
 
 
+# Bytes read from the socket (or a file) per call, into a buffer each thread reuses. CPU is what a sync on
+# a small host runs out of first, and the alternatives cost it (s of CPU per GB, loopback, measured): one
+# unbounded `read()` per part 0.95 (urllib3 reads and joins pieces), a fresh buffer per part 0.68 (its
+# pages faulted in anew), against 0.29 for reads into a buffer used before.
 READ_CHUNK = MIB
+_local = threading.local()
 
 
-def read_body(body, length: int, into: bytearray | None = None) -> bytes | memoryview:
-    """The response body in READ_CHUNK reads copied into one reused buffer. CPU is what a sync on a small
-    host runs out of first, and both shortcuts cost it (measured on a loopback endpoint, s of CPU per GB):
-    one unbounded `read()` 0.95 (urllib3 reads and joins pieces), a fresh buffer per part 0.68 (its pages
-    are faulted in anew), against 0.31 for chunked reads into a buffer that was used before."""
-    if into is None:
-        return body.read()
-    view, at = memoryview(into), 0
-    while at < length:
-        chunk = body.read(min(READ_CHUNK, length - at))
-        if not chunk:
-            break
-        view[at : at + len(chunk)] = chunk
-        at += len(chunk)
-    return view[:at]
-
-
-class Buffers:
-    """Part buffers, reused: at most one per part in flight or waiting to be hashed (the window), each
-    as large as the largest part, so their pages are faulted in once per sync, not once per part."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.free: list[bytearray] = []
-        self.lock = threading.Lock()
-
-    def take(self) -> bytearray:
-        with self.lock:
-            if self.free:
-                return self.free.pop()
-        return bytearray(self.size)
-
-    def give(self, buf: bytearray) -> None:
-        with self.lock:
-            self.free.append(buf)
+def _buffer() -> memoryview:
+    buf = getattr(_local, "buf", None)
+    if buf is None:
+        buf = _local.buf = memoryview(bytearray(READ_CHUNK))
+    return buf
 
 
 # -- one file being fetched ------------------------------------------------------------------------------
 class Fetch:
-    """A file's parts, appended and hashed in order by whichever thread completes the next one (os.write
-    and hashlib release the GIL over large buffers, so the other threads keep reading)."""
+    """A file's parts, each written at its offset as its bytes arrive (no part is held in memory), and
+    hashed in order by whichever thread completes the next one, read back from the page cache it was
+    just written to (os.pwrite, os.pread and hashlib release the GIL, so the other threads keep reading).
+    The file is not sized beforehand: with ftruncate every write is one into a hole, which cost S3Store's
+    downloads 1.55 s of CPU per GiB against 0.58 (bench/transfer.py, same machine)."""
 
-    def __init__(self, item: Item, part_size: int, window: threading.Semaphore, buffers: Buffers) -> None:
-        self.item, self.window, self.buffers = item, window, buffers
+    def __init__(self, item: Item, part_size: int, window: threading.Semaphore) -> None:
+        self.item, self.window = item, window
         size = item.size or 0
         self.ranges = [(s, min(s + part_size, size)) for s in range(0, size, part_size)] or [(0, 0)]
         self.h = hashlib.sha256()
         self.done = 0
-        self.pending: dict[int, tuple[bytes | memoryview, bytearray | None]] = {}
+        self.written: set[int] = set()
         self.next = 0
         self.hashing = False
         self.lock = threading.Lock()
         os.makedirs(os.path.dirname(item.dest), exist_ok=True)
-        self.fd = os.open(item.part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        # Written in order, each write extending the file: on ext4 a write into a hole (ftruncate first, or
-        # parts written where they arrive) cost 0.94 s of CPU per GB and one into space posix_fallocate
-        # reserved 1.5-2.3, against 0.27 for an append (measured here).
+        self.fd = os.open(item.part, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
 
-    def put(self, index: int, data: bytes | memoryview, buf: bytearray | None = None) -> bool:
-        """Part `index` arrived (read into `buf`, given back to the pool once written); the parts are
-        written and hashed in order by whichever thread completes the next one. True when this call
-        wrote the file's last part."""
+    def write(self, view: memoryview, at: int) -> None:
+        while view:
+            n = os.pwrite(self.fd, view, at)
+            view, at = view[n:], at + n
+
+    def put(self, index: int, got: int) -> bool:
+        """Part `index` is written (`got` bytes); hash what is now written in order. True when this call
+        hashed the file's last part."""
         start, end = self.ranges[index]
-        if len(data) != end - start:
-            raise Failed(f"{self.item.uri} sent {len(data)} bytes for bytes {start}-{end}: fetch again")
+        if got != end - start:
+            raise Failed(f"{self.item.uri} sent {got} bytes for bytes {start}-{end}: fetch again")
+        self.window.release()
         with self.lock:
-            self.pending[index] = (data, buf)
+            self.written.add(index)
             if self.hashing:
                 return False
             self.hashing = True
         while True:
             with self.lock:
-                waiting = self.pending.pop(self.next, None)
-                if waiting is None:
+                if self.next not in self.written:
                     self.hashing = False
                     return self.next == len(self.ranges)
+                self.written.discard(self.next)
+                start, end = self.ranges[self.next]
                 self.next += 1
-            data, buf = waiting
-            view = memoryview(data)
-            while view:
-                view = view[os.write(self.fd, view) :]
-            self.h.update(data)
-            self.done += len(data)
-            if buf is not None:
-                self.buffers.give(buf)
-            self.window.release()
+            while start < end:
+                data = os.pread(self.fd, min(4 * MIB, end - start), start)
+                if not data:
+                    raise Failed(f"{self.item.part} ended at byte {start} while it was being checked: fetch again")
+                self.h.update(data)
+                start += len(data)
+                self.done += len(data)
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -408,7 +404,6 @@ class Fetcher:
 
     def _fetch(self, todo: list[Item]) -> None:
         window = threading.Semaphore(2 * self.concurrency)
-        buffers = Buffers(self.part_size * 3 // 2)  # a file under 1.5 parts is one part
         whole = [i for i in todo if i.uri.startswith("s3://") and self.tool != "boto3"]
         with ThreadPoolExecutor(self.concurrency, thread_name_prefix="fetch") as pool:
             if whole and self.tool == "s5cmd":
@@ -425,7 +420,7 @@ class Fetcher:
                     continue
                 size = item.size or 0
                 part = self.part_size if size > self.part_size * 3 // 2 else max(size, 1)
-                fetch = Fetch(item, part, window, buffers)
+                fetch = Fetch(item, part, window)
                 self.open.append(fetch)
                 for index in range(len(fetch.ranges)):
                     while not window.acquire(timeout=0.2):
@@ -450,12 +445,9 @@ class Fetcher:
     def _part(self, fetch: Fetch, index: int) -> None:
         item = fetch.item
         start, end = fetch.ranges[index]
-        if end > start:
-            buf = fetch.buffers.take()
-            data = self._read(item, start, end, buf)
-        else:
-            buf, data = None, self._read(item, 0, None)
-        if fetch.put(index, data, buf):
+        # an empty file: one GET all the same (it must exist, and be empty)
+        got = self._read(item, start, end, fetch.write) if end > start else len(self._read(item, 0, None))
+        if fetch.put(index, got):
             self._finish(item, fetch.h.hexdigest(), fetch.done, fetch)
 
     def _finish(self, item: Item, sha256: str, size: int, fetch: Fetch | None = None) -> None:
@@ -472,11 +464,14 @@ class Fetcher:
             self.fetched += 1
             self.bytes += size
 
-    def _read(self, item: Item, start: int, end: int | None, into: bytearray | None = None) -> bytes | memoryview:
-        """One read, tried again on a dropped connection; anything else is one line naming the URI."""
+    def _read(self, item: Item, start: int, end: int | None, write: Callable[[memoryview, int], None] | None = None):
+        """One read (streamed to `write` when given: the number of bytes), tried again from its start on a
+        dropped connection; anything else is one line naming the URI."""
         for attempt in range(3):
             try:
-                return self.sources.read(item, start, end, into)
+                if write is None:
+                    return self.sources.read(item, start, end)
+                return self.sources.stream(item, start, end, write)
             except Failed:
                 raise
             except FileNotFoundError:
