@@ -116,6 +116,85 @@ def test_a_file_that_differs_from_its_record_is_one_line_and_no_file(tmp_path: P
     assert not (host / "model/big.safetensors").exists()
 
 
+def test_parts_that_arrive_before_the_frontier_are_read_back_and_hashed_in_order(
+    tmp_path: Path, small_parts: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first part of the big file arrives last: the others wait in the .part file, and are hashed
+    from there once the frontier reaches them (the first part's chunks are hashed as they come)."""
+    import threading
+
+    src, host = _file_store(tmp_path), tmp_path / "host"
+    stream, later = launch_fetch.Sources.stream, threading.Event()
+    starts: list[int] = []
+
+    def slow_first(self, item, start, end, write):  # type: ignore[no-untyped-def]
+        if item.path != "model/big.safetensors":
+            return stream(self, item, start, end, write)
+        starts.append(start)
+        if start == 0:
+            later.wait(10)  # until every other part of the file is written
+        got = stream(self, item, start, end, write)
+        if len(starts) == 5:  # 1 MiB parts, the last one 1.5 MiB
+            later.set()
+        return got
+
+    monkeypatch.setattr(launch_fetch.Sources, "stream", slow_first)
+    code, said, counts = _run(_plan(tmp_path, [(f"file://{src}/{p}", host, p, d) for p, d in FILES.items()]))
+    assert code == 0 and later.is_set(), said
+    assert starts[0] == 0 and sorted(starts) == [i * MIB for i in range(5)] and counts[0] == 4
+    assert {p: (host / p).read_bytes() for p in FILES} == FILES
+
+
+def test_a_read_that_drops_is_asked_again_from_where_it_stopped(
+    tmp_path: Path, s3_bucket: str, small_parts: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import boto3
+
+    data = FILES["graphs/a/graph.neff"]
+    boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"]).put_object(Bucket=s3_bucket, Key="g", Body=data)
+    stream, asked = launch_fetch.Sources.stream, []
+
+    def drops_once(self, item, start, end, write):  # type: ignore[no-untyped-def]
+        asked.append((start, end))
+        if len(asked) > 1:
+            return stream(self, item, start, end, write)
+
+        def half(view, at):  # type: ignore[no-untyped-def]
+            write(view, at)
+            if at + len(view) >= MIB // 2:
+                raise ConnectionResetError("Connection reset by peer")
+
+        return stream(self, item, start, end, half)
+
+    monkeypatch.setattr(launch_fetch.Sources, "stream", drops_once)
+    monkeypatch.setattr(launch_fetch, "READ_CHUNK", 64 * 1024)
+    host = tmp_path / "host"
+    code, said, _ = _run(_plan(tmp_path, [(f"s3://{s3_bucket}/g", host, "g", data)]))
+    assert code == 0, said
+    assert (host / "g").read_bytes() == data
+    # one GET dropped at 512 KiB of the first part; asked again from there, not from 0
+    assert asked[0] == (0, MIB) and (MIB // 2, MIB) in asked and sorted(s for s, _ in asked).count(0) == 1
+
+
+def test_a_full_disk_is_one_line_at_once_and_no_part_left(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    src, host = _file_store(tmp_path), tmp_path / "host"
+    writes = []
+
+    def full(fd: int, data: bytes, at: int) -> int:
+        writes.append(at)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(launch_fetch.os, "pwrite", full)
+    path = "model/big.safetensors"
+    code, said, _ = _run(_plan(tmp_path, [(f"file://{src}/{path}", host, path, FILES[path])]))
+    assert code == 1 and said.count("\n") == 1, said
+    assert said == f"test.sh: cannot write {host / path}.part: No space left on device: make room there and run again\n"
+    assert len(writes) == 1  # not tried again
+    assert not list(host.rglob("*.part")) and not (host / path).exists()
+
+
 def test_a_file_verified_before_is_kept_by_its_stat_without_being_read(tmp_path: Path) -> None:
     src, host = _file_store(tmp_path), tmp_path / "host"
     plan = _plan(tmp_path, [(f"file://{src}/{p}", host, p, d) for p, d in FILES.items()])

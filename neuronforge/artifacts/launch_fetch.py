@@ -23,10 +23,13 @@ resolution of the same build).
   anything else is fetched.
 - Parallel: SYNC_CONCURRENCY requests at once (default 2 per core, 4 to 64) of SYNC_PART_MB MiB
   (default 32; a file under 1.5 parts is one request). Few large parts, because the Python side of a
-  request and its threads' turns at the GIL are what a small host runs out of. Each file's parts are
-  written into `<dest>.part` at their offsets as they arrive, through one 1 MiB buffer per thread (no
-  part is held in memory), and hashed in order from the page cache as the written prefix grows. The
-  part becomes the file (rename) only once its sha256 is the manifest's; a failure removes every `.part`.
+  request and its threads' turns at the GIL are what a small host runs out of. Files are fetched biggest
+  first, each file's parts taken in order by whichever thread is free, and written into `<dest>.part` at
+  their offsets as they arrive, through one small buffer per thread that the socket is read into
+  directly (no part is held in memory). The file is hashed in order: the chunk at the hash frontier
+  from that buffer as it arrives, the parts ahead of it read back from the page cache once the frontier
+  gets there. The part becomes the file (rename) only once its sha256 is the manifest's; a failure
+  removes every `.part`. A read that drops is asked again from the byte where it stopped.
 - One line at the end on stderr: files fetched and kept, bytes, seconds, MB/s (10^6 bytes). A failure
   is one line too (which URI, what differs, what to do), exit 1; a refused plan exits 2.
 """
@@ -67,6 +70,10 @@ class Failed(Exception):
     def __init__(self, line: str, code: int = 1) -> None:
         super().__init__(line)
         self.code = code
+
+
+class Stopped(Failed):
+    """Another thread's failure stops this one: the first failure is the one line."""
 
 
 class Item:
@@ -207,7 +214,7 @@ class Sources:
         record says (a longer object is not the recorded one, even when its first bytes are), handed to
         `write(bytes, offset)` as they arrive, through one READ_CHUNK buffer per thread; how many."""
         uri, size = item.uri, item.size
-        buf = _buffer()
+        buf = _buffer(_local_recv)
         if uri.startswith("file://"):
             with open(uri[len("file://") :], "rb") as f:
                 total = os.fstat(f.fileno()).st_size
@@ -231,91 +238,178 @@ class Sources:
             if total != size:
                 raise Failed(f"{uri} holds {total} bytes, not the {size} {item.against} records: {FIX}")
         body, stop, at = response["Body"], start + int(response["ContentLength"]), start
+        # The socket's bytes straight into `buf` (http.client's readinto: one copy), where botocore's and
+        # urllib3's readinto would read each chunk into a fresh bytes object and copy it over: the object's
+        # own bytes, no decoding (what the manifest's sha256 is of). Any other body is read as botocore reads it.
+        urllib3_response = getattr(body, "_raw_stream", None)
+        raw = getattr(urllib3_response, "_fp", None)
+        reader = raw if callable(getattr(raw, "readinto", None)) else body
         try:
             while at < stop:
-                n = body.readinto(buf[: min(len(buf), stop - at)])
+                n = reader.readinto(buf[: min(len(buf), stop - at)])
                 if not n:
                     break
                 write(buf[:n], at)
                 at += n
         finally:
-            body.close()
+            if reader is raw and at == stop and callable(getattr(urllib3_response, "release_conn", None)):
+                urllib3_response.release_conn()  # read to its end: the connection goes back to the pool
+            else:
+                body.close()
         return at - start
 
 
-# Bytes read from the socket (or a file) per call, into a buffer each thread reuses. CPU is what a sync on
-# a small host runs out of first, and the alternatives cost it (s of CPU per GB, loopback, measured): one
-# unbounded `read()` per part 0.95 (urllib3 reads and joins pieces), a fresh buffer per part 0.68 (its
-# pages faulted in anew), against 0.29 for reads into a buffer used before.
-READ_CHUNK = MIB
-_local = threading.local()
+# Bytes read from the socket (or a file) per call, into a buffer each thread reuses; and bytes read back
+# from the page cache per call to be hashed, into another. CPU is what a sync on a small host runs out of
+# first, and memory traffic is most of it: a chunk small enough to stay in the core's cache between the
+# socket's copy into it, the write out of it and the hash over it costs least (2 cores, loopback, the
+# bench's 3.6 GiB: 128 KiB chunks 5.9 s of CPU against 11.2 s for 1 MiB ones read through urllib3).
+READ_CHUNK = 128 * 1024
+_local_recv = threading.local()
+_local_back = threading.local()
 
 
-def _buffer() -> memoryview:
-    buf = getattr(_local, "buf", None)
+def _buffer(local: threading.local) -> memoryview:
+    buf = getattr(local, "buf", None)
     if buf is None:
-        buf = _local.buf = memoryview(bytearray(READ_CHUNK))
+        buf = local.buf = memoryview(bytearray(READ_CHUNK))
     return buf
 
 
 # -- one file being fetched ------------------------------------------------------------------------------
+class Run:
+    """A part of one file that one thread streams (one GET): [start, end), of which [start, written) is
+    written."""
+
+    __slots__ = ("end", "fetch", "start", "written")
+
+    def __init__(self, fetch: Fetch, start: int, end: int) -> None:
+        self.fetch, self.start, self.end, self.written = fetch, start, end, start
+
+
 class Fetch:
-    """A file's parts, each written at its offset as its bytes arrive (no part is held in memory), and
-    hashed in order by whichever thread completes the next one, read back from the page cache it was
-    just written to (os.pwrite, os.pread and hashlib release the GIL, so the other threads keep reading).
+    """A file's bytes, written at their offsets into `<dest>.part` as they arrive (nothing is held in
+    memory) by the threads streaming its runs, and hashed in order: the chunk just written at the hash
+    frontier is hashed from the buffer it came in (so a file one thread streams is hashed without being
+    read again), anything written ahead of the frontier is read back from the page cache once the frontier
+    gets there. os.pwrite, os.preadv and hashlib release the GIL, so the other threads keep reading.
     The file is not sized beforehand: with ftruncate every write is one into a hole, which cost S3Store's
     downloads 1.55 s of CPU per GiB against 0.58 (bench/transfer.py, same machine)."""
 
-    def __init__(self, item: Item, part_size: int, window: threading.Semaphore) -> None:
-        self.item, self.window = item, window
-        size = item.size or 0
-        self.ranges = [(s, min(s + part_size, size)) for s in range(0, size, part_size)] or [(0, 0)]
+    def __init__(self, item: Item) -> None:
+        self.item = item
+        self.size = item.size or 0
+        self.runs: list[Run] = []  # by start; together (once all are taken) they are [0, size)
+        self.first = 0  # runs before it are hashed
         self.h = hashlib.sha256()
-        self.done = 0
-        self.written: set[int] = set()
-        self.next = 0
+        self.hashed = 0  # the frontier: bytes [0, hashed) are in self.h
         self.hashing = False
+        self.finished = False  # verified and renamed into place
         self.lock = threading.Lock()
         os.makedirs(os.path.dirname(item.dest), exist_ok=True)
         self.fd = os.open(item.part, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
 
-    def write(self, view: memoryview, at: int) -> None:
-        while view:
-            n = os.pwrite(self.fd, view, at)
-            view, at = view[n:], at + n
-
-    def put(self, index: int, got: int) -> bool:
-        """Part `index` is written (`got` bytes); hash what is now written in order. True when this call
-        hashed the file's last part."""
-        start, end = self.ranges[index]
-        if got != end - start:
-            raise Failed(f"{self.item.uri} sent {got} bytes for bytes {start}-{end}: fetch again")
-        self.window.release()
+    def write(self, run: Run, view: memoryview, at: int) -> bool:
+        """`view` belongs at `at`, in `run`: write it, then hash what is now written in order from the
+        frontier. True when this call hashed the file's last byte."""
+        data = view
+        try:
+            while data:
+                n = os.pwrite(self.fd, data, at + len(view) - len(data))
+                data = data[n:]
+        except OSError as exc:  # a full disk, a quota: nothing to ask the store again for
+            raise Failed(
+                f"cannot write {self.item.part}: {exc.strerror or exc}: make room there and run again"
+            ) from None
         with self.lock:
-            self.written.add(index)
-            if self.hashing:
-                return False
-            self.hashing = True
+            run.written = at + len(view)
+        return self._advance(view, at)
+
+    def _extent(self) -> int:
+        """How far the bytes from the frontier on are written without a gap (under the lock)."""
+        runs, reach = self.runs, self.hashed
+        while self.first < len(runs) and runs[self.first].end <= reach:
+            self.first += 1  # runs wholly hashed are not looked at again
+        for run in runs[self.first :]:
+            if run.start > reach:
+                break
+            reach = max(reach, run.written)
+            if run.written < run.end:
+                break
+        return reach
+
+    def _advance(self, view: memoryview | None = None, at: int = 0) -> bool:
+        finished = False
         while True:
             with self.lock:
-                if self.next not in self.written:
+                if self.hashing:
+                    return finished
+                lo, hi = self.hashed, self._extent()
+                if hi <= lo:
+                    return finished
+                self.hashing = True
+            try:
+                tail = view is not None and lo <= at and at + len(view) == hi
+                self._hash_back(lo, at if tail else hi)
+                if tail and view is not None:
+                    self.h.update(view)
+                view = None
+            except BaseException:
+                with self.lock:
                     self.hashing = False
-                    return self.next == len(self.ranges)
-                self.written.discard(self.next)
-                start, end = self.ranges[self.next]
-                self.next += 1
-            while start < end:
-                data = os.pread(self.fd, min(4 * MIB, end - start), start)
-                if not data:
-                    raise Failed(f"{self.item.part} ended at byte {start} while it was being checked: fetch again")
-                self.h.update(data)
-                start += len(data)
-                self.done += len(data)
+                raise
+            with self.lock:
+                self.hashed = hi
+                self.hashing = False
+            finished = hi == self.size
+
+    def _hash_back(self, start: int, end: int) -> None:
+        buf = _buffer(_local_back)
+        while start < end:
+            n = os.preadv(self.fd, [buf[: min(len(buf), end - start)]], start)
+            if not n:
+                raise Failed(f"{self.item.part} ended at byte {start} while it was being checked: fetch again")
+            self.h.update(buf[:n])
+            start += n
 
     def close(self) -> None:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+
+class Runs:
+    """Who streams what: files biggest first, each cut into parts taken in order, one GET each, by
+    whichever thread is free — so every thread works on the same file until its last part is taken, the
+    thread on the frontier's part hashes its chunks as they come, and the others' parts are read back
+    once the frontier reaches them (while still in the page cache: at most `concurrency` parts ahead)."""
+
+    def __init__(self, items: list[Item], part_size: int, opened: list[Fetch]) -> None:
+        self.pending = sorted(items, key=lambda i: i.size or 0)  # popped from the end: the biggest first
+        self.part_size = part_size
+        self.opened = opened
+        self.current: Fetch | None = None
+        self.claimed = 0  # bytes of the current file taken
+        self.lock = threading.Lock()
+
+    def take(self) -> Run | None:
+        with self.lock:
+            fetch = self.current
+            if fetch is None or self.claimed >= max(fetch.size, 1):
+                if not self.pending:
+                    return None
+                fetch = self.current = Fetch(self.pending.pop())
+                self.opened.append(fetch)
+                self.claimed = 0
+            start = self.claimed
+            # a file under 1.5 parts is one GET; an empty one too (it must exist, and be empty)
+            last = fetch.size - start <= self.part_size * 3 // 2
+            stop = fetch.size if last else start + self.part_size
+            self.claimed = max(stop, 1)
+            run = Run(fetch, start, stop)
+            with fetch.lock:
+                fetch.runs.append(run)  # in order of start
+            return run
 
 
 class Fetcher:
@@ -403,8 +497,9 @@ class Fetcher:
                 self.error = exc
 
     def _fetch(self, todo: list[Item]) -> None:
-        window = threading.Semaphore(2 * self.concurrency)
-        whole = [i for i in todo if i.uri.startswith("s3://") and self.tool != "boto3"]
+        by_tool = {id(i) for i in todo if i.uri.startswith("s3://") and self.tool != "boto3"}
+        whole = [i for i in todo if id(i) in by_tool]
+        runs = Runs([i for i in todo if id(i) not in by_tool and i.verified], self.part_size, self.open)
         with ThreadPoolExecutor(self.concurrency, thread_name_prefix="fetch") as pool:
             if whole and self.tool == "s5cmd":
                 self._s5cmd(whole)  # one process for all: s5cmd runs its own workers
@@ -413,26 +508,15 @@ class Fetcher:
             for item in whole:
                 pool.submit(self._guard, self._with_tool, item)
             for item in todo:
-                if item in whole:
-                    continue
-                if not item.verified:
+                if id(item) not in by_tool and not item.verified:
                     pool.submit(self._guard, self._plain, item)
-                    continue
-                size = item.size or 0
-                part = self.part_size if size > self.part_size * 3 // 2 else max(size, 1)
-                fetch = Fetch(item, part, window)
-                self.open.append(fetch)
-                for index in range(len(fetch.ranges)):
-                    while not window.acquire(timeout=0.2):
-                        if self.error is not None:
-                            break
-                    if self.error is not None:
-                        break
-                    pool.submit(self._guard, self._part, fetch, index)
-                if self.error is not None:
-                    break
+            for _ in range(self.concurrency):
+                pool.submit(self._guard, self._stream_runs, runs)
         if self.error is not None:
             raise self.error
+        left = next((f.item.uri for f in self.open if not f.finished), None)
+        if left is not None:  # a bug, not a store's fault: say so rather than keep a file unchecked
+            raise Failed(f"{left} was not fetched to its end: fetch again (and report this)")
 
     def _guard(self, fn, *args) -> None:
         if self.error is not None:
@@ -442,13 +526,42 @@ class Fetcher:
         except BaseException as exc:  # one line at the end, from the first failure
             self._fail(exc)
 
-    def _part(self, fetch: Fetch, index: int) -> None:
-        item = fetch.item
-        start, end = fetch.ranges[index]
-        # an empty file: one GET all the same (it must exist, and be empty)
-        got = self._read(item, start, end, fetch.write) if end > start else len(self._read(item, 0, None))
-        if fetch.put(index, got):
-            self._finish(item, fetch.h.hexdigest(), fetch.done, fetch)
+    def _stream_runs(self, runs: Runs) -> None:
+        """One thread's share: parts taken one after another until none is left."""
+        while self.error is None:
+            run = runs.take()
+            if run is None:
+                return
+            fetch = run.fetch
+            if fetch.size == 0:
+                self._read(fetch.item, 0, None)
+                self._finish(fetch.item, fetch.h.hexdigest(), 0, fetch)
+            else:
+                self._read_range(run, run.start, run.end)
+
+    def _read_range(self, run: Run, start: int, stop: int) -> None:
+        """Bytes [start, stop) of the run's file, written and hashed as they arrive; a dropped connection
+        or a short body is asked again from where it stopped (twice at most)."""
+        fetch, at = run.fetch, start
+
+        def write(view: memoryview, offset: int) -> None:
+            nonlocal at
+            if self.error is not None:
+                raise Stopped("another file failed")
+            if fetch.write(run, view, offset):
+                self._finish(fetch.item, fetch.h.hexdigest(), fetch.size, fetch)
+            at = offset + len(view)
+
+        for attempt in range(3):
+            try:
+                self.sources.stream(fetch.item, at, stop, write)
+            except Failed:
+                raise
+            except Exception as exc:
+                self._retry_or_fail(fetch.item, exc, attempt)
+            if at == stop:
+                return
+        raise Failed(f"{fetch.item.uri} sent {at - start} bytes for bytes {start}-{stop}: fetch again")
 
     def _finish(self, item: Item, sha256: str, size: int, fetch: Fetch | None = None) -> None:
         if fetch is not None:
@@ -460,29 +573,34 @@ class Fetcher:
             )
         os.replace(item.part, item.dest)
         self.state(item.root).record(item.path, sha256, os.stat(item.dest))
+        if fetch is not None:
+            fetch.finished = True
         with self.error_lock:
             self.fetched += 1
             self.bytes += size
 
-    def _read(self, item: Item, start: int, end: int | None, write: Callable[[memoryview, int], None] | None = None):
-        """One read (streamed to `write` when given: the number of bytes), tried again from its start on a
-        dropped connection; anything else is one line naming the URI."""
+    def _read(self, item: Item, start: int, end: int | None) -> bytes:
+        """One read of bytes [start, end) (end None: all of it) at once, tried again on a dropped
+        connection; anything else is one line naming the URI."""
         for attempt in range(3):
             try:
-                if write is None:
-                    return self.sources.read(item, start, end)
-                return self.sources.stream(item, start, end, write)
+                return self.sources.read(item, start, end)
             except Failed:
                 raise
-            except FileNotFoundError:
-                raise Failed(f"cannot read {item.uri}: no such file: {FIX}") from None
-            except Exception as exc:  # botocore: ClientError, EndpointConnectionError, a connection dropped...
-                permanent = type(exc).__name__ in ("ClientError", "NoCredentialsError", "PermissionError")
-                if permanent or item.uri.startswith("file://") or attempt == 2:
-                    said = " ".join(str(exc).split()) or type(exc).__name__
-                    hint = HINTS.get(type(exc).__name__, "")
-                    raise Failed(f"cannot download {item.uri} with {self._how(item)}: {said}{hint}") from None
+            except Exception as exc:
+                self._retry_or_fail(item, exc, attempt)
         raise AssertionError("unreachable")
+
+    def _retry_or_fail(self, item: Item, exc: Exception, attempt: int) -> None:
+        """Returns when `exc` is worth another attempt; raises its one line otherwise."""
+        if isinstance(exc, FileNotFoundError):
+            raise Failed(f"cannot read {item.uri}: no such file: {FIX}") from None
+        # botocore: ClientError, EndpointConnectionError, a connection dropped...
+        permanent = type(exc).__name__ in ("ClientError", "NoCredentialsError", "PermissionError")
+        if permanent or item.uri.startswith("file://") or attempt == 2:
+            said = " ".join(str(exc).split()) or type(exc).__name__
+            hint = HINTS.get(type(exc).__name__, "")
+            raise Failed(f"cannot download {item.uri} with {self._how(item)}: {said}{hint}") from None
 
     def _how(self, item: Item) -> str:
         return "python3" if item.uri.startswith("file://") else self.tool
