@@ -71,14 +71,15 @@ def make_folder(dest: Path, size_mib: int, files: int) -> int:
     return sum(p.stat().st_size for p in dest.iterdir())
 
 
-def start_endpoint(kind: str, data_dir: Path) -> tuple[subprocess.Popen, str]:
+def start_endpoint(kind: str, data_dir: Path, *extra: str) -> tuple[subprocess.Popen, str]:
+    """A local S3 endpoint serving data_dir (rclone) or in memory (moto); `extra`: rclone's own flags."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     bindir = Path(sys.executable).parent
     if kind == "rclone":
         (data_dir / BUCKET).mkdir(parents=True)
         cmd = [str(bindir / "rclone"), "serve", "s3", "--addr", f"127.0.0.1:{port}",
-               "--auth-key", f"{KEY},{SECRET}", str(data_dir)]  # fmt: skip
+               "--auth-key", f"{KEY},{SECRET}", *extra, str(data_dir)]  # fmt: skip
     else:
         cmd = [str(bindir / "moto_server"), "-H", "127.0.0.1", "-p", str(port)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

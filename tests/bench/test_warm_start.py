@@ -22,8 +22,11 @@ def test_a_tiny_run_prints_each_client_the_second_start_and_the_goals(tmp_path: 
     out = proc.stdout
     assert proc.returncode == 0, f"{out}\n{proc.stderr[-3000:]}"
     assert "warning" not in out, out  # every client left every byte; the second start fetched nothing
-    for client in ("sync.sh", "s5cmd sync", "aws s3 sync"):
-        assert re.search(rf"^{client} +MB/s per round \[\d+\]; client CPU [\d.]+ s per GB$", out, re.M), client
+    for client in ("sync.sh", "s5cmd sync", "s5cmd+sha256", "aws s3 sync"):
+        line = rf"^{re.escape(client)} +MB/s per round \[\d+\]; client CPU [\d.]+ s per GB, endpoint [\d.]+$"
+        assert re.search(line, out, re.M), client
+        assert re.search(rf"^sync.sh / {re.escape(client)} +[\d.]+x$", out, re.M) or client == "sync.sh"
+    assert re.search(r"^sha256 alone: [\d.]+ s of CPU per GB here", out, re.M), out
     assert re.search(r"^sync.sh said: sync.sh: 35 files fetched, .* MB/s \(up to \d+ reads", out, re.M), out
     assert re.search(r"^second start: [\d.]+ s .*, 1 requests \(each run: \[1\]\)$", out, re.M), out
     assert re.search(r"^  (met    |NOT MET)  second start <= 3 requests \(1\)$", out, re.M)
