@@ -43,8 +43,11 @@ transfer_tool_named() {  # SYNC_TOOL: auto (the default), boto3, aws or s5cmd
   tool="${SYNC_TOOL:-auto}"
   case "$tool" in auto|aws|s5cmd|boto3) ;; *) die "SYNC_TOOL=$tool: one of auto, aws, s5cmd, boto3" ;; esac
 }
-has_boto3() {  # without importing it (a second): botocore is what the fetcher uses, boto3 brings it
-  python3 -c 'import importlib.util as u, sys; sys.exit(u.find_spec("botocore") is None)' 2>/dev/null
+has_boto3() {  # without importing it (a second): botocore is what the fetcher uses, boto3 brings it; asked once
+  [ -n "${_has_boto3:-}" ] \
+    || { python3 -c 'import importlib.util as u, sys; sys.exit(u.find_spec("botocore") is None)' 2>/dev/null \
+         && _has_boto3=yes || _has_boto3=no; }
+  [ "$_has_boto3" = yes ]
 }
 transfer_ready() {  # transfer_ready PLAN: every tool PLAN's fetch needs is here, else one line, nothing fetched
   local other first_s3

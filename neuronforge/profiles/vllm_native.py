@@ -888,10 +888,18 @@ transfer_fetch "$work/fetch" || {
   for key in $keys; do rm -rf "$cache/.$key.sync"; done
   exit "$status"
 }
-for key in $keys; do  # whole entries appear at once, marker included
-  mkdir -p "$cache/.$key.sync"; touch "$cache/.$key.sync/.synced"
-  rm -rf "${cache:?}/$key"; mv "$cache/.$key.sync" "$cache/$key"
-done
+# Whole entries appear at once, marker included: one process for all of them (four per entry, forked one
+# by one, cost a tenth of a second at 30 entries).
+python3 - "$cache" $keys <<'PY'
+import os, shutil, sys
+cache = sys.argv[1]
+for key in sys.argv[2:]:
+    staged = os.path.join(cache, f".{key}.sync")
+    os.makedirs(staged, exist_ok=True)
+    open(os.path.join(staged, ".synced"), "w").close()
+    shutil.rmtree(os.path.join(cache, key), ignore_errors=True)
+    os.rename(staged, os.path.join(cache, key))
+PY
 read -r fetched _ < "$work/fetch.result"
 graphs="$(ls "$cache"/*/.compilation_complete 2>/dev/null | wc -l)"
 echo "sync.sh: $fetched fetched; $graphs graphs in $cache"
