@@ -195,6 +195,47 @@ def test_a_full_disk_is_one_line_at_once_and_no_part_left(tmp_path: Path, monkey
     assert not list(host.rglob("*.part")) and not (host / path).exists()
 
 
+def test_then_fetches_the_plan_a_command_makes_from_the_first_in_the_same_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sync.sh's start: the manifest (no record), then a plan made from it, with one reader (one botocore)."""
+    import sys
+
+    src, host = _file_store(tmp_path), tmp_path / "host"
+    (src / "list.txt").write_text("\n".join(FILES) + "\n")
+    first = _plan(tmp_path, [(f"file://{src}/list.txt", tmp_path / "work", "list.txt", None)])
+    planner = tmp_path / "planner.py"
+    records = {p: (len(d), _sha(d)) for p, d in FILES.items()}
+    planner.write_text(
+        "import json, sys\n"
+        f"records = json.loads({json.dumps(json.dumps(records))})\n"
+        "for p in open(sys.argv[1]).read().split():\n"
+        f"    print(f'file://{src}/{{p}}', sys.argv[2], p, *records[p], 'the manifest', sep='\\t')\n"
+    )
+    made: list[object] = []
+    monkeypatch.setattr(
+        launch_fetch.Sources, "__init__", lambda self, n: made.append(self) or setattr(self, "_lock", None)
+    )
+    nxt = tmp_path / "next"
+    command = [sys.executable, str(planner), str(tmp_path / "work/list.txt"), str(host)]
+    out = io.StringIO()
+    code = launch_fetch.main(["test.sh", "boto3", str(first), "", "--then", str(nxt), *command], out)
+    assert code == 0, out.getvalue()
+    assert {p: (host / p).read_bytes() for p in FILES} == FILES and len(made) == 1
+    assert Path(f"{first}.result").read_text().split()[:2] == ["1", "0"]
+    assert Path(f"{nxt}.result").read_text().split()[:2] == ["4", "0"]
+    assert out.getvalue().count("\n") == 1 and out.getvalue().startswith("test.sh: 4 files fetched")
+    # the command's failure is its own line (on its stderr) and its exit code; nothing more is fetched
+    failing = [sys.executable, "-c", "import sys; sys.exit(3)"]
+    code = launch_fetch.main(["test.sh", "boto3", str(first), "", "--then", str(tmp_path / "n2"), *failing], out)
+    assert code == 3 and not Path(f"{tmp_path / 'n2'}.result").exists()
+    # a store the fetcher does not read is refused before anything is fetched
+    bad = tmp_path / "bad"
+    bad.write_text(f"https://example.com/x\t{host}\tx\t1\t{'0' * 64}\tthe manifest\n")
+    code, said, _ = _run(bad)
+    assert (code, said) == (2, "test.sh: cannot download https://example.com/x: only s3:// and file:// stores\n")
+
+
 def test_a_file_verified_before_is_kept_by_its_stat_without_being_read(tmp_path: Path) -> None:
     src, host = _file_store(tmp_path), tmp_path / "host"
     plan = _plan(tmp_path, [(f"file://{src}/{p}", host, p, d) for p, d in FILES.items()])

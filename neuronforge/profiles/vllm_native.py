@@ -847,12 +847,14 @@ work="$cache/.sync"
 mkdir -p "$cache" "$MODEL_DIR"; rm -rf "$work"; mkdir -p "$work"; trap 'rm -rf "$work"' EXIT
 # The artifact's manifest: every file of the model, with its size and sha256 (the one read of a warm start).
 printf '%s\t%s\tmanifest.json\t-\t-\t-\n' "$ARTIFACT_URI/@@MANIFEST@@" "$work" > "$work/first"
-transfer_ready "$work/first"
-transfer_fetch "$work/first"
+# Every tool the fetch needs, named before anything is fetched: the plan's files are all in these two stores.
+printf '%s\n' "$ARTIFACT_URI/@@MANIFEST@@" "$CACHE_URI/" > "$work/stores"
+transfer_ready "$work/stores"
 # The plan: every file this host must hold (uri, root, path, size, sha256, the record it is checked against);
-# an entry complete here is skipped whole, the rest is staged in .<key>.sync.
+# an entry complete here is skipped whole, the rest is staged in .<key>.sync. It is made once the manifest
+# is here, by the fetcher that read it (`--then`: one python3 and one botocore for the whole start).
 export MODEL_DIR ARTIFACT_URI MODEL_URI CACHE_URI
-python3 - "$here/$CACHE_MANIFEST" "$work/manifest.json" "$cache" "$work/keys" > "$work/fetch" <<'PY'
+cat > "$work/plan.py" <<'PY'
 import json, os, shutil, sys
 cache_manifest, artifact_manifest, cache, keys = sys.argv[1:]
 artifact, model = os.environ["ARTIFACT_URI"].rstrip("/"), os.environ["MODEL_URI"].rstrip("/")
@@ -880,14 +882,14 @@ for f in m.get("nki", []):  # NKI results: in place, each renamed in once verifi
     line(f"{os.environ['CACHE_URI']}/{f['path']}", cache, f["path"], f, "@@CACHE@@")
 open(keys, "w").write(" ".join(staged))
 PY
-keys="$(cat "$work/keys")"
-# Every tool the fetch needs, named before anything is fetched; then the fetch, verified as it streams.
-transfer_ready "$work/fetch"
-transfer_fetch "$work/fetch" || {
+# The manifest, then the plan, then every file of it, verified as it streams.
+transfer_fetch "$work/first" "" --then "$work/fetch" \
+    python3 "$work/plan.py" "$here/$CACHE_MANIFEST" "$work/manifest.json" "$cache" "$work/keys" || {
   status=$?
-  for key in $keys; do rm -rf "$cache/.$key.sync"; done
+  for key in $(cat "$work/keys" 2>/dev/null || true); do rm -rf "$cache/.$key.sync"; done
   exit "$status"
 }
+keys="$(cat "$work/keys")"
 # Whole entries appear at once, marker included: one process for all of them (four per entry, forked one
 # by one, cost a tenth of a second at 30 entries).
 python3 - "$cache" $keys <<'PY'
