@@ -891,8 +891,8 @@ transfer_fetch "$work/first" "" --then "$work/fetch" \
 }
 keys="$(cat "$work/keys")"
 # Whole entries appear at once, marker included: one process for all of them (four per entry, forked one
-# by one, cost a tenth of a second at 30 entries).
-python3 - "$cache" $keys <<'PY'
+# by one, cost a tenth of a second at 30 entries); none when every entry was here.
+[ -z "$keys" ] || python3 - "$cache" $keys <<'PY'
 import os, shutil, sys
 cache = sys.argv[1]
 for key in sys.argv[2:]:
