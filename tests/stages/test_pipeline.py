@@ -273,7 +273,10 @@ def test_a_quantized_target_runs_end_to_end_on_the_cpu_backend(compiled: Compile
     target = TargetSpec.parse({**TARGET, "quantization": "int8:per_channel"})
     work = tmp_path / "work"
     shutil.copytree(compiled.work_dir / "compile-cache", work / "compile-cache")
-    out = run_target(str(compiled.checkpoint), target, compiled.store, work)
+    # a store of its own: the session's shared one holds one build, which other files' tests count on
+    shutil.copytree(compiled.store.root_uri.removeprefix("file://"), tmp_path / "store")
+    store = open_store(f"file://{tmp_path / 'store'}")
+    out = run_target(str(compiled.checkpoint), target, store, work)
     assert out.status == "published" and out.key != compiled.first.key  # quantization is in the key
     m = out.published.manifest.to_json()  # as stored
     quantized = m["compile"]["quantized"]
@@ -283,8 +286,9 @@ def test_a_quantized_target_runs_end_to_end_on_the_cpu_backend(compiled: Compile
     assert all("unquantized" in p for p in m["smoke"]["prompts"])
     # Another target with the same quantization reuses the quantized checkpoint.
     other = TargetSpec.parse({**TARGET, "quantization": "int8:per_channel", "max_context_length": 48})
-    again = run_target(str(compiled.checkpoint), other, compiled.store, work)
+    again = run_target(str(compiled.checkpoint), other, store, work)
     assert again.published.manifest.compile["quantized"]["reused"]
+    assert [o.key for o in compiled.store.list("index")] == [f"index/{compiled.first.key}.json"]
 
 
 def test_a_quantized_nxdi_target_points_neuron_config_at_the_quantized_checkpoint(
