@@ -106,3 +106,17 @@ def test_a_bad_floor_is_one_line_naming_the_variable(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("NEURONFORGE_TRANSFER_FLOOR_MBS", "-5")
     with pytest.raises(InvalidInput, match=r"NEURONFORGE_TRANSFER_FLOOR_MBS='-5' is not a number of MB/s, 0 or above"):
         transfers.floor_mbs()
+
+
+def test_collectors_that_end_out_of_order_each_keep_their_own_transfers() -> None:
+    """Two builds in one process (threads): the later collector ends first, while both are still empty.
+    Each leaves with its own list — not the first equal one — so the other keeps receiving transfers."""
+    t = Transfer("download", "file:///s/k", 10, 1, 0.001, "file")
+    outer = transfers.collecting()
+    first = outer.__enter__()
+    inner = transfers.collecting()
+    second = inner.__enter__()
+    inner.__exit__(None, None, None)
+    transfers.record(t)
+    outer.__exit__(None, None, None)  # a ValueError when the inner exit had removed this (equal, empty) list
+    assert first == [t] and second == []

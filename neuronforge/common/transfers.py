@@ -69,8 +69,8 @@ def collecting() -> Iterator[list[Transfer]]:
     try:
         yield sink
     finally:
-        with _LOCK:
-            _SINKS.remove(sink)
+        with _LOCK:  # this very list: `remove` would take the first *equal* one (two empty sinks are equal)
+            _SINKS[:] = [s for s in _SINKS if s is not sink]
 
 
 def record(transfer: Transfer) -> None:
