@@ -545,12 +545,13 @@ class Fetcher:
                 self._read(fetch.item, 0, None)
                 self._finish(fetch.item, fetch.h.hexdigest(), 0, fetch)
             else:
-                self._read_range(run, run.start, run.end)
+                self._read_range(run)
 
-    def _read_range(self, run: Run, start: int, stop: int) -> None:
-        """Bytes [start, stop) of the run's file, written and hashed as they arrive; a dropped connection
-        or a short body is asked again from where it stopped (twice at most)."""
-        fetch, at = run.fetch, start
+    def _read_range(self, run: Run) -> None:
+        """The run's bytes, written and hashed as they arrive; a dropped connection or a short body is
+        asked again from where it stopped (twice at most)."""
+        fetch, start, stop = run.fetch, run.start, run.end
+        at = start
 
         def write(view: memoryview, offset: int) -> None:
             nonlocal at
