@@ -327,3 +327,26 @@ def test_the_aws_cli_and_s5cmd_fetch_whole_files_that_are_then_verified(
     code, said, _ = _run(_plan(tmp_path, [(f"s3://{s3_bucket}/a/model/config.json", tmp_path / "h2", "c", b"x")]), tool)
     assert code == 1 and said.count("\n") == 1 and "differs from the manifest" in said, said
     assert not list((tmp_path / "h2").rglob("*c*"))
+
+
+def test_ranged_reads_of_s3_go_back_to_the_pool_and_reuse_one_connection(
+    tmp_path: Path, s3_bucket: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Parts read straight from the socket are handed back to urllib3's pool once read to their end:
+    one thread, five ranged GETs, one connection (closing each response would open five)."""
+    import logging
+
+    import boto3
+
+    data = FILES["model/big.safetensors"]
+    boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"]).put_object(Bucket=s3_bucket, Key="b", Body=data)
+    monkeypatch.setenv("SYNC_PART_MB", "1")
+    monkeypatch.setenv("SYNC_CONCURRENCY", "1")
+    host = tmp_path / "host"
+    with caplog.at_level(logging.DEBUG, logger="urllib3.connectionpool"):
+        code, said, _ = _run(_plan(tmp_path, [(f"s3://{s3_bucket}/b", host, "b", data)]))
+    assert code == 0, said
+    assert (host / "b").read_bytes() == data
+    gets = [r for r in caplog.records if '"GET /' in r.getMessage()]
+    opened = [r for r in caplog.records if "Starting new HTTP connection" in r.getMessage()]
+    assert len(gets) == 5 and len(opened) == 1, [r.getMessage() for r in caplog.records]
