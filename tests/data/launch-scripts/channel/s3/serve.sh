@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Run serve.sh of the build the release channel builtin:tiny-llama · vllm-neuron-native · stable points to NOW: resolve.sh fetches that
+# build's launch files (verified against its manifest), then its serve.sh runs with these arguments.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+dir="$(bash "$here/resolve.sh")"
+exec bash "$dir/launch/serve.sh" "$@"
