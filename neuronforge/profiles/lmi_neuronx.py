@@ -44,14 +44,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import shutil
 from collections.abc import Mapping
 from math import ceil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from neuronforge.artifacts import layout
+from neuronforge.artifacts import launch_script, layout
 from neuronforge.common.errors import InvalidInput
 from neuronforge.compilation.backends.child import TOKENIZER_FILES
 from neuronforge.compilation.backends.tnx import (
@@ -372,8 +371,11 @@ def render_properties(
 
 
 def render_run_lmi(ctx: LaunchContext, how: str, devices: int) -> str:
-    """`run-lmi.sh` for one artifact: where the artifact and (GPT-J/NeoX) the store's NEFF cache are
-    relative to the store's root, so the script finds them wherever the store is mounted."""
+    """`launch/run-lmi.sh` for one artifact (`launch_templates/run-lmi.sh`): the launch files name LMI's
+    container paths; it resolves the host's side at deploy time (as sync.sh does for the vLLM profiles)
+    and runs `docker run` with the mounts that make those paths hold the artifact, its checks failing
+    before Docker starts, in one line each. It is given where the artifact and (GPT-J/NeoX) the store's
+    NEFF cache are relative to the store's root, so it finds them wherever the store is mounted."""
     key = ctx.artifact_uri.rstrip("/").rsplit("/", 1)[-1]
     artifact_prefix = cache_prefix = ""
     if how != "s3":
@@ -381,98 +383,16 @@ def render_run_lmi(ctx: LaunchContext, how: str, devices: int) -> str:
         cache = ctx.cache_uri.removeprefix("file://").rstrip("/")
         root = os.path.commonpath([artifact, cache])
         artifact_prefix, cache_prefix = os.path.relpath(artifact, root), os.path.relpath(cache, root)
-    values = {
-        "@@REF@@": f"lmi-neuronx@{SDK_RELEASE}",
-        "@@KIND@@": how,
-        "@@ARTIFACT_PREFIX@@": shlex.quote(artifact_prefix),
-        "@@CACHE_PREFIX@@": shlex.quote(cache_prefix),
-        "@@KEY@@": key,
-        "@@DEVICES@@": str(devices),
-        "@@IMAGE@@": LMI_IMAGE,
-    }
-    text = RUN_LMI_SH
-    for name, value in values.items():
-        text = text.replace(name, value)
-    return text
-
-
-# `launch/run-lmi.sh`: the launch files name LMI's container paths; this resolves the host's side at
-# deploy time (as sync.sh does for the vLLM profiles) and runs `docker run` with the mounts that make
-# those paths hold the artifact. Its checks fail before Docker starts, in one line each.
-RUN_LMI_SH = r"""#!/usr/bin/env bash
-# Start LMI on this artifact (@@REF@@) with Docker, wherever its store is mounted on this host.
-# serving.properties and lmi.env name LMI's container paths (/opt/ml/model); this script puts them there:
-# a run folder holding serving.properties and lmi.env is mounted at /opt/ml/model (where LMI reads
-# serving.properties), the artifact's split/ read-only at /opt/ml/model/split, and, for a class without
-# load(dir) (GPT-J, GPT-NeoX), the NEFF cache entries neff-cache.json lists are copied into the run
-# folder's neuron-cache/ (NEURON_COMPILE_CACHE_URL). Then it runs the docker command, or prints it.
-# Usage: bash run-lmi.sh [--print]
-#   STORE_ROOT    the folder the store is mounted at (default: found from where this script is)
-#   ARTIFACT_DIR  the artifact's folder (default: the folder above launch/)
-#   LMI_RUN_DIR   the run folder (default: ${TMPDIR:-/tmp}/neuronforge-lmi/@@KEY@@)
-#   LMI_PORT      the host port for LMI's 8080 (default 8080); LMI_IMAGE (default @@IMAGE@@)
-# Needs bash, python3 (GPT-J/NeoX: it reads neff-cache.json) and, without --print, docker.
-set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
-die() { echo "run-lmi.sh: $*" >&2; exit 2; }
-print=0
-case "${1:-}" in --print) print=1 ;; "") ;; *) die "unknown argument $1: usage: bash run-lmi.sh [--print]" ;; esac
-kind=@@KIND@@; artifact_prefix=@@ARTIFACT_PREFIX@@; cache_prefix=@@CACHE_PREFIX@@
-run="${LMI_RUN_DIR:-${TMPDIR:-/tmp}/neuronforge-lmi/@@KEY@@}"
-for f in serving.properties lmi.env neff-cache.json; do
-  [ -f "$here/$f" ] || die "$here/$f is missing: run the launch/ folder of the artifact as published"
-done
-mkdir -p "$run"
-cp "$here/serving.properties" "$here/lmi.env" "$run/"
-mounts=(-v "$run:/opt/ml/model")
-if [ "$kind" != s3 ]; then
-  artifact="${ARTIFACT_DIR:-$(cd "$here/.." && pwd -P)}"
-  [ -f "$artifact/split/model/config.json" ] \
-    || die "$artifact/split/model/config.json is missing: set ARTIFACT_DIR to the folder the artifact is at"
-  mkdir -p "$run/split"
-  mounts+=(-v "$artifact/split:/opt/ml/model/split:ro")
-fi
-if [ "$kind" = local ] && ! compgen -G "$artifact/split/neff/*.neff" > /dev/null; then
-  die "$artifact/split/neff/ holds no .neff files: LMI's model.load would find no graph"
-fi
-if [ "$kind" = local-cache ]; then
-  if [ -z "${STORE_ROOT:-}" ]; then
-    case "$artifact" in
-      */"$artifact_prefix") STORE_ROOT="${artifact%/"$artifact_prefix"}" ;;
-      *) die "$artifact is not at $artifact_prefix in a store: set STORE_ROOT to the folder the store is mounted at" ;;
-    esac
-  fi
-  command -v python3 > /dev/null || die "python3 is not on PATH (it reads neff-cache.json)"
-  cache="$STORE_ROOT/$cache_prefix"
-  python3 - "$here/neff-cache.json" > "$run/.entries" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1]))
-for e in c["entries"]:
-    print(c["compiler_dir"] + "/" + e)
-PY
-  while read -r entry; do
-    [ -f "$cache/$entry/model.done" ] \
-      || die "$cache/$entry is not a complete NEFF cache entry (no model.done): set STORE_ROOT to the store's folder"
-    dest="$run/neuron-cache/$entry"
-    if [ ! -f "$dest/model.done" ]; then  # whole entries, model.done included, appear at once
-      rm -rf "$dest.partial"; mkdir -p "$(dirname "$dest")"
-      cp -R "$cache/$entry" "$dest.partial"; rm -rf "$dest"; mv "$dest.partial" "$dest"
-    fi
-  done < "$run/.entries"
-  rm -f "$run/.entries"
-fi
-devices=()
-for ((i = 0; i < @@DEVICES@@; i++)); do devices+=(--device "/dev/neuron$i"); done
-cmd=(docker run --rm -p "${LMI_PORT:-8080}:8080" "${devices[@]}" "${mounts[@]}" --env-file "$run/lmi.env")
-for name in AWS_REGION AWS_DEFAULT_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_ENDPOINT_URL; do
-  if [ -n "${!name:-}" ]; then cmd+=(-e "$name"); fi  # the name only: docker passes the host's value
-done
-cmd+=("${LMI_IMAGE:-@@IMAGE@@}")
-printf '%q ' "${cmd[@]}"; echo
-if [ "$print" = 1 ]; then exit 0; fi
-command -v docker > /dev/null || die "docker is not on PATH: run the command above where Docker is"
-exec "${cmd[@]}"
-"""
+    return launch_script.render(
+        "run-lmi.sh",
+        REF=f"lmi-neuronx@{SDK_RELEASE}",
+        KIND=how,
+        ARTIFACT_PREFIX=artifact_prefix,
+        CACHE_PREFIX=cache_prefix,
+        KEY=key,
+        DEVICES=devices,
+        IMAGE=LMI_IMAGE,
+    )
 
 
 # -- the profile ---------------------------------------------------------------------------------------

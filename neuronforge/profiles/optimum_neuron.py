@@ -39,6 +39,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from neuronforge.artifacts import launch_script
 from neuronforge.compilation.backends.optimum import BACKEND, unsupported
 from neuronforge.profiles.base import (
     SHELL_VAR,
@@ -165,24 +166,14 @@ class OptimumNeuronProfile(ServingProfile):
         return {ENV_FILE: env_text, SERVE_FILE: self._serve_sh(t), LOAD_FILE: self._load_py(t, uri)}
 
     def _serve_sh(self, t: TargetSpec) -> str:
-        return (
-            "#!/usr/bin/env bash\n"
-            f"# Serve the export with optimum-neuron {OPTIMUM_NEURON_VERSION}'s vLLM platform (OpenAI API on $PORT).\n"
-            "# Usage: bash serve.sh [extra vLLM options, e.g. --served-model-name NAME]\n"
-            "# The folder is downloaded first: optimum-cli reads a local folder (or a Hub id), not s3://.\n"
-            "# The flags below are the export's batch size, sequence length and tensor parallel size;\n"
-            "# optimum-cli neuron serve refuses other values (it also checks the instance type).\n"
-            "set -euo pipefail\n"
-            'here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\n'
-            f'set -a; . "$here/{ENV_FILE}"; set +a\n'
-            'case "$MODEL_URI" in\n'
-            '  s3://*) mkdir -p "$MODEL_DIR"; aws s3 sync --only-show-errors "$MODEL_URI" "$MODEL_DIR" ;;\n'
-            '  file://*) MODEL_DIR="${MODEL_URI#file://}" ;;\n'
-            '  *) MODEL_DIR="$MODEL_URI" ;;\n'
-            "esac\n"
-            'exec optimum-cli neuron serve --model "$MODEL_DIR"'
-            f" --tensor_parallel_size {t.tp_degree} --batch_size {t.batch_size}"
-            f' --sequence_length {t.sequence_length} --port "$PORT" "$@"\n'
+        """`launch_templates/optimum-neuron-serve.sh`: download, then serve with the export's shape."""
+        return launch_script.render(
+            "optimum-neuron-serve.sh",
+            VERSION=OPTIMUM_NEURON_VERSION,
+            ENV_FILE=ENV_FILE,
+            TP=t.tp_degree,
+            BATCH=t.batch_size,
+            SEQ=t.sequence_length,
         )
 
     def _load_py(self, t: TargetSpec, uri: str) -> str:

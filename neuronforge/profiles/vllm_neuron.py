@@ -40,6 +40,8 @@ from math import ceil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from neuronforge.artifacts import launch_script
+from neuronforge.artifacts.launch_script import Shell
 from neuronforge.compilation.backends.child import TOKENIZER_FILES
 from neuronforge.compilation.backends.nxdi import (
     BACKEND,
@@ -760,23 +762,15 @@ class VllmNeuronProfile(ServingProfile):
         return {ENV_FILE: env_text, SERVE_FILE: self._serve_sh(ctx)}
 
     def _serve_sh(self, ctx: LaunchContext) -> str:
+        """`launch_templates/vllm-neuron-serve.sh`: download, then the command the build was compiled for."""
+        r = self.release
         flags = self.launch_command_flags(ctx.target)
-        return (
-            "#!/usr/bin/env bash\n"
-            f"# Serve the NxD Inference build with vLLM {self.release.vllm} + vllm-neuron {self.release.vllm_neuron} "
-            "(OpenAI API on $PORT).\n"
-            "# Usage: bash serve.sh [more vLLM options, e.g. --served-model-name NAME]. Do not repeat the\n"
-            "# flags below with other values: vLLM would schedule for a model other than the compiled one.\n"
-            "set -euo pipefail\n"
-            'here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\n'
-            f'set -a; . "$here/{ENV_FILE}"; set +a\n'
-            'mkdir -p "$MODEL_DIR"\n'
-            'case "$MODEL_URI" in\n'
-            '  s3://*) aws s3 sync --only-show-errors "$MODEL_URI" "$MODEL_DIR" ;;\n'
-            '  file://*) cp -R "${MODEL_URI#file://}/." "$MODEL_DIR/" ;;\n'
-            '  *) echo "serve.sh: cannot download $MODEL_URI" >&2; exit 2 ;;\n'
-            "esac\n"
-            f"exec {render_serve_command(flags)}\n"
+        return launch_script.render(
+            "vllm-neuron-serve.sh",
+            VLLM=r.vllm,
+            VLLM_NEURON=r.vllm_neuron,
+            ENV_FILE=ENV_FILE,
+            COMMAND=serve_command_words(flags),
         )
 
     # -- preflight -------------------------------------------------------------------------------
@@ -917,8 +911,14 @@ class VllmNeuronProfile(ServingProfile):
         return out
 
 
-def render_serve_command(flags: Mapping[str, Any], model: str = '"$MODEL_DIR"') -> str:
+def render_serve_command(flags: Mapping[str, Any], model: str = Shell('"$MODEL_DIR"')) -> str:
     """`vllm serve MODEL --flag value …` (shell-quoted; `launch_flags` parses it back)."""
+    return launch_script.command(serve_command_words(flags, model))
+
+
+def serve_command_words(flags: Mapping[str, Any], model: str = Shell('"$MODEL_DIR"')) -> list[list[str]]:
+    """The words of `vllm serve MODEL --flag value …`, one flag (with its value) per line for a readable
+    script; `"$PORT"` and `"$@"` are the script's own shell text."""
     parts = ["vllm", "serve", model]
     for name in ("tensor_parallel_size", "max_num_seqs", "max_model_len", "dtype"):
         parts += [f"--{name.replace('_', '-')}", str(flags[name])]
@@ -928,19 +928,14 @@ def render_serve_command(flags: Mapping[str, Any], model: str = '"$MODEL_DIR"') 
     else:
         parts.append("--no-enable-prefix-caching")
     if flags.get("additional_config"):
-        parts += ["--additional-config", shlex.quote(json.dumps(flags["additional_config"], sort_keys=True))]
-    parts += ["--port", '"$PORT"', '"$@"']
-    return " \\\n  ".join(_pairs(parts))
-
-
-def _pairs(parts: list[str]) -> list[str]:
-    """One flag (with its value) per line, for a readable script."""
-    lines: list[str] = [" ".join(parts[:3])]
+        parts += ["--additional-config", json.dumps(flags["additional_config"], sort_keys=True)]
+    parts += ["--port", Shell('"$PORT"'), Shell('"$@"')]
+    lines: list[list[str]] = [parts[:3]]
     for word in parts[3:]:
         if word.startswith("--") or word == '"$@"':
-            lines.append(word)
+            lines.append([word])
         else:
-            lines[-1] += f" {word}"
+            lines[-1].append(word)
     return lines
 
 
