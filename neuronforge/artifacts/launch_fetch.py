@@ -8,7 +8,8 @@ module. Usage (what `transfer_fetch` runs):
 
     python3 launch_fetch.py ME TOOL PLAN [REUSE] [--then NEXT_PLAN COMMAND...]
 
-PLAN: one `uri<TAB>root<TAB>path<TAB>size<TAB>sha256<TAB>against` line per file. The file goes to
+PLAN: one `uri<TAB>root<TAB>path<TAB>size<TAB>sha256<TAB>against` line per file, a backslash, tab or
+newline in a field written `\\\\`, `\\t`, `\\n` (a folder's name may hold any of them). The file goes to
 root/path (a path that leaves root is refused); `size`/`sha256` `-` fetch a file no record names
 (channel.json, a manifest: one plain GET, not verified here); `against` names the record in the
 failure line. TOOL reads s3://: `boto3` is this fetcher's own parallel client; `s5cmd` (one `s5cmd run`)
@@ -102,15 +103,34 @@ def inside(root: str, path: str) -> str:
     return os.path.join(root, path)
 
 
+# A plan field's escapes: a path may hold a tab, a newline or a backslash and still be one field of one line
+# (`plan_line` in launch_templates/transfer.sh and the scripts' plan makers write them).
+_ESCAPES = {"\\": "\\", "t": "\t", "n": "\n"}
+
+
+def _unescaped(field: str, n: int) -> str:
+    out, i = [], 0
+    while i < len(field):
+        c = field[i]
+        if c == "\\":
+            c = _ESCAPES.get(field[i + 1 : i + 2], "")
+            if not c:
+                raise Failed(f"plan line {n}: a backslash that is not \\\\, \\t or \\n in {field!r}", 2)
+            i += 1
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
 def read_plan(text: str) -> list[Item]:
     items = []
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(text.split("\n"), 1):
         if not line:
             continue
         cols = line.split("\t")
         if len(cols) != 6:
             raise Failed(f"plan line {n} has {len(cols)} fields, not 6 (uri root path size sha256 against)", 2)
-        uri, root, path, size, sha, against = cols
+        uri, root, path, size, sha, against = (_unescaped(c, n) for c in cols)
         if not uri.startswith(("s3://", "file://")):
             raise Failed(f"cannot download {uri}: only s3:// and file:// stores", 2)
         known = size != UNKNOWN
@@ -734,7 +754,7 @@ def main(argv: list[str], out: IO[str] = sys.stderr) -> int:
         reuse = argv[3] if len(argv) == 4 and argv[3] else None
         sources: Sources | None = None
         while True:
-            with open(plan) as f:
+            with open(plan, encoding="utf-8", errors="surrogateescape") as f:  # a path's bytes, as they are
                 items = read_plan(f.read())
             fetcher = Fetcher(me, tool, items, reuse, sources)
             fetcher.run()

@@ -5,12 +5,17 @@ A template names each value it takes as a placeholder, `@@NAME@@` or `@@NAME:kin
 
     @@NAME@@           one shell word: the value `shlex.quote`d (a store path, a channel's name, a
                        number), so whatever it holds reaches the shell as data — only ever where a word
-                       goes (an assignment's value, an argument), never inside quotes
+                       goes (an assignment's value, an argument), never inside quotes. A value holding
+                       a control character (a newline) or a byte that is not UTF-8 (a folder's name,
+                       kept as `os.fsdecode` keeps it) is bash's `$'...'` instead: the script stays one
+                       line per value and UTF-8 text (a ConfigMap holds it), and bash reads the bytes
     @@NAME:comment@@   text inside a `#` comment: a control character (a newline would end the comment and
                        start a command) is shown as its escape
     @@NAME:args@@      a command's words, one line per group (`Words`): each word quoted like the above,
                        unless it is `Shell` text the package itself wrote (`"$PORT"`, `"$@"`)
-    @@NAME:raw@@       the value pasted as it is
+
+There is no kind that pastes a value into shell text: a script uses a value through the variable it is
+assigned to (`store_uri=@@STORE@@`, then `"$store_uri"`), and its Python passes values as arguments.
 
 and a line `@@include FILE@@` puts another file of the package in its place (`transfer.sh`, the fetcher's
 source): text, not a value, never scanned for placeholders. A placeholder the caller does not give, and a
@@ -30,7 +35,7 @@ HERE = Path(__file__).parent
 TEMPLATES = HERE / "launch_templates"
 _PLACEHOLDER = re.compile(r"@@([A-Z][A-Z0-9_]*)(?::([a-z]+))?@@")
 _INCLUDE = re.compile(r"^@@include ([A-Za-z0-9_./-]+)@@\n", re.MULTILINE)
-KINDS = ("word", "comment", "args", "raw")
+KINDS = ("word", "comment", "args")
 CONTINUED = " \\\n  "  # a command's lines: one group of words each
 
 
@@ -93,14 +98,28 @@ def _value(template: str, name: str, kind: str, value: object) -> str:
     text = str(value)
     if kind == "comment":
         return comment(text)
-    if kind == "raw":
-        return text
-    return shlex.quote(text)
+    return word(text)
+
+
+def word(text: str) -> str:
+    """`text` as one bash word that means exactly it (`shlex.quote`, or `$'...'` when it must be)."""
+    if text.isprintable():
+        return shlex.quote(text)
+    return "$'" + "".join(_ansi_c(c) for c in text) + "'"
+
+
+def _ansi_c(c: str) -> str:
+    """One character inside bash's `$'...'`: a byte `os.fsdecode` kept as a surrogate is that byte again."""
+    if "\udc80" <= c <= "\udcff":
+        return f"\\x{ord(c) - 0xDC00:02x}"
+    if c in "\\'":
+        return "\\" + c
+    return c if c.isprintable() else "".join(f"\\x{b:02x}" for b in c.encode())  # a byte, in any locale
 
 
 def command(lines: Words) -> str:
     """A command's words, a line per group (`CONTINUED`): each quoted unless it is `Shell`."""
-    return CONTINUED.join(" ".join(w if isinstance(w, Shell) else shlex.quote(w) for w in line) for line in lines)
+    return CONTINUED.join(" ".join(w if isinstance(w, Shell) else word(w) for w in line) for line in lines)
 
 
 def comment(text: str) -> str:

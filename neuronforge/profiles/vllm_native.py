@@ -499,7 +499,7 @@ class VllmNativeProfile(ServingProfile):
                 groups.append([word])
             else:
                 groups[-1].append(word)
-        return launch_script.render("vllm-native-serve.sh", REF=self.ref, SYNC=SYNC_FILE, FLAGS=groups)
+        return launch_script.render("vllm-native-serve.sh", REF=self.ref, FLAGS=groups)
 
     def _k8s(self, ctx: LaunchContext, files: Mapping[str, str], port: int) -> str:
         """The Kubernetes manifest that serves this artifact as written: the launch files in ConfigMaps,
@@ -803,7 +803,7 @@ SAME_ROOT = 'export NEURON_LIBTORCH_CACHE_ROOT="$VLLM_CACHE_ROOT"\n'
 # reads the manifest and no file. It names any tool it lacks before fetching anything (a Kubernetes init
 # container runs it in the serving image: `vllm_native_k8s`). How it reads the store is
 # `transfer_sh.FUNCTIONS`, the text a channel's resolve.sh carries (`launch_templates/vllm-native-sync.sh`).
-SYNC_SH = launch_script.render("vllm-native-sync.sh", MANIFEST=layout.ARTIFACT_MANIFEST, CACHE=CACHE_MANIFEST)
+SYNC_SH = launch_script.render("vllm-native-sync.sh", MANIFEST=layout.ARTIFACT_MANIFEST)
 
 
 PROFILES = (VllmNativeProfile(SDK_2_32), VllmNativeProfile(SDK_2_33))

@@ -5,8 +5,11 @@
 # The flags below are the export's batch size, sequence length and tensor parallel size;
 # optimum-cli neuron serve refuses other values (it also checks the instance type).
 set -euo pipefail
+me=serve.sh
+env_file=@@ENV_FILE@@
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-set -a; . "$here/@@ENV_FILE:raw@@"; set +a
+@@include env.sh@@
+load_env "$here/$env_file"
 case "$MODEL_URI" in
   s3://*) mkdir -p "$MODEL_DIR"; aws s3 sync --only-show-errors "$MODEL_URI" "$MODEL_DIR" ;;
   file://*) MODEL_DIR="${MODEL_URI#file://}" ;;

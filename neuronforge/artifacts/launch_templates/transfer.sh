@@ -9,6 +9,13 @@ has_boto3() {  # without importing it (a second): botocore is what the fetcher u
          && _has_boto3=yes || _has_boto3=no; }
   [ "$_has_boto3" = yes ]
 }
+plan_field() {  # plan_field TEXT: TEXT as one field of a plan line (launch_fetch.read_plan): \\ \t \n escaped
+  local b=$'\\' text="$1"
+  text="${text//"$b"/"$b$b"}"; text="${text//$'\t'/"$b"t}"; printf '%s' "${text//$'\n'/"$b"n}"
+}
+plan_line() {  # plan_line URI ROOT PATH: the plan line of one file no record names (size, sha256: -)
+  printf '%s\t%s\t%s\t-\t-\t-\n' "$(plan_field "$1")" "$(plan_field "$2")" "$(plan_field "$3")"
+}
 transfer_ready() {  # transfer_ready PLAN: every tool PLAN's fetch needs is here, else one line, nothing fetched
   local other first_s3
   other="$(cut -f1 "$1" | grep -v -m1 -E '^(s3|file)://' || true)"

@@ -3,8 +3,11 @@
 # Usage: bash serve.sh [more vLLM options, e.g. --served-model-name NAME]. Do not repeat the
 # flags below with other values: vLLM would schedule for a model other than the compiled one.
 set -euo pipefail
+me=serve.sh
+env_file=@@ENV_FILE@@
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-set -a; . "$here/@@ENV_FILE:raw@@"; set +a
+@@include env.sh@@
+load_env "$here/$env_file"
 mkdir -p "$MODEL_DIR"
 case "$MODEL_URI" in
   s3://*) aws s3 sync --only-show-errors "$MODEL_URI" "$MODEL_DIR" ;;

@@ -4,6 +4,8 @@
 # (size, sha256); the manifest itself is checked against the digest the channel recorded.
 # Usage: bash resolve.sh [--all] [DEST]   -> prints the folder (DEST, default
 #   ${NEURONFORGE_CHANNEL_DIR:-${TMPDIR:-/tmp}/neuronforge-channels}/builtin--tiny-llama--vllm-neuron-native--stable/<key12>)
+# DEST must not exist, be an empty folder, or be a folder this script made (it holds .neuronforge-resolve);
+# anything else is refused, untouched. The new folder is staged beside DEST and renamed into its place.
 # The store is s3://models-bucket/neuronforge (NEURONFORGE_STORE_URI overrides it, e.g. a replica).
 # s3:// is read with SYNC_TOOL: auto (the default: python3 with boto3, else aws, else s5cmd), boto3, aws
 # or s5cmd, each honouring AWS_ENDPOINT_URL; with boto3, SYNC_CONCURRENCY parallel ranged reads of
@@ -12,11 +14,17 @@
 # What is missing is named in one line before anything is fetched. In a pod of this channel's
 # k8s-init-container.yaml, NEURONFORGE_POD_IMAGE, NEURONFORGE_POD_FAMILY and NEURONFORGE_POD_CORES say
 # what the pod was made for: a build that does not fit it is refused before any of its files is fetched.
+# Every value from the store, the channel or an argument is data: quoted, or an argument of python3.
 set -euo pipefail
 me=resolve.sh
-die() { echo "$me: $*" >&2; exit 2; }
-store="${NEURONFORGE_STORE_URI:-s3://models-bucket/neuronforge}"
+die() { printf '%s\n' "$me: $*" >&2; exit 2; }
+store_uri=s3://models-bucket/neuronforge
 channel_key=channels/builtin/tiny-llama/vllm-neuron-native/stable/channel.json
+channel_name='builtin:tiny-llama · vllm-neuron-native · stable'
+channel_slug=builtin--tiny-llama--vllm-neuron-native--stable
+k8s_file=k8s-init-container.yaml
+marker=.neuronforge-resolve
+store="${NEURONFORGE_STORE_URI:-$store_uri}"
 all=0
 if [ "${1:-}" = --all ]; then all=1; shift; fi
 command -v python3 >/dev/null \
@@ -32,6 +40,13 @@ has_boto3() {  # without importing it (a second): botocore is what the fetcher u
     || { python3 -c 'import importlib.util as u, sys; sys.exit(u.find_spec("botocore") is None)' 2>/dev/null \
          && _has_boto3=yes || _has_boto3=no; }
   [ "$_has_boto3" = yes ]
+}
+plan_field() {  # plan_field TEXT: TEXT as one field of a plan line (launch_fetch.read_plan): \\ \t \n escaped
+  local b=$'\\' text="$1"
+  text="${text//"$b"/"$b$b"}"; text="${text//$'\t'/"$b"t}"; printf '%s' "${text//$'\n'/"$b"n}"
+}
+plan_line() {  # plan_line URI ROOT PATH: the plan line of one file no record names (size, sha256: -)
+  printf '%s\t%s\t%s\t-\t-\t-\n' "$(plan_field "$1")" "$(plan_field "$2")" "$(plan_field "$3")"
 }
 transfer_ready() {  # transfer_ready PLAN: every tool PLAN's fetch needs is here, else one line, nothing fetched
   local other first_s3
@@ -68,7 +83,8 @@ module. Usage (what `transfer_fetch` runs):
 
     python3 launch_fetch.py ME TOOL PLAN [REUSE] [--then NEXT_PLAN COMMAND...]
 
-PLAN: one `uri<TAB>root<TAB>path<TAB>size<TAB>sha256<TAB>against` line per file. The file goes to
+PLAN: one `uri<TAB>root<TAB>path<TAB>size<TAB>sha256<TAB>against` line per file, a backslash, tab or
+newline in a field written `\\\\`, `\\t`, `\\n` (a folder's name may hold any of them). The file goes to
 root/path (a path that leaves root is refused); `size`/`sha256` `-` fetch a file no record names
 (channel.json, a manifest: one plain GET, not verified here); `against` names the record in the
 failure line. TOOL reads s3://: `boto3` is this fetcher's own parallel client; `s5cmd` (one `s5cmd run`)
@@ -162,15 +178,34 @@ def inside(root: str, path: str) -> str:
     return os.path.join(root, path)
 
 
+# A plan field's escapes: a path may hold a tab, a newline or a backslash and still be one field of one line
+# (`plan_line` in launch_templates/transfer.sh and the scripts' plan makers write them).
+_ESCAPES = {"\\": "\\", "t": "\t", "n": "\n"}
+
+
+def _unescaped(field: str, n: int) -> str:
+    out, i = [], 0
+    while i < len(field):
+        c = field[i]
+        if c == "\\":
+            c = _ESCAPES.get(field[i + 1 : i + 2], "")
+            if not c:
+                raise Failed(f"plan line {n}: a backslash that is not \\\\, \\t or \\n in {field!r}", 2)
+            i += 1
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
 def read_plan(text: str) -> list[Item]:
     items = []
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(text.split("\n"), 1):
         if not line:
             continue
         cols = line.split("\t")
         if len(cols) != 6:
             raise Failed(f"plan line {n} has {len(cols)} fields, not 6 (uri root path size sha256 against)", 2)
-        uri, root, path, size, sha, against = cols
+        uri, root, path, size, sha, against = (_unescaped(c, n) for c in cols)
         if not uri.startswith(("s3://", "file://")):
             raise Failed(f"cannot download {uri}: only s3:// and file:// stores", 2)
         known = size != UNKNOWN
@@ -794,7 +829,7 @@ def main(argv: list[str], out: IO[str] = sys.stderr) -> int:
         reuse = argv[3] if len(argv) == 4 and argv[3] else None
         sources: Sources | None = None
         while True:
-            with open(plan) as f:
+            with open(plan, encoding="utf-8", errors="surrogateescape") as f:  # a path's bytes, as they are
                 items = read_plan(f.read())
             fetcher = Fetcher(me, tool, items, reuse, sources)
             fetcher.run()
@@ -827,68 +862,207 @@ NF_LAUNCH_FETCH
 }
 # -- end of reading the store ----------------------------------------------------------------------
 transfer_tool_named
-work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+staging=""
+work="$(mktemp -d)"; trap 'rm -rf "$work" ${staging:+"$staging"}' EXIT
 get() {  # get <uri> <name>: one file into $work, that no record names (channel.json, the manifest)
-  printf '%s\t%s\t%s\t-\t-\t-\n' "$1" "$work" "$2" > "$work/one"
+  plan_line "$1" "$work" "$2" > "$work/one"
   transfer_fetch "$work/one"
 }
 # Every file comes from $store: the tool it needs, named before anything is fetched.
-printf '%s\t%s\tchannel.json\t-\t-\t-\n' "$store/$channel_key" "$work" > "$work/first"
+plan_line "$store/$channel_key" "$work" channel.json > "$work/first"
 transfer_ready "$work/first"
 get "$store/$channel_key" channel.json
-read -r key prefix manifest digest < <(python3 - "$work/channel.json" <<'PY'
-import json, sys
-b = json.load(open(sys.argv[1]))["current"]["build"]
-print(b["key"], b["artifact_prefix"], b["manifest"], b["manifest_sha256"])
+# The build channel.json points to, each field checked, and the folder it goes to (DEST, or the default
+# one), refused unless it is ours to replace: nothing is written outside $work before both are known.
+python3 - "$work/channel.json" "$store/$channel_key" "${1:-}" \
+  "${NEURONFORGE_CHANNEL_DIR:-${TMPDIR:-/tmp}/neuronforge-channels}/$channel_slug" "$marker" "$work/build" <<'PY'
+import json, os, re, sys
+path, uri, given, parent, marker, out = sys.argv[1:]
+HEX = re.compile(r"[0-9a-f]{64}\Z")
+def shown(text):  # one line, whatever the text holds
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+def damaged(problem):
+    print(f"resolve.sh: {shown(uri)}: {problem}: it is not a channel record; nothing fetched (restore the "
+          "store's copy, or point NEURONFORGE_STORE_URI at a replica that holds it)", file=sys.stderr)
+    sys.exit(2)
+def at(obj, name, where):
+    if not isinstance(obj, dict):
+        damaged(f"{where[:-1] or 'the record'} is not an object")
+    if name not in obj:
+        damaged(f"{where}{name} is missing")
+    return obj[name]
+def in_store(text):  # a key relative to the store's root that stays in it
+    words = text.split("/")
+    return text and not any(w in ("", ".", "..") for w in words) and all(c.isprintable() for c in text)
+try:
+    with open(path, "rb") as f:
+        record = json.loads(f.read().decode("utf-8"))
+except UnicodeDecodeError:
+    damaged("not UTF-8 text")
+except ValueError as exc:
+    damaged(f"not JSON ({exc})")
+build = at(at(record, "current", ""), "build", "current.")
+fields = []
+for name in ("key", "artifact_prefix", "manifest", "manifest_sha256"):
+    value = at(build, name, "current.build.")
+    if not isinstance(value, str):
+        damaged(f"current.build.{name} is {shown(json.dumps(value))}, not a string")
+    fields.append(value)
+key, prefix, manifest, digest = fields
+if not HEX.match(key):
+    damaged(f"current.build.key {shown(key)!r} is not a cache key (64 hex digits)")
+if not HEX.match(digest):
+    damaged(f"current.build.manifest_sha256 {shown(digest)!r} is not a sha256 (64 hex digits)")
+for name, value in (("artifact_prefix", prefix), ("manifest", manifest)):
+    if not in_store(value):
+        damaged(f"current.build.{name} {shown(value)!r} is not a key inside the store")
+dest = given or os.path.join(parent, key[:12])
+target = os.path.abspath(dest)
+def refuse(why):
+    print(f"resolve.sh: {shown(dest)}: {why}: use an empty folder or one this script made", file=sys.stderr)
+    sys.exit(2)
+def ours(folder):
+    made = os.path.join(folder, marker)
+    return os.path.isfile(made) and not os.path.islink(made)
+if os.path.islink(dest):
+    target = os.path.realpath(dest)
+    if not (os.path.isdir(target) and ours(target)):
+        refuse(f"a symbolic link to {shown(target)}, which is not a folder this script made")
+elif os.path.lexists(dest):
+    if not os.path.isdir(dest):
+        refuse("not a folder")
+    if os.listdir(dest) and not ours(dest):
+        refuse(f"it holds files this script did not put there (no {marker})")
+if target == "/":
+    refuse("the root folder")
+with open(out, "wb") as f:  # NUL-terminated: a path may hold any other byte
+    f.write(b"".join(os.fsencode(v) + b"\0" for v in (key, prefix, manifest, digest, dest, target)))
 PY
-)
+{ IFS= read -r -d '' key; IFS= read -r -d '' prefix; IFS= read -r -d '' manifest; IFS= read -r -d '' digest
+  IFS= read -r -d '' dest; IFS= read -r -d '' target; } < "$work/build"
 get "$store/$manifest" manifest.json
-python3 - "$work/manifest.json" "${key:0:12}" "$digest" "$store/$manifest" <<'PY'
-import hashlib, json, os, sys
-raw = open(sys.argv[1], "rb").read()
-if hashlib.sha256(raw).hexdigest() != sys.argv[3]:
-    print(f"resolve.sh: {sys.argv[4]} is not the manifest builtin:tiny-llama · vllm-neuron-native · stable recorded (sha256 differs); nothing fetched",
+# The manifest (its digest, its fields, whether the build fits this pod), then the plan: each file of the
+# build this host needs, into a staging folder made beside DEST (the fetcher refuses a path leaving it).
+python3 - "$work/manifest.json" "$digest" "$store/$manifest" "$work/channel.json" "$channel_name" \
+  "$k8s_file" "$all" "$store/$prefix" "$target" "$work/fetch" "$store" "${key:0:12}" <<'PY'
+import hashlib, json, os, re, shlex, sys, tempfile
+path, digest, uri, channel, name, k8s, every, artifact, target, plan, store, short = sys.argv[1:]
+HEX = re.compile(r"[0-9a-f]{64}\Z")
+def shown(text):  # one line, whatever the text holds
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+raw = open(path, "rb").read()
+if hashlib.sha256(raw).hexdigest() != digest:
+    print(f"resolve.sh: {shown(uri)} is not the manifest {shown(name)} recorded (sha256 differs); nothing fetched",
           file=sys.stderr)
     sys.exit(1)
-m = json.loads(raw)
-profile = m.get("profile") if isinstance(m.get("profile"), dict) else {}
-request = m.get("request") if isinstance(m.get("request"), dict) else {}
-target = request.get("target") if isinstance(request.get("target"), dict) else {}
+def word(text):  # a bash word for text, a path that is not printable UTF-8 included (launch_script.word)
+    if text.isprintable():
+        return shlex.quote(text)
+    def byte(c):
+        if "\udc80" <= c <= "\udcff":
+            return "\\x%02x" % (ord(c) - 0xDC00)
+        return "\\" + c if c in "\\'" else c if c.isprintable() else "".join("\\x%02x" % b for b in c.encode())
+    return "$'" + "".join(byte(c) for c in text) + "'"
+def damaged(problem):
+    c = json.load(open(channel))
+    words = [c.get(n) for n in ("model", "profile_line", "channel")]
+    move = "move the channel to another build"
+    if all(isinstance(w, str) and w for w in words):
+        command = ["neuronforge", "rollback", words[0], "--profile", words[1], words[2], "--store", store]
+        move += ": " + " ".join(word(w) for w in command)
+    print(f"resolve.sh: {shown(uri)}: {problem}: the build's manifest is damaged; nothing fetched ({move})",
+          file=sys.stderr)
+    sys.exit(2)
+try:
+    m = json.loads(raw.decode("utf-8"))
+except UnicodeDecodeError:
+    damaged("not UTF-8 text")
+except ValueError as exc:
+    damaged(f"not JSON ({exc})")
+if not isinstance(m, dict):
+    damaged("not a JSON object")
+files = m.get("files")
+if not isinstance(files, list) or not files:
+    damaged("files is not a list of the build's files")
+for i, f in enumerate(files):
+    if not isinstance(f, dict):
+        damaged(f"files[{i}] is not an object")
+    p, size, sha = f.get("path"), f.get("size"), f.get("sha256")
+    if not isinstance(p, str) or any(w in ("", ".", "..") for w in p.split("/")) or not p.isprintable():
+        damaged(f"files[{i}].path {shown(json.dumps(p))} is not a path inside the build")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        damaged(f"files[{i}].size {shown(json.dumps(size))} is not a number of bytes")
+    if not isinstance(sha, str) or not HEX.match(sha):
+        damaged(f"files[{i}].sha256 {shown(json.dumps(sha))} is not a sha256 (64 hex digits)")
+def part(where, value):
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        damaged(f"{where} is not an object")
+    return value
+profile = part("profile", m.get("profile"))
+target_spec = part("request.target", part("request", m.get("request")).get("target"))
+def number(field):
+    value = target_spec.get(field)
+    if value is None:
+        return 1
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        damaged(f"request.target.{field} {shown(json.dumps(value))} is not a whole number of at least 1")
+    return value
+need = number("tp_degree") * number("logical_nc_config")
 image, family, cores = (os.environ.get(n, "") for n in ("NEURONFORGE_POD_IMAGE", "NEURONFORGE_POD_FAMILY",
                                                         "NEURONFORGE_POD_CORES"))
+if cores and not cores.isdigit():
+    print(f"resolve.sh: NEURONFORGE_POD_CORES={shown(cores)} is not a whole number of NeuronCores: set it in the "
+          f"channel's {k8s} as written", file=sys.stderr)
+    sys.exit(2)
 built = profile.get("serving_image")
-instance = str(target.get("instance_type") or "")
+instance = target_spec.get("instance_type")
+instance = instance if isinstance(instance, str) else ""
 why = []
 if image and isinstance(built, str) and built and built != image:
-    why.append(f"it serves in {built}, the pod runs {image}")
+    why.append(f"it serves in {shown(built)}, the pod runs {shown(image)}")
 # AWS names an instance type <family>.<size> (inf2.xlarge, trn2.48xlarge): the family is before the dot.
 if family and instance and instance.split(".")[0] != family:
-    why.append(f"it was compiled for {instance}, the pod is placed on {family} nodes")
-need = int(target.get("tp_degree") or 1) * int(target.get("logical_nc_config") or 1)
+    why.append(f"it was compiled for {shown(instance)}, the pod is placed on {shown(family)} nodes")
 if cores and need > int(cores):
     why.append(f"it needs {need} physical NeuronCores, the pod holds {cores}")
 if why:
-    print(f"resolve.sh: build {sys.argv[2]} ({profile.get('ref') or 'no profile'}) does not fit this pod, which "
-          f"the channel's k8s-init-container.yaml made for its first build: {'; '.join(why)}: set the image, NEURONFORGE_POD_IMAGE, "
-          "_FAMILY, _CORES and the Neuron devices in that file for this build and apply it again; none of its "
-          "files fetched", file=sys.stderr)
+    ref = profile.get("ref") if isinstance(profile.get("ref"), str) and profile.get("ref") else "no profile"
+    print(f"resolve.sh: build {short} ({shown(ref)}) does not fit this pod, which the channel's {k8s} made for its "
+          f"first build: {'; '.join(why)}: set the image, NEURONFORGE_POD_IMAGE, _FAMILY, _CORES and the Neuron "
+          "devices in that file for this build and apply it again; none of its files fetched", file=sys.stderr)
     sys.exit(2)
+parent, base = os.path.split(target)
+os.makedirs(parent, exist_ok=True)
+staging = tempfile.mkdtemp(prefix=f"{base}.partial.", dir=parent)
+def field(text):  # a plan's field (launch_fetch.read_plan): backslash, tab and newline escaped
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
+with open(plan, "w", encoding="utf-8", errors="surrogateescape") as out:
+    for f in files:
+        if every == "1" or f["path"].startswith("launch/"):
+            row = [f"{artifact}/{f['path']}", staging, f["path"], str(f["size"]), f["sha256"], "the build's manifest"]
+            out.write("\t".join(field(v) for v in row) + "\n")
+with open(plan + ".staging", "wb") as out:
+    out.write(os.fsencode(staging) + b"\0")
 PY
-dest="${1:-${NEURONFORGE_CHANNEL_DIR:-${TMPDIR:-/tmp}/neuronforge-channels}/builtin--tiny-llama--vllm-neuron-native--stable/${key:0:12}}"
-staging="$dest.partial.$$"
-rm -rf "$staging"; mkdir -p "$staging"
-# The plan: each file of the build this host needs (the fetcher refuses a path that leaves the folder).
-python3 - "$work/manifest.json" "$all" "$store/$prefix" "$staging" > "$work/fetch" <<'PY'
-import json, sys
-manifest, every, uri, staging = sys.argv[1:]
-for f in json.load(open(manifest))["files"]:
-    if every == "1" or f["path"].startswith("launch/"):
-        print(f"{uri}/{f['path']}", staging, f["path"], f["size"], f["sha256"], "the build's manifest", sep="\t")
-PY
+IFS= read -r -d '' staging < "$work/fetch.staging"
 # What DEST already holds verified is linked into the new folder, not read; the rest is fetched, verified.
-transfer_fetch "$work/fetch" "$dest" || { status=$?; rm -rf "$staging"; exit "$status"; }
+reuse=""; if [ -d "$target" ]; then reuse="$target"; fi
+transfer_fetch "$work/fetch" "$reuse"
 cp "$work/manifest.json" "$staging/manifest.json"
 cp "$work/channel.json" "$staging/channel.json"
-rm -rf "$dest"; mv "$staging" "$dest"
-echo "resolve.sh: builtin:tiny-llama · vllm-neuron-native · stable -> ${key:0:12} ($(wc -l < "$work/fetch") files verified)" >&2
-echo "$dest"
+printf '%s\n' "A release channel's build, resolved by its resolve.sh, which replaces this folder whole." \
+  > "$staging/$marker"
+# The swap: the old folder moved aside (into a new folder of its own), the new one renamed into its place.
+if [ -e "$target" ]; then
+  old="$(mktemp -d -- "$target.old.XXXXXX")"
+  mv -- "$target" "$old/"
+  mv -- "$staging" "$target"
+  rm -rf -- "$old"
+else
+  mv -- "$staging" "$target"
+fi
+staging=""
+printf '%s\n' "$me: $channel_name -> ${key:0:12} ($(wc -l < "$work/fetch") files verified)" >&2
+printf '%s\n' "$dest"

@@ -11,13 +11,15 @@
 #   LMI_RUN_DIR   the run folder (default: ${TMPDIR:-/tmp}/neuronforge-lmi/0123456789ab)
 #   LMI_PORT      the host port for LMI's 8080 (default 8080); LMI_IMAGE (default deepjavalibrary/djl-serving:0.33.0-pytorch-inf2)
 # Needs bash, python3 (GPT-J/NeoX: it reads neff-cache.json) and, without --print, docker.
+# Every value from the artifact, its records or the environment is data: quoted, or an argument of python3.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 die() { echo "run-lmi.sh: $*" >&2; exit 2; }
 print=0
 case "${1:-}" in --print) print=1 ;; "") ;; *) die "unknown argument $1: usage: bash run-lmi.sh [--print]" ;; esac
 kind=local-cache; artifact_prefix=artifacts/hf/org/model/rev/lmi-neuronx-inf2.xlarge-tp2-b4-s128-bf16/0123456789ab; cache_prefix=neuron-cache
-run="${LMI_RUN_DIR:-${TMPDIR:-/tmp}/neuronforge-lmi/0123456789ab}"
+key=0123456789ab; neuron_devices=1; image=deepjavalibrary/djl-serving:0.33.0-pytorch-inf2
+run="${LMI_RUN_DIR:-${TMPDIR:-/tmp}/neuronforge-lmi/$key}"
 for f in serving.properties lmi.env neff-cache.json; do
   [ -f "$here/$f" ] || die "$here/$f is missing: run the launch/ folder of the artifact as published"
 done
@@ -43,10 +45,20 @@ if [ "$kind" = local-cache ]; then
   fi
   command -v python3 > /dev/null || die "python3 is not on PATH (it reads neff-cache.json)"
   cache="$STORE_ROOT/$cache_prefix"
+  # The entries neff-cache.json lists, each a folder inside the cache (one line each: checked printable).
   python3 - "$here/neff-cache.json" > "$run/.entries" <<'PY'
 import json, sys
-c = json.load(open(sys.argv[1]))
-for e in c["entries"]:
+def inside(text):
+    return isinstance(text, str) and not any(w in ("", ".", "..") for w in text.split("/")) and text.isprintable()
+try:
+    c = json.load(open(sys.argv[1], encoding="utf-8"))
+except (UnicodeDecodeError, ValueError) as exc:
+    sys.exit(f"run-lmi.sh: {sys.argv[1]}: not JSON ({exc}): run the launch/ folder of the artifact as published")
+entries = c.get("entries") if isinstance(c, dict) else None
+if not (isinstance(entries, list) and inside(c.get("compiler_dir")) and all(inside(e) for e in entries)):
+    sys.exit(f"run-lmi.sh: {sys.argv[1]}: compiler_dir and entries are not folders inside the NEFF cache: run the "
+             "launch/ folder of the artifact as published")
+for e in entries:
     print(c["compiler_dir"] + "/" + e)
 PY
   while read -r entry; do
@@ -61,12 +73,12 @@ PY
   rm -f "$run/.entries"
 fi
 devices=()
-for ((i = 0; i < 1; i++)); do devices+=(--device "/dev/neuron$i"); done
+for ((i = 0; i < neuron_devices; i++)); do devices+=(--device "/dev/neuron$i"); done
 cmd=(docker run --rm -p "${LMI_PORT:-8080}:8080" "${devices[@]}" "${mounts[@]}" --env-file "$run/lmi.env")
 for name in AWS_REGION AWS_DEFAULT_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_ENDPOINT_URL; do
   if [ -n "${!name:-}" ]; then cmd+=(-e "$name"); fi  # the name only: docker passes the host's value
 done
-cmd+=("${LMI_IMAGE:-deepjavalibrary/djl-serving:0.33.0-pytorch-inf2}")
+cmd+=("${LMI_IMAGE:-$image}")
 printf '%q ' "${cmd[@]}"; echo
 if [ "$print" = 1 ]; then exit 0; fi
 command -v docker > /dev/null || die "docker is not on PATH: run the command above where Docker is"

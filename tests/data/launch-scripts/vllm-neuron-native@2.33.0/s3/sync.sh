@@ -7,14 +7,41 @@
 # bash and python3 (3.8+), and a transfer tool only for s3://; what is missing is named before anything
 # is fetched. Re-running is cheap: what this script verified is kept without being read again
 # (.neuronforge-sync.json in each folder), so a second start costs one read of the manifest.
+# Every value from vllm.env, the manifests or the environment is data: quoted, or an argument of python3.
 set -euo pipefail
+me=sync.sh
+artifact_manifest=manifest.json
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# -- reading the launch env file (neuronforge/artifacts/launch_templates/env.sh) ---------------------
+# load_env FILE: export each KEY=VALUE line of FILE with VALUE as it is written, as `docker run --env-file`
+# reads it — never run as shell text, so a value holding $( ) ` ; or quotes (a store's path can) is that
+# text and nothing runs. A name that changes how this host runs commands (PATH, LD_*, BASH_ENV, ...) is
+# refused: no launch env file sets one.
+load_env() {
+  local line name n=0
+  [ -f "$1" ] || { printf '%s\n' "$me: $1 is missing: run the launch/ folder of the artifact as published" >&2; exit 2; }
+  while IFS= read -r line || [ -n "$line" ]; do
+    n=$((n + 1))
+    case "$line" in ''|'#'*) continue ;; esac
+    name="${line%%=*}"
+    case "$name" in
+      "$line"|''|[0-9]*|*[!A-Za-z0-9_]*)
+        printf '%s\n' "$me: $1 line $n is not KEY=VALUE: run the launch/ folder of the artifact as published" >&2
+        exit 2 ;;
+      PATH|IFS|ENV|BASH_ENV|BASHOPTS|SHELLOPTS|CDPATH|GLOBIGNORE|PS4|PROMPT_COMMAND|LD_*|PYTHON*|BASH_FUNC_*)
+        printf '%s\n' "$me: $1 line $n sets $name, which would change how this host runs commands: no launch" \
+          "env file sets it; run the launch/ folder of the artifact as published" >&2
+        exit 2 ;;
+    esac
+    export "$name=${line#*=}"
+  done < "$1"
+}
+# -- end of reading the launch env file ----------------------------------------------------------------
 host_model_dir="${MODEL_DIR:-}"; host_cache_root="${VLLM_CACHE_ROOT:-}"
-set -a; . "$here/vllm.env"; set +a
+load_env "$here/vllm.env"
 MODEL_DIR="${host_model_dir:-$MODEL_DIR}"; VLLM_CACHE_ROOT="${host_cache_root:-$VLLM_CACHE_ROOT}"
 export NEURON_LIBTORCH_CACHE_ROOT="$VLLM_CACHE_ROOT"
-me=sync.sh
-die() { echo "$me: $*" >&2; exit 2; }
+die() { printf '%s\n' "$me: $*" >&2; exit 2; }
 command -v python3 >/dev/null \
   || die "python3 is not on PATH (it reads $CACHE_MANIFEST and checks each file): use an image that has it"
 # -- reading the store (neuronforge/artifacts/transfer_sh.py) ------------------------------------
@@ -27,6 +54,13 @@ has_boto3() {  # without importing it (a second): botocore is what the fetcher u
     || { python3 -c 'import importlib.util as u, sys; sys.exit(u.find_spec("botocore") is None)' 2>/dev/null \
          && _has_boto3=yes || _has_boto3=no; }
   [ "$_has_boto3" = yes ]
+}
+plan_field() {  # plan_field TEXT: TEXT as one field of a plan line (launch_fetch.read_plan): \\ \t \n escaped
+  local b=$'\\' text="$1"
+  text="${text//"$b"/"$b$b"}"; text="${text//$'\t'/"$b"t}"; printf '%s' "${text//$'\n'/"$b"n}"
+}
+plan_line() {  # plan_line URI ROOT PATH: the plan line of one file no record names (size, sha256: -)
+  printf '%s\t%s\t%s\t-\t-\t-\n' "$(plan_field "$1")" "$(plan_field "$2")" "$(plan_field "$3")"
 }
 transfer_ready() {  # transfer_ready PLAN: every tool PLAN's fetch needs is here, else one line, nothing fetched
   local other first_s3
@@ -63,7 +97,8 @@ module. Usage (what `transfer_fetch` runs):
 
     python3 launch_fetch.py ME TOOL PLAN [REUSE] [--then NEXT_PLAN COMMAND...]
 
-PLAN: one `uri<TAB>root<TAB>path<TAB>size<TAB>sha256<TAB>against` line per file. The file goes to
+PLAN: one `uri<TAB>root<TAB>path<TAB>size<TAB>sha256<TAB>against` line per file, a backslash, tab or
+newline in a field written `\\\\`, `\\t`, `\\n` (a folder's name may hold any of them). The file goes to
 root/path (a path that leaves root is refused); `size`/`sha256` `-` fetch a file no record names
 (channel.json, a manifest: one plain GET, not verified here); `against` names the record in the
 failure line. TOOL reads s3://: `boto3` is this fetcher's own parallel client; `s5cmd` (one `s5cmd run`)
@@ -157,15 +192,34 @@ def inside(root: str, path: str) -> str:
     return os.path.join(root, path)
 
 
+# A plan field's escapes: a path may hold a tab, a newline or a backslash and still be one field of one line
+# (`plan_line` in launch_templates/transfer.sh and the scripts' plan makers write them).
+_ESCAPES = {"\\": "\\", "t": "\t", "n": "\n"}
+
+
+def _unescaped(field: str, n: int) -> str:
+    out, i = [], 0
+    while i < len(field):
+        c = field[i]
+        if c == "\\":
+            c = _ESCAPES.get(field[i + 1 : i + 2], "")
+            if not c:
+                raise Failed(f"plan line {n}: a backslash that is not \\\\, \\t or \\n in {field!r}", 2)
+            i += 1
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
 def read_plan(text: str) -> list[Item]:
     items = []
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(text.split("\n"), 1):
         if not line:
             continue
         cols = line.split("\t")
         if len(cols) != 6:
             raise Failed(f"plan line {n} has {len(cols)} fields, not 6 (uri root path size sha256 against)", 2)
-        uri, root, path, size, sha, against = cols
+        uri, root, path, size, sha, against = (_unescaped(c, n) for c in cols)
         if not uri.startswith(("s3://", "file://")):
             raise Failed(f"cannot download {uri}: only s3:// and file:// stores", 2)
         known = size != UNKNOWN
@@ -789,7 +843,7 @@ def main(argv: list[str], out: IO[str] = sys.stderr) -> int:
         reuse = argv[3] if len(argv) == 4 and argv[3] else None
         sources: Sources | None = None
         while True:
-            with open(plan) as f:
+            with open(plan, encoding="utf-8", errors="surrogateescape") as f:  # a path's bytes, as they are
                 items = read_plan(f.read())
             fetcher = Fetcher(me, tool, items, reuse, sources)
             fetcher.run()
@@ -826,56 +880,92 @@ cache="$VLLM_CACHE_ROOT/neuron/compile_cache"
 work="$cache/.sync"
 mkdir -p "$cache" "$MODEL_DIR"; rm -rf "$work"; mkdir -p "$work"; trap 'rm -rf "$work"' EXIT
 # The artifact's manifest: every file of the model, with its size and sha256 (the one read of a warm start).
-printf '%s\t%s\tmanifest.json\t-\t-\t-\n' "$ARTIFACT_URI/manifest.json" "$work" > "$work/first"
+plan_line "$ARTIFACT_URI/$artifact_manifest" "$work" manifest.json > "$work/first"
 # Every tool the fetch needs, named before anything is fetched: the plan's files are all in these two stores.
-printf '%s\n' "$ARTIFACT_URI/manifest.json" "$CACHE_URI/" > "$work/stores"
+{ plan_line "$ARTIFACT_URI/$artifact_manifest" "$work" manifest.json; plan_line "$CACHE_URI/" "$work" -; } \
+  > "$work/stores"
 transfer_ready "$work/stores"
 # The plan: every file this host must hold (uri, root, path, size, sha256, the record it is checked against);
 # an entry complete here is skipped whole, the rest is staged in .<key>.sync. It is made once the manifest
 # is here, by the fetcher that read it (`--then`: one python3 and one botocore for the whole start).
 export MODEL_DIR ARTIFACT_URI MODEL_URI CACHE_URI
 cat > "$work/plan.py" <<'PY'
-import json, os, shutil, sys
-cache_manifest, artifact_manifest, cache, keys = sys.argv[1:]
+import json, os, re, shutil, sys
+cache_manifest, artifact_manifest, cache, keys, manifest_name = sys.argv[1:]
+KEY = re.compile(r"[0-9a-f]{32}\Z")  # a cache entry's folder (neuronforge.compilation.vllm_cache.KEY)
+FIX = "the store's copy is damaged or is not this build's (`neuronforge verify` names what): publish it again"
+out = open(sys.stdout.fileno(), "w", encoding="utf-8", errors="surrogateescape", closefd=False)
+def shown(text):  # one line, whatever the text holds
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+def read(path, where, fix):
+    try:
+        with open(path, "rb") as f:
+            data = json.loads(f.read().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        sys.exit(f"sync.sh: {shown(where)}: not JSON ({exc}): {fix}")
+    if not isinstance(data, dict):
+        sys.exit(f"sync.sh: {shown(where)}: not a JSON object: {fix}")
+    return data
+def files(data, name, where, fix):
+    listed = data.get(name, [])
+    if not isinstance(listed, list):
+        sys.exit(f"sync.sh: {shown(where)}: {name} is not a list: {fix}")
+    for f in listed:
+        ok = isinstance(f, dict) and isinstance(f.get("path"), str) and isinstance(f.get("sha256"), str)
+        size = f.get("size") if ok else None
+        if not (ok and isinstance(size, int) and not isinstance(size, bool) and size >= 0):
+            sys.exit(f"sync.sh: {shown(where)}: {shown(json.dumps(f))} is not a file (path, size, sha256): {fix}")
+    return listed
+def field(text):  # a plan's field (launch_fetch.read_plan): backslash, tab and newline escaped
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
+def line(uri, root, path, f, against):
+    out.write("\t".join(field(v) for v in (uri, root, path, str(f["size"]), f["sha256"], against)) + "\n")
 artifact, model = os.environ["ARTIFACT_URI"].rstrip("/"), os.environ["MODEL_URI"].rstrip("/")
 if not model.startswith(artifact + "/"):
-    sys.exit(f"sync.sh: MODEL_URI {model} is not a folder of ARTIFACT_URI {artifact}: fix vllm.env")
+    sys.exit(f"sync.sh: MODEL_URI {shown(model)} is not a folder of ARTIFACT_URI {shown(artifact)}: fix vllm.env")
 folder = model[len(artifact) + 1:] + "/"
-model_files = [f for f in json.load(open(artifact_manifest))["files"] if f["path"].startswith(folder)]
+where = f"{artifact}/{manifest_name}"
+listed = files(read(artifact_manifest, where, FIX), "files", where, FIX)
+model_files = [f for f in listed if f["path"].startswith(folder)]
 if not model_files:
-    sys.exit(f"sync.sh: {artifact}/manifest.json lists no file of {model}: is ARTIFACT_URI this build's?")
-def line(uri, root, path, f, against):
-    print(uri, root, path, f["size"], f["sha256"], against, sep="\t")
+    sys.exit(f"sync.sh: {shown(where)} lists no file of {shown(model)}: is ARTIFACT_URI this build's?")
 for f in model_files:
     line(f"{artifact}/{f['path']}", os.environ["MODEL_DIR"], f["path"][len(folder):], f, "the artifact's manifest")
-m = json.load(open(cache_manifest))
+ours, local = os.path.basename(cache_manifest), "run the launch/ folder of the artifact as published"
+m = read(cache_manifest, cache_manifest, local)
+entries = m.get("entries")
+if not isinstance(entries, list) or not all(isinstance(e, dict) and KEY.match(str(e.get("key"))) for e in entries):
+    sys.exit(f"sync.sh: {shown(cache_manifest)}: entries is not a list of cache entries (32-hex keys): {local}")
 staged = []
-for e in m["entries"]:
+for e in entries:
     key = e["key"]
+    listed = files(e, "files", cache_manifest, local)
     if os.path.isfile(f"{cache}/{key}/.compilation_complete") and os.path.isfile(f"{cache}/{key}/.synced"):
         continue
     shutil.rmtree(f"{cache}/.{key}.sync", ignore_errors=True)  # what an interrupted sync left
     staged.append(key)
-    for f in e["files"]:
-        line(f"{os.environ['CACHE_URI']}/{key}/{f['path']}", f"{cache}/.{key}.sync", f["path"], f, "vllm-cache.json")
-for f in m.get("nki", []):  # NKI results: in place, each renamed in once verified, before any graph calls them
-    line(f"{os.environ['CACHE_URI']}/{f['path']}", cache, f["path"], f, "vllm-cache.json")
-open(keys, "w").write(" ".join(staged))
+    for f in listed:
+        line(f"{os.environ['CACHE_URI']}/{key}/{f['path']}", f"{cache}/.{key}.sync", f["path"], f, ours)
+for f in files(m, "nki", cache_manifest, local):  # NKI results: in place, each renamed in once verified
+    line(f"{os.environ['CACHE_URI']}/{f['path']}", cache, f["path"], f, ours)
+with open(keys, "w") as f:
+    f.write("".join(f"{key}\n" for key in staged))
 PY
 # The manifest, then the plan, then every file of it, verified as it streams.
-transfer_fetch "$work/first" "" --then "$work/fetch" \
-    python3 "$work/plan.py" "$here/$CACHE_MANIFEST" "$work/manifest.json" "$cache" "$work/keys" || {
+transfer_fetch "$work/first" "" --then "$work/fetch" python3 "$work/plan.py" "$here/$CACHE_MANIFEST" \
+    "$work/manifest.json" "$cache" "$work/keys" "$artifact_manifest" || {
   status=$?
-  for key in $(cat "$work/keys" 2>/dev/null || true); do rm -rf "$cache/.$key.sync"; done
+  if [ -f "$work/keys" ]; then
+    while IFS= read -r key; do rm -rf "$cache/.$key.sync"; done < "$work/keys"
+  fi
   exit "$status"
 }
-keys="$(cat "$work/keys")"
 # Whole entries appear at once, marker included: one process for all of them (four per entry, forked one
 # by one, cost a tenth of a second at 30 entries); none when every entry was here.
-[ -z "$keys" ] || python3 - "$cache" $keys <<'PY'
+[ ! -s "$work/keys" ] || python3 - "$cache" "$work/keys" <<'PY'
 import os, shutil, sys
 cache = sys.argv[1]
-for key in sys.argv[2:]:
+for key in open(sys.argv[2]).read().split():
     staged = os.path.join(cache, f".{key}.sync")
     os.makedirs(staged, exist_ok=True)
     open(os.path.join(staged, ".synced"), "w").close()
@@ -883,5 +973,6 @@ for key in sys.argv[2:]:
     os.rename(staged, os.path.join(cache, key))
 PY
 read -r fetched _ < "$work/fetch.result"
-graphs="$(ls "$cache"/*/.compilation_complete 2>/dev/null | wc -l)"
-echo "sync.sh: $fetched fetched; $graphs graphs in $cache"
+shopt -s nullglob
+complete=("$cache"/*/.compilation_complete)
+echo "sync.sh: $fetched fetched; ${#complete[@]} graphs in $cache"
