@@ -18,6 +18,7 @@ test_vllm_native.py checks the one a real (fake-SDK) build publishes.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -65,11 +66,13 @@ def _target(profile: str = "vllm-neuron-native@2.32", **kw: object) -> TargetSpe
     return TargetSpec.parse({**base, "profile": profile, **kw})
 
 
-def _artifact(tmp_path: Path, profile: str = "vllm-neuron-native@2.32", entries: int = 2) -> tuple[Path, dict]:
-    """A file:// store holding `entries` complete cache entries, one NKI file and the model folder; the
-    launch files the profile renders for them. Returns (the store's folder, name -> text)."""
+def _artifact(
+    tmp_path: Path, profile: str = "vllm-neuron-native@2.32", entries: int = 2, store_name: str = "store"
+) -> tuple[Path, dict]:
+    """A file:// store (the folder `store_name`) holding `entries` complete cache entries, one NKI file and
+    the model folder; the launch files the profile renders for them. Returns (the store's folder, name -> text)."""
     p = get_profile(profile)
-    store = tmp_path / "store"
+    store = tmp_path / store_name
     cache = store / layout.vllm_cache_prefix(p.version)
     records = []
     for i in range(entries):
@@ -264,10 +267,12 @@ def test_a_split_manifest_applies_too(tmp_path: Path) -> None:
 
 
 # -- the init container's command, on a host without the AWS CLI ------------------------------------------
-def _host_path(tmp_path: Path, boto3: bool = False) -> str:
+def _host_path(tmp_path: Path, boto3: bool = False, fresh: bool = True) -> str:
     """A PATH with bash, coreutils, grep, awk and a python3 — without boto3 unless asked (python -S
-    drops site-packages) — and no aws or s5cmd."""
+    drops site-packages) — and no aws or s5cmd (`fresh`: made now, else the one made before)."""
     bindir = tmp_path / "host-bin"
+    if not fresh:
+        return str(bindir)
     bindir.mkdir()
     for tool in ("bash", "sh", "cat", "cp", "cut", "dirname", "find", "grep", "awk", "ls", "mkdir", "mv", "rm",
                  "sha256sum", "stat", "touch", "wc"):  # fmt: skip
@@ -293,11 +298,13 @@ def _pod_launch(tmp_path: Path, text: str) -> tuple[Path, list[str]]:
     return launch, [w.replace("/launch", str(launch)) for w in init["command"]]
 
 
-def _run(command: list[str], tmp_path: Path, path: str, **env: str) -> subprocess.CompletedProcess[str]:
+def _run(
+    command: list[str], tmp_path: Path, path: str, cwd: Path | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
     """The command in the pod's volumes (MODEL_DIR and VLLM_CACHE_ROOT are where the emptyDirs are mounted)."""
     pod_env = {"PATH": path, "HOME": str(tmp_path), "MODEL_DIR": str(tmp_path / "pod" / "model"),
                "VLLM_CACHE_ROOT": str(tmp_path / "pod" / "cache"), **env}  # fmt: skip
-    return subprocess.run(command, env=pod_env, capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(command, env=pod_env, cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
 
 
 def test_the_init_container_syncs_a_file_store_without_any_transfer_tool(tmp_path: Path) -> None:
@@ -314,6 +321,62 @@ def test_the_init_container_syncs_a_file_store_without_any_transfer_tool(tmp_pat
     # the serving container's serve.sh syncs again: everything is there, nothing is fetched
     again = _run(["bash", str(launch / "sync.sh")], tmp_path, path)
     assert again.returncode == 0 and again.stdout.startswith("sync.sh: 0 fetched; 2 graphs"), again.stdout
+
+
+# A folder's name holding every shell metacharacter (a line of vllm.env holds it: no newline, no tab).
+HOSTILE = "$(touch INJECTED) `touch INJECTED`; & | < > * ? [ ] { } ' \" \\ x"
+
+
+def test_sync_sh_takes_a_hostile_store_path_and_folders_as_data(tmp_path: Path) -> None:
+    """vllm.env's URIs (the store's path), MODEL_DIR and VLLM_CACHE_ROOT (the pod's) are read as data:
+    vllm.env is read as `docker run --env-file` reads it, never sourced, and nothing runs."""
+    _store, files = _artifact(tmp_path, store_name=f"store {HOSTILE}")
+    assert f"store {HOSTILE}/artifacts" in files["vllm.env"]
+    _launch, command = _pod_launch(tmp_path, files["k8s-init-container.yaml"])
+    pod = tmp_path / f"pod {HOSTILE}"
+    env = {"MODEL_DIR": str(pod / "model"), "VLLM_CACHE_ROOT": str(pod / "cache")}
+    done = _run(command, tmp_path, _host_path(tmp_path), cwd=tmp_path, **env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("sync.sh: 8 fetched; 2 graphs"), done.stdout
+    assert (pod / "model" / "config.json").is_file() and (pod / "cache/neuron/compile_cache/nki/k1.json").is_file()
+    assert not list(tmp_path.rglob("INJECTED"))
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (lambda m: "{not json", "vllm-cache.json: not JSON (Expecting property name"),
+        (lambda m: "[]", "vllm-cache.json: not a JSON object"),
+        (lambda m: json.dumps({**m, "entries": {}}), "entries is not a list of cache entries (32-hex keys)"),
+        (lambda m: json.dumps({**m, "entries": [{"key": "../../x", "files": []}]}), "(32-hex keys)"),
+        (lambda m: json.dumps({**m, "nki": [{"path": 1}]}), 'vllm-cache.json: {"path": 1} is not a file'),
+    ],
+    ids=["not JSON", "a list", "entries an object", "a key leaving the cache", "an NKI file without fields"],
+)
+def test_a_damaged_cache_manifest_is_one_line_and_nothing_synced(tmp_path: Path, damage, said: str) -> None:
+    _store, files = _artifact(tmp_path)
+    launch, command = _pod_launch(tmp_path, files["k8s-init-container.yaml"])
+    (launch / "vllm-cache.json").write_text(damage(json.loads(files["vllm-cache.json"])))
+    done = _run(command, tmp_path, _host_path(tmp_path))
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("sync.sh: ") and said in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    assert not [p for p in (tmp_path / "pod" / "cache" / "neuron" / "compile_cache").iterdir() if p.name != "nki"]
+
+
+def test_vllm_env_is_data_and_a_name_that_changes_how_commands_run_is_refused(tmp_path: Path) -> None:
+    _store, files = _artifact(tmp_path)
+    launch, command = _pod_launch(tmp_path, files["k8s-init-container.yaml"])
+    with (launch / "vllm.env").open("a") as f:
+        f.write("EXTRA=$(touch INJECTED); `touch INJECTED`\n")
+    done = _run(command, tmp_path, _host_path(tmp_path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert not list(tmp_path.rglob("INJECTED"))
+    for line in ("BASH_ENV=/tmp/x", "LD_PRELOAD=/tmp/x.so", "PATH=/tmp", "not a variable"):
+        (launch / "vllm.env").write_text(files["vllm.env"] + line + "\n")
+        done = _run(command, tmp_path, _host_path(tmp_path, fresh=False))
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert done.stderr.startswith(f"sync.sh: {launch}/vllm.env line "), done.stderr
 
 
 NONE_HERE = (

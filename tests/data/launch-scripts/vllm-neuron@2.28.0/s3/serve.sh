@@ -23,8 +23,7 @@ load_env() {
         printf '%s\n' "$me: $1 line $n is not KEY=VALUE: run the launch/ folder of the artifact as published" >&2
         exit 2 ;;
       PATH|IFS|ENV|BASH_ENV|BASHOPTS|SHELLOPTS|CDPATH|GLOBIGNORE|PS4|PROMPT_COMMAND|LD_*|PYTHON*|BASH_FUNC_*)
-        printf '%s\n' "$me: $1 line $n sets $name, which would change how this host runs commands: no launch" \
-          "env file sets it; run the launch/ folder of the artifact as published" >&2
+        printf '%s\n' "$me: $1 line $n sets $name, which would change how this host runs commands: no launch env file sets it; run the launch/ folder of the artifact as published" >&2
         exit 2 ;;
     esac
     export "$name=${line#*=}"
