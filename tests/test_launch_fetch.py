@@ -350,3 +350,26 @@ def test_ranged_reads_of_s3_go_back_to_the_pool_and_reuse_one_connection(
     gets = [r for r in caplog.records if '"GET /' in r.getMessage()]
     opened = [r for r in caplog.records if "Starting new HTTP connection" in r.getMessage()]
     assert len(gets) == 5 and len(opened) == 1, [r.getMessage() for r in caplog.records]
+
+
+def test_a_plan_field_may_hold_a_tab_a_newline_a_backslash_and_bytes_that_are_not_utf8(tmp_path: Path) -> None:
+    """Plan fields escape backslash, tab and newline (`plan_line` in launch_templates/transfer.sh writes
+    them so), and the plan is read with the bytes of the names as they are: a store and a folder whose
+    names hold them are fetched from and into like any other."""
+    name = os.fsdecode(b"a\\b\tc\nd \xff")
+    src, dest = tmp_path / f"store {name}", tmp_path / f"dest {name}"
+    src.mkdir()
+    (src / "f.bin").write_bytes(b"bytes")
+
+    def field(text: str) -> bytes:
+        return os.fsencode(text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n"))
+
+    plan = tmp_path / "plan"
+    row = [field(f"file://{src}/f.bin"), field(str(dest)), b"f.bin", b"5", _sha(b"bytes").encode(), b"the manifest"]
+    plan.write_bytes(b"\t".join(row) + b"\n")
+    code, said, counts = _run(plan)
+    assert (code, counts[:2]) == (0, [1, 0]), said
+    assert (dest / "f.bin").read_bytes() == b"bytes"
+    plan.write_bytes(b"file:///x\\q\t/r\tp\t-\t-\tthe manifest\n")
+    code, said, _ = _run(plan)
+    assert code == 2 and "a backslash that is not \\\\, \\t or \\n" in said, said
