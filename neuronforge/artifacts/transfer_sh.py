@@ -1,6 +1,7 @@
 """How a launch script reads the store: the bash functions `launch/sync.sh` (vllm-neuron-native) and a
-release channel's `resolve.sh` (`channel_launch`) both carry, one text from here, so a host and a pod
-need the same tools for both and hear the same sentence when one is missing.
+release channel's `resolve.sh` (`channel_launch`) both carry, one text (`launch_templates/transfer.sh`,
+which both templates include), so a host and a pod need the same tools for both and hear the same
+sentence when one is missing.
 
     transfer_tool_named   SYNC_TOOL is one of auto, boto3, aws, s5cmd (checked first, before any work)
     transfer_ready PLAN   every URI of PLAN is one these functions read (s3://, file://) and, when one is
@@ -12,9 +13,13 @@ need the same tools for both and hear the same sentence when one is missing.
                           parallel ranged reads hashed while they stream, files already here and verified
                           kept without reading them (`.neuronforge-sync.json`), one MB/s line at the end
 
-PLAN is a file of `uri<TAB>root<TAB>path<TAB>size<TAB>sha256<TAB>against` lines (`launch_fetch`); a
-file:// URI is read by python3 itself whatever SYNC_TOOL says. Each tool honours AWS_ENDPOINT_URL:
-botocore reads it itself, as does the AWS CLI (DOCS:
+    plan_line URI ROOT PATH
+                          one plan line for a file no record names (channel.json, a manifest), each
+                          field escaped (`plan_field`) so a folder's name may hold a tab or a newline
+
+PLAN is a file of `uri<TAB>root<TAB>path<TAB>size<TAB>sha256<TAB>against` lines (`launch_fetch`, whose
+fields escape backslash, tab and newline); a file:// URI is read by python3 itself whatever SYNC_TOOL
+says. Each tool honours AWS_ENDPOINT_URL: botocore reads it itself, as does the AWS CLI (DOCS:
 https://docs.aws.amazon.com/sdkref/latest/guide/feature-ss-endpoints.html), s5cmd is given
 `--endpoint-url`. The script defines `me` (its name, the prefix of every line it prints) and `die`
 (print one line, exit 2) before these functions.
