@@ -41,13 +41,20 @@ def _launch(tmp_path: Path, profile_ref: str) -> tuple[Path, Path]:
     return artifact, launch
 
 
-def _stub(tmp_path: Path, name: str) -> dict[str, str]:
-    """An environment whose `name` prints the arguments it is run with, one per line."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir(exist_ok=True)
-    (bindir / name).write_text("#!/bin/sh\nprintf '%s\\n' \"$@\"\n")
-    (bindir / name).chmod(0o755)
-    return {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}
+def _serve(tmp_path: Path, launch: Path, server: str, *args: str) -> list[str]:
+    """Run launch/serve.sh (in a folder of its own, where an injected `touch` would write) with `server`
+    a stand-in that prints the arguments it is execed with, one per line; those arguments."""
+    bindir, cwd = tmp_path / "bin", tmp_path / "cwd"
+    bindir.mkdir()
+    cwd.mkdir()
+    (bindir / server).write_text("#!/bin/sh\nprintf '%s\\n' \"$@\"\n")
+    (bindir / server).chmod(0o755)
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}
+    done = subprocess.run(
+        ["bash", str(launch / "serve.sh"), *args], cwd=cwd, capture_output=True, text=True, timeout=60, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
 
 
 def test_vllm_neuron_serve_sh_copies_a_hostile_store_folder_as_data(tmp_path: Path) -> None:
@@ -56,18 +63,7 @@ def test_vllm_neuron_serve_sh_copies_a_hostile_store_folder_as_data(tmp_path: Pa
     assert f"MODEL_URI=file://{artifact}/nxdi\n" in env_file
     model_dir = tmp_path / f"host {HOSTILE}" / "nxdi"  # where the host keeps it: hostile too
     (launch / "vllm.env").write_text(env_file.replace("MODEL_DIR=/opt/neuronforge/", f"MODEL_DIR={model_dir}/#"))
-    cwd = tmp_path / "cwd"
-    cwd.mkdir()
-    done = subprocess.run(
-        ["bash", str(launch / "serve.sh"), "--served-model-name", "a b"],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=_stub(tmp_path, "vllm"),
-    )
-    assert done.returncode == 0, done.stderr
-    served = done.stdout.splitlines()
+    served = _serve(tmp_path, launch, "vllm", "--served-model-name", "a b")
     assert served[:2] == ["serve", str(model_dir) + "/#models/abcdef012345/nxdi"], served
     assert served[-4:] == ["--port", "8000", "--served-model-name", "a b"]
     assert (Path(served[1]) / "config.json").is_file()  # the folder, copied from the hostile store
@@ -76,18 +72,7 @@ def test_vllm_neuron_serve_sh_copies_a_hostile_store_folder_as_data(tmp_path: Pa
 
 def test_optimum_serve_sh_serves_a_hostile_store_folder_where_it_is(tmp_path: Path) -> None:
     artifact, launch = _launch(tmp_path, "optimum-neuron")
-    cwd = tmp_path / "cwd"
-    cwd.mkdir()
-    done = subprocess.run(
-        ["bash", str(launch / "serve.sh")],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=_stub(tmp_path, "optimum-cli"),
-    )
-    assert done.returncode == 0, done.stderr
-    served = done.stdout.splitlines()
+    served = _serve(tmp_path, launch, "optimum-cli")
     assert served[:4] == ["neuron", "serve", "--model", f"{artifact}/optimum-neuron"], served
     assert not list(tmp_path.rglob("INJECTED"))
 
