@@ -924,15 +924,18 @@ def refuse(why):
 def ours(folder):
     made = os.path.join(folder, marker)
     return os.path.isfile(made) and not os.path.islink(made)
-if os.path.islink(dest):
-    target = os.path.realpath(dest)
-    if not (os.path.isdir(target) and ours(target)):
-        refuse(f"a symbolic link to {shown(target)}, which is not a folder this script made")
-elif os.path.lexists(dest):
-    if not os.path.isdir(dest):
-        refuse("not a folder")
-    if os.listdir(dest) and not ours(dest):
-        refuse(f"it holds files this script did not put there (no {marker})")
+try:
+    if os.path.islink(dest):
+        target = os.path.realpath(dest)
+        if not (os.path.isdir(target) and ours(target)):
+            refuse(f"a symbolic link to {shown(target)}, which is not a folder this script made")
+    elif os.path.lexists(dest):
+        if not os.path.isdir(dest):
+            refuse("not a folder")
+        if os.listdir(dest) and not ours(dest):
+            refuse(f"it holds files this script did not put there (no {marker})")
+except OSError as exc:
+    refuse(f"cannot be read ({exc.strerror})")
 if target == "/":
     refuse("the root folder")
 with open(out, "wb") as f:  # NUL-terminated: a path may hold any other byte
@@ -1034,8 +1037,13 @@ if why:
           "devices in that file for this build and apply it again; none of its files fetched", file=sys.stderr)
     sys.exit(2)
 parent, base = os.path.split(target)
-os.makedirs(parent, exist_ok=True)
-staging = tempfile.mkdtemp(prefix=f"{base}.partial.", dir=parent)
+try:
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=f"{base}.partial.", dir=parent)
+except OSError as exc:
+    print(f"resolve.sh: cannot make a folder in {shown(parent)} ({exc.strerror}): the new folder is made beside "
+          "DEST, then renamed into its place: name a DEST whose folder this user may write", file=sys.stderr)
+    sys.exit(1)
 def field(text):  # a plan's field (launch_fetch.read_plan): backslash, tab and newline escaped
     return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
 with open(plan, "w", encoding="utf-8", errors="surrogateescape") as out:
@@ -1057,8 +1065,8 @@ printf '%s\n' "A release channel's build, resolved by its resolve.sh, which repl
 # The swap: the old folder moved aside (into a new folder of its own), the new one renamed into its place.
 if [ -e "$target" ]; then
   old="$(mktemp -d -- "$target.old.XXXXXX")"
-  mv -- "$target" "$old/"
-  mv -- "$staging" "$target"
+  mv -- "$target" "$old/" || { rmdir -- "$old"; exit 1; }
+  if ! mv -- "$staging" "$target"; then mv -- "$old/${target##*/}" "$target"; rmdir -- "$old"; exit 1; fi
   rm -rf -- "$old"
 else
   mv -- "$staging" "$target"
