@@ -17,9 +17,10 @@ A template names each value it takes as a placeholder, `@@NAME@@` or `@@NAME:kin
 There is no kind that pastes a value into shell text: a script uses a value through the variable it is
 assigned to (`store_uri=@@STORE@@`, then `"$store_uri"`), and its Python passes values as arguments.
 
-and a line `@@include FILE@@` puts another file of the package in its place (`transfer.sh`, the fetcher's
-source): text, not a value, never scanned for placeholders. A placeholder the caller does not give, and a
-value the template does not use, are errors (a renamed placeholder cannot leave one unfilled or drop one
+A line `@@include FILE@@` puts another file of the package in its place: a shared part of the scripts
+(`transfer.sh`, `env.sh`: templates too, their placeholders filled from the same values) or the fetcher's
+source (`../launch_fetch.py`: text, which must hold no `@@`). A placeholder the caller does not give, and
+a value the template does not use, are errors (a renamed placeholder cannot leave one unfilled or drop one
 silently).
 """
 
