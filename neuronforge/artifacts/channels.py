@@ -364,9 +364,11 @@ class Pointer:
     damage: DamageRecord | None = None
 
     def to_json(self) -> dict[str, object]:
+        """As `channels --json` shows it beside each channel: `pointer` (its state and why) and `damage`
+        (the damage record's reason, time and finder, or null)."""
         found = self.damage
         damage = None if found is None else {"reason": found.reason, "at": found.at, "by": found.by}
-        return {"state": self.state, "reason": self.reason, "damage": damage}
+        return {"pointer": {"state": self.state, "reason": self.reason}, "damage": damage}
 
 
 def pointer(store: ArtifactStore, record: ChannelRecord, by: str = "channels") -> Pointer:

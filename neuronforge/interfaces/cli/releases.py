@@ -142,34 +142,30 @@ def cmd_channels(args: argparse.Namespace) -> int:
 
     store = _store(args)
     records = channels.channels_of(store, args.model)
-    states: dict[str, tuple[str, channels.Pointer]] = {}
-    for r in records:  # a build on several channels is read once
+    reviewed: dict[str, str] = {}  # a build on several channels: its review read once
+    checked = []  # per channel (what each recorded is checked): its build's review state, its `Pointer`
+    for r in records:
         key = r.current.build.key
-        if key not in states:
-            states[key] = (_review_word(store, key), channels.pointer(store, r))
+        if key not in reviewed:
+            reviewed[key] = _review_word(store, key)
+        checked.append((r, reviewed[key], channels.pointer(store, r)))
     if args.json:
-        out = []
-        for r in records:
-            state, found = states[r.current.build.key]
-            out.append({**r.to_json(), "review_state": state.lower(), **_pointer_json(found)})
-        print_json(out)
+        print_json([{**r.to_json(), "review_state": state.lower(), **found.to_json()} for r, state, found in checked])
         return EXIT_OK
     if not records:
         print(f"no channels{' of ' + args.model if args.model else ''} in {store.root_uri}")
         return EXIT_OK
     from neuronforge.spec.source import model_ref
 
-    for r in records:
+    for r, state, found in checked:
         m = r.current
-        state, found = states[m.build.key]
         approval = ", requires approval" if r.requires_approval else ""
         broken = f", {found.state.upper()}" if found.state != "ok" else ""
         print(  # a channel spans revisions: its model's name, as every listing shows it (`model_ref`)
             f"{model_ref(r.model)} · {r.profile_line} · {r.channel}: {m.build.key[:12]} {m.build.target} "
             f"({state}{broken}{approval}); {m.action} by {m.by} at {m.at}"
         )
-    for r in records:
-        state, found = states[r.current.build.key]
+    for r, state, found in checked:
         name, short = f"{r.model} · {r.profile_line} · {r.channel}", r.current.build.key[:12]
         if state == "REJECTED":
             print(f"WARNING: {name} points to the REJECTED build {short}: {_move_away(r)}")
@@ -182,13 +178,6 @@ def cmd_channels(args: argparse.Namespace) -> int:
         elif found.state != "ok":
             print(f"WARNING: {name} points to the UNREADABLE build {short} ({found.reason}): {_move_away(r)}")
     return EXIT_OK
-
-
-def _pointer_json(found) -> dict[str, object]:
-    """`channels --json`'s fields for the pointed-to build: `damage` (its record, or null) and
-    `pointer` (state ok/damaged/unreadable, and why)."""
-    shown = found.to_json()
-    return {"damage": shown.pop("damage"), "pointer": shown}
 
 
 def _move_away(record) -> str:
