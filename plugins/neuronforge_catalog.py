@@ -1106,7 +1106,7 @@ def _plan(store: Any, request: Any) -> dict[str, Any]:
             raise HTTPException(status_code=503, detail=_store_sentence(store, exc)) from None
         record, before, key = plan.record, plan.before, plan.key
         refused = str(plan.refused) if plan.refused is not None else ""
-        if key == before:
+        if not plan.changes and not refused:
             refused = f"{ref} already points to {key[:12]}: nothing would change"
         since = f"{record.current.action} by {record.current.by} at {record.current.at}" if record else ""
         change = {

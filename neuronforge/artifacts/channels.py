@@ -362,6 +362,7 @@ class Pointer:
     state: str  # ok | damaged | unreadable
     reason: str = ""
     damage: DamageRecord | None = None
+    advice: str = ""  # what to run besides moving the channel away ("" when that is all there is)
 
     def to_json(self) -> dict[str, object]:
         """As `channels --json` shows it beside each channel: `pointer` (its state and why) and `damage`
@@ -395,6 +396,7 @@ def pointer(store: ArtifactStore, record: ChannelRecord, by: str = "channels") -
             "unreadable",
             f"its manifest changed since the channel moved to it (sha256 {recorded[:12]!r} recorded, now "
             f"{built.manifest_sha256[:12]}): hosts refuse to start from it",
+            advice=repin_advice(ref, key),
         )
     return Pointer("ok")
 
@@ -414,6 +416,9 @@ class Plan:
     build: ChannelBuild | None = None  # None: unchanged, or refused before it was read
     review: str = ""
     refused: PromotionRefused | None = None
+    # a promote of the build the channel points to whose manifest is not the one the channel recorded (the
+    # build was published again since, e.g. rebuilt after damage): the move pins the channel to it as it is
+    repin: bool = False
 
     @property
     def before(self) -> str:
@@ -421,7 +426,7 @@ class Plan:
 
     @property
     def changes(self) -> bool:
-        return self.key != self.before
+        return self.key != self.before or self.repin
 
 
 def plan_promote(
@@ -483,27 +488,41 @@ def _checked(store: ArtifactStore, plan: Plan, recorded: ChannelBuild | None = N
     """`plan` with the build it would point to read and checked, the same for every move: `candidate`
     (published, its manifest of that key with every file at its size, smoke passed, this model and
     line), the digest the history `recorded` for it (a rollback), its review state, its damage record.
-    An unchanged plan reads nothing."""
-    if not plan.changes:
+    A rollback to where the channel is reads nothing; a promote of it is checked too, and is a move
+    (`repin`) only when the build's manifest is no longer the one the channel recorded."""
+    if not plan.changes and plan.action != "promote":
         return plan
     try:
         built = candidate(store, plan.key, plan.ref, by=plan.action)
     except PromotionRefused as exc:
         return replace(plan, refused=exc)
+    if not plan.changes:
+        assert plan.record is not None
+        if plan.record.current.build.manifest_sha256 == built.manifest_sha256:
+            return plan
+        plan = replace(plan, repin=True)
     if recorded is not None and recorded.manifest_sha256 != built.manifest_sha256:
-        short, ref = plan.key[:12], plan.ref
         return replace(
             plan,
             refused=PromotionRefused(
-                f"build {short}'s manifest is not the one {ref}'s history recorded for it (sha256 "
+                f"build {plan.key[:12]}'s manifest is not the one {plan.ref}'s history recorded for it (sha256 "
                 f"{recorded.manifest_sha256[:12]!r}, now {built.manifest_sha256[:12]}): a published build never "
-                f"changes, so its manifest or the history was altered; not rolled back: `neuronforge verify {short}` "
-                f"checks the build, `neuronforge promote {ref.model} --profile {ref.line} --to {ref.channel} "
-                f"--build {short}` moves the channel to it as it is now"
+                f"changes unless it is published again, so it was, or the history was edited; not rolled back: "
+                f"{repin_advice(plan.ref, plan.key, 'moves the channel to it')}"
             ),
         )
     state, refused = review_refusal(store, plan.ref, plan.key)
     return replace(plan, build=built, review=state, refused=refused or damage_refusal(store, plan.key))
+
+
+def repin_advice(ref: ChannelRef, key: str, does: str = "pins the channel to it") -> str:
+    """What to run for a build whose manifest is not the one a channel recorded: check the build, then
+    promote it, which records its manifest as it is now."""
+    short = key[:12]
+    return (
+        f"`neuronforge verify {short}` checks the build, then `neuronforge promote {ref.model} --profile {ref.line} "
+        f"--to {ref.channel} --build {short}` {does} as it is now"
+    )
 
 
 def apply(store: ArtifactStore, plan: Plan, *, by: str = "", reason: str = "") -> MoveResult:

@@ -144,6 +144,10 @@ def run(store: ArtifactStore, request: ReleaseRequest, by: str = "") -> ReleaseO
         move = result.record.current
         if result.changed:
             was = f" (was {move.previous[:12]})" if move.previous else " (new channel)"
+            if move.previous == move.build.key:  # `Plan.repin`
+                was = (
+                    " again (its manifest was published again since the channel moved to it: pinned to it as it is now)"
+                )
             line = f"{ref}: {move.action} to {move.build.key[:12]}{was}"
         else:
             line = f"{ref} already points to {move.build.key[:12]}; nothing changed"

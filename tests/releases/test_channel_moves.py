@@ -117,9 +117,9 @@ def test_a_history_entry_with_another_manifest_digest_is_refused(store, capsys) 
     assert one_error(capsys) == (
         f"error: refused: build {a[:12]}'s manifest is not the one {ref()}'s history recorded for it (sha256 "
         f"'000000000000', now {channels.candidate(store, a, ref()).manifest_sha256[:12]}): a published build never "
-        f"changes, so its manifest or the history was altered; not rolled back: `neuronforge verify {a[:12]}` "
-        f"checks the build, `neuronforge promote {MODEL} --profile cpu --to candidate --build {a[:12]}` moves the "
-        "channel to it as it is now\n"
+        "changes unless it is published again, so it was, or the history was edited; not rolled back: "
+        f"`neuronforge verify {a[:12]}` checks the build, then `neuronforge promote {MODEL} --profile cpu --to "
+        f"candidate --build {a[:12]}` moves the channel to it as it is now\n"
     )
     assert store.get_bytes(ref().record_key) == before
     assert cli(store, "promote", MODEL, "--profile", "cpu", "--to", "candidate", "--build", a[:12]) == 0
@@ -190,6 +190,52 @@ def test_promote_from_a_channel_whose_record_names_no_key_is_refused(store, caps
     assert not store.exists(ref().record_key)
 
 
+def test_a_build_published_again_is_flagged_and_a_promote_pins_the_channel_to_it(store, capsys) -> None:
+    """A build rebuilt after damage is published again under its key, with a manifest of other bytes (its
+    publish time): the channel's recorded digest no longer matches, and every host's resolve.sh refuses
+    it. `channels` says so and what to run; promoting the build it points to pins it as it is now."""
+    a = publish(store, 1)
+    channels.promote(store, ref(), build=a, by="ci")
+    key = f"{prefix_of(store, a)}/manifest.json"
+    manifest = json.loads(store.get_bytes(key))
+    store.put_bytes(json.dumps({**manifest, "published_at": "2026-11-27T00:00:00Z"}).encode(), key)
+    assert cli(store, "channels", MODEL) == 0
+    warning = capsys.readouterr().out.splitlines()[-1]
+    assert warning.startswith(f"WARNING: {ref()} points to the UNREADABLE build {a[:12]} (its manifest changed ")
+    promote = f"neuronforge promote {MODEL} --profile cpu --to candidate --build {a[:12]}"
+    assert warning.endswith(
+        f"hosts refuse to start from it): `neuronforge verify {a[:12]}` checks the build, then `{promote}` pins the "
+        f"channel to it as it is now; or promote another build: `neuronforge promote {MODEL} --profile cpu --to "
+        "candidate --build KEY`"
+    )
+    assert cli(store, *promote.split()[1:]) == 0
+    assert capsys.readouterr().out == (
+        f"{ref()}: promote to {a[:12]} again (its manifest was published again since the channel moved to it: "
+        "pinned to it as it is now)\n"
+    )
+    record = channels.get(store, ref())
+    assert record.current.build.manifest_sha256 == channels.candidate(store, a, ref()).manifest_sha256
+    assert [m.build.key for m in record.moves] == [a, a]
+    assert cli(store, "channels", MODEL) == 0
+    assert "WARNING" not in capsys.readouterr().out
+    assert cli(store, *promote.split()[1:]) == 0  # pinned: nothing changes any more
+    assert capsys.readouterr().out == f"{ref()} already points to {a[:12]}; nothing changed\n"
+
+
+def test_a_flagged_channel_is_told_a_rollback_only_when_one_would_be_taken(store, capsys) -> None:
+    a, b = publish(store, 1), publish(store, 2)
+    moved_through(store, a, b)
+    reviews.decide(store, a, "rejected", "r", "garbled", channels.now())
+    store.delete_prefix(layout.index_entry(b))
+    assert cli(store, "channels", MODEL) == 0
+    said = capsys.readouterr().out.splitlines()[-1]
+    assert said.endswith(
+        f"promote another build: `neuronforge promote {MODEL} --profile cpu --to candidate --build KEY` (a "
+        f"rollback to {a[:12]} would be refused: build {a[:12]} is rejected (garbled); no channel takes a rejected "
+        "build)"
+    )
+
+
 # -- an empty or malformed --to ------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("given", "said"),
@@ -250,7 +296,7 @@ def test_channels_flags_a_build_damaged_or_unreadable_since_the_move(store, caps
     assert "(approved, requires approval);" in out[2]  # stable: sound
     assert out[3:] == [
         f"WARNING: {MODEL} · cpu · beta points to the UNREADABLE build {b[:12]} (build {b[:12]} is not published "
-        f"in {store.root_uri} (no index entry)): `neuronforge rollback {MODEL} --profile cpu beta`",
+        f"in {store.root_uri} (no index entry)): `neuronforge rollback {MODEL} --profile cpu beta` (back to {c[:12]})",
         f"WARNING: {MODEL} · cpu · candidate points to the DAMAGED build {a[:12]} (manifest gone: {gone}; found by "
         f"channels at {read_damage(store, a).at}): rebuild it, or promote another build: `neuronforge promote "
         f"{MODEL} --profile cpu --to candidate --build KEY`",

@@ -168,27 +168,39 @@ def cmd_channels(args: argparse.Namespace) -> int:
     for r, state, found in checked:
         name, short = f"{r.model} · {r.profile_line} · {r.channel}", r.current.build.key[:12]
         if state == "REJECTED":
-            print(f"WARNING: {name} points to the REJECTED build {short}: {_move_away(r)}")
+            print(f"WARNING: {name} points to the REJECTED build {short}: {_move_away(store, r)}")
         if found.damage is not None:
             d = found.damage
             print(
                 f"WARNING: {name} points to the DAMAGED build {short} ({d.reason}; found by {d.by} at {d.at}): "
-                f"rebuild it, or {_move_away(r)}"
+                f"rebuild it, or {_move_away(store, r)}"
             )
         elif found.state != "ok":
-            print(f"WARNING: {name} points to the UNREADABLE build {short} ({found.reason}): {_move_away(r)}")
+            advice = f"{found.advice}; or {_move_away(store, r)}" if found.advice else _move_away(store, r)
+            print(f"WARNING: {name} points to the UNREADABLE build {short} ({found.reason}): {advice}")
     return EXIT_OK
 
 
-def _move_away(record) -> str:
-    """The command that moves a channel off its build: a rollback when it held another build (the
-    rollback checks that one as a promote would), else a promote of another build."""
+def _move_away(store, record) -> str:
+    """The command that moves a channel off its build, one that works now: a rollback when the build it
+    would go back to passes a move's checks (`plan_rollback`: read only for a flagged channel), else a
+    promote of another build, saying why the rollback would not do."""
     from neuronforge.artifacts import channels
+    from neuronforge.common.errors import NeuronforgeError
 
     where = f"{record.model} --profile {record.profile_line}"
-    if channels.earlier_builds(record):
-        return f"`neuronforge rollback {where} {record.channel}`"
-    return f"promote another build: `neuronforge promote {where} --to {record.channel} --build KEY`"
+    promote = f"promote another build: `neuronforge promote {where} --to {record.channel} --build KEY`"
+    if not channels.earlier_builds(record):
+        return promote
+    try:
+        plan = channels.plan_rollback(
+            store, channels.ChannelRef.parse(record.model, record.profile_line, record.channel)
+        )
+    except NeuronforgeError as exc:
+        return f"{promote} (a rollback would not do: {exc})"
+    if plan.refused is not None:
+        return f"{promote} (a rollback to {plan.key[:12]} would be refused: {plan.refused})"
+    return f"`neuronforge rollback {where} {record.channel}` (back to {plan.key[:12]})"
 
 
 def _history_options(p: argparse.ArgumentParser) -> None:
