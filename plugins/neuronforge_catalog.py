@@ -39,8 +39,9 @@ state are in its farm-index row); an artifact's JSON answer costs its index poin
 listing (`farm.farm_row`: 3 requests; the deploy snippets are the manifest's own record of its launch
 files, read one request each only for a manifest published before it recorded them); its page adds its
 review record and its model's channels (one listing of `channels/<org>/<name>/` and one read per
-channel); a model's channels page that listing and one
-review read per current build; a confirmation the few reads its action checks.
+channel); a model's channels page that listing, one review read per current build and, per channel,
+the check of its build (`channels.pointer`: its damage record, index entry, manifest and folder listing);
+a confirmation the few reads its action checks.
 
 Release actions are never taken here. Every button of the pages leads to a confirmation page (GET,
 no side effect) naming exactly what will change; its confirmation leads to Airflow's own trigger form
