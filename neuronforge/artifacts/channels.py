@@ -3,7 +3,8 @@ moved by compare-and-swap (`neuronforge.records.channel`).
 
     promote   point the channel at a published build (given by key, or what another channel points to)
     rollback  point it back at a build of its own history
-    read      the channel as stored (one GET)
+    read      the channel as stored (one GET); a record that is not a channel's is `ChannelDamaged`
+    pointer   whether the build a channel points to is still sound (what `channels` flags)
 
 What a move checks, every time, before it writes — a promote and a rollback alike (`candidate`, then the
 review and damage records; a rollback's history entry only names the build, nothing else in it is
@@ -14,7 +15,8 @@ trusted):
   files are all there at their sizes; the move records the digest of the manifest it read), and it was
   not found damaged since (`damaged/<key>.json`: a build found damaged here is recorded so, and
   refused); a rollback also refuses a manifest whose digest differs from the one the history recorded
-  for that build (a published build never changes);
+  for that build (a published build changes only when it is published again: a promote of it pins the
+  channel to it as it is now);
 - its smoke test passed;
 - it was built for the channel's model and profile line;
 - it is not rejected, and, where the channel requires approval (`Settings.approval_channels`, by
