@@ -12,12 +12,14 @@ called through `neuronforge.farm.releases.run`, the one dispatch the CLI, the ca
 
 (a) Rollback. Builds A then B are approved and promoted to `stable`; `rollback --steps 1` points it back
 at A, then at B, and so on (`--rollbacks` times: every 32nd move of the farm index's tail compacts it,
-and the default run includes one so its amortised cost shows). Goals: one call, <= 6 S3 requests (5 until
-issue 39 added the GET of the build's damage record: no channel points at a damaged build), no data
-copied (no CopyObject/UploadPartCopy/multipart upload; PUTs only of the channel record and the farm
-index's tail), < 5 s. Baseline, same endpoint, same run: what a deployment without channels does to roll
-back, copying the previous build's artifact folder over a fixed location (one listing, then a
-server-side copy of every file with boto3's managed copy, 10 at a time as `aws s3 cp --recursive`).
+and the default run includes one so its amortised cost shows). Goals: one call, <= 9 S3 requests (5 until
+issue 39 added the GET of the build's damage record; 6 until issue 51 made a rollback check its build as
+a promote does — its index entry, manifest and folder listing — since a history entry is trusted for
+nothing but the key it names), no data copied (no CopyObject/UploadPartCopy/multipart upload; PUTs only
+of the channel record and the farm index's tail), < 5 s. Baseline, same endpoint, same run: what a
+deployment without channels does to roll back, copying the previous build's artifact folder over a fixed
+location (one listing, then a server-side copy of every file with boto3's managed copy, 10 at a time as
+`aws s3 cp --recursive`).
 
 (b) Concurrent promotes. `--threads` threads, each promoting one of `--builds` approved builds (never the
 one the channel points to) to one `stable` channel, for `--rounds` rounds, in two ways:
@@ -63,7 +65,9 @@ PREFIX = "store"
 LINE = "vllm-neuron"
 PROFILE_REF = "vllm-neuron@2.26.1"
 AT = "2025-01-01T00:00:00Z"
-GOAL_REQUESTS = 6  # 5, plus the GET of `damaged/<key>.json` (issue 39: a damaged build is refused)
+# 5; + the GET of `damaged/<key>.json` (issue 39: a damaged build is refused); + the build's index entry,
+# manifest and folder listing (issue 51: a rollback checks its build as a promote does)
+GOAL_REQUESTS = 9
 GOAL_SECONDS = 5.0
 MIB = 1024 * 1024
 # A build's files (what a vllm-neuron artifact holds), with each one's share of `--artifact-mib`.
@@ -171,6 +175,10 @@ def label(r: Request, record_key: str) -> str:
         return f"review {r.op.removesuffix('Object').upper()}"
     if r.key.startswith("damaged/"):
         return f"damage record {r.op.removesuffix('Object').upper()}"
+    if r.key.startswith("index/") and r.op == "GetObject":
+        return "index entry GET"
+    if r.op == "ListObjectsV2" and r.key.startswith("artifacts/"):
+        return "build folder LIST"
     if r.key.endswith("/manifest.json"):
         return f"manifest {r.op.removesuffix('Object').upper()}"
     if r.key.startswith("farm-index/"):

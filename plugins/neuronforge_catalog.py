@@ -39,8 +39,9 @@ state are in its farm-index row); an artifact's JSON answer costs its index poin
 listing (`farm.farm_row`: 3 requests; the deploy snippets are the manifest's own record of its launch
 files, read one request each only for a manifest published before it recorded them); its page adds its
 review record and its model's channels (one listing of `channels/<org>/<name>/` and one read per
-channel); a model's channels page that listing and one
-review read per current build; a confirmation the few reads its action checks.
+channel); a model's channels page that listing, one review read per current build and, per channel,
+the check of its build (`channels.pointer`: its damage record, index entry, manifest and folder listing);
+a confirmation the few reads its action checks.
 
 Release actions are never taken here. Every button of the pages leads to a confirmation page (GET,
 no side effect) naming exactly what will change; its confirmation leads to Airflow's own trigger form
@@ -882,9 +883,35 @@ def _move_view(move: Any) -> dict[str, Any]:
     }
 
 
-def _channel_view(record: Any, state: str, review: Any, siblings: list[Any]) -> dict[str, Any]:
+def _pointer_of(store: Any, record: Any) -> Any:
+    """Whether the channel's build is still sound (`channels.pointer`: its damage record, then the
+    checks a move makes); a store that cannot be read now makes it `unreadable`, said so."""
+    from neuronforge.artifacts import channels
+    from neuronforge.common.errors import NeuronforgeError
+
+    try:
+        return channels.pointer(store, record, by="catalog")
+    except NeuronforgeError as exc:
+        log.warning("neuronforge catalog: checking the build of channel %s failed: %s", record.channel, exc)
+        return channels.Pointer("unreadable", "its build could not be read now (the api-server's log says why)")
+
+
+def _pointer_view(found: Any) -> dict[str, str]:
+    """A channel's build as sound or not: its state word and, when it is not sound, a warning in words."""
+    if found is None or found.state == "ok":
+        return {"state": found.state if found is not None else "", "loud": ""}
+    if found.damage is not None:
+        d = found.damage
+        why = f"{d.reason}; found by {d.by} at {d.at}"
+        return {"state": "damaged", "loud": f"DAMAGED ({why}): rebuild it, or roll back or promote another build."}
+    why = f"UNREADABLE ({found.reason}): a move onto it would be refused now"
+    return {"state": found.state, "loud": f"{why}; roll back or promote another build."}
+
+
+def _channel_view(record: Any, state: str, review: Any, siblings: list[Any], pointer: Any = None) -> dict[str, Any]:
     """One channel as its model's page shows it, with its buttons: approve / reject its build,
-    promote a sibling channel's build here, roll back to each earlier build of its history."""
+    promote a sibling channel's build here, roll back to each earlier build of its history; and
+    whether its build is still sound (`pointer`, `channels.Pointer`: None when not checked)."""
     from neuronforge.artifacts import channels
 
     key = record.current.build.key
@@ -929,6 +956,7 @@ def _channel_view(record: Any, state: str, review: Any, siblings: list[Any]) -> 
         "css": _state_css(state),
         "review": _review_view(state, review)["current"],
         "loud": loud,
+        "pointer": _pointer_view(pointer),
         "actions": actions,
         "history": history,
         "more": len(record.history) - len(shown),
@@ -954,8 +982,9 @@ def _model(model: str | None) -> str:
 
 @app.get("/channels", response_class=HTMLResponse)
 def channels_page(model: str | None = Query(None)) -> HTMLResponse:
-    """A model's release channels: each one's current build and its review state, whether it requires
-    approval, its last moves, and the buttons that lead to a confirmation."""
+    """A model's release channels: each one's current build, its review state and whether it is still
+    sound (`channels.pointer`, per channel), whether it requires approval, its last moves, and the
+    buttons that lead to a confirmation."""
     name = _model(model)
     store = _store()
     records = _channels_of(store, name)
@@ -964,7 +993,7 @@ def channels_page(model: str | None = Query(None)) -> HTMLResponse:
         key = r.current.build.key
         if key not in reviews:
             reviews[key] = _review_of(store, key)
-    views = [_channel_view(r, *reviews[r.current.build.key], records) for r in records]
+    views = [_channel_view(r, *reviews[r.current.build.key], records, _pointer_of(store, r)) for r in records]
     page_html = _render(
         "channels.html.j2",
         title=f"{name} · channels — neuronforge",
@@ -1064,6 +1093,7 @@ def _plan(store: Any, request: Any) -> dict[str, Any]:
     from neuronforge.artifacts.published import find_key
     from neuronforge.common.errors import InvalidInput
     from neuronforge.farm import releases
+    from neuronforge.records.base import RecordError
 
     warnings: list[str] = []
     if request.action in ("promote", "rollback"):
@@ -1072,9 +1102,12 @@ def _plan(store: Any, request: Any) -> dict[str, Any]:
             plan, pinned = releases.plan(store, request)
         except InvalidInput as exc:
             raise HTTPException(status_code=400, detail=_store_sentence(store, exc)) from None
+        except RecordError as exc:  # the channel's record is not one (`channels.ChannelDamaged`), or too new
+            log.warning("neuronforge catalog: the channel record of %s does not read: %s", ref, exc)
+            raise HTTPException(status_code=503, detail=_store_sentence(store, exc)) from None
         record, before, key = plan.record, plan.before, plan.key
         refused = str(plan.refused) if plan.refused is not None else ""
-        if key == before:
+        if not plan.changes and not refused:
             refused = f"{ref} already points to {key[:12]}: nothing would change"
         since = f"{record.current.action} by {record.current.by} at {record.current.at}" if record else ""
         change = {

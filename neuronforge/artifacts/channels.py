@@ -3,13 +3,20 @@ moved by compare-and-swap (`neuronforge.records.channel`).
 
     promote   point the channel at a published build (given by key, or what another channel points to)
     rollback  point it back at a build of its own history
-    read      the channel as stored (one GET)
+    read      the channel as stored (one GET); a record that is not a channel's is `ChannelDamaged`
+    pointer   whether the build a channel points to is still sound (what `channels` flags)
 
-What a move checks, every time, before it writes:
-- the build is published and its manifest verifies (the index points at a complete manifest whose
-  digest the move records), and it was not found damaged since (`damaged/<key>.json`: a build found
-  damaged here is recorded so, and refused); a rollback returns to a build verified when it was first promoted (builds
-  are immutable, gc keeps what a history names, and every host's resolve.sh checks the recorded digest);
+What a move checks, every time, before it writes — a promote and a rollback alike (`candidate`, then the
+review and damage records; a rollback's history entry only names the build, nothing else in it is
+trusted):
+- the key is a key: a key given by hand is hex digits (`published.key_prefix`, refused before anything
+  is read), a key a record names is a full cache key;
+- the build is published and its manifest verifies (the index points at a manifest of that key whose
+  files are all there at their sizes; the move records the digest of the manifest it read), and it was
+  not found damaged since (`damaged/<key>.json`: a build found damaged here is recorded so, and
+  refused); a rollback also refuses a manifest whose digest differs from the one the history recorded
+  for that build (a published build changes only when it is published again: a promote of it pins the
+  channel to it as it is now);
 - its smoke test passed;
 - it was built for the channel's model and profile line;
 - it is not rejected, and, where the channel requires approval (`Settings.approval_channels`, by
@@ -33,19 +40,27 @@ from neuronforge.artifacts import layout, reviews
 from neuronforge.artifacts.channel_launch import write_launch
 from neuronforge.artifacts.farm_index.damage import note_damaged, read_damage
 from neuronforge.artifacts.farm_index.notes import note_channel
-from neuronforge.artifacts.published import Damage, examine, find_key, missing_files, object_sizes
+from neuronforge.artifacts.published import (
+    CACHE_KEY,
+    Damage,
+    examine,
+    find_key,
+    key_prefix,
+    missing_files,
+    object_sizes,
+)
 from neuronforge.common import settings
 from neuronforge.common.errors import ExitCode, InvalidInput, NeuronforgeError, StoreError
 from neuronforge.records.artifact_manifest import ArtifactManifest
 from neuronforge.records.base import RecordError, RecordTooNew
 from neuronforge.records.channel import ChannelBuild, ChannelMove, ChannelRecord
+from neuronforge.records.damage import DamageRecord
 from neuronforge.records.index_entry import IndexEntry
 from neuronforge.spec.source import ModelSource, model_name
 from neuronforge.stores import ArtifactStore, NotFound
 
 CHANNEL_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
 PROFILE_LINE = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
-KEY_PREFIX = re.compile(r"[0-9a-f]{6,64}")
 
 
 class PromotionRefused(NeuronforgeError):
@@ -54,6 +69,14 @@ class PromotionRefused(NeuronforgeError):
 
     exit_code = ExitCode.REJECTED
     prefix = "refused: "
+
+
+class ChannelDamaged(RecordError):
+    """A channel's record is not a release channel record (a folder, another kind of file, the record of
+    another channel, not JSON): nothing is moved onto or from it until it is moved away or restored."""
+
+    exit_code = ExitCode.REJECTED
+    prefix = "damaged: "
 
 
 class ChannelMoved(NeuronforgeError):
@@ -132,12 +155,49 @@ def now() -> str:
 
 # -- reading ------------------------------------------------------------------------------------------
 def read(store: ArtifactStore, ref: ChannelRef) -> tuple[ChannelRecord | None, str]:
-    """The channel and its store version (one GET); (None, "") for a channel never moved."""
+    """The channel and its store version (one GET); (None, "") for a channel never moved. A record
+    that is not this channel's (`ChannelDamaged`) is one line naming it: a folder where the record
+    belongs (one listing, paid only when the GET found nothing: a new channel's first move), a file
+    that does not read as a channel record, the record of another channel."""
+    key = ref.record_key
     try:
-        raw, version = store.read_versioned(ref.record_key)
+        raw, version = store.read_versioned(key)
+        record = ChannelRecord.from_bytes(raw, store.uri(key))
     except NotFound:
+        if store.list_page(key, limit=1):  # `channel.json/...`: a folder (on S3, keys under the key)
+            raise _not_a_channel(store, key, "it is a folder") from None
         return None, ""
-    return ChannelRecord.from_bytes(raw, store.uri(ref.record_key)), version
+    except RecordTooNew:  # a newer neuronforge's: upgrade this host, the record is not damaged
+        raise
+    except RecordError as exc:
+        raise _not_a_channel(store, key, _why(store, key, exc)) from None
+    return _named(store, key, record, ref), version
+
+
+def _named(store: ArtifactStore, key: str, record: ChannelRecord, ref: ChannelRef | None = None) -> ChannelRecord:
+    """`record`, read at `key`, if it names the channel whose place `key` is (and `ref`, when given): a
+    record copied from another channel would move that one's deployments' history onto this one."""
+    try:
+        belongs = layout.channel_record(ModelSource.parse(record.model), record.profile_line, record.channel)
+    except InvalidInput:
+        belongs = ""
+    if ref is not None and (record.model, record.profile_line, record.channel) != (ref.model, ref.line, ref.channel):
+        belongs = ""
+    if belongs != key:
+        named = f"{record.model} · {record.profile_line} · {record.channel}"
+        raise _not_a_channel(store, key, f"it is the record of {named[:200]!r}")
+    return record
+
+
+def _why(store: ArtifactStore, key: str, exc: RecordError) -> str:
+    return str(exc).removeprefix(f"{store.uri(key)}: ")
+
+
+def _not_a_channel(store: ArtifactStore, key: str, why: str) -> ChannelDamaged:
+    return ChannelDamaged(
+        f"{store.uri(key)} is not a release channel record ({why}): move it away, or restore the channel's "
+        "record from a copy; a promote then starts the channel afresh"
+    )
 
 
 def get(store: ArtifactStore, ref: ChannelRef) -> ChannelRecord:
@@ -151,22 +211,40 @@ def get(store: ArtifactStore, ref: ChannelRef) -> ChannelRecord:
 
 def channels_of(store: ArtifactStore, model: str | None = None) -> list[ChannelRecord]:
     """The channels of one model (one listing of its `channels/` folder), or of every model (a listing
-    of `channels/`, which holds a few objects per channel and nothing else). An unreadable record is
-    a `RecordError` naming it."""
+    of `channels/`, which holds a few objects per channel and nothing else). A newer neuronforge's
+    record is `RecordTooNew`; a record that is not a channel's (a folder where it belongs, a file that
+    does not read as one, another channel's) is `ChannelDamaged` naming it."""
     prefix = layout.model_channels(ModelSource.parse(model)) if model else layout.CHANNELS
     out = []
+    record_name = f"/{layout.CHANNEL_RECORD}"
     for obj in store.list(prefix):
-        if obj.key.endswith(f"/{layout.CHANNEL_RECORD}"):
-            try:
-                out.append(ChannelRecord.read(store, obj.key))
-            except NotFound:  # deleted between the listing and the read
-                continue
+        if f"{record_name}/" in obj.key:  # `.../channel.json/x`: a folder where a record belongs
+            folder = obj.key[: obj.key.index(f"{record_name}/") + len(record_name)]
+            raise _not_a_channel(store, folder, "it is a folder")
+        if not obj.key.endswith(record_name):
+            continue  # the channel's launch files
+        try:
+            record = ChannelRecord.read(store, obj.key)
+        except NotFound:  # deleted between the listing and the read
+            continue
+        except RecordTooNew:
+            raise
+        except RecordError as exc:
+            raise _not_a_channel(store, obj.key, _why(store, obj.key, exc)) from None
+        out.append(_named(store, obj.key, record))
     return sorted(out, key=lambda r: (r.model, r.profile_line, r.channel))
 
 
 # -- what a move checks ------------------------------------------------------------------------------
-def candidate(store: ArtifactStore, key: str, ref: ChannelRef) -> ChannelBuild:
-    """The build `key` as a channel may point to it, or `PromotionRefused` saying why not."""
+def candidate(store: ArtifactStore, key: str, ref: ChannelRef, *, by: str = "promote") -> ChannelBuild:
+    """The build `key` as a channel may point to it, or `PromotionRefused` saying why not. `key` may come
+    from a record anyone who can write the store could have edited (a channel's history): it is checked
+    as a key before it names any path. Damage found here is recorded as found by `by`."""
+    if not CACHE_KEY.fullmatch(key):
+        raise PromotionRefused(
+            f"{key[:80]!r} is not a cache key (64 hex digits): the channel record that names it was edited; "
+            "promote a published build with `promote --build`"
+        )
     short = key[:12]
     try:
         index = IndexEntry.read(store, layout.index_entry(key))
@@ -178,16 +256,16 @@ def candidate(store: ArtifactStore, key: str, ref: ChannelRef) -> ChannelBuild:
         raw = store.get_bytes(index.manifest)
         manifest = ArtifactManifest.from_bytes(raw, store.uri(index.manifest))
     except NotFound:
-        raise _damaged(store, key) from None
+        raise _damaged(store, key, by) from None
     except RecordTooNew as exc:  # a newer neuronforge's: not damaged, not for this one to check
         raise PromotionRefused(f"build {short}: its manifest does not verify ({exc})") from None
     except RecordError:
-        raise _damaged(store, key) from None
+        raise _damaged(store, key, by) from None
     if manifest.cache_key != key:
-        raise _damaged(store, key)
+        raise _damaged(store, key, by)
     missing = missing_files(object_sizes(store, index.artifact_prefix), index.artifact_prefix, manifest.files)
     if missing:
-        raise _damaged(store, key)
+        raise _damaged(store, key, by)
     built_for = model_name(manifest.source.model_dump())
     if built_for != ref.model:
         raise PromotionRefused(f"build {short} is of {built_for}, not {ref.model}: a channel holds builds of one model")
@@ -227,13 +305,13 @@ def candidate(store: ArtifactStore, key: str, ref: ChannelRef) -> ChannelBuild:
     )
 
 
-def _damaged(store: ArtifactStore, key: str) -> PromotionRefused:
-    """The refusal of a build found damaged here, recorded in the farm index (`published.examine`
-    says why, in the words every reader records it with)."""
+def _damaged(store: ArtifactStore, key: str, by: str) -> PromotionRefused:
+    """The refusal of a build found damaged here, recorded in the farm index as found by `by`
+    (`published.examine` says why, in the words every reader records it with)."""
     found = examine(store, key)
     reason = found.reason if isinstance(found, Damage) else "it changed while it was checked"
     if isinstance(found, Damage):
-        note_damaged(store, found, "promote")
+        note_damaged(store, found, by)
     return PromotionRefused(
         f"build {key[:12]} is damaged ({reason}); recorded in the farm index: no channel takes a damaged build, "
         "run its build again to publish it afresh"
@@ -276,6 +354,55 @@ def earlier_builds(record: ChannelRecord) -> list[ChannelBuild]:
     return out
 
 
+# -- what a channel points to now ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class Pointer:
+    """The build a channel points to, as it is now: `ok`; `damaged` (its damage record: what a reader
+    found, when, by whom); or `unreadable` (a move onto it would be refused now: not published any more,
+    its manifest gone, unreadable or changed since the move, ...). `reason` says which, in one line."""
+
+    state: str  # ok | damaged | unreadable
+    reason: str = ""
+    damage: DamageRecord | None = None
+    advice: str = ""  # what to run besides moving the channel away ("" when that is all there is)
+
+    def to_json(self) -> dict[str, object]:
+        """As `channels --json` shows it beside each channel: `pointer` (its state and why) and `damage`
+        (the damage record's reason, time and finder, or null)."""
+        found = self.damage
+        damage = None if found is None else {"reason": found.reason, "at": found.at, "by": found.by}
+        return {"pointer": {"state": self.state, "reason": self.reason}, "damage": damage}
+
+
+def pointer(store: ArtifactStore, record: ChannelRecord, by: str = "channels") -> Pointer:
+    """Whether `record`'s build is still one the channel may point to, checked as a move checks it: its
+    damage record (one GET); then, none recorded, `candidate` (its index entry, manifest and one listing
+    of its folder: damage found there is recorded, as found by `by`) and the manifest's digest against
+    the one the move recorded (what every host's resolve.sh compares at its start). The review state is
+    the caller's to show. Never a scan: these reads per channel shown."""
+    key = record.current.build.key
+    marked = read_damage(store, key)
+    if marked is not None:
+        return Pointer("damaged", marked.reason, marked)
+    try:
+        ref = ChannelRef.parse(record.model, record.profile_line, record.channel)
+        built = candidate(store, key, ref, by=by)
+    except (InvalidInput, PromotionRefused) as exc:
+        marked = read_damage(store, key)  # what `candidate` found damaged, it recorded
+        if marked is not None:
+            return Pointer("damaged", marked.reason, marked)
+        return Pointer("unreadable", str(exc))
+    recorded = record.current.build.manifest_sha256
+    if built.manifest_sha256 != recorded:
+        return Pointer(
+            "unreadable",
+            f"its manifest changed since the channel moved to it (sha256 {recorded[:12]!r} recorded, now "
+            f"{built.manifest_sha256[:12]}): hosts refuse to start from it",
+            advice=repin_advice(ref, key),
+        )
+    return Pointer("ok")
+
+
 # -- moving: a plan (everything read and checked), then its one write -----------------------------------
 @dataclass(frozen=True)
 class Plan:
@@ -291,6 +418,9 @@ class Plan:
     build: ChannelBuild | None = None  # None: unchanged, or refused before it was read
     review: str = ""
     refused: PromotionRefused | None = None
+    # a promote of the build the channel points to whose manifest is not the one the channel recorded (the
+    # build was published again since, e.g. rebuilt after damage): the move pins the channel to it as it is
+    repin: bool = False
 
     @property
     def before(self) -> str:
@@ -298,7 +428,7 @@ class Plan:
 
     @property
     def changes(self) -> bool:
-        return self.key != self.before
+        return self.key != self.before or self.repin
 
 
 def plan_promote(
@@ -316,34 +446,30 @@ def plan_promote(
     else:
         key = find_key(store, str(build))
     record, version = read(store, ref)
-    plan = Plan("promote", ref, record, version, key)
-    if not plan.changes:
-        return plan
-    try:
-        built = candidate(store, key, ref)
-    except PromotionRefused as exc:
-        return replace(plan, refused=exc)
-    state, refused = review_refusal(store, ref, key)
-    return replace(plan, build=built, review=state, refused=refused or damage_refusal(store, key))
+    return _checked(store, Plan("promote", ref, record, version, key))
 
 
 def plan_rollback(store: ArtifactStore, ref: ChannelRef, *, steps: int = 1, to: str | None = None) -> Plan:
-    """Point `ref` back at a build of its own history: `to` (a key or its first 6+ digits), else the
-    `steps`-th earlier build (`earlier_builds`).
+    """Point `ref` back at a build of its own history: `to` (a key or its first 6+ digits; an empty or
+    malformed one is `InvalidInput` before anything is read), else the `steps`-th earlier build
+    (`earlier_builds`).
 
-    The build was verified when it was first promoted; published builds are immutable and gc keeps every
-    build a channel's history names. Its manifest is not read again (a rollback is one GET of the channel,
-    one of the review, one PUT): each host's resolve.sh checks the manifest against the digest the move
-    recorded, at every start, and refuses to start on another one."""
+    The history only names the build. Anyone who can write the store can edit a history entry, so
+    nothing else in it is trusted: the build is checked now exactly as a promote checks it (`_checked`),
+    and the move records what was read now. What the history recorded serves only to refuse: a
+    manifest whose digest differs from the one recorded when the channel held the build (builds are
+    immutable) is refused, never taken."""
+    given = key_prefix(to, "--to") if to is not None else ""
+    if to is None and steps < 1:
+        raise InvalidInput(f"--steps {steps}: give 1 or more")
     record, version = read(store, ref)
     if record is None:
         raise InvalidInput(f"no channel {ref} in {store.root_uri}: nothing to roll back")
     earlier = earlier_builds(record)
-    given = (to or "").strip().lower()
-    if to is not None and given and record.current.build.key.startswith(given):
+    if given and record.current.build.key.startswith(given):
         return Plan("rollback", ref, record, version, record.current.build.key)
-    if to is not None:
-        hits = [b for b in earlier if KEY_PREFIX.fullmatch(given) and b.key.startswith(given)]
+    if given:
+        hits = [b for b in earlier if b.key.startswith(given)]
         if len(hits) != 1:
             kept = ", ".join(b.key[:12] for b in earlier) or "none"
             raise InvalidInput(
@@ -352,16 +478,53 @@ def plan_rollback(store: ArtifactStore, ref: ChannelRef, *, steps: int = 1, to: 
             )
         target = hits[0]
     else:
-        if steps < 1:
-            raise InvalidInput(f"--steps {steps}: give 1 or more")
         if steps > len(earlier):
             raise InvalidInput(
                 f"{ref} held {len(earlier)} other build(s) in its kept history; --steps {steps} goes further back"
             )
         target = earlier[steps - 1]
-    state, refused = review_refusal(store, ref, target.key)
-    refused = refused or damage_refusal(store, target.key)
-    return Plan("rollback", ref, record, version, target.key, target, state, refused)
+    return _checked(store, Plan("rollback", ref, record, version, target.key), recorded=target)
+
+
+def _checked(store: ArtifactStore, plan: Plan, recorded: ChannelBuild | None = None) -> Plan:
+    """`plan` with the build it would point to read and checked, the same for every move: `candidate`
+    (published, its manifest of that key with every file at its size, smoke passed, this model and
+    line), the digest the history `recorded` for it (a rollback), its review state, its damage record.
+    A rollback to where the channel is reads nothing; a promote of it is checked too, and is a move
+    (`repin`) only when the build's manifest is no longer the one the channel recorded."""
+    if not plan.changes and plan.action != "promote":
+        return plan
+    try:
+        built = candidate(store, plan.key, plan.ref, by=plan.action)
+    except PromotionRefused as exc:
+        return replace(plan, refused=exc)
+    if not plan.changes:
+        assert plan.record is not None
+        if plan.record.current.build.manifest_sha256 == built.manifest_sha256:
+            return plan
+        plan = replace(plan, repin=True)
+    if recorded is not None and recorded.manifest_sha256 != built.manifest_sha256:
+        return replace(
+            plan,
+            refused=PromotionRefused(
+                f"build {plan.key[:12]}'s manifest is not the one {plan.ref}'s history recorded for it (sha256 "
+                f"{recorded.manifest_sha256[:12]!r}, now {built.manifest_sha256[:12]}): a published build never "
+                f"changes unless it is published again, so it was, or the history was edited; not rolled back: "
+                f"{repin_advice(plan.ref, plan.key, 'moves the channel to it')}"
+            ),
+        )
+    state, refused = review_refusal(store, plan.ref, plan.key)
+    return replace(plan, build=built, review=state, refused=refused or damage_refusal(store, plan.key))
+
+
+def repin_advice(ref: ChannelRef, key: str, does: str = "pins the channel to it") -> str:
+    """What to run for a build whose manifest is not the one a channel recorded: check the build, then
+    promote it, which records its manifest as it is now."""
+    short = key[:12]
+    return (
+        f"`neuronforge verify {short}` checks the build, then `neuronforge promote {ref.model} --profile {ref.line} "
+        f"--to {ref.channel} --build {short}` {does} as it is now"
+    )
 
 
 def apply(store: ArtifactStore, plan: Plan, *, by: str = "", reason: str = "") -> MoveResult:
@@ -414,18 +577,25 @@ def _write(
         new = record.moved(move, needs)
         done = store.replace_if_version(new.to_bytes(), ref.record_key, version)
     if not done:
-        raise _moved_meanwhile(store, ref, move)
+        raise _moved_meanwhile(store, ref, move, created=record is None)
     if record is None:
         write_launch(store, ref.prefix, str(ref), move.build)
     note_channel(store, new)
     return MoveResult(new, changed=True, created=record is None)
 
 
-def _moved_meanwhile(store: ArtifactStore, ref: ChannelRef, move: ChannelMove) -> NeuronforgeError:
+def _moved_meanwhile(store: ArtifactStore, ref: ChannelRef, move: ChannelMove, created: bool) -> NeuronforgeError:
+    """Why the conditional write failed: another mover's write (named); or, when a create was refused
+    and yet no record reads there (no channel is ever deleted: the place holds something that is not a
+    record, an empty folder on a file store), `ChannelDamaged` — running the move again cannot change it."""
     try:
         winner, _ = read(store, ref)
+    except ChannelDamaged as exc:
+        return exc
     except StoreError:
-        winner = None
+        return ChannelMoved(f"{ref} changed while this move ran; nothing was written: run it again")
+    if winner is None and created:
+        return _not_a_channel(store, ref.record_key, "it is not a file: a folder?")
     if winner is None:
         return ChannelMoved(f"{ref} changed while this move ran; nothing was written: run it again")
     w = winner.current

@@ -261,22 +261,37 @@ def missing_files(present: dict[str, int], prefix: str, files: Sequence[FileEntr
 
 
 KEY_PREFIX_MIN = 6  # hex characters of a cache key the commands accept (`ls` prints 12; their help says 6)
+CACHE_KEY = re.compile(r"[0-9a-f]{64}")  # a full cache key (a sha256 in hex)
 _KEY_CHARS = re.compile(r"[0-9a-f]+")
 _CANDIDATES_SHOWN = 10
+
+
+def key_prefix(given: str, what: str = "") -> str:
+    """`given` as a cache key or its first `KEY_PREFIX_MIN`+ hex digits (stripped, lower case), else
+    `InvalidInput` before anything is read: an empty value (an unset `$KEY` in a script) is never
+    "no key" to a command that was given one. `what` names where it was given (`--to`)."""
+    prefix = given.strip().lower()
+    named = f"{what} {given!r}" if what else repr(prefix)
+    if not prefix:
+        raise InvalidInput(
+            f"{named} is empty (an unset variable?): give a cache key or its first 12 hex digits "
+            "(`neuronforge ls` prints them)"
+        )
+    if not _KEY_CHARS.fullmatch(prefix) or len(prefix) > 64:
+        raise InvalidInput(f"{named} is not a cache key: give its hex digits (`neuronforge ls` prints the first 12)")
+    if len(prefix) < KEY_PREFIX_MIN:
+        raise InvalidInput(
+            f"key prefix {named} is too short: give at least {KEY_PREFIX_MIN} hex characters of the cache key "
+            "(`neuronforge ls` prints 12)"
+        )
+    return prefix
 
 
 def find_key(store: ArtifactStore, prefix: str) -> str:
     """The one cache key of the store's index that starts with `prefix`: one listing request that
     starts at `index/<prefix>` (S3: ListObjectsV2 with StartAfter), never a scan of the store. The one
     way every command (show, verify, promote, approve, ...) and page turns a key12 into a key."""
-    prefix = prefix.strip().lower()
-    if not _KEY_CHARS.fullmatch(prefix) or len(prefix) > 64:
-        raise InvalidInput(f"{prefix!r} is not a cache key: give its hex digits (`neuronforge ls` prints the first 12)")
-    if len(prefix) < KEY_PREFIX_MIN:
-        raise InvalidInput(
-            f"key prefix {prefix!r} is too short: give at least {KEY_PREFIX_MIN} hex characters of the cache key "
-            "(`neuronforge ls` prints 12)"
-        )
+    prefix = key_prefix(prefix)
     first = layout.index_entry(prefix).removesuffix(".json")
     page = store.list_page("index", start_after=first, limit=_CANDIDATES_SHOWN + 1)
     keys = [

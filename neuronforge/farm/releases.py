@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
 from neuronforge.artifacts import channels, reviews
-from neuronforge.artifacts.published import find_key
+from neuronforge.artifacts.published import find_key, key_prefix
 from neuronforge.common.errors import InvalidInput
 from neuronforge.records.channel import ChannelRecord
 from neuronforge.stores import ArtifactStore
@@ -45,6 +45,8 @@ class ReleaseRequest:
                 f"release request: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
             )
         values = {k: v for k, v in data.items() if v is not None}
+        if data.get("action") == "rollback" and "to" in values:
+            key_prefix(str(values["to"]), "--to")  # given, it is a key: an empty one is no "go back by steps"
         try:
             values["steps"] = int(values.get("steps", 1))
         except (TypeError, ValueError):
@@ -61,6 +63,8 @@ class ReleaseRequest:
             raise InvalidInput(f"release action {self.action!r}: one of {', '.join(ACTIONS)}")
         if self.action in MOVES:
             self.channel_ref()
+            if self.action == "rollback" and self.to:
+                key_prefix(self.to, "--to")
         else:
             if not self.build:
                 raise InvalidInput(f"{self.action}: give the build (its cache key or first 12 hex digits)")
@@ -140,6 +144,10 @@ def run(store: ArtifactStore, request: ReleaseRequest, by: str = "") -> ReleaseO
         move = result.record.current
         if result.changed:
             was = f" (was {move.previous[:12]})" if move.previous else " (new channel)"
+            if move.previous == move.build.key:  # `Plan.repin`
+                was = (
+                    " again (its manifest was published again since the channel moved to it: pinned to it as it is now)"
+                )
             line = f"{ref}: {move.action} to {move.build.key[:12]}{was}"
         else:
             line = f"{ref} already points to {move.build.key[:12]}; nothing changed"

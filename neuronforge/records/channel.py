@@ -4,7 +4,9 @@ pointer to one published build (`neuronforge.artifacts.channels`).
 A channel is what a deployment names instead of a cache key: `meta-llama/Llama-3.1-8B` · `vllm-neuron`
 · `stable`. The record holds the move that put the current build there (who, when, why, and the
 evidence that allowed it: the smoke result and host, the toolchain) and the earlier moves, newest
-first, so a rollback needs nothing but this one object. It is rewritten whole by compare-and-swap on
+first: the builds a rollback can go back to. A history entry is trusted for nothing but the key it
+names (anyone who can write the store can edit this file): a rollback checks that build as a promote
+does and records it as read then (`neuronforge.artifacts.channels`). It is rewritten whole by compare-and-swap on
 its store version (S3: `If-Match` on the ETag, `If-None-Match: *` to create): of two concurrent
 promoters exactly one writes, and a move never loses an earlier one.
 
@@ -35,7 +37,7 @@ class ChannelBuild(BaseModel):
     artifact_prefix: StrictStr  # the artifact's folder, relative to the store root
     artifact_uri: Text = ""  # the same folder as a URI of the store it was promoted in
     manifest: StrictStr  # the manifest's key, relative to the store root
-    manifest_sha256: StrictStr  # of the manifest's bytes: a rollback re-reads and compares it
+    manifest_sha256: StrictStr  # of the manifest's bytes: hosts and a rollback compare the manifest with it
     target: Text = ""  # the target slug
     profile: Text = ""  # the profile ref it was built for (name@version)
     smoke: AnyObject = Field(default_factory=dict)  # passed, reason, host, timings

@@ -21,6 +21,7 @@ from urllib.parse import urlencode
 import pytest
 
 from neuronforge.artifacts import channels, reviews
+from neuronforge.artifacts.farm_index import read_damage
 from neuronforge.farm.releases import ReleaseRequest, run
 from neuronforge.stores import open_store
 from tests.plugins.release_store import IMG, JS, MODEL, ODD_MODEL, SCRIPT, TEMPLATE, Releases, seed
@@ -176,9 +177,14 @@ def test_a_builds_page_shows_its_channels_review_and_buttons(client, keys: Relea
 # -- a model's channels -----------------------------------------------------------------------------
 def test_a_models_channels_page(client, keys: Releases) -> None:
     page = _get(client, f"/channels?{urlencode({'model': MODEL})}")
-    assert client.store.listed == ["channels/org/chan-model"]  # one listing of the model's folder
-    assert client.store.requests == 1 + 2 + 2  # the listing, the two records, their builds' reviews
+    folders = [json.loads(client.store._store.get_bytes(f"index/{k}.json"))["prefix"] for k in (keys.b, keys.a)]
+    # one listing of the model's folder, then per channel (candidate, stable) one of its build's folder
+    assert client.store.listed == ["channels/org/chan-model", *folders]
+    # the listing, the two records, their builds' reviews; per channel its build's damage record, index
+    # entry, manifest and folder listing (`channels.pointer`): a few reads per channel shown, never a scan
+    assert client.store.requests == 1 + 2 + 2 + 2 * 4
     stable, candidate = _text(page, "channel-cpu-stable"), _text(page, "channel-cpu-candidate")
+    assert "build ok" in stable and "build ok" in candidate and 'id="channel-cpu-stable-pointer"' not in page
     assert f"points to {keys.a[:12]}" in stable and "review rejected by dave" in stable
     assert "⚠ REJECTED by dave at " in stable and "wrong tokenizer. This channel still points to it" in stable
     assert "requires approval" in stable and "no approval required" in candidate
@@ -203,6 +209,39 @@ def test_a_models_channels_page(client, keys: Releases) -> None:
     assert f"reject {keys.b[:12]}" in links and f"reject {keys.a[:12]}" not in links  # already rejected
     page = _get(client, "/channels?model=org/no-channels")
     assert "no channel of this model yet" in page
+
+
+def test_a_channel_whose_build_became_damaged_or_unreadable_is_flagged(mutable, keys: Releases) -> None:
+    store = mutable.store._store
+    manifest = json.loads(store.get_bytes(f"index/{keys.a}.json"))["manifest"]
+    store.delete_prefix(manifest)  # stable's build: its manifest gone
+    store.delete_prefix(f"index/{keys.b}.json")  # candidate's: no longer published
+    page = _get(mutable, f"/channels?{urlencode({'model': MODEL})}")
+    stable, candidate = _text(page, "channel-cpu-stable"), _text(page, "channel-cpu-candidate")
+    assert "build damaged" in stable and "build unreadable" in candidate
+    found = read_damage(store, keys.a)
+    assert found is not None and found.by == "catalog"  # found here, recorded for every listing
+    assert _text(page, "channel-cpu-stable-pointer") == (
+        f"⚠ DAMAGED (manifest gone: {manifest}; found by catalog at {found.at}): rebuild it, or roll back or "
+        "promote another build."
+    )
+    assert _text(page, "channel-cpu-candidate-pointer") == (
+        f"⚠ UNREADABLE (build {keys.b[:12]} is not published in {store.root_uri} (no index entry)): a move onto it "
+        "would be refused now; roll back or promote another build."
+    )
+
+
+def test_a_confirmation_on_a_channel_record_that_is_no_record_is_one_sentence(mutable, keys: Releases) -> None:
+    store = mutable.store._store
+    record = channels.ChannelRef.parse(MODEL, "cpu", "candidate").record_key
+    store.put_bytes(b"[]", record)
+    response = mutable.get(f"/release?action=rollback&model={MODEL}&profile=cpu&channel=candidate")
+    assert response.status_code == 503
+    assert _error(response.text) == (
+        "the store/" + record + " is not a release channel record (not a release channel (a JSON object was "
+        "expected, found list)): move it away, or restore the channel's record from a copy; a promote then starts "
+        "the channel afresh."
+    )
 
 
 # -- confirmations ----------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
@@ -232,11 +233,11 @@ def test_a_channel_record_of_a_newer_release_is_refused(store) -> None:
         channels.promote(store, ref("candidate"), build=publish(store, 2))
 
 
-def test_a_rollback_is_six_requests_on_s3(s3_bucket: str) -> None:
-    """The release commands open the store without the bucket probe and a rollback does not re-read its
-    build's manifest: channel GET, review GET, damage record GET (a build found damaged is refused),
-    channel PUT, farm-index tail GET and PUT; nothing copied (bench/channels.py measures it against
-    copying a build)."""
+def test_a_rollback_is_nine_requests_on_s3(s3_bucket: str) -> None:
+    """The release commands open the store without the bucket probe, and a rollback checks its build as a
+    promote does: channel GET; the build's index entry, manifest and folder listing (`candidate`); its
+    review and damage records; channel PUT; farm-index tail GET and PUT. Nothing copied
+    (bench/channels.py measures it against copying a build)."""
     from neuronforge.interfaces.cli import main
 
     uri = f"s3://{s3_bucket}/rollback"
@@ -247,7 +248,10 @@ def test_a_rollback_is_six_requests_on_s3(s3_bucket: str) -> None:
     sent: list[tuple[str, str]] = []
 
     def record(request, **_) -> None:
-        sent.append((request.method, request.url.split(f"/{s3_bucket}/", 1)[-1].split("?")[0]))
+        url = urlsplit(request.url)
+        listed = parse_qs(url.query).get("prefix")  # ListObjectsV2: the bucket's URL, the prefix a parameter
+        path = unquote(url.path).split(f"/{s3_bucket}/", 1)[-1]
+        sent.append(("LIST", listed[0]) if listed else (request.method, path))
 
     events = store.client.meta.events  # the process's client of this endpoint: the command's too
     events.register("before-send.s3", record, unique_id="test-rollback-requests")
@@ -256,8 +260,12 @@ def test_a_rollback_is_six_requests_on_s3(s3_bucket: str) -> None:
     finally:
         events.unregister("before-send.s3", unique_id="test-rollback-requests")
     record_key = f"rollback/{ref('candidate').record_key}"
+    prefix = json.loads(store.get_bytes(layout.index_entry(a)))["prefix"]
     assert sent == [
         ("GET", record_key),
+        ("GET", f"rollback/{layout.index_entry(a)}"),
+        ("GET", f"rollback/{prefix}/manifest.json"),
+        ("LIST", f"rollback/{prefix}/"),
         ("GET", f"rollback/reviews/{a}.json"),
         ("GET", f"rollback/damaged/{a}.json"),
         ("PUT", record_key),

@@ -76,10 +76,10 @@ def test_a_lost_race_exits_1_naming_the_winner(store, capsys, monkeypatch: pytes
     channels.promote(store, channels.ChannelRef.parse(MODEL, "cpu", "candidate"), build=a)
     real = channels.candidate
 
-    def someone_else_moves_first(store_, key, ref):
+    def someone_else_moves_first(store_, key, ref, **kwargs):
         monkeypatch.setattr(channels, "candidate", real)
         channels.promote(store_, ref, build=b, by="dave@elsewhere")
-        return real(store_, key, ref)
+        return real(store_, key, ref, **kwargs)
 
     monkeypatch.setattr(channels, "candidate", someone_else_moves_first)
     c = publish(store, 3)

@@ -25,8 +25,10 @@ EXIT_CODES: dict[ExitCode, str] = {
     "the farm index disagrees with the manifests, the profile's consumer would refuse the artifact, or (with "
     "`--store --repair`) the scrub found a damaged artifact; "
     "`catalog check`: the catalog has problems; `promote`/`rollback`: the build may not go to the channel (not "
-    "published, damaged or not verifying, smoke failed, another model or profile line, rejected, or not approved "
-    "where the channel requires it); `recompile`: the SDK release is not in the profile data (what is known of it is "
+    "published, damaged or not verifying, smoke failed, another model or profile line, rejected, not approved "
+    "where the channel requires it, or a history entry whose manifest digest differs); `promote`/`rollback`/"
+    "`channels`/`history`: the channel's record is not one (a folder, another kind of file); `recompile`: the SDK "
+    "release is not in the profile data (what is known of it is "
     "printed; nothing is built); `lease break`: the lease's holder is a running process of this host (stop it instead)",
     ExitCode.STALE: "`catalog stale`: some catalog target has no artifact for the current toolchain; "
     "`recompile --dry-run`: some catalog target would be rebuilt",

@@ -2,7 +2,8 @@
 
     promote MODEL --profile P --to CHANNEL (--build KEY | --from CHANNEL)
     rollback MODEL --profile P CHANNEL [--steps N | --to KEY]
-    channels [MODEL]                    the current pointers (one listing of channels/, never the artifacts)
+    channels [MODEL]                    the current pointers and whether each build is still sound (one
+                                        listing of channels/, then a few reads per channel: never a scan)
     history MODEL --profile P CHANNEL   the kept moves, newest first
     approve KEY [--reason ...]  /  reject KEY --reason ...
 
@@ -80,7 +81,7 @@ def _rollback_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("channel", metavar="CHANNEL", help="the channel to move back, e.g. stable")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--steps", type=int, default=1, help="how many earlier builds back (default 1: the previous)")
-    which.add_argument("--to", metavar="KEY", default="", help="a build of the channel's history (key or its first 12)")
+    which.add_argument("--to", metavar="KEY", help="a build of the channel's history (key or its first 12)")
     p.add_argument("--reason", default="", help="why, as recorded in the channel's history")
     _common(p)
 
@@ -133,55 +134,73 @@ def _review_word(store, key: str) -> str:
 
 
 def cmd_channels(args: argparse.Namespace) -> int:
-    """The current pointer of each channel, with the build's review state and whether it was found
-    damaged (a rejected or damaged build a channel still points to is flagged, and the command says what
-    to do): one listing, then a GET of the review and of the damage record per channel."""
+    """The current pointer of each channel, with the build's review state and whether that build is
+    still sound (`channels.pointer`: a damaged or unreadable build a channel still points to is flagged,
+    and the command says what to do; a rejected one too): one listing, then per channel its review and
+    damage records and, none recorded, its build's index entry, manifest and folder listing."""
     from neuronforge.artifacts import channels
-    from neuronforge.artifacts.farm_index import read_damage
 
     store = _store(args)
     records = channels.channels_of(store, args.model)
-    rows = [(r, _review_word(store, r.current.build.key)) for r in records]
-    damage = {r.current.build.key: read_damage(store, r.current.build.key) for r, _ in rows}
+    reviewed: dict[str, str] = {}  # a build on several channels: its review read once
+    checked = []  # per channel (what each recorded is checked): its build's review state, its `Pointer`
+    for r in records:
+        key = r.current.build.key
+        if key not in reviewed:
+            reviewed[key] = _review_word(store, key)
+        checked.append((r, reviewed[key], channels.pointer(store, r)))
     if args.json:
-        print_json(
-            [
-                {**r.to_json(), "review_state": state.lower(), "damage": _damage_json(damage[r.current.build.key])}
-                for r, state in rows
-            ]
-        )
+        print_json([{**r.to_json(), "review_state": state.lower(), **found.to_json()} for r, state, found in checked])
         return EXIT_OK
-    if not rows:
+    if not records:
         print(f"no channels{' of ' + args.model if args.model else ''} in {store.root_uri}")
         return EXIT_OK
     from neuronforge.spec.source import model_ref
 
-    for r, state in rows:
+    for r, state, found in checked:
         m = r.current
         approval = ", requires approval" if r.requires_approval else ""
-        broken = ", DAMAGED" if damage[m.build.key] is not None else ""
+        broken = f", {found.state.upper()}" if found.state != "ok" else ""
         print(  # a channel spans revisions: its model's name, as every listing shows it (`model_ref`)
             f"{model_ref(r.model)} · {r.profile_line} · {r.channel}: {m.build.key[:12]} {m.build.target} "
             f"({state}{broken}{approval}); {m.action} by {m.by} at {m.at}"
         )
-    for r, state in rows:
+    for r, state, found in checked:
+        name, short = f"{r.model} · {r.profile_line} · {r.channel}", r.current.build.key[:12]
         if state == "REJECTED":
+            print(f"WARNING: {name} points to the REJECTED build {short}: {_move_away(store, r)}")
+        if found.damage is not None:
+            d = found.damage
             print(
-                f"WARNING: {r.model} · {r.profile_line} · {r.channel} points to the REJECTED build "
-                f"{r.current.build.key[:12]}: `neuronforge rollback {r.model} --profile {r.profile_line} {r.channel}`"
+                f"WARNING: {name} points to the DAMAGED build {short} ({d.reason}; found by {d.by} at {d.at}): "
+                f"rebuild it, or {_move_away(store, r)}"
             )
-        found = damage[r.current.build.key]
-        if found is not None:
-            print(
-                f"WARNING: {r.model} · {r.profile_line} · {r.channel} points to the DAMAGED build "
-                f"{r.current.build.key[:12]} ({found.reason}; found by {found.by} at {found.at}): rebuild it, or "
-                f"`neuronforge rollback {r.model} --profile {r.profile_line} {r.channel}`"
-            )
+        elif found.state != "ok":
+            advice = f"{found.advice}; or {_move_away(store, r)}" if found.advice else _move_away(store, r)
+            print(f"WARNING: {name} points to the UNREADABLE build {short} ({found.reason}): {advice}")
     return EXIT_OK
 
 
-def _damage_json(found) -> dict[str, str] | None:
-    return None if found is None else {"reason": found.reason, "at": found.at, "by": found.by}
+def _move_away(store, record) -> str:
+    """The command that moves a channel off its build, one that works now: a rollback when the build it
+    would go back to passes a move's checks (`plan_rollback`: read only for a flagged channel), else a
+    promote of another build, saying why the rollback would not do."""
+    from neuronforge.artifacts import channels
+    from neuronforge.common.errors import NeuronforgeError
+
+    where = f"{record.model} --profile {record.profile_line}"
+    promote = f"promote another build: `neuronforge promote {where} --to {record.channel} --build KEY`"
+    if not channels.earlier_builds(record):
+        return promote
+    try:
+        plan = channels.plan_rollback(
+            store, channels.ChannelRef.parse(record.model, record.profile_line, record.channel)
+        )
+    except NeuronforgeError as exc:
+        return f"{promote} (a rollback would not do: {exc})"
+    if plan.refused is not None:
+        return f"{promote} (a rollback to {plan.key[:12]} would be refused: {plan.refused})"
+    return f"`neuronforge rollback {where} {record.channel}` (back to {plan.key[:12]})"
 
 
 def _history_options(p: argparse.ArgumentParser) -> None:
