@@ -22,7 +22,7 @@ from neuronforge.artifacts.farm_index.entry import damaged_record, manifest_name
 from neuronforge.artifacts.farm_index.log import ROOT
 from neuronforge.artifacts.farm_index.notes import append
 from neuronforge.artifacts.farm_index.reader import read_window
-from neuronforge.artifacts.published import Damage, Published, examine
+from neuronforge.artifacts.published import Damage, Published
 from neuronforge.common.errors import NeuronforgeError
 from neuronforge.records.base import RecordError
 from neuronforge.records.damage import DamageRecord
@@ -108,19 +108,3 @@ def clear_damage(store: ArtifactStore, published: Published, deepest: str = SIZE
         return False
     log.warning("%s checks whole again: its damage record (%s) is cleared", published.key[:12], old.reason)
     return True
-
-
-def lookup(store: ArtifactStore, key: str, by: str = "lookup", state: Any = None) -> Published | None:
-    """The pipeline's lookup: the published artifact for `key` (`published.examine`), or None — and
-    when the pointer is there but what it points at is damaged, that is recorded (then it is rebuilt
-    like a miss, and its publish clears the record)."""
-    found = examine(store, key)
-    if isinstance(found, Damage):
-        log.warning(
-            "%s: the published artifact is damaged (%s); not a cache hit: recorded in the farm index, built again",
-            key[:12],
-            found.reason,
-        )
-        note_damaged(store, found, by, state)
-        return None
-    return found
