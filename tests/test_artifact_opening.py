@@ -187,10 +187,10 @@ def damaged(compiled: Compiled, tmp_path_factory: pytest.TempPathFactory, s3_end
         for kind in KINDS:
             for damage in DAMAGES:
                 uri = f"file://{base / kind / damage}" if kind == "file" else f"s3://{bucket}/{damage}"
-                store = open_store(uri)
                 if kind == "file":  # a copy that keeps the files' times (as a copied folder does)
                     shutil.copytree(Path(compiled.store.root_uri.removeprefix("file://")), base / kind / damage)
-                else:
+                store = open_store(uri)
+                if kind == "s3":
                     _copy_store(compiled, store)
                 d = Damaged(
                     kind,
@@ -278,13 +278,11 @@ def test_promote_refuses_and_records(capsys, damaged: dict, kind: str, damage: s
     assert out == ""
     if damage == "flipped":
         at = read_damage(d.store, d.key).at
-        why = f"{d.reason('promote')}; found by verify at {at}): no channel takes a damaged build; run its build again"
+        why = f"{d.reason('promote')}; found by verify at {at}): no channel takes a damaged build; run its build"
     else:
         why = f"{d.reason('promote')}); recorded in the farm index: no channel takes a damaged build, run its build"
-    assert code == ExitCode.REJECTED and len(said) == 1 and said[0].startswith(f"error: refused: build {short} is "), (
-        said
-    )
-    assert f"is damaged ({why} again" in said[0], said
+    assert code == ExitCode.REJECTED and len(said) == 1, said
+    assert said[0].startswith(f"error: refused: build {short} is damaged ({why} again"), said
     assert d.store.list(layout.CHANNELS) == []  # nothing moved
     d.recorded("promote")
 
