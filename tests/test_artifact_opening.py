@@ -25,7 +25,6 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
 
 import pytest
 
@@ -37,6 +36,7 @@ from neuronforge.interfaces.cli import ExitCode, main
 from neuronforge.spec.source import model_name
 from neuronforge.stores import ArtifactStore, open_store
 from tests.conftest import Compiled
+from tests.farm_index.test_read_costs import Counted
 
 DAMAGES = ("deleted", "truncated", "flipped")
 NAMINGS = ("key", "prefix", "manifest", "folder", "path")
@@ -379,17 +379,6 @@ def test_a_damaged_copy_outside_any_store_still_says_nothing_is_recorded(capsys,
 
 
 # -- what a name costs ----------------------------------------------------------------------------------
-class Counted:
-    """The (operation, key) of every request the store's client sends."""
-
-    def __init__(self, store) -> None:
-        self.log: list[tuple[str, str]] = []
-        store.client.meta.events.register("before-send.s3", self)
-
-    def __call__(self, request, event_name: str, **_) -> None:
-        self.log.append((event_name.rsplit(".", 1)[-1], unquote(urlsplit(request.url).path)))
-
-
 @pytest.mark.parametrize("naming", ["key", "manifest", "folder"])
 def test_a_uri_costs_what_a_key_costs_on_s3(
     capsys, damaged: dict, naming: str, monkeypatch: pytest.MonkeyPatch
