@@ -1,12 +1,14 @@
 """Damage made visible: whoever opens a published artifact and finds it damaged — its manifest gone or
 unreadable, a file it lists missing or of another size (`published.examine`), another sha256 (`verify`) —
-records it, so every listing shows it as damaged, with the reason, from then on.
+records it, so every listing shows it as damaged, with the reason, from then on. Readers that open one
+artifact (`show`, `verify`, `ls --check`, a channel move, the catalog, the pipeline's lookup) find and
+record it through `artifacts.opening`, whatever name they were given.
 
 Written as the index writes every note: `damaged/<key>.json` (a `DamageRecord`, which `rebuild` and
 compaction read back), then a "damaged" record appended to the tail by compare-and-swap. Nothing inside
 the artifact's folder is touched. A damage already recorded with the same reason is not written again
 (one GET), so a reader that keeps finding it costs one request, not a tail write. The key's next
-publish clears it (`notes.note_published`); so do the scrub and `verify KEY` when the artifact checks
+publish clears it (`notes.note_published`); so do the scrub and `verify` when the artifact checks
 whole again by a check at least as deep as the one that found it.
 """
 

@@ -1,7 +1,8 @@
 """The store commands: what a store holds and whether it is sound. `ls` the published artifacts, `show`
 one's manifest, `verify` one (or the farm index against the manifests), `index rebuild`, `gc` older
 compilers' artifacts, and `store ls` its raw objects. An artifact is named by its cache key, a unique
-prefix of one (`artifacts.published.find_key`), or its URI."""
+prefix of one (`artifacts.published.find_key`), or its manifest or folder URI, and opened one way
+whatever the name (`artifacts.opening.open_artifact`): checked, and its damage recorded, as by its key."""
 
 from __future__ import annotations
 
