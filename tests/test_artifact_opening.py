@@ -378,6 +378,26 @@ def test_a_damaged_copy_outside_any_store_still_says_nothing_is_recorded(capsys,
     assert code == ExitCode.USAGE and said == [gone], said
 
 
+@pytest.mark.parametrize("naming", ["key", "prefix", "folder"])
+def test_an_index_pointer_that_does_not_read_is_damage_by_any_name(capsys, whole: Damaged, naming: str) -> None:
+    """The pointer itself damaged: recorded, and refused with what does fix it (a new build does not
+    replace a pointer that is there: it is removed first)."""
+    pointer = layout.index_entry(whole.key)
+    whole.store.put_bytes(b"[1, 2]", pointer)
+    code, out, said = cli(capsys, "show", whole.name(naming), "--store", whole.uri)
+    assert code == ExitCode.REJECTED and out == "" and len(said) == 1, said
+    short = whole.key[:12]
+    assert said[0].startswith(f"error: damaged: {short} in {whole.uri}: index pointer unreadable: "), said
+    assert said[0].endswith(
+        f"recorded in the farm index (`neuronforge ls {whole.uri}` lists it): remove {whole.store.uri(pointer)} "
+        "(not an index pointer), then run its build again to publish it afresh"
+    ), said
+    record = read_damage(whole.store, whole.key)
+    assert record is not None and record.by == "show" and record.reason.startswith("index pointer unreadable: ")
+    rows = json.loads(cli(capsys, "ls", whole.uri, "--json")[1])
+    assert [(r["cache_key"], r["status"]) for r in rows] == [(whole.key, "damaged")], rows
+
+
 # -- what a name costs ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("naming", ["key", "manifest", "folder"])
 def test_a_uri_costs_what_a_key_costs_on_s3(
