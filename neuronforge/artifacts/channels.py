@@ -30,7 +30,6 @@ files, `channel_launch`), and tells the farm index (advisory, like every note).
 from __future__ import annotations
 
 import getpass
-import hashlib
 import re
 import socket
 import time
@@ -38,17 +37,10 @@ from dataclasses import dataclass, replace
 
 from neuronforge.artifacts import layout, reviews
 from neuronforge.artifacts.channel_launch import write_launch
-from neuronforge.artifacts.farm_index.damage import note_damaged, read_damage
+from neuronforge.artifacts.farm_index.damage import read_damage
 from neuronforge.artifacts.farm_index.notes import note_channel
-from neuronforge.artifacts.published import (
-    CACHE_KEY,
-    Damage,
-    examine,
-    find_key,
-    key_prefix,
-    missing_files,
-    object_sizes,
-)
+from neuronforge.artifacts.opening import open_published
+from neuronforge.artifacts.published import CACHE_KEY, Damage, find_key, key_prefix
 from neuronforge.common import settings
 from neuronforge.common.errors import ExitCode, InvalidInput, NeuronforgeError, StoreError
 from neuronforge.records.artifact_manifest import ArtifactManifest
@@ -237,7 +229,9 @@ def channels_of(store: ArtifactStore, model: str | None = None) -> list[ChannelR
 
 # -- what a move checks ------------------------------------------------------------------------------
 def candidate(store: ArtifactStore, key: str, ref: ChannelRef, *, by: str = "promote") -> ChannelBuild:
-    """The build `key` as a channel may point to it, or `PromotionRefused` saying why not. `key` may come
+    """The build `key` as a channel may point to it, or `PromotionRefused` saying why not. It is opened
+    as every reader opens it (`opening.open_published`): a build found damaged is recorded so, and one
+    recorded damaged by a deeper check since (`verify`'s sha256) is refused the same way. `key` may come
     from a record anyone who can write the store could have edited (a channel's history): it is checked
     as a key before it names any path. Damage found here is recorded as found by `by`."""
     if not CACHE_KEY.fullmatch(key):
@@ -247,25 +241,21 @@ def candidate(store: ArtifactStore, key: str, ref: ChannelRef, *, by: str = "pro
         )
     short = key[:12]
     try:
-        index = IndexEntry.read(store, layout.index_entry(key))
-    except NotFound:
-        raise PromotionRefused(f"build {short} is not published in {store.root_uri} (no index entry)") from None
-    except RecordError as exc:
-        raise PromotionRefused(f"build {short}: its index entry does not read ({exc})") from None
-    try:
-        raw = store.get_bytes(index.manifest)
-        manifest = ArtifactManifest.from_bytes(raw, store.uri(index.manifest))
-    except NotFound:
-        raise _damaged(store, key, by) from None
+        opened = open_published(store, key, by=by)
     except RecordTooNew as exc:  # a newer neuronforge's: not damaged, not for this one to check
         raise PromotionRefused(f"build {short}: its manifest does not verify ({exc})") from None
-    except RecordError:
-        raise _damaged(store, key, by) from None
-    if manifest.cache_key != key:
-        raise _damaged(store, key, by)
-    missing = missing_files(object_sizes(store, index.artifact_prefix), index.artifact_prefix, manifest.files)
-    if missing:
-        raise _damaged(store, key, by)
+    if opened is None:
+        raise PromotionRefused(f"build {short} is not published in {store.root_uri} (no index entry)")
+    found = opened.found
+    if isinstance(found, Damage):
+        raise PromotionRefused(
+            f"build {short} is damaged ({found.reason}); recorded in the farm index: no channel takes a damaged "
+            "build, run its build again to publish it afresh"
+        )
+    if opened.record is not None:
+        raise recorded_refusal(key, opened.record)
+    manifest = found.manifest
+    assert manifest is not None
     built_for = model_name(manifest.source.model_dump())
     if built_for != ref.model:
         raise PromotionRefused(f"build {short} is of {built_for}, not {ref.model}: a channel holds builds of one model")
@@ -283,10 +273,10 @@ def candidate(store: ArtifactStore, key: str, ref: ChannelRef, *, by: str = "pro
     toolchain = manifest.toolchain
     return ChannelBuild(
         key=key,
-        artifact_prefix=index.artifact_prefix,
-        artifact_uri=store.uri(index.artifact_prefix),
-        manifest=index.manifest,
-        manifest_sha256=hashlib.sha256(raw).hexdigest(),
+        artifact_prefix=found.prefix,
+        artifact_uri=store.uri(found.prefix),
+        manifest=found.manifest_key,
+        manifest_sha256=found.manifest_sha256,
         target=manifest.target_slug,
         profile=manifest.profile.ref if manifest.profile is not None else "",
         smoke={
@@ -305,24 +295,14 @@ def candidate(store: ArtifactStore, key: str, ref: ChannelRef, *, by: str = "pro
     )
 
 
-def _damaged(store: ArtifactStore, key: str, by: str) -> PromotionRefused:
-    """The refusal of a build found damaged here, recorded in the farm index as found by `by`
-    (`published.examine` says why, in the words every reader records it with)."""
-    found = examine(store, key)
-    reason = found.reason if isinstance(found, Damage) else "it changed while it was checked"
-    if isinstance(found, Damage):
-        note_damaged(store, found, by)
-    return PromotionRefused(
-        f"build {key[:12]} is damaged ({reason}); recorded in the farm index: no channel takes a damaged build, "
-        "run its build again to publish it afresh"
-    )
-
-
 def damage_refusal(store: ArtifactStore, key: str) -> PromotionRefused | None:
     """Why no channel may point at `key` because it was recorded damaged (one GET; None: it was not)."""
     marked = read_damage(store, key)
-    if marked is None:
-        return None
+    return None if marked is None else recorded_refusal(key, marked)
+
+
+def recorded_refusal(key: str, marked: DamageRecord) -> PromotionRefused:
+    """The refusal of a build recorded damaged (by whoever found it, when)."""
     return PromotionRefused(
         f"build {key[:12]} is damaged ({marked.reason}; found by {marked.by} at {marked.at}): no channel takes a "
         f"damaged build; run its build again, or `neuronforge verify {key[:12]}` clears it if every file matches again"

@@ -4,11 +4,14 @@
 stage, `neuronforge.pipeline.stages.publish`) lists every file with its size and sha256; `index/<key>.json`
 points at it. `lookup` follows the pointer to the manifest and checks every file it lists exists:
 a reader never trusts a folder, only a complete manifest. The farm index, `gc`, `verify` and the
-catalog read artifacts through this module, below the stage that writes them.
+catalog read artifacts through this module, below the stage that writes them; a reader that opens one
+artifact by any name (`show`, `verify`, `ls --check`, a channel move, the catalog's artifact page, the
+pipeline's lookup) does so through `opening`, which checks it with `check_files` and records its damage.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from collections.abc import Iterator, Sequence
@@ -43,6 +46,7 @@ class Published:
     # restored since it was. False: every file is as it was published, so a reader may skip the damage
     # record's read (`farm_index.read_damage`); a write that keeps the time (a disk's bit rot) is not seen.
     rewritten: bool = True
+    manifest_sha256: str = ""  # of the manifest's bytes as read (what a channel move records)
 
 
 def format_uris(store: ArtifactStore, prefix: str, formats: dict[str, str]) -> dict[str, str]:
@@ -71,6 +75,14 @@ class Damage:
     prefix: str = ""  # the artifact's folder, when the pointer reads
     missing: tuple[str, ...] = ()  # the files missing or of another size, when that is the damage
 
+    @property
+    def gone(self) -> bool:
+        """Its manifest is not there at all (rather than there and unreadable, or incomplete)."""
+        return self.reason.startswith(GONE)
+
+
+GONE = "manifest gone"
+
 
 def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -83,32 +95,63 @@ def examine(store: ArtifactStore, key: str) -> Published | Damage | None:
     listing of the artifact's folder; the sha256 only by `verify`, which downloads. A newer
     neuronforge's entry or manifest is `RecordTooNew` (upgrade this host), never damage."""
     try:
-        index = IndexEntry.read(store, layout.index_entry(key))
+        index = index_pointer(store, key)
+    except RecordTooNew:
+        raise
+    except StoreError:
+        return None
+    if index is None or isinstance(index, Damage):
+        return index
+    return examine_entry(store, key, index)
+
+
+def index_pointer(store: ArtifactStore, key: str) -> IndexEntry | Damage | None:
+    """The index pointer of `key`; its `Damage` when it does not read as one; None when there is none.
+    A store that cannot be read raises its `StoreError` (`examine` concludes nothing from it)."""
+    try:
+        return IndexEntry.read(store, layout.index_entry(key))
     except RecordTooNew:
         raise
     except NotFound:
         return None
     except RecordError as exc:
         return Damage(key, f"index pointer unreadable: {_first_line(exc)}")
-    except StoreError:
-        return None
-    return examine_entry(store, key, index)
 
 
 def examine_entry(store: ArtifactStore, key: str, index: IndexEntry) -> Published | Damage | None:
     """`examine` with the index pointer of `key` already read (a command that read it to say what is
     missing reads it once): the manifest it names and one listing of the artifact's folder."""
-    prefix = index.artifact_prefix
     try:
-        manifest = ArtifactManifest.read(store, index.manifest)
+        read = pointed_manifest(store, key, index)
     except RecordTooNew:  # published by a newer neuronforge: never rebuilt over by this one
         raise
-    except NotFound:
-        return Damage(key, f"manifest gone: {index.manifest}", index.manifest, prefix=prefix)
-    except RecordError as exc:
-        return Damage(key, f"manifest unreadable: {_first_line(exc)}", index.manifest, prefix=prefix)
     except StoreError:
         return None
+    return read if isinstance(read, Damage) else check_files(store, key, index, *read)
+
+
+def pointed_manifest(store: ArtifactStore, key: str, index: IndexEntry) -> tuple[ArtifactManifest, str] | Damage:
+    """The manifest `index` names and the sha256 of its bytes as read (what a channel move records and
+    every host's resolve.sh checks), or its `Damage`: gone, or not an artifact manifest. A newer
+    neuronforge's is `RecordTooNew`; a store that cannot be read raises its `StoreError`."""
+    prefix = index.artifact_prefix
+    try:
+        raw = store.get_bytes(index.manifest)
+        return ArtifactManifest.from_bytes(raw, store.uri(index.manifest)), hashlib.sha256(raw).hexdigest()
+    except RecordTooNew:
+        raise
+    except NotFound:
+        return Damage(key, f"{GONE}: {index.manifest}", index.manifest, prefix=prefix)
+    except RecordError as exc:
+        return Damage(key, f"manifest unreadable: {_first_line(exc)}", index.manifest, prefix=prefix)
+
+
+def check_files(
+    store: ArtifactStore, key: str, index: IndexEntry, manifest: ArtifactManifest, digest: str = ""
+) -> Published | Damage:
+    """Whether the manifest `index` names (read: `manifest`, its bytes' sha256 `digest`) publishes `key`:
+    of that key, and every file it lists in the artifact's folder at its size (one listing)."""
+    prefix = index.artifact_prefix
     if manifest.cache_key != key:
         why = f"its manifest is of another cache key ({manifest.cache_key[:12]})"
         return Damage(key, why, index.manifest, prefix=prefix)
@@ -119,7 +162,7 @@ def examine_entry(store: ArtifactStore, key: str, index: IndexEntry) -> Publishe
         return Damage(key, why, index.manifest, manifest, prefix, tuple(missing))
     uris = format_uris(store, prefix, manifest.formats)
     rewritten = _rewritten(listed, index.manifest, [_under(prefix, f.path) for f in manifest.files])
-    return Published(key, prefix, store.uri(index.manifest), uris, manifest, index.manifest, rewritten)
+    return Published(key, prefix, store.uri(index.manifest), uris, manifest, index.manifest, rewritten, digest)
 
 
 def _rewritten(listed: dict[str, ObjectInfo], manifest_key: str, files: list[str]) -> bool:
@@ -134,7 +177,7 @@ def _rewritten(listed: dict[str, ObjectInfo], manifest_key: str, files: list[str
 
 def lookup(store: ArtifactStore, key: str) -> Published | None:
     """The published artifact for `key`, if its index entry points at a complete manifest (`examine`);
-    the pipeline looks up through `farm_index.damage.lookup`, which also records what is damaged."""
+    the pipeline looks up through `opening.lookup`, which also records what is damaged."""
     found = examine(store, key)
     if isinstance(found, Damage):
         log.warning("index/%s points at a damaged artifact (%s); ignoring it", key[:12], found.reason)

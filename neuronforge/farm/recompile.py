@@ -281,7 +281,7 @@ def _state(
     builds: list[PublishedBuild],
 ) -> TargetState:
     """One row: `spec` (pinned to a version) of `entry`, its key and whether it is published."""
-    from neuronforge.artifacts.farm_index.damage import lookup
+    from neuronforge.artifacts.opening import lookup
 
     profile = get_profile(spec.profile)
     state = TargetState(order, entry.source, line, spec.slug, form_target(spec), UNRESOLVED, detail=unresolved)

@@ -161,7 +161,7 @@ def _row_of(store: ArtifactStore, e: Entry, newest: dict[str, str]) -> FarmRow:
     if row.status == "damaged" and e.damage is not None:
         d = {k: str(e.damage.get(k, "")) for k in ("reason", "at", "by", "manifest")}
         row.status, row.damage = "damaged", d
-        row.message = f"{d['reason']} (found by {d['by'] or '?'} at {d['at'] or '?'})"
+        row.message = damage_message(d)
         row.at = row.at or d["at"]
         if not row.manifest_uri and d["manifest"]:
             row.manifest_uri = store.uri(d["manifest"])
@@ -284,6 +284,11 @@ def farm_page(
     return FarmPage(rows, total, offset, counts, window.instances)
 
 
+def damage_message(damage: dict[str, str]) -> str:
+    """A damaged row's message: the reason, who found it and when (a damage record's `summary`)."""
+    return f"{damage['reason']} (found by {damage['by'] or '?'} at {damage['at'] or '?'})"
+
+
 def farm_rows(store: ArtifactStore) -> list[FarmRow]:
     """Every row of the farm index (published or stale, smoke-failed or failed, building): reads
     every page; views that show a part of the farm use `farm_page`."""
@@ -324,19 +329,19 @@ def farm_row(store: ArtifactStore, key: str) -> tuple[FarmRow, ArtifactManifest 
     """One build's row and its manifest, drawn from that artifact's own files (its index pointer,
     manifest and folder listing: three requests for a whole key; a prefix of one adds the listing that
     finds it; the damage record is read only when a file was written after the manifest), else its
-    failure record or lease. An artifact found damaged here (its manifest gone or unreadable, a file
-    missing or of another size) is recorded so (`farm_index.note_damaged`): every listing shows it
-    damaged from then on. A failure record that cannot be read as one makes the row a damaged one with
-    the reason; it never fails."""
+    failure record or lease. The artifact is opened as every reader opens it (`opening.open_published`):
+    found damaged here (its manifest gone or unreadable, a file missing or of another size) it is
+    recorded so, and every listing shows it damaged from then on. A failure record that cannot be read
+    as one makes the row a damaged one with the reason; it never fails."""
     from neuronforge.artifacts import leases
-    from neuronforge.artifacts.farm_index.damage import note_damaged, read_damage
     from neuronforge.artifacts.farm_index.entry import (
         building_record,
         damaged_record,
         failure_record,
         published_record,
     )
-    from neuronforge.artifacts.published import Damage, examine
+    from neuronforge.artifacts.opening import open_published
+    from neuronforge.artifacts.published import Damage
     from neuronforge.records.base import RecordError
     from neuronforge.records.failure import FailureRecord
     from neuronforge.records.index_entry import IndexEntry
@@ -347,25 +352,20 @@ def farm_row(store: ArtifactStore, key: str) -> tuple[FarmRow, ArtifactManifest 
         return None
     damage = ""
     try:
-        found = examine(store, full)
+        opened = open_published(store, full, by="catalog")
     except StoreError:  # a newer neuronforge's manifest: not shown as this one's
-        found = None
+        opened = None
     newest = _newest_refs()
-    if found is not None:
+    if opened is not None:
         e = Entry(full)
-        manifest = found.found if isinstance(found, Damage) else found.manifest
-        manifest_key = found.manifest if isinstance(found, Damage) else found.manifest_key
+        manifest = opened.manifest
         if manifest is not None:
-            index = IndexEntry(cache_key=full, manifest=manifest_key, prefix=found.prefix)
+            index = IndexEntry(cache_key=full, manifest=opened.manifest_key, prefix=opened.prefix)
             e.apply(published_record(index, manifest))
-        if isinstance(found, Damage):
-            e.apply(damaged_record(note_damaged(store, found, "catalog")[0]))
-        elif found.rewritten and (marked := read_damage(store, full)) is not None:
-            # found by a deeper check (verify's sha256 of a file rewritten since it was published):
-            # its record read only when a file was written after the manifest (`Published.rewritten`)
-            e.apply(damaged_record(marked))
+        if opened.record is not None:  # found damaged here, or by a deeper check before (verify's sha256)
+            e.apply(damaged_record(opened.record))
         row = row_of(store, e, newest)
-        missing = found.missing if isinstance(found, Damage) else ()
+        missing = opened.found.missing if isinstance(opened.found, Damage) else ()
         row.incomplete = [f"{path}: missing or wrong size" for path in missing]
         return row.shown(), manifest
     try:

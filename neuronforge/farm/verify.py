@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from neuronforge.artifacts.opening import Opened, note_checked
 from neuronforge.artifacts.published import read_manifest, verify_files
 from neuronforge.common.errors import InvalidInput
-from neuronforge.records.artifact_manifest import ArtifactManifest
 from neuronforge.records.base import RecordError
 from neuronforge.stores import ArtifactStore, NotFound
 
@@ -42,26 +42,29 @@ class Verification:
 
 
 def verify_artifact(
-    store: ArtifactStore, manifest_key: str, work_dir: Path, retrace: bool = False, record: bool = False
+    store: ArtifactStore, manifest_key: str, work_dir: Path, retrace: bool = False, opened: Opened | None = None
 ) -> Verification:
     """Re-hash every file of the artifact whose manifest is `manifest_key`, then run its profile's
     preflight on the downloaded copy; with `retrace`, also the profile's start-up re-trace in its
-    toolchain's interpreter (`ServingProfile.retrace_problems`). With `record` (the artifact is the
-    store's own, named by its key), files that do not match are recorded as damage in the farm index,
-    and an artifact recorded damaged whose files all match again is cleared (`_record`)."""
+    toolchain's interpreter (`ServingProfile.retrace_problems`). `opened`: the artifact as
+    `opening.open_artifact` opened it (the CLI, however it was named): its manifest is not read again,
+    and what the re-hash finds is recorded in its store's farm index as damage, or as the end of one
+    (`opening.note_checked`; nothing for a copy its store's index does not name)."""
     from neuronforge.profiles import get_profile
     from neuronforge.profiles.base import Artifact
 
-    try:
-        manifest = read_manifest(store, manifest_key)
-    except NotFound:
-        raise InvalidInput(
-            f"{store.uri(manifest_key)}: no manifest there (give an artifact root or its manifest.json)"
-        ) from None
-    except RecordError as exc:
-        if not exc.loc:  # not JSON, no or a newer schema version: a store problem, as it says
-            raise
-        raise InvalidInput(f"{exc} (not a neuronforge artifact manifest)") from None
+    manifest = opened.manifest if opened is not None else None
+    if manifest is None:
+        try:
+            manifest = read_manifest(store, manifest_key)
+        except NotFound:
+            raise InvalidInput(
+                f"{store.uri(manifest_key)}: no manifest there (give an artifact root or its manifest.json)"
+            ) from None
+        except RecordError as exc:
+            if not exc.loc:  # not JSON, no or a newer schema version: a store problem, as it says
+                raise
+            raise InvalidInput(f"{exc} (not a neuronforge artifact manifest)") from None
     prefix = manifest_key.rpartition("/")[0]
     if manifest.profile is None or not manifest.request:
         raise InvalidInput(f"{store.uri(manifest_key)} is not a neuronforge artifact manifest with a profile")
@@ -71,8 +74,8 @@ def verify_artifact(
     root = Path(tempfile.mkdtemp(prefix="nf-verify-", dir=work_dir))
     try:
         result.problems += verify_files(store, prefix, files, download_to=root)
-        if record:
-            _record(store, manifest_key, manifest, list(result.problems))
+        if opened is not None:
+            note_checked(opened, list(result.problems))
         try:
             profile = get_profile(result.profile)
         except InvalidInput as exc:
@@ -94,18 +97,3 @@ def verify_artifact(
         return result
     finally:
         shutil.rmtree(root, ignore_errors=True)
-
-
-def _record(store: ArtifactStore, manifest_key: str, manifest: ArtifactManifest, problems: list[str]) -> None:
-    """What re-hashing found, into the farm index: the damage (checked by sha256), or its end."""
-    from neuronforge.artifacts.farm_index.damage import SHA256, clear_damage, note_damaged
-    from neuronforge.artifacts.published import Damage, Published
-
-    prefix = manifest_key.rpartition("/")[0]
-    if problems:
-        reason = f"{len(problems)} file(s) do not match the manifest (e.g. {problems[0]})"
-        damage = Damage(manifest.cache_key, reason, manifest_key, manifest, prefix)
-        note_damaged(store, damage, "verify", checked=SHA256)
-    else:
-        whole = Published(manifest.cache_key, prefix, store.uri(manifest_key), {}, manifest, manifest_key)
-        clear_damage(store, whole, deepest=SHA256)

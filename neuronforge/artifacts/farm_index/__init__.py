@@ -11,7 +11,7 @@ the index shows it damaged rather than published; the scrub (`neuronforge.farm.s
 pages to find what nobody opened.
 """
 
-from neuronforge.artifacts.farm_index.damage import clear_damage, lookup, note_damaged, read_damage
+from neuronforge.artifacts.farm_index.damage import clear_damage, note_damaged, read_damage
 from neuronforge.artifacts.farm_index.entry import (
     Entry,
     building_record,
@@ -39,7 +39,6 @@ __all__ = [
     "compact",
     "deleted_record",
     "failure_record",
-    "lookup",
     "note_damaged",
     "note_published",
     "published_record",

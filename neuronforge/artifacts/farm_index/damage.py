@@ -1,12 +1,14 @@
 """Damage made visible: whoever opens a published artifact and finds it damaged — its manifest gone or
 unreadable, a file it lists missing or of another size (`published.examine`), another sha256 (`verify`) —
-records it, so every listing shows it as damaged, with the reason, from then on.
+records it, so every listing shows it as damaged, with the reason, from then on. Readers that open one
+artifact (`show`, `verify`, `ls --check`, a channel move, the catalog, the pipeline's lookup) find and
+record it through `artifacts.opening`, whatever name they were given.
 
 Written as the index writes every note: `damaged/<key>.json` (a `DamageRecord`, which `rebuild` and
 compaction read back), then a "damaged" record appended to the tail by compare-and-swap. Nothing inside
 the artifact's folder is touched. A damage already recorded with the same reason is not written again
 (one GET), so a reader that keeps finding it costs one request, not a tail write. The key's next
-publish clears it (`notes.note_published`); so do the scrub and `verify KEY` when the artifact checks
+publish clears it (`notes.note_published`); so do the scrub and `verify` when the artifact checks
 whole again by a check at least as deep as the one that found it.
 """
 
@@ -22,7 +24,7 @@ from neuronforge.artifacts.farm_index.entry import damaged_record, manifest_name
 from neuronforge.artifacts.farm_index.log import ROOT
 from neuronforge.artifacts.farm_index.notes import append
 from neuronforge.artifacts.farm_index.reader import read_window
-from neuronforge.artifacts.published import Damage, Published, examine
+from neuronforge.artifacts.published import Damage, Published
 from neuronforge.common.errors import NeuronforgeError
 from neuronforge.records.base import RecordError
 from neuronforge.records.damage import DamageRecord
@@ -108,19 +110,3 @@ def clear_damage(store: ArtifactStore, published: Published, deepest: str = SIZE
         return False
     log.warning("%s checks whole again: its damage record (%s) is cleared", published.key[:12], old.reason)
     return True
-
-
-def lookup(store: ArtifactStore, key: str, by: str = "lookup", state: Any = None) -> Published | None:
-    """The pipeline's lookup: the published artifact for `key` (`published.examine`), or None — and
-    when the pointer is there but what it points at is damaged, that is recorded (then it is rebuilt
-    like a miss, and its publish clears the record)."""
-    found = examine(store, key)
-    if isinstance(found, Damage):
-        log.warning(
-            "%s: the published artifact is damaged (%s); not a cache hit: recorded in the farm index, built again",
-            key[:12],
-            found.reason,
-        )
-        note_damaged(store, found, by, state)
-        return None
-    return found

@@ -1,15 +1,15 @@
 """The store commands: what a store holds and whether it is sound. `ls` the published artifacts, `show`
 one's manifest, `verify` one (or the farm index against the manifests), `index rebuild`, `gc` older
 compilers' artifacts, and `store ls` its raw objects. An artifact is named by its cache key, a unique
-prefix of one (`artifacts.published.find_key`), or its URI."""
+prefix of one (`artifacts.published.find_key`), or its manifest or folder URI, and opened one way
+whatever the name (`artifacts.opening.open_artifact`): checked, and its damage recorded, as by its key."""
 
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from neuronforge.common.errors import InvalidInput
 from neuronforge.interfaces.cli.command import Command
@@ -26,108 +26,13 @@ from neuronforge.interfaces.cli.options import (
     store_help,
 )
 
-if TYPE_CHECKING:
-    from neuronforge.records.artifact_manifest import ArtifactManifest
-
 
 # -- artifacts by key or URI ------------------------------------------------------------------------
-def _open_manifest(uri: str) -> tuple[Any, str]:
-    """(store, manifest key) for a manifest URI or an artifact-root URI."""
-    from neuronforge.stores import open_store
-
-    uri = uri.rstrip("/")
-    root, _, name = uri.rpartition("/")
-    if name == "manifest.json":
-        return open_store(root, must_exist=True), name
-    return open_store(uri, must_exist=True), "manifest.json"
-
-
-_HEX = re.compile(r"[0-9a-fA-F]+")
-
-
-def _exists(ref: str) -> bool:
-    try:
-        return Path(ref).exists()
-    except (OSError, ValueError):  # a NUL, a name too long: no path of that name
-        return False
-
-
-def _is_key_ref(ref: str) -> bool:
-    """A cache key or a prefix of one (hex, no `/`), unless a local path of that name exists."""
-    return bool(_HEX.fullmatch(ref)) and len(ref) <= 64 and not _exists(ref)
-
-
-def _refuse_bad_key(ref: str) -> None:
-    """A bare word that is neither hex nor a path here (`show zzzzzz`) was meant as a key: say so in one
-    line, instead of opening it as a store folder that does not exist."""
-    if "/" not in ref and not _exists(ref):
-        raise InvalidInput(
-            f"{ref!r} is not a cache key (hex digits) and no file or folder here has that name: give a cache key or "
-            "at least 6 of its hex characters (`neuronforge ls` prints 12), or an artifact's folder or manifest URI"
-        )
-
-
-def _open_artifact(
-    ref: str, store_uri: str, by: str = "", files_too: bool = True
-) -> tuple[Any, str, str, ArtifactManifest | None]:
-    """(store, manifest key, artifact prefix, the manifest when already read) for a cache key, a unique
-    key prefix (looked up in `store_uri`'s index) or a manifest / artifact-root URI (the prefix is then
-    the store's root: ""). With `by` (the command), an artifact named by its key is checked first
-    (`_refuse_damaged`), which reads its manifest: the caller does not read it again.
-
-    The store is opened without a bucket check: its first read (the key's lookup) says the same in one
-    line when the bucket is missing or the credentials are refused, so a command pays no extra request."""
-    if not _is_key_ref(ref):
-        _refuse_bad_key(ref)
-        store, key = _open_manifest(ref)
-        return store, key, "", None
-    from neuronforge.artifacts import layout
-    from neuronforge.artifacts.published import find_key
-    from neuronforge.records.base import RecordError
-    from neuronforge.records.index_entry import IndexEntry
-    from neuronforge.stores import NotFound, open_store
-
-    store = open_store(store_uri, must_exist=True, probe=False)
-    # A whole key needs no listing to find it: the read of its pointer says whether it is there.
-    key = ref.lower() if len(ref) == 64 else find_key(store, ref)
-    try:
-        entry = IndexEntry.read(store, layout.index_entry(key))
-    except NotFound:
-        raise InvalidInput(f"no artifact in {store.root_uri} has the cache key {key}") from None
-    except RecordError:
-        raise InvalidInput(
-            f"{store.uri(layout.index_entry(key))} is not an index entry (run neuronforge index rebuild)"
-        ) from None
-    manifest = _refuse_damaged(store, key, entry, by, files_too) if by else None
-    return store, entry.manifest, entry.artifact_prefix, manifest
-
-
-def _refuse_damaged(store: Any, key: str, entry: Any, by: str, files_too: bool) -> ArtifactManifest | None:
-    """`ArtifactDamaged` when the artifact of `key` (its index pointer `entry`, read) is damaged — its
-    manifest gone or unreadable, or (`files_too`) a file missing or of another size, or recorded damaged
-    by a deeper check (`verify`'s sha256: its record read when a file was written after the manifest,
-    `Published.rewritten`) — after recording it in the farm index, so that `ls` and the catalog say so
-    from then on. Else the manifest as read (None when it could not be read: the caller says why)."""
-    from neuronforge.artifacts.farm_index.damage import note_damaged, read_damage
-    from neuronforge.artifacts.published import Damage, Published, examine_entry
-    from neuronforge.common.errors import ArtifactDamaged
-
-    found = examine_entry(store, key, entry)
-    what = f"{key[:12]} in {store.root_uri}"
-    fix = "run its build again to publish it afresh"
-    if isinstance(found, Damage) and (files_too or found.found is None):
-        note_damaged(store, found, by)
-        raise ArtifactDamaged(f"{what}: {found.reason}; recorded in the farm index (`neuronforge ls` lists it): {fix}")
-    rewritten = isinstance(found, Published) and found.rewritten
-    marked = read_damage(store, key) if files_too and rewritten else None
-    if marked is not None:
-        raise ArtifactDamaged(
-            f"{what}: {marked.reason} (found by {marked.by} at {marked.at}); {fix}, or `neuronforge verify "
-            f"{key[:12]}` clears it if every file matches again"
-        )
-    if isinstance(found, Published):
-        return found.manifest
-    return found.found if isinstance(found, Damage) else None
+def _say_unrecorded(opened: Any) -> None:
+    """A folder its store's index does not name (a copy) is checked as itself: one line says that what
+    is found there is not recorded, rather than silence."""
+    if opened.unrecorded:
+        print(f"warning: {opened.unrecorded}", file=sys.stderr)
 
 
 def _output_uris(store: Any, prefix: str, formats: dict[str, str]) -> dict[str, str]:
@@ -162,7 +67,6 @@ def cmd_ls(args: argparse.Namespace) -> int:
     pages shown: a handful of requests however large the farm); `--check` lists each shown
     artifact's folder to say whether its files are all there (one request per row), and records the
     damage it finds. A damaged artifact is listed with the reason."""
-    from neuronforge.artifacts.published import verify_manifest
     from neuronforge.farm.rows import FarmQuery, farm_page
     from neuronforge.spec.source import model_ref
     from neuronforge.stores import open_store
@@ -195,10 +99,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
             "hub_registry_found": r.hub_registry_found,
         }
         if args.check and r.manifest_uri and r.status != "damaged":
-            lacking = verify_manifest(store, r.manifest_uri.removeprefix(store.root_uri).strip("/"))
-            row.update(complete=not lacking, missing_or_truncated=lacking)
-            if lacking:
-                _record_check(store, r.key)
+            row.update(_checked_row(store, r.key, r.manifest_uri.removeprefix(store.root_uri).strip("/")))
         rows.append(row)
     if args.json:
         print_json(rows)
@@ -208,7 +109,8 @@ def cmd_ls(args: argparse.Namespace) -> int:
     for r in rows:
         state = ""
         if r.get("complete") is False:
-            state = f"  INCOMPLETE: {len(r['missing_or_truncated'])} file(s) missing or truncated"
+            lacking = len(r["missing_or_truncated"])
+            state = f"  INCOMPLETE: {lacking} file(s) missing or truncated" if lacking else "  INCOMPLETE"
         when = r["status"] if r["status"] == "damaged" else r["published_at"] or r["status"]
         if r["channels"]:
             state += f"  [{', '.join(r['channels'])}]"
@@ -238,26 +140,28 @@ def cmd_ls(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _record_check(store: Any, key: str) -> None:
-    """What `ls --check` found missing, as damage in the farm index (`published.examine` says why)."""
-    from neuronforge.artifacts.farm_index.damage import note_damaged
-    from neuronforge.artifacts.published import Damage, examine
+def _checked_row(store: Any, key: str, manifest_key: str) -> dict[str, Any]:
+    """`ls --check` of one row: the artifact opened as every reader opens it (`opening.open_published`),
+    its pointer as the farm index holds it (the row's manifest: one GET, one listing), what is damaged
+    recorded and shown as the next `ls` shows it."""
+    from neuronforge.artifacts.opening import open_published
+    from neuronforge.artifacts.published import Damage
+    from neuronforge.farm.rows import damage_message
+    from neuronforge.records.index_entry import IndexEntry
 
-    found = examine(store, key)
-    if isinstance(found, Damage):
-        note_damaged(store, found, "ls --check")
+    opened = open_published(store, key, by="ls --check", index=IndexEntry(cache_key=key, manifest=manifest_key))
+    if opened is None or not opened.damaged:
+        return {"complete": True, "missing_or_truncated": []}
+    found = opened.found
+    lacking = [f"{path}: missing or wrong size" for path in found.missing] if isinstance(found, Damage) else []
+    out: dict[str, Any] = {"complete": False, "missing_or_truncated": lacking}
+    if opened.record is not None:
+        damage = opened.record.summary()
+        out.update(status="damaged", message=damage_message(damage), damage=damage)
+    return out
 
 
 # -- show -------------------------------------------------------------------------------------------
-def _store_of(uri: str) -> Any:
-    """The store an artifact URI lies in (None when the URI is not laid out as a store's artifact)."""
-    from neuronforge.artifacts.layout import split_artifact_uri
-    from neuronforge.stores import open_store
-
-    found = split_artifact_uri(uri)
-    return open_store(found[0]) if found is not None else None
-
-
 def _show_release(store: Any, manifest: Any) -> None:
     """The build's review decision and the channels pointing to it (its model's channels: one listing);
     nothing for a manifest outside a store's layout."""
@@ -291,14 +195,15 @@ def _show_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    """The manifest, readably; an artifact named by its key that is damaged is refused in one line
-    (and recorded in the farm index)."""
-    from neuronforge.artifacts.published import read_manifest
+    """The manifest, readably; a damaged artifact, however it is named, is refused in one line (and
+    recorded in the farm index: `opening.open_artifact`)."""
+    from neuronforge.artifacts.opening import open_artifact
     from neuronforge.spec.source import model_name, model_ref
 
-    store, key, prefix, m = _open_artifact(args.ref, args.store, by="show")
-    if m is None:  # named by its URI (or the examined manifest could not be read): read here
-        m = read_manifest(store, key)
+    opened = open_artifact(args.ref, args.store, by="show")
+    _say_unrecorded(opened)
+    store, key, prefix, m = opened.store, opened.manifest_key, opened.prefix, opened.manifest
+    assert m is not None  # a manifest that does not read is refused
     if args.json:
         print_json(m.as_stored())
         return EXIT_OK
@@ -329,7 +234,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     load, first, per = (finite(smoke.get(k)) for k in ("load_s", "time_to_first_token_s", "per_token_s"))
     if load is not None and first is not None and per is not None:
         print(f"           load {load:.2f}s, first token {first * 1e3:.1f} ms, {per * 1e3:.2f} ms/token")
-    _show_release(store if prefix else _store_of(args.ref), m)
+    _show_release(None if opened.unrecorded else store, m)
     from neuronforge.common.hosts import describe
 
     for i, line in enumerate(describe(m.hosts)):
@@ -423,6 +328,7 @@ def cmd_verify_repair(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from neuronforge.artifacts.opening import is_key_ref, open_artifact
     from neuronforge.farm.verify import verify_artifact
 
     if args.repair or args.cursor is not None:
@@ -433,14 +339,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if args.retrace:
             raise InvalidInput("--retrace is for an artifact: give its cache key (or prefix) or URI")
         return cmd_verify_store(args)
-    if args.store_opt is not None and not _is_key_ref(args.ref):
+    if args.store_opt is not None and not is_key_ref(args.ref):
         raise InvalidInput(
             "verify takes an artifact URI or --store, not both (--store is where a cache key is looked up)"
         )
-    keyed = _is_key_ref(args.ref)  # the store's own artifact: what verify finds is recorded in its index
-    store, key, _, _ = _open_artifact(args.ref, args.store, by="verify" if keyed else "", files_too=False)
+    # however named, a store's own artifact: what the re-hash finds is recorded in its farm index
+    opened = open_artifact(args.ref, args.store, by="verify", deep=True)
+    _say_unrecorded(opened)
     work_dir = Path(args.work_dir).expanduser()
-    result = verify_artifact(store, key, work_dir, retrace=args.retrace, record=keyed)
+    result = verify_artifact(opened.store, opened.manifest_key, work_dir, retrace=args.retrace, opened=opened)
     if args.json:
         print_json(result.to_json())
     else:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 
 from neuronforge.artifacts import farm_index, leases
-from neuronforge.artifacts.farm_index.damage import lookup
+from neuronforge.artifacts.opening import lookup
 from neuronforge.pipeline.buildstate import BuildState, LeaseRef, PublishedRef
 from neuronforge.pipeline.stage import Context, Stage
 

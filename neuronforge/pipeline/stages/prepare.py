@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from neuronforge.artifacts.farm_index.damage import lookup
+from neuronforge.artifacts.opening import lookup
 from neuronforge.artifacts.published import Published
 from neuronforge.pipeline.buildstate import BuildState, PublishedRef, SourcePin
 from neuronforge.pipeline.planner import PlanRejected, static_checks
