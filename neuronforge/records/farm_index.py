@@ -80,6 +80,7 @@ class FarmIndexTail(StoredRecord):
     KIND: ClassVar[str] = "farm-index tail"
     SCHEMA: ClassVar[int] = 1
     VERSION_FIELD: ClassVar[str] = "schema"
+    MAX_BYTES: ClassVar[int] = 16 * 1024 * 1024  # COMPACT_AT records of ~300 bytes; far more when compaction fails
 
     next_seq: StrictInt
     records: Annotated[list[LogRecord], AfterValidator(_numbered)] = Field(default_factory=list)
@@ -230,6 +231,7 @@ class FarmIndexHead(StoredRecord):
     KIND: ClassVar[str] = "farm-index head"
     SCHEMA: ClassVar[int] = 1
     VERSION_FIELD: ClassVar[str] = "schema"
+    MAX_BYTES: ClassVar[int] = 64 * 1024 * 1024  # ~10 KiB per page of 2000 rows: 10 million rows
 
     seq: StrictInt = 0
     pages: list[PageRef] = Field(default_factory=list)

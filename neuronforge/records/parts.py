@@ -76,9 +76,7 @@ def _epoch(value: float) -> float:
 
 
 # Epoch seconds of a moment neuronforge saw (a lease taken, renewed): finite, 2000..2100.
-Timestamp = Annotated[
-    float, BeforeValidator(_number), Field(ge=TIMESTAMP_MIN, le=TIMESTAMP_MAX, allow_inf_nan=False)
-]
+Timestamp = Annotated[float, BeforeValidator(_number), Field(ge=TIMESTAMP_MIN, le=TIMESTAMP_MAX, allow_inf_nan=False)]
 # A lease's expiry: a `Timestamp`, or 0.0 once released.
 Expiry = Annotated[float, BeforeValidator(_number), Field(allow_inf_nan=False), AfterValidator(_epoch)]
 # A process id as the kernel gives it: 1..PID_LIMIT (never 0 or -1, which `kill` reads as groups).
