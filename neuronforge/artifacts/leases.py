@@ -519,7 +519,10 @@ def listing(store: ArtifactStore, start_after: str = "", limit: int = 100) -> li
     out: list[Listed] = []
     now = time.time()
     for obj in store.list_page(layout.lock_entry("").rstrip("/"), start_after=after, limit=limit):
-        key = obj.key.removeprefix(layout.lock_entry(""))
+        # an object below `locks/<key>/` (a file store): a folder where that lease belongs, one row
+        key = obj.key.removeprefix(layout.lock_entry("")).partition("/")[0]
+        if out and out[-1].key == key:
+            continue
         try:
             lease = current(store, key, obj.modified)
         except NeuronforgeError as exc:  # an unsafe key
@@ -543,8 +546,8 @@ def find(store: ArtifactStore, ref: str) -> Lease:
         matches = [ref]
     else:  # every key starting with `ref` sorts right after it: the first page holds them
         page = store.list_page(layout.lock_entry("").rstrip("/"), start_after=layout.lock_entry(ref), limit=2)
-        matches = [o.key.removeprefix(layout.lock_entry("")) for o in page]
-        matches = [k for k in matches if k.startswith(ref)]
+        matches = {o.key.removeprefix(layout.lock_entry("")).partition("/")[0] for o in page}  # a folder: its key
+        matches = sorted(k for k in matches if k.startswith(ref))
     if len(matches) > 1:
         raise InvalidInput(f"lease key {ref!r} is the start of more than one lease's key: give more of it")
     lease = current(store, matches[0]) if matches else None
