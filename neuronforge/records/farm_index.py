@@ -194,6 +194,17 @@ class Entry(BaseModel):
             self.review = dict(record.review)
 
 
+PAGES = "farm-index/pages"  # the folder of every page (`farm_index.snapshot` writes them there)
+
+
+def _page_key(key: str) -> str:
+    """A page's key as its head names it: a file of `farm-index/pages/` (a forged head names another)."""
+    name = key.removeprefix(f"{PAGES}/")
+    if name == key or not name or "/" in name or name in (".", "..") or "\x00" in name:
+        raise ValueError(f"{key[:100]!r} is not a page of {PAGES}")
+    return key
+
+
 class PageRef(BaseModel):
     """One page as its head names it: where, how many rows, its sha256, and what it holds (the sort
     keys of its first and last rows, its profiles, instances, statuses, models) so a filtered read
@@ -201,7 +212,7 @@ class PageRef(BaseModel):
 
     model_config = ConfigDict(frozen=True, strict=True, extra="forbid")
 
-    key: str
+    key: Annotated[str, AfterValidator(_page_key)]
     rows: int
     sha256: str
     first: list[str]  # sort key of the first entry

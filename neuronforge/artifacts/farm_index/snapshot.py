@@ -49,18 +49,17 @@ from neuronforge.common.stored_text import nul_in, original_json, shown, storabl
 from neuronforge.records.base import RecordError
 from neuronforge.records.channel import ChannelRecord
 from neuronforge.records.damage import DamageRecord
+from neuronforge.records.farm_index import PAGES, FarmIndexTail, LogRecord, PageRef
 from neuronforge.records.farm_index import FarmIndexHead as Head
-from neuronforge.records.farm_index import FarmIndexTail, LogRecord, PageRef
 from neuronforge.records.index_entry import IndexEntry
 from neuronforge.records.review import ReviewRecord
-from neuronforge.stores import ArtifactStore, NotFound
+from neuronforge.stores import ArtifactStore, NotAFile, NotFound
 
 CACHE_KEY = re.compile(r"[0-9a-f]{64}")  # what `locks/<key>` names when a worker wrote it
 
 log = logging.getLogger(__name__)
 
 HEAD = f"{ROOT}/head.json"
-PAGES = f"{ROOT}/pages"
 PAGE_ROWS = 2000
 # A page's bounds as read (`common.stored_json`): its lines (a row is ~1 KiB), and all of them inflated.
 LINE_MAX_BYTES = stored_json.DEFAULT_MAX_BYTES
@@ -77,9 +76,11 @@ def parse_head(data: bytes) -> Head:
 
 def read_head(store: ArtifactStore) -> tuple[Head | None, str]:
     try:
-        data, version = store.read_versioned(HEAD)
+        data, version = Head.read_raw(store, HEAD)
     except NotFound:
         return None, ""
+    except RecordError as exc:  # a folder where the head belongs
+        raise IndexCorrupt(str(exc)) from None
     return parse_head(data), version
 
 
@@ -95,7 +96,10 @@ def head_seq(store: ArtifactStore) -> int:
 def read_page(store: ArtifactStore, ref: PageRef) -> list[Entry]:
     """The rows of one page. A page that is not what its head says (checksum, not gzip) is corrupt
     and rebuilt; one line of it that is not a row costs that row only (`page_row`)."""
-    data, _ = store.read_capped(ref.key, PAGE_MAX_BYTES)
+    try:
+        data, _ = store.read_capped(ref.key, PAGE_MAX_BYTES)
+    except NotAFile as exc:
+        raise IndexCorrupt(str(exc)) from None
     if hashlib.sha256(data).hexdigest() != ref.sha256:
         raise IndexCorrupt(f"{ref.key} does not match the sha256 its head records")
     try:
