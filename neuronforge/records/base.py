@@ -51,7 +51,9 @@ if TYPE_CHECKING:
 
 
 class RecordError(StoreError):
-    """A stored record that cannot be read as its kind: not JSON, wrong types, unknown version.
+    """A stored record that cannot be read as its kind — not JSON, outside the bounds every record is
+    read under (its size, nesting, numbers, encoding; a folder where its file belongs), wrong types, an
+    unknown version: damaged, shown as such by every reader (a damaged row, one line), never a traceback.
     `loc` is the path of the first field that did not validate (empty when the whole record failed),
     for readers that say which part of a record is wrong in their own words."""
 
