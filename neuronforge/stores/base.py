@@ -45,9 +45,13 @@ class NotAFile(StoreError):
     is removed; a reader of a record calls it a damaged record (`records.base.StoredRecord.read`). S3
     has no folders: objects under `key/` with none at `key` are just `NotFound` there."""
 
-    def __init__(self, uri: str) -> None:
-        super().__init__(f"{uri} is a folder, not a file")
-        self.uri = uri
+    def __init__(self, message: str, uri: str = "") -> None:
+        super().__init__(message)
+        self.uri = uri  # the folder's URI
+
+    @classmethod
+    def at(cls, uri: str) -> NotAFile:
+        return cls(f"{uri} is a folder, not a file", uri)
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,7 @@ class FileStore(ArtifactStore):
             os.replace(tmp, final)  # atomic within one filesystem
         except OSError:
             if final.is_dir() and not final.is_symlink():  # EISDIR, or ENOTEMPTY/EEXIST for a full folder
-                raise NotAFile(self._uri_of(final)) from None
+                raise NotAFile.at(self._uri_of(final)) from None
             raise
 
     def _uri_of(self, path: Path) -> str:
@@ -149,7 +149,7 @@ class FileStore(ArtifactStore):
         except FileNotFoundError:
             raise NotFound(f"{self.uri(key)} does not exist") from None
         except IsADirectoryError:
-            raise NotAFile(self.uri(key)) from None
+            raise NotAFile.at(self.uri(key)) from None
 
     def read_capped(self, key: str, max_bytes: int) -> tuple[bytes, str]:
         """The first `max_bytes + 1` bytes; the version (the whole file's sha256) hashed as it streams,
@@ -164,7 +164,7 @@ class FileStore(ArtifactStore):
         except FileNotFoundError:
             raise NotFound(f"{self.uri(key)} does not exist") from None
         except IsADirectoryError:
-            raise NotAFile(self.uri(key)) from None
+            raise NotAFile.at(self.uri(key)) from None
         return data, digest.hexdigest()
 
     def exists(self, key: str) -> bool:
@@ -258,7 +258,7 @@ class FileStore(ArtifactStore):
             except FileNotFoundError:
                 return False
             except IsADirectoryError:
-                raise NotAFile(self.uri(key)) from None
+                raise NotAFile.at(self.uri(key)) from None
             if hashlib.sha256(current).hexdigest() != version:
                 return False
             tmp = self._tmp_beside(final)

@@ -19,18 +19,7 @@ from types import ModuleType
 
 import pytest
 
-from tests.reliability.test_matrix_records import (
-    ARTIFACT,
-    CLASSES,
-    INDEX,
-    NUMBER_CLASSES,
-    NUMBERS,
-    RECORDS,
-    Case,
-    Template,
-    _plant,
-    _watch,
-)
+from tests.reliability.test_matrix_records import ARTIFACT, INDEX, RECORDS, Case, Template, _plant, _watch, cases
 from tests.reliability.test_matrix_records import template as template  # the module's fixture
 
 # page -> what it reads (record kinds, as in `RECORDS`)
@@ -91,13 +80,7 @@ def test_each_page_reads_only_what_its_row_says(page: str, client, copy, monkeyp
     assert not unsaid, f"{page} reads {sorted(unsaid)}: add them to its row of PAGE_READS"
 
 
-CASES = [
-    (page, kind, hostile)
-    for page, kinds in sorted(PAGE_READS.items())
-    for kind in sorted(kinds)
-    for hostile in CLASSES
-    if hostile not in NUMBER_CLASSES or NUMBER_CLASSES[hostile] in NUMBERS.get(kind, set())
-]
+CASES = cases(PAGE_READS)
 
 
 @pytest.mark.parametrize(("page", "kind", "hostile"), CASES, ids=[f"{p}|{k}|{h}" for p, k, h in CASES])

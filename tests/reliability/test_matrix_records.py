@@ -33,7 +33,7 @@ import pytest
 
 from tests.farm_index.publishers import key_of
 from tests.reliability.harness import cli, snapshot
-from tests.reliability.test_matrix import COMMANDS, DONE, _publish_some
+from tests.reliability.test_matrix import COMMANDS, DONE, _publish_some, use_home_and_catalog
 
 ARTIFACT, OLD, FAILED = key_of("matrix", 1), key_of("matrix", 0), key_of("matrix", 2)
 OTHER = "f" * 64  # a key no record of the store is about
@@ -212,12 +212,7 @@ def case(
     template: Template, tmp_path: Path, tiny_llama_template: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Callable[[str], Case]:
     """A copy of the template (store and sweep output) under `tmp_path/sandbox`, and a command's argv."""
-    monkeypatch.setenv("NEURONFORGE_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("NEURONFORGE_STORE", raising=False)
-    catalog = tmp_path / "models.yaml"
-    target = "{instance_type: inf2.xlarge, tp_degree: 2, sequence_length: 64, dtype: fp32, profile: cpu}"
-    catalog.write_text(f"models:\n  - source: {tiny_llama_template}\n    targets:\n      - {target}\n")
-    monkeypatch.setenv("NEURONFORGE_CATALOG", str(catalog))
+    use_home_and_catalog(monkeypatch, tmp_path, tiny_llama_template)
     root, out = tmp_path / "sandbox" / "store", tmp_path / "sandbox" / "out" / "sweep.json"
     shutil.copytree(template.root, root)
     shutil.copytree(template.out.parent, out.parent)
@@ -368,13 +363,19 @@ def test_the_number_classes_apply_to_the_kinds_with_numbers(template: Template) 
 # Exit codes that mean a command found what it looks for — damage — and listed it on stdout, row by row.
 FOUND = {"verify": {3}, "verify --repair": {3}}
 
-CASES = [
-    (command, kind, hostile)
-    for command, kinds in sorted(READS.items())
-    for kind in sorted(kinds)
-    for hostile in CLASSES
-    if hostile not in NUMBER_CLASSES or NUMBER_CLASSES[hostile] in NUMBERS.get(kind, set())
-]
+
+def cases(reads: dict[str, set[str]]) -> list[tuple[str, str, str]]:
+    """(reader, record kind, class) for every record each reader reads and every class that applies to it."""
+    return [
+        (reader, kind, hostile)
+        for reader, kinds in sorted(reads.items())
+        for kind in sorted(kinds)
+        for hostile in CLASSES
+        if hostile not in NUMBER_CLASSES or NUMBER_CLASSES[hostile] in NUMBERS.get(kind, set())
+    ]
+
+
+CASES = cases(READS)
 
 
 @pytest.mark.parametrize(("command", "kind", "hostile"), CASES, ids=[f"{c}|{k}|{h}" for c, k, h in CASES])
