@@ -149,7 +149,8 @@ def test_every_record_kind_is_planted_or_says_why() -> None:
     while todo:
         cls = todo.pop()
         todo.extend(cls.__subclasses__())
-        kinds.add(cls.KIND)
+        if cls.__module__.startswith("neuronforge.records."):  # not a test's own kind
+            kinds.add(cls.KIND)
     readers = {"farm-index page", "sweep record file"} | kinds  # a page is lines of rows (`Entry`)
     assert kinds - set(UNPLANTED) <= set(RECORDS) | {"sweep record file"}, "plant the kind in RECORDS, or say why not"
     assert set(RECORDS) | set(UNPLANTED) <= readers
