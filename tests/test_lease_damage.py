@@ -170,3 +170,18 @@ def test_a_folder_where_a_lease_belongs_is_one_line_for_a_build_and_break_remove
     out = _break(store)
     assert out.code == 0 and "broken: the damaged lease" in out.out, out.text
     assert leases.try_acquire(store, KEY, "waiter:1:00000000") is not None
+
+
+def test_on_s3_a_damaged_lease_just_written_is_held(s3_bucket: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """S3 says when it wrote the object (LastModified, from the listing or the HEAD): a damaged lease
+    written just now keeps a waiter waiting, as on a file store."""
+    monkeypatch.setenv("NEURONFORGE_LEASE_TTL_S", "600")
+    monkeypatch.setenv("NEURONFORGE_LEASE_HEARTBEAT_S", "60")
+    store = open_store(f"s3://{s3_bucket}/leases")
+    store.put_bytes(b"[" * 20_000 + b"]" * 20_000, layout.lock_entry(KEY))
+    found = leases.current(store, KEY)
+    assert found is not None and found.damaged and leases.state(found) == leases.LIVE
+    assert leases.try_acquire(store, KEY, "waiter:1:00000000") is None
+    out = _break(store)
+    assert out.code == 0 and out.out.startswith(f"broken: the damaged lease of {KEY[:12]}"), out.text
+    assert leases.try_acquire(store, KEY, "waiter:1:00000000") is not None

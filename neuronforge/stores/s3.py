@@ -345,7 +345,9 @@ class S3Store(ArtifactStore):
         out = self._list_full(key + "/")
         if not out and self.exists(prefix):
             head = self.client.head_object(Bucket=self.bucket, Key=key)
-            out = [ObjectInfo(clean_key(prefix), int(head["ContentLength"]), head.get("ETag", "").strip('"'))]
+            modified = head.get("LastModified")
+            when = modified.timestamp() if hasattr(modified, "timestamp") else None
+            out = [ObjectInfo(clean_key(prefix), int(head["ContentLength"]), head.get("ETag", "").strip('"'), when)]
         return sorted(out, key=lambda o: o.key)
 
     def list_page(self, prefix: str, start_after: str = "", limit: int = 1000) -> list[ObjectInfo]:
