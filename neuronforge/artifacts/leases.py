@@ -303,7 +303,7 @@ def try_acquire(
         reason = why_free(existing, now)
         if store.replace_if_version(lease.record(), path, existing.version):
             if reason is not None:  # not a clean release: its holder died or stalled
-                log.warning("lease %s: took over from %s: %s", key[:12], existing.holder, reason)
+                log.warning("lease %s: took over from %s: %s", key[:12], existing.holder or who(existing), reason)
             lease.version = store.read_versioned(path)[1]
             return lease
         return None  # another waiter took it over first
