@@ -59,7 +59,7 @@ def heartbeat_for(ttl_s: float) -> float:
     """How often the holder of a lease living `ttl_s` renews it: NEURONFORGE_LEASE_HEARTBEAT_S, or a
     third of a TTL too short for two of those (a caller's own short TTL: tests, a benchmark)."""
     beat = settings.current().lease_heartbeat_s
-    return beat if ttl_s >= settings.LEASE_TTL_MIN_HEARTBEATS * beat else ttl_s / 3
+    return beat if ttl_s >= settings.LEASE_TTL_MIN_HEARTBEATS * beat else max(ttl_s / 3, 0.0)  # never < 0: recorded
 
 
 def handoff_s() -> float:
