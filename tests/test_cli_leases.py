@@ -103,9 +103,9 @@ def test_ls_reads_one_page_of_locks_and_nothing_else(store, monkeypatch: pytest.
     from neuronforge.stores.file import FileStore
 
     listed, read = [], []
-    page, versioned = FileStore.list_page, FileStore.read_versioned
+    page, capped = FileStore.list_page, FileStore.read_capped
     monkeypatch.setattr(FileStore, "list_page", lambda s, p, *a, **k: listed.append((p, k)) or page(s, p, *a, **k))
-    monkeypatch.setattr(FileStore, "read_versioned", lambda s, key: read.append(key) or versioned(s, key))
+    monkeypatch.setattr(FileStore, "read_capped", lambda s, key, cap: read.append(key) or capped(s, key, cap))
     assert cli(["lease", "ls", store.root_uri, "--limit", "2"]).code == 0
     assert listed == [("locks", {"start_after": "", "limit": 2})]
     assert read == [layout.lock_entry(LIVE), layout.lock_entry(DEAD)]

@@ -164,3 +164,17 @@ def test_a_channel_moved_onto_a_build_while_gc_deleted_it_is_reported(store, mon
     assert f"ERROR {keys['x20'][:12]} was deleted while org/x · cpu · candidate moved onto it: " \
            "promote or roll back that channel again" in out  # fmt: skip
     assert len(calls) == 2
+
+
+def test_a_folder_where_a_channel_record_belongs_keeps_its_models_builds(store) -> None:
+    """A file store holding `…/candidate/channel.json/` as a folder (a copy gone wrong): the channel's
+    record does not read — it is not a channel that is gone, so its model's builds are kept."""
+    record_key = layout.channel_record(ModelSource.parse("org/x"), "cpu", "candidate")
+    channels.promote(store, _ref("candidate"), build=store.keys["x19"])
+    store.delete_prefix(record_key)
+    store.put_bytes(b"{}", f"{record_key}/inside")
+    holds = channel_holds(store)
+    assert holds.unreadable == {"channels/org/x": f"{store.uri(record_key)} is a folder, not a file"}
+    report = collect(store, 1)
+    assert [d["key"] for d in report.deleted] == [store.keys["y19"]]
+    assert _alive(store) == {"x19", "x20", "x21"}

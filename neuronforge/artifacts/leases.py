@@ -7,6 +7,14 @@ A lease whose holder stopped heart-beating past its expiry is taken over with a 
 on the lease object's version (S3: `If-Match` on its ETag), so exactly one waiter wins; the old
 holder, should it wake up, fails its next renewal and publishes nothing (`LeaseKeeper.assert_held`).
 Releasing rewrites the lease as expired, which lets waiters take over at once.
+
+A lease whose record is damaged — not a lease (`records.lease`: not JSON, nested too deep, numbers out
+of range, a folder where its file belongs) or the lease of another key than its file names — was not
+written by a holder of that key, so nothing in it is trusted: not its holder, not its expiry, not its
+PID. It keeps waiters waiting as a lease would, for one TTL (`NEURONFORGE_LEASE_TTL_S`) measured from
+when the store last wrote it (its listing's modified time: a holder that still renews it rewrites it),
+then it is taken over by compare-and-swap like a lapsed one; `neuronforge lease break KEY` frees it at
+once. So a waiter never waits forever on one, and never takes over a lease that is being renewed.
 """
 
 from __future__ import annotations
@@ -27,7 +35,9 @@ from typing import Any
 from neuronforge.artifacts import layout
 from neuronforge.common import settings
 from neuronforge.common.errors import ExitCode, InvalidInput, NeuronforgeError
+from neuronforge.records.base import RecordError
 from neuronforge.records.lease import LeaseRecord
+from neuronforge.records.parts import PID_LIMIT
 from neuronforge.stores import ArtifactStore, NotFound
 
 log = logging.getLogger(__name__)
@@ -49,7 +59,7 @@ def heartbeat_for(ttl_s: float) -> float:
     """How often the holder of a lease living `ttl_s` renews it: NEURONFORGE_LEASE_HEARTBEAT_S, or a
     third of a TTL too short for two of those (a caller's own short TTL: tests, a benchmark)."""
     beat = settings.current().lease_heartbeat_s
-    return beat if ttl_s >= settings.LEASE_TTL_MIN_HEARTBEATS * beat else ttl_s / 3
+    return beat if ttl_s >= settings.LEASE_TTL_MIN_HEARTBEATS * beat else max(ttl_s / 3, 0.0)  # never < 0: recorded
 
 
 def handoff_s() -> float:
@@ -114,6 +124,25 @@ def process_start(pid: int) -> int | None:
         return None
 
 
+@functools.cache
+def pid_max() -> int:
+    """The largest PID this host gives (/proc/sys/kernel/pid_max; the kernel's limit where unreadable)."""
+    text = _read("/proc/sys/kernel/pid_max")
+    return int(text) if text is not None and text.isdigit() and 1 < int(text) <= PID_LIMIT else PID_LIMIT
+
+
+def holder_here(owner: Owner | None) -> bool:
+    """Whether `owner` is a process running on this host now, positively identified: a PID above 1
+    (`kill 0` and `kill -1` signal groups, 1 is the host's or the container's init) and at most this
+    host's pid_max, whose start time is recorded and is the one of the process with that PID now. The
+    only process any advice may tell someone to stop."""
+    if owner is None or owner.pid is None or owner.pid_start is None or not owner.host.same(this_host()):
+        return False
+    if not 1 < owner.pid <= pid_max():
+        return False
+    return process_start(owner.pid) == owner.pid_start
+
+
 def me(*, bound: bool = True) -> Owner:
     """This process as a lease's owner; `bound=False`: this host, no process (held past our exit)."""
     if not bound:
@@ -151,6 +180,9 @@ class Lease:
     version: str = ""  # the store's version of the lease object as we last wrote it
     owner: Owner | None = None  # None: an old lease (no identity recorded)
     heartbeat_s: float | None = None  # how often its holder renews it
+    # Why its record is damaged ("" : it read). Then nothing above is from the record: `holder` is
+    # empty, `heartbeat` is when the store last wrote it (0.0: unknown) and `expires` one TTL later.
+    damaged: str = ""
 
     def record(self) -> bytes:
         o = self.owner
@@ -175,6 +207,14 @@ class Lease:
             owner = Owner(Host(r.hostname, r.boot_id, r.pid_ns), r.pid, r.pid_start)
         return cls(r.key, r.holder, r.started, r.heartbeat, r.expires, version, owner, r.heartbeat_s)
 
+    @classmethod
+    def unreadable(cls, key: str, why: str, version: str, written: float | None) -> Lease:
+        """The lease of `key` whose record is damaged (`why`): held for one TTL after the store last wrote
+        it (`written`; None: unknown, or a folder no compare-and-swap can replace — stale at once)."""
+        at = written if written is not None and version else 0.0
+        expires = at + default_ttl_s() if at else 0.0
+        return cls(key, "", at, at, expires, version, damaged=why)
+
     @property
     def live(self) -> bool:
         """Not yet expired (by its clock alone; `state` also knows a dead holder of this host)."""
@@ -182,8 +222,11 @@ class Lease:
 
 
 def state(lease: Lease, now: float | None = None) -> str:
-    """LIVE, RELEASED, STALE or DEAD_HERE (see `STATES`)."""
+    """LIVE, RELEASED, STALE or DEAD_HERE (see `STATES`); a damaged lease is LIVE or STALE by when it
+    was last written (module docstring), never released: it says nothing."""
     now = time.time() if now is None else now
+    if lease.damaged:
+        return LIVE if lease.expires > now else STALE
     if lease.expires <= 0:
         return RELEASED
     if gone_here(lease.owner):
@@ -200,17 +243,35 @@ def holder_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-def current(store: ArtifactStore, key: str) -> Lease | None:
+def current(store: ArtifactStore, key: str, written: float | None = None) -> Lease | None:
+    """The lease of `key` (None: there is none); one whose record is damaged as `Lease.unreadable`,
+    held from when the store last wrote it (`written` when the caller listed it, else looked up)."""
+    path = layout.lock_entry(key)
     try:
-        data, version = store.read_versioned(layout.lock_entry(key))
+        data, version = LeaseRecord.read_raw(store, path)
     except NotFound:
         return None
-    return Lease.of(LeaseRecord.from_bytes(data, store.uri(layout.lock_entry(key))), version)
+    except RecordError as exc:  # a folder where the lease belongs: nothing to compare-and-swap
+        return Lease.unreadable(key, str(exc), "", None)
+    try:
+        record = LeaseRecord.from_bytes(data, store.uri(path)).for_key(key, store.uri(path))
+    except RecordError as exc:
+        return Lease.unreadable(key, str(exc), version, written or _written(store, path))
+    return Lease.of(record, version)
+
+
+def _written(store: ArtifactStore, path: str) -> float | None:
+    """When the store last wrote the object at `path` (its listing's modified time), or None."""
+    found = [o for o in store.list(path) if o.key == path]
+    return found[0].modified if found else None
 
 
 def why_free(lease: Lease, now: float | None = None) -> str | None:
     """Why a lease that is not `held` may be taken over, in words (None: it was released)."""
     now = time.time() if now is None else now
+    if lease.damaged:
+        unchanged = f"unchanged for {now - lease.heartbeat:.0f} s" if lease.heartbeat else "no holder can renew it"
+        return f"its record is damaged and {unchanged} ({lease.damaged})"
     if lease.expires <= 0:
         return None
     reason = gone_here(lease.owner)
@@ -242,7 +303,7 @@ def try_acquire(
         reason = why_free(existing, now)
         if store.replace_if_version(lease.record(), path, existing.version):
             if reason is not None:  # not a clean release: its holder died or stalled
-                log.warning("lease %s: took over from %s: %s", key[:12], existing.holder, reason)
+                log.warning("lease %s: took over from %s: %s", key[:12], existing.holder or who(existing), reason)
             lease.version = store.read_versioned(path)[1]
             return lease
         return None  # another waiter took it over first
@@ -380,6 +441,8 @@ def _when(epoch: float) -> str:
 
 def who(lease: Lease) -> str:
     """The holder as people look for it: its host and pid when recorded, else its holder id."""
+    if lease.damaged:
+        return "nobody known (its record is damaged)"
     o = lease.owner
     if o is None:
         return lease.holder
@@ -391,6 +454,11 @@ def waiting_line(lease: Lease, timeout_s: float = WAIT_LIMIT_S, now: float | Non
     ends the wait early."""
     now = time.time() if now is None else now
     ttl = max(lease.expires - lease.heartbeat, 0.0)
+    if lease.damaged:
+        return (
+            f"the lease of {lease.key[:12]} is damaged ({lease.damaged}); waiting at most {_span(ttl)} after the "
+            f"store last wrote it, then this run takes it over; `neuronforge lease break {lease.key}` frees it now"
+        )
     here = lease.owner is not None and lease.owner.pid is not None and lease.owner.host.same(this_host())
     dies = "exits" if here else "stops renewing"
     return (
@@ -451,13 +519,18 @@ def listing(store: ArtifactStore, start_after: str = "", limit: int = 100) -> li
     out: list[Listed] = []
     now = time.time()
     for obj in store.list_page(layout.lock_entry("").rstrip("/"), start_after=after, limit=limit):
-        key = obj.key.removeprefix(layout.lock_entry(""))
+        # an object below `locks/<key>/` (a file store): a folder where that lease belongs, one row
+        key = obj.key.removeprefix(layout.lock_entry("")).partition("/")[0]
+        if out and out[-1].key == key:
+            continue
         try:
-            lease = current(store, key)
-        except NeuronforgeError as exc:  # a record that does not read (RecordError), an unsafe key
+            lease = current(store, key, obj.modified)
+        except NeuronforgeError as exc:  # an unsafe key
             out.append(Listed(key, None, UNREADABLE, str(exc)))
             continue
-        if lease is not None:
+        if lease is not None and lease.damaged:
+            out.append(Listed(key, None, UNREADABLE, lease.damaged))
+        elif lease is not None:
             out.append(Listed(key, lease, state(lease, now)))
     return out
 
@@ -473,8 +546,8 @@ def find(store: ArtifactStore, ref: str) -> Lease:
         matches = [ref]
     else:  # every key starting with `ref` sorts right after it: the first page holds them
         page = store.list_page(layout.lock_entry("").rstrip("/"), start_after=layout.lock_entry(ref), limit=2)
-        matches = [o.key.removeprefix(layout.lock_entry("")) for o in page]
-        matches = [k for k in matches if k.startswith(ref)]
+        matches = {o.key.removeprefix(layout.lock_entry("")).partition("/")[0] for o in page}  # a folder: its key
+        matches = sorted(k for k in matches if k.startswith(ref))
     if len(matches) > 1:
         raise InvalidInput(f"lease key {ref!r} is the start of more than one lease's key: give more of it")
     lease = current(store, matches[0]) if matches else None
@@ -486,10 +559,22 @@ def find(store: ArtifactStore, ref: str) -> Lease:
 
 
 def refuse_to_break(lease: Lease, now: float | None = None) -> None:
-    """A live lease whose holder is a running process of this host is not broken: stop that run."""
+    """A live lease whose holder is a running process of this host is not broken: stop that run. The
+    advice names `kill PID` only for a process positively identified as the holder (`holder_here`): a
+    PID read from a record is data, and `kill -1` run as told signals every process of the user. A
+    lease whose holder cannot be identified that way (its record damaged, no start time recorded, a
+    PID that is another process's now) is not refused: breaking it is what the user asked."""
     now = time.time() if now is None else now
     o = lease.owner
-    if state(lease, now) != LIVE or o is None or o.pid is None or not o.host.same(this_host()):
+    if lease.damaged or state(lease, now) != LIVE or o is None or o.pid is None or not o.host.same(this_host()):
+        return
+    if o.pid == 1 and o.pid_start is not None and process_start(1) == o.pid_start:
+        raise LeaseHeld(
+            f"the lease of {lease.key[:12]} is held by the first process of this host or container (pid 1), "
+            f"which is running (last renewal {_span(now - lease.heartbeat)} ago): stop that run (its container) "
+            "instead of breaking its lease"
+        )
+    if not holder_here(o):
         return
     raise LeaseHeld(
         f"the lease of {lease.key[:12]} is held by pid {o.pid} on this host, which is running (last renewal "
@@ -500,10 +585,18 @@ def refuse_to_break(lease: Lease, now: float | None = None) -> None:
 def break_lease(store: ArtifactStore, lease: Lease) -> None:
     """Rewrite `lease` as released, if it is still at the version read (compare-and-swap): a waiter
     builds at once, and its holder, should it still be running, fails its next renewal and publishes
-    nothing. A live holder of this host is refused (`refuse_to_break`); a renewal meanwhile wins."""
+    nothing. A live holder of this host is refused (`refuse_to_break`); a renewal meanwhile wins. A
+    damaged lease is rewritten as a released lease of its file's key (a folder where it belongs, which
+    no compare-and-swap replaces, is removed)."""
     refuse_to_break(lease)
-    done = Lease(lease.key, lease.holder, lease.started, time.time(), 0.0, owner=lease.owner)
-    if not store.replace_if_version(done.record(), layout.lock_entry(lease.key), lease.version):
+    path = layout.lock_entry(lease.key)
+    if lease.damaged and not lease.version:
+        store.delete_prefix(path)
+        return
+    holder = lease.holder if not lease.damaged else f"lease break:{holder_id()}"
+    now = time.time()
+    done = Lease(lease.key, holder, lease.started or now, now, 0.0, owner=lease.owner)
+    if not store.replace_if_version(done.record(), path, lease.version):
         raise LeaseChanged(
             f"the lease of {lease.key[:12]} changed while deciding (its holder renewed it, or another run took it "
             "over): not broken; `neuronforge lease ls` shows it now"

@@ -232,7 +232,7 @@ def scan_index(store: ArtifactStore) -> Iterator[IndexedArtifact]:
             yield IndexedArtifact(obj.key, problem=str(exc))
             continue
         try:
-            raw = store.read_json(index.manifest)
+            raw = store.read_json(index.manifest, ArtifactManifest.MAX_BYTES)
         except StoreError as exc:
             yield IndexedArtifact(obj.key, index, problem=f"manifest unreadable: {exc}")
             continue

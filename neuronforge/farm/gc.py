@@ -184,6 +184,15 @@ def unconfirmed_reason(store: ArtifactStore, a: Published) -> str | None:
     return None
 
 
+def _unreadable(store: ArtifactStore, key: str, why: str, unreadable: dict[str, str]) -> None:
+    """The channel record at `key` does not read: every build of its model is kept."""
+    parts = key.split("/")
+    # channels/<org>/<name>/<line>/<channel>/channel.json; a record elsewhere names no model: all kept
+    folder = "/".join(parts[:3]) if len(parts) == 6 else EVERY_MODEL
+    unreadable.setdefault(folder, why)
+    log.warning("gc: %s does not read (%s): the builds of %s are kept", store.uri(key), why, folder)
+
+
 def channel_holds(store: ArtifactStore) -> ChannelHolds:
     """Every build a release channel points to or keeps in its history, and the channel records that do
     not read: one listing of `channels/` (a few objects per channel, nothing else) and one GET per
@@ -195,6 +204,11 @@ def channel_holds(store: ArtifactStore) -> ChannelHolds:
     kept: dict[str, list[str]] = {}
     unreadable: dict[str, str] = {}
     for obj in store.list(layout.CHANNELS):
+        record_key, inside, _ = obj.key.partition(f"/{layout.CHANNEL_RECORD}/")
+        if inside:  # a folder where a channel record belongs (a file store): a record that does not read
+            record_key += f"/{layout.CHANNEL_RECORD}"
+            _unreadable(store, record_key, f"{store.uri(record_key)} is a folder, not a file", unreadable)
+            continue
         if not obj.key.endswith(f"/{layout.CHANNEL_RECORD}"):
             continue  # the channel's launch files
         try:
@@ -202,11 +216,7 @@ def channel_holds(store: ArtifactStore) -> ChannelHolds:
         except NotFound:  # deleted between the listing and the read: it keeps nothing
             continue
         except RecordError as exc:
-            parts = obj.key.split("/")
-            # channels/<org>/<name>/<line>/<channel>/channel.json; a record elsewhere names no model: all kept
-            folder = "/".join(parts[:3]) if len(parts) == 6 else EVERY_MODEL
-            unreadable.setdefault(folder, str(exc))
-            log.warning("gc: %s does not read (%s): the builds of %s are kept", store.uri(obj.key), exc, folder)
+            _unreadable(store, obj.key, str(exc), unreadable)
             continue
         name = f"{record.model} · {record.profile_line} · {record.channel}"
         kept.setdefault(record.current.build.key, []).append(name)

@@ -401,19 +401,26 @@ def newest_compiler(toolchains: dict[str, Any]) -> str | None:
     return max(found, key=Version) if found else None
 
 
+SDK_RELEASE_MANIFEST_MAX_BYTES = 16 * 1024 * 1024  # every release with every package: ~1 MiB upstream
+
+
 def sdk_release_status(store: ArtifactStore, installed_compiler: str | None) -> dict[str, Any] | None:
     """Compare the workers' neuronx-cc with the newest release in a mirrored copy of the SDK's
     release manifest (aws-neuron-sdk `src/helperscripts/n2-manifest.json`, put at
     `sdk-releases/n2-manifest.json` in the store). None when no manifest is mirrored."""
-    try:
-        manifest = store.read_json(layout.SDK_RELEASE_MANIFEST)
+    try:  # AWS's file, not a record of ours: read under the bounds of stored JSON, each part checked
+        manifest = store.read_json(layout.SDK_RELEASE_MANIFEST, SDK_RELEASE_MANIFEST_MAX_BYTES)
     except (NotFound, StoreError):
         return None
     releases = []
-    for rel in manifest.get("neuron_releases", []):
-        cc = next((p.get("version") for p in rel.get("packages", []) if p.get("name") == "neuronx-cc"), None)
+    listed = manifest.get("neuron_releases") if isinstance(manifest, dict) else None
+    for rel in listed if isinstance(listed, list) else []:
+        if not isinstance(rel, dict) or not isinstance(rel.get("packages"), list):
+            continue
+        packages = [p for p in rel["packages"] if isinstance(p, dict)]
+        cc = next((p.get("version") for p in packages if p.get("name") == "neuronx-cc"), None)
         v = _version(rel.get("neuron_version", ""))
-        if v is not None and cc:
+        if v is not None and isinstance(cc, str) and cc:
             releases.append((v, rel["neuron_version"], cc))
     if not releases:
         return {"problem": f"{layout.SDK_RELEASE_MANIFEST} lists no release with a neuronx-cc version"}

@@ -10,6 +10,13 @@ cursor, and stores where it stopped (`scrub/state.json`), so the daily DAG (`dag
 and `neuronforge verify --store URI --repair` continue each other's pass. Each call also reads the farm
 index once (its head, tail and pages: one request per 2000 rows) to compare what it checked with what
 the index says; the index's own writes are batched, one compare-and-swap per page.
+
+Its own state is a stored record like any other, read under the same bounds and checked as its input
+is: a cursor the command line would refuse (`cursor_problem`: not a cache key) is refused from the file
+too, as is a state that does not read (nested too deep, not UTF-8, a folder where the file belongs).
+Then the scrub starts a new pass, says in its line that the stored state was damaged and why, and
+rewrites it (a folder there removed first) — never "checked 0 … pass complete" over a store it did not
+check.
 """
 
 from __future__ import annotations
@@ -29,13 +36,14 @@ from neuronforge.records.base import RecordError
 from neuronforge.records.farm_index import LogRecord
 from neuronforge.records.index_entry import IndexEntry
 from neuronforge.records.scrub import ScrubState
-from neuronforge.stores import ArtifactStore, NotFound
+from neuronforge.stores import ArtifactStore, NotAFile, NotFound
 
 log = logging.getLogger(__name__)
 
 PAGE_SIZE = 200  # index pointers per page: about 600 requests of checks
 MAX_PAGE_SIZE = 1000  # one listing request of the store
 MAX_PAGES = 1000
+KEPT_KEYS = 1000  # damaged keys the stored state keeps of a call (`damaged` counts them all): ~70 KB
 
 
 @dataclass
@@ -55,6 +63,7 @@ class ScrubReport:
     cleared: int = 0  # recorded damaged before, whole again: cleared
     unreadable: int = 0  # the store did not answer for it: nothing concluded, checked again next pass
     damaged_keys: list[str] = field(default_factory=list)
+    state_damaged: str = ""  # why the stored state was not used ("": it was, or a cursor was given)
 
     @property
     def done(self) -> bool:
@@ -63,30 +72,61 @@ class ScrubReport:
     def line(self) -> str:
         where = "pass complete" if self.done else f"next page: --cursor {self.next_cursor}"
         more = f", {self.unreadable} unreadable (checked again next pass)" if self.unreadable else ""
+        state = (
+            f"; the stored state was damaged ({self.state_damaged}): started a new pass" if self.state_damaged else ""
+        )
         return (
             f"scrub of {self.store}: checked {self.checked}, ok {self.ok}, damaged {self.damaged} "
-            f"({self.marked} newly marked), re-indexed {self.re_indexed}, cleared {self.cleared}{more}; {where}"
+            f"({self.marked} newly marked), re-indexed {self.re_indexed}, cleared {self.cleared}{more}; {where}{state}"
         )
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "done": self.done}
 
 
-def read_state(store: ArtifactStore) -> ScrubState | None:
-    try:
-        return ScrubState.read(store, layout.SCRUB_STATE)
-    except (NotFound, RecordError):  # none yet, or unreadable: a new pass
-        return None
-
-
-def _start(store: ArtifactStore, cursor: str | None) -> str:
-    if cursor is None:
-        state = read_state(store)
-        return state.cursor if state is not None else ""
-    cursor = cursor.strip().lower()
+def cursor_problem(cursor: str) -> str | None:
+    """Why `cursor` is not where a scrub can start (None: it is): a cache key or a start of one (up
+    to 64 lowercase hex characters), or "" for a new pass. The one check of `--cursor` and of the
+    stored state's cursor alike."""
     if cursor and not (len(cursor) <= 64 and all(c in "0123456789abcdef" for c in cursor)):
-        raise InvalidInput(f"--cursor {cursor!r} is not a cache key: give the one the last scrub printed, or none")
-    return cursor
+        return f"{cursor[:80]!r} is not a cache key"
+    return None
+
+
+def read_state(store: ArtifactStore) -> tuple[ScrubState | None, str]:
+    """The stored state (None: none yet) and why it is damaged ("" : it is not): a record that does not
+    read, or a cursor `cursor_problem` refuses."""
+    try:
+        state = ScrubState.read(store, layout.SCRUB_STATE)
+    except NotFound:
+        return None, ""
+    except RecordError as exc:
+        return None, str(exc)
+    problem = cursor_problem(state.cursor)
+    if problem is not None:
+        return None, f"{store.uri(layout.SCRUB_STATE)}: its cursor {problem}"
+    return state, ""
+
+
+def _start(store: ArtifactStore, cursor: str | None) -> tuple[str, str]:
+    """Where this scrub starts, and why the stored state was not used ("" : it was, or `cursor` given)."""
+    if cursor is None:
+        state, damaged = read_state(store)
+        return (state.cursor if state is not None else ""), damaged
+    cursor = cursor.strip().lower()
+    problem = cursor_problem(cursor)
+    if problem is not None:
+        raise InvalidInput(f"--cursor {problem}: give the one the last scrub printed, or none")
+    return cursor, ""
+
+
+def _write_state(store: ArtifactStore, state: ScrubState) -> None:
+    """`state` over the stored one; a folder where its file belongs (a damaged state) is removed first."""
+    try:
+        state.write(store, layout.SCRUB_STATE)
+    except NotAFile:
+        store.delete_prefix(layout.SCRUB_STATE)
+        state.write(store, layout.SCRUB_STATE)
 
 
 def scrub(store: ArtifactStore, cursor: str | None = None, page_size: int = PAGE_SIZE, pages: int = 1) -> ScrubReport:
@@ -96,8 +136,8 @@ def scrub(store: ArtifactStore, cursor: str | None = None, page_size: int = PAGE
         raise InvalidInput(f"--page-size {page_size}: give 1 to {MAX_PAGE_SIZE} (index pointers per page)")
     if not 1 <= pages <= MAX_PAGES:
         raise InvalidInput(f"--pages {pages}: give 1 to {MAX_PAGES}")
-    start = _start(store, cursor)
-    report = ScrubReport(store.root_uri, start, start, page_size)
+    start, damaged = _start(store, cursor)
+    report = ScrubReport(store.root_uri, start, start, page_size, state_damaged=damaged)
     rows = {e.key: e for e in FarmIndex.open(store).all_entries()}
     for _ in range(pages):
         after = layout.index_entry(report.next_cursor) if report.next_cursor else ""
@@ -109,7 +149,8 @@ def scrub(store: ArtifactStore, cursor: str | None = None, page_size: int = PAGE
         if not report.next_cursor:
             break
     at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    ScrubState(cursor=report.next_cursor, at=at, last=report.to_json()).write(store, layout.SCRUB_STATE)
+    last = {**report.to_json(), "damaged_keys": report.damaged_keys[:KEPT_KEYS]}  # within ScrubState.MAX_BYTES
+    _write_state(store, ScrubState(cursor=report.next_cursor, at=at, last=last))
     return report
 
 

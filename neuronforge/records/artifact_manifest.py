@@ -75,6 +75,9 @@ class ArtifactManifest(StoredRecord):
     KIND: ClassVar[str] = "artifact manifest"
     SCHEMA: ClassVar[int] = 1
     UNVERSIONED: ClassVar[int | None] = 1  # its readers never required the field: hand-made ones read
+    # Grows with the files and launch files it lists: a build of thousands of files and every launch file
+    # at LAUNCH_TEXT_LIMIT is a few MiB; the largest real ones are tens of KiB.
+    MAX_BYTES: ClassVar[int] = 64 * 1024 * 1024
 
     # -- the core: a manifest without it is not an artifact
     cache_key: StrictStr

@@ -16,6 +16,13 @@ The version rule, the same for every kind:
 - anything that does not validate is a `RecordError` naming where it was read: a forged or truncated
   record is a store problem, never a traceback.
 
+The bounds, the same for every kind (`read`, `read_versioned`, `from_bytes`; `common.stored_json`):
+a record is at most `MAX_BYTES` (a store read asks for no more, `ArtifactStore.read_capped`), strict
+UTF-8, nested at most `MAX_DEPTH` deep, its numbers finite and within 64 bits, and each field within
+its own bounds (`parts`: `Timestamp`, `Pid`, `Size`, `Seconds`); a folder where its file belongs is
+damaged too. Whatever breaks one is a `RecordError` with the reason — the one exception meaning "this
+record is damaged", which every reader shows as a damaged row or one line.
+
 Text in and out (`neuronforge.common.stored_text`): every string a record writes goes through
 `storable` here (`to_bytes`), so a name that is not UTF-8 (a lone surrogate) is stored as its
 `\\xNN` escape (a NUL as `\\x00`) and never makes the stored JSON, or a page showing it,
@@ -34,15 +41,19 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from neuronforge.common import stored_json
 from neuronforge.common.errors import StoreError
 from neuronforge.common.stored_text import nul_in, original_json, storable_json
+from neuronforge.stores.base import NotAFile
 
 if TYPE_CHECKING:
     from neuronforge.stores import ArtifactStore
 
 
 class RecordError(StoreError):
-    """A stored record that cannot be read as its kind: not JSON, wrong types, unknown version.
+    """A stored record that cannot be read as its kind — not JSON, outside the bounds every record is
+    read under (its size, nesting, numbers, encoding; a folder where its file belongs), wrong types, an
+    unknown version: damaged, shown as such by every reader (a damaged row, one line), never a traceback.
     `loc` is the path of the first field that did not validate (empty when the whole record failed),
     for readers that say which part of a record is wrong in their own words."""
 
@@ -79,6 +90,10 @@ class StoredRecord(BaseModel):
     UNVERSIONED: ClassVar[int | None] = None
     # v -> a function lifting a version-v record (as a dict) to version v + 1
     UPGRADES: ClassVar[dict[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {}
+    # The bounds of a stored record of this kind (module docstring): its size in bytes, and how deep
+    # its lists and objects nest. A kind whose records grow with what they list says its own size.
+    MAX_BYTES: ClassVar[int] = stored_json.DEFAULT_MAX_BYTES
+    MAX_DEPTH: ClassVar[int] = stored_json.MAX_DEPTH
 
     # -- in ------------------------------------------------------------------------------------
     @classmethod
@@ -119,19 +134,40 @@ class StoredRecord(BaseModel):
 
     @classmethod
     def from_bytes(cls, raw: bytes, where: str = "") -> Self:
+        """The record in `raw`, read under this kind's bounds (module docstring)."""
+        at = f"{where}: " if where else ""
         try:
-            data = json.loads(raw)
-        except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8 at all
-            raise RecordError(f"{where + ': ' if where else ''}{cls.KIND} is not valid JSON: {exc}") from None
+            data = stored_json.loads(raw, cls.MAX_BYTES, cls.MAX_DEPTH)
+        except (stored_json.NotText, json.JSONDecodeError) as exc:
+            raise RecordError(f"{at}{cls.KIND} is not valid JSON: {exc}") from None
+        except ValueError as exc:  # outside the bounds (`Unreadable`): damaged, whatever it holds
+            raise RecordError(f"{at}{cls.KIND} is damaged: {exc}") from None
         nul = nul_in(data)
         if nul is not None:  # `to_bytes` writes none: not a record a writer wrote
-            raise RecordError(f"{where + ': ' if where else ''}{cls.KIND} holds a NUL character in {nul}", (nul,))
+            raise RecordError(f"{at}{cls.KIND} holds a NUL character in {nul}", (nul,))
         return cls.from_json(original_json(data), where)
 
     @classmethod
     def read(cls, store: ArtifactStore, key: str) -> Self:
-        """The record at `key` (a missing key raises the store's own KeyError/StoreError)."""
-        return cls.from_bytes(store.get_bytes(key), store.uri(key))
+        """The record at `key` (a missing key raises the store's own NotFound, a store that cannot be
+        read its StoreError; anything there that is not such a record, a `RecordError`)."""
+        return cls.read_versioned(store, key)[0]
+
+    @classmethod
+    def read_versioned(cls, store: ArtifactStore, key: str) -> tuple[Self, str]:
+        """The record at `key` and the store's version of it (for a compare-and-swap that rewrites it),
+        reading no more than `MAX_BYTES + 1` bytes; raises as `read`."""
+        raw, version = cls.read_raw(store, key)
+        return cls.from_bytes(raw, store.uri(key)), version
+
+    @classmethod
+    def read_raw(cls, store: ArtifactStore, key: str) -> tuple[bytes, str]:
+        """The bytes at `key` as this kind reads them (at most `MAX_BYTES + 1`) and their version; a
+        folder where the record's file belongs is a damaged record (`RecordError`)."""
+        try:
+            return store.read_capped(key, cls.MAX_BYTES)
+        except NotAFile as exc:
+            raise RecordError(f"{exc.uri}: {cls.KIND} is damaged: it is a folder, not a file") from None
 
     # -- out -----------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:

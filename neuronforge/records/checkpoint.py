@@ -26,6 +26,7 @@ class CheckpointOrigin(BaseModel):
 class CheckpointManifest(StoredRecord):
     KIND: ClassVar[str] = "checkpoint manifest"
     SCHEMA: ClassVar[int] = 1
+    MAX_BYTES: ClassVar[int] = 16 * 1024 * 1024  # ~150 bytes per file: 100 000 shards
 
     source: CheckpointOrigin
     architecture: str

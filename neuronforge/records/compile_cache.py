@@ -22,6 +22,7 @@ class GraphSet(StoredRecord):
     KIND: ClassVar[str] = "compile graph set"
     SCHEMA: ClassVar[int] = 1
     UNVERSIONED: ClassVar[int | None] = 1
+    MAX_BYTES: ClassVar[int] = 16 * 1024 * 1024  # ~60 bytes per cache entry
 
     entries: list[str]  # MODULE_<hash>+<flags> folder names, sorted
 
@@ -30,6 +31,7 @@ class StoredEntryNote(StoredRecord):
     KIND: ClassVar[str] = "stored cache entry note"
     SCHEMA: ClassVar[int] = 1
     UNVERSIONED: ClassVar[int | None] = 1
+    MAX_BYTES: ClassVar[int] = 16 * 1024 * 1024  # ~150 bytes per file of the entry
 
     store: str  # the entry's URI in the store
     files: list[StoredFile]

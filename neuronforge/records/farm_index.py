@@ -80,6 +80,7 @@ class FarmIndexTail(StoredRecord):
     KIND: ClassVar[str] = "farm-index tail"
     SCHEMA: ClassVar[int] = 1
     VERSION_FIELD: ClassVar[str] = "schema"
+    MAX_BYTES: ClassVar[int] = 16 * 1024 * 1024  # COMPACT_AT records of ~300 bytes; far more when compaction fails
 
     next_seq: StrictInt
     records: Annotated[list[LogRecord], AfterValidator(_numbered)] = Field(default_factory=list)
@@ -193,6 +194,17 @@ class Entry(BaseModel):
             self.review = dict(record.review)
 
 
+PAGES = "farm-index/pages"  # the folder of every page (`farm_index.snapshot` writes them there)
+
+
+def _page_key(key: str) -> str:
+    """A page's key as its head names it: a file of `farm-index/pages/` (a forged head names another)."""
+    name = key.removeprefix(f"{PAGES}/")
+    if name == key or not name or "/" in name or name in (".", "..") or "\x00" in name:
+        raise ValueError(f"{key[:100]!r} is not a page of {PAGES}")
+    return key
+
+
 class PageRef(BaseModel):
     """One page as its head names it: where, how many rows, its sha256, and what it holds (the sort
     keys of its first and last rows, its profiles, instances, statuses, models) so a filtered read
@@ -200,7 +212,7 @@ class PageRef(BaseModel):
 
     model_config = ConfigDict(frozen=True, strict=True, extra="forbid")
 
-    key: str
+    key: Annotated[str, AfterValidator(_page_key)]
     rows: int
     sha256: str
     first: list[str]  # sort key of the first entry
@@ -230,6 +242,7 @@ class FarmIndexHead(StoredRecord):
     KIND: ClassVar[str] = "farm-index head"
     SCHEMA: ClassVar[int] = 1
     VERSION_FIELD: ClassVar[str] = "schema"
+    MAX_BYTES: ClassVar[int] = 64 * 1024 * 1024  # ~10 KiB per page of 2000 rows: 10 million rows
 
     seq: StrictInt = 0
     pages: list[PageRef] = Field(default_factory=list)

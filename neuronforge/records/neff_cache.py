@@ -17,6 +17,7 @@ class NeffCacheRecord(StoredRecord):
     KIND: ClassVar[str] = "LMI NEFF cache record"
     SCHEMA: ClassVar[int] = 1
     VERSION_FIELD: ClassVar[str | None] = None
+    MAX_BYTES: ClassVar[int] = 16 * 1024 * 1024  # ~60 bytes per cache entry
 
     compiled_graph_path: str | None  # serving.properties' option.compiled_graph_path (None: not set)
     neuron_compile_cache_url: str | None  # lmi.env's, when there is no compiled_graph_path

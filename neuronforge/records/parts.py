@@ -5,6 +5,11 @@ only shows (a smoke summary, where each stage ran). The core is strict: a wrong 
 whole record unreadable (`RecordError`). A shown part is tolerant: a wrong type costs that part —
 its default — never the record, the page or the command (the rule of `neuronforge.common.stored_numbers`,
 applied to whole parts).
+
+Numbers a reader computes with are bounded per field (`Timestamp`, `Expiry`, `Pid`, `Size`, `Seconds`,
+`Count`): a JSON number (not a boolean, not text), finite, in the range the field can hold on any host.
+Out of it, the record is damaged: a lease whose `started` is 1e300 would overflow `time.gmtime`, one
+whose `pid` is -1 would make `kill -1` signal every process of the user.
 """
 
 from __future__ import annotations
@@ -12,7 +17,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, StrictStr, ValidationError, WrapValidator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictStr,
+    ValidationError,
+    WrapValidator,
+)
+
+from neuronforge.common.stored_json import INT_LIMIT
 
 
 def _as_text(value: Any) -> Any:
@@ -36,6 +52,42 @@ def or_default(default: Callable[[], Any]) -> WrapValidator:
     return WrapValidator(validate)
 
 
+# -- bounded numbers -------------------------------------------------------------------------------
+TIMESTAMP_MIN = 946_684_800.0  # 2000-01-01T00:00:00Z: before neuronforge, no clock of a host it ran on
+TIMESTAMP_MAX = 4_102_444_800.0  # 2100-01-01T00:00:00Z: `time.gmtime` and every page render it
+# The kernel's own limit on a PID (PID_MAX_LIMIT, 2**22 on 64-bit Linux: include/linux/threads.h); a
+# host's /proc/sys/kernel/pid_max is at most this. A record may come from another host, so it is held
+# to the limit of any host; advice that names a PID of this host checks this host's (`leases.pid_max`).
+PID_LIMIT = 4_194_304
+SECONDS_MAX = 1e9  # ~31 years: no duration a build records (a compile, a transfer, a heartbeat) comes near
+
+
+def _number(value: Any) -> Any:
+    """A JSON number as stored: an int or a float, never a boolean (an int to Python) or text."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"not a number ({type(value).__name__})")
+    return value
+
+
+def _epoch(value: float) -> float:
+    if value != 0.0 and not TIMESTAMP_MIN <= value <= TIMESTAMP_MAX:
+        raise ValueError(f"{value!r} is not 0 nor a time between 2000 and 2100 (epoch seconds)")
+    return value
+
+
+# Epoch seconds of a moment neuronforge saw (a lease taken, renewed): finite, 2000..2100.
+Timestamp = Annotated[float, BeforeValidator(_number), Field(ge=TIMESTAMP_MIN, le=TIMESTAMP_MAX, allow_inf_nan=False)]
+# A lease's expiry: a `Timestamp`, or 0.0 once released.
+Expiry = Annotated[float, BeforeValidator(_number), Field(allow_inf_nan=False), AfterValidator(_epoch)]
+# A process id as the kernel gives it: 1..PID_LIMIT (never 0 or -1, which `kill` reads as groups).
+Pid = Annotated[int, Field(ge=1, le=PID_LIMIT, strict=True)]
+# A size in bytes, a count, clock ticks: a whole number, 0 or more, within 64 bits.
+Size = Annotated[int, Field(ge=0, lt=INT_LIMIT, strict=True)]
+Count = Size
+# A duration in seconds: finite, 0..SECONDS_MAX.
+Seconds = Annotated[float, BeforeValidator(_number), Field(ge=0, le=SECONDS_MAX, allow_inf_nan=False)]
+
+
 # A free-form object owned by a profile, a backend or a stage (its content varies with them).
 AnyObject = Annotated[dict[str, Any], or_default(dict)]
 
@@ -54,5 +106,5 @@ class FileEntry(BaseModel):
     model_config = ConfigDict(frozen=True, extra="allow", strict=True)
 
     path: StrictStr
-    size: StrictInt = Field(ge=0)
+    size: Size
     sha256: StrictStr

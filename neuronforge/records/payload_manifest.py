@@ -21,6 +21,7 @@ class PayloadManifest(StoredRecord):
     SCHEMA: ClassVar[int] = 1
     # Its reader (publish) only ever needed the files: a tree staged by hand or by a test reads as 1.
     UNVERSIONED: ClassVar[int | None] = 1
+    MAX_BYTES: ClassVar[int] = 64 * 1024 * 1024  # as the artifact manifest, whose files and launch text it holds
 
     files: list[FileEntry]
     cache_key: Text = ""

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from neuronforge.records.base import StoredRecord
+from neuronforge.records.parts import Seconds
 from neuronforge.records.tree import StoredFile
 
 
@@ -52,6 +53,7 @@ class QuantizedManifest(StoredRecord):
     KIND: ClassVar[str] = "quantized checkpoint manifest"
     SCHEMA: ClassVar[int] = 2
     UPGRADES: ClassVar[dict[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {1: _lift_v1}
+    MAX_BYTES: ClassVar[int] = 16 * 1024 * 1024  # ~100 bytes per tensor and per file
 
     format: str = "nxd-quantized-checkpoint"
     source: QuantizedOrigin
@@ -65,5 +67,5 @@ class QuantizedManifest(StoredRecord):
     tensors: dict[str, TensorReport]
     max_rel_error: float
     kernel_chunks: dict[str, int] = Field(default_factory=dict)
-    seconds: float
+    seconds: Seconds
     neuronforge_version: str

@@ -53,6 +53,7 @@ class RecompileReport(StoredRecord):
     SCHEMA: ClassVar[int] = 3
     OLDEST: ClassVar[int] = 2
     UPGRADES: ClassVar[dict[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {2: _v2_to_v3}
+    MAX_BYTES: ClassVar[int] = 64 * 1024 * 1024  # a row per catalog target: ~1 KiB each
 
     stamp: str  # YYYY-MM-DDTHH-MM-SSZ
     release: str = ""  # the SDK release the upgrade aimed at ("": a version 2 report)

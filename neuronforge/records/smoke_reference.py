@@ -21,6 +21,7 @@ TokenIds = list[list[StrictInt]]
 class SmokeReference(StoredRecord):
     KIND: ClassVar[str] = "smoke reference"
     SCHEMA: ClassVar[int] = 1
+    MAX_BYTES: ClassVar[int] = 16 * 1024 * 1024  # 32 prompts of 4096 characters, their ids and tokens
 
     # In the order the file has always listed them (the payload's bytes, hashed in its manifest).
     reference: Text = ""  # what computed it: "transformers <version> eager on the CPU, <dtype>, greedy"

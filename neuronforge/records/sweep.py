@@ -9,6 +9,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from neuronforge.records.base import StoredRecord
+from neuronforge.records.parts import Seconds
 
 
 class SweepSpace(BaseModel):
@@ -30,12 +31,13 @@ class DecidedCandidate(BaseModel):
     outcome: Literal["valid", "failed", "skipped"]
     by: str  # tried | rule | planner | inferred | resume | earlier run
     reason: str = ""
-    seconds: float = 0.0
+    seconds: Seconds = 0.0
 
 
 class SweepRecords(StoredRecord):
     KIND: ClassVar[str] = "sweep record file"
     SCHEMA: ClassVar[int] = 1
+    MAX_BYTES: ClassVar[int] = 16 * 1024 * 1024  # ~200 bytes per candidate decided
 
     # the sweep it records: another model, instance or profile in the same file is refused
     model: str

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, StrictInt, ValidationError
+from pydantic import BeforeValidator, Field, ValidationError
 
 from neuronforge.common.transfers import DOWNLOAD, Transfer, size
-from neuronforge.records.parts import Part, Text
+from neuronforge.records.parts import Count, Part, Seconds, Size, Text
 
 
 class TransferRecord(Part):
@@ -24,13 +24,13 @@ class TransferRecord(Part):
     stage: Text = ""  # the pipeline stage that made it (fetch_checkpoint, compile_graphs, smoke, ...)
     direction: Text = ""  # upload | download
     where: Text = ""  # the store URI of the prefix or object, or hf://org/name@revision
-    bytes: StrictInt = Field(ge=0)
-    files: StrictInt = Field(default=0, ge=0)
-    seconds: float = Field(ge=0)
-    mbs: float = Field(default=0.0, ge=0)  # 10^6 bytes per second
+    bytes: Size
+    files: Count = 0
+    seconds: Seconds
+    mbs: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0  # 10^6 bytes per second
     client: Text = ""  # s3 crt, s3 boto3, file, huggingface_hub <version> [+ hf_xet]
-    concurrency: StrictInt = Field(default=0, ge=0)
-    part_size: StrictInt = Field(default=0, ge=0)  # bytes (0: whole objects)
+    concurrency: Count = 0
+    part_size: Size = 0  # bytes (0: whole objects)
 
     @classmethod
     def of(cls, stage: str, t: Transfer) -> TransferRecord:

@@ -7,9 +7,13 @@ needs only the list, whatever the kind and version of the manifest around it (`F
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import ClassVar
 
-from neuronforge.records.base import invalid
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from neuronforge.common import stored_json
+from neuronforge.records.base import RecordError, invalid
+from neuronforge.records.parts import Size
 
 
 class StoredFile(BaseModel):
@@ -18,7 +22,7 @@ class StoredFile(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     path: str
-    size: int = Field(ge=0)
+    size: Size
     sha256: str
 
 
@@ -30,9 +34,15 @@ class FileListing(BaseModel):
 
     files: list[StoredFile]
 
+    MAX_BYTES: ClassVar[int] = 64 * 1024 * 1024  # the largest manifest it reads (`PayloadManifest.MAX_BYTES`)
+
     @classmethod
     def from_bytes(cls, raw: bytes, where: str = "") -> FileListing:
+        """The list in `raw`, read under the bounds of every stored record (`common.stored_json`)."""
+        at = f"{where}: " if where else ""
         try:
-            return cls.model_validate_json(raw)
+            return cls.model_validate(stored_json.loads(raw, cls.MAX_BYTES))
         except ValidationError as exc:
-            raise invalid(exc, f"{where}: " if where else "", "not a readable file list", "(manifest)") from None
+            raise invalid(exc, at, "not a readable file list", "(manifest)") from None
+        except ValueError as exc:  # not JSON, or outside the bounds
+            raise RecordError(f"{at}not a readable file list: {exc}") from None

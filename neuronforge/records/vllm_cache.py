@@ -28,6 +28,7 @@ class CacheManifest(StoredRecord):
 
     KIND: ClassVar[str] = "vLLM cache manifest"
     SCHEMA: ClassVar[int] = 1
+    MAX_BYTES: ClassVar[int] = 64 * 1024 * 1024  # every cache entry with every file
 
     profile: str  # name@version
     store_prefix: str  # URI of vllm-neuron-cache/<version>

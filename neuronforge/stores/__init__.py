@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from neuronforge.common.errors import StoreError
-from neuronforge.stores.base import ArtifactStore, NotFound, ObjectInfo, refuse_credentials
+from neuronforge.stores.base import ArtifactStore, NotAFile, NotFound, ObjectInfo, refuse_credentials
 
-__all__ = ["ArtifactStore", "NotFound", "ObjectInfo", "local_folder", "open_store"]
+__all__ = ["ArtifactStore", "NotAFile", "NotFound", "ObjectInfo", "local_folder", "open_store"]
 
 
 # The one place a store kind is registered: URI scheme -> (module, class with `from_uri`), imported

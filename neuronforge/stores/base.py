@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from neuronforge.common import progress, transfers
+from neuronforge.common import progress, stored_json, transfers
 from neuronforge.common.errors import InvalidInput, StoreError
 
 # Transfers smaller than this finish before anyone could read a progress line (manifests, index
@@ -37,6 +37,21 @@ class NotFound(StoreError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else "not found"
+
+
+class NotAFile(StoreError):
+    """A key names a folder where an object belongs (a file store: `channel.json/` made by hand or by
+    a copy gone wrong). Not `NotFound`: something is there, and writing the key cannot succeed until it
+    is removed; a reader of a record calls it a damaged record (`records.base.StoredRecord.read`). S3
+    has no folders: objects under `key/` with none at `key` are just `NotFound` there."""
+
+    def __init__(self, message: str, uri: str = "") -> None:
+        super().__init__(message)
+        self.uri = uri  # the folder's URI
+
+    @classmethod
+    def at(cls, uri: str) -> NotAFile:
+        return cls(f"{uri} is a folder, not a file", uri)
 
 
 @dataclass(frozen=True)
@@ -159,6 +174,14 @@ class ArtifactStore(ABC):
     def read_versioned(self, key: str) -> tuple[bytes, str]:
         """The object's bytes and an opaque version that changes with every write (S3: the ETag)."""
 
+    def read_capped(self, key: str, max_bytes: int) -> tuple[bytes, str]:
+        """At most `max_bytes + 1` bytes of the object (more than `max_bytes` read: it is larger than a
+        reader bounded by `max_bytes` takes) and its version as `read_versioned` gives it, so an
+        oversized record is refused without holding it and can still be replaced by compare-and-swap.
+        Stores override it to read no more than that; this one reads the object whole."""
+        data, version = self.read_versioned(key)
+        return data[: max_bytes + 1], version
+
     @abstractmethod
     def replace_if_version(self, data: bytes, key: str, version: str) -> bool:
         """Overwrite `key` only if it is still at `version` (compare-and-swap). True if replaced."""
@@ -191,11 +214,13 @@ class ArtifactStore(ABC):
     def write_json(self, key: str, obj: Any) -> None:
         self.put_bytes(json.dumps(obj, indent=2, sort_keys=True).encode() + b"\n", key)
 
-    def read_json(self, key: str) -> Any:
-        data = self.get_bytes(key)
+    def read_json(self, key: str, max_bytes: int = stored_json.DEFAULT_MAX_BYTES) -> Any:
+        """A JSON object that is no record of ours (a mirrored file another tool wrote), read under
+        the bounds of every stored JSON (`common.stored_json`); a record is read by its kind's class."""
+        data, _ = self.read_capped(key, max_bytes)
         try:
-            return json.loads(data)
-        except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8 at all
+            return stored_json.loads(data, max_bytes)
+        except ValueError as exc:  # not JSON, or outside the bounds
             raise StoreError(f"{self.uri(key)} is not valid JSON: {exc}") from None
 
 

@@ -21,6 +21,7 @@ from neuronforge.common.errors import StoreError
 from neuronforge.common.transfers import DOWNLOAD, UPLOAD
 from neuronforge.stores.base import (
     ArtifactStore,
+    NotAFile,
     NotFound,
     ObjectInfo,
     clean_key,
@@ -80,7 +81,15 @@ class FileStore(ArtifactStore):
         return final.parent / f"{_TMP}{uuid.uuid4().hex}-{final.name}"
 
     def _publish(self, tmp: Path, final: Path) -> None:
-        os.replace(tmp, final)  # atomic within one filesystem
+        try:
+            os.replace(tmp, final)  # atomic within one filesystem
+        except OSError:
+            if final.is_dir() and not final.is_symlink():  # EISDIR, or ENOTEMPTY/EEXIST for a full folder
+                raise NotAFile.at(self._uri_of(final)) from None
+            raise
+
+    def _uri_of(self, path: Path) -> str:
+        return self.uri(path.relative_to(self.root).as_posix())
 
     def put_file(self, local: Path, key: str) -> None:
         with self.measured(UPLOAD, self.uri(key), local.stat().st_size, 1):
@@ -137,8 +146,26 @@ class FileStore(ArtifactStore):
         path = self._path(key)
         try:
             return path.read_bytes()
-        except (FileNotFoundError, IsADirectoryError):
+        except FileNotFoundError:
             raise NotFound(f"{self.uri(key)} does not exist") from None
+        except IsADirectoryError:
+            raise NotAFile.at(self.uri(key)) from None
+
+    def read_capped(self, key: str, max_bytes: int) -> tuple[bytes, str]:
+        """The first `max_bytes + 1` bytes; the version (the whole file's sha256) hashed as it streams,
+        so an oversized object is never held whole."""
+        path = self._path(key)
+        try:
+            with open(path, "rb") as f:
+                data = f.read(max_bytes + 1)
+                digest = hashlib.sha256(data)
+                while chunk := f.read(1 << 20):
+                    digest.update(chunk)
+        except FileNotFoundError:
+            raise NotFound(f"{self.uri(key)} does not exist") from None
+        except IsADirectoryError:
+            raise NotAFile.at(self.uri(key)) from None
+        return data, digest.hexdigest()
 
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()
@@ -230,6 +257,8 @@ class FileStore(ArtifactStore):
                 current = final.read_bytes()
             except FileNotFoundError:
                 return False
+            except IsADirectoryError:
+                raise NotAFile.at(self.uri(key)) from None
             if hashlib.sha256(current).hexdigest() != version:
                 return False
             tmp = self._tmp_beside(final)

@@ -297,6 +297,22 @@ class S3Store(ArtifactStore):
             raise self._wrap(exc, key) from None
         return obj["Body"].read(), obj["ETag"]
 
+    def read_capped(self, key: str, max_bytes: int) -> tuple[bytes, str]:
+        """One GET read no further than `max_bytes + 1` bytes (the rest of a larger object is never
+        downloaded: its connection is closed); one within the cap is read to its end, so the checksum
+        S3 returns is still validated."""
+        try:
+            obj = self.client.get_object(Bucket=self.bucket, Key=self._key(key))
+        except ClientError as exc:
+            raise self._wrap(exc, key) from None
+        body = obj["Body"]
+        data = body.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            body.close()
+        else:
+            data += body.read()  # empty: reaching the end validates the checksum and the length
+        return data, obj["ETag"]
+
     def replace_if_version(self, data: bytes, key: str, version: str) -> bool:
         """S3 conditional write: `If-Match: <ETag>` (412 when another writer got there first)."""
         try:
@@ -329,7 +345,9 @@ class S3Store(ArtifactStore):
         out = self._list_full(key + "/")
         if not out and self.exists(prefix):
             head = self.client.head_object(Bucket=self.bucket, Key=key)
-            out = [ObjectInfo(clean_key(prefix), int(head["ContentLength"]), head.get("ETag", "").strip('"'))]
+            modified = head.get("LastModified")
+            when = modified.timestamp() if hasattr(modified, "timestamp") else None
+            out = [ObjectInfo(clean_key(prefix), int(head["ContentLength"]), head.get("ETag", "").strip('"'), when)]
         return sorted(out, key=lambda o: o.key)
 
     def list_page(self, prefix: str, start_after: str = "", limit: int = 1000) -> list[ObjectInfo]:
@@ -453,6 +471,7 @@ for _name in (
     "exists",
     "put_if_absent",
     "read_versioned",
+    "read_capped",
     "replace_if_version",
     "list",
     "list_page",

@@ -193,6 +193,7 @@ def try_candidates(queue: str):
 @task(trigger_rule="all_done", outlets=[SWEEP_ASSET])
 def finish_sweep(plan: dict[str, Any]) -> dict[str, Any]:
     """The sweep's result as an Asset event (extra: the files' URIs, valid count, finished)."""
+    from neuronforge.records.base import RecordError
     from neuronforge.records.sweep import SweepRecords
     from neuronforge.stores import NotFound, open_store
 
@@ -202,6 +203,8 @@ def finish_sweep(plan: dict[str, Any]) -> dict[str, Any]:
         records = SweepRecords.read(store, request.records_key)
     except NotFound:
         raise AirflowFailException("no candidate was decided: see the try_* tasks' logs") from None
+    except RecordError as exc:  # damaged in the store since the try_* tasks wrote it: one line
+        raise AirflowFailException(str(exc)) from None
     valid = [r for r in records.candidates if r.outcome == "valid"]
     extra = {
         "model": request.model,

@@ -64,6 +64,10 @@ LINES = {
     "nul": (b'{"key": "%s", "model": "org/n\\u0000ul", "published": {"at": "t"}}', "NUL"),
     "not utf-8": (b'{"key": "%s", "model": "org/caf\xe9", "published": {"at": "t"}}', "not UTF-8"),
     "not json": (b'{"key": "%s", "model": ', "not JSON"),
+    # outside the bounds of stored JSON (issue 51): each one damaged row, never a RecursionError or ValueError
+    "nested": (b'{"key": "%s", "model": "org/nested", "published": ' + b"[" * 5000 + b"]" * 5000 + b"}", "32 deep"),
+    "nan": (b'{"key": "%s", "model": "org/nan", "published": {"at": "t", "size_bytes": NaN}}', "NaN"),
+    "huge": (b'{"key": "%s", "model": "org/huge", "published": {"at": "t", "size_bytes": 1e400}}', "not finite"),
 }
 
 

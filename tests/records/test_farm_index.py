@@ -59,11 +59,18 @@ def test_a_tail_of_wrong_types_names_the_field(tail: dict, field: str) -> None:
 
 
 def test_a_head_round_trips_and_refuses_wrong_types() -> None:
-    ref = PageRef(key="p", rows=1, sha256="0", first=["a"], last=["a"], profiles=[], instances=[], statuses=[])
+    page = "farm-index/pages/p.jsonl.gz"
+    ref = PageRef(key=page, rows=1, sha256="0", first=["a"], last=["a"], profiles=[], instances=[], statuses=[])
     head = FarmIndexHead(seq=3, pages=[ref], aggregates={"rows": 1}, built_at="t")
     assert FarmIndexHead.from_json(head.to_json()) == head and head.rows == 1
     assert head.to_json()["schema"] == 1
-    for bad in ({"seq": "3"}, {"pages": [{"key": "p"}]}, {"pages": [{**ref.model_dump(), "rows": "1"}]}):
+    outside = [{**ref.model_dump(), "key": k} for k in ("p", "farm-index/pages/../../x", "farm-index/pages/a/b")]
+    for bad in (
+        {"seq": "3"},
+        {"pages": [{"key": page}]},
+        {"pages": [{**ref.model_dump(), "rows": "1"}]},
+        *({"pages": [forged]} for forged in outside),  # a page a forged head names outside its folder
+    ):
         with pytest.raises(IndexCorrupt, match="cannot be read as a farm-index head"):
             snapshot.parse_head(json.dumps({**head.to_json(), **bad}).encode())
 

@@ -327,6 +327,17 @@ class Env:
     seconds: float = 30.0  # at most this long
 
 
+def use_home_and_catalog(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, model: Path) -> None:
+    """A NEURONFORGE_HOME of the test's own, no NEURONFORGE_STORE, and `catalog stale`'s catalog: the tiny
+    model from a local folder (the default one needs the Hub)."""
+    monkeypatch.setenv("NEURONFORGE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("NEURONFORGE_STORE", raising=False)
+    catalog = tmp_path / "models.yaml"
+    target = "{instance_type: inf2.xlarge, tp_degree: 2, sequence_length: 64, dtype: fp32, profile: cpu}"
+    catalog.write_text(f"models:\n  - source: {model}\n    targets:\n      - {target}\n")
+    monkeypatch.setenv("NEURONFORGE_CATALOG", str(catalog))
+
+
 @pytest.fixture
 def make_env(
     request: pytest.FixtureRequest,
@@ -334,13 +345,7 @@ def make_env(
     tmp_path: Path,
     tiny_llama_template: Path,
 ):
-    monkeypatch.setenv("NEURONFORGE_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("NEURONFORGE_STORE", raising=False)
-    # catalog stale's catalog: the tiny model from a local folder (the default one needs the Hub)
-    catalog = tmp_path / "models.yaml"
-    target = "{instance_type: inf2.xlarge, tp_degree: 2, sequence_length: 64, dtype: fp32, profile: cpu}"
-    catalog.write_text(f"models:\n  - source: {tiny_llama_template}\n    targets:\n      - {target}\n")
-    monkeypatch.setenv("NEURONFORGE_CATALOG", str(catalog))
+    use_home_and_catalog(monkeypatch, tmp_path, tiny_llama_template)
     mounts: list[Path] = []
     request.addfinalizer(lambda: [subprocess.run(["umount", "-l", str(m)], check=False) for m in mounts])
 

@@ -21,7 +21,7 @@ from neuronforge.artifacts import layout
 from neuronforge.common.errors import StoreError
 from neuronforge.records.base import RecordError
 from neuronforge.records.farm_index import FarmIndexTail
-from neuronforge.stores import ArtifactStore, NotFound
+from neuronforge.stores import ArtifactStore, NotAFile, NotFound
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +46,11 @@ def parse_tail(data: bytes) -> FarmIndexTail:
 def read_tail(store: ArtifactStore) -> tuple[FarmIndexTail | None, str]:
     """(tail, version), or (None, "") when there is none yet."""
     try:
-        data, version = store.read_versioned(TAIL)
+        data, version = FarmIndexTail.read_raw(store, TAIL)
     except NotFound:
         return None, ""
+    except RecordError as exc:  # a folder where the tail belongs
+        raise IndexCorrupt(str(exc)) from None
     return parse_tail(data), version
 
 
@@ -72,5 +74,10 @@ def trim(store: ArtifactStore, through: int) -> None:
 
 
 def reset(store: ArtifactStore, next_seq: int) -> None:
-    """Replace a tail that could not be read by an empty one (after a rebuild holds what it lost)."""
-    store.put_bytes(encode_tail(FarmIndexTail(next_seq=next_seq)), TAIL)
+    """Replace a tail that could not be read by an empty one (after a rebuild holds what it lost); a
+    folder where it belongs is removed first."""
+    try:
+        store.put_bytes(encode_tail(FarmIndexTail(next_seq=next_seq)), TAIL)
+    except NotAFile:
+        store.delete_prefix(TAIL)
+        store.put_bytes(encode_tail(FarmIndexTail(next_seq=next_seq)), TAIL)

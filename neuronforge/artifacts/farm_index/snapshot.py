@@ -25,6 +25,7 @@ import logging
 import re
 import time
 import uuid
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -42,24 +43,27 @@ from neuronforge.artifacts.farm_index.entry import (
     review_record,
 )
 from neuronforge.artifacts.farm_index.log import ROOT, IndexCorrupt, read_tail, reset, trim
+from neuronforge.common import stored_json
 from neuronforge.common.errors import StoreError
 from neuronforge.common.stored_text import nul_in, original_json, shown, storable_json
 from neuronforge.records.base import RecordError
 from neuronforge.records.channel import ChannelRecord
 from neuronforge.records.damage import DamageRecord
+from neuronforge.records.farm_index import PAGES, FarmIndexTail, LogRecord, PageRef
 from neuronforge.records.farm_index import FarmIndexHead as Head
-from neuronforge.records.farm_index import FarmIndexTail, LogRecord, PageRef
 from neuronforge.records.index_entry import IndexEntry
 from neuronforge.records.review import ReviewRecord
-from neuronforge.stores import ArtifactStore, NotFound
+from neuronforge.stores import ArtifactStore, NotAFile, NotFound
 
 CACHE_KEY = re.compile(r"[0-9a-f]{64}")  # what `locks/<key>` names when a worker wrote it
 
 log = logging.getLogger(__name__)
 
 HEAD = f"{ROOT}/head.json"
-PAGES = f"{ROOT}/pages"
 PAGE_ROWS = 2000
+# A page's bounds as read (`common.stored_json`): its lines (a row is ~1 KiB), and all of them inflated.
+LINE_MAX_BYTES = stored_json.DEFAULT_MAX_BYTES
+PAGE_MAX_BYTES = 64 * 1024 * 1024  # 2000 rows: a few MiB as written
 MODELS_PER_PAGE = 200  # a page naming more distinct models than this is not skipped by a model filter
 
 
@@ -72,9 +76,11 @@ def parse_head(data: bytes) -> Head:
 
 def read_head(store: ArtifactStore) -> tuple[Head | None, str]:
     try:
-        data, version = store.read_versioned(HEAD)
+        data, version = Head.read_raw(store, HEAD)
     except NotFound:
         return None, ""
+    except RecordError as exc:  # a folder where the head belongs
+        raise IndexCorrupt(str(exc)) from None
     return parse_head(data), version
 
 
@@ -90,14 +96,29 @@ def head_seq(store: ArtifactStore) -> int:
 def read_page(store: ArtifactStore, ref: PageRef) -> list[Entry]:
     """The rows of one page. A page that is not what its head says (checksum, not gzip) is corrupt
     and rebuilt; one line of it that is not a row costs that row only (`page_row`)."""
-    data = store.get_bytes(ref.key)
+    try:
+        data, _ = store.read_capped(ref.key, PAGE_MAX_BYTES)
+    except NotAFile as exc:
+        raise IndexCorrupt(str(exc)) from None
     if hashlib.sha256(data).hexdigest() != ref.sha256:
         raise IndexCorrupt(f"{ref.key} does not match the sha256 its head records")
     try:
-        lines = gzip.decompress(data).splitlines()
-    except (ValueError, OSError, EOFError) as exc:
+        lines = _gunzipped(data, ref.key).splitlines()
+    except (ValueError, OSError, EOFError, zlib.error) as exc:
         raise IndexCorrupt(f"{ref.key} cannot be read: {exc}") from None
     return [page_row(line, f"{ref.key} line {n}") for n, line in enumerate(lines, 1) if line]
+
+
+def _gunzipped(data: bytes, key: str) -> bytes:
+    """A page's lines, decompressed no further than PAGE_MAX_BYTES (a page whose checksum a forger
+    recomputed may be a gzip bomb: a few KiB that inflate to gigabytes)."""
+    inflate = zlib.decompressobj(wbits=31)  # gzip framing
+    out = inflate.decompress(data, PAGE_MAX_BYTES + 1)
+    if len(out) > PAGE_MAX_BYTES:
+        raise IndexCorrupt(f"{key} inflates to more than the {stored_json.size(PAGE_MAX_BYTES)} a page may hold")
+    if not inflate.eof:
+        raise EOFError("the gzip stream ends early")
+    return out
 
 
 _KEY_IN = re.compile(rb'"key"\s*:\s*"([0-9a-f]{64})"')
@@ -109,10 +130,12 @@ def page_row(line: bytes, where: str) -> Entry:
     the reason and whatever of its key and names could be read, so a page shows every other row."""
     reason = ""
     try:
-        data = json.loads(line)
-    except UnicodeDecodeError as exc:
-        reason = f"{where} is not UTF-8 (byte 0x{line[exc.start]:02x} at {exc.start})"
+        data = stored_json.loads(line, LINE_MAX_BYTES)
+    except stored_json.NotText as exc:
+        reason = f"{where}: {exc}"
         data = _loose(line.decode("utf-8", "surrogateescape"))
+    except stored_json.Unreadable as exc:  # too large, nested too deep, a number out of range
+        reason, data = f"{where} is damaged: {exc}", None
     except ValueError as exc:
         reason, data = f"{where} is not JSON ({exc})", None
     # A line without a backslash holds no JSON escape: no NUL (strict JSON has none unescaped) and no
@@ -139,6 +162,9 @@ def page_row(line: bytes, where: str) -> Entry:
 
 
 def _loose(text: str) -> Any:
+    """What a line that is not UTF-8 still says (its key and names, shown escaped), within the bounds."""
+    if stored_json.too_deep(text) is not None:
+        return None
     try:
         return json.loads(text)
     except ValueError:

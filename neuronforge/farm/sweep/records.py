@@ -25,12 +25,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from neuronforge.common import stored_json
 from neuronforge.common.errors import InvalidInput
 from neuronforge.farm.sweep.space import Candidate
 from neuronforge.records.base import RecordError
+from neuronforge.records.local import read_local
 from neuronforge.records.sweep import DecidedCandidate, SweepRecords, SweepSpace
 
 OUTCOMES = ("valid", "failed", "skipped")
+CONFIG_MAX_BYTES = 16 * 1024 * 1024  # the `--out` file: ~150 bytes per entry of every model in it
 
 
 @dataclass
@@ -74,11 +77,16 @@ def write_json_atomic(path: Path, obj: Any) -> None:
 
 
 def read_json(path: Path, what: str) -> Any:
+    """The JSON file at `path` (None: there is none), read under the bounds of stored JSON."""
     try:
-        return json.loads(path.read_text())
+        with open(path, "rb") as f:
+            raw = f.read(CONFIG_MAX_BYTES + 1)
+        return stored_json.loads(raw, CONFIG_MAX_BYTES)
     except FileNotFoundError:
         return None
-    except (ValueError, UnicodeDecodeError) as exc:
+    except IsADirectoryError:
+        raise InvalidInput(f"{what} {path} is a folder, not a file; give a file's path") from None
+    except ValueError as exc:  # not JSON, not UTF-8, outside the bounds
         raise InvalidInput(f"{what} {path} is not valid JSON ({exc}); move it away or fix it") from None
 
 
@@ -140,7 +148,7 @@ class RecordLog:
         and profile (those of another sweep in the same file are refused, not mixed)."""
         earlier: list[Record] = []
         try:
-            stored = SweepRecords.from_bytes(path.read_bytes(), str(path))
+            stored = read_local(SweepRecords, path)
         except FileNotFoundError:
             stored = None
         except RecordError as exc:

@@ -99,10 +99,13 @@ def cmd_lease_break(args: argparse.Namespace) -> int:
     if leases.state(lease, now) == leases.RELEASED:
         print(f"the lease of {lease.key[:12]} is released already (by {_shown(lease.holder)}): nothing to break")
         return EXIT_OK
-    what = (
-        f"the lease of {lease.key[:12]} ({leases.state(lease, now)}, held by {_shown(leases.who(lease))} since "
-        f"{_at(lease.started)}, last renewal {now - lease.heartbeat:.0f} s ago)"
-    )
+    if lease.damaged:  # nothing in its record is trusted: say why it is damaged, not who holds it
+        what = f"the damaged lease of {lease.key[:12]} ({_shown(lease.damaged)})"
+    else:
+        what = (
+            f"the lease of {lease.key[:12]} ({leases.state(lease, now)}, held by {_shown(leases.who(lease))} since "
+            f"{_at(lease.started)}, last renewal {now - lease.heartbeat:.0f} s ago)"
+        )
     if not args.yes:
         stdin = sys.stdin
         if stdin is None or stdin.closed or not stdin.isatty():
