@@ -49,7 +49,7 @@ from neuronforge.records.channel import ChannelBuild, ChannelMove, ChannelRecord
 from neuronforge.records.damage import DamageRecord
 from neuronforge.records.index_entry import IndexEntry
 from neuronforge.spec.source import ModelSource, model_name
-from neuronforge.stores import ArtifactStore, NotFound
+from neuronforge.stores import ArtifactStore, NotAFile, NotFound
 
 CHANNEL_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
 PROFILE_LINE = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
@@ -153,8 +153,10 @@ def read(store: ArtifactStore, ref: ChannelRef) -> tuple[ChannelRecord | None, s
     that does not read as a channel record, the record of another channel."""
     key = ref.record_key
     try:
-        raw, version = store.read_versioned(key)
+        raw, version = store.read_capped(key, ChannelRecord.MAX_BYTES)  # the bounds of every record
         record = ChannelRecord.from_bytes(raw, store.uri(key))
+    except NotAFile:  # a file store's folder where the record belongs
+        raise _not_a_channel(store, key, "it is a folder") from None
     except NotFound:
         if store.list_page(key, limit=1):  # `channel.json/...`: a folder (on S3, keys under the key)
             raise _not_a_channel(store, key, "it is a folder") from None

@@ -136,7 +136,7 @@ def pointed_manifest(store: ArtifactStore, key: str, index: IndexEntry) -> tuple
     neuronforge's is `RecordTooNew`; a store that cannot be read raises its `StoreError`."""
     prefix = index.artifact_prefix
     try:
-        raw = store.get_bytes(index.manifest)
+        raw, _ = ArtifactManifest.read_raw(store, index.manifest)  # under the bounds of every record
         return ArtifactManifest.from_bytes(raw, store.uri(index.manifest)), hashlib.sha256(raw).hexdigest()
     except RecordTooNew:
         raise

@@ -47,7 +47,7 @@ def decide(store: ArtifactStore, key: str, state: str, by: str, reason: str, at:
     decision = ReviewDecision(state=state, by=by, at=at, reason=reason)  # type: ignore[arg-type]
     for attempt in range(TRIES):
         try:
-            raw, version = store.read_versioned(path)
+            raw, version = ReviewRecord.read_raw(store, path)  # under the bounds of every record
         except NotFound:
             record = ReviewRecord(key=key, current=decision)
             if store.put_if_absent(record.to_bytes(), path):

@@ -69,7 +69,7 @@ class PublishInput:
 
 def _payload(store: ArtifactStore, build: TreeRef) -> PayloadManifest:
     """The staged payload's manifest (its files, its launch files' text) as the smoke test's ref pinned it."""
-    raw = store.get_bytes(build.manifest_key)
+    raw, _ = PayloadManifest.read_raw(store, build.manifest_key)  # under the bounds of every record
     if hashlib.sha256(raw).hexdigest() != build.manifest_sha256:
         raise StoreError(
             f"{store.uri(build.manifest_key)} changed since the compile staged it; run the build again "
