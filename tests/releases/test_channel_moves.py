@@ -384,7 +384,7 @@ def test_an_empty_folder_where_the_record_belongs_is_one_line_not_a_retry(store,
     (Path(store.root_uri.removeprefix("file://")) / ref().record_key).mkdir(parents=True)
     assert cli(store, "promote", MODEL, "--profile", "cpu", "--to", "candidate", "--build", a[:12]) == 3
     assert one_error(capsys) == (
-        f"error: damaged: {store.uri(ref().record_key)} is not a release channel record (it is not a file: a "
-        "folder?): move it away, or restore the channel's record from a copy; a promote then starts the channel "
+        f"error: damaged: {store.uri(ref().record_key)} is not a release channel record (it is a folder): "
+        "move it away, or restore the channel's record from a copy; a promote then starts the channel "
         "afresh\n"
     )

@@ -111,7 +111,8 @@ READS: dict[str, set[str]] = {
     "reject": {"index entry", "artifact manifest", "release channel", "review state", "farm-index tail"},
     "promote": {"index entry", "artifact manifest", "release channel", "review state", "farm-index tail"},
     "rollback": {"release channel"},
-    "channels": {"release channel", "review state"},
+    # each channel's build checked as a move checks it (`channels.pointer`)
+    "channels": {"release channel", "review state", "index entry", "artifact manifest", "damage record"},
     "history": {"release channel"},
     "lease ls": {"compile lease"},
     "lease break": {"compile lease"},
