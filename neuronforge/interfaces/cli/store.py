@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from neuronforge.common.errors import InvalidInput
+from neuronforge.common.secrets import print_line
 from neuronforge.interfaces.cli.command import Command
 from neuronforge.interfaces.cli.exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_REJECTED
 from neuronforge.interfaces.cli.options import (
@@ -476,7 +476,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     head = farm_index.rebuild(store, skipped)
     summary = {"store": store.root_uri, "rows": head.rows, "pages": len(head.pages), "seq": head.seq}
     for s in skipped:
-        print(f"warning: skipped {store.uri(s.index_key)}: {s.problem}", file=sys.stderr)
+        print_line(f"warning: skipped {store.uri(s.index_key)}: {s.problem}")
     if args.json:
         print_json(summary)
     else:
