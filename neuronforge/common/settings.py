@@ -401,8 +401,8 @@ def refused(name: str, raw: str, reason: str) -> str:
 
 def quoted(raw: str) -> str:
     """A setting's value as its refusal quotes it: masked (`common.secrets`: a Hub URL with a token, a
-    store URI with keys, a presigned query) before it is quoted, as `repr` escapes a backslash or a
-    newline into text the masking rule would stop at, showing what follows."""
+    store URI with keys, a presigned query) before it is quoted: `repr` escapes a control character
+    into a backslash, where the masking rule would stop, showing what follows."""
     return repr(mask_credentials(raw))
 
 
