@@ -340,7 +340,7 @@ def current(environ: Mapping[str, str] | None = None) -> Settings:
             except ValueError:
                 problems.append(_problem(name, raw))
     prefix = f"{TOOLCHAIN_PYTHON_VAR}_"
-    releases = {}
+    releases: dict[str, str] = {}
     for var, raw in sorted(env.items()):
         if var.startswith(prefix) and raw.strip():
             try:
