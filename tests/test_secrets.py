@@ -95,3 +95,27 @@ def test_a_log_record_is_masked_where_it_is_made() -> None:
     event = {"event": uri}
     assert record(event).msg is event
     assert record("%d tries", ("many",)).msg == "%d tries"  # its handler reports the bad format
+
+
+def test_a_progress_step_is_shown_masked() -> None:
+    """A step's description is drawn by rich's display, no log record: `progress.step` masks it, for
+    every reporter."""
+    from contextlib import contextmanager
+
+    from neuronforge.common import progress
+
+    seen: list[str] = []
+
+    class Seeing(progress.Reporter):
+        @contextmanager
+        def step(self, what, total=None, unit="B", logger=None, own_bars=False):  # type: ignore[override]
+            seen.append(what)
+            yield progress.Step(what, total, unit)
+
+    old = progress.use(Seeing())
+    try:
+        with progress.step(f"downloading https://user:{SECRET}@hub.example/org/m"):
+            pass
+    finally:
+        progress.use(old)
+    assert seen == ["downloading https://***@hub.example/org/m"]
