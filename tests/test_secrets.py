@@ -71,20 +71,28 @@ def test_an_error_line_never_carries_a_credential_on_any_surface() -> None:
 
 
 def test_a_log_record_is_masked_where_it_is_made() -> None:
-    """`mask_logs`' record factory: the message formatted with its arguments and masked, an
-    exception's traceback rendered into it masked; a message that is not text (structlog's dict) or
-    does not format is left for its handler."""
+    """`mask_logs`' record factory: the message masked, its text arguments masked in place (their
+    shape kept for formatters that read them), or the whole text when the credential straddles the
+    two; an exception's traceback holding one rendered into the message masked; a record with nothing
+    to mask, a message that is not text (structlog's dict) or that does not format, left as it is."""
     import logging
     import sys
 
     from neuronforge.common.secrets import masked_record
 
-    def record(msg: object, args: tuple = (), exc_info: object = None) -> logging.LogRecord:
+    def record(msg: object, args: object = (), exc_info: object = None) -> logging.LogRecord:
         return masked_record(logging.LogRecord("x", logging.WARNING, __file__, 1, msg, args, exc_info))
 
     uri = f"s3://AKIAEXAMPLE:{SECRET}@bucket/store"
     shown = record("cannot reach %s: %d tries", (uri, 3))
-    assert shown.getMessage() == "cannot reach s3://***@bucket/store: 3 tries" and shown.args == ()
+    assert shown.getMessage() == "cannot reach s3://***@bucket/store: 3 tries"
+    assert shown.args == ("s3://***@bucket/store", 3)  # uvicorn's access formatter unpacks them
+    assert record("%(uri)s", ({"uri": uri},)).getMessage() == "s3://***@bucket/store"
+    straddling = record("s3://AKIAEXAMPLE:%s@bucket/store", (SECRET,))
+    assert straddling.getMessage() == "s3://***@bucket/store" and straddling.args == ()
+    untouched = ("GET %s %d", ("/x", 200))
+    plain = record(*untouched)
+    assert (plain.msg, plain.args) == untouched
     try:
         raise OSError(f"refused by {uri}")
     except OSError:
@@ -92,6 +100,11 @@ def test_a_log_record_is_masked_where_it_is_made() -> None:
     assert failed.exc_info is None and failed.getMessage().startswith("a step failed\nTraceback")
     assert "OSError: refused by s3://***@bucket/store" in failed.getMessage()
     assert not any(piece in failed.getMessage() for piece in SECRET.split("/"))
+    try:
+        raise OSError("no credential here")
+    except OSError:
+        own = record("a step failed", exc_info=sys.exc_info())
+    assert own.exc_info is not None and own.msg == "a step failed"  # a structured traceback stays one
     event = {"event": uri}
     assert record(event).msg is event
     assert record("%d tries", ("many",)).msg == "%d tries"  # its handler reports the bad format

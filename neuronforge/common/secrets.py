@@ -65,23 +65,49 @@ def print_line(line: str, file: IO[str] | None = None) -> None:
 
 # -- log records -----------------------------------------------------------------------------------
 def masked_record(record: logging.LogRecord) -> logging.LogRecord:
-    """`record` with its message masked: the message is formatted with its arguments (as a handler
-    would) and masked, and an exception's traceback is formatted into it, masked too. A record whose
-    message is not text (structlog hands a dict to its own formatter) or does not format is left as
-    it is: its handler reports it as it would have."""
+    """`record` with its message masked. A record with nothing to mask is left as it is (its handler
+    formats it). Otherwise its text arguments are masked in place, keeping their shape (a formatter
+    that reads them, such as uvicorn's access lines, still finds them), unless the credential lies
+    across the message and its arguments: then the message is the masked text and the arguments go.
+    An exception whose traceback holds a credential is rendered into the message, masked, as
+    `logging.Formatter` would append it (a handler rendering the exception itself, structlog's or
+    Airflow's task log, would show it unmasked). A message that is not text (structlog hands a dict
+    to its own formatter) or does not format is left for its handler to report."""
     if not isinstance(record.msg, str):
         return record
     try:
         text = record.getMessage()
+        shown = mask_credentials(text)
+        if shown != text:
+            record.msg, record.args = _masked_parts(record.msg, record.args, shown)
         if record.exc_info and record.exc_info[0] is not None:
-            # Rendered here, masked, as `logging.Formatter` would append it: a handler that renders the
-            # exception itself (structlog's, Airflow's task log) would show its message unmasked.
-            text = f"{text}\n{''.join(traceback.format_exception(*record.exc_info)).rstrip()}"
-            record.exc_info, record.exc_text = None, None
+            trace = "".join(traceback.format_exception(*record.exc_info)).rstrip()
+            if mask_credentials(trace) != trace:
+                record.msg, record.args = f"{shown}\n{mask_credentials(trace)}", ()
+                record.exc_info, record.exc_text = None, None
     except Exception:  # a message its arguments do not format: the handler's own error report
         return record
-    record.msg, record.args = mask_credentials(text), ()
     return record
+
+
+def _masked_parts(msg: str, args: Any, shown: str) -> tuple[str, Any]:
+    """(message, arguments) masked each, when they still format to `shown`; else (`shown`, ())."""
+    masked, kept = mask_credentials(msg), _masked_args(args)
+    try:
+        if (masked % kept if kept else masked) == shown:
+            return masked, kept
+    except (TypeError, ValueError, KeyError):  # the message's own placeholders were masked away
+        pass
+    return shown, ()
+
+
+def _masked_args(args: Any) -> Any:
+    """A record's arguments with each text masked: a tuple stays a tuple, a mapping a mapping."""
+    if isinstance(args, tuple):
+        return tuple(mask_credentials(a) if isinstance(a, str) else a for a in args)
+    if isinstance(args, dict):
+        return {k: mask_credentials(v) if isinstance(v, str) else v for k, v in args.items()}
+    return args
 
 
 _MASKING = "_neuronforge_masks_credentials"  # marks the factory `mask_logs` installed (installed once)
