@@ -73,7 +73,10 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from neuronforge.common.secrets import mask_credentials, mask_logs
+
 log = logging.getLogger(__name__)
+mask_logs()  # the api-server's log lines of ours and Airflow's, masked (common.secrets)
 
 PREFIX = "/neuronforge"
 COMPILE_DAG = "neuronforge_compile_publish"
@@ -177,6 +180,8 @@ def _sentence(text: Any) -> str:
 
 
 def _error(request: Request, status: int, sentence: str, headers: dict[str, str] | None = None) -> Response:
+    """Every error page and JSON error: the sentence masked here, once (`common.secrets`)."""
+    sentence = mask_credentials(sentence)
     if _is_page(request):
         page = _render("error.html.j2", title="neuronforge artifact catalog", message=sentence)
         return ShownHTML(page, status_code=status, headers=headers)
@@ -1228,8 +1233,6 @@ def _after_key(value: str | None) -> str:
 
 def _plain(text: Any) -> str:
     """Stored text as a page or JSON shows it: credentials masked, what cannot be encoded escaped."""
-    from neuronforge.common.secrets import mask_credentials
-
     return mask_credentials(str(text)).encode("utf-8", "backslashreplace").decode("utf-8")
 
 

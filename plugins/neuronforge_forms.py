@@ -43,7 +43,10 @@ from typing import Any, ClassVar
 import anyio.to_thread
 from airflow.plugins_manager import AirflowPlugin
 
+from neuronforge.common.secrets import mask_credentials, mask_logs
+
 log = logging.getLogger(__name__)
+mask_logs()  # the api-server's log lines of ours and Airflow's, masked (common.secrets)
 
 TRIGGER = re.compile(r"^/api/v2/dags/(?P<dag_id>[^/]+)/dagRuns$")  # no trailing slash: Airflow redirects it
 MAX_BODY = 1024 * 1024  # a trigger's body: a conf of a few KiB, a generous margin
@@ -170,7 +173,8 @@ def body_problem(dag_id: str, headers: dict[bytes, bytes], body: bytes) -> str |
 
 
 async def _answer(send: Send, status: int, sentence: str) -> None:
-    data = json.dumps({"detail": sentence}).encode()
+    """Every answer of ours: the sentence masked here, once (`common.secrets`), whatever built it."""
+    data = json.dumps({"detail": mask_credentials(sentence)}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": data})

@@ -24,6 +24,7 @@ from neuronforge.artifacts.localcache import (
     stored_objects,
     stored_objects_of,
 )
+from neuronforge.records.payload_manifest import PayloadManifest
 from neuronforge.records.tree import StoredFile
 from neuronforge.stores import open_store
 from neuronforge.stores.s3 import S3Store
@@ -140,7 +141,7 @@ def test_files_the_store_holds_by_content_are_copied_and_the_rest_uploaded(
             "model/weights.bin": b"new weights" * 100,  # nothing like it in the store
         },
     )
-    manifest = {"schema_version": 1, "files": file_entries(payload)}
+    manifest = PayloadManifest(files=file_entries(payload))
     prefix = "builds/key/digest"
     with watching(store, monkeypatch) as writes:
         ref = publish_tree(store, payload, prefix, manifest, stored=stored)
@@ -165,7 +166,7 @@ def test_without_records_everything_is_uploaded(store, tmp_path: Path, monkeypat
     _stored(store)
     payload = _write(tmp_path / "payload", {"model/tokenizer.json": TOKENIZER, "graphs/prefill.pt2": GRAPH})
     with watching(store, monkeypatch) as writes:
-        publish_tree(store, payload, "builds/k/d", {"files": file_entries(payload)})
+        publish_tree(store, payload, "builds/k/d", PayloadManifest(files=file_entries(payload)))
     assert writes.copied() == {} and len(writes.uploaded()) == 3
 
 
@@ -177,7 +178,7 @@ def test_a_recorded_object_that_vanished_is_uploaded_instead(
     store.delete_prefix("neuron-cache")
     payload = _write(tmp_path / "payload", {"model/tokenizer.json": TOKENIZER, "graphs/prefill.pt2": GRAPH})
     with watching(store, monkeypatch) as writes:
-        ref = publish_tree(store, payload, "builds/k/d", {"files": file_entries(payload)}, stored=stored)
+        ref = publish_tree(store, payload, "builds/k/d", PayloadManifest(files=file_entries(payload)), stored=stored)
     assert "builds/k/d/graphs/prefill.pt2" in writes.uploaded()
     assert (materialize(store, ref, tmp_path / "elsewhere") / "graphs/prefill.pt2").read_bytes() == GRAPH
 
@@ -187,7 +188,7 @@ def test_stored_objects_of_reads_this_hosts_verified_manifest_else_one_get(
 ) -> None:
     store = open_store(f"file://{tmp_path / 'store'}")
     folder = _write(tmp_path / "ckpt", {"config.json": CONFIG, "tokenizer.json": TOKENIZER})
-    ref = publish_tree(store, folder, "checkpoints/org/m/rev", {"files": file_entries(folder)})
+    ref = publish_tree(store, folder, "checkpoints/org/m/rev", PayloadManifest(files=file_entries(folder)))
     adopt(folder, ref, tmp_path / "host-a")
     expected = {
         (hashlib.sha256(CONFIG).hexdigest(), len(CONFIG)): "checkpoints/org/m/rev/config.json",

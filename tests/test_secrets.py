@@ -10,6 +10,7 @@ from neuronforge.common.secrets import mask_credentials
 from neuronforge.stores import open_store
 
 SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfi:CY%2FEX@AMPLEKEY"
+HF_TOKEN = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz01234567"  # hf_ and 34 letters and digits
 
 
 @pytest.mark.parametrize(
@@ -25,11 +26,13 @@ SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfi:CY%2FEX@AMPLEKEY"
             "https://b.s3.amazonaws.com/k?X-Amz-Credential=***&X-Amz-Security-Token=***&X-Amz-Signature=***&n=1",
         ),
         ("https://hub.example/x?token=hf_abc", "https://hub.example/x?token=***"),
+        # a Hugging Face token on its own (pasted into the wrong variable, quoted back by its refusal)
+        (f"NEURONFORGE_HUB_REGISTRY='{HF_TOKEN}' is not", "NEURONFORGE_HUB_REGISTRY='hf_***' is not"),
     ],
 )
 def test_credentials_are_masked_whatever_the_secret_holds(text: str, shown: str) -> None:
     assert mask_credentials(text) == shown
-    for piece in ("K7MDENG", "bPxRfi", "AMPLEKEY", "abc", "f0", "hf_abc"):
+    for piece in ("K7MDENG", "bPxRfi", "AMPLEKEY", "abc", "f0", "hf_abc", HF_TOKEN[3:]):
         assert piece not in mask_credentials(text)
 
 
@@ -41,6 +44,7 @@ def test_credentials_are_masked_whatever_the_secret_holds(text: str, shown: str)
         "file:///tmp/store",
         "hf://org/name@rev",
         "builtin:tiny-llama@cdd9",
+        "no hf_xet, hf_transfer or hf_hub_download_with_a_long_name",  # names, not tokens
     ],
 )
 def test_what_carries_no_credential_is_shown_as_it_is(text: str) -> None:
@@ -64,3 +68,67 @@ def test_an_error_line_never_carries_a_credential_on_any_surface() -> None:
         found = outcome(exc, surface=surface)
         assert found is not None and "s3://***@bucket/store" in found.line
         assert not any(piece in found.line or piece in found.message for piece in SECRET.split("/"))
+
+
+def test_a_log_record_is_masked_where_it_is_made() -> None:
+    """`mask_logs`' record factory: the message masked, its text arguments masked in place (their
+    shape kept for formatters that read them), or the whole text when the credential straddles the
+    two; an exception's traceback holding one rendered into the message masked; a record with nothing
+    to mask, a message that is not text (structlog's dict) or that does not format, left as it is."""
+    import logging
+    import sys
+
+    from neuronforge.common.secrets import masked_record
+
+    def record(msg: object, args: object = (), exc_info: object = None) -> logging.LogRecord:
+        return masked_record(logging.LogRecord("x", logging.WARNING, __file__, 1, msg, args, exc_info))
+
+    uri = f"s3://AKIAEXAMPLE:{SECRET}@bucket/store"
+    shown = record("cannot reach %s: %d tries", (uri, 3))
+    assert shown.getMessage() == "cannot reach s3://***@bucket/store: 3 tries"
+    assert shown.args == ("s3://***@bucket/store", 3)  # uvicorn's access formatter unpacks them
+    assert record("%(uri)s", ({"uri": uri},)).getMessage() == "s3://***@bucket/store"
+    straddling = record("s3://AKIAEXAMPLE:%s@bucket/store", (SECRET,))
+    assert straddling.getMessage() == "s3://***@bucket/store" and straddling.args == ()
+    untouched = ("GET %s %d", ("/x", 200))
+    plain = record(*untouched)
+    assert (plain.msg, plain.args) == untouched
+    try:
+        raise OSError(f"refused by {uri}")
+    except OSError:
+        failed = record("a step failed", exc_info=sys.exc_info())
+    assert failed.exc_info is None and failed.getMessage().startswith("a step failed\nTraceback")
+    assert "OSError: refused by s3://***@bucket/store" in failed.getMessage()
+    assert not any(piece in failed.getMessage() for piece in SECRET.split("/"))
+    try:
+        raise OSError("no credential here")
+    except OSError:
+        own = record("a step failed", exc_info=sys.exc_info())
+    assert own.exc_info is not None and own.msg == "a step failed"  # a structured traceback stays one
+    event = {"event": uri}
+    assert record(event).msg is event
+    assert record("%d tries", ("many",)).msg == "%d tries"  # its handler reports the bad format
+
+
+def test_a_progress_step_is_shown_masked() -> None:
+    """A step's description is drawn by rich's display, no log record: `progress.step` masks it, for
+    every reporter."""
+    from contextlib import contextmanager
+
+    from neuronforge.common import progress
+
+    seen: list[str] = []
+
+    class Seeing(progress.Reporter):
+        @contextmanager
+        def step(self, what, total=None, unit="B", logger=None, own_bars=False):  # type: ignore[override]
+            seen.append(what)
+            yield progress.Step(what, total, unit)
+
+    old = progress.use(Seeing())
+    try:
+        with progress.step(f"downloading https://user:{SECRET}@hub.example/org/m"):
+            pass
+    finally:
+        progress.use(old)
+    assert seen == ["downloading https://***@hub.example/org/m"]

@@ -160,3 +160,40 @@ def test_failure_records_never_hold_the_secret(kind: str, tmp_path: Path) -> Non
     assert row is not None
     assert_clean(failure.error, _files_text(tmp_path), json.dumps([r.to_json() for r in farm_page(store).rows]))
     assert_clean(json.dumps(row[0].to_json()))
+
+
+def test_a_catalog_refusal_quoting_a_parameter_masks_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A refused query parameter is quoted back (`start_after = "…" is not a cache key`): the page and
+    the JSON error show it masked, as every error the catalog answers (`_error`, the one place)."""
+    from airflow.api_fastapi.core_api.security import get_user
+    from fastapi.testclient import TestClient
+
+    from tests.plugins.conftest import load_plugin
+
+    monkeypatch.setenv("NEURONFORGE_STORE", f"file://{tmp_path / 'store'}")
+    plugin = load_plugin("neuronforge_catalog")
+    plugin.app.dependency_overrides[get_user] = lambda: None
+    client = TestClient(plugin.app)
+    for path in ("/leases", "/api/leases"):
+        answer = client.get(path, params={"start_after": f"s3://{KEY_ID}:{SECRET[:20]}@b"})
+        assert answer.status_code == 400 and "start_after" in answer.text, (path, answer.text)
+        assert "s3://***@b" in answer.text.replace("&#34;", '"'), answer.text
+        assert_clean(answer.text)
+
+
+def test_a_trigger_refusal_is_masked_whatever_built_it() -> None:
+    """The middleware's answer masks its sentence once (`_answer`), whatever check wrote it."""
+    import asyncio
+
+    from tests.plugins.conftest import load_plugin
+
+    forms = load_plugin("neuronforge_forms")
+    sent: list[dict] = []
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    asyncio.run(forms._answer(send, 400, f"the store {USERINFO} cannot be used."))
+    shown = json.loads(sent[1]["body"])["detail"]
+    assert shown == "the store s3://***@bucket/store cannot be used."
+    assert_clean(shown)

@@ -23,7 +23,6 @@ against the manifest the ref names.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import shutil
 import uuid
@@ -62,10 +61,6 @@ class TreeRef(BaseModel):
 
 def objects_dir(work_dir: Path) -> Path:
     return work_dir / "objects"
-
-
-def manifest_bytes(manifest: dict[str, Any]) -> bytes:
-    return (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
 
 
 def file_entries(folder: Path, exclude: tuple[str, ...] = (layout.MANIFEST, MARKER)) -> list[dict[str, Any]]:
@@ -216,7 +211,7 @@ def publish_tree(
     store: ArtifactStore,
     folder: Path,
     prefix: str,
-    manifest: StoredRecord | dict[str, Any],
+    manifest: StoredRecord,
     stored: StoredObjects | None = None,
 ) -> TreeRef:
     """Upload `folder` under `prefix`, data first and its manifest last, and return the ref.
@@ -228,8 +223,14 @@ def publish_tree(
     that vanished meanwhile (deleted, pruned) is uploaded after all.
 
     The manifest is created only if absent: when a concurrent writer of the same content won, its
-    manifest is the one the ref pins (the data it lists is the same), so every reader agrees."""
-    data = manifest.to_bytes() if isinstance(manifest, StoredRecord) else manifest_bytes(manifest)
+    manifest is the one the ref pins (the data it lists is the same), so every reader agrees. It is
+    written as its record writes itself (`to_bytes`, never a dict dumped here), so a folder named for
+    the manifest's sha256 (`layout.build_prefix`) holds exactly the bytes that sha256 is of, and what
+    a reader reads back (`from_bytes`) is what the writer was given: plain `json.dumps` skipped the
+    escaping of `stored_text`, and a backslash in a launch file's text came back altered (issue 51)."""
+    if not isinstance(manifest, StoredRecord):  # a dict would be dumped without `stored_text`'s escapes
+        raise TypeError(f"publish_tree takes the manifest's record, not {type(manifest).__name__}")
+    data = manifest.to_bytes()
     copies: list[tuple[str, str]] = []
     copied: list[StoredFile] = []
     for f in FileListing.from_bytes(data, f"the manifest for {store.uri(prefix)}").files:

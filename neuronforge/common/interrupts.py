@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from neuronforge.common.errors import ExitCode
+from neuronforge.common.secrets import mask_credentials
 
 GRACE_S = 0.5  # a child's group: SIGTERM, this long, then SIGKILL
 DEADLINE_S = 1.8  # after the first signal, the process is gone by then whatever blocks (the promise: 2 s)
@@ -72,15 +73,17 @@ class Activity:
             self.stage_at_signal = self.stage
 
     def line(self, signum: int) -> str:
+        """The one line, masked (`common.secrets`): it is written from a signal's thread with
+        `os.write` as well as printed, so it is masked where it is made."""
         name = signal.Signals(signum).name
         stage = self.stage_at_signal or self.stage
         where = f" during {stage}" if stage else ""
         said = f"interrupted by {name}: {self.what} stopped{where}"
         if self.published:
-            return f"{said}; already published: {', '.join(self.published)}"
-        if self.publishes:
-            return f"{said}; nothing was published ({self.next_step})"
-        return said
+            said = f"{said}; already published: {', '.join(self.published)}"
+        elif self.publishes:
+            said = f"{said}; nothing was published ({self.next_step})"
+        return mask_credentials(said)
 
 
 _activity = Activity()

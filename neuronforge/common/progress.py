@@ -33,6 +33,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import IO, Any
 
 from neuronforge.common import settings
+from neuronforge.common.secrets import mask_credentials
 
 log = logging.getLogger("neuronforge.common.progress")
 
@@ -370,7 +371,9 @@ def step(
 ) -> AbstractContextManager[Step]:
     """Report a long step to the chosen reporter: `with step("compiling graph x"): ...`, or with a
     known size `with step("uploading", total=n) as s: ... s.advance(k)`. `own_bars`: the work draws
-    its own progress bars (huggingface_hub downloads); on a terminal only the summary is added."""
+    its own progress bars (huggingface_hub downloads); on a terminal only the summary is added.
+    `what` is shown masked (`common.secrets`): a display's line is no log record, which `mask_logs` masks."""
+    what = mask_credentials(what)
     return _current.step(what, total=total, unit=unit, logger=logger, own_bars=own_bars)
 
 

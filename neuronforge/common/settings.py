@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from neuronforge.common.errors import InvalidInput
+from neuronforge.common.secrets import mask_credentials
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ENV_PREFIX = "NEURONFORGE_"
@@ -112,8 +113,21 @@ def _rate(raw: str) -> float:
     return value
 
 
+def _local(raw: str) -> str:
+    """A path or a name on this host (a folder, a file, an interpreter): a URI (`scheme://…`) is not
+    one. Taken as a path it would be a folder named after the URI — its credentials too — under the
+    current directory, which `config`, `--help` and every error naming the store under it would show."""
+    if re.match(r"(?i)[a-z][a-z0-9+.-]*://", raw):
+        raise ValueError(raw)
+    return raw
+
+
+def _path(raw: str) -> Path:
+    return Path(_local(raw))
+
+
 def _home(raw: str) -> Path:
-    return Path(raw).expanduser().resolve()
+    return _path(raw).expanduser().resolve()
 
 
 def _about(meaning: str, parse: Callable[[str], Any], accepts: str, **extra: Any) -> dict[str, Setting]:
@@ -167,7 +181,7 @@ class Settings:
         metadata=_about(
             "the model catalog YAML the catalog commands and the recompile DAG read (the DAG's `catalog` param and "
             "the Airflow Variable `neuronforge_catalog` come first)",
-            Path,
+            _path,
             "a path",
             shown="<repo>/catalog/models.yaml",
         ),
@@ -250,14 +264,14 @@ class Settings:
     k8s_pod_template: str | None = _setting(
         None,
         "a pod template file for the pods (kubernetes runner): service account, the work-dir volume, store credentials",
-        str,
+        _local,
         "a path",
     )
     toolchain_python: str | None = _setting(
         None,
         "the Python that has the Neuron SDK, for every release (what a worker image of one release sets); unset: "
         "the interpreter the profile declares for its SDK image",
-        str,
+        _local,
         "an interpreter's path or name",
     )
     toolchain_pythons: dict[str, str] = field(
@@ -265,7 +279,7 @@ class Settings:
         metadata=_about(
             "the Python that has the Neuron SDK of one release (dots as underscores, e.g. "
             "`NEURONFORGE_TOOLCHAIN_PYTHON_2_21_1`); before `NEURONFORGE_TOOLCHAIN_PYTHON`",
-            str,
+            _local,
             "an interpreter's path or name",
             env=f"{TOOLCHAIN_PYTHON_VAR}_<release>",
             shown="unset",
@@ -326,7 +340,14 @@ def current(environ: Mapping[str, str] | None = None) -> Settings:
             except ValueError:
                 problems.append(_problem(name, raw))
     prefix = f"{TOOLCHAIN_PYTHON_VAR}_"
-    if releases := {k.removeprefix(prefix): v.strip() for k, v in env.items() if k.startswith(prefix) and v.strip()}:
+    releases: dict[str, str] = {}
+    for var, raw in sorted(env.items()):
+        if var.startswith(prefix) and raw.strip():
+            try:
+                releases[var.removeprefix(prefix)] = _local(raw.strip())
+            except ValueError:
+                problems.append(_problem("toolchain_pythons", raw.strip(), var))
+    if releases:
         values["toolchain_pythons"] = releases
     if not problems and (problem := _lease_timing(values)):
         problems.append(problem)
@@ -361,11 +382,13 @@ def accepted(name: str) -> str:
     return SETTINGS[name].accepts
 
 
-def _problem(name: str, raw: str) -> str:
-    var, spec = variable(name), SETTINGS[name]
+def _problem(name: str, raw: str, var: str | None = None) -> str:
+    var, spec = var or variable(name), SETTINGS[name]
     if spec.choices:
         return refused(name, raw, f"use one of {', '.join(spec.choices)}")
-    return f"{var}={raw!r} is not {spec.accepts}: unset it, or set e.g. {shown_default(name)}"
+    example = shown_default(name)
+    fix = "unset it" if example == "unset" else f"unset it, or set e.g. {example}"
+    return f"{var}={quoted(raw)} is not {spec.accepts}: {fix}"
 
 
 def refused(name: str, raw: str, reason: str) -> str:
@@ -373,7 +396,14 @@ def refused(name: str, raw: str, reason: str) -> str:
     NEURONFORGE_PROFILE a registered profile? the registry answers): the variable it came from, the value,
     why, and the default that unsetting it gives. A value from the environment always names its variable:
     the user did not type it in the command that failed."""
-    return f"{variable(name)}={raw!r}: {reason} (or unset it: {shown_default(name)})"
+    return f"{variable(name)}={quoted(raw)}: {reason} (or unset it: {shown_default(name)})"
+
+
+def quoted(raw: str) -> str:
+    """A setting's value as its refusal quotes it: masked (`common.secrets`: a Hub URL with a token, a
+    store URI with keys, a presigned query) before it is quoted: `repr` escapes a control character
+    into a backslash, where the masking rule would stop, showing what follows."""
+    return repr(mask_credentials(raw))
 
 
 def shown_default(name: str) -> str:

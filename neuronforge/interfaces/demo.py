@@ -26,6 +26,7 @@ from pathlib import Path
 
 from neuronforge.common import progress, settings
 from neuronforge.common.errors import InvalidInput
+from neuronforge.common.secrets import mask_logs, print_line
 from neuronforge.interfaces import local_airflow
 from neuronforge.pipeline.planner import plan
 from neuronforge.spec.modelconfig import ModelArch
@@ -108,6 +109,7 @@ def run_dag(conf: str, log: Path, what: str) -> DagRun:
 
 def main() -> int:
     """Progress: a live display on a terminal, else one line per task and heartbeat on stdout."""
+    mask_logs()  # as the CLI's `main`: every log line masked (common.secrets)
     lines = logging.StreamHandler(sys.stdout)
     lines.setFormatter(logging.Formatter("  %(message)s"))
     logger = logging.getLogger("neuronforge.common.progress")
@@ -154,7 +156,7 @@ def demo() -> int:
         with progress.heartbeat("preparing Airflow's metadata DB"):
             revision = local_airflow.init_home(local_airflow.default_home(), local_airflow.airflow_env())
     except InvalidInput as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print_line(f"error: {exc}")
         return 1
     print(local_airflow.said(revision))
     conf = json.dumps({"model": settings.DEFAULT_MODEL, "targets": [DEMO_TARGET]})
@@ -166,14 +168,14 @@ def demo() -> int:
         print(f"\nrun {attempt}: {intro}")
         run = run_dag(conf, log, f"run {attempt}")
         if run.rc != 0 or not run.manifest_uri:
-            print(f"error: the DAG run failed (exit {run.rc}); log: {log}", file=sys.stderr)
+            print_line(f"error: the DAG run failed (exit {run.rc}); log: {log}")
             return 1
         kind = "compiled and published" if run.status == "published" else "cache hit: nothing fetched or compiled"
         print(f"run {attempt}: {kind} in {run.seconds:.0f}s (log {log})")
         runs.append(run)
     cold, hit = runs
     if hit.manifest_uri != cold.manifest_uri:
-        print(f"error: run 2 found {hit.manifest_uri}, not run 1's {cold.manifest_uri}", file=sys.stderr)
+        print_line(f"error: run 2 found {hit.manifest_uri}, not run 1's {cold.manifest_uri}")
         return 1
 
     from neuronforge.artifacts.published import read_manifest

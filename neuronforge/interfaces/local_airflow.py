@@ -36,6 +36,7 @@ from pathlib import Path
 
 from neuronforge.common import interrupts, settings
 from neuronforge.common.errors import InvalidInput
+from neuronforge.common.secrets import print_line
 from neuronforge.interfaces import airflow_db
 
 HOST = "127.0.0.1"
@@ -312,5 +313,5 @@ def _failed(deployment: Deployment, name: str, home: Path) -> int:
     log = home / "logs" / f"{name}.out"
     code = deployment.procs[name].poll() if name in deployment.procs else None
     why = f"exited with {code}" if code is not None else f"did not answer within {READY_TIMEOUT_S:.0f}s"
-    print(f"error: airflow {name} {why}; its log, {log}, ends:\n{_tail(log)}", file=sys.stderr, flush=True)
+    print_line(f"error: airflow {name} {why}; its log, {log}, ends:\n{_tail(log)}")
     return 1

@@ -50,6 +50,12 @@ if TYPE_CHECKING:
     from neuronforge.stores import ArtifactStore
 
 
+def compact_json(value: Any) -> bytes:
+    """`value` (JSON already `storable`) on one line without spaces: records rewritten often (the farm
+    index's tail and head, a page's rows)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+
+
 class RecordError(StoreError):
     """A stored record that cannot be read as its kind — not JSON, outside the bounds every record is
     read under (its size, nesting, numbers, encoding; a folder where its file belongs), wrong types, an
@@ -181,6 +187,9 @@ class StoredRecord(BaseModel):
         return storable_json(self.to_json())
 
     def to_bytes(self) -> bytes:
+        """The record as stored: the one writer of its kind (`write`, `write_if_absent`, a tree's
+        `localcache.publish_tree`, `local.write_local` all write these bytes). A kind stored in another
+        layout overrides it, dumping `stored_json` (tests/records/test_record_writers.py checks both)."""
         return json.dumps(self.stored_json(), indent=2, sort_keys=True).encode() + b"\n"
 
     def write(self, store: ArtifactStore, key: str) -> None:

@@ -21,7 +21,8 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
-from neuronforge.records.base import StoredRecord
+from neuronforge.common.stored_text import storable_json
+from neuronforge.records.base import StoredRecord, compact_json
 from neuronforge.records.parts import AnyObject, Text
 
 KINDS = ("published", "failed", "building", "deleted", "channel", "review", "damaged")
@@ -89,6 +90,10 @@ class FarmIndexTail(StoredRecord):
         records = [r.to_json() for r in self.records]
         return {self.VERSION_FIELD: self.SCHEMA, "next_seq": self.next_seq, "records": records}
 
+    def to_bytes(self) -> bytes:
+        """Compact: the tail is rewritten on every publish, failure and lease of the store."""
+        return compact_json(self.stored_json())
+
 
 class Entry(BaseModel):
     """One row of the farm index: what the store knows of one cache key — the published artifact's
@@ -135,6 +140,11 @@ class Entry(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in self.model_dump(exclude={"unreadable"}).items() if v not in (None, "", [])}
+
+    def to_line(self) -> bytes:
+        """The row as a line of its page (without the newline): compact, every string `storable`, as
+        every record is written (`StoredRecord.stored_json`)."""
+        return compact_json(storable_json(self.to_json()))
 
     @property
     def sort_key(self) -> tuple[str, str, str, str]:
@@ -248,6 +258,10 @@ class FarmIndexHead(StoredRecord):
     pages: list[PageRef] = Field(default_factory=list)
     aggregates: AnyObject = Field(default_factory=dict)
     built_at: Text = ""
+
+    def to_bytes(self) -> bytes:
+        """Compact, as the tail (`FarmIndexTail.to_bytes`)."""
+        return compact_json(self.stored_json())
 
     @property
     def rows(self) -> int:

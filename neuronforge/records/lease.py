@@ -64,4 +64,4 @@ class LeaseRecord(StoredRecord):
 
     def to_bytes(self) -> bytes:
         """Compact, as leases were always written (a lease is rewritten on every heartbeat)."""
-        return json.dumps(self.to_json(), sort_keys=True).encode()
+        return json.dumps(self.stored_json(), sort_keys=True).encode()

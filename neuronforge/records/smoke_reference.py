@@ -8,6 +8,7 @@ smoke test with that one line.
 
 from __future__ import annotations
 
+import json
 from typing import ClassVar
 
 from pydantic import Field, StrictInt, StrictStr
@@ -30,3 +31,7 @@ class SmokeReference(StoredRecord):
     max_new_tokens: StrictInt = Field(ge=1)
     tokens: TokenIds  # the reference's generated ids, per prompt
     unquantized_tokens: TokenIds | None = None  # a quantized target: the original weights' ids (reported)
+
+    def to_bytes(self) -> bytes:
+        """In its fields' order, unsorted, as the file has always been written."""
+        return (json.dumps(self.stored_json(), indent=2) + "\n").encode()

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 from neuronforge.artifacts import layout
 from neuronforge.common import settings
 from neuronforge.common.errors import InvalidInput, NeuronforgeError
+from neuronforge_airflow.operators.releases import task_error
 
 log = logging.getLogger(__name__)
 SWEEP_ASSET = Asset(name="neuronforge-config-sweeps")
@@ -100,7 +101,7 @@ def plan_sweep(params: dict[str, Any] | None = None) -> dict[str, Any]:
     try:
         request, candidates = plan_request(params)
     except NeuronforgeError as exc:
-        raise AirflowFailException(str(exc)) from None
+        raise task_error(exc) from None  # its one line, masked (errors.outcome)
     log.info("%d candidates of %s on %s (%s)", len(candidates), request.model, request.instance, request.method)
     return {"request": request.model_dump(), "candidates": candidates}
 
@@ -181,7 +182,7 @@ def try_candidates(queue: str):
         try:
             compiled, outcome = decide(request, candidate)
         except InvalidInput as exc:
-            raise AirflowFailException(str(exc)) from None
+            raise task_error(exc) from None  # its one line, masked (errors.outcome)
         log.info("%s: %s", candidate, outcome)
         if not compiled:
             raise AirflowSkipException(f"decided without a compile: {outcome}")

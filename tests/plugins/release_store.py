@@ -8,7 +8,6 @@ hostile text, forged with the records' own writers as only a compromised writer 
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from neuronforge.profiles.cpu import PROFILE as CPU
 from neuronforge.profiles.request import CompileRequest, cache_key
 from neuronforge.records.channel import ChannelBuild, ChannelMove, ChannelRecord
 from neuronforge.records.farm_index import LogRecord
+from neuronforge.records.payload_manifest import PayloadManifest
 from neuronforge.records.review import ReviewDecision, ReviewRecord
 from neuronforge.spec.source import ModelSource
 from neuronforge.spec.target import TargetSpec
@@ -48,9 +48,10 @@ def fake_publish(store: ArtifactStore, work: Path, model: str, batch: int) -> st
     (payload / "launch").mkdir(parents=True)
     (payload / "model.bin").write_bytes(b"x" * batch)
     (payload / "launch" / "load.py").write_text("print('loaded')\n")
-    files = {"files": file_entries(payload)}
-    digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
-    build = publish_tree(store, payload, layout.build_prefix(key, digest), files)
+    staged = PayloadManifest(files=file_entries(payload))
+    build = publish_tree(
+        store, payload, layout.build_prefix(key, hashlib.sha256(staged.to_bytes()).hexdigest()), staged
+    )
     smoke = {"passed": True, "reason": "tokens match", "time_to_first_token_s": 0.01, "per_token_s": 0.002}
     publish(PublishInput(request, toolchain, key, build, smoke, {"formats": {"launch": "launch"}}), store)
     return key

@@ -37,6 +37,7 @@ from neuronforge.profiles.request import CompileRequest, cache_key
 from neuronforge.records.artifact_manifest import ArtifactManifest
 from neuronforge.records.farm_index import LogRecord
 from neuronforge.records.index_entry import IndexEntry
+from neuronforge.records.payload_manifest import PayloadManifest
 from neuronforge.spec.source import ModelSource
 from neuronforge.spec.target import TargetSpec
 from neuronforge.spec.toolchain import Toolchain
@@ -112,9 +113,10 @@ def _publish_hostile(store, tmp: Path) -> tuple[str, dict[str, str]]:
     }
     for name, text in launch.items():
         (payload / "launch" / name).write_text(text)
-    files = {"files": file_entries(payload)}
-    digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
-    build = publish_tree(store, payload, layout.build_prefix(key, digest), files)
+    staged = PayloadManifest(files=file_entries(payload))
+    build = publish_tree(
+        store, payload, layout.build_prefix(key, hashlib.sha256(staged.to_bytes()).hexdigest()), staged
+    )
     runs = [StageRun(stage=SVG, seconds=1.5, host="cpu"), StageRun(stage=SCRIPT, seconds=2, host="neuron")]
     hosts = host_report(runs)
     smoke = {"passed": True, "reason": SCRIPT, "time_to_first_token_s": 0.012, "per_token_s": 0.003}

@@ -31,6 +31,7 @@ from neuronforge.pipeline.stages.publish import PublishInput, publish
 from neuronforge.profiles.cpu import PROFILE as CPU
 from neuronforge.profiles.request import CompileRequest, cache_key
 from neuronforge.records.farm_index import Entry
+from neuronforge.records.payload_manifest import PayloadManifest
 from neuronforge.spec.source import ModelSource
 from neuronforge.spec.target import TargetSpec
 from neuronforge.spec.toolchain import Toolchain
@@ -85,9 +86,10 @@ def _publish_cafe(store: ArtifactStore, tmp: Path) -> str:
     payload = tmp / "payload"
     (payload / "cpu-aoti").mkdir(parents=True)
     (payload / "cpu-aoti" / "model.pt2").write_bytes(b"x" * 10)
-    files = {"files": file_entries(payload)}
-    digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
-    build = publish_tree(store, payload, layout.build_prefix(key, digest), files)
+    staged = PayloadManifest(files=file_entries(payload))
+    build = publish_tree(
+        store, payload, layout.build_prefix(key, hashlib.sha256(staged.to_bytes()).hexdigest()), staged
+    )
     smoke = {"passed": True, "reason": f"loaded {CAFE}", "time_to_first_token_s": 0.01, "per_token_s": 0.002}
     publish(PublishInput(request, toolchain, key, build, smoke, {"formats": {"cpu-aoti": "cpu-aoti"}}), store)
     return key

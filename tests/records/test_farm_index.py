@@ -11,7 +11,7 @@ import pytest
 
 from neuronforge.artifacts.farm_index import log as index_log
 from neuronforge.artifacts.farm_index import snapshot
-from neuronforge.artifacts.farm_index.log import IndexCorrupt, encode_tail, parse_tail
+from neuronforge.artifacts.farm_index.log import IndexCorrupt, parse_tail
 from neuronforge.records.base import RecordError, RecordTooNew
 from neuronforge.records.farm_index import Entry, FarmIndexHead, FarmIndexTail, LogRecord, PageRef
 from neuronforge.stores import open_store
@@ -30,7 +30,7 @@ def test_the_tail_round_trips_byte_for_byte() -> None:
     raw = (DATA / "ce27dfa" / "farm-index" / "tail.json").read_bytes()
     tail = parse_tail(raw)
     assert tail.next_seq == 2 and [r.kind for r in tail.records] == ["published"]
-    assert encode_tail(tail) == raw
+    assert tail.to_bytes() == raw
     assert tail.to_json()["schema"] == 1 and "schema_version" not in tail.to_json()
 
 

@@ -97,9 +97,7 @@ def test_the_publish_stage_writes_what_the_last_release_wrote(tmp_path: Path, mo
     (payload / "launch" / "vllm.env").write_text("VLLM_NEURON_FRAMEWORK=neuronx-distributed-inference\n")
     store = open_store(f"file://{tmp_path / 'store'}")
     staged = PayloadManifest(cache_key=key, files=file_entries(payload))
-    ref = publish_tree(
-        store, payload, layout.build_prefix(key, hashlib.sha256(staged.to_bytes()).hexdigest()), staged.to_json()
-    )
+    ref = publish_tree(store, payload, layout.build_prefix(key, hashlib.sha256(staged.to_bytes()).hexdigest()), staged)
     smoke = {
         "passed": True,
         "reason": "6/6 tokens match the reference",

@@ -8,24 +8,35 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge.artifacts.localcache import file_entries, manifest_bytes
+from neuronforge.artifacts.localcache import file_entries, publish_tree
 from neuronforge.records.base import RecordError, RecordTooNew
 from neuronforge.records.payload_manifest import PayloadManifest
 
 KEY = "ef" * 32
 
 
-def test_a_payload_manifest_is_the_bytes_its_digest_names(tmp_path: Path) -> None:
-    """The staged folder is named for the sha256 of these bytes (`layout.build_prefix`): the record
-    must encode exactly as `localcache.manifest_bytes` does, or the ref would pin another manifest."""
+def test_a_payload_manifest_is_stored_as_the_bytes_its_digest_names(tmp_path: Path) -> None:
+    """The staged folder is named for the sha256 of the record's bytes (`layout.build_prefix`), and
+    `publish_tree` writes those very bytes (`to_bytes`, never a dict dumped on the way): the ref pins
+    the manifest the folder is named for, and a launch file's text reads back as it was written — a
+    NUL, a backslash before another or before `x00` (`stored_text`'s escapes) included (issue 51)."""
+    from neuronforge.artifacts import layout
+    from neuronforge.stores import open_store
+
+    text = 'printf "%s\\n" a\\\\b "\\x00" "\\xe9" "\x00"\n'
     (tmp_path / "p" / "launch").mkdir(parents=True)
-    (tmp_path / "p" / "launch" / "run.sh").write_text("serve\n")
-    entries = file_entries(tmp_path / "p")
-    record = PayloadManifest(cache_key=KEY, files=entries)
-    as_dict = {"schema_version": 1, "cache_key": KEY, "files": entries}
-    assert record.to_bytes() == manifest_bytes(as_dict)
-    assert hashlib.sha256(record.to_bytes()).hexdigest() == hashlib.sha256(manifest_bytes(as_dict)).hexdigest()
-    assert PayloadManifest.from_bytes(record.to_bytes()) == record and record.files[0].path == "launch/run.sh"
+    (tmp_path / "p" / "launch" / "run.sh").write_text(text)
+    record = PayloadManifest(cache_key=KEY, files=file_entries(tmp_path / "p"), launch={"run.sh": text})
+    digest = hashlib.sha256(record.to_bytes()).hexdigest()
+    store = open_store(f"file://{tmp_path / 'store'}")
+    ref = publish_tree(store, tmp_path / "p", layout.build_prefix(KEY, digest), record)
+    stored = store.get_bytes(ref.manifest_key)
+    assert stored == record.to_bytes() and ref.manifest_sha256 == digest
+    assert ref.prefix == layout.build_prefix(KEY, hashlib.sha256(stored).hexdigest())
+    back = PayloadManifest.from_bytes(stored)
+    assert back == record and back.launch == {"run.sh": text} and back.files[0].path == "launch/run.sh"
+    with pytest.raises(TypeError, match="takes the manifest's record, not dict"):
+        publish_tree(store, tmp_path / "p", "builds/other/x", record.to_json())
 
 
 def test_a_newer_payload_manifest_is_refused() -> None:

@@ -15,6 +15,7 @@ from neuronforge.artifacts.localcache import TreeRef, lookup_local, materialize
 from neuronforge.pipeline.buildstate import BuildState, LeaseRef
 from neuronforge.pipeline.runner import STAGES, execute
 from neuronforge.pipeline.stage import Context
+from neuronforge.records.payload_manifest import PayloadManifest
 from neuronforge.spec.target import TargetSpec
 from neuronforge.stores import open_store
 from tests.conftest import TARGET, Compiled
@@ -69,7 +70,7 @@ def test_a_damaged_store_copy_is_refused_not_used(compiled: Compiled, tmp_path: 
     shutil.copytree(compiled.checkpoint, folder)
     from neuronforge.artifacts.localcache import file_entries, publish_tree
 
-    ref = publish_tree(store, folder, "things/x", {"files": file_entries(folder)})
+    ref = publish_tree(store, folder, "things/x", PayloadManifest(files=file_entries(folder)))
     weights = Path(store.root_uri.removeprefix("file://")) / "things/x/model.safetensors"
     data = bytearray(weights.read_bytes())
     data[-1] ^= 0xFF  # same size, one byte flipped
@@ -92,7 +93,7 @@ def test_concurrent_materializations_download_once(compiled: Compiled, tmp_path:
     store = open_store(f"file://{tmp_path / 'store'}")
     folder = tmp_path / "folder"
     shutil.copytree(compiled.checkpoint, folder)
-    ref = publish_tree(store, folder, "things/y", {"files": file_entries(folder)})
+    ref = publish_tree(store, folder, "things/y", PayloadManifest(files=file_entries(folder)))
     calls: list[int] = []
     original = store.get_files
 

@@ -20,6 +20,7 @@ from neuronforge.pipeline.buildstate import BuildState, LeaseRef
 from neuronforge.pipeline.runner import STAGE_BY_NAME, execute
 from neuronforge.pipeline.stage import Context
 from neuronforge.pipeline.stages.smoke import SmokeFailed
+from neuronforge.records.payload_manifest import PayloadManifest
 from neuronforge.spec.target import TargetSpec
 from neuronforge.stores import open_store
 from tests.conftest import NEURON_TARGET
@@ -47,7 +48,7 @@ def _restaged(state: BuildState, store, payload: Path) -> BuildState:
     """The build state pointing at `payload` (an altered copy) staged like the compile stages one,
     with a manifest that matches it: the store copy is intact, only its content is wrong."""
     prefix = f"builds/{state.need('key')}/altered-{payload.name}-{uuid.uuid4().hex[:8]}"
-    ref = publish_tree(store, payload, prefix, {"schema_version": 1, "files": file_entries(payload)})
+    ref = publish_tree(store, payload, prefix, PayloadManifest(files=file_entries(payload)))
     return state.model_copy(update={"compiled": state.need("compiled").model_copy(update={"build": ref})})
 
 

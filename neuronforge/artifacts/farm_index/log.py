@@ -12,7 +12,6 @@ costs two more. When the tail holds `COMPACT_AT` records the writer folds it int
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import time
@@ -54,10 +53,6 @@ def read_tail(store: ArtifactStore) -> tuple[FarmIndexTail | None, str]:
     return parse_tail(data), version
 
 
-def encode_tail(tail: FarmIndexTail) -> bytes:
-    return json.dumps(tail.stored_json(), sort_keys=True, separators=(",", ":")).encode()
-
-
 def trim(store: ArtifactStore, through: int) -> None:
     """Drop the records a snapshot folded in (sequence number <= `through`), keeping later ones."""
     for _ in range(MAX_TRIES):
@@ -68,7 +63,7 @@ def trim(store: ArtifactStore, through: int) -> None:
         if len(kept) == len(tail.records):
             return
         trimmed = FarmIndexTail(next_seq=max(tail.next_seq, through + 1), records=kept)
-        if store.replace_if_version(encode_tail(trimmed), TAIL, version):
+        if store.replace_if_version(trimmed.to_bytes(), TAIL, version):
             return
         time.sleep(random.uniform(0, 0.05))
 
@@ -77,7 +72,7 @@ def reset(store: ArtifactStore, next_seq: int) -> None:
     """Replace a tail that could not be read by an empty one (after a rebuild holds what it lost); a
     folder where it belongs is removed first."""
     try:
-        store.put_bytes(encode_tail(FarmIndexTail(next_seq=next_seq)), TAIL)
+        store.put_bytes(FarmIndexTail(next_seq=next_seq).to_bytes(), TAIL)
     except NotAFile:
         store.delete_prefix(TAIL)
-        store.put_bytes(encode_tail(FarmIndexTail(next_seq=next_seq)), TAIL)
+        store.put_bytes(FarmIndexTail(next_seq=next_seq).to_bytes(), TAIL)

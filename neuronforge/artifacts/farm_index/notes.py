@@ -21,7 +21,7 @@ from neuronforge.artifacts.farm_index.entry import (
     published_record,
     review_record,
 )
-from neuronforge.artifacts.farm_index.log import COMPACT_AT, MAX_TRIES, TAIL, IndexCorrupt, encode_tail, read_tail
+from neuronforge.artifacts.farm_index.log import COMPACT_AT, MAX_TRIES, TAIL, IndexCorrupt, read_tail
 from neuronforge.artifacts.leases import Lease
 from neuronforge.common.errors import NeuronforgeError, StoreError
 from neuronforge.records.artifact_manifest import ArtifactManifest
@@ -49,7 +49,7 @@ def append(store: ArtifactStore, records: list[LogRecord], *, compact: bool = Tr
         seq = tail.next_seq
         new = [r.numbered(seq + i) for i, r in enumerate(records)]
         updated = FarmIndexTail(next_seq=seq + len(new), records=[*tail.records, *new])
-        data = encode_tail(updated)
+        data = updated.to_bytes()
         done = store.replace_if_version(data, TAIL, version) if version else store.put_if_absent(data, TAIL)
         if done:
             if compact and len(updated.records) >= COMPACT_AT:

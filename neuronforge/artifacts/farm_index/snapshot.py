@@ -45,7 +45,7 @@ from neuronforge.artifacts.farm_index.entry import (
 from neuronforge.artifacts.farm_index.log import ROOT, IndexCorrupt, read_tail, reset, trim
 from neuronforge.common import stored_json
 from neuronforge.common.errors import StoreError
-from neuronforge.common.stored_text import nul_in, original_json, shown, storable_json
+from neuronforge.common.stored_text import nul_in, original_json, shown
 from neuronforge.records.base import RecordError
 from neuronforge.records.channel import ChannelRecord
 from neuronforge.records.damage import DamageRecord
@@ -194,9 +194,7 @@ def write_snapshot(store: ArtifactStore, entries: Iterable[Entry], seq: int, ver
     refs, aggregates = [], Aggregates()
     for n in range(0, len(rows), PAGE_ROWS):
         chunk = rows[n : n + PAGE_ROWS]
-        lines = (json.dumps(storable_json(e.to_json()), sort_keys=True, separators=(",", ":")) for e in chunk)
-        text = "".join(f"{line}\n" for line in lines)
-        data = gzip.compress(text.encode(), mtime=0)
+        data = gzip.compress(b"".join(e.to_line() + b"\n" for e in chunk), mtime=0)
         key = f"{PAGES}/{seq:012d}-{token}-{n // PAGE_ROWS:04d}.jsonl.gz"
         store.put_bytes(data, key)
         refs.append(_page_ref(key, data, chunk))
@@ -204,7 +202,7 @@ def write_snapshot(store: ArtifactStore, entries: Iterable[Entry], seq: int, ver
         aggregates.add(e)
     built_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     head = Head(seq=seq, pages=refs, aggregates=aggregates.to_json(), built_at=built_at)
-    data = json.dumps(head.stored_json(), sort_keys=True, separators=(",", ":")).encode()
+    data = head.to_bytes()
     done = store.put_if_absent(data, HEAD) if version is None else store.replace_if_version(data, HEAD, version)
     if not done:
         for ref in refs:

@@ -69,11 +69,16 @@ def records_path(out: Path) -> Path:
     return out.with_name(out.name.removesuffix(".json") + ".records.json")
 
 
-def write_json_atomic(path: Path, obj: Any) -> None:
+def write_atomic(path: Path, data: bytes) -> None:
+    """`data` into `path` whole or not at all (a temporary file, then rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.write_text(json.dumps(obj, indent=2) + "\n")
+    tmp.write_bytes(data)
     os.replace(tmp, path)
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    write_atomic(path, (json.dumps(obj, indent=2) + "\n").encode())
 
 
 def read_json(path: Path, what: str) -> Any:
@@ -180,7 +185,7 @@ class RecordLog:
             finished=finished,
             candidates=[r.decided() for r in self.records],
         )
-        write_json_atomic(self.path, body.to_json())
+        write_atomic(self.path, body.to_bytes())  # its record's writer: what `load` reads back is what it was
 
 
 def _now() -> str:

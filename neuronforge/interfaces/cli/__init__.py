@@ -24,6 +24,7 @@ from pathlib import Path
 
 from neuronforge.common import errors, interrupts, settings
 from neuronforge.common.errors import ExitCode, InvalidInput
+from neuronforge.common.secrets import mask_logs, print_line
 from neuronforge.interfaces.cli.exit_codes import (
     EXIT_CLOSED_PIPE,
     EXIT_CODES,
@@ -57,11 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     if argv == ["--version"]:  # before the parser: its target flags are read from TargetSpec (pydantic)
         print(f"neuronforge {version()}")
         return EXIT_OK
+    mask_logs()  # every log line masked, whichever logger or handler (common.secrets)
     try:  # a bad NEURONFORGE_* value: one line, before any work (the parser's help shows the settings too)
         settings.current()
         parser = build_parser()
     except InvalidInput as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print_line(f"error: {errors.outcome(exc).message}")  # type: ignore[union-attr]
         return EXIT_USAGE
     if "_ARGCOMPLETE" in os.environ:  # the shell's completion hook (register-python-argcomplete neuronforge)
         import argcomplete
@@ -100,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
                 found = errors.outcome(exc, lambda: _written_places(args))
                 if found is None:
                     raise  # not explained: a bug, with its traceback
-                print(f"error: {found.message}", file=sys.stderr)
+                print_line(f"error: {found.message}")
                 return found.exit_code
             finally:
                 progress.use(caller)

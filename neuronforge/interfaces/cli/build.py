@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from neuronforge.common import settings
 from neuronforge.common.errors import CheckpointError, InvalidInput
+from neuronforge.common.secrets import print_line
 from neuronforge.interfaces.cli.command import Command
 from neuronforge.interfaces.cli.exit_codes import EXIT_OK, EXIT_REJECTED
 from neuronforge.interfaces.cli.options import (
@@ -62,7 +62,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         if args.json:
             print_json({"fits": False, "error": str(exc), "checks": []})
         else:
-            print(f"error: {exc}", file=sys.stderr)
+            print_line(f"error: {exc}")
         return EXIT_REJECTED
     tensors = None
     if model.is_dir() and (shards := sorted(model.glob("*.safetensors"))):

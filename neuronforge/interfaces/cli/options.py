@@ -23,8 +23,15 @@ def default_work_dir() -> Path:
     return settings.work_dir()
 
 
+def in_help(value: str) -> str:
+    """A setting's value as a help text shows it: argparse expands `%(default)s` in help with `%`, so a
+    `%` of the value (a URI's `%2F`) is doubled, or `--help` fails."""
+    return value.replace("%", "%%")
+
+
 def store_help(what: str = "store URI: file:///path, a path, or s3://bucket/prefix") -> str:
-    return f"{what} (default: $NEURONFORGE_STORE, else the local store $NEURONFORGE_HOME/store: {settings.store_uri()})"
+    store = in_help(settings.store_uri())
+    return f"{what} (default: $NEURONFORGE_STORE, else the local store $NEURONFORGE_HOME/store: {store})"
 
 
 def add_store_args(p: argparse.ArgumentParser, *, positional: bool = False) -> None:
@@ -51,7 +58,7 @@ def resolve_store(args: argparse.Namespace) -> None:
 def _profile_help() -> str:
     return (
         "serving profile: the stack that will load the artifact (`neuronforge profiles` lists them; default: "
-        f"$NEURONFORGE_PROFILE, else {settings.DEFAULT_PROFILE}: {settings.default_profile()}). `plan` checks "
+        f"$NEURONFORGE_PROFILE, else {settings.DEFAULT_PROFILE}: {in_help(settings.default_profile())}). `plan` checks "
         "the Neuron instance's limits for every profile, cpu included: the same checks `run` applies"
     )
 

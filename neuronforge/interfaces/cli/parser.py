@@ -5,8 +5,10 @@ lists them. Options that several commands share are `options.py`'s."""
 from __future__ import annotations
 
 import argparse
+from typing import IO, Any
 
 from neuronforge.common import settings
+from neuronforge.common.secrets import mask_credentials
 from neuronforge.interfaces.cli import build, cache, catalog, environment, leases, recompile, releases, store, sweep
 from neuronforge.interfaces.cli.command import Command
 from neuronforge.interfaces.cli.exit_codes import EXIT_CODES
@@ -89,8 +91,37 @@ def commands() -> list[Command]:
     return [declared[name] for name in HELP_ORDER]
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, printing masked (`common.secrets`): `--help` shows the effective store and
+    profile, which the environment may have set to a URI carrying credentials, and a usage error
+    quotes what was typed. Help text is masked before its formatter wraps it (a URI cut across two
+    lines is no longer one the rule sees), anything else as it is printed. Its commands' parsers are
+    of this class too (`add_subparsers` makes them of the parser's own class)."""
+
+    def __init__(
+        self, *args: Any, formatter_class: type[argparse.HelpFormatter] = argparse.HelpFormatter, **kwargs: Any
+    ):
+        super().__init__(*args, formatter_class=_masking(formatter_class), **kwargs)
+
+    def _print_message(self, message: str, file: IO[str] | None = None) -> None:
+        super()._print_message(mask_credentials(message) if message else message, file)
+
+
+def _masking(formatter: type[argparse.HelpFormatter]) -> type[argparse.HelpFormatter]:
+    """`formatter`, masking each text before it wraps or fills it."""
+
+    class Masking(formatter):  # type: ignore[valid-type,misc]
+        def _split_lines(self, text: str, width: int) -> list[str]:
+            return super()._split_lines(mask_credentials(text), width)
+
+        def _fill_text(self, text: str, width: int, indent: str) -> str:
+            return super()._fill_text(mask_credentials(text), width, indent)
+
+    return Masking
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="neuronforge",
         description=DESCRIPTION,
         epilog=_epilog(),

@@ -7,11 +7,11 @@ whatever the name (`artifacts.opening.open_artifact`): checked, and its damage r
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
 from neuronforge.common.errors import InvalidInput
+from neuronforge.common.secrets import print_line
 from neuronforge.interfaces.cli.command import Command
 from neuronforge.interfaces.cli.exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_REJECTED
 from neuronforge.interfaces.cli.options import (
@@ -32,7 +32,7 @@ def _say_unrecorded(opened: Any) -> None:
     """A folder its store's index does not name (a copy) is checked as itself: one line says that what
     is found there is not recorded, rather than silence."""
     if opened.unrecorded:
-        print(f"warning: {opened.unrecorded}", file=sys.stderr)
+        print_line(f"warning: {opened.unrecorded}")
 
 
 def _output_uris(store: Any, prefix: str, formats: dict[str, str]) -> dict[str, str]:
@@ -383,7 +383,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     head = farm_index.rebuild(store, skipped)
     summary = {"store": store.root_uri, "rows": head.rows, "pages": len(head.pages), "seq": head.seq}
     for s in skipped:
-        print(f"warning: skipped {store.uri(s.index_key)}: {s.problem}", file=sys.stderr)
+        print_line(f"warning: skipped {store.uri(s.index_key)}: {s.problem}")
     if args.json:
         print_json(summary)
     else:

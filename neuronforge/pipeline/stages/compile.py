@@ -219,7 +219,7 @@ def run(state: BuildState, ctx: Context) -> BuildState:
     # synced) is copied inside it, not uploaded a second time.
     stored = stored_inputs(state, ctx)
     stored.update({(f["sha256"], int(f["size"])): f["key"] for f in synced.stored})
-    ref = publish_tree(ctx.store, payload, prefix, manifest.to_json(), stored=stored)
+    ref = publish_tree(ctx.store, payload, prefix, manifest, stored=stored)  # the bytes `prefix` names
     adopt(payload, ref, ctx.work_dir)  # a smoke test on this host (the CLI) downloads nothing
     shutil.rmtree(out.build_dir, ignore_errors=True)
     return state.model_copy(update={"compiled": CompiledRef(build=ref, record=record)})

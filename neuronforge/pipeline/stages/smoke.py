@@ -22,7 +22,6 @@ its declaration, listed in `neuronforge.pipeline.runner.STAGES`.
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import time
@@ -36,6 +35,7 @@ from neuronforge.common.progress import heartbeat
 from neuronforge.pipeline.buildstate import BuildState
 from neuronforge.pipeline.stage import Context, Stage
 from neuronforge.records.base import RecordError
+from neuronforge.records.local import write_local
 from neuronforge.records.smoke_reference import SmokeReference
 from neuronforge.spec.target import TargetSpec
 
@@ -131,7 +131,7 @@ def write_expected(
         unquantized_tokens=plain,
     )
     (payload / EXPECTED).parent.mkdir(parents=True, exist_ok=True)
-    (payload / EXPECTED).write_text(json.dumps(expected.to_json(), indent=2) + "\n")  # its key order, unsorted
+    write_local(expected, payload / EXPECTED)
     if with_logits:
         from safetensors.torch import save_file
 
