@@ -103,6 +103,7 @@ class Calls:
 FILE_OPS = {
     "get_bytes": "GetObject",
     "read_versioned": "GetObject",
+    "read_capped": "GetObject",
     "get_file": "GetObject",
     "get_files": "GetObject",
     "get_tree": "GetObject",

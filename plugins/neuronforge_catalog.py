@@ -824,24 +824,23 @@ def _store_sentence(store: Any, exc: Exception) -> str:
     return _sentence(str(exc).replace(store.root_uri, "the store"))
 
 
-def _channels_of(store: Any, model: str) -> list[Any]:
-    """The model's channels (`channels.channels_of`: one listing of its channels/ folder and one read
-    per channel); a model that does not parse 400, an unreadable record or store 503."""
+def _channels_of(store: Any, model: str) -> tuple[list[Any], list[str]]:
+    """The model's channels (`channels.listing`: one listing of its channels/ folder and one read per
+    channel), and a sentence for each record there that is not a channel's (shown in its place: the
+    others still show); a model that does not parse 400, a store that cannot be read 503."""
     from neuronforge.artifacts import channels
     from neuronforge.common.errors import InvalidInput, NeuronforgeError
-    from neuronforge.records.base import RecordError
 
     try:
-        return channels.channels_of(store, model)
+        found = channels.listing(store, model)
     except InvalidInput as exc:
         raise HTTPException(status_code=400, detail=_store_sentence(store, exc)) from None
-    except RecordError as exc:
-        log.warning("neuronforge catalog: a channel record of %s does not validate: %s", model, exc)
-        detail = f"a channel record of {model} does not validate ({_store_sentence(store, exc)})"
-        raise HTTPException(status_code=503, detail=detail) from None
-    except NeuronforgeError as exc:
+    except NeuronforgeError as exc:  # the store, or a newer neuronforge's record
         log.warning("neuronforge catalog: listing the channels of %s in %s failed: %s", model, store.root_uri, exc)
         raise HTTPException(status_code=503, detail=UNREADABLE) from None
+    for exc in found.damaged:
+        log.warning("neuronforge catalog: a channel record of %s does not read: %s", model, exc)
+    return found.records, [_store_sentence(store, exc) for exc in found.damaged]
 
 
 def _review_of(store: Any, key: str) -> tuple[str, Any]:
@@ -992,7 +991,7 @@ def channels_page(model: str | None = Query(None)) -> HTMLResponse:
     buttons that lead to a confirmation."""
     name = _model(model)
     store = _store()
-    records = _channels_of(store, name)
+    records, damaged = _channels_of(store, name)
     reviews: dict[str, tuple[str, Any]] = {}
     for r in records:
         key = r.current.build.key
@@ -1006,6 +1005,7 @@ def channels_page(model: str | None = Query(None)) -> HTMLResponse:
         model=name,
         catalog_href=f"{PREFIX}/?{urlencode({'model': name})}",
         channels=views,
+        damaged=damaged,
     )
     return ShownHTML(page_html)
 
@@ -1025,7 +1025,8 @@ def _artifact_release(store: Any, row: Any, manifest: Any) -> dict[str, Any] | N
     model = shown(model_name(manifest.source.model_dump()))
     line = manifest.profile.name if manifest.profile is not None else ""
     try:
-        records, unread = (_channels_of(store, model) if line else []), ""
+        records, damaged = _channels_of(store, model) if line else ([], [])
+        unread = "; ".join(damaged)  # what reads still shows; each record that does not is said
     except HTTPException as exc:  # the build's page still shows; its channels part says why
         records, unread = [], str(exc.detail)
     return _artifact_release_view(row.key, model, line, state, review, records, unread)

@@ -203,30 +203,52 @@ def get(store: ArtifactStore, ref: ChannelRef) -> ChannelRecord:
     return record
 
 
-def channels_of(store: ArtifactStore, model: str | None = None) -> list[ChannelRecord]:
+@dataclass(frozen=True)
+class ChannelListing:
+    """The channels one listing found: each record that reads as its channel's, and, for each place
+    that holds something else (a folder, a file that is not a channel record, another channel's
+    record), its `ChannelDamaged` — so one damaged record costs its own row, never the others'."""
+
+    records: list[ChannelRecord]
+    damaged: list[ChannelDamaged]
+
+
+def listing(store: ArtifactStore, model: str | None = None) -> ChannelListing:
     """The channels of one model (one listing of its `channels/` folder), or of every model (a listing
-    of `channels/`, which holds a few objects per channel and nothing else). A newer neuronforge's
-    record is `RecordTooNew`; a record that is not a channel's (a folder where it belongs, a file that
-    does not read as one, another channel's) is `ChannelDamaged` naming it."""
+    of `channels/`, which holds a few objects per channel and nothing else), and the records among them
+    that are not a channel's (`ChannelListing.damaged`). A newer neuronforge's record is `RecordTooNew`."""
     prefix = layout.model_channels(ModelSource.parse(model)) if model else layout.CHANNELS
-    out = []
+    out: list[ChannelRecord] = []
+    damaged: dict[str, ChannelDamaged] = {}
     record_name = f"/{layout.CHANNEL_RECORD}"
     for obj in store.list(prefix):
         if f"{record_name}/" in obj.key:  # `.../channel.json/x`: a folder where a record belongs
             folder = obj.key[: obj.key.index(f"{record_name}/") + len(record_name)]
-            raise _not_a_channel(store, folder, "it is a folder")
+            damaged.setdefault(folder, _not_a_channel(store, folder, "it is a folder"))
+            continue
         if not obj.key.endswith(record_name):
             continue  # the channel's launch files
         try:
-            record = ChannelRecord.read(store, obj.key)
+            out.append(_named(store, obj.key, ChannelRecord.read(store, obj.key)))
         except NotFound:  # deleted between the listing and the read
             continue
         except RecordTooNew:
             raise
+        except ChannelDamaged as exc:
+            damaged[obj.key] = exc
         except RecordError as exc:
-            raise _not_a_channel(store, obj.key, _why(store, obj.key, exc)) from None
-        out.append(_named(store, obj.key, record))
-    return sorted(out, key=lambda r: (r.model, r.profile_line, r.channel))
+            damaged[obj.key] = _not_a_channel(store, obj.key, _why(store, obj.key, exc))
+    ordered = sorted(out, key=lambda r: (r.model, r.profile_line, r.channel))
+    return ChannelListing(ordered, [damaged[k] for k in sorted(damaged)])
+
+
+def channels_of(store: ArtifactStore, model: str | None = None) -> list[ChannelRecord]:
+    """`listing`'s records, for a caller that needs every channel: a record that is not a channel's is
+    `ChannelDamaged` naming it (the first, in key order)."""
+    found = listing(store, model)
+    if found.damaged:
+        raise found.damaged[0]
+    return found.records
 
 
 # -- what a move checks ------------------------------------------------------------------------------
@@ -598,7 +620,7 @@ def pointing_to(store: ArtifactStore, key: str, manifest: ArtifactManifest | Non
             return []
     model = model_name(manifest.source.model_dump())
     try:
-        records = channels_of(store, model)
+        records = listing(store, model).records  # a damaged record points nowhere: the others still count
     except (InvalidInput, RecordError):
         return []
     return [f"{r.model} · {r.profile_line} · {r.channel}" for r in records if r.current.build.key == key]

@@ -244,6 +244,24 @@ def test_a_confirmation_on_a_channel_record_that_is_no_record_is_one_sentence(mu
     )
 
 
+def test_a_channel_record_that_is_no_record_costs_its_own_row_not_the_page(mutable, keys: Releases) -> None:
+    """One damaged record among a model's channels is said in its place; the others still show, with
+    their buttons, and so does the build page's release section."""
+    store = mutable.store._store
+    record = channels.ChannelRef.parse(MODEL, "cpu", "candidate").record_key
+    store.put_bytes(b"[]", record)
+    page = _get(mutable, f"/channels?{urlencode({'model': MODEL})}")
+    assert "channel-cpu-stable" in page and "channel-cpu-candidate" not in page
+    (said,) = re.findall(r'<p class="loud damaged-record" role="alert">(.*?)</p>', page, re.S)
+    assert html.unescape(said) == (
+        "⚠ the store/" + record + " is not a release channel record (not a release channel (a JSON object was "
+        "expected, found list)): move it away, or restore the channel's record from a copy; a promote then "
+        "starts the channel afresh."
+    )
+    build = _get(mutable, f"/artifacts/{keys.a}")
+    assert "not every channel of the model can be shown: the store/" + record in html.unescape(build)
+
+
 # -- confirmations ----------------------------------------------------------------------------------
 def _follow(client: Any, page: str, label: str) -> str:
     return _get(client, _links(page)[label])
@@ -480,9 +498,10 @@ def test_the_release_templates_escape_a_hostile_string_in_every_slot(plugin: Mod
         model=HOSTILE,
         catalog_href=HOSTILE,
         channels=[view],
+        damaged=[HOSTILE],  # a record that is not a channel's: its sentence names what the store holds
     )
     _assert_inert(page)
-    assert page.count(str(escape(HOSTILE))) >= 25
+    assert page.count(str(escape(HOSTILE))) >= 26
     release = plugin._artifact_release_view(HOSTILE, HOSTILE, HOSTILE, HOSTILE, review, [record, sibling], HOSTILE)
     assert release["pointing"] == [f"{HOSTILE} · {HOSTILE} · {HOSTILE}"]
     assert len(release["actions"]) == 3  # approve, reject, promote to the channel not on it

@@ -38,7 +38,8 @@ PAGE_READS: dict[str, set[str]] = {
     "artifacts API": INDEX | {"compile lease"},
     "artifact page": ARTIFACT_READS | INDEX,
     "artifact API": ARTIFACT_READS | INDEX,
-    "channels": {"release channel", "review state"},
+    # each channel's build checked as a move checks it (`channels.pointer`)
+    "channels": {"release channel", "review state", "index entry", "artifact manifest", "damage record"},
     "leases": {"compile lease"},
     "leases API": {"compile lease"},
 }

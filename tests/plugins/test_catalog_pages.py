@@ -19,7 +19,17 @@ from neuronforge.stores import open_store
 from tests.conftest import TARGET
 
 HOSTILE = '<script>alert("x")</script>'
-READS = ("get_bytes", "read_json", "read_versioned", "list", "list_page", "exists", "get_file", "get_files")
+READS = (
+    "get_bytes",
+    "read_json",
+    "read_versioned",
+    "read_capped",
+    "list",
+    "list_page",
+    "exists",
+    "get_file",
+    "get_files",
+)
 
 
 class Counting:

@@ -338,7 +338,16 @@ class Spy:
 
     def __getattr__(self, name: str) -> Any:
         found = getattr(self._store, name)
-        if name not in ("get_bytes", "read_json", "read_versioned", "list", "list_page", "exists", "get_file"):
+        if name not in (
+            "get_bytes",
+            "read_json",
+            "read_versioned",
+            "read_capped",
+            "list",
+            "list_page",
+            "exists",
+            "get_file",
+        ):
             return found
 
         def spied(key: str = "", *args: Any, **kwargs: Any) -> Any:

@@ -368,12 +368,17 @@ def test_a_channel_record_of_the_wrong_kind_is_one_line_on_every_command(
     for argv in (
         ["promote", MODEL, "--profile", "cpu", "--to", "candidate", "--build", b[:12]],
         ["rollback", MODEL, "--profile", "cpu", "candidate"],
-        ["channels", MODEL],
-        ["channels"],
         ["history", MODEL, "--profile", "cpu", "candidate"],
     ):
         assert cli(store, *argv) == 3, argv
         assert one_error(capsys) == said, argv
+    # a listing says the same line for the damaged record, after the channels that read (beta): exit 3
+    for argv in (["channels", MODEL], ["channels"], ["channels", MODEL, "--json"]):
+        assert cli(store, *argv) == 3, argv
+        out, err = capsys.readouterr()
+        assert err == said, argv
+        shown = [r["channel"] for r in json.loads(out)] if "--json" in argv else out.splitlines()
+        assert len(shown) == 1 and "beta" in shown[0], (argv, out)
     assert sorted(o.key for o in store.list(ref().prefix)) == listing  # nothing written there
 
 

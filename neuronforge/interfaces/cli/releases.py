@@ -14,9 +14,10 @@ buttons run; a refused move exits 3, a lost race (another mover wrote first) exi
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from neuronforge.interfaces.cli.command import Command
-from neuronforge.interfaces.cli.exit_codes import EXIT_OK
+from neuronforge.interfaces.cli.exit_codes import EXIT_OK, EXIT_REJECTED
 from neuronforge.interfaces.cli.options import JSON_HELP, add_store_args, complete_profiles, completes, print_json
 
 MODEL_HELP = "the model as builds name it (org/name, s3://bucket/prefix, builtin:tiny-llama), without a revision"
@@ -137,11 +138,14 @@ def cmd_channels(args: argparse.Namespace) -> int:
     """The current pointer of each channel, with the build's review state and whether that build is
     still sound (`channels.pointer`: a damaged or unreadable build a channel still points to is flagged,
     and the command says what to do; a rejected one too): one listing, then per channel its review and
-    damage records and, none recorded, its build's index entry, manifest and folder listing."""
+    damage records and, none recorded, its build's index entry, manifest and folder listing. A record
+    that is not a channel's (`channels.ChannelDamaged`) is one `error:` line of its own after the others
+    are listed, and the command exits 3."""
     from neuronforge.artifacts import channels
 
     store = _store(args)
-    records = channels.channels_of(store, args.model)
+    listed = channels.listing(store, args.model)
+    records = listed.records
     reviewed: dict[str, str] = {}  # a build on several channels: its review read once
     checked = []  # per channel (what each recorded is checked): its build's review state, its `Pointer`
     for r in records:
@@ -150,9 +154,9 @@ def cmd_channels(args: argparse.Namespace) -> int:
             reviewed[key] = _review_word(store, key)
         checked.append((r, reviewed[key], channels.pointer(store, r)))
     if args.json:
-        print_json([{**r.to_json(), "review_state": state.lower(), **found.to_json()} for r, state, found in checked])
-        return EXIT_OK
-    if not records:
+        print_json([{**r.to_json(), "review_state": state.lower(), **p.to_json()} for r, state, p in checked])
+        return _say_damaged(listed.damaged)
+    if not records and not listed.damaged:
         print(f"no channels{' of ' + args.model if args.model else ''} in {store.root_uri}")
         return EXIT_OK
     from neuronforge.spec.source import model_ref
@@ -178,7 +182,19 @@ def cmd_channels(args: argparse.Namespace) -> int:
         elif found.state != "ok":
             advice = f"{found.advice}; or {_move_away(store, r)}" if found.advice else _move_away(store, r)
             print(f"WARNING: {name} points to the UNREADABLE build {short} ({found.reason}): {advice}")
-    return EXIT_OK
+    return _say_damaged(listed.damaged)
+
+
+def _say_damaged(damaged: list[Any]) -> int:
+    """Each record `channels` found that is not a channel's, as the one line its error is (what the
+    other commands print for it), after the channels that read: exit 3 when there is one."""
+    from neuronforge.common.errors import outcome
+    from neuronforge.common.secrets import print_line
+
+    for exc in damaged:
+        said = outcome(exc)
+        print_line(f"error: {said.message if said is not None else exc}")
+    return EXIT_REJECTED if damaged else EXIT_OK
 
 
 def _move_away(store, record) -> str:
