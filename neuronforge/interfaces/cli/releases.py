@@ -155,7 +155,8 @@ def cmd_channels(args: argparse.Namespace) -> int:
         checked.append((r, reviewed[key], channels.pointer(store, r)))
     if args.json:
         print_json([{**r.to_json(), "review_state": state.lower(), **p.to_json()} for r, state, p in checked])
-        return _say_damaged(listed.damaged)
+        _say_damaged(listed.damaged)
+        return EXIT_REJECTED if listed.damaged else EXIT_OK
     if not records and not listed.damaged:
         print(f"no channels{' of ' + args.model if args.model else ''} in {store.root_uri}")
         return EXIT_OK
@@ -182,19 +183,19 @@ def cmd_channels(args: argparse.Namespace) -> int:
         elif found.state != "ok":
             advice = f"{found.advice}; or {_move_away(store, r)}" if found.advice else _move_away(store, r)
             print(f"WARNING: {name} points to the UNREADABLE build {short} ({found.reason}): {advice}")
-    return _say_damaged(listed.damaged)
+    _say_damaged(listed.damaged)
+    return EXIT_REJECTED if listed.damaged else EXIT_OK
 
 
-def _say_damaged(damaged: list[Any]) -> int:
+def _say_damaged(damaged: list[Any]) -> None:
     """Each record `channels` found that is not a channel's, as the one line its error is (what the
-    other commands print for it), after the channels that read: exit 3 when there is one."""
+    other commands print for it), after the channels that read (the command then exits 3)."""
     from neuronforge.common.errors import outcome
     from neuronforge.common.secrets import print_line
 
     for exc in damaged:
         said = outcome(exc)
         print_line(f"error: {said.message if said is not None else exc}")
-    return EXIT_REJECTED if damaged else EXIT_OK
 
 
 def _move_away(store, record) -> str:
