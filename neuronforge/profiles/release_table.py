@@ -25,6 +25,7 @@ from typing import Any
 
 from neuronforge.common.errors import InvalidInput
 from neuronforge.profiles.lifecycle import (
+    Dispute,
     FamilyLifecycle,
     Lifecycle,
     LineRelease,
@@ -269,9 +270,11 @@ def _family(t: Table, line: str, group: str, moves_to: str | None) -> FamilyLife
         st = le.status.get(group) if le else None
         if st is not None:
             status = Status(st.status)
-            if not (phases and phases[-1].status is status and phases[-1].note == st.note):
+            disputed = tuple(Dispute(r.value, t.sources[r.source], r.note) for r in st.disputed)
+            last = phases[-1] if phases else None
+            if not (last and last.status is status and last.note == st.note and last.disputed == disputed):
                 since = e.version if series(e.version) in stated_series else series(e.version)
-                phases.append(Phase(since, status, t.sources[st.source], st.note))
+                phases.append(Phase(since, status, t.sources[st.source], st.note, disputed))
             stated_series.add(series(e.version))
             current = status
         if not e.released:

@@ -618,8 +618,13 @@ class VllmNeuronProfile(ServingProfile):
         quantization limits. A family an older release of the line still serves is refused naming it."""
         r = self.release
         out = super().problems(target, model_type)
-        if out and r.families_rule and target.instance.family not in self.instance_families:
-            out[0] += f": {r.families_rule}; use profile {self.name}@{r.families_release}"
+        family = target.instance.family
+        if out and r.families_rule and family not in self.instance_families:
+            phase = VLLM_NEURON.phase(family, r.sdk)
+            if phase is not None and phase.disputed_serving:
+                out.pop(0)  # AWS's statements disagree: the user's choice, with the planner's warning
+            else:
+                out[0] += f": {r.families_rule}; use profile {self.name}@{r.families_release}"
         t = target.normalized()
         if t.max_context_length != t.sequence_length and not r.reads_max_prompt_length:
             out.append(
