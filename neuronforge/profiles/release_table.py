@@ -17,6 +17,7 @@ and the field (`ReleaseTableError`).
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from itertools import pairwise
@@ -148,11 +149,17 @@ def read_entry(path: Path) -> SdkReleaseEntry:
     return entry
 
 
-def _check_refs(path: Path, entry: SdkReleaseEntry, sources: dict[str, Source], lines: dict[str, LineFacts]) -> None:
-    """Every source id, line and family group the entry names exists."""
+def _check_refs(
+    path: Path | str, entry: SdkReleaseEntry, sources: dict[str, Source], lines: dict[str, LineFacts]
+) -> None:
+    """Every source id, line and family group the entry names exists (a source: in `sources.toml` or
+    among the entry's own), and no source of its own takes an id of `sources.toml`."""
+    for sid in entry.own_sources:
+        if sid in sources:
+            raise ReleaseTableError(f"{path}: own_sources.{sid}: the id of a source in {SOURCES_FILE}")
 
     def cited(where: str, sid: str) -> None:
-        if sid and sid not in sources:
+        if sid and sid not in sources and sid not in entry.own_sources:
             raise ReleaseTableError(f"{path}: {where}: unknown source {sid!r} (not in {SOURCES_FILE})")
 
     for i, sid in enumerate(entry.sources):
@@ -211,6 +218,31 @@ def _load(folder: Path) -> Table:
             if not any(group in (e.lines.get(name).status if e.lines.get(name) else {}) for e in entries):
                 raise ReleaseTableError(f"{folder / LINES_FILE}: lines.{name}.families: no release states {group}")
     return table
+
+
+def extended(table: Table, entries: Iterable[SdkReleaseEntry], where: str) -> Table:
+    """`table` plus entries held elsewhere (a store's accepted releases, read at the edge:
+    `farm.release_feed.known_table`), each checked as a file of the table is, its own sources added
+    under their ids. A release the table knows as released stays the table's (what neuronforge ships is
+    reviewed data); one it knows only as announced takes the entry, keeping what the announcement said
+    of the lines. No entry adds or changes a profile version: that needs a data file and known behaviour."""
+    by_key = {release_key(e.version): e for e in table.entries}
+    sources = dict(table.sources)
+    for entry in entries:
+        _check_refs(f"{where}: {entry.version}", entry, table.sources, table.lines)
+        if any(le.profile is not None for le in entry.lines.values()):
+            raise ReleaseTableError(f"{where}: {entry.version}: lines: a profile version is registered in a data file")
+        known = by_key.get(release_key(entry.version))
+        if known is not None and known.released:
+            continue
+        if known is not None:
+            entry = entry.model_copy(
+                update={"lines": {**known.lines, **entry.lines}, "notes": (*entry.notes, *known.notes)}
+            )
+        sources.update({sid: Source(p.title, p.url, p.quote) for sid, p in entry.own_sources.items()})
+        by_key[release_key(entry.version)] = entry
+    entries_ = tuple(by_key[k] for k in sorted(by_key))
+    return Table(entries_, sources, table.lines, table.display, table.folder)
 
 
 def _cited(entry: SdkReleaseEntry) -> list[str]:

@@ -3,19 +3,44 @@ table (`neuronforge.profiles.release_table`, one data file per release with its 
 
 An upgrade aims at an SDK release; one not in the table is reported as unknown with what is known
 of it (an announced release: the announcements), never guessed at.
+
+A store may add releases (`neuronforge releases sync --accept`: accepted entries, `farm.release_feed`).
+The edge — the CLI command, the DAG task — reads them once and puts them in effect for what it runs
+(`in_effect`); below it, every question here is answered from the releases in effect (the table's alone
+unless an edge said otherwise), so a decision never reads a store by itself.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from neuronforge.profiles.lifecycle import SdkRelease, release_key, series
 from neuronforge.profiles.release_table import sdk_releases
 
 RELEASES: tuple[SdkRelease, ...] = sdk_releases()
+_IN_EFFECT: ContextVar[tuple[SdkRelease, ...]] = ContextVar("sdk_releases", default=RELEASES)
 
 
-def known_release(version: str, releases: tuple[SdkRelease, ...] = RELEASES) -> SdkRelease | None:
+@contextmanager
+def in_effect(releases: tuple[SdkRelease, ...]) -> Iterator[None]:
+    """`releases` (the table's plus a store's accepted ones) answer every question here until the block ends."""
+    token = _IN_EFFECT.set(releases)
+    try:
+        yield
+    finally:
+        _IN_EFFECT.reset(token)
+
+
+def current() -> tuple[SdkRelease, ...]:
+    return _IN_EFFECT.get()
+
+
+def known_release(version: str, releases: tuple[SdkRelease, ...] | None = None) -> SdkRelease | None:
     """The released SDK `version` names (`2.31` names its newest patch, 2.31.1, as releases are
     spoken of), or None when the data does not know it as released."""
+    releases = current() if releases is None else releases
     if version.count(".") == 1:
         in_series = [r for r in releases if r.released and series(r.version) == version]
         if in_series:
@@ -23,13 +48,15 @@ def known_release(version: str, releases: tuple[SdkRelease, ...] = RELEASES) -> 
     return next((r for r in releases if r.released and release_key(r.version) == release_key(version)), None)
 
 
-def announced(version: str, releases: tuple[SdkRelease, ...] = RELEASES) -> SdkRelease | None:
+def announced(version: str, releases: tuple[SdkRelease, ...] | None = None) -> SdkRelease | None:
     """An SDK release only announced so far (what is known of it), or None."""
+    releases = current() if releases is None else releases
     return next(
         (r for r in releases if not r.released and release_key(r.version) == release_key(version)),
         None,
     )
 
 
-def latest_release(releases: tuple[SdkRelease, ...] = RELEASES) -> SdkRelease:
+def latest_release(releases: tuple[SdkRelease, ...] | None = None) -> SdkRelease:
+    releases = current() if releases is None else releases
     return max((r for r in releases if r.released), key=lambda r: release_key(r.version))

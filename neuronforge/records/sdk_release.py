@@ -13,8 +13,10 @@ beside the value it uses â€” for a package, the one the images actually carry â€
 comment, so the disagreement is visible to every reader and to the next release's diff.
 
 A `StoredRecord` kind: the same model is read from the TOML file in the package and, as JSON, from a
-store (a proposed entry, not yet in the package), and its JSON form round-trips. Sources are cited by
-id (`neuronforge/profiles/releases/sources.toml`); the table's loader checks every id, line and family
+store (a proposed entry, not yet in the package: `records.proposed_release`), and its JSON form
+round-trips. Sources are cited by id (`neuronforge/profiles/releases/sources.toml`); an entry held in a
+store carries the pages only it cites with it (`own_sources`: the release manifest it was read from),
+since the package's `sources.toml` cannot name them. The table's loader checks every id, line and family
 named here resolves.
 """
 
@@ -53,6 +55,15 @@ class Fact(BaseModel):
     """A part of an entry: strict, so a misspelt key in a hand-written file is an error, not a default."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SourcePage(Fact):
+    """A page an entry cites that the package's `sources.toml` does not hold: where a store-held entry
+    was read (the release manifest: its https:// address or the store URI of its mirror)."""
+
+    title: StrictStr
+    url: Annotated[StrictStr, Field(pattern=r"^(https|s3|file)://")]
+    quote: StrictStr = ""
 
 
 class Reading(Fact):
@@ -158,6 +169,8 @@ class SdkReleaseEntry(StoredRecord):
     images: tuple[Image, ...] = ()
     lines: dict[StrictStr, LineRelease] = Field(default_factory=dict)
     worker: WorkerPins | None = None
+    # Sources only this entry cites, by id (a store-held entry: the manifest it came from).
+    own_sources: dict[SourceId, SourcePage] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _consistent(self) -> SdkReleaseEntry:
