@@ -36,7 +36,7 @@ from neuronforge.profiles.release_manifest import (
     distribution,
     parse,
 )
-from neuronforge.profiles.release_table import SERVING, Table, extended, lifecycle, load, sdk_releases
+from neuronforge.profiles.release_table import Table, extended, lifecycle, load, sdk_releases
 from neuronforge.records.proposed_release import (
     ACCEPTED,
     PROPOSED,
@@ -380,23 +380,24 @@ def rows(store: ArtifactStore) -> tuple[list[Row], list[Exception]]:
     accepted = {r.version for r in held if r.state == ACCEPTED}
     out: list[Row] = []
 
-    def statuses(version: str, review: bool) -> dict[str, dict[str, str]]:
+    def statuses(version: str, review: tuple[str, ...] = ()) -> dict[str, dict[str, str]]:
+        """Each line's status per family at `version` (a line ended for every family left out); a line a
+        proposal flags: the status carried from the release before, marked as needing review."""
         found: dict[str, dict[str, str]] = {}
         for line, lc in cycles.items():
             for fam in lc.families:
                 phase = fam.phase(version)
-                status = "needs review" if review else (phase.status.value if phase else "")
-                if status and (review or phase.status in (*SERVING, Status.FROZEN, Status.END_OF_SUPPORT)):  # type: ignore[union-attr]
-                    found.setdefault(line, {})["/".join(fam.families)] = status
+                if phase is None or phase.status is Status.NOT_SERVED:
+                    continue
+                flag = " (needs review)" if f"lines.{line}" in review else ""
+                found.setdefault(line, {})["/".join(fam.families)] = phase.status.value + flag
         return found
 
     for e in table.entries:
         cc = e.package("neuronx-cc")
         state = ACCEPTED if e.version in accepted else SHIPPED
         date = e.date or ("announced" if not e.released else "")
-        out.append(
-            Row(e.version, state, date, cc.version if cc else "", statuses(e.version, False), released=e.released)
-        )
+        out.append(Row(e.version, state, date, cc.version if cc else "", statuses(e.version), released=e.released))
     for r in held:
         if r.state == ACCEPTED:
             continue
@@ -408,7 +409,7 @@ def rows(store: ArtifactStore) -> tuple[list[Row], list[Exception]]:
                 r.state,
                 r.entry.date,
                 cc.version if cc else "",
-                statuses(r.version, r.state == PROPOSED),
+                statuses(r.version, tuple(review)),
                 review,
             )
         )
