@@ -25,7 +25,7 @@ from typing import Any
 
 from neuronforge.artifacts import layout, release_entries
 from neuronforge.artifacts.channels import mover, now
-from neuronforge.common.errors import InvalidInput, ServiceUnreachable
+from neuronforge.common.errors import InvalidInput, NeuronforgeError, ServiceUnreachable
 from neuronforge.profiles.lifecycle import Status, release_key, series
 from neuronforge.profiles.release_manifest import (
     MAX_BYTES,
@@ -432,3 +432,18 @@ def proposed_line(record: ProposedRelease, store: ArtifactStore) -> str:
     review = ", ".join(n.what for n in record.needs_review)
     accept = accept_command(record.version, store)
     return f"Neuron {record.version} proposed, needs review: {review}; accept with `{accept}`"
+
+
+def sync_mirror(store: ArtifactStore, by: str = "neuronforge_recompile_on_upgrade") -> dict[str, Any] | None:
+    """The recompile DAG's sync, before it decides: from the store's mirror only (None when there is
+    none: a task reads no network), and what the report says of it — the manifest, each release still
+    proposed (`proposed_line`) or the problem. A sync that fails is the problem, never the run's failure."""
+    if not store.exists(layout.SDK_RELEASE_MANIFEST):
+        return None
+    said: dict[str, Any] = {"manifest": store.uri(layout.SDK_RELEASE_MANIFEST), "proposed": [], "problem": ""}
+    try:
+        said["synced"] = [s.line for s in sync(store, None, by=by).releases]
+    except NeuronforgeError as exc:
+        said["problem"] = str(exc)
+    said["proposed"] = [proposed_line(r, store) for r in proposed(store)]
+    return said
