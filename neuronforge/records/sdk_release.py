@@ -62,7 +62,7 @@ class SourcePage(Fact):
     was read (the release manifest: its https:// address or the store URI of its mirror)."""
 
     title: StrictStr
-    url: Annotated[StrictStr, Field(pattern=r"^(https|s3|file)://")]
+    url: Annotated[StrictStr, Field(pattern=r"^(https?|s3|file)://")]
     quote: StrictStr = ""
 
 
