@@ -43,10 +43,11 @@ def cmd_recompile(args: argparse.Namespace) -> int:
 
     store = open_store(args.store, must_exist=True)
     with in_effect(known_releases(store)):  # the table's releases and the store's accepted ones
-        return _recompile(args, store)
+        return cmd_recompile_with(args, store)
 
 
-def _recompile(args: argparse.Namespace, store: Any) -> int:
+def cmd_recompile_with(args: argparse.Namespace, store: Any) -> int:
+    """`recompile` on `store`, with its releases in effect (`cmd_recompile`)."""
     from neuronforge.farm import recompile, upgrades
     from neuronforge.farm.catalog import check_catalog
     from neuronforge.profiles.sdk_releases import known_release

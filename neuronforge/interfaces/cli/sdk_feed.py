@@ -104,7 +104,7 @@ def _reject_options(p: argparse.ArgumentParser) -> None:
     _common(p)
 
 
-def _decide(args: argparse.Namespace, state: str, reason: str) -> int:
+def _decide(args: argparse.Namespace, state: str, reason: str) -> None:
     from neuronforge.farm import release_feed
 
     record = release_feed.decide(_store(args), args.version, state, args.by, reason)
@@ -113,16 +113,17 @@ def _decide(args: argparse.Namespace, state: str, reason: str) -> int:
     else:
         why = f": {reason}" if reason else ""
         print(f"Neuron {record.version} {record.state} by {record.current.by}{why}")
-    return EXIT_OK
 
 
 def cmd_accept(args: argparse.Namespace) -> int:
     """Known from now on: `recompile --sdk VERSION` and the recompile DAG read it from the store."""
-    return _decide(args, "accepted", "")
+    _decide(args, "accepted", "")
+    return EXIT_OK
 
 
 def cmd_reject(args: argparse.Namespace) -> int:
-    return _decide(args, "rejected", args.reason)
+    _decide(args, "rejected", args.reason)
+    return EXIT_OK
 
 
 COMMANDS = (
