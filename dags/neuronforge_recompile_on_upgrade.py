@@ -7,18 +7,20 @@ knows). Each target's upgrade is decided and reported (`neuronforge.farm.upgrade
 newest release of its line for its family, stay where the line is frozen for it, or a proposed
 migration where the line ends (built only with `migrate`); an SDK release the data does not know is
 reported as unknown and nothing is rebuilt for it.
-Daily and on demand: `check_workers` (default queue) refuses a conf with unknown keys and asks, for
-every Neuron queue the catalog's profile versions need, whether a worker consumes it (Celery only;
-other executors serve every queue). Each served queue's `watch_toolchain_<queue>` runs there and
-reports the toolchain of every profile version routed to it, checked against the profile's pins;
-an unserved queue's watch is skipped at once and its targets are reported unavailable, naming the
-queue. Every catalog entry × target whose key (profile version + toolchain) has no complete
-manifest is stale for that version; one `neuronforge_compile_publish` run per model rebuilds its
-stale targets, each pinned to the version it is stale for (in catalog order; throttled by default:
-at most 2 rebuild runs in flight, each trigger waiting deferred for its run, so the compile DAG
-keeps run slots for manual runs), and the report — per entry × target the profile versions it is
-published for and stale for, rebuilt, failed and why, still running — goes to this run's last task
-log, `reports/recompile-<stamp>.{md,json}` in the store, and the `neuronforge-recompile-report` Asset.
+Daily and on demand: `sync_releases` proposes every Neuron release the store's mirror of AWS's release
+manifest adds (`neuronforge releases sync`; the report names each one waiting for review, and a failing
+sync is reported, never the run's failure). `check_workers` (default queue) refuses a conf with unknown
+keys and asks, for every Neuron queue the catalog's profile versions need, whether a worker consumes it
+(Celery only; other executors serve every queue). Each served queue's `watch_toolchain_<queue>` runs
+there and reports the toolchain of every profile version routed to it, checked against the profile's
+pins; an unserved queue's watch is skipped at once and its targets are reported unavailable, naming the
+queue. Every catalog entry × target whose key (profile version + toolchain) has no complete manifest is
+stale for that version; one `neuronforge_compile_publish` run per model rebuilds its stale targets, each
+pinned to the version it is stale for (in catalog order; throttled by default: at most 2 rebuild runs in
+flight, each trigger waiting deferred for its run, so the compile DAG keeps run slots for manual runs),
+and the report — per entry × target the profile versions it is published for and stale for, rebuilt,
+failed and why, still running — goes to this run's last task log, `reports/recompile-<stamp>.{md,json}`
+in the store, and the `neuronforge-recompile-report` Asset.
 
 Only wiring: the tasks live in `neuronforge_airflow/operators/recompile.py`, the logic in
 `neuronforge/farm/recompile.py`.
@@ -38,6 +40,7 @@ from neuronforge_airflow.operators.recompile import (
     find_stale,
     rebuild_runs,
     report,
+    sync_releases,
     verdict,
     watch_toolchain,
 )
@@ -56,7 +59,7 @@ from neuronforge_airflow.params import RECOMPILE_PARAMS, with_form
 )
 def neuronforge_recompile_on_upgrade():
     workers = check_workers()
-    plan = find_stale()
+    plan = find_stale(feed=sync_releases())  # the release feed's sync from the store's mirror, before deciding
     for queue in neuron_queues():  # one watch per SDK release's queue, on that queue
         workers >> watch_toolchain(queue) >> plan
     workers >> plan

@@ -112,7 +112,10 @@ def test_sdk_release_manifest_says_when_workers_are_behind(tmp_path: Path) -> No
         {
             "manifest_date": "2026-11-01",
             "neuron_releases": [
-                {"neuron_version": r, "packages": [{"name": "neuronx-cc", "version": cc}, {"name": "torch-neuronx"}]}
+                {
+                    "neuron_version": r,
+                    "packages": [{"name": "neuronx-cc", "version": cc}, {"name": "torch-neuronx", "version": "2.9.0"}],
+                }
                 for r, cc in releases
             ],
         },

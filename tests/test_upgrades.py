@@ -91,13 +91,22 @@ def test_an_upgrade_to_an_older_release_stays_within_it() -> None:
 def test_an_unknown_release_is_reported_with_what_is_known_of_it_and_a_malformed_one_refused() -> None:
     up = upgrades.decide(target("trn2.48xlarge", 8), "2.34", ["vllm-neuron@2.26.1"])
     assert up.action == "unknown" and not up.rebuild_on and up.migration is None
-    assert up.sentence.startswith("SDK 2.34 is not in neuronforge's profile data (the newest known release is 2.33.0)")
+    assert up.sentence.startswith("SDK 2.34 is not in neuronforge's profile data (the newest known release is 2.33.1)")
     assert "neuron-ls" in up.sentence and "end support on Trn2/Trn3" in up.sentence
     assert upgrades.decide(target("inf2.xlarge"), "2.40.0", []).action == "unknown"
     for bad in ("latest", "2", "2.33.0.1", "2.x"):
         with pytest.raises(InvalidInput, match=r"give it as 2\.33 or 2\.33\.0"):
             upgrades.target_release(bad)
-    assert upgrades.target_release(None) == "2.33.0"
+    assert upgrades.target_release(None) == "2.33.1"
+
+
+def test_a_patch_release_the_table_knows_is_decided_on_the_registered_versions() -> None:
+    """2.33.1 is in the release table without a profile version of its own: the upgrade to it is
+    decided (not unknown) on the newest registered versions no newer than it."""
+    up = upgrades.decide(target("inf2.xlarge"), "2.33.1", ["vllm-neuron@2.26.1"])
+    assert (up.action, up.rebuild_on, up.then) == ("rebuild", "vllm-neuron@2.28.0", "frozen")
+    trn2 = upgrades.decide(target("trn2.48xlarge", 8), "2.33.1", [], arch())
+    assert trn2.migration is not None and trn2.migration.profile == "vllm-neuron-native@2.33.0"
 
 
 def test_the_decision_round_trips_through_json() -> None:

@@ -24,6 +24,8 @@
     sweeps/<org>/<name>/<instance>/<profile>/<name>.json   a sweep's inference-cache-config file
                                                      (+ <name>.records.json: every candidate's outcome)
     sdk-releases/n2-manifest.json                    optional mirror of the Neuron SDK release manifest
+    sdk-releases/entries/<version>.json              a release read from a manifest: proposed, accepted or
+                                                     rejected (`neuronforge releases sync`)
     channels/<org>/<name>/<profile line>/<channel>/channel.json   a release channel: the pointer to one build
                                                      (+ launch/: files that resolve it at deploy time)
     reviews/<key>.json                               a build's review state (pending, approved, rejected)
@@ -176,6 +178,14 @@ def sweep_files(source: ModelSource, instance: str, profile: str) -> tuple[str, 
 
 
 SDK_RELEASE_MANIFEST = "sdk-releases/n2-manifest.json"
+SDK_RELEASE_ENTRIES = "sdk-releases/entries/"
+
+
+def sdk_release_entry(version: str) -> str:
+    """A release the feed read from a manifest and its review (`records.proposed_release`)."""
+    return f"{SDK_RELEASE_ENTRIES}{safe_component(version)}.json"
+
+
 CHANNELS = "channels"
 CHANNEL_RECORD = "channel.json"
 

@@ -45,6 +45,7 @@ from neuronforge.common.errors import InvalidInput, NeuronforgeError
 from neuronforge.farm.catalog import CatalogEntry, CatalogReport, CatalogTarget
 from neuronforge.farm.form_targets import form_target
 from neuronforge.profiles import ServingProfile, get_profile, pin, registry
+from neuronforge.profiles.release_manifest import MAX_BYTES, ManifestError, parse
 from neuronforge.profiles.request import CompileRequest, cache_key
 from neuronforge.records.recompile_report import RecompileReport, ReportedTarget
 from neuronforge.spec.source import ModelSource
@@ -401,30 +402,23 @@ def newest_compiler(toolchains: dict[str, Any]) -> str | None:
     return max(found, key=Version) if found else None
 
 
-SDK_RELEASE_MANIFEST_MAX_BYTES = 16 * 1024 * 1024  # every release with every package: ~1 MiB upstream
-
-
 def sdk_release_status(store: ArtifactStore, installed_compiler: str | None) -> dict[str, Any] | None:
     """Compare the workers' neuronx-cc with the newest release in a mirrored copy of the SDK's
     release manifest (aws-neuron-sdk `src/helperscripts/n2-manifest.json`, put at
-    `sdk-releases/n2-manifest.json` in the store). None when no manifest is mirrored."""
-    try:  # AWS's file, not a record of ours: read under the bounds of stored JSON, each part checked
-        manifest = store.read_json(layout.SDK_RELEASE_MANIFEST, SDK_RELEASE_MANIFEST_MAX_BYTES)
+    `sdk-releases/n2-manifest.json` in the store; parsed by `profiles.release_manifest`). None when no
+    manifest is mirrored; a manifest that does not parse is the report's one-line problem."""
+    try:
+        raw, _ = store.read_capped(layout.SDK_RELEASE_MANIFEST, MAX_BYTES)
+        manifest = parse(raw, store.uri(layout.SDK_RELEASE_MANIFEST))
     except (NotFound, StoreError):
         return None
-    releases = []
-    listed = manifest.get("neuron_releases") if isinstance(manifest, dict) else None
-    for rel in listed if isinstance(listed, list) else []:
-        if not isinstance(rel, dict) or not isinstance(rel.get("packages"), list):
-            continue
-        packages = [p for p in rel["packages"] if isinstance(p, dict)]
-        cc = next((p.get("version") for p in packages if p.get("name") == "neuronx-cc"), None)
-        v = _version(rel.get("neuron_version", ""))
-        if v is not None and isinstance(cc, str) and cc:
-            releases.append((v, rel["neuron_version"], cc))
+    except ManifestError as exc:
+        return {"problem": str(exc)}
+    releases = sorted(
+        (v, r.version, r.compiler) for r in manifest.releases if (v := _version(r.version)) and r.compiler
+    )
     if not releases:
         return {"problem": f"{layout.SDK_RELEASE_MANIFEST} lists no release with a neuronx-cc version"}
-    releases.sort()
     _, latest, latest_cc = releases[-1]
     installed = _public(installed_compiler)
     installed_release = next((name for _, name, cc in reversed(releases) if _public(cc) == installed), None)
@@ -435,7 +429,7 @@ def sdk_release_status(store: ArtifactStore, installed_compiler: str | None) -> 
         and _version(_public(latest_cc)) > _version(installed)
     )
     return {
-        "manifest_date": manifest.get("manifest_date"),
+        "manifest_date": manifest.date or None,
         "latest_release": latest,
         "latest_neuronx_cc": latest_cc,
         "installed_neuronx_cc": installed_compiler,
@@ -530,6 +524,7 @@ class Report:
                     f"workers run neuronx-cc {self.sdk['installed_neuronx_cc']} "
                     f"(release {self.sdk['installed_release'] or 'unknown'}): {behind}"
                 )
+        lines += feed_markdown((self.sdk or {}).get("feed"))
         lines += upgrade_markdown(self.release, self.states)
         header = "| # | model | target | profile | status | outcome | published for | stale for | detail |"
         lines += ["", "## Targets", "", header, "|---" * 9 + "|"]
@@ -541,6 +536,23 @@ class Report:
                 f"{(s.key[:12] + ' ') if s.key else ''}{detail} |"
             )
         return "\n".join(lines) + "\n"
+
+
+def feed_markdown(feed: dict[str, Any] | None) -> list[str]:
+    """The release feed's section: each release proposed and waiting for review (what needs review, the
+    command that accepts it), or why the sync failed (it never fails the run). Stored in the report's
+    `sdk_release` (`feed`), beside what the same mirrored manifest says of the workers' compiler."""
+    if not feed:
+        return []
+    said = [*feed.get("proposed", []), *([f"release feed: {feed['problem']}"] if feed.get("problem") else [])]
+    head = f"Synced from `{feed['manifest']}`." if feed.get("manifest") else ""
+    return [
+        "",
+        "## Release feed",
+        "",
+        *([head, ""] if head else []),
+        *[f"- {line}" for line in said or ["nothing proposed"]],
+    ]
 
 
 def upgrade_lines(states: list[TargetState]) -> list[str]:

@@ -3,8 +3,8 @@ that still serves its instance family, stay where it is (the line is frozen for 
 migrate to the line that takes over (proposed, with what in the target must change and the
 planner's verdict on the changed target; built only when asked).
 
-The facts come from the lines' lifecycles (`neuronforge.profiles.lifecycle`, declared by each
-profile module) and the SDK releases neuronforge knows (`neuronforge.profiles.sdk_releases`); the
+The facts come from the release table (`neuronforge.profiles.release_table`): the lines' lifecycles
+and the SDK releases neuronforge knows (`neuronforge.profiles.sdk_releases`) are derived from it; the
 versions a target is already published for come from the farm index (`recompile.find_stale`). An
 SDK release the data does not know yet is reported as unknown with what is known of it, never
 guessed at. `neuronforge recompile` and the recompile-on-upgrade DAG both call `decide`.

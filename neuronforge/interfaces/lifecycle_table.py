@@ -69,7 +69,15 @@ def to_json() -> list[dict[str, Any]]:
                         "moves_to": f.moves_to,
                         "status": dict(zip([c for c, _ in cols], status_row(f, cols, lc.newest), strict=True)),
                         "phases": [
-                            {"since": p.since, "status": p.status.value, "note": p.note, "source": p.source.url}
+                            {
+                                "since": p.since,
+                                "status": p.status.value,
+                                "note": p.note,
+                                "source": p.source.url,
+                                "disputed": [
+                                    {"status": d.status, "note": d.note, "source": d.source.url} for d in p.disputed
+                                ],
+                            }
                             for p in f.phases
                         ],
                     }

@@ -71,6 +71,16 @@ class Source:
 
 
 @dataclass(frozen=True)
+class Dispute:
+    """Another AWS statement that reads the phase otherwise (`status`: what it would make it), with
+    its source: the user may choose that reading, with the consequence the phase's source states."""
+
+    status: str
+    source: Source
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class Phase:
     """From SDK release `since` on (until the next phase), the line is `status` for the family."""
 
@@ -78,6 +88,13 @@ class Phase:
     status: Status
     source: Source
     note: str = ""
+    disputed: tuple[Dispute, ...] = ()
+
+    @property
+    def disputed_serving(self) -> bool:
+        """Whether another statement reads the family as served where this phase does not serve it."""
+        serving = (Status.ACTIVE.value, Status.MAINTENANCE.value)
+        return self.status.value not in serving and any(d.status in serving for d in self.disputed)
 
 
 @dataclass(frozen=True)
@@ -153,6 +170,8 @@ class Lifecycle:
         for f in self.families:
             for p in f.phases:
                 seen.setdefault(p.source.url, p.source)
+                for d in p.disputed:
+                    seen.setdefault(d.source.url, d.source)
         for r in self.releases:
             seen.setdefault(r.source.url, r.source)
         return list(seen.values())
@@ -206,5 +225,6 @@ def phase_lines(family: FamilyLifecycle, cite: dict[str, int]) -> str:
     parts = []
     for p in family.phases:
         note = f" ({p.note})" if p.note else ""
-        parts.append(f"{p.status.value} from {p.since} [{cite[p.source.url]}]{note}")
+        disputed = "".join(f"; disputed: {d.status} [{cite[d.source.url]}] ({d.note})" for d in p.disputed)
+        parts.append(f"{p.status.value} from {p.since} [{cite[p.source.url]}]{note}{disputed}")
     return "; ".join(parts)

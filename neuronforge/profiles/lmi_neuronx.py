@@ -77,6 +77,7 @@ from neuronforge.profiles.base import (
     tokenizer_problems,
 )
 from neuronforge.profiles.line_lifecycles import LMI_NEURONX
+from neuronforge.profiles.release_table import profile_releases
 from neuronforge.records.base import RecordError
 from neuronforge.records.local import read_local
 from neuronforge.records.neff_cache import NeffCacheRecord
@@ -87,10 +88,12 @@ if TYPE_CHECKING:
     from neuronforge.spec.toolchain import Toolchain
     from neuronforge.stores import ArtifactStore
 
-SDK_RELEASE = "2.21.1"
-COMPILER_VERSION = "2.16.372.0+4a9b2326"  # neuronxcc.__version__ of the 2.16.372.0 wheel
-TNX_VERSION = "0.13.380"
-LMI_IMAGE = "deepjavalibrary/djl-serving:0.33.0-pytorch-inf2"  # serving/docker/README.md at afece25d
+# The one registered release of the line (the release table: neuronforge/profiles/releases/).
+(_RELEASE,) = profile_releases("lmi-neuronx")
+SDK_RELEASE = _RELEASE.sdk
+COMPILER_VERSION = _RELEASE.version("neuronx-cc")  # neuronxcc.__version__, local label included
+TNX_VERSION = _RELEASE.version("transformers-neuronx")
+LMI_IMAGE = str(_RELEASE.image)  # serving/docker/README.md at afece25d
 ENTRY_POINT = "djl_python.transformers_neuronx"
 # The image's `ENV NEURON_CC_FLAGS` (pytorch-inf2.Dockerfile at afece25d): LMI's load compiles — and looks
 # cache entries up, whose names carry the flags' hash — with these, so our compile uses exactly them.

@@ -53,25 +53,25 @@ from neuronforge.profiles.base import (
 )
 from neuronforge.profiles.line_lifecycles import OPTIMUM_NEURON
 from neuronforge.profiles.optimum_registry import OptimumRegistry
+from neuronforge.profiles.release_table import profile_releases
 from neuronforge.spec.target import TORCH_DTYPE_NAMES
 
 if TYPE_CHECKING:
     from neuronforge.spec.target import TargetSpec
 
-SDK_RELEASE = "2.26.1"
-OPTIMUM_NEURON_VERSION = "0.4.5"
-COMPILER_VERSION = "2.21.33363.0+82129205"  # neuronx-cc of SDK 2.26.1 as `neuronxcc.__version__` reports it
+# The one registered release of the line (the release table: neuronforge/profiles/releases/).
+(_RELEASE,) = profile_releases("optimum-neuron")
+SDK_RELEASE = _RELEASE.sdk
+OPTIMUM_NEURON_VERSION = _RELEASE.version("optimum-neuron")
+COMPILER_VERSION = _RELEASE.version("neuronx-cc")  # as `neuronxcc.__version__` reports it (local label included)
 # The Python of the SDK 2.26.1 deep-learning container, which has the SDK (docker/neuron-sdk/images.json).
 DLC_PYTHON = "/opt/conda/bin/python"
 # What `pip install "optimum-neuron[neuronx]==0.4.5"` pins (its wheel's Requires-Dist, extra `neuronx`),
-# and `[vllm]` for `optimum-cli neuron serve`. The loader checks only the two versions above; these
-# are what the serving host installs, so the launch files name them.
+# and `[vllm]` for `optimum-cli neuron serve`, at the release's versions. The loader checks only the two
+# versions above; these are what the serving host installs, so the launch files name them.
 SDK_PACKAGES = {
-    "neuronx-cc": "2.21.33363.0",
-    "torch-neuronx": "2.8.0.2.10.16998",
-    "neuronx-distributed": "0.15.22404",
-    "libneuronxla": "2.2.12677.0",
-    "vllm": "0.11.0",
+    name: _RELEASE.packages[name].version
+    for name in ("neuronx-cc", "torch-neuronx", "neuronx-distributed", "libneuronxla", "vllm")
 }
 # optimum-neuron 0.4.5's wheel: `Requires-Dist: transformers~=4.57.1` (METADATA; setup.py INSTALL_REQUIRES).
 # A registry entry's folder is a digest over the config as that transformers serialises it.
@@ -83,7 +83,7 @@ RULE_LOAD = f"{_SRC} optimum/neuron/models/inference/backend/pretrained_model.py
 RULE_WEIGHTS = f"{_SRC} optimum/neuron/models/inference/backend/pretrained_model.py NxDPreTrainedModel.load_weights"
 RULE_SERVE = f"{_SRC} optimum/commands/neuron/serve.py ServeCommand.run"
 RULE_MODELS = f"{_SRC} optimum/neuron/models/inference/auto_models.py"
-RULE_TOKENIZER = "vllm 0.11.0: the tokenizer is loaded from --model when --tokenizer is not given"
+RULE_TOKENIZER = f"vllm {SDK_PACKAGES['vllm']}: the tokenizer is loaded from --model when --tokenizer is not given"
 
 NEURON_CONFIG = "neuron_config.json"  # configuration_utils.NEURON_CONFIG_NAME
 MODEL_FILE = "model.pt"  # NxDPreTrainedModel.COMPILED_MODEL_FILE_NAME
@@ -96,7 +96,9 @@ MANDATORY_KEYS = ("optimum_neuron_version", "_serialized_key", "neuronxcc_versio
 
 class OptimumNeuronProfile(ServingProfile):
     name = "optimum-neuron"
-    title = "optimum-neuron 0.4.5: NeuronModelForCausalLM.from_pretrained / optimum-cli neuron serve"
+    title = (
+        f"optimum-neuron {OPTIMUM_NEURON_VERSION}: NeuronModelForCausalLM.from_pretrained / optimum-cli neuron serve"
+    )
     pins = Pins(
         sdk_release=SDK_RELEASE, compiler_version=COMPILER_VERSION, packages={"optimum-neuron": OPTIMUM_NEURON_VERSION}
     )

@@ -222,6 +222,16 @@ def lifecycle_warning(profile: ServingProfile, family: str) -> str | None:
     if now is None or (now.status not in (Status.FROZEN, Status.END_OF_SUPPORT) and ending is None):
         return None
     parts = []
+    mine = fam.phase(profile.version)
+    if mine is not None and mine.disputed_serving:
+        others = "; ".join(f"{d.note} [{d.source.url}]" for d in mine.disputed)
+        quote = f'"{mine.source.quote}" ' if mine.source.quote else ""
+        best = newest(versions_of(lc.line), family)
+        parts.append(
+            f"AWS's statements disagree on whether {lc.line}@{profile.version} serves {family}: {quote}"
+            f"[{mine.source.url}] against: {others}; allowed with this warning, recommended: "
+            f"{best.ref if best else lc.line}"
+        )
     if now.status in (Status.FROZEN, Status.END_OF_SUPPORT):
         last = f" (its last release for {family}: SDK {fam.last_release})" if fam.last_release else ""
         parts.append(f"{lc.line} is {now.status.value} for {family} from SDK {now.since}{last} [{now.source.url}]")

@@ -59,6 +59,7 @@ from neuronforge.profiles.base import (
     version_matches,
 )
 from neuronforge.profiles.line_lifecycles import VLLM_NEURON_NATIVE
+from neuronforge.profiles.release_table import ProfileRelease, profile_releases
 from neuronforge.spec.target import TORCH_DTYPE_NAMES, Quantization
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ class Release:
     sdk: str
     vllm: str
     vllm_neuron: str
-    libtorch_neuronx_lite: str | None  # None: the label is not published; any local label matches
+    libtorch_neuronx_lite: str | None  # None: its version in this release is not published
     compiler: str
     nki: str
     route: str  # the compilation route the release uses by default: "xla" (HLO) or "native" (StableHLO)
@@ -166,55 +167,83 @@ REGISTRY_0_24_SOURCE = "vllm_neuron/model/registry.py at release-0.24.0.1.1.0 (f
 PLUGIN_0_29_REGISTRY = PLUGIN_0_24_REGISTRY
 REGISTRY_0_29_SOURCE = "vllm_neuron/model/registry.py at vllm-project/vllm-neuron@5528be7a (the 0.29 tag unread)"
 
-# SDK 2.32.0 (2026-08-17). Release content: vllm_neuron-0.24.0.1.1.0+e8242a9-py3-none-any.whl for
-# Trn2/Trn3, neuronx-cc-2.27.5334.0, nki-0.6.0 (awsdocs-neuron v2.32.0 release-notes/releasecontent);
-# the labels as the vLLM DLC pins them (aws-neuron/deep-learning-containers
-# docker/vllm/inference/0.24.0.1.1.0/Dockerfile.neuronx, as quoted by its users):
-# neuronx-cc==2.27.5334.0+f702b353, nki==0.6.0+31049202112.g85070674,
-# libtorch-neuronx-lite==2.11.0.1.0.1284+f49d8626; vLLM 0.24.0.
-SDK_2_32 = Release(
-    sdk="2.32.0",
-    vllm="0.24.0",
-    vllm_neuron="0.24.0.1.1.0+e8242a9",
-    libtorch_neuronx_lite="2.11.0.1.0.1284+f49d8626",
-    compiler="2.27.5334.0+f702b353",
-    nki="0.6.0+31049202112.g85070674",
-    route="xla",
-    image="public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:0.24.0.1.1.0-neuronx-sdk2.32.0",
-    source="awsdocs-neuron v2.32.0 releasecontent; DLC docker/vllm/inference/0.24.0.1.1.0/Dockerfile.neuronx",
-    architectures=PLUGIN_0_24_REGISTRY,
-    registry_source=REGISTRY_0_24_SOURCE,
-    layout_verified=(
-        "CODE: the in-plugin cache (Infinity-AI-Institute/vllm-neuron@7f4cca75 vllm_neuron/compile/cache.py "
-        "_is_cache_complete, get_neff_filename; XLA route: graph.hlo); THIRD PARTY on SDK 2.32: foxl-ai/kiln@a04d1fab "
-        "kiln/compile_cache.py syncs LNL 2.11.0.1.0.1284's entries as one <key>/ folder per graph, complete with "
-        ".compilation_complete"
-    ),
+
+@dataclass(frozen=True)
+class PluginBehaviour:
+    """What differs between plugin versions and is not a fact of the release table: the compilation
+    route, the model registry and the evidence that the route writes the cache layout synced here."""
+
+    route: str
+    architectures: Mapping[str, str]
+    registry_source: str
+    layout_verified: str | None
+    layout_unverified: str = ""
+    cache_env: str = "NEURON_LIBTORCH_"
+
+
+# By the plugin's version series (`0.24` for 0.24.0.1.1.0). A release of a series listed here is one
+# data file (neuronforge/profiles/releases/); a new series is new behaviour: an entry here, and a fake
+# of it (tests/fakes) when what it does observably differs.
+BEHAVIOUR: Mapping[str, PluginBehaviour] = MappingProxyType(
+    {
+        "0.24": PluginBehaviour(
+            route="xla",
+            architectures=PLUGIN_0_24_REGISTRY,
+            registry_source=REGISTRY_0_24_SOURCE,
+            layout_verified=(
+                "CODE: the in-plugin cache (Infinity-AI-Institute/vllm-neuron@7f4cca75 vllm_neuron/compile/cache.py "
+                "_is_cache_complete, get_neff_filename; XLA route: graph.hlo); THIRD PARTY on SDK 2.32: "
+                "foxl-ai/kiln@a04d1fab kiln/compile_cache.py syncs LNL 2.11.0.1.0.1284's entries as one <key>/ "
+                "folder per graph, complete with .compilation_complete"
+            ),
+        ),
+        # The native route (FX -> StableHLO) is the default from 0.29 (SDK 2.33).
+        "0.29": PluginBehaviour(
+            route="native",
+            architectures=PLUGIN_0_29_REGISTRY,
+            registry_source=REGISTRY_0_29_SOURCE,
+            layout_verified=None,
+            layout_unverified=(
+                "SDK 2.33's default native route (FX -> AOTAutograd -> torch-mlir -> StableHLO -> neuronx-cc, "
+                "how_vllm_is_integrated_with_torchneuron.html) is not shown by any code or document read to write "
+                "compile_cache/<key>/graph.hlo + graph_<key>.neff"
+            ),
+        ),
+    }
 )
-# SDK 2.33.0 (2026-10-19): vLLM Neuron 0.29.0.1.2.0, neuronx-cc 2.28.7631.0, NKI 0.7.0 (awsdocs-neuron
-# v2.33.0 release-notes/components/index and releasecontent). The native route (FX -> StableHLO) is
-# the default. No public source gives these wheels' local labels or the libtorch-neuronx-lite
-# version yet: the pins are the public versions, which any local label satisfies (PEP 440 `==`);
-# the manifest records the full versions the worker reported.
-SDK_2_33 = Release(
-    sdk="2.33.0",
-    vllm="0.29.0",
-    vllm_neuron="0.29.0.1.2.0",
-    libtorch_neuronx_lite=None,
-    compiler="2.28.7631.0",
-    nki="0.7.0",
-    route="native",
-    image="public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:0.29.0.1.2.0-neuronx-sdk2.33.0",
-    source="awsdocs-neuron v2.33.0 release-notes/components/index, releasecontent",
-    architectures=PLUGIN_0_29_REGISTRY,
-    registry_source=REGISTRY_0_29_SOURCE,
-    layout_verified=None,
-    layout_unverified=(
-        "SDK 2.33's default native route (FX -> AOTAutograd -> torch-mlir -> StableHLO -> neuronx-cc, "
-        "how_vllm_is_integrated_with_torchneuron.html) is not shown by any code or document read to write "
-        "compile_cache/<key>/graph.hlo + graph_<key>.neff"
-    ),
-)
+
+
+def release_of(r: ProfileRelease) -> Release:
+    """A registered release of the line: its pins from the release table (versions with the local
+    labels the table gives; a package it does not pin, None), its behaviour by plugin version."""
+    plugin = r.packages["vllm-neuron"].version
+    key = ".".join(plugin.split(".")[:2])
+    if key not in BEHAVIOUR:
+        raise InvalidInput(
+            f"vllm-neuron-native@{r.sdk}: vLLM Neuron {plugin} has no known behaviour (BEHAVIOUR in "
+            f"neuronforge/profiles/vllm_native.py knows {', '.join(BEHAVIOUR)})"
+        )
+    b = BEHAVIOUR[key]
+    lite = r.packages.get("libtorch-neuronx-lite")
+    return Release(
+        sdk=r.sdk,
+        vllm=r.version("vllm"),
+        vllm_neuron=r.version("vllm-neuron"),
+        libtorch_neuronx_lite=lite.full if lite else None,
+        compiler=r.version("neuronx-cc"),
+        nki=r.version("nki"),
+        route=b.route,
+        image=r.image or "",
+        source=r.source.cite(),
+        architectures=b.architectures,
+        registry_source=b.registry_source,
+        layout_verified=b.layout_verified,
+        layout_unverified=b.layout_unverified,
+        cache_env=b.cache_env,
+    )
+
+
+RELEASES = tuple(release_of(r) for r in profile_releases("vllm-neuron-native"))
 
 
 @dataclass(frozen=True)
@@ -806,4 +835,4 @@ SAME_ROOT = 'export NEURON_LIBTORCH_CACHE_ROOT="$VLLM_CACHE_ROOT"\n'
 SYNC_SH = launch_script.render("vllm-native-sync.sh", MANIFEST=layout.ARTIFACT_MANIFEST)
 
 
-PROFILES = (VllmNativeProfile(SDK_2_32), VllmNativeProfile(SDK_2_33))
+PROFILES = tuple(VllmNativeProfile(r) for r in RELEASES)

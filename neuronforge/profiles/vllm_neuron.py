@@ -1,7 +1,6 @@
 """Profile `vllm-neuron`: vLLM on NxD Inference (the "classic" vLLM line), one version per SDK release
-(`Release`): 2.26.1 (vllm-neuron 0.2.0, vLLM 0.11.0, NxD Inference 0.6.10598; inf2, trn1, trn1n, trn2),
-2.28.0 (vllm-neuron 0.4.1, vLLM 0.13.0, NxD Inference 0.8.16251: the last release for inf2/trn1) and
-2.31.1 (vllm-neuron 0.5.3, vLLM 0.16.0, NxD Inference 0.10.18399: the last NxD Inference release; trn2).
+the release table registers for the line (`Release`: its pins read from
+`neuronforge/profiles/releases/<release>.toml`, its loader behaviour from `BEHAVIOUR` by plugin version).
 
 How the consumer loads what we publish (vllm-project/vllm-neuron tag 0.2.0, commit a9671254, the head
 of branch release-0.2.x; `vllm_neuron/worker/neuronx_distributed_model_loader.py`):
@@ -23,7 +22,7 @@ which vLLM reads from the `vllm serve` model folder; one folder is both `--model
 `NEURON_COMPILED_ARTIFACTS`. It is no optimum-neuron export and is never published as one.
 
 What the later plugins changed in that path (fork-observed: the upstream tags after 0.2.0 are not
-readable here; see `SDK_2_28_0`): the launch -> NeuronConfig function is the same except that
+readable here; see `BEHAVIOUR`): the launch -> NeuronConfig function is the same except that
 vllm-neuron 0.4.x/0.5.x read `--additional-config '{"max_prompt_length": N}'` into
 max_context_length (`Release.reads_max_prompt_length`), so a prompt shorter than the sequence is
 servable there and not on 2.26.1.
@@ -38,10 +37,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from math import ceil
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from neuronforge.artifacts import launch_script
 from neuronforge.artifacts.launch_script import Shell
+from neuronforge.common.errors import InvalidInput
 from neuronforge.compilation.backends.child import TOKENIZER_FILES
 from neuronforge.compilation.backends.nxdi import (
     BACKEND,
@@ -65,6 +66,7 @@ from neuronforge.profiles.base import (
     tokenizer_problems,
 )
 from neuronforge.profiles.line_lifecycles import VLLM_NEURON
+from neuronforge.profiles.release_table import ProfileRelease, profile_releases
 from neuronforge.spec.target import TORCH_DTYPE_NAMES
 
 if TYPE_CHECKING:
@@ -182,105 +184,132 @@ MISTRAL_CLASS = (
     "(models/mistral/modeling_mistral.py), the nxdi backend compiles Mistral with NeuronLlamaForCausalLM"
 )
 
-# SDK 2.26.1's Python packages (its update script, released 2025-10-29): neuronx-cc==2.21.33363.0
-# (a wheel whose local label makes neuronxcc.__version__ "2.21.33363.0+82129205"),
-# neuronx-distributed-inference==0.6.10598, neuronx-distributed==0.15.22404,
-# torch-neuronx==2.8.0.2.10.16998, libneuronxla==2.2.12677.0. The serving host's plugin: vllm-neuron
-# 0.2.0 (README: "AWS Neuron SDK 2.26.1", Inf2/Trn1/Trn1n/Trn2; not on PyPI — installed from its git
-# tag) and the vLLM it pins (requirements/core.txt: vllm==0.11.0). No DLC ships it (SDK 2.26.1's vLLM
-# DLC holds the vLLM 0.9.1 fork).
-SDK_2_26_1 = Release(
-    sdk="2.26.1",
-    compiler="2.21.33363.0+82129205",
-    nxdi="0.6.10598",
-    nxd="0.15.22404",
-    torch_neuronx="2.8.0.2.10.16998",
-    transformers="4.51.*",
-    vllm_neuron="0.2.0",
-    vllm="0.11.0",
-    families=frozenset({"inf2", "trn1", "trn1n", "trn2"}),  # vllm-neuron 0.2.0 README
-    model_types=NXDI_0_6_TYPES,
-    served_types=NXDI_0_6_TYPES,
-    plugin_source="vllm-project/vllm-neuron 0.2.0 (a9671254)",
-    nxdi_source="aws-neuron/neuronx-distributed-inference v0.6.10598 (e07f0567)",
-    nxdi_types="NxD Inference 0.6.10598",
-    source="SDK 2.26.1 update script (2025-10-29); vllm-project/vllm-neuron 0.2.0 requirements/core.txt",
-    install="git+https://gh.072103.xyz/vllm-project/vllm-neuron.git@0.2.0",
-    image=None,
-    prefix_caching_batch1_broken=True,
+
+@dataclass(frozen=True)
+class PluginBehaviour:
+    """What differs between releases of the line and is not a fact of the release table: the model
+    types NxD Inference's loader maps, the loader behaviour of the plugin, and where each was read."""
+
+    transformers: str  # NxD Inference's setup.py install_requires
+    model_types: frozenset[str]
+    served_types: frozenset[str]
+    plugin_source: str
+    nxdi_source: str
+    nxdi_types: str
+    install: str
+    reads_max_prompt_length: bool = False
+    prefix_caching_batch1_broken: bool = False
+
+
+# By the plugin's version (the release table's `vllm-neuron` package of the release). A release of a
+# plugin listed here is one data file (neuronforge/profiles/releases/); a new plugin is new behaviour.
+BEHAVIOUR: Mapping[str, PluginBehaviour] = MappingProxyType(
+    {
+        # vllm-neuron 0.2.0 (README: "AWS Neuron SDK 2.26.1", Inf2/Trn1/Trn1n/Trn2; not on PyPI —
+        # installed from its git tag) and the vLLM it pins (requirements/core.txt: vllm==0.11.0).
+        "0.2.0": PluginBehaviour(
+            transformers="4.51.*",
+            model_types=NXDI_0_6_TYPES,
+            served_types=NXDI_0_6_TYPES,
+            plugin_source="vllm-project/vllm-neuron 0.2.0 (a9671254)",
+            nxdi_source="aws-neuron/neuronx-distributed-inference v0.6.10598 (e07f0567)",
+            nxdi_types="NxD Inference 0.6.10598",
+            install="git+https://gh.072103.xyz/vllm-project/vllm-neuron.git@0.2.0",
+            prefix_caching_batch1_broken=True,
+        ),
+        # Plugin 0.4.1 pinned to vLLM 0.13.0 and PyTorch 2.9 (the 2.28 vLLM user guide's Versioning
+        # table). transformers: NxD Inference cd3abf30 setup.py "transformers==4.57.*". Loader: the
+        # upstream release-0.4.1 branch is not readable here; FORK-OBSERVED at
+        # Infinity-AI-Institute/vllm-neuron @139ffe57 (the vLLM 0.13.0 line): `_get_default_neuron_config`
+        # as in 0.2.0 (vLLM attribute names only), max_prompt_length read into max_context_length, the
+        # Pixtral / multi-LoRA refusals of 0.2.0 gone, README Known Issues without 0.2.0's "prefix
+        # caching with batch size 1" entry.
+        "0.4.1": PluginBehaviour(
+            transformers="4.57.*",
+            model_types=NXDI_0_8_TYPES,
+            served_types=NXDI_0_8_TYPES,
+            plugin_source=(
+                "vllm-neuron 0.4.1 (branch release-0.4.1; fork-observed at Infinity-AI-Institute/vllm-neuron@139ffe57)"
+            ),
+            nxdi_source="aws-neuron/neuronx-distributed-inference 0.8 (cd3abf30)",
+            nxdi_types="NxD Inference 0.8 (cd3abf30)",
+            install="the DLC's /opt/vllm (git clone -b release-0.4.1 vllm-project/vllm-neuron, pip install -e)",
+            reads_max_prompt_length=True,
+        ),
+        # transformers "== 4.57.*" (releasecontent v2.31.1). MODEL_TYPES: the last readable source (NxD
+        # Inference 0.9, ef2731ef), minus mistral (MISTRAL_CLASS). Loader: FORK-OBSERVED at
+        # exa-labs/vllm-neuron @1df2cde3 (the vLLM 0.16.0 line): as 0.4.x.
+        "0.5.3": PluginBehaviour(
+            transformers="4.57.*",
+            model_types=NXDI_0_9_TYPES,
+            served_types=NXDI_0_9_TYPES - {"mistral"},
+            plugin_source="vllm-neuron 0.5.3 (branch release-0.5.3; fork-observed at exa-labs/vllm-neuron@1df2cde3)",
+            nxdi_source="aws-neuron/neuronx-distributed-inference 0.9 (ef2731ef; 0.10.18399's source is unpublished)",
+            nxdi_types="NxD Inference 0.9 (ef2731ef; 0.10's source is unpublished)",
+            install="the DLC's /opt/vllm (git clone -b release-0.5.3 vllm-project/vllm-neuron, pip install)",
+            reads_max_prompt_length=True,
+        ),
+    }
 )
-# SDK 2.28.0 (2026-02-26), the last release of the line for inf2/trn1 (see SDK_2_31_1). The pins with
-# their local labels are the vLLM DLC's: aws-neuron/deep-learning-containers tag 2.28.0 (66765488),
-# vllm/inference/0.13.0/Dockerfile.neuronx ARGs NEURONX_CC_VERSION=2.23.6484.0+3b612583,
-# NEURONX_FRAMEWORK_VERSION=2.9.0.2.12.22436+0f1dac25, NEURONX_DISTRIBUTED_VERSION=0.17.26814+4b18de63,
-# NEURONX_DISTRIBUTED_INFERENCE_VERSION=0.8.16251+f3ca5575, GITHUB_REPO_BRANCH=release-0.4.1 (cloned
-# to /opt/vllm and pip-installed there); python 3.12 in /opt/conda. Plugin 0.4.1 pinned to vLLM 0.13.0
-# and PyTorch 2.9 (aws-neuron-sdk release-notes/components/nxd-inference.rst, "NxD Inference [0.8.16251]
-# + vLLM Neuron Plugin" 2.28.0 section; the 2.28 vLLM user guide's Versioning table). transformers:
-# NxD Inference cd3abf30 setup.py "transformers==4.57.*". Loader: the upstream release-0.4.1 branch is
-# not readable here; FORK-OBSERVED at Infinity-AI-Institute/vllm-neuron @139ffe57 (the vLLM 0.13.0
-# line): `_get_default_neuron_config` as in 0.2.0 (vLLM attribute names only), max_prompt_length
-# read into max_context_length, the Pixtral / multi-LoRA refusals of 0.2.0 gone, README Known Issues
-# without 0.2.0's "prefix caching with batch size 1" entry.
-SDK_2_28_0 = Release(
-    sdk="2.28.0",
-    compiler="2.23.6484.0+3b612583",
-    nxdi="0.8.16251+f3ca5575",
-    nxd="0.17.26814+4b18de63",
-    torch_neuronx="2.9.0.2.12.22436+0f1dac25",
-    transformers="4.57.*",
-    vllm_neuron="0.4.1",
-    vllm="0.13.0",
-    families=frozenset({"inf2", "trn1", "trn1n", "trn2"}),  # NxD Inference 0.8 serves Inf2/Trn1/Trn2 (2.28 docs)
-    model_types=NXDI_0_8_TYPES,
-    served_types=NXDI_0_8_TYPES,
-    plugin_source=(
-        "vllm-neuron 0.4.1 (branch release-0.4.1; fork-observed at Infinity-AI-Institute/vllm-neuron@139ffe57)"
-    ),
-    nxdi_source="aws-neuron/neuronx-distributed-inference 0.8 (cd3abf30)",
-    nxdi_types="NxD Inference 0.8 (cd3abf30)",
-    source="aws-neuron/deep-learning-containers 2.28.0 (66765488) vllm/inference/0.13.0/Dockerfile.neuronx",
-    install="the DLC's /opt/vllm (git clone -b release-0.4.1 vllm-project/vllm-neuron, pip install -e)",
-    image="public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:0.13.0-neuronx-py312-sdk2.28.0-ubuntu24.04",
-    reads_max_prompt_length=True,
-)
-# SDK 2.31.1 (its vLLM DLC tagged 2026-08-12; the release notes read give no date), the last NxD Inference release ("NxD
-# Inference 0.10.18399 and NxD Core 0.19.28492 (in Neuron SDK 2.31.0) will continue to be supported ... No new releases
-# are planned": aws-neuron-sdk announce-nxdi-maintenance-support-2-31.rst). Pins: deep-learning-containers tag 2.31.1
-# (8d2d8380) vllm/inference/0.16.0/Dockerfile.neuronx: NEURONX_CC_VERSION=2.26.6360.0+6f180f47,
-# NEURONX_FRAMEWORK_VERSION=2.9.0.2.15.32035+de43f57c, NEURONX_DISTRIBUTED_VERSION=0.19.28492+435aae2b,
-# NEURONX_DISTRIBUTED_INFERENCE_VERSION=0.10.18399+ed62453e, GITHUB_REPO_BRANCH=release-0.5.3 (vLLM 0.16.0: the DLC
-# folder, and releasecontent "Neuron currently supports vLLM version 0.16.0"); transformers "== 4.57.*" (releasecontent
-# v2.31.1). Trn2 only: NxD Inference 2.29.0 release notes. MODEL_TYPES: the last readable source (NxD Inference 0.9,
-# ef2731ef), minus mistral (MISTRAL_CLASS). Loader: FORK-OBSERVED at exa-labs/vllm-neuron @1df2cde3 (the vLLM 0.16.0
-# line): as 0.4.x.
-SDK_2_31_1 = Release(
-    sdk="2.31.1",
-    compiler="2.26.6360.0+6f180f47",
-    nxdi="0.10.18399+ed62453e",
-    nxd="0.19.28492+435aae2b",
-    torch_neuronx="2.9.0.2.15.32035+de43f57c",
-    transformers="4.57.*",
-    vllm_neuron="0.5.3",
-    vllm="0.16.0",
-    families=frozenset({"trn2"}),
-    model_types=NXDI_0_9_TYPES,
-    served_types=NXDI_0_9_TYPES - {"mistral"},
-    plugin_source="vllm-neuron 0.5.3 (branch release-0.5.3; fork-observed at exa-labs/vllm-neuron@1df2cde3)",
-    nxdi_source="aws-neuron/neuronx-distributed-inference 0.9 (ef2731ef; 0.10.18399's source is unpublished)",
-    nxdi_types="NxD Inference 0.9 (ef2731ef; 0.10's source is unpublished)",
-    source="aws-neuron/deep-learning-containers 2.31.1 (8d2d8380) vllm/inference/0.16.0/Dockerfile.neuronx",
-    install="the DLC's /opt/vllm (git clone -b release-0.5.3 vllm-project/vllm-neuron, pip install)",
-    image="public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:0.16.0-neuronx-py312-sdk2.31.1-ubuntu24.04",
-    reads_max_prompt_length=True,
-    families_rule=(
-        '"NxD Inference models are now only supported on Trn2 and newer hardware. Customers who require '
-        'NxD Inference kernel support on Trn1 or Inf2 instances should pin to release 2.28." (aws-neuron-sdk '
-        "release-notes/components/nxd-inference.rst, NxD Inference 0.9.17334, Neuron 2.29.0)"
-    ),
-    families_release="2.28.0",
-)
-RELEASES = (SDK_2_26_1, SDK_2_28_0, SDK_2_31_1)
+# The families neuronforge's nxdi backend plans for: the line also serves trn3 from 2.27 (release
+# table), which no target here is planned on.
+PLANNED_FAMILIES = frozenset({"inf2", "trn1", "trn1n", "trn2"})
+
+
+def release_of(r: ProfileRelease, older: tuple[Release, ...] = ()) -> Release:
+    """A registered release of the line: its pins from the release table, its behaviour by plugin
+    version, and — for the families an older release served and this one does not — the rule (the
+    status's source, verbatim) and the newest older release to use for them."""
+    plugin = r.packages["vllm-neuron"].version
+    if plugin not in BEHAVIOUR:
+        raise InvalidInput(
+            f"vllm-neuron@{r.sdk}: vllm-neuron {plugin} has no known behaviour (BEHAVIOUR in "
+            f"neuronforge/profiles/vllm_neuron.py knows {', '.join(BEHAVIOUR)})"
+        )
+    b = BEHAVIOUR[plugin]
+    families = r.families & PLANNED_FAMILIES
+    dropped = [o for o in older if o.families - families]
+    rule = None
+    if dropped:
+        family = sorted(dropped[-1].families - families)[0]
+        phase = VLLM_NEURON.phase(family, r.sdk)
+        if phase is not None:
+            rule = f'"{phase.source.quote}" ({phase.source.title})' if phase.source.quote else phase.source.cite()
+    return Release(
+        sdk=r.sdk,
+        compiler=r.version("neuronx-cc"),
+        nxdi=r.version("neuronx-distributed-inference"),
+        nxd=r.version("neuronx-distributed"),
+        torch_neuronx=r.version("torch-neuronx"),
+        transformers=b.transformers,
+        vllm_neuron=r.version("vllm-neuron"),
+        vllm=r.version("vllm"),
+        families=families,
+        model_types=b.model_types,
+        served_types=b.served_types,
+        plugin_source=b.plugin_source,
+        nxdi_source=b.nxdi_source,
+        nxdi_types=b.nxdi_types,
+        source=r.source.cite(),
+        install=b.install,
+        image=r.image,
+        reads_max_prompt_length=b.reads_max_prompt_length,
+        prefix_caching_batch1_broken=b.prefix_caching_batch1_broken,
+        families_rule=rule,
+        families_release=dropped[-1].sdk if rule else None,
+    )
+
+
+def _releases() -> tuple[Release, ...]:
+    out: list[Release] = []
+    for r in profile_releases("vllm-neuron"):
+        out.append(release_of(r, tuple(out)))
+    return tuple(out)
+
+
+RELEASES = _releases()
+# vllm-neuron@2.26.1, @2.28.0, @2.31.1 by the names tests that build on their fakes import.
+SDK_2_26_1, SDK_2_28_0, SDK_2_31_1 = (next(r for r in RELEASES if r.sdk == v) for v in ("2.26.1", "2.28.0", "2.31.1"))
 # The Python of the SDK images, which has the SDK (docker/neuron-sdk/images.json): Miniforge in /opt/conda.
 DLC_PYTHON = "/opt/conda/bin/python"
 
@@ -589,8 +618,13 @@ class VllmNeuronProfile(ServingProfile):
         quantization limits. A family an older release of the line still serves is refused naming it."""
         r = self.release
         out = super().problems(target, model_type)
-        if out and r.families_rule and target.instance.family not in self.instance_families:
-            out[0] += f": {r.families_rule}; use profile {self.name}@{r.families_release}"
+        family = target.instance.family
+        if out and r.families_rule and family not in self.instance_families:
+            phase = VLLM_NEURON.phase(family, r.sdk)
+            if phase is not None and phase.disputed_serving:
+                out.pop(0)  # AWS's statements disagree: the user's choice, with the planner's warning
+            else:
+                out[0] += f": {r.families_rule}; use profile {self.name}@{r.families_release}"
         t = target.normalized()
         if t.max_context_length != t.sequence_length and not r.reads_max_prompt_length:
             out.append(
@@ -947,6 +981,6 @@ def _model_type_of(architecture: str) -> str | None:
     return "qwen3_moe" if model == "qwen3moe" else model
 
 
-PROFILES = (VllmNeuronProfile(SDK_2_26_1), VllmNeuronProfile(SDK_2_28_0), VllmNeuronProfile(SDK_2_31_1))
+PROFILES = tuple(VllmNeuronProfile(r) for r in RELEASES)
 # vllm-neuron@2.26.1, by the name the tests that build on the SDK 2.26.1 fake (and subclass it) import.
 PROFILE = PROFILES[0]

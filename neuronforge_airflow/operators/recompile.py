@@ -231,17 +231,38 @@ def _queue_reports(ti: Any, profiles: list[ServingProfile]) -> dict[str, Any]:
     return out
 
 
+@task
+def sync_releases(params: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """Beside the worker check, before deciding: the release feed's sync from the store's mirror of
+    AWS's release manifest (`release_feed.sync_mirror`; none mirrored: nothing), so the report names
+    every release proposed and waiting for review. It never fails the run: a failing sync is reported."""
+    from neuronforge.farm import release_feed
+    from neuronforge.stores import open_store
+
+    params = params or get_current_context()["params"]
+    try:
+        feed = release_feed.sync_mirror(open_store(settings.store_uri(params.get("store"))))
+    except Exception as exc:  # a store that cannot be read, or anything else: said, never the run's failure
+        log.warning("release feed: the sync failed: %s", exc)
+        return {"manifest": "", "proposed": [], "problem": f"the sync failed: {exc}"}
+    for line in (feed or {}).get("synced", []) + (feed or {}).get("proposed", []):
+        log.info("release feed: %s", line)
+    if feed and feed["problem"]:
+        log.warning("release feed: %s", feed["problem"])
+    return feed
+
+
 @task(trigger_rule="all_done")
-def find_stale(params: dict[str, Any] | None = None) -> dict[str, Any]:
+def find_stale(params: dict[str, Any] | None = None, feed: dict[str, Any] | None = None) -> dict[str, Any]:
     """Validate the catalog (a bad catalog schedules nothing), then every entry × target's key for
     the profile version it resolves to, under the toolchain the workers of that version's queue
     reported, and whether it is published. Runs even when a Neuron queue's watch did not report
     (no worker, or the scheduler's queued-task timeout): that queue's targets are then reported
     `unavailable` and the others are still kept current."""
     from neuronforge.common.errors import InvalidInput
-    from neuronforge.farm import recompile
     from neuronforge.farm.catalog import check_catalog
-    from neuronforge.spec.toolchain import Toolchain
+    from neuronforge.farm.release_feed import known_releases
+    from neuronforge.profiles.sdk_releases import in_effect
     from neuronforge.stores import open_store
 
     context = get_current_context()
@@ -253,6 +274,18 @@ def find_stale(params: dict[str, Any] | None = None) -> dict[str, Any]:
         log.info("catalog: %s", note)
     if not catalog.ok:
         raise InvalidInput(f"catalog {path} has problems; nothing scheduled:\n" + "\n".join(catalog.problems))
+    store_uri = settings.store_uri(params.get("store"))
+    store = open_store(store_uri)
+    with in_effect(known_releases(store)):  # the table's releases and the store's accepted ones
+        return _find_stale(context, params, path, catalog, store, store_uri, feed)
+
+
+def _find_stale(
+    context: Any, params: dict[str, Any], path: Path, catalog: Any, store: ArtifactStore, store_uri: str, feed: Any
+) -> dict[str, Any]:
+    from neuronforge.farm import recompile
+    from neuronforge.spec.toolchain import Toolchain
+
     release, migrate = aimed_release(params), bool(params.get("migrate"))
     profiles = recompile.profiles_of(catalog, release, migrate)
     reported = _queue_reports(context["ti"], [p for p in profiles if p.queue])
@@ -265,8 +298,6 @@ def find_stale(params: dict[str, Any] | None = None) -> dict[str, Any]:
     for ref, tc in sorted(reported.items()):
         if isinstance(tc, str):
             log.warning("%s: %s; its targets are unavailable", ref, tc)
-    store_uri = settings.store_uri(params.get("store"))
-    store = open_store(store_uri)
     states = recompile.find_stale(catalog, toolchains, store, settings.work_dir(), release, migrate)
     stamp = recompile.stamp_of(context.get("logical_date") or context["dag_run"].run_after)
     runs = [] if params.get("dry_run") else recompile.run_requests(states, store_uri, f"recompile__{stamp}")
@@ -280,10 +311,17 @@ def find_stale(params: dict[str, Any] | None = None) -> dict[str, Any]:
         "catalog": str(path),
         "store_uri": store_uri,
         "toolchains": reported,
-        "sdk": recompile.sdk_release_status(store, recompile.newest_compiler(reported)),
+        "sdk": _with_feed(recompile.sdk_release_status(store, recompile.newest_compiler(reported)), feed),
         "states": [s.to_json() for s in states],
         "runs": runs,
     }
+
+
+def _with_feed(sdk: dict[str, Any] | None, feed: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The report's SDK section with the release feed's sync in it (`recompile.feed_markdown`)."""
+    if feed is None:
+        return sdk
+    return {**(sdk or {"problem": "no release manifest is mirrored in the store"}), "feed": feed}
 
 
 @task

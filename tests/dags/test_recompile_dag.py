@@ -65,7 +65,8 @@ def test_dag_parses_daily_with_the_toolchain_watch_on_neuron_workers(dags) -> No
     # The worker check runs first, on the default queue, and gates the Neuron watches.
     assert tasks["check_workers"].queue == "default" and not tasks["check_workers"].upstream_task_ids
     assert tasks["check_workers"].downstream_task_ids == {*watches, "find_stale"}
-    assert tasks["find_stale"].upstream_task_ids == {*watches, "check_workers"}
+    assert tasks["find_stale"].upstream_task_ids == {*watches, "check_workers", "sync_releases"}
+    assert not tasks["sync_releases"].upstream_task_ids and tasks["sync_releases"].queue == "default"
     assert watch.retries == 0 and watch.execution_timeout.total_seconds() <= 600
     assert [o.name for o in tasks["report"].outlets] == ["neuronforge-recompile-report"]
     assert tasks["report"].trigger_rule == "all_done" and tasks["find_stale"].trigger_rule == "all_done"

@@ -1,4 +1,4 @@
-"""Each serving line's lifecycle per instance family (neuronforge/profiles/line_lifecycles.py), as the
+"""Each serving line's lifecycle per instance family (derived from the release table), as the
 planner, `neuronforge profiles` and the pages read it.
 
 The reconciled facts asserted here, with their sources (the data cites each):
@@ -81,7 +81,8 @@ def test_release_names_and_the_announced_release() -> None:
     soon = announced("2.34.0")
     assert soon is not None and not soon.released
     assert any("neuron-ls" in n for n in soon.notes) and any("NxD Inference" in n for n in soon.notes)
-    assert latest_release().version == "2.33.0"
+    assert latest_release().version == "2.33.1"  # a patch release: known, though no profile pins it
+    assert known_release("2.33").version == "2.33.1" and known_release("2.33.1").neuronx_cc == "2.28.7631.0"
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from neuronforge.artifacts.published import verify_files
+from neuronforge.profiles import registry
 from neuronforge.profiles.base import Artifact, LaunchContext, read_env_file
 from neuronforge.profiles.registry import get_profile, target_problems
 from neuronforge.profiles.vllm_neuron import (
@@ -127,14 +128,21 @@ def test_the_fake_nxdi_keeps_the_fields_its_release_added(tmp_path: Path) -> Non
 
 # -- families: 2.31.1 serves trn2 only -----------------------------------------------------------------------
 @pytest.mark.parametrize("instance", ["inf2.xlarge", "trn1.32xlarge"])
-def test_an_inf2_or_trn1_target_on_2_31_1_is_refused_naming_2_28_0(instance: str) -> None:
+def test_an_inf2_or_trn1_target_on_2_31_1_is_the_users_choice_with_the_kernel_note(instance: str) -> None:
+    """AWS's pages disagree on 2.29-2.31 for Inf2/Trn1 (the 2.29.0 NxD Inference notes vs the DLC README
+    and the manifest): the release table records both, so the planner warns instead of refusing, naming
+    the kernel note and recommending 2.28.0 — which a bare profile name still resolves to."""
     t = TargetSpec.parse(
         {"instance_type": instance, "tp_degree": 2, "sequence_length": 64, "profile": "vllm-neuron@2.31.1"}
     )
-    (problem,) = V2311.problems(t, "llama")
-    assert problem.startswith(f"profile vllm-neuron@2.31.1 serves trn2 instances, not {instance}: ")
-    assert "NxD Inference models are now only supported on Trn2 and newer hardware" in problem
-    assert problem.endswith("use profile vllm-neuron@2.28.0")
+    assert V2311.problems(t, "llama") == []
+    family = t.instance.family
+    warning = registry.lifecycle_warning(V2311, family)
+    assert warning is not None and warning.startswith("AWS's statements disagree on whether vllm-neuron@2.31.1")
+    assert "NxD Inference models are now only supported on Trn2 and newer hardware" in warning
+    assert "deep-learning-containers/blob/2.31.1/README.md" in warning and "n2-manifest.json" in warning
+    assert "recommended: vllm-neuron@2.28.0" in warning
+    assert registry.get_profile("vllm-neuron", family).ref == "vllm-neuron@2.28.0"
     assert V2281.problems(t.model_copy(update={"profile": "vllm-neuron@2.28.0"}), "llama") == []
 
 

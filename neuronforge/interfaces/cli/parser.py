@@ -9,13 +9,24 @@ from typing import IO, Any
 
 from neuronforge.common import settings
 from neuronforge.common.secrets import mask_credentials
-from neuronforge.interfaces.cli import build, cache, catalog, environment, leases, recompile, releases, store, sweep
+from neuronforge.interfaces.cli import (
+    build,
+    cache,
+    catalog,
+    environment,
+    leases,
+    recompile,
+    releases,
+    sdk_feed,
+    store,
+    sweep,
+)
 from neuronforge.interfaces.cli.command import Command
 from neuronforge.interfaces.cli.exit_codes import EXIT_CODES
 
 DESCRIPTION = "`neuronforge` command line."  # the first line of `--help`
 # The command groups: each module declares its commands (`COMMANDS`), options and handler together.
-GROUPS = (build, store, releases, catalog, recompile, cache, sweep, environment, leases)
+GROUPS = (build, store, releases, catalog, recompile, sdk_feed, cache, sweep, environment, leases)
 # The order `neuronforge --help` lists the commands in: the order they came in, which the help has always shown.
 HELP_ORDER = (
     "plan",
@@ -43,6 +54,7 @@ HELP_ORDER = (
     "approve",
     "reject",
     "recompile",
+    "releases",
     "lease",
 )
 

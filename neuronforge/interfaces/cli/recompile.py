@@ -37,16 +37,25 @@ def _options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_recompile(args: argparse.Namespace) -> int:
+    from neuronforge.farm.release_feed import known_releases
+    from neuronforge.profiles.sdk_releases import in_effect
+    from neuronforge.stores import open_store
+
+    store = open_store(args.store, must_exist=True)
+    with in_effect(known_releases(store)):  # the table's releases and the store's accepted ones
+        return cmd_recompile_with(args, store)
+
+
+def cmd_recompile_with(args: argparse.Namespace, store: Any) -> int:
+    """`recompile` on `store`, with its releases in effect (`cmd_recompile`)."""
     from neuronforge.farm import recompile, upgrades
     from neuronforge.farm.catalog import check_catalog
     from neuronforge.profiles.sdk_releases import known_release
-    from neuronforge.stores import open_store
 
     release = upgrades.target_release(args.sdk)
     catalog = check_catalog(Path(args.path).expanduser() if args.path else None)
     if not catalog.ok:
         raise InvalidInput(f"catalog {catalog.path} has problems (run `neuronforge catalog check`)")
-    store = open_store(args.store, must_exist=True)
     # For a release the data does not know nothing is checked or built: no toolchain is asked for.
     known = known_release(release) is not None
     profiles = recompile.profiles_of(catalog, release, args.migrate) if known else []
