@@ -63,7 +63,7 @@ class Upgrade:
     current: str = ""  # the newest version of its line it is published for ("" none)
     rebuild_on: str = ""  # `name@version` it is (to be) built on
     status: str = ""  # the line's status for the family at `release` (`lifecycle.Status`)
-    then: str = ""  # what follows that build: "frozen" when no newer release will serve the family
+    then: str = ""  # what follows that build: "frozen" (no newer release serves the family), re-smoke, re-verify
     migration: Migration | None = None
     sources: list[str] = field(default_factory=list)
     sentence: str = ""
@@ -159,6 +159,8 @@ def _decide(spec: TargetSpec, release: str, published_for: list[str], arch: Mode
         else:
             up.action = REBUILD
             up.sentence = f"rebuild on {newest.version}" + (", then frozen" if frozen else "")
+            if not frozen and _newer_unregistered(newest.version, release, phase):
+                _then_by_packages(up, line, newest.version, release)
             if frozen and fam is not None and fam.last_release:
                 up.sentence += f" (the last release of {line} that serves {family})"
         unregistered_last = (
@@ -216,6 +218,18 @@ def _by_packages(up: Upgrade, line: str, built_on: str, release: str) -> None:
         return
     up.action = d.decision
     up.sentence = f"keeps its build on {up.rebuild_on}: {d.sentence()}"
+
+
+def _then_by_packages(up: Upgrade, line: str, built_on: str, release: str) -> None:
+    """After a rebuild on `built_on`, what `release` still asks of that build (`then`)."""
+    after = Upgrade(release=release, action=UNKNOWN, line=line, family=up.family, rebuild_on=up.rebuild_on)
+    _by_packages(after, line, built_on, release)
+    up.base, up.packages, up.changed, up.unverified = after.base, after.packages, after.changed, after.unverified
+    if after.action in (RESMOKE, REVERIFY):
+        up.then = after.action
+        up.sentence += f", then {after.action} at {release} ({'; '.join(after.packages)})"
+    elif after.action == UNKNOWN:
+        up.sentence += f"; {after.sentence}"
 
 
 def _no_release_yet(lifecycle: Lifecycle | None, release: str) -> str:
