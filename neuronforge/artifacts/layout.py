@@ -29,6 +29,7 @@
     channels/<org>/<name>/<profile line>/<channel>/channel.json   a release channel: the pointer to one build
                                                      (+ launch/: files that resolve it at deploy time)
     reviews/<key>.json                               a build's review state (pending, approved, rejected)
+    attestations/<key>.json                          a build proven at newer SDK releases without compiling
 
 Paths are '/'-separated keys relative to the store root; `ArtifactStore.uri(key)` makes them URIs.
 """
@@ -203,6 +204,11 @@ def channel_prefix(source: ModelSource, profile_line: str, channel: str) -> str:
 
 def channel_record(source: ModelSource, profile_line: str, channel: str) -> str:
     return f"{channel_prefix(source, profile_line, channel)}/{CHANNEL_RECORD}"
+
+
+def attestation_entry(key: str) -> str:
+    """A build's attestations at newer SDK releases, beside its manifest (never inside it)."""
+    return f"attestations/{key}.json"
 
 
 def review_entry(key: str) -> str:

@@ -555,6 +555,35 @@ def feed_markdown(feed: dict[str, Any] | None) -> list[str]:
     ]
 
 
+def decision_summary(states: list[TargetState]) -> dict[str, dict[str, Any]]:
+    """What a report leads with: how many catalog targets took each decision (`upgrades.Upgrade.decision`),
+    overall and per line (migration rows are counted by their own status, not here)."""
+    decisions: dict[str, int] = {}
+    lines: dict[str, dict[str, int]] = {}
+    for s in states:
+        if s.migrated_from or not s.upgrade:
+            continue
+        d = s.upgrade.get("decision") or s.upgrade.get("action", "")
+        decisions[d] = decisions.get(d, 0) + 1
+        per = lines.setdefault(s.upgrade.get("line", ""), {})
+        per[d] = per.get(d, 0) + 1
+    return {"decisions": decisions, "lines": lines}
+
+
+def summary_line(release: str, states: list[TargetState]) -> str:
+    """`decision_summary` in one line: `Neuron SDK 2.33.1: 4 target(s): 3 re-verify, 1 rebuild; by line:
+    vllm-neuron-native 3 re-verify; vllm-neuron 1 rebuild`."""
+    summary = decision_summary(states)
+
+    def counted(c: dict[str, int]) -> str:
+        return ", ".join(f"{n} {d}" for d, n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    total = sum(summary["decisions"].values())
+    per_line = "; ".join(f"{line} {counted(c)}" for line, c in summary["lines"].items())
+    decided = counted(summary["decisions"]) or "none"
+    return f"Neuron SDK {release}: {total} target(s): {decided}; by line: {per_line or '-'}"
+
+
 def upgrade_lines(states: list[TargetState]) -> list[str]:
     """One line per catalog target: what the upgrade does with it and why (`upgrades.decide`), then
     its migration row when one was built."""
@@ -571,7 +600,8 @@ def upgrade_markdown(release: str, states: list[TargetState]) -> list[str]:
     lines = upgrade_lines(states)
     if not release or not lines:
         return []
-    return ["", f"## Upgrade to Neuron SDK {release}", "", *[f"- {line}" for line in lines]]
+    head = ["", f"## Upgrade to Neuron SDK {release}", "", summary_line(release, states), ""]
+    return [*head, *[f"- {line}" for line in lines]]
 
 
 def write_report(store: ArtifactStore, report: Report) -> dict[str, str]:

@@ -8,6 +8,12 @@ and the SDK releases neuronforge knows (`neuronforge.profiles.sdk_releases`) are
 versions a target is already published for come from the farm index (`recompile.find_stale`). An
 SDK release the data does not know yet is reported as unknown with what is known of it, never
 guessed at. `neuronforge recompile` and the recompile-on-upgrade DAG both call `decide`.
+
+A target already built on its line's newest registered release, aimed at a newer release its line
+still serves but no profile version is registered for (a patch such as 2.33.1), is decided by what
+changed between the two releases and what the line reads of it (`upgrade_decisions`): `nothing`,
+`re-smoke` or `re-verify` keep the build (its cache key does not change), a change to what the build
+reads is `unknown` until a profile version is registered for the release.
 """
 
 from __future__ import annotations
@@ -16,7 +22,8 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from neuronforge.common.errors import InvalidInput
-from neuronforge.profiles import registry
+from neuronforge.farm import upgrade_decisions
+from neuronforge.profiles import registry, release_table
 from neuronforge.profiles.lifecycle import Lifecycle, Status, release_key, series
 from neuronforge.profiles.sdk_releases import known_release, latest_release
 
@@ -26,6 +33,11 @@ if TYPE_CHECKING:
 
 # What the upgrade does with a target.
 REBUILD, CURRENT, STAY, PINNED, UNSERVED, UNKNOWN = "rebuild", "current", "stay", "pinned", "unserved", "unknown"
+# A build kept at a release its line has no profile version for: by what changed (`upgrade_decisions`).
+NOTHING, RESMOKE, REVERIFY = upgrade_decisions.NOTHING, upgrade_decisions.RESMOKE, upgrade_decisions.REVERIFY
+KEPT = (NOTHING, RESMOKE, REVERIFY)
+# The decision as the report names it (`decision`): the action, in the issue's words.
+DECISION = {CURRENT: NOTHING, STAY: "frozen"}
 
 
 @dataclass
@@ -45,16 +57,22 @@ class Upgrade:
     """One catalog target's decision for SDK `release`."""
 
     release: str
-    action: str  # rebuild | current | stay | pinned | unserved | unknown
+    action: str  # rebuild | current | nothing | re-smoke | re-verify | stay | pinned | unserved | unknown
     line: str
     family: str
     current: str = ""  # the newest version of its line it is published for ("" none)
     rebuild_on: str = ""  # `name@version` it is (to be) built on
     status: str = ""  # the line's status for the family at `release` (`lifecycle.Status`)
-    then: str = ""  # what follows that build: "frozen" when no newer release will serve the family
+    then: str = ""  # what follows that build: "frozen" (no newer release serves the family), re-smoke, re-verify
     migration: Migration | None = None
     sources: list[str] = field(default_factory=list)
     sentence: str = ""
+    # nothing | re-smoke | re-verify | rebuild | migrate | frozen | pinned | unserved | unknown
+    decision: str = ""
+    base: str = ""  # the release the package changes were read from (the build's), "" none compared
+    packages: list[str] = field(default_factory=list)  # the changes that decided it ("name old -> new")
+    changed: dict[str, list[str]] = field(default_factory=dict)  # every change, by the line's role
+    unverified: list[str] = field(default_factory=list)  # the readings the decision rests on that are not facts
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -87,6 +105,14 @@ def decide(
     """The decision for one target (`spec` with its profile as the catalog writes it) at SDK
     `release`, given the versions of its line the target is published for (`name@version`s).
     `arch` (or why there is none, `no_arch`) is for the planner's verdict on a migration."""
+    up = _decide(spec, release, published_for, arch, no_arch)
+    up.decision = DECISION.get(up.action, up.action)
+    if up.migration is not None and up.action in (STAY, UNSERVED):
+        up.decision = "migrate"
+    return up
+
+
+def _decide(spec: TargetSpec, release: str, published_for: list[str], arch: ModelArch | None, no_arch: str) -> Upgrade:
     line, _, pinned_version = spec.profile.partition("@")
     family = spec.instance.family
     lifecycle = registry.lifecycle_of(line)
@@ -120,7 +146,9 @@ def decide(
             phase is not None and phase.status in (Status.FROZEN, Status.END_OF_SUPPORT)
         )
         up.then = "frozen" if frozen else ""
-        if up.current == newest.ref:
+        if up.current == newest.ref and not frozen and _newer_unregistered(newest.version, release, phase):
+            _by_packages(up, line, newest.version, release)
+        elif up.current == newest.ref:
             up.action = STAY if frozen else CURRENT
             up.sentence = (
                 f"stays on {newest.version}: {line} is frozen for {family} (no release after "
@@ -131,6 +159,8 @@ def decide(
         else:
             up.action = REBUILD
             up.sentence = f"rebuild on {newest.version}" + (", then frozen" if frozen else "")
+            if not frozen and _newer_unregistered(newest.version, release, phase):
+                _then_by_packages(up, line, newest.version, release)
             if frozen and fam is not None and fam.last_release:
                 up.sentence += f" (the last release of {line} that serves {family})"
         unregistered_last = (
@@ -158,6 +188,48 @@ def decide(
                 head = "not servable on this line"
             up.sentence = f"{head} or migrate to {m.profile} (changes: {changes}; planner: {m.verdict})"
     return up
+
+
+def _newer_unregistered(built_on: str, release: str, phase: Any) -> bool:
+    """`release` is newer than the release the build was made on, and the line serves the family there."""
+    serving = phase is not None and phase.status in (Status.ACTIVE, Status.MAINTENANCE)
+    return serving and release_key(built_on) < release_key(release)
+
+
+def _by_packages(up: Upgrade, line: str, built_on: str, release: str) -> None:
+    """A build on `built_on` kept or not at `release`, by the package changes between the two and what
+    the line reads of each (`upgrade_decisions`); a change to what the build reads needs a profile
+    version registered for `release`, which is what is said."""
+    table = release_table.load()
+    base, new = table.entry(built_on), table.entry(release)
+    if base is None or new is None:  # a registered version or a known release always has its entry
+        up.action, up.sentence = UNKNOWN, f"SDK {built_on} or {release} is not in the release table"
+        return
+    d = upgrade_decisions.decide_packages(base, new, table.lines[line].reads)
+    up.base, up.packages, up.unverified = d.base, list(d.deciding), list(d.unverified)
+    up.changed = {role: list(c) for role, c in d.changed.items()}
+    if d.decision == upgrade_decisions.REBUILD:
+        up.action = UNKNOWN
+        up.sentence = (
+            f"SDK {release} {d.sentence().removeprefix('what the build reads changed')} changes what {line}'s "
+            f"builds read, and no profile version of {line} is registered for it: register one (its release "
+            f"file's lines.{line}.profile) to rebuild; the build on {built_on} is kept"
+        )
+        return
+    up.action = d.decision
+    up.sentence = f"keeps its build on {up.rebuild_on}: {d.sentence()}"
+
+
+def _then_by_packages(up: Upgrade, line: str, built_on: str, release: str) -> None:
+    """After a rebuild on `built_on`, what `release` still asks of that build (`then`)."""
+    after = Upgrade(release=release, action=UNKNOWN, line=line, family=up.family, rebuild_on=up.rebuild_on)
+    _by_packages(after, line, built_on, release)
+    up.base, up.packages, up.changed, up.unverified = after.base, after.packages, after.changed, after.unverified
+    if after.action in (RESMOKE, REVERIFY):
+        up.then = after.action
+        up.sentence += f", then {after.action} at {release} ({'; '.join(after.packages)})"
+    elif after.action == UNKNOWN:
+        up.sentence += f"; {after.sentence}"
 
 
 def _no_release_yet(lifecycle: Lifecycle | None, release: str) -> str:

@@ -38,7 +38,7 @@ from neuronforge.profiles.lifecycle import (
     series,
 )
 from neuronforge.records.base import RecordError
-from neuronforge.records.sdk_release import Package, SdkReleaseEntry
+from neuronforge.records.sdk_release import Package, PackageReads, SdkReleaseEntry
 
 TABLE = Path(__file__).resolve().parent / "releases"
 SOURCES_FILE = "sources.toml"
@@ -58,6 +58,11 @@ class LineFacts:
     summary: str
     families: tuple[str, ...]  # family groups in table order: "inf2", "trn1/trn1n"
     moves_to: dict[str, str] = field(default_factory=dict)
+    reads: tuple[PackageReads, ...] = ()  # which packages its builds, keys and loads read
+
+    def role_of(self, package: str) -> PackageReads | None:
+        """The role `package` (a pip name) has for the line; None: not classified."""
+        return next((r for r in self.reads if package in r.packages), None)
 
 
 @dataclass(frozen=True)
@@ -122,8 +127,8 @@ def _lines(path: Path) -> tuple[dict[str, LineFacts], dict[str, str]]:
     lines = {}
     for name, facts in raw.get("lines", {}).items():
         at = f"lines.{name}"
-        if not isinstance(facts, dict) or set(facts) - {"summary", "families", "moves_to"}:
-            raise ReleaseTableError(f"{path}: {at}: a line has summary, families and (optionally) moves_to")
+        if not isinstance(facts, dict) or set(facts) - {"summary", "families", "moves_to", "reads"}:
+            raise ReleaseTableError(f"{path}: {at}: a line has summary, families and (optionally) moves_to, reads")
         families = facts.get("families")
         if not isinstance(families, list) or not families:
             raise ReleaseTableError(f"{path}: {at}.families: a list of instance families (groups as trn1/trn1n)")
@@ -132,8 +137,32 @@ def _lines(path: Path) -> tuple[dict[str, LineFacts], dict[str, str]]:
         for group in moves:
             if group not in groups:
                 raise ReleaseTableError(f"{path}: {at}.moves_to.{group}: not one of the line's families")
-        lines[name] = LineFacts(_text(path, f"{at}.summary", facts.get("summary", "")), groups, moves)
+        reads = _reads(path, at, facts.get("reads", []))
+        lines[name] = LineFacts(_text(path, f"{at}.summary", facts.get("summary", "")), groups, moves, reads)
     return lines, display
+
+
+def _reads(path: Path, at: str, raw: Any) -> tuple[PackageReads, ...]:
+    """A line's package roles: each a `PackageReads`; a package in one role only."""
+    from pydantic import ValidationError
+
+    if not isinstance(raw, list):
+        raise ReleaseTableError(f"{path}: {at}.reads: a list of tables (role, packages, source, why)")
+    out = []
+    for i, item in enumerate(raw):
+        try:
+            out.append(PackageReads.model_validate(item))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(x) for x in err["loc"])
+            raise ReleaseTableError(f"{path}: {at}.reads.{i}.{where}: {err['msg']}") from None
+    seen: dict[str, str] = {}
+    for r in out:
+        for name in r.packages:
+            if name in seen:
+                raise ReleaseTableError(f"{path}: {at}.reads: {name!r} is both {seen[name]} and {r.role}")
+            seen[name] = r.role
+    return tuple(out)
 
 
 def read_entry(path: Path) -> SdkReleaseEntry:
@@ -208,7 +237,19 @@ def _load(folder: Path) -> Table:
     for a, b in pairwise(entries):
         if release_key(a.version) == release_key(b.version):
             raise ReleaseTableError(f"{folder}: {a.version} and {b.version} name the same release")
-    cited = {sid for e in entries for sid in _cited(e)}
+    cited = {sid for e in entries for sid in _cited(e)} | {r.source for f in lines.values() for r in f.reads}
+    for name, facts in lines.items():
+        for r in facts.reads:
+            if r.source not in sources:
+                raise ReleaseTableError(f"{folder / LINES_FILE}: lines.{name}.reads: unknown source {r.source!r}")
+    known = {n for e in entries for p in e.packages for n in (p.name, p.distribution)}
+    for name, facts in lines.items():
+        for r in facts.reads:
+            for package in r.packages:
+                if package not in known:
+                    raise ReleaseTableError(
+                        f"{folder / LINES_FILE}: lines.{name}.reads: {package!r} is in no release's packages"
+                    )
     unused = sorted(set(sources) - cited)
     if unused:
         raise ReleaseTableError(f"{folder / SOURCES_FILE}: {unused[0]}: cited by no release")

@@ -154,6 +154,26 @@ class WorkerPins(Fact):
     pins: tuple[StrictStr, ...]  # package names, an extra allowed (`optimum-neuron[neuronx]`)
 
 
+# What a serving line does with a package of a release, from the cheapest change to the dearest: read
+# by nothing of the line; read only when a built artifact is loaded (runtime, driver); possibly hashed
+# into the consumer's cache key (a re-trace against the published cache decides); read by the build
+# (the compiler and every library that shapes the graphs). `neuronforge.farm.upgrade_decisions`.
+ROLES = ("unread", "load", "key", "build")
+
+
+class PackageReads(Fact):
+    """One role of a serving line's packages (`lines.<line>.reads` in `releases/lines.toml`): which
+    packages (their pip names) the line reads that way, why, and where that was read."""
+
+    role: Literal["unread", "load", "key", "build"]
+    packages: tuple[StrictStr, ...] = Field(min_length=1)
+    source: SourceId
+    why: StrictStr = Field(min_length=1)
+    # False: a reading, not a fact (a `key` package: whether the consumer hashes it is decided by the
+    # re-trace against the published cache, never by its version number).
+    verified: StrictBool = True
+
+
 class SdkReleaseEntry(StoredRecord):
     KIND: ClassVar[str] = "SDK release entry"
     SCHEMA: ClassVar[int] = 1

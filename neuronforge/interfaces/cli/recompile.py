@@ -64,8 +64,16 @@ def cmd_recompile_with(args: argparse.Namespace, store: Any) -> int:
     if not args.dry_run:
         _rebuild(store, states)
     if args.json:
-        print_json({"release": release, "dry_run": args.dry_run, "targets": [s.to_json() for s in states]})
+        print_json(
+            {
+                "release": release,
+                "dry_run": args.dry_run,
+                "summary": recompile.decision_summary(states),
+                "targets": [s.to_json() for s in states],
+            }
+        )
     else:
+        print(recompile.summary_line(release, states))
         for line in _lines(states):
             print(line)
         print(summary(release, states, args.dry_run, args.migrate))
@@ -131,6 +139,9 @@ def summary(release: str, states: list[Any], dry_run: bool, migrate: bool) -> st
         upgrades.PINNED: "pinned by the catalog",
         upgrades.UNSERVED: "not served by their line",
         upgrades.UNKNOWN: "unknown (release not in the profile data)",
+        upgrades.NOTHING: "kept: nothing they read changed",
+        upgrades.RESMOKE: "to re-smoke (kept: only what a load reads changed)",
+        upgrades.REVERIFY: "to re-verify (kept: the consumer's re-trace decides)",
     }
     counted = ", ".join(f"{n} {words[a]}" for a, n in actions.items())
     migrations = f"; {proposed} migration(s) proposed" + (

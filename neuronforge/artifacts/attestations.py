@@ -1,0 +1,55 @@
+"""A build's attestations (`attestations/<key>.json`, `neuronforge.records.attestation`): the published
+build proven at a newer Neuron SDK release without compiling — by its smoke test there (re-smoke) or
+its consumer's re-trace in that release's image (re-verify). `neuronforge recompile --sdk` and the
+recompile DAG write them; `show` and channels requiring a release read them.
+
+An attestation is appended by compare-and-swap on the record's store version, retried when another
+writer came in between (both are kept).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+from neuronforge.artifacts import layout
+from neuronforge.common.errors import StoreError
+from neuronforge.records.attestation import Attestation, AttestationRecord
+from neuronforge.stores import ArtifactStore, NotFound
+
+TRIES = 8
+
+
+def attestations_of(store: ArtifactStore, key: str) -> AttestationRecord | None:
+    """The build's attestations; None while it has none (one read)."""
+    try:
+        return AttestationRecord.read(store, layout.attestation_entry(key))
+    except NotFound:
+        return None
+
+
+def attest(store: ArtifactStore, key: str, attestation: Attestation) -> AttestationRecord:
+    """Record `attestation` for the build `key`, newest first."""
+    path = layout.attestation_entry(key)
+    for attempt in range(TRIES):
+        try:
+            raw, version = AttestationRecord.read_raw(store, path)
+        except NotFound:
+            record = AttestationRecord(key=key, attestations=[attestation])
+            if store.put_if_absent(record.to_bytes(), path):
+                return record
+        else:
+            record = AttestationRecord.from_bytes(raw, store.uri(path)).attested(attestation)
+            if store.replace_if_version(record.to_bytes(), path, version):
+                return record
+        time.sleep(random.uniform(0, 0.05 * (attempt + 1)))
+    raise StoreError(f"{store.uri(path)}: {TRIES} conflicting writes in a row; attest again")
+
+
+def attested_for(store: ArtifactStore, key: str, release: str, built_on: str) -> bool:
+    """Whether the build `key`, built on SDK `built_on`, may serve on SDK `release`: built on it, or a
+    passing attestation for it (the newest one for the release decides)."""
+    if built_on == release:
+        return True
+    record = attestations_of(store, key)
+    return record is not None and record.passed_for(release) is not None
