@@ -13,6 +13,7 @@ import random
 import time
 
 from neuronforge.artifacts import layout
+from neuronforge.artifacts.farm_index.notes import note_attestation
 from neuronforge.common.errors import StoreError
 from neuronforge.records.attestation import Attestation, AttestationRecord
 from neuronforge.stores import ArtifactStore, NotFound
@@ -37,10 +38,12 @@ def attest(store: ArtifactStore, key: str, attestation: Attestation) -> Attestat
         except NotFound:
             record = AttestationRecord(key=key, attestations=[attestation])
             if store.put_if_absent(record.to_bytes(), path):
+                note_attestation(store, record)
                 return record
         else:
             record = AttestationRecord.from_bytes(raw, store.uri(path)).attested(attestation)
             if store.replace_if_version(record.to_bytes(), path, version):
+                note_attestation(store, record)
                 return record
         time.sleep(random.uniform(0, 0.05 * (attempt + 1)))
     raise StoreError(f"{store.uri(path)}: {TRIES} conflicting writes in a row; attest again")
