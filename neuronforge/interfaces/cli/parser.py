@@ -40,9 +40,11 @@ HELP_ORDER = (
     "rollback",
     "channels",
     "history",
+    "require-release",
     "approve",
     "reject",
     "recompile",
+    "attest",
     "lease",
 )
 
