@@ -92,6 +92,7 @@ UNPLANTED = {
     "vLLM cache manifest": "in a vllm-neuron-native artifact only (tests/records/test_bounds.py)",
     "toolchain record": "read for Neuron profiles only (tests/records/test_bounds.py)",
     "recompile report": "written by the recompile DAG, read by the catalog (tests/records/test_bounds.py)",
+    "SDK release entry": "read from the release table in the package, not from a store (tests/records/test_bounds.py)",
 }
 
 # -- what each command reads ----------------------------------------------------------------------
