@@ -417,7 +417,6 @@ def artifact(key: str) -> dict[str, Any]:
 
     out["manifest"] = manifest.as_stored() if manifest is not None else None  # as the store holds it
     out["snippets"] = _snippets(store, row, manifest)
-    out["attestations"] = _attestations_view(store, row.key) if manifest is not None else []
     return shown_json(out)
 
 

@@ -1,7 +1,7 @@
 """The catalog shows a build's attestations at newer Neuron SDK releases (routes in this process:
 FastAPI's test client): its row carries the releases it is attested for from the farm index (no read
-per row), its page and JSON every attestation with what was run and the keys a re-trace missed, and a
-model's channels page, for a channel requiring its fleet's release, whether the build it points to is
+per row; the build's JSON answer keeps its three requests), its page every attestation with what was
+run and the keys a re-trace missed, and a model's channels page, for a channel requiring its fleet's release, whether the build it points to is
 attested for it and the command that would attest it."""
 
 from __future__ import annotations
@@ -55,11 +55,6 @@ def test_the_catalog_shows_attestations_and_a_channels_release(client) -> None:
     rows = client.get("/api/artifacts").json()
     found = rows["rows"] if isinstance(rows, dict) else rows
     assert {r["key"][:12]: r["attested"] for r in found} == {attested[:12]: ["2.33.1"], other[:12]: []}
-    detail = client.get(f"/api/artifacts/{attested}").json()
-    assert [(a["release"], a["passed"], a["keys_missing"]) for a in detail["attestations"]] == [
-        ("2.34.0", False, ["k2"]),
-        ("2.33.1", True, []),
-    ]
     page = _page(client, f"/artifacts/{attested}")
     assert "SDK 2.33.1: re-smoke passed on h at 2026-11-29T01:00:00Z" in page
     assert "SDK 2.34.0: re-verify FAILED" in page and "1 key(s) found, missing: k2" in page
