@@ -1,8 +1,8 @@
 """The catalog shows a build's attestations at newer Neuron SDK releases (routes in this process:
 FastAPI's test client): its row carries the releases it is attested for from the farm index (no read
 per row; the build's JSON answer keeps its three requests), its page every attestation with what was
-run and the keys a re-trace missed, and a model's channels page, for a channel requiring its fleet's release, whether the build it points to is
-attested for it and the command that would attest it."""
+run and the keys a re-trace missed, and a model's channels page, for a channel requiring its fleet's
+release, whether the build it points to is attested for it and the command that would attest it."""
 
 from __future__ import annotations
 
