@@ -1118,6 +1118,7 @@ def _artifact_release_view(
         "actions": actions if line else [],
         "new_channel": {"model": model, "profile": line, "build": key} if line else None,
         "channels_href": _channels_href(model),
+        "attestations": [],  # `_artifact_release` reads them (`_attestations_view`)
     }
 
 
