@@ -912,10 +912,13 @@ def _pointer_view(found: Any) -> dict[str, str]:
     return {"state": found.state, "loud": f"{why}; roll back or promote another build."}
 
 
-def _channel_view(record: Any, state: str, review: Any, siblings: list[Any], pointer: Any = None) -> dict[str, Any]:
+def _channel_view(
+    record: Any, state: str, review: Any, siblings: list[Any], pointer: Any = None, attested: bool | None = None
+) -> dict[str, Any]:
     """One channel as its model's page shows it, with its buttons: approve / reject its build,
-    promote a sibling channel's build here, roll back to each earlier build of its history; and
-    whether its build is still sound (`pointer`, `channels.Pointer`: None when not checked)."""
+    promote a sibling channel's build here, roll back to each earlier build of its history; whether
+    its build is still sound (`pointer`, `channels.Pointer`: None when not checked); and, for a channel
+    requiring its fleet's SDK release, whether the build is attested for it (`attested`)."""
     from neuronforge.artifacts import channels
 
     key = record.current.build.key
@@ -961,6 +964,9 @@ def _channel_view(record: Any, state: str, review: Any, siblings: list[Any], poi
         "review": _review_view(state, review)["current"],
         "loud": loud,
         "pointer": _pointer_view(pointer),
+        "requires_release": record.requires_release,
+        "attested": attested,
+        "attest": f"neuronforge attest {key[:12]} --sdk {record.requires_release}" if attested is False else "",
         "actions": actions,
         "history": history,
         "more": len(record.history) - len(shown),
@@ -997,7 +1003,10 @@ def channels_page(model: str | None = Query(None)) -> HTMLResponse:
         key = r.current.build.key
         if key not in reviews:
             reviews[key] = _review_of(store, key)
-    views = [_channel_view(r, *reviews[r.current.build.key], records, _pointer_of(store, r)) for r in records]
+    views = [
+        _channel_view(r, *reviews[r.current.build.key], records, _pointer_of(store, r), _attested_of(store, r))
+        for r in records
+    ]
     page_html = _render(
         "channels.html.j2",
         title=f"{name} · channels — neuronforge",
@@ -1008,6 +1017,43 @@ def channels_page(model: str | None = Query(None)) -> HTMLResponse:
         damaged=damaged,
     )
     return ShownHTML(page_html)
+
+
+def _attested_of(store: Any, record: Any) -> bool | None:
+    """Whether the channel's build is attested for the SDK release the channel requires (one read; None:
+    it requires none, or the attestations do not read)."""
+    from neuronforge.artifacts import attestations
+    from neuronforge.records.base import RecordError
+
+    if not record.requires_release:
+        return None
+    build = record.current.build
+    try:
+        return attestations.attested_for(store, build.key, record.requires_release, build.sdk_release)
+    except RecordError as exc:
+        log.warning("neuronforge catalog: the attestations of %s do not validate: %s", build.key[:12], exc)
+        return None
+
+
+def _attestations_view(store: Any, key: str) -> list[dict[str, Any]]:
+    """A build's attestations at newer SDK releases, newest first (one read; a record that does not
+    validate shows none, logged)."""
+    from neuronforge.artifacts import attestations
+    from neuronforge.records.base import RecordError
+
+    try:
+        record = attestations.attestations_of(store, key)
+    except RecordError as exc:
+        log.warning("neuronforge catalog: the attestations of %s do not validate: %s", key[:12], exc)
+        return []
+    return [
+        {
+            "release": a.release, "run": a.run, "passed": a.passed, "host": a.host, "at": a.at, "detail": a.detail,
+            "keys_found": len(a.keys_found), "keys_missing": a.keys_missing,
+            "current": record.passed_for(a.release) is a,
+        }
+        for a in (record.attestations if record is not None else [])
+    ]  # fmt: skip
 
 
 def _artifact_release(store: Any, row: Any, manifest: Any) -> dict[str, Any] | None:
@@ -1029,7 +1075,8 @@ def _artifact_release(store: Any, row: Any, manifest: Any) -> dict[str, Any] | N
         unread = "; ".join(damaged)  # what reads still shows; each record that does not is said
     except HTTPException as exc:  # the build's page still shows; its channels part says why
         records, unread = [], str(exc.detail)
-    return _artifact_release_view(row.key, model, line, state, review, records, unread)
+    view = _artifact_release_view(row.key, model, line, state, review, records, unread)
+    return {**view, "attestations": _attestations_view(store, row.key)}
 
 
 def _artifact_release_view(
@@ -1071,6 +1118,7 @@ def _artifact_release_view(
         "actions": actions if line else [],
         "new_channel": {"model": model, "profile": line, "build": key} if line else None,
         "channels_href": _channels_href(model),
+        "attestations": [],  # `_artifact_release` reads them (`_attestations_view`)
     }
 
 

@@ -9,15 +9,11 @@ writer came in between (both are kept).
 
 from __future__ import annotations
 
-import random
-import time
-
 from neuronforge.artifacts import layout
-from neuronforge.common.errors import StoreError
+from neuronforge.artifacts.farm_index.notes import note_attestation
+from neuronforge.artifacts.sidecars import swap
 from neuronforge.records.attestation import Attestation, AttestationRecord
 from neuronforge.stores import ArtifactStore, NotFound
-
-TRIES = 8
 
 
 def attestations_of(store: ArtifactStore, key: str) -> AttestationRecord | None:
@@ -30,20 +26,16 @@ def attestations_of(store: ArtifactStore, key: str) -> AttestationRecord | None:
 
 def attest(store: ArtifactStore, key: str, attestation: Attestation) -> AttestationRecord:
     """Record `attestation` for the build `key`, newest first."""
-    path = layout.attestation_entry(key)
-    for attempt in range(TRIES):
-        try:
-            raw, version = AttestationRecord.read_raw(store, path)
-        except NotFound:
-            record = AttestationRecord(key=key, attestations=[attestation])
-            if store.put_if_absent(record.to_bytes(), path):
-                return record
-        else:
-            record = AttestationRecord.from_bytes(raw, store.uri(path)).attested(attestation)
-            if store.replace_if_version(record.to_bytes(), path, version):
-                return record
-        time.sleep(random.uniform(0, 0.05 * (attempt + 1)))
-    raise StoreError(f"{store.uri(path)}: {TRIES} conflicting writes in a row; attest again")
+    record = swap(
+        store,
+        layout.attestation_entry(key),
+        AttestationRecord,
+        lambda: AttestationRecord(key=key, attestations=[attestation]),
+        lambda stored: stored.attested(attestation),
+        "writes in a row; attest again",
+    )
+    note_attestation(store, record)
+    return record
 
 
 def attested_for(store: ArtifactStore, key: str, release: str, built_on: str) -> bool:

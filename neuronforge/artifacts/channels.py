@@ -20,7 +20,9 @@ trusted):
 - its smoke test passed;
 - it was built for the channel's model and profile line;
 - it is not rejected, and, where the channel requires approval (`Settings.approval_channels`, by
-  default `stable`), it is approved.
+  default `stable`), it is approved;
+- where the channel requires a Neuron SDK release (`requires_release`, set by `require_release`: the
+  release its fleet runs), it was built on that release or has a passing attestation for it.
 Then it writes the one record with `If-Match` on the version it read (`If-None-Match: *` when the
 channel is new): of concurrent movers exactly one writes; the others get `ChannelMoved`, naming who moved
 it and to what. Nothing is copied: a move writes one small object (plus, for a new channel, its launch
@@ -35,7 +37,7 @@ import socket
 import time
 from dataclasses import dataclass, replace
 
-from neuronforge.artifacts import layout, reviews
+from neuronforge.artifacts import attestations, layout, reviews
 from neuronforge.artifacts.channel_launch import write_launch
 from neuronforge.artifacts.farm_index.damage import read_damage
 from neuronforge.artifacts.farm_index.notes import note_channel
@@ -316,6 +318,7 @@ def candidate(store: ArtifactStore, key: str, ref: ChannelRef, *, by: str = "pro
             "compiler_version": toolchain.compiler_version,
         },
         published_at=manifest.published_at,
+        sdk_release=manifest.profile.sdk_release if manifest.profile is not None else "",
     )
 
 
@@ -346,6 +349,22 @@ def review_refusal(store: ArtifactStore, ref: ChannelRef, key: str) -> tuple[str
             f"`neuronforge approve {key[:12]}` first (NEURONFORGE_APPROVAL_CHANNELS names the channels that require it)"
         )
     return state, None
+
+
+def release_refusal(
+    store: ArtifactStore, ref: ChannelRef, record: ChannelRecord | None, build: ChannelBuild
+) -> PromotionRefused | None:
+    """Why `ref` may not take `build` because its fleet runs another Neuron SDK release than the build was
+    built on and the build has no passing attestation for it (one GET; None: it may, or none is required)."""
+    release = record.requires_release if record is not None else ""
+    if not release or attestations.attested_for(store, build.key, release, build.sdk_release):
+        return None
+    short = build.key[:12]
+    return PromotionRefused(
+        f"channel {ref.channel} requires a build attested for Neuron SDK {release} and {short} (built on "
+        f"{build.sdk_release or 'an unrecorded release'}) is not: `neuronforge attest {short} --sdk {release}` "
+        "proves it there without compiling (a smoke test, or its consumer's re-trace)"
+    )
 
 
 def earlier_builds(record: ChannelRecord) -> list[ChannelBuild]:
@@ -518,7 +537,8 @@ def _checked(store: ArtifactStore, plan: Plan, recorded: ChannelBuild | None = N
             ),
         )
     state, refused = review_refusal(store, plan.ref, plan.key)
-    return replace(plan, build=built, review=state, refused=refused or damage_refusal(store, plan.key))
+    refused = refused or damage_refusal(store, plan.key) or release_refusal(store, plan.ref, plan.record, built)
+    return replace(plan, build=built, review=state, refused=refused)
 
 
 def repin_advice(ref: ChannelRef, key: str, does: str = "pins the channel to it") -> str:
@@ -566,6 +586,24 @@ def rollback(
     store: ArtifactStore, ref: ChannelRef, *, steps: int = 1, to: str | None = None, by: str = "", reason: str = ""
 ) -> MoveResult:
     return apply(store, plan_rollback(store, ref, steps=steps, to=to), by=by, reason=reason)
+
+
+def require_release(store: ArtifactStore, ref: ChannelRef, release: str) -> tuple[ChannelRecord, bool]:
+    """Record that `ref`'s fleet runs Neuron SDK `release` ("": none required), by compare-and-swap on the
+    channel as read (a channel that was never moved has nothing to require it of); and whether the build
+    it points to now is built on it or attested for it (a caller warns when not: the channel is not
+    moved, the next move is checked)."""
+    if release and not re.fullmatch(r"[0-9]+(\.[0-9]+){1,3}", release):
+        raise InvalidInput(f"release {release!r}: give a Neuron SDK release such as 2.33.1 (or none)")
+    record, version = read(store, ref)
+    if record is None:
+        raise InvalidInput(f"no channel {ref} in {store.root_uri}: promote a build to it first")
+    new = record.model_copy(update={"requires_release": release})
+    changed = new.requires_release != record.requires_release
+    if changed and not store.replace_if_version(new.to_bytes(), ref.record_key, version):
+        raise ChannelMoved(f"{ref} changed while its release was set; nothing was written: run it again")
+    build = new.current.build
+    return new, attestations.attested_for(store, build.key, release, build.sdk_release) if release else True
 
 
 def _write(

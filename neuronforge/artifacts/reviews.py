@@ -8,17 +8,14 @@ in between (both decisions are kept: the later one is current, the earlier one i
 
 from __future__ import annotations
 
-import random
-import time
-
 from neuronforge.artifacts import layout
 from neuronforge.artifacts.farm_index.notes import note_review
-from neuronforge.common.errors import InvalidInput, StoreError
+from neuronforge.artifacts.sidecars import swap
+from neuronforge.common.errors import InvalidInput
 from neuronforge.records.review import ReviewDecision, ReviewRecord
 from neuronforge.stores import ArtifactStore, NotFound
 
 PENDING = "pending"
-TRIES = 8
 
 
 def review_of(store: ArtifactStore, key: str) -> ReviewRecord | None:
@@ -43,20 +40,14 @@ def require_reason(state: str, reason: str) -> None:
 def decide(store: ArtifactStore, key: str, state: str, by: str, reason: str, at: str) -> ReviewRecord:
     """Record `state` (approved, rejected) for the build `key` as the current decision."""
     require_reason(state, reason)
-    path = layout.review_entry(key)
     decision = ReviewDecision(state=state, by=by, at=at, reason=reason)  # type: ignore[arg-type]
-    for attempt in range(TRIES):
-        try:
-            raw, version = ReviewRecord.read_raw(store, path)  # under the bounds of every record
-        except NotFound:
-            record = ReviewRecord(key=key, current=decision)
-            if store.put_if_absent(record.to_bytes(), path):
-                note_review(store, record)
-                return record
-        else:
-            record = ReviewRecord.from_bytes(raw, store.uri(path)).decided(decision)
-            if store.replace_if_version(record.to_bytes(), path, version):
-                note_review(store, record)
-                return record
-        time.sleep(random.uniform(0, 0.05 * (attempt + 1)))
-    raise StoreError(f"{store.uri(path)}: {TRIES} conflicting decisions in a row; decide again")
+    record = swap(
+        store,
+        layout.review_entry(key),
+        ReviewRecord,
+        lambda: ReviewRecord(key=key, current=decision),
+        lambda stored: stored.decided(decision),
+        "decisions in a row; decide again",
+    )
+    note_review(store, record)
+    return record

@@ -11,9 +11,10 @@ artifacts, plus every (model, compiler version) a catalog entry pins, and delete
   deleted; a version that published nothing yet (a new SDK's first builds) is never touched;
 - never a build a release channel points to or keeps in its history (`channel_holds`: one listing
   of `channels/`, read before anything is decided), so a rollback never finds its build gone; a
-  deleted artifact's review record (`reviews/<key>.json`) goes with it. A channel record that does
-  not read keeps every build of its model (its folder `channels/<org>/<name>` says which): gc cannot
-  know what that channel needs, and deleting a build is the one step it cannot undo;
+  deleted artifact's review record (`reviews/<key>.json`) and attestations (`attestations/<key>.json`)
+  go with it. A channel record that does not read keeps every build of its model (its folder
+  `channels/<org>/<name>` says which): gc cannot know what that channel needs, and deleting a build
+  is the one step it cannot undo;
 - the temporary objects of uploads that were killed midway (a file store's `.nf-tmp-*` files,
   which no listing shows) once they are older than `TMP_GRACE_S`: an upload still running keeps
   its temporary file's modification time fresh. The `.nf-tmp-cas-*` lock files are kept (a
@@ -314,6 +315,7 @@ def collect(
             store.delete_prefix(a.index_key)
             store.delete_prefix(a.manifest_key)
             store.delete_prefix(layout.review_entry(a.key))  # a review of a build that is gone means nothing
+            store.delete_prefix(layout.attestation_entry(a.key))  # nor do its attestations
             store.delete_prefix(a.prefix)
             log.info("gc: deleted %s (%s %s)", a.prefix, a.compiler, a.compiler_version)
     if report.deleted and not dry_run:

@@ -66,6 +66,8 @@ class FarmRow:
     channels: list[str] = field(default_factory=list)
     review: str = "pending"
     review_reason: str = ""
+    # The newer Neuron SDK releases it is attested for without a rebuild (`records.attestation`), sorted.
+    attested: list[str] = field(default_factory=list)
     # Why a damaged artifact is damaged: {"reason", "at", "by", "manifest"} (empty: not damaged).
     damage: dict[str, str] = field(default_factory=dict)
     # The optimum-neuron cache repository it is registered in ("": none) and whether optimum's own
@@ -130,6 +132,7 @@ def _row_of(store: ArtifactStore, e: Entry, newest: dict[str, str]) -> FarmRow:
         target=e.target,
         instance=e.instance,
         channels=list(e.channels),
+        attested=list(e.attested),
     )
     if e.review is not None and e.review.get("state") in ("approved", "rejected"):
         row.review, row.review_reason = str(e.review["state"]), str(e.review.get("reason", ""))

@@ -49,3 +49,8 @@ class AttestationRecord(StoredRecord):
         """The newest attestation for `release`, when it passed (a later failure revokes it)."""
         newest = next((a for a in self.attestations if a.release == release), None)
         return newest if newest is not None and newest.passed else None
+
+    def passing(self) -> list[str]:
+        """The releases the build is attested for now (the newest attestation of each passed), sorted:
+        what the farm index keeps of this record for `ls` and the catalog's rows."""
+        return sorted({a.release for a in self.attestations if self.passed_for(a.release) is not None})

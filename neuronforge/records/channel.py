@@ -43,6 +43,7 @@ class ChannelBuild(BaseModel):
     smoke: AnyObject = Field(default_factory=dict)  # passed, reason, host, timings
     toolchain: AnyObject = Field(default_factory=dict)  # compiler, compiler_version, backend, ...
     published_at: Text = ""
+    sdk_release: Text = ""  # the Neuron SDK release it was built on (its profile's; "" before it was recorded)
 
 
 class ChannelMove(BaseModel):
@@ -67,6 +68,9 @@ class ChannelRecord(StoredRecord):
     profile_line: StrictStr  # the serving profile's name, without its version (`vllm-neuron`)
     channel: StrictStr
     requires_approval: bool = False  # what the channel required when it was last moved
+    # The Neuron SDK release the channel's fleet runs: a move takes only a build built on it or attested
+    # for it (`records.attestation`); "" requires none. Set by `neuronforge require-release`.
+    requires_release: Text = ""
     current: ChannelMove
     history: list[ChannelMove] = Field(default_factory=list)  # earlier moves, newest first
 

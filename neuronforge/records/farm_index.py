@@ -25,7 +25,7 @@ from neuronforge.common.stored_text import storable_json
 from neuronforge.records.base import StoredRecord, compact_json
 from neuronforge.records.parts import AnyObject, Text
 
-KINDS = ("published", "failed", "building", "deleted", "channel", "review", "damaged")
+KINDS = ("published", "failed", "building", "deleted", "channel", "review", "damaged", "attested")
 
 
 def _stamped(value: dict[str, Any]) -> dict[str, Any]:
@@ -61,6 +61,8 @@ class LogRecord(BaseModel):
     review: Stamped | None = None
     # The published artifact was found damaged: {"reason", "at", "by", "manifest"} (`DamageRecord.summary`)
     damage: Stamped | None = None
+    # The build's attestations changed: {"releases": [the releases it is attested for now], "at"}
+    attested: Stamped | None = None
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_unset=True)
@@ -122,6 +124,9 @@ class Entry(BaseModel):
     # The published artifact was found damaged since it was published (its manifest gone, a file
     # missing or of another size): {"reason", "at", "by", "manifest"}. Cleared by the key's next publish.
     damage: Stamped | None = None
+    # The newer Neuron SDK releases the build is attested for without a rebuild (`records.attestation`:
+    # the newest attestation of each passed), sorted.
+    attested: list[StrictStr] = Field(default_factory=list)
     # Never stored: set by the reader (`snapshot.read_page`) for a line of a page that is not a row
     # (not JSON, not UTF-8, a field of the wrong type, a NUL): why, in one line. The row shows as
     # damaged with it (`farm.rows.damaged_row`) and the rest of the page as usual; the next
@@ -193,7 +198,7 @@ class Entry(BaseModel):
         elif kind == "building" and record.building is not None:
             self.building = dict(record.building)
         elif kind == "deleted":
-            self.published, self.channels, self.review, self.damage = None, [], None, None
+            self.published, self.channels, self.review, self.damage, self.attested = None, [], None, None, []
         elif kind == "damaged" and record.damage is not None:
             self.damage = dict(record.damage)
         elif kind == "channel" and record.channel is not None:
@@ -202,6 +207,9 @@ class Entry(BaseModel):
             self.channels = sorted([*kept, name]) if record.channel.get("on") is True and name else kept
         elif kind == "review" and record.review is not None:
             self.review = dict(record.review)
+        elif kind == "attested" and record.attested is not None:
+            releases = record.attested.get("releases")
+            self.attested = sorted(str(r) for r in releases) if isinstance(releases, list) else []
 
 
 PAGES = "farm-index/pages"  # the folder of every page (`farm_index.snapshot` writes them there)

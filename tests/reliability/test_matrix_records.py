@@ -62,6 +62,7 @@ RECORDS: dict[str, Callable[[Path, Path], Path]] = {
     "compile lease": lambda root, out: root / f"locks/{ARTIFACT}",
     "release channel": lambda root, out: root / CHANNEL,
     "review state": lambda root, out: root / f"reviews/{ARTIFACT}.json",
+    "attestations": lambda root, out: root / f"attestations/{ARTIFACT}.json",
     "damage record": lambda root, out: root / f"damaged/{OLD}.json",
     "failure record": lambda root, out: root / f"failures/{FAILED}.json",
     "scrub state": lambda root, out: root / "scrub/state.json",
@@ -91,14 +92,15 @@ UNPLANTED = {
     "vLLM cache manifest": "in a vllm-neuron-native artifact only (tests/records/test_bounds.py)",
     "toolchain record": "read for Neuron profiles only (tests/records/test_bounds.py)",
     "recompile report": "written by the recompile DAG, read by the catalog (tests/records/test_bounds.py)",
+    "SDK release entry": "read from the release table in the package, not from a store (tests/records/test_bounds.py)",
 }
 
 # -- what each command reads ----------------------------------------------------------------------
 INDEX = {"farm-index head", "farm-index page", "farm-index tail"}
 SCAN = {"index entry", "artifact manifest", "compile lease", "damage record", "failure record"}
-SCAN |= {"release channel", "review state", "farm-index head", "farm-index tail"}
+SCAN |= {"release channel", "review state", "attestations", "farm-index head", "farm-index tail"}
 READS: dict[str, set[str]] = {
-    "show": {"index entry", "artifact manifest", "release channel", "review state"},
+    "show": {"index entry", "artifact manifest", "release channel", "review state", "attestations"},
     "verify": SCAN | {"farm-index page"},
     "verify --repair": {"index entry", "artifact manifest", "damage record", "scrub state"} | INDEX,
     "ls": INDEX,
@@ -161,9 +163,11 @@ def test_every_record_kind_is_planted_or_says_why() -> None:
 def _template(root: Path, out: Path, model: Path) -> None:
     """One of every planted record: two published builds (`test_matrix._publish_some`, with the newer
     one's lapsed lease), a farm index with a head, a page and a tail, a channel on the newer build, its
-    review, a scrub's state, a damage record of the older one, the failure record of a third key, and
+    review and an attestation, a scrub's state, a damage record of the older one, the failure record of a third key, and
     the record file of a sweep (`out`'s, written by the matrix's own sweep)."""
     from neuronforge.artifacts import farm_index, layout
+    from neuronforge.artifacts.attestations import attest
+    from neuronforge.records.attestation import Attestation
     from neuronforge.records.damage import DamageRecord
     from neuronforge.stores import open_store
 
@@ -179,6 +183,7 @@ def _template(root: Path, out: Path, model: Path) -> None:
     ):
         done = cli(argv)
         assert done.code == 0, done.text
+    attest(store, ARTIFACT, Attestation(release="2.33.1", run="re-smoke", passed=True, host="nf-neuron"))
     farm_index.record_failure(store, FAILED, "compile_graphs", RuntimeError("no such graph"))
     damage = DamageRecord(key=OLD, reason="manifest gone: x", at="2026-11-26T00:00:00Z", by="scrub")
     damage.write(store, layout.damage_entry(OLD))
@@ -304,7 +309,7 @@ def _forged(kind: str, data: Any, root: Path) -> Any:
         return {**data, "cursor": "zzzz"}  # refused as --cursor
     if kind == "sweep record file":
         return {**data, "model": "another-org/another-model"}
-    assert kind in ("compile lease", "review state", "failure record"), kind
+    assert kind in ("compile lease", "review state", "attestations", "failure record"), kind
     return {**data, "key": OTHER}
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "Aggregates",
     "Entry",
     "LogRecord",
+    "attestation_record",
     "building_record",
     "channel_records",
     "damaged_record",
@@ -151,6 +152,13 @@ def review_record(record: Any) -> LogRecord:
     d = record.current
     review = {"state": d.state, "by": d.by, "at": d.at, "reason": d.reason}
     return LogRecord(kind="review", key=record.key, review=review)
+
+
+def attestation_record(record: Any) -> LogRecord:
+    """A build's attestations (an `AttestationRecord`) as its row keeps them: the releases it is attested
+    for now, and when the newest was made."""
+    at = record.attestations[0].at if record.attestations else ""
+    return LogRecord(kind="attested", key=record.key, attested={"releases": record.passing(), "at": at})
 
 
 @dataclass

@@ -15,6 +15,7 @@ from neuronforge.artifacts import layout
 from neuronforge.artifacts.failures import write_failure
 from neuronforge.artifacts.farm_index import snapshot
 from neuronforge.artifacts.farm_index.entry import (
+    attestation_record,
     building_record,
     channel_records,
     failure_record,
@@ -116,3 +117,11 @@ def note_review(store: ArtifactStore, record: Any) -> None:
         append(store, [review_record(record)])
     except (NeuronforgeError, OSError) as exc:
         log.warning("review of %s recorded, but the farm index was not told (%s)", record.key[:12], exc)
+
+
+def note_attestation(store: ArtifactStore, record: Any) -> None:
+    """After an attestation (an `AttestationRecord` as written): the releases its row shows."""
+    try:
+        append(store, [attestation_record(record)])
+    except (NeuronforgeError, OSError) as exc:
+        log.warning("attestation of %s recorded, but the farm index was not told (%s)", record.key[:12], exc)

@@ -36,6 +36,7 @@ from neuronforge.artifacts import layout
 from neuronforge.artifacts.farm_index.entry import (
     Aggregates,
     Entry,
+    attestation_record,
     channel_records,
     damaged_record,
     failure_record,
@@ -46,6 +47,7 @@ from neuronforge.artifacts.farm_index.log import ROOT, IndexCorrupt, read_tail, 
 from neuronforge.common import stored_json
 from neuronforge.common.errors import StoreError
 from neuronforge.common.stored_text import nul_in, original_json, shown
+from neuronforge.records.attestation import AttestationRecord
 from neuronforge.records.base import RecordError
 from neuronforge.records.channel import ChannelRecord
 from neuronforge.records.damage import DamageRecord
@@ -401,7 +403,8 @@ def scan(store: ArtifactStore) -> tuple[dict[str, Entry], list[Skipped]]:
 
 
 def _scan_releases(store: ArtifactStore, entries: dict[str, Entry]) -> None:
-    """The channels' current builds and the review decisions, into the rows of published builds."""
+    """The channels' current builds, the review decisions and the attestations, into the rows of
+    published builds."""
     for obj in store.list(layout.CHANNELS):
         if not obj.key.endswith(f"/{layout.CHANNEL_RECORD}"):
             continue
@@ -412,15 +415,20 @@ def _scan_releases(store: ArtifactStore, entries: dict[str, Entry]) -> None:
             continue
         if record.current.build.key in entries:
             merge(entries, [r.numbered(0) for r in channel_records(record)[:1]])
-    for key in sorted(_listed_keys(store, "reviews", ".json")):
-        if key not in entries:
-            continue
-        try:
-            review = ReviewRecord.read(store, layout.review_entry(key))
-        except (RecordError, NotFound) as exc:
-            log.warning("farm index: skipped the review of %s: %s", key[:12], exc)
-            continue
-        merge(entries, [review_record(review).numbered(0)])
+    beside = (
+        ("reviews", ReviewRecord, layout.review_entry, review_record),
+        ("attestations", AttestationRecord, layout.attestation_entry, attestation_record),
+    )
+    for folder, kind, path, as_logged in beside:  # the records kept beside a published build
+        for key in sorted(_listed_keys(store, folder, ".json")):
+            if key not in entries:
+                continue
+            try:
+                record = kind.read(store, path(key))
+            except (RecordError, NotFound) as exc:
+                log.warning("farm index: skipped the %s of %s: %s", kind.KIND, key[:12], exc)
+                continue
+            merge(entries, [as_logged(record).numbered(0)])
 
 
 def rebuild(store: ArtifactStore, skipped_out: list[Skipped] | None = None) -> Head:

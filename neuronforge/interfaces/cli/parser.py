@@ -51,10 +51,12 @@ HELP_ORDER = (
     "rollback",
     "channels",
     "history",
+    "require-release",
     "approve",
     "reject",
     "recompile",
     "releases",
+    "attest",
     "lease",
 )
 

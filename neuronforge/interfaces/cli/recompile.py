@@ -63,6 +63,7 @@ def cmd_recompile_with(args: argparse.Namespace, store: Any) -> int:
     states = recompile.find_stale(catalog, toolchains, store, settings.work_dir(), release, args.migrate)
     if not args.dry_run:
         _rebuild(store, states)
+        _attest_kept(store, states, release)
     if args.json:
         print_json(
             {
@@ -81,7 +82,7 @@ def cmd_recompile_with(args: argparse.Namespace, store: Any) -> int:
     # checked here; 4: a dry run that would rebuild something; else 0.
     if any(s.upgrade and s.upgrade["action"] == upgrades.UNKNOWN for s in states):
         return EXIT_REJECTED
-    if any(s.outcome == recompile.FAILED or s.status in UNDECIDED for s in states):
+    if any(s.outcome in (recompile.FAILED, NOT_ATTESTED) or s.status in UNDECIDED for s in states):
         return EXIT_FAILURE
     if args.dry_run and any(s.status == recompile.STALE for s in states):
         return EXIT_STALE
@@ -101,6 +102,31 @@ def _rebuild(store: Any, states: list[Any]) -> None:
         except NeuronforgeError as exc:
             s.outcome, s.outcome_detail = recompile.FAILED, str(exc)
     recompile.settle(store, [s for s in states if s.outcome != recompile.FAILED])
+
+
+ATTESTED, NOT_ATTESTED = "attested", "attest-failed"
+
+
+def _attest_kept(store: Any, states: list[Any], release: str) -> None:
+    """Each kept build whose decision is `re-smoke` proven at `release` here without compiling
+    (`farm.attest`: its smoke test against the published artifact, the attestation recorded); one that
+    fails, or cannot be run, is recorded so and the next one still runs. `re-verify` is not performed
+    here yet: its rows stay as decided."""
+    from neuronforge.farm import recompile, upgrades
+    from neuronforge.farm.attest import attest_build
+
+    for s in sorted(states, key=lambda s: s.order):
+        if (s.upgrade or {}).get("action") != upgrades.RESMOKE or s.status != recompile.FRESH or not s.key:
+            continue
+        try:
+            done = attest_build(store, s.key, release, settings.work_dir())
+        except NeuronforgeError as exc:
+            s.outcome, s.outcome_detail = NOT_ATTESTED, str(exc)
+            continue
+        a = done.attestation
+        passed = a is None or a.passed
+        s.outcome = ATTESTED if passed else NOT_ATTESTED
+        s.outcome_detail = done.line
 
 
 def _lines(states: list[Any]) -> list[str]:
@@ -151,12 +177,58 @@ def summary(release: str, states: list[Any], dry_run: bool, migrate: bool) -> st
     undecided = {status: n for status in UNDECIDED if (n := sum(s.status == status for s in checked))}
     unchecked = "; NOT CHECKED: " + ", ".join(f"{n} {UNDECIDED[k]}" for k, n in undecided.items()) if undecided else ""
     rebuilt = sum(s.outcome == recompile.REBUILT for s in states)
-    failed = sum(s.outcome == recompile.FAILED for s in states)
-    tail = "dry run: nothing built" if dry_run else f"{rebuilt} rebuilt here, {failed} failed"
+    failed = sum(s.outcome in (recompile.FAILED, NOT_ATTESTED) for s in states)
+    attested = sum(s.outcome == ATTESTED for s in states)
+    done = f"{rebuilt} rebuilt here" + (f", {attested} attested without compiling" if attested else "")
+    tail = "dry run: nothing built" if dry_run else f"{done}, {failed} failed"
     return f"Neuron SDK {release}: {len(states)} row(s): {counted}{migrations if proposed else ''}{unchecked}; {tail}"
 
 
+def _attest_options(p: argparse.ArgumentParser) -> None:
+    from neuronforge.interfaces.cli.options import WORK_DIR_HELP, default_work_dir
+
+    p.add_argument("key", metavar="KEY", help="the published build: its cache key or first 12 hex digits")
+    p.add_argument(
+        "--sdk", required=True, metavar="RELEASE", help="the Neuron SDK release to attest it at, e.g. 2.33.1"
+    )
+    p.add_argument("--work-dir", default=str(default_work_dir()), help=WORK_DIR_HELP)
+    add_store_args(p)
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+
+
+def cmd_attest(args: argparse.Namespace) -> int:
+    """Prove a published build at a newer SDK release without compiling (`farm.attest`): its smoke test
+    here, where only what a load reads changed; refused (exit 3) where the release asks a rebuild. The
+    attestation is recorded passed or not; a failed one exits 3."""
+    from neuronforge.artifacts.published import find_key
+    from neuronforge.farm.attest import attest_build
+    from neuronforge.profiles.sdk_releases import known_release
+    from neuronforge.stores import open_store
+
+    store = open_store(args.store, must_exist=True)
+    key = find_key(store, args.key)
+    known = known_release(args.sdk)
+    if known is None:
+        raise InvalidInput(f"--sdk {args.sdk}: not a released Neuron SDK the release table knows")
+    release = known.version
+    outcome = attest_build(store, key, release, Path(args.work_dir).expanduser())
+    a = outcome.attestation
+    if args.json:
+        print_json(
+            {"key": key, "release": release, "decision": outcome.decision, "attestation": a.model_dump() if a else None}
+        )
+    else:
+        print(outcome.line)
+    return EXIT_REJECTED if a is not None and not a.passed else EXIT_OK
+
+
 COMMANDS = (
+    Command(
+        "attest",
+        "prove a published build at a newer Neuron SDK release without compiling (its smoke test there)",
+        _attest_options,
+        cmd_attest,
+    ),
     Command(
         "recompile",
         "upgrade the catalog to a Neuron SDK release: rebuild, stay frozen, or migrate, target by target",

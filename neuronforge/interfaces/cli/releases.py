@@ -5,6 +5,9 @@
     channels [MODEL]                    the current pointers and whether each build is still sound (one
                                         listing of channels/, then a few reads per channel: never a scan)
     history MODEL --profile P CHANNEL   the kept moves, newest first
+    require-release MODEL --profile P CHANNEL --release R
+                                        the SDK release the channel's fleet runs: moves then take only a
+                                        build built on it or attested for it (`--release none`: no more)
     approve KEY [--reason ...]  /  reject KEY --reason ...
 
 Each builds a `ReleaseRequest` (`neuronforge.farm.releases`), the same the release DAG and the catalog's
@@ -141,20 +144,28 @@ def cmd_channels(args: argparse.Namespace) -> int:
     damage records and, none recorded, its build's index entry, manifest and folder listing. A record
     that is not a channel's (`channels.ChannelDamaged`) is one `error:` line of its own after the others
     are listed, and the command exits 3."""
-    from neuronforge.artifacts import channels
+    from neuronforge.artifacts import attestations, channels
 
     store = _store(args)
     listed = channels.listing(store, args.model)
     records = listed.records
     reviewed: dict[str, str] = {}  # a build on several channels: its review read once
     checked = []  # per channel (what each recorded is checked): its build's review state, its `Pointer`
+    attested: dict[tuple[str, str, str], bool] = {}  # a channel requiring a release: its build attested (one read)
     for r in records:
         key = r.current.build.key
         if key not in reviewed:
             reviewed[key] = _review_word(store, key)
         checked.append((r, reviewed[key], channels.pointer(store, r)))
+        if r.requires_release:
+            attested[_where(r)] = attestations.attested_for(store, key, r.requires_release, r.current.build.sdk_release)
     if args.json:
-        print_json([{**r.to_json(), "review_state": state.lower(), **p.to_json()} for r, state, p in checked])
+        print_json(
+            [
+                {**r.to_json(), "review_state": state.lower(), **p.to_json(), "attested": attested.get(_where(r))}
+                for r, state, p in checked
+            ]
+        )
         _say_damaged(listed.damaged)
         return EXIT_REJECTED if listed.damaged else EXIT_OK
     if not records and not listed.damaged:
@@ -166,12 +177,17 @@ def cmd_channels(args: argparse.Namespace) -> int:
         m = r.current
         approval = ", requires approval" if r.requires_approval else ""
         broken = f", {found.state.upper()}" if found.state != "ok" else ""
+        if r.requires_release:
+            word = "attested" if attested[_where(r)] else "NOT ATTESTED"
+            approval += f", SDK {r.requires_release}: {word}"
         print(  # a channel spans revisions: its model's name, as every listing shows it (`model_ref`)
             f"{model_ref(r.model)} · {r.profile_line} · {r.channel}: {m.build.key[:12]} {m.build.target} "
             f"({state}{broken}{approval}); {m.action} by {m.by} at {m.at}"
         )
     for r, state, found in checked:
         name, short = f"{r.model} · {r.profile_line} · {r.channel}", r.current.build.key[:12]
+        if r.requires_release and not attested[_where(r)]:
+            print(f"WARNING: {name} runs SDK {r.requires_release} and {short} is not attested for it: {_attest(r)}")
         if state == "REJECTED":
             print(f"WARNING: {name} points to the REJECTED build {short}: {_move_away(store, r)}")
         if found.damage is not None:
@@ -244,11 +260,57 @@ def cmd_history(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _where(record: Any) -> tuple[str, str, str]:
+    return (record.model, record.profile_line, record.channel)
+
+
+def _attest(record: Any) -> str:
+    short, release = record.current.build.key[:12], record.requires_release
+    return f"`neuronforge attest {short} --sdk {release}` proves it there without compiling"
+
+
+def _require_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", metavar="MODEL", help=MODEL_HELP)
+    _profile(p)
+    p.add_argument("channel", metavar="CHANNEL", help="the channel, e.g. stable")
+    p.add_argument(
+        "--release", required=True, metavar="R",
+        help="the Neuron SDK release the channel's fleet runs, e.g. 2.33.1; `none` requires none",
+    )  # fmt: skip
+    add_store_args(p)
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+
+
+def cmd_require_release(args: argparse.Namespace) -> int:
+    """Record the SDK release a channel's fleet runs: from then on a promote or rollback takes only a
+    build built on it or attested for it. The channel is not moved; a build it points to that is not
+    attested is named (exit 0: the next move is what is checked)."""
+    from neuronforge.artifacts import channels
+
+    store = _store(args, probe=False)
+    ref = channels.ChannelRef.parse(args.model, args.profile, args.channel)
+    release = "" if args.release.strip().lower() == "none" else args.release.strip()
+    record, attested = channels.require_release(store, ref, release)
+    if args.json:
+        print_json({**record.to_json(), "attested": attested})
+        return EXIT_OK
+    print(f"{ref}: requires SDK {release}" if release else f"{ref}: requires no SDK release")
+    if not attested:
+        print(f"WARNING: it points to {record.current.build.key[:12]}, not attested for {release}: {_attest(record)}")
+    return EXIT_OK
+
+
 COMMANDS = (
     Command("promote", "point a release channel at a proven build", _promote_options, cmd_promote),
     Command("rollback", "point a release channel back at a build it held", _rollback_options, cmd_rollback),
     Command("channels", "the release channels and the builds they point to", _channels_options, cmd_channels),
     Command("history", "a release channel's moves, newest first", _history_options, cmd_history),
+    Command(
+        "require-release",
+        "the Neuron SDK release a channel's fleet runs: moves take only builds attested for it",
+        _require_options,
+        cmd_require_release,
+    ),
     Command(
         "approve",
         "approve a published build (channels such as stable take only approved ones)",

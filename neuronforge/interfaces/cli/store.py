@@ -93,6 +93,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
             "message": r.message,
             "channels": r.channels,
             "review": r.review,
+            "attested": r.attested,  # the newer SDK releases it is attested for (`recompile --sdk`)
             "damage": r.damage,
             # the optimum-neuron cache repository it is registered in (None: none); did optimum's lookup find it
             "hub_registry": r.hub_registry or None,
@@ -114,6 +115,8 @@ def cmd_ls(args: argparse.Namespace) -> int:
         when = r["status"] if r["status"] == "damaged" else r["published_at"] or r["status"]
         if r["channels"]:
             state += f"  [{', '.join(r['channels'])}]"
+        if r["attested"]:
+            state += f"  attested {', '.join(r['attested'])}"
         if r["status"] == "damaged":
             state += f"  DAMAGED: {r['message']}"
         if r["review"] != "pending":
@@ -163,9 +166,9 @@ def _checked_row(store: Any, key: str, manifest_key: str) -> dict[str, Any]:
 
 # -- show -------------------------------------------------------------------------------------------
 def _show_release(store: Any, manifest: Any) -> None:
-    """The build's review decision and the channels pointing to it (its model's channels: one listing);
-    nothing for a manifest outside a store's layout."""
-    from neuronforge.artifacts import channels, reviews
+    """The build's review decision, the channels pointing to it (its model's channels: one listing) and
+    its attestations at newer SDK releases (one read); nothing for a manifest outside a store's layout."""
+    from neuronforge.artifacts import attestations, channels, reviews
 
     if store is None:
         return
@@ -179,8 +182,28 @@ def _show_release(store: Any, manifest: Any) -> None:
         word = "REJECTED" if d.state == "rejected" else d.state
         print(f"review     {word} by {d.by} at {d.at}" + (f": {d.reason}" if d.reason else ""))
     print(f"channels   {', '.join(held) if held else '(none)'}")
+    _show_attestations(attestations.attestations_of(store, key))
     if held and review is not None and review.state == "rejected":
         print("WARNING    channels point to this REJECTED build: roll them back (`neuronforge rollback`)")
+
+
+def _show_attestations(record: Any) -> None:
+    """The newest attestation of each release, newest first: what `recompile --sdk` proved of the build
+    at that release without compiling (a later failure of a release revokes its pass)."""
+    seen: set[str] = set()
+    for a in record.attestations if record is not None else []:
+        if a.release in seen:
+            continue
+        seen.add(a.release)
+        word = "passed" if a.passed else "FAILED"
+        found = f", {len(a.keys_found)} key(s) found" if a.keys_found else ""
+        missing = f", {len(a.keys_missing)} MISSING" if a.keys_missing else ""
+        print(
+            f"attested   SDK {a.release}: {a.run} {word} on {a.host or '?'} at {a.at or '?'}{found}{missing}"
+            + (f": {a.detail}" if a.detail else "")
+        )
+    if not seen:
+        print("attested   (none: only its own SDK release)")
 
 
 def _show_options(p: argparse.ArgumentParser) -> None:

@@ -1,0 +1,165 @@
+"""Attest a published build at a newer Neuron SDK release without compiling it (`neuronforge attest KEY
+--sdk R`, and `recompile --sdk R` for each target whose decision is `re-smoke`): what the release asks
+of the build (`upgrade_decisions`: the packages that changed between the release it was built on and
+R, by what its serving line reads of each) decides what is run —
+
+- `re-smoke` (only what a load reads changed) and `nothing`: the build's own smoke test, on this host
+  (a Neuron host of R, where the recompile DAG places it), against the published artifact as stored:
+  its files downloaded and checked against its manifest, loaded as its consumer loads them through a
+  compile cache holding only the entries its launch files name — a graph the load would compile fails
+  it — and the tokens compared with the reference the build published (`smoke/expected.json`);
+- `re-verify` (a library the consumer's key may hash changed): not performed here yet — refused, with
+  what would decide it (the consumer's re-trace against the published cache);
+- `rebuild`: refused: the build is rebuilt on R, not attested.
+
+A build whose profile reads no Neuron SDK (the cpu profile: SDK `none`) reads no package of R: its
+smoke test is what proves it there. The result is appended to the build's attestations
+(`artifacts.attestations`), passed or not — a failure revokes an earlier pass for R.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from neuronforge.artifacts import attestations
+from neuronforge.artifacts.opening import open_published
+from neuronforge.artifacts.published import Damage
+from neuronforge.common.errors import ExitCode, InvalidInput, NeuronforgeError, StoreError
+from neuronforge.farm import upgrade_decisions
+from neuronforge.profiles import release_table
+from neuronforge.records.artifact_manifest import ArtifactManifest
+from neuronforge.records.attestation import Attestation
+from neuronforge.spec.source import sha256_file
+from neuronforge.stores import ArtifactStore
+from neuronforge.stores.base import inside
+
+log = logging.getLogger(__name__)
+
+NO_SDK = "none"  # the release a profile without a Neuron SDK records (`Pins.sdk_release`)
+
+
+class NotAttestable(NeuronforgeError):
+    """What the release asks of the build is not a smoke: a rebuild, or a re-trace not performed here."""
+
+    exit_code = ExitCode.REJECTED
+
+
+@dataclass(frozen=True)
+class AttestOutcome:
+    key: str
+    release: str
+    decision: str  # what the release asks of the build (`upgrade_decisions`), or "built on it"
+    attestation: Attestation | None  # None: nothing was run (built on the release)
+
+    @property
+    def line(self) -> str:
+        if self.attestation is None:
+            return f"build {self.key[:12]} was built on SDK {self.release}: nothing to attest"
+        a = self.attestation
+        word = "passed" if a.passed else "FAILED"
+        return f"build {self.key[:12]} at SDK {self.release}: {a.run} {word} on {a.host} ({a.detail}); attested"
+
+
+def decision_for(manifest: ArtifactManifest, release: str) -> upgrade_decisions.PackageDecision:
+    """What `release` asks of the published build `manifest` describes, from the release table."""
+    profile = manifest.profile
+    line, built_on = (profile.name, profile.sdk_release) if profile is not None else ("", "")
+    table = release_table.load()
+    new = table.entry(release)
+    if new is None:
+        raise InvalidInput(f"SDK {release} is not in the release table (neuronforge/profiles/releases/)")
+    if built_on == NO_SDK:
+        return upgrade_decisions.PackageDecision(upgrade_decisions.RESMOKE, NO_SDK, release)
+    base = table.entry(built_on)
+    if base is None or line not in table.lines:
+        raise NotAttestable(
+            f"build {manifest.cache_key[:12]} ({line or 'no profile'} on SDK {built_on or '?'}): the release table "
+            f"does not say what {release} changes for it; rebuild it on {release}"
+        )
+    return upgrade_decisions.decide_packages(base, new, table.lines[line].reads)
+
+
+def attest_build(store: ArtifactStore, key: str, release: str, work_dir: Path) -> AttestOutcome:
+    """Run what `release` asks of the published build `key` (module doc) and record the attestation."""
+    opened = open_published(store, key, by="attest")
+    if opened is None or opened.manifest is None or isinstance(opened.found, Damage) or opened.record is not None:
+        raise InvalidInput(f"build {key[:12]} is not a published, sound artifact in {store.root_uri}")
+    manifest = opened.manifest
+    built_on = manifest.profile.sdk_release if manifest.profile is not None else ""
+    if built_on == release:
+        return AttestOutcome(key, release, "built on it", None)
+    decided = decision_for(manifest, release)
+    if decided.decision == upgrade_decisions.REBUILD:
+        raise NotAttestable(f"build {key[:12]}: {decided.sentence()}: rebuild it on {release}, it cannot be attested")
+    if decided.decision == upgrade_decisions.REVERIFY:
+        raise NotAttestable(
+            f"build {key[:12]}: {decided.sentence()}; the re-trace is not performed by this command yet: "
+            f"rebuild it on {release}"
+        )
+    payload = download(store, opened.prefix, manifest, work_dir / "attest" / key[:12])
+    try:
+        result = smoke_published(store, manifest, payload, work_dir)
+    finally:
+        shutil.rmtree(payload, ignore_errors=True)
+    attestation = Attestation(
+        release=release,
+        run="re-smoke",
+        passed=result.passed,
+        at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        host=socket.gethostname(),
+        packages=load_packages(manifest, release),
+        detail=f"{result.reason}; {decided.sentence()}"[:1000],
+    )
+    attestations.attest(store, key, attestation)
+    return AttestOutcome(key, release, decided.decision, attestation)
+
+
+def load_packages(manifest: ArtifactManifest, release: str) -> dict[str, str]:
+    """The versions at `release` of the packages the build's line loads with (runtime, collectives, ...)."""
+    table = release_table.load()
+    entry, line = table.entry(release), manifest.profile.name if manifest.profile is not None else ""
+    facts = table.lines.get(line)
+    if entry is None or facts is None:
+        return {}
+    loads = {p for r in facts.reads if r.role == "load" for p in r.packages}
+    return {p.distribution: p.full for p in entry.packages if p.distribution in loads}
+
+
+def download(store: ArtifactStore, prefix: str, manifest: ArtifactManifest, folder: Path) -> Path:
+    """The published artifact's files under `folder`, each checked against its manifest (size, sha256)."""
+    shutil.rmtree(folder, ignore_errors=True)
+    pairs = [(f"{prefix}/{f.path}", inside(folder, f.path, "manifest entry")) for f in manifest.files]
+    store.get_files(pairs, total_bytes=sum(f.size for f in manifest.files))
+    for f, (_, local) in zip(manifest.files, pairs, strict=True):
+        if local.stat().st_size != f.size or sha256_file(local) != f.sha256:
+            raise StoreError(f"{store.uri(prefix)}/{f.path} does not match its manifest: `neuronforge verify` it")
+    return folder
+
+
+def smoke_published(store: ArtifactStore, manifest: ArtifactManifest, payload: Path, work_dir: Path):  # -> SmokeResult
+    """The smoke stage's test (`pipeline.stages.smoke.smoke_test`) of a published payload, as its profile
+    loads it, compiling forbidden: on a Neuron profile the host is probed first."""
+    from neuronforge.compilation.compile_cache import CompileCache
+    from neuronforge.pipeline.stages.smoke import SmokeInput, probe_host, smoke_test
+    from neuronforge.profiles.registry import get_profile
+    from neuronforge.spec.target import TargetSpec
+
+    assert manifest.profile is not None
+    profile = get_profile(manifest.profile.ref)
+    target = TargetSpec.from_key_material(manifest.request)
+    host = probe_host(target) if profile.neuron else None
+    load = profile.smoke_load(payload)
+    cache_root = work_dir / "attest-cache" / manifest.cache_key[:12]
+    shutil.rmtree(cache_root, ignore_errors=True)
+    tc = manifest.toolchain
+    cache = CompileCache(cache_root, tc.compiler, tc.compiler_version, store)
+    if load.cache_entries:
+        cache.preseed(list(load.cache_entries))
+    result = smoke_test(SmokeInput(payload, load, profile.backend.name, cache, profile.python()))
+    result.host = host
+    return result
