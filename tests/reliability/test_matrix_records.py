@@ -93,6 +93,7 @@ UNPLANTED = {
     "toolchain record": "read for Neuron profiles only (tests/records/test_bounds.py)",
     "recompile report": "written by the recompile DAG, read by the catalog (tests/records/test_bounds.py)",
     "SDK release entry": "read from the release table in the package, not from a store (tests/records/test_bounds.py)",
+    "proposed SDK release": "read by the `releases` commands only; not yet planted here (tests/records/test_bounds.py)",
 }
 
 # -- what each command reads ----------------------------------------------------------------------
