@@ -36,6 +36,19 @@ from neuronforge.stores import open_store
 from tests.conftest import TARGET, Compiled
 
 REPO = Path(__file__).resolve().parents[2]
+# The store methods that read from the store (each one request, or one per object): what the catalog
+# tests' counting and spying stores wrap, so a new read method is counted by every one of them.
+STORE_READS = (
+    "get_bytes",
+    "read_json",
+    "read_versioned",
+    "read_capped",
+    "list",
+    "list_page",
+    "exists",
+    "get_file",
+    "get_files",
+)
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 NEEDS_CHROMIUM = pytest.mark.skipif(
     not Path(CHROMIUM).exists(), reason="needs Debian's chromium (apt-get install chromium; .ci/run does)"

@@ -17,19 +17,10 @@ from neuronforge.artifacts.farm_index import record_failure, snapshot
 from neuronforge.spec.target import TargetSpec
 from neuronforge.stores import open_store
 from tests.conftest import TARGET
+from tests.plugins.conftest import STORE_READS
 
 HOSTILE = '<script>alert("x")</script>'
-READS = (
-    "get_bytes",
-    "read_json",
-    "read_versioned",
-    "read_capped",
-    "list",
-    "list_page",
-    "exists",
-    "get_file",
-    "get_files",
-)
+READS = STORE_READS
 
 
 class Counting:

@@ -30,7 +30,7 @@ from markupsafe import escape
 from neuronforge.farm.rows import FarmRow
 from neuronforge.stores import open_store
 from tests.conftest import Compiled
-from tests.plugins.conftest import REPO, resigned
+from tests.plugins.conftest import REPO, STORE_READS, resigned
 
 HOSTILE = "<script>alert(1)</script>\"'&javascript:alert(1)"
 # What the seeded store holds and no refusal may show.
@@ -338,16 +338,7 @@ class Spy:
 
     def __getattr__(self, name: str) -> Any:
         found = getattr(self._store, name)
-        if name not in (
-            "get_bytes",
-            "read_json",
-            "read_versioned",
-            "read_capped",
-            "list",
-            "list_page",
-            "exists",
-            "get_file",
-        ):
+        if name not in STORE_READS or name == "get_files":  # get_files takes (key, path) pairs, not a key
             return found
 
         def spied(key: str = "", *args: Any, **kwargs: Any) -> Any:
