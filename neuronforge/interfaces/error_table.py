@@ -26,9 +26,12 @@ import neuronforge.artifacts.leases
 # (tests/test_error_outcomes.py scans the sources for a class this list misses).
 import neuronforge.compilation.backends.child
 import neuronforge.compilation.host_probe
+import neuronforge.farm.attest
 import neuronforge.pipeline.planner
 import neuronforge.pipeline.stages.payload
 import neuronforge.pipeline.stages.smoke
+import neuronforge.profiles.release_manifest
+import neuronforge.profiles.release_table
 import neuronforge.records.base
 import neuronforge.stores.base  # noqa: F401
 from neuronforge.common.docs_section import rewrite, section

@@ -33,6 +33,7 @@ import pytest
 
 from tests.reliability.harness import cli, mount, snapshot
 
+FEED = Path(__file__).parents[1] / "data" / "release-manifests" / "adds-2.33.9.json"
 TARGET = ["--instance", "inf2.xlarge", "--tp", "1", "--seq-len", "64"]
 
 # -- the commands: {store}, {model}, {work}, {out}, {artifact} are filled in by each class ------------
@@ -92,6 +93,25 @@ COMMANDS: dict[str, list[str]] = {
     # the published artifact's lease (released when it published): break rewrites it
     "lease ls": ["lease", "ls", "{store}"],
     "lease break": ["lease", "break", "{artifact}", "--yes", "--store", "{store}"],
+    # the release feed: sync reads a manifest file of the repo (never the network) and proposes 2.33.9;
+    # accept and reject decide a proposal the store does not hold (where it is readable they say so)
+    "releases ls": ["releases", "ls", "--store", "{store}"],
+    "releases sync": ["releases", "sync", "--manifest", str(FEED), "--store", "{store}"],
+    "releases accept": ["releases", "accept", "2.33.9", "--store", "{store}"],
+    "releases reject": ["releases", "reject", "2.33.9", "--reason", "regresses", "--store", "{store}"],
+    # re-smokes the published build at a release; require-release writes the channel's requirement
+    "attest": ["attest", "{artifact}", "--sdk", "2.33.1", "--store", "{store}", "--work-dir", "{work}"],
+    "require-release": [
+        "require-release",
+        "org/m1",
+        "candidate",
+        "--profile",
+        "cpu",
+        "--release",
+        "2.33.1",
+        "--store",
+        "{store}",
+    ],
 }
 
 # Subcommands that open neither a store nor a model source (or only the catalog file), with why.
@@ -106,11 +126,11 @@ STORE_FREE = {
 # What each command does with what it touches (the classes below pick from these).
 MODEL_READERS = {c for c, argv in COMMANDS.items() if "{model}" in argv}
 STORE_READERS = {"store ls", "show", "verify", "ls", "cache ls", "cache stats", "catalog stale", "gc", "index rebuild"}
-STORE_READERS |= {"cache prune", "channels", "recompile", "lease ls"}
+STORE_READERS |= {"cache prune", "channels", "recompile", "lease ls", "releases ls", "releases sync"}
 # rollback and history read a channel the store does not hold: where the store is readable they say so
 # (exit 2, `OWN_WORDS`); where it is not, they fail as every command does. rollback's write is promote's.
 STORE_WRITERS = {"fetch", "quantize", "run", "gc", "cache prune", "index rebuild", "approve", "reject", "promote"}
-STORE_WRITERS |= {"lease break"}
+STORE_WRITERS |= {"lease break", "releases sync", "releases accept", "releases reject", "attest", "require-release"}
 UPLOADING = {"fetch", "quantize", "run"}  # the ones that upload a local folder
 # the ones that list and download an s3:// model (plan reads only a local folder; sweep only config.json)
 S3_MODEL_READERS = {"fetch", "quantize", "run", "cache-key"}
@@ -541,6 +561,17 @@ OWN_WORDS: dict[tuple[str, str], tuple[str, ...]] = {
         )
     },
     ("plan", "file for folder"): ("{model}", "is not valid JSON"),
+    # a readable store that cannot be written: these find what they would decide or attest absent first
+    **{
+        (command, k): words
+        for k in ("read-only store", "store disk full")
+        for command, words in {
+            "releases accept": ("2.33.9", "proposes what a manifest adds"),
+            "releases reject": ("2.33.9", "proposes what a manifest adds"),
+            "attest": ("the release table does not say what 2.33.1 changes",),
+            "require-release": ("no channel org/m1", "promote a build to it first"),
+        }.items()
+    },
 }
 
 
