@@ -57,6 +57,7 @@ WRONG: dict[str, Any] = {
     "channels": [1, 2],
     "review": "approved",
     "damage": "manifest gone",
+    "attested": [2, 33],
 }
 ROW_FIELDS = [f for f in Entry.model_fields if f != "unreadable"]
 # Lines of a page that are no row, each with what its reason names.
