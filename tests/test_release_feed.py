@@ -112,7 +112,7 @@ def test_accept_makes_the_release_known_to_recompile_and_the_suggested_command_w
     assert "is not in neuronforge's profile data" not in out and code != 3
     assert "Neuron SDK 2.33.9: 3 row(s)" in out.splitlines()[-1]
     # Known through the same view: with the store's releases in effect, 2.33.9 is the latest.
-    with sdk_releases.in_effect(release_feed.known_releases(open_store(store))):
+    with sdk_releases.in_effect(release_feed.known_table(open_store(store))):
         assert sdk_releases.latest_release().version == "2.33.9"
         assert sdk_releases.known_release("2.33.9").neuronx_cc == "2.28.7631.0"
     assert sdk_releases.known_release("2.33.9") is None  # the table alone, outside

@@ -69,7 +69,7 @@ def decision_for(manifest: ArtifactManifest, release: str) -> upgrade_decisions.
     """What `release` asks of the published build `manifest` describes, from the release table."""
     profile = manifest.profile
     line, built_on = (profile.name, profile.sdk_release) if profile is not None else ("", "")
-    table = release_table.load()
+    table = release_table.current()
     new = table.entry(release)
     if new is None:
         raise InvalidInput(f"SDK {release} is not in the release table (neuronforge/profiles/releases/)")
@@ -121,7 +121,7 @@ def attest_build(store: ArtifactStore, key: str, release: str, work_dir: Path) -
 
 def load_packages(manifest: ArtifactManifest, release: str) -> dict[str, str]:
     """The versions at `release` of the packages the build's line loads with (runtime, collectives, ...)."""
-    table = release_table.load()
+    table = release_table.current()
     entry, line = table.entry(release), manifest.profile.name if manifest.profile is not None else ""
     facts = table.lines.get(line)
     if entry is None or facts is None:

@@ -36,7 +36,7 @@ from neuronforge.profiles.release_manifest import (
     distribution,
     parse,
 )
-from neuronforge.profiles.release_table import Table, extended, lifecycle, load, sdk_releases
+from neuronforge.profiles.release_table import Table, extended, lifecycle, load
 from neuronforge.records.proposed_release import (
     ACCEPTED,
     PROPOSED,
@@ -101,15 +101,10 @@ def _http(url: str) -> bytes:
 def known_table(store: ArtifactStore) -> Table:
     """The release table with the store's accepted releases (`release_table.extended`): read once, at
     the edge (the CLI command, the DAG task), and put in effect for what it decides
-    (`profiles.sdk_releases.in_effect(sdk_releases(known_table(store)))`)."""
+    (`profiles.sdk_releases.in_effect(known_table(store))`)."""
     held, _ = release_entries.listing(store)
     accepted = [r.entry for r in sorted(held, key=lambda r: release_key(r.version)) if r.state == ACCEPTED]
     return extended(load(), accepted, store.uri(layout.SDK_RELEASE_ENTRIES))
-
-
-def known_releases(store: ArtifactStore) -> tuple[Any, ...]:
-    """`known_table`'s releases, as `profiles.sdk_releases` answers from them."""
-    return sdk_releases(known_table(store))
 
 
 # -- a proposal ---------------------------------------------------------------------------------------

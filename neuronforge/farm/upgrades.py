@@ -200,7 +200,7 @@ def _by_packages(up: Upgrade, line: str, built_on: str, release: str) -> None:
     """A build on `built_on` kept or not at `release`, by the package changes between the two and what
     the line reads of each (`upgrade_decisions`); a change to what the build reads needs a profile
     version registered for `release`, which is what is said."""
-    table = release_table.load()
+    table = release_table.current()
     base, new = table.entry(built_on), table.entry(release)
     if base is None or new is None:  # a registered version or a known release always has its entry
         up.action, up.sentence = UNKNOWN, f"SDK {built_on} or {release} is not in the release table"
@@ -211,7 +211,7 @@ def _by_packages(up: Upgrade, line: str, built_on: str, release: str) -> None:
     if d.decision == upgrade_decisions.REBUILD:
         up.action = UNKNOWN
         up.sentence = (
-            f"SDK {release} {d.sentence().removeprefix('what the build reads changed')} changes what {line}'s "
+            f"SDK {release}{d.sentence().removeprefix('what the build reads changed')} changes what {line}'s "
             f"builds read, and no profile version of {line} is registered for it: register one (its release "
             f"file's lines.{line}.profile) to rebuild; the build on {built_on} is kept"
         )

@@ -17,7 +17,9 @@ and the field (`ReleaseTableError`).
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache
 from itertools import pairwise
@@ -259,6 +261,25 @@ def _load(folder: Path) -> Table:
             if not any(group in (e.lines.get(name).status if e.lines.get(name) else {}) for e in entries):
                 raise ReleaseTableError(f"{folder / LINES_FILE}: lines.{name}.families: no release states {group}")
     return table
+
+
+_IN_EFFECT: ContextVar[Table | None] = ContextVar("release_table", default=None)
+
+
+def current() -> Table:
+    """The table decisions read: the package's own, or the one an edge put in effect (`in_effect`: the
+    table plus a store's accepted releases), so no decision reads a store by itself."""
+    return _IN_EFFECT.get() or load()
+
+
+@contextmanager
+def in_effect(table: Table) -> Iterator[None]:
+    """`table` answers `current()` until the block ends (`profiles.sdk_releases.in_effect` sets it)."""
+    token = _IN_EFFECT.set(table)
+    try:
+        yield
+    finally:
+        _IN_EFFECT.reset(token)
 
 
 def extended(table: Table, entries: Iterable[SdkReleaseEntry], where: str) -> Table:

@@ -16,19 +16,22 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from neuronforge.profiles import release_table
 from neuronforge.profiles.lifecycle import SdkRelease, release_key, series
-from neuronforge.profiles.release_table import sdk_releases
+from neuronforge.profiles.release_table import Table, sdk_releases
 
 RELEASES: tuple[SdkRelease, ...] = sdk_releases()
 _IN_EFFECT: ContextVar[tuple[SdkRelease, ...]] = ContextVar("sdk_releases", default=RELEASES)
 
 
 @contextmanager
-def in_effect(releases: tuple[SdkRelease, ...]) -> Iterator[None]:
-    """`releases` (the table's plus a store's accepted ones) answer every question here until the block ends."""
-    token = _IN_EFFECT.set(releases)
+def in_effect(table: Table) -> Iterator[None]:
+    """`table` (the package's plus a store's accepted releases) answers every question here, and every
+    package decision (`release_table.current`), until the block ends."""
+    token = _IN_EFFECT.set(sdk_releases(table))
     try:
-        yield
+        with release_table.in_effect(table):
+            yield
     finally:
         _IN_EFFECT.reset(token)
 

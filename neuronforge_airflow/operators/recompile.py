@@ -261,7 +261,7 @@ def find_stale(params: dict[str, Any] | None = None, feed: dict[str, Any] | None
     `unavailable` and the others are still kept current."""
     from neuronforge.common.errors import InvalidInput
     from neuronforge.farm.catalog import check_catalog
-    from neuronforge.farm.release_feed import known_releases
+    from neuronforge.farm.release_feed import known_table
     from neuronforge.profiles.sdk_releases import in_effect
     from neuronforge.stores import open_store
 
@@ -276,7 +276,7 @@ def find_stale(params: dict[str, Any] | None = None, feed: dict[str, Any] | None
         raise InvalidInput(f"catalog {path} has problems; nothing scheduled:\n" + "\n".join(catalog.problems))
     store_uri = settings.store_uri(params.get("store"))
     store = open_store(store_uri)
-    with in_effect(known_releases(store)):  # the table's releases and the store's accepted ones
+    with in_effect(known_table(store)):  # the table's releases and the store's accepted ones
         return _find_stale(context, params, path, catalog, store, store_uri, feed)
 
 

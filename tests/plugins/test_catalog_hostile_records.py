@@ -32,7 +32,14 @@ PAGES: dict[str, str] = {
     "leases": "/leases",
     "leases API": "/api/leases",
 }
-ARTIFACT_READS = {"index entry", "artifact manifest", "release channel", "review state", "damage record", "attestations"}
+ARTIFACT_READS = {
+    "index entry",
+    "artifact manifest",
+    "release channel",
+    "review state",
+    "damage record",
+    "attestations",
+}
 PAGE_READS: dict[str, set[str]] = {
     "catalog": INDEX | {"compile lease"},
     "artifacts API": INDEX | {"compile lease"},

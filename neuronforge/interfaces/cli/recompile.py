@@ -37,12 +37,12 @@ def _options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_recompile(args: argparse.Namespace) -> int:
-    from neuronforge.farm.release_feed import known_releases
+    from neuronforge.farm.release_feed import known_table
     from neuronforge.profiles.sdk_releases import in_effect
     from neuronforge.stores import open_store
 
     store = open_store(args.store, must_exist=True)
-    with in_effect(known_releases(store)):  # the table's releases and the store's accepted ones
+    with in_effect(known_table(store)):  # the table's releases and the store's accepted ones
         return cmd_recompile_with(args, store)
 
 
