@@ -186,6 +186,22 @@ def test_a_reading_the_table_records_as_disputed_is_no_conflict() -> None:
     assert [p.version for p in proposals] == ["2.33.9"]
 
 
+def test_two_plugins_of_one_pip_name_agree_with_a_manifest_listing_either() -> None:
+    """AWS's manifest (aws-neuron/aws-neuron-sdk@81ce03ae src/helperscripts/n2-manifest.json, manifest_version
+    2.32.0) lists under 2.31.1 `vllm-neuron` 0.21.0.1.0.0: the plugin without NxD Inference, whose pip name
+    the NxD Inference line's plugin (0.5.3 in that release's images) has too. The table records both; a
+    version that is neither is still a conflict."""
+    data = _manifest()
+    r = next(r for r in data["neuron_releases"] if r["neuron_version"] == "2.31.1")
+    plugin = next(p for p in r["packages"] if p["name"] == "vllm-neuron")
+    plugin["version"] = "0.21.0.1.0.0"
+    proposals, _ = release_feed.plan(parse(json.dumps(data).encode(), "file:///m.json"), release_feed.load(), "me", "")
+    assert [p.version for p in proposals] == ["2.33.9"]
+    plugin["version"] = "0.9.9"
+    with pytest.raises(ManifestError, match=r"2\.31\.1 is known with other packages: vllm-neuron \(known 0\.5\.3"):
+        release_feed.plan(parse(json.dumps(data).encode(), "file:///m.json"), release_feed.load(), "me", "")
+
+
 class _Serve(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args) -> None:  # quiet
         pass

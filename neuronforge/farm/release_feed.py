@@ -117,12 +117,17 @@ def _versions(entry: SdkReleaseEntry) -> dict[str, set[str]]:
 
 def differing(entry: SdkReleaseEntry, release: ManifestRelease) -> list[str]:
     """The packages a known entry records that the manifest gives other versions of (a reading the
-    entry records as disputed agrees: the table knows of the disagreement)."""
+    entry records as disputed agrees: the table knows of the disagreement). Packages that share a pip
+    name (the vLLM Neuron plugin of the NxD Inference line and the one without it, both `vllm-neuron` at
+    2.31) are one distribution: the manifest agrees when it lists a version of any of them."""
     listed = release.versions()
+    known: dict[str, set[str]] = {}
+    for p in entry.packages:
+        known.setdefault(distribution(p.distribution), set()).update({p.version, *(r.value for r in p.disputed)})
     out = []
     for p in entry.packages:
         theirs = listed.get(distribution(p.distribution))
-        if theirs and not ({p.version, *(r.value for r in p.disputed)} & theirs):
+        if theirs and not (known[distribution(p.distribution)] & theirs):
             out.append(f"{p.name} (known {p.version}, manifest {', '.join(sorted(theirs))})")
     return out
 
