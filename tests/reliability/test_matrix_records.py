@@ -33,7 +33,7 @@ import pytest
 
 from tests.farm_index.publishers import key_of
 from tests.reliability.harness import cli, snapshot
-from tests.reliability.test_matrix import COMMANDS, DONE, _publish_some, use_home_and_catalog
+from tests.reliability.test_matrix import COMMANDS, DONE, FEED, _publish_some, use_home_and_catalog
 
 ARTIFACT, OLD, FAILED = key_of("matrix", 1), key_of("matrix", 0), key_of("matrix", 2)
 OTHER = "f" * 64  # a key no record of the store is about
@@ -63,6 +63,7 @@ RECORDS: dict[str, Callable[[Path, Path], Path]] = {
     "release channel": lambda root, out: root / CHANNEL,
     "review state": lambda root, out: root / f"reviews/{ARTIFACT}.json",
     "attestations": lambda root, out: root / f"attestations/{ARTIFACT}.json",
+    "proposed SDK release": lambda root, out: root / "sdk-releases/entries/2.33.9.json",
     "damage record": lambda root, out: root / f"damaged/{OLD}.json",
     "failure record": lambda root, out: root / f"failures/{FAILED}.json",
     "scrub state": lambda root, out: root / "scrub/state.json",
@@ -93,7 +94,6 @@ UNPLANTED = {
     "toolchain record": "read for Neuron profiles only (tests/records/test_bounds.py)",
     "recompile report": "written by the recompile DAG, read by the catalog (tests/records/test_bounds.py)",
     "SDK release entry": "read from the release table in the package, not from a store (tests/records/test_bounds.py)",
-    "proposed SDK release": "read by the `releases` commands only; not yet planted here (tests/records/test_bounds.py)",
 }
 
 # -- what each command reads ----------------------------------------------------------------------
@@ -108,7 +108,7 @@ READS: dict[str, set[str]] = {
     "gc": {"artifact manifest", "release channel"} | INDEX,
     "cache prune": INDEX,
     "catalog stale": INDEX,
-    "recompile": INDEX,
+    "recompile": INDEX | {"proposed SDK release"},
     "index rebuild": SCAN,
     "approve": {"farm-index tail", "review state"},
     "reject": {"index entry", "artifact manifest", "release channel", "review state", "farm-index tail"},
@@ -120,6 +120,13 @@ READS: dict[str, set[str]] = {
     "lease ls": {"compile lease"},
     "lease break": {"compile lease"},
     "sweep": {"sweep record file"},
+    # the store's release entries (`farm.release_feed`): the releases a decision knows, and the feed's own
+    "releases ls": {"proposed SDK release"},
+    "releases sync": {"proposed SDK release"},
+    "releases accept": {"proposed SDK release"},
+    "releases reject": {"proposed SDK release"},
+    "attest": {"index entry", "artifact manifest", "attestations"},
+    "require-release": {"release channel", "attestations"},
 }
 NO_RECORDS = {
     "fetch": "reads records only once it builds (its stages: tests/records/test_bounds.py, tests/test_leases.py)",
@@ -165,7 +172,8 @@ def _template(root: Path, out: Path, model: Path) -> None:
     """One of every planted record: two published builds (`test_matrix._publish_some`, with the newer
     one's lapsed lease), a farm index with a head, a page and a tail, a channel on the newer build, its
     review and an attestation, a scrub's state, a damage record of the older one, the failure record of a third key, and
-    the record file of a sweep (`out`'s, written by the matrix's own sweep)."""
+    the record file of a sweep (`out`'s, written by the matrix's own sweep) and a proposed SDK release (the
+    feed's, from the matrix's manifest file)."""
     from neuronforge.artifacts import farm_index, layout
     from neuronforge.artifacts.attestations import attest
     from neuronforge.records.attestation import Attestation
@@ -180,6 +188,7 @@ def _template(root: Path, out: Path, model: Path) -> None:
         ["index", "rebuild", root],
         ["promote", "org/m1", "--profile", "cpu", "--to", "candidate", "--build", ARTIFACT[:12], "--store", root],
         ["approve", ARTIFACT[:12], "--store", root],
+        ["releases", "sync", "--manifest", FEED, "--store", root],  # proposes 2.33.9
         sweep,
     ):
         done = cli(argv)
@@ -310,6 +319,8 @@ def _forged(kind: str, data: Any, root: Path) -> Any:
         return {**data, "cursor": "zzzz"}  # refused as --cursor
     if kind == "sweep record file":
         return {**data, "model": "another-org/another-model"}
+    if kind == "proposed SDK release":  # the record of 2.33.9 says it is another release
+        return {**data, "version": "2.99.0", "entry": {**data["entry"], "version": "2.99.0"}}
     assert kind in ("compile lease", "review state", "attestations", "failure record"), kind
     return {**data, "key": OTHER}
 
