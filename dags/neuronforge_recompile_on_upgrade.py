@@ -36,10 +36,13 @@ from neuronforge.profiles import neuron_queues
 from neuronforge_airflow.operators.recompile import (
     REBUILD_SLOTS,
     AwaitRebuildsOperator,
+    attest_kept,
+    attest_queues,
     check_workers,
     find_stale,
     rebuild_runs,
     report,
+    route_attests,
     sync_releases,
     verdict,
     watch_toolchain,
@@ -79,6 +82,9 @@ def neuronforge_recompile_on_upgrade():
     triggered >> waited
     summary = report(plan)
     waited >> summary
+    attests = route_attests(plan)
+    for queue in attest_queues():  # one attest per queue (a mapped task's queue cannot vary per item)
+        attests >> attest_kept(queue, plan) >> summary
     verdict(summary)
 
 
