@@ -10,6 +10,13 @@ one toolchain watch per toolchain queue (`watch_toolchain_neuron_compile_2_26_1`
 it detects the toolchain of every profile routed there and checks it against the profile's pins.
 The cpu profile's toolchain is this worker's, detected by `find_stale` on the default queue.
 
+Kept builds: a published target the upgrade keeps with decision `re-smoke` is smoked at the release and
+attested by the attest task of its queue (`attest_kept_<queue>`: the release's Neuron hosts, or the
+default queue for the cpu profile; `recompile.attest_queue`), one task per queue, as the watches are:
+Airflow copies a task instance's queue from the task when it creates it, the same for every map index,
+so one mapped task cannot place its items on different queues. `route_attests` skips the ones with
+nothing to do or no worker; the report says, for a build no task attested, why and the command.
+
 Release channels: every rebuild run promotes what it publishes to the `candidate` channel of its model
 and profile line (the compile DAG's `promote_to`), and the report says, per model and profile line,
 what `stable` still points to (one GET of that channel each) — so whoever approves the rebuilt build
