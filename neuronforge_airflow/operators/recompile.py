@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -169,12 +170,12 @@ def check_workers(params: dict[str, Any] | None = None) -> list[str]:
     return [watch_task_id(q) for q, w in workers.items() if w["served"]] + ["find_stale"]
 
 
-def served_queues(queues: list[str], pod_image: Any = lambda queue: None) -> dict[str, dict[str, Any]]:
+def served_queues(queues: list[str], pod_image: Callable[[str], str | None] | None = None) -> dict[str, dict[str, Any]]:
     """Queue -> {"served": whether a task on it can start, "detail": why} (`queue_served`), Celery asked
     once for all of them; `pod_image(queue)`: the image of the pod that runs the queue's task instead
     (NEURONFORGE_NEURON_RUNNER=kubernetes), or None."""
     executor = default_executor()
-    images = {q: pod_image(q) for q in queues}
+    images = {q: pod_image(q) if pod_image else None for q in queues}
     answer: Any = None
     if "Celery" in executor and any(image is None for image in images.values()):
         try:
