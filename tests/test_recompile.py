@@ -295,7 +295,8 @@ def test_rebuild_runs_stop_at_the_limit_and_the_rest_wait_for_the_next_run(tmp_p
     assert [len(r["conf"]["targets"]) for r in runs] == [2, 2]
     assert [s.outcome for s in states] == ["", "", "", "", "waiting", "waiting"]
     assert states[4].run_id == "" and "[core] max_map_length" in states[4].outcome_detail
-    assert len(recompile.run_requests([_decided(0, "org/m0", "vllm-neuron", "rebuild")], "file:///s", "r")) == 1
+    many = [_decided(i, f"org/m{i}", "vllm-neuron", "rebuild") for i in range(101)]  # ids sort as the catalog
+    assert [r["trigger_run_id"] for r in recompile.run_requests(many, "file:///s", "r")][-2:] == ["r__099", "r__100"]
     # Settling keeps them waiting (not "no run was triggered", not an older run's failure), and not pending.
     store = open_store(f"file://{tmp_path / 'store'}")
     record_failure(store, states[4].key, "compile_ticket", RuntimeError("old"), "an-older-run")

@@ -332,25 +332,25 @@ def run_requests(
     At most `limit` runs (the DAG passes Airflow's `[core] max_map_length`: a mapped task of more
     items fails the run): the targets of the models past it get no run, are marked WAITING and are
     still stale for the next recompile run, which takes them first among what is left (catalog order)."""
-    runs: dict[str, dict[str, Any]] = {}
+    models: dict[str, list[TargetState]] = {}
     for s in sorted((s for s in states if rebuildable(s)), key=lambda s: s.order):
-        run = runs.get(s.pinned)
-        if run is None and limit is not None and len(runs) >= limit:
-            s.run_id, s.outcome = "", WAITING
-            s.outcome_detail = (
-                f"waiting for the next recompile run: this one triggered its first {limit} compile run(s), "
-                "Airflow's [core] max_map_length"
-            )
+        if s.pinned in models or limit is None or len(models) < limit:
+            models.setdefault(s.pinned, []).append(s)
             continue
-        if run is None:
-            run_id = f"{run_prefix}__{len(runs):02d}"
-            run = runs[s.pinned] = {
-                "trigger_run_id": run_id,
-                "conf": {"model": s.pinned, "store": store_uri, "targets": []},
-            }
-        run["conf"]["targets"].append(s.target)
-        s.run_id = run["trigger_run_id"]
-    return list(runs.values())
+        s.run_id, s.outcome = "", WAITING
+        s.outcome_detail = (
+            f"waiting for the next recompile run: this one triggered its first {limit} compile run(s), "
+            "Airflow's [core] max_map_length"
+        )
+    width = max(2, len(str(len(models) - 1)))  # run ids sort as the catalog does: __0000 … __1023
+    runs = []
+    for n, (pinned, rows) in enumerate(models.items()):
+        run_id = f"{run_prefix}__{n:0{width}d}"
+        runs.append({"trigger_run_id": run_id, "conf": {"model": pinned, "store": store_uri, "targets": []}})
+        for s in rows:
+            runs[-1]["conf"]["targets"].append(s.target)
+            s.run_id = run_id
+    return runs
 
 
 def rebuildable(s: TargetState) -> bool:
