@@ -17,10 +17,19 @@ pins; an unserved queue's watch is skipped at once and its targets are reported 
 queue. Every catalog entry × target whose key (profile version + toolchain) has no complete manifest is
 stale for that version; one `neuronforge_compile_publish` run per model rebuilds its stale targets, each
 pinned to the version it is stale for (in catalog order; throttled by default: at most 2 rebuild runs in
-flight, each trigger waiting deferred for its run, so the compile DAG keeps run slots for manual runs),
-and the report — per entry × target the profile versions it is published for and stale for, rebuilt,
-failed and why, still running — goes to this run's last task log, `reports/recompile-<stamp>.{md,json}`
-in the store, and the `neuronforge-recompile-report` Asset.
+flight, each trigger waiting deferred for its run, so the compile DAG keeps run slots for manual runs).
+At most `[core] max_map_length` runs are triggered (a mapped task of more items fails the run): the
+targets of the models past it are reported waiting, for the next recompile run.
+A published build the upgrade keeps with decision `re-smoke` is smoked at the release and attested
+(`farm.attest`), never rebuilt: by `attest_kept_<queue>`, one task per queue (a mapped task's queue
+cannot vary per item) — the release's Neuron hosts (`neuron-<release>`), the default queue for the cpu
+profile; `route_attests` runs only those with builds to attest and a worker. A build no queue here can
+smoke (no profile, so no worker image, for the release; no worker) is reported with the command that
+attests it on a Neuron host of the release.
+The report — leading with the summary (counts per decision and per line, then what was done), then per
+entry × target the profile versions it is published for and stale for, rebuilt, failed and why, still
+running, waiting, attested — goes to this run's last task log, `reports/recompile-<stamp>.{md,json}` in
+the store, and the `neuronforge-recompile-report` Asset.
 
 Only wiring: the tasks live in `neuronforge_airflow/operators/recompile.py`, the logic in
 `neuronforge/farm/recompile.py`.
@@ -36,10 +45,13 @@ from neuronforge.profiles import neuron_queues
 from neuronforge_airflow.operators.recompile import (
     REBUILD_SLOTS,
     AwaitRebuildsOperator,
+    attest_kept,
+    attest_queues,
     check_workers,
     find_stale,
     rebuild_runs,
     report,
+    route_attests,
     sync_releases,
     verdict,
     watch_toolchain,
@@ -79,6 +91,9 @@ def neuronforge_recompile_on_upgrade():
     triggered >> waited
     summary = report(plan)
     waited >> summary
+    attests = route_attests(plan)
+    for queue in attest_queues():  # one attest per queue (a mapped task's queue cannot vary per item)
+        attests >> attest_kept(queue, plan) >> summary
     verdict(summary)
 
 

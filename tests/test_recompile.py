@@ -275,3 +275,60 @@ def test_a_new_profile_version_makes_the_catalog_stale_until_rebuilt(
     assert retired.status == "fresh" and retired.published_for == ["vllm-neuron@2.26.1", "vllm-neuron@2.27.0"]
     rep = recompile.Report("2026-11-24T00-00-00Z", "models.yaml", store.root_uri, reported, [retired])
     assert rep.to_json()["profiles"]["vllm-neuron@2.26.1"] == {"ref": "vllm-neuron@2.26.1", "registered": False}
+
+
+def _decided(order: int, model: str, line: str, decision: str, status: str = recompile.STALE) -> recompile.TargetState:
+    """A row as `find_stale` leaves it: `line`'s target of `model`, decided `decision`."""
+    state = recompile.TargetState(order, model, order + 1, f"{line}-{order}", {"n": order}, status, key=f"{order:064x}")
+    state.pinned, state.profile = f"{model}@rev", f"{line}@local" if line == "cpu" else f"{line}@2.33.0"
+    state.upgrade = {"action": decision, "decision": decision, "line": line}
+    return state
+
+
+def test_rebuild_runs_stop_at_the_limit_and_the_rest_wait_for_the_next_run(tmp_path: Path) -> None:
+    """2 000 models would be 2 000 mapped triggers; Airflow fails a run of more than `[core] max_map_length`
+    (1 024 by default). The runs are cut at the limit by model, in catalog order: every target of a model
+    past it waits (no run id), is counted in the summary the report leads with, and is still stale."""
+    states = [_decided(i, f"org/m{i // 2}", "vllm-neuron", "rebuild") for i in range(6)]  # 3 models x 2 targets
+    runs = recompile.run_requests(states, "file:///s", "recompile__x", limit=2)
+    assert [r["conf"]["model"] for r in runs] == ["org/m0@rev", "org/m1@rev"]
+    assert [len(r["conf"]["targets"]) for r in runs] == [2, 2]
+    assert [s.outcome for s in states] == ["", "", "", "", "waiting", "waiting"]
+    assert states[4].run_id == "" and "[core] max_map_length" in states[4].outcome_detail
+    many = [_decided(i, f"org/m{i}", "vllm-neuron", "rebuild") for i in range(101)]  # ids sort as the catalog
+    assert [r["trigger_run_id"] for r in recompile.run_requests(many, "file:///s", "r")][-2:] == ["r__099", "r__100"]
+    # Settling keeps them waiting (not "no run was triggered", not an older run's failure), and not pending.
+    store = open_store(f"file://{tmp_path / 'store'}")
+    record_failure(store, states[4].key, "compile_ticket", RuntimeError("old"), "an-older-run")
+    assert recompile.settle(store, states[4:]) is True and states[4].outcome == "waiting"
+    line = recompile.summary_line("2.33.0", states)
+    assert line == (
+        "Neuron SDK 2.33.0: 6 target(s): 6 rebuild; by line: vllm-neuron 6 rebuild; "
+        "2 waiting for the next recompile run"
+    )
+    md = recompile.Report("2026-11-29T00-00-00Z", "c.yaml", store.root_uri, {}, states, release="2.33.0").to_markdown()
+    summary, rows = md.index(line), md.index("| 0 | org/m0 |")
+    assert "waiting for the next run 2)" in md[:summary] and summary < md.index("## Upgrade to Neuron SDK") < rows
+    assert md.count(line) == 1 and "| stale | waiting |" in md
+
+
+def test_kept_builds_are_attested_on_the_queue_of_the_release_or_by_hand(tmp_path: Path) -> None:
+    """Where a `re-smoke` build is smoked: a Neuron host of the release aimed at (its queue exists when a
+    Neuron profile is registered for it), the default queue for the cpu profile (no Neuron SDK), and
+    nowhere here for a release without a worker image: then the row says the command that does it."""
+    from neuronforge.profiles import device_queues
+
+    cpu = _decided(0, "org/a", "cpu", "re-smoke", recompile.FRESH)
+    native = _decided(1, "org/b", "vllm-neuron-native", "re-smoke", recompile.FRESH)
+    stale = _decided(2, "org/c", "vllm-neuron-native", "re-smoke")  # not built yet: rebuilt, not attested
+    verify = _decided(3, "org/d", "vllm-neuron-native", "re-verify", recompile.FRESH)
+    states = [cpu, native, stale, verify]
+    assert "neuron-2.33.0" in device_queues() and "neuron-2.33.1" not in device_queues()
+    assert recompile.attest_plan(states, "2.33.0", "file:///s") == {"default": [0], "neuron-2.33.0": [1]}
+    assert [s.outcome for s in states] == ["", "", "", ""]
+    assert recompile.attest_plan(states, "2.33.1", "file:///s") == {"default": [0]}
+    assert native.outcome == "to-attest" and native.outcome_detail == (
+        "no Neuron profile is registered for SDK 2.33.1, so no queue of its Neuron hosts exists; on a Neuron "
+        f"host of SDK 2.33.1: neuronforge attest {native.key[:12]} --sdk 2.33.1 --store file:///s"
+    )
+    assert recompile.summary_line("2.33.1", states).endswith("; 1 to attest on a Neuron host of the release")

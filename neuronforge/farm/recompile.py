@@ -58,8 +58,9 @@ DEFAULT_QUEUE = "default"  # where the cpu profile's tasks (and its toolchain de
 
 # Status of a catalog target under the current toolchain.
 FRESH, STALE, UNAVAILABLE, UNRESOLVED = "fresh", "stale", "unavailable", "unresolved"
-# How a stale target's rebuild ended, as far as the store tells.
-REBUILT, FAILED, RUNNING, QUEUED = "rebuilt", "failed", "running", "queued"
+# How a stale target's rebuild ended, as far as the store tells; WAITING: no run was triggered for it
+# this time (past the run's limit, `run_requests`), the next recompile run takes it.
+REBUILT, FAILED, RUNNING, QUEUED, WAITING = "rebuilt", "failed", "running", "queued", "waiting"
 
 
 @dataclass
@@ -320,23 +321,36 @@ def _arch_of(entry: CatalogEntry) -> tuple[Any, str]:
         return None, f"config.json unreadable ({exc})"
 
 
-def run_requests(states: list[TargetState], store_uri: str, run_prefix: str) -> list[dict[str, Any]]:
+def run_requests(
+    states: list[TargetState], store_uri: str, run_prefix: str, limit: int | None = None
+) -> list[dict[str, Any]]:
     """One compile run per model with its stale targets, in catalog order: the arguments of a
     trigger task (`trigger_run_id`, `conf`) each. Marks the states with their run id.
     The model is given pinned to the revision the key was computed for, so the run rebuilds
-    exactly what was found stale."""
-    runs: dict[str, dict[str, Any]] = {}
+    exactly what was found stale.
+
+    At most `limit` runs (the DAG passes Airflow's `[core] max_map_length`: a mapped task of more
+    items fails the run): the targets of the models past it get no run, are marked WAITING and are
+    still stale for the next recompile run, which takes them first among what is left (catalog order)."""
+    models: dict[str, list[TargetState]] = {}
     for s in sorted((s for s in states if rebuildable(s)), key=lambda s: s.order):
-        run = runs.get(s.pinned)
-        if run is None:
-            run_id = f"{run_prefix}__{len(runs):02d}"
-            run = runs[s.pinned] = {
-                "trigger_run_id": run_id,
-                "conf": {"model": s.pinned, "store": store_uri, "targets": []},
-            }
-        run["conf"]["targets"].append(s.target)
-        s.run_id = run["trigger_run_id"]
-    return list(runs.values())
+        if s.pinned in models or limit is None or len(models) < limit:
+            models.setdefault(s.pinned, []).append(s)
+            continue
+        s.run_id, s.outcome = "", WAITING
+        s.outcome_detail = (
+            f"waiting for the next recompile run: this one triggered its first {limit} compile run(s), "
+            "Airflow's [core] max_map_length"
+        )
+    width = max(2, len(str(len(models) - 1)))  # run ids sort as the catalog does: __0000 … __1023
+    runs = []
+    for n, (pinned, rows) in enumerate(models.items()):
+        run_id = f"{run_prefix}__{n:0{width}d}"
+        runs.append({"trigger_run_id": run_id, "conf": {"model": pinned, "store": store_uri, "targets": []}})
+        for s in rows:
+            runs[-1]["conf"]["targets"].append(s.target)
+            s.run_id = run_id
+    return runs
 
 
 def rebuildable(s: TargetState) -> bool:
@@ -345,6 +359,75 @@ def rebuildable(s: TargetState) -> bool:
     from neuronforge.farm.upgrades import UNKNOWN
 
     return s.status == STALE and (s.upgrade or {}).get("action") != UNKNOWN
+
+
+# A kept build's attestation at the aimed release (decision `re-smoke`): passed; failed or could not be
+# run; or left to a Neuron host of the release (no queue of this deployment is one, or none is served).
+ATTESTED, NOT_ATTESTED, TO_ATTEST = "attested", "attest-failed", "to-attest"
+
+
+def to_attest(s: TargetState) -> bool:
+    """A kept build (published: fresh) whose upgrade decision is `re-smoke`: smoked at the release
+    against the published artifact (`farm.attest`), never rebuilt."""
+    from neuronforge.farm.upgrades import RESMOKE
+
+    return (s.upgrade or {}).get("action") == RESMOKE and s.status == FRESH and bool(s.key)
+
+
+def attest_queue(s: TargetState, release: str) -> str | None:
+    """Where `s`'s build is smoked at `release`: the default queue for a profile that reads no Neuron SDK
+    (cpu); for a Neuron profile the device queue of the profile registered for `release` (a Neuron
+    host of that release's worker image); None when none is (a release accepted from the feed has no
+    worker image yet): `attest_command` says what does it by hand."""
+    if not get_profile(s.profile).neuron:
+        return DEFAULT_QUEUE
+    return next((p.device_queue for p in registry.all_profiles() if p.neuron and p.version == release), None)
+
+
+def attest_command(s: TargetState, release: str, store_uri: str) -> str:
+    """The command that attests `s`'s build on a Neuron host of `release` (the recompile CLI does the
+    same for every kept build of the catalog: `neuronforge recompile CATALOG --sdk R`)."""
+    return f"on a Neuron host of SDK {release}: neuronforge attest {s.key[:12]} --sdk {release} --store {store_uri}"
+
+
+def leave_to_attest(s: TargetState, release: str, store_uri: str, why: str) -> None:
+    """Mark a kept build to attest as not attested by this run, `why`, with the command that does it."""
+    s.outcome, s.outcome_detail = TO_ATTEST, f"{why}; {attest_command(s, release, store_uri)}"
+
+
+def attest_plan(states: list[TargetState], release: str, store_uri: str) -> dict[str, list[int]]:
+    """Queue -> the rows (`order`) of the kept builds to attest there at `release` (`attest_queue`), in
+    catalog order; a kept build no queue of this deployment can smoke is marked TO_ATTEST with the
+    command that does it on a Neuron host of the release."""
+    out: dict[str, list[int]] = {}
+    for s in sorted((s for s in states if to_attest(s)), key=lambda s: s.order):
+        queue = attest_queue(s, release)
+        if queue is None:
+            why = f"no Neuron profile is registered for SDK {release}, so no queue of its Neuron hosts exists"
+            leave_to_attest(s, release, store_uri, why)
+        else:
+            out.setdefault(queue, []).append(s.order)
+    return out
+
+
+def attest_kept(store: ArtifactStore, states: list[TargetState], release: str, work_dir: Path) -> None:
+    """Each kept build to attest (`to_attest`) proven at `release` here, in catalog order, without
+    compiling (`farm.attest.attest_build`: its smoke test against the published artifact, the
+    attestation recorded): ATTESTED or NOT_ATTESTED with the attestation's line; one that cannot be run
+    is NOT_ATTESTED with why, and the next one still runs. The CLI runs it on every kept build, the
+    DAG's attest task of a queue on the builds whose `attest_queue` it is. `re-verify` is not
+    performed yet: its rows stay as decided."""
+    from neuronforge.farm.attest import attest_build
+
+    for s in sorted((s for s in states if to_attest(s)), key=lambda s: s.order):
+        try:
+            done = attest_build(store, s.key, release, work_dir)
+        except NeuronforgeError as exc:
+            s.outcome, s.outcome_detail = NOT_ATTESTED, str(exc)
+            continue
+        a = done.attestation
+        s.outcome = ATTESTED if a is None or a.passed else NOT_ATTESTED
+        s.outcome_detail = done.line
 
 
 def settle(store: ArtifactStore, states: list[TargetState]) -> bool:
@@ -369,6 +452,8 @@ def _outcome(store: ArtifactStore, s: TargetState) -> tuple[str, str]:
     hit = lookup(store, s.key)
     if hit is not None:
         return REBUILT, hit.manifest_uri
+    if s.outcome == WAITING and not s.run_id:  # not triggered this time: an older failure is not its end
+        return WAITING, s.outcome_detail
     failure = read_failure(store, s.key)
     if failure is not None and (not s.run_id or failure.run_id == s.run_id):
         return FAILED, f"{failure.stage}: {failure.error}"
@@ -496,10 +581,12 @@ class Report:
             f"Catalog `{self.catalog}`, store `{self.store}`.",
             "",
             f"**{c.get(STALE, 0)} stale** (rebuilt {c.get(REBUILT, 0)}, failed {c.get(FAILED, 0)}, "
-            f"running {c.get(RUNNING, 0)}, not started {c.get(QUEUED, 0)}), {c.get(FRESH, 0)} fresh, "
+            f"running {c.get(RUNNING, 0)}, not started {c.get(QUEUED, 0)}, waiting for the next run "
+            f"{c.get(WAITING, 0)}), {c.get(FRESH, 0)} fresh, "
             f"{c.get(UNAVAILABLE, 0)} without a toolchain, {c.get(UNRESOLVED, 0)} unresolvable; "
             f"{len(self.runs)} compile run(s) triggered.",
             "",
+            *([summary_line(self.release, self.states), ""] if self.release else []),
             "## Profile versions and their workers' toolchains",
             "",
         ]
@@ -572,7 +659,8 @@ def decision_summary(states: list[TargetState]) -> dict[str, dict[str, Any]]:
 
 def summary_line(release: str, states: list[TargetState]) -> str:
     """`decision_summary` in one line: `Neuron SDK 2.33.1: 4 target(s): 3 re-verify, 1 rebuild; by line:
-    vllm-neuron-native 3 re-verify; vllm-neuron 1 rebuild`."""
+    vllm-neuron-native 3 re-verify; vllm-neuron 1 rebuild`, then, once anything was done, how many
+    rows ended each way `OUTCOME_WORDS` names (`; 2 attested, 1 waiting for the next recompile run`)."""
     summary = decision_summary(states)
 
     def counted(c: dict[str, int]) -> str:
@@ -581,7 +669,18 @@ def summary_line(release: str, states: list[TargetState]) -> str:
     total = sum(summary["decisions"].values())
     per_line = "; ".join(f"{line} {counted(c)}" for line, c in summary["lines"].items())
     decided = counted(summary["decisions"]) or "none"
-    return f"Neuron SDK {release}: {total} target(s): {decided}; by line: {per_line or '-'}"
+    done = {o: n for o in OUTCOME_WORDS if (n := sum(s.outcome == o for s in states))}
+    then = "; " + ", ".join(f"{n} {OUTCOME_WORDS[o]}" for o, n in done.items()) if done else ""
+    return f"Neuron SDK {release}: {total} target(s): {decided}; by line: {per_line or '-'}{then}"
+
+
+# The outcomes `summary_line` counts after the decisions: what was done about them, or is still to do.
+OUTCOME_WORDS = {
+    ATTESTED: "attested",
+    NOT_ATTESTED: "attest-failed",
+    TO_ATTEST: "to attest on a Neuron host of the release",
+    WAITING: "waiting for the next recompile run",
+}
 
 
 def upgrade_lines(states: list[TargetState]) -> list[str]:
@@ -600,7 +699,7 @@ def upgrade_markdown(release: str, states: list[TargetState]) -> list[str]:
     lines = upgrade_lines(states)
     if not release or not lines:
         return []
-    head = ["", f"## Upgrade to Neuron SDK {release}", "", summary_line(release, states), ""]
+    head = ["", f"## Upgrade to Neuron SDK {release}", ""]  # its summary line leads the report
     return [*head, *[f"- {line}" for line in lines]]
 
 

@@ -4,6 +4,7 @@ launched and checked. See `neuronforge.profiles.base` and the registry."""
 from neuronforge.profiles.base import Artifact, AssembleJob, LaunchContext, Pins, ServingProfile
 from neuronforge.profiles.registry import (
     all_profiles,
+    device_queues,
     get_profile,
     neuron_queues,
     parse_target,
@@ -19,6 +20,7 @@ __all__ = [
     "Pins",
     "ServingProfile",
     "all_profiles",
+    "device_queues",
     "get_profile",
     "neuron_queues",
     "parse_target",

@@ -168,6 +168,12 @@ def neuron_queues() -> list[str]:
     return sorted({p.queue for p in all_profiles() if p.queue})
 
 
+def device_queues() -> list[str]:
+    """The Celery queues of Neuron hosts (`neuron-<release>`, one per SDK release a Neuron profile is
+    registered for: a worker image exists for it): where a published build is smoked at a release."""
+    return sorted({p.device_queue for p in all_profiles() if p.device_queue})
+
+
 WORKER_ROLES = ("compile", "neuron")
 
 

@@ -10,6 +10,13 @@ one toolchain watch per toolchain queue (`watch_toolchain_neuron_compile_2_26_1`
 it detects the toolchain of every profile routed there and checks it against the profile's pins.
 The cpu profile's toolchain is this worker's, detected by `find_stale` on the default queue.
 
+Kept builds: a published target the upgrade keeps with decision `re-smoke` is smoked at the release and
+attested by the attest task of its queue (`attest_kept_<queue>`: the release's Neuron hosts, or the
+default queue for the cpu profile; `recompile.attest_queue`), one task per queue, as the watches are:
+Airflow copies a task instance's queue from the task when it creates it, the same for every map index,
+so one mapped task cannot place its items on different queues. `route_attests` skips the ones with
+nothing to do or no worker; the report says, for a build no task attested, why and the command.
+
 Release channels: every rebuild run promotes what it publishes to the `candidate` channel of its model
 and profile line (the compile DAG's `promote_to`), and the report says, per model and profile line,
 what `stable` still points to (one GET of that channel each) — so whoever approves the rebuilt build
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,7 +41,7 @@ from airflow.sdk import Asset, BaseOperator, get_current_context, task
 from airflow.sdk.exceptions import AirflowSkipException
 
 from neuronforge.common import settings
-from neuronforge.profiles import ServingProfile, neuron_queues, registry
+from neuronforge.profiles import ServingProfile, device_queues, neuron_queues, registry
 from neuronforge_airflow.operators.kubernetes import image_for, pod_settings, release_of, runner
 from neuronforge_airflow.params import validate_recompile_conf
 from neuronforge_airflow.triggers.polling import PollingTrigger
@@ -156,21 +164,30 @@ def check_workers(params: dict[str, Any] | None = None) -> list[str]:
     validate_recompile_conf(context["dag_run"].conf)
     params = params or context["params"]
     queues = needed_queues(params.get("catalog"), aimed_release(params), bool(params.get("migrate")))
-    executor = default_executor()
     pods = runner() == "kubernetes"  # the watches are pods: no Celery worker of a Neuron queue to ask about
-    answer: Any = None
-    if "Celery" in executor and queues and not pods:
-        try:
-            answer = celery_active_queues()
-        except Exception as exc:  # broker unreachable, provider missing: let the watches try
-            answer = exc
-    workers: dict[str, dict[str, Any]] = {}
-    for queue in queues:
-        served, detail = queue_served(executor, answer, queue, image_for(release_of(queue)) if pods else None)
-        log.info("queue %s: %s", queue, detail)
-        workers[queue] = {"served": served, "detail": detail}
+    workers = served_queues(queues, lambda q: image_for(release_of(q)) if pods else None)
     context["ti"].xcom_push(key=WORKERS_XCOM, value=workers)
     return [watch_task_id(q) for q, w in workers.items() if w["served"]] + ["find_stale"]
+
+
+def served_queues(queues: list[str], pod_image: Callable[[str], str | None] | None = None) -> dict[str, dict[str, Any]]:
+    """Queue -> {"served": whether a task on it can start, "detail": why} (`queue_served`), Celery asked
+    once for all of them; `pod_image(queue)`: the image of the pod that runs the queue's task instead
+    (NEURONFORGE_NEURON_RUNNER=kubernetes), or None."""
+    executor = default_executor()
+    images = {q: pod_image(q) if pod_image else None for q in queues}
+    answer: Any = None
+    if "Celery" in executor and any(image is None for image in images.values()):
+        try:
+            answer = celery_active_queues()
+        except Exception as exc:  # broker unreachable, provider missing: let the tasks try
+            answer = exc
+    out: dict[str, dict[str, Any]] = {}
+    for queue in queues:
+        served, detail = queue_served(executor, answer, queue, images[queue])
+        log.info("queue %s: %s", queue, detail)
+        out[queue] = {"served": served, "detail": detail}
+    return out
 
 
 def detect_on(queue: str) -> dict[str, Any]:
@@ -300,9 +317,13 @@ def _find_stale(
             log.warning("%s: %s; its targets are unavailable", ref, tc)
     states = recompile.find_stale(catalog, toolchains, store, settings.work_dir(), release, migrate)
     stamp = recompile.stamp_of(context.get("logical_date") or context["dag_run"].run_after)
-    runs = [] if params.get("dry_run") else recompile.run_requests(states, store_uri, f"recompile__{stamp}")
+    runs, attests = [], {}
+    if not params.get("dry_run"):
+        runs = recompile.run_requests(states, store_uri, f"recompile__{stamp}", max_map_length())
+        attests = recompile.attest_plan(states, release, store_uri)
+    log.info("%s", recompile.summary_line(release, states))  # first: at farm scale the rows run to thousands
     for s in states:
-        log.info("%-11s %s %s %s %s", s.status, s.source, s.slug, s.profile, s.key[:12] or s.detail)
+        log.info("%-11s %s %s %s %s", s.outcome or s.status, s.source, s.slug, s.profile, s.key[:12] or s.detail)
     for line in recompile.upgrade_lines(states):
         log.info("upgrade to SDK %s: %s", release, line)
     return {
@@ -314,7 +335,16 @@ def _find_stale(
         "sdk": _with_feed(recompile.sdk_release_status(store, recompile.newest_compiler(reported)), feed),
         "states": [s.to_json() for s in states],
         "runs": runs,
+        "attests": attests,  # queue -> the rows whose kept build its attest task smokes
     }
+
+
+def max_map_length() -> int:
+    """Airflow's `[core] max_map_length` (1 024 by default): a mapped task of more items fails the run
+    (the API server refuses the upstream's XCom), so the rebuild triggers are at most that many."""
+    from airflow.configuration import conf
+
+    return conf.getint("core", "max_map_length", fallback=1024)
 
 
 def _with_feed(sdk: dict[str, Any] | None, feed: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -330,15 +360,104 @@ def rebuild_runs(plan: dict[str, Any], params: dict[str, Any] | None = None) -> 
     promoting what it publishes to REBUILD_CHANNEL. Throttled (the default), each trigger waits,
     deferred, for its run to end, and at most REBUILD_SLOTS triggers are in flight: the rest of the
     compile DAG's run slots stay free."""
+    from neuronforge.farm import recompile
+
     throttle = bool((params or get_current_context()["params"]).get("throttle_rebuilds", True))
     for run in plan["runs"]:
         log.info("%s: %s, %d target(s)", run["trigger_run_id"], run["conf"]["model"], len(run["conf"]["targets"]))
     if throttle and plan["runs"]:
         log.info("throttled: at most %d rebuild run(s) in flight at once", REBUILD_SLOTS)
+    waiting = sum(s["outcome"] == recompile.WAITING for s in plan["states"])
+    if waiting:
+        log.info("%d stale target(s) wait for the next recompile run: [core] max_map_length", waiting)
     return [
         {**run, "conf": {**run["conf"], "promote_to": REBUILD_CHANNEL}, "wait_for_completion": throttle}
         for run in plan["runs"]
     ]
+
+
+ATTESTS_XCOM = "attest_queues"
+
+
+def attest_queues() -> list[str]:
+    """The queues with an attest task (call in the DAG): the default queue (builds of a profile that
+    reads no Neuron SDK) and every Neuron hosts' queue (`neuron-<release>`, one per registered release)."""
+    from neuronforge.farm.recompile import DEFAULT_QUEUE
+
+    return [DEFAULT_QUEUE, *device_queues()]
+
+
+def attest_task_id(queue: str) -> str:
+    """The attest task of a queue: `attest_kept_default`, `attest_kept_neuron_2_33_0`, ..."""
+    return "attest_kept_" + queue.replace("-", "_").replace(".", "_")
+
+
+@task.branch
+def route_attests(plan: dict[str, Any]) -> list[str]:
+    """On the default queue, after `find_stale`: the attest tasks to run — those of the queues with kept
+    builds to attest (`plan["attests"]`) that a worker consumes (`served_queues`, as `check_workers`
+    asks); the others are skipped, never queued. Why a queue is not served goes to the report, which
+    marks its builds to attest by hand. With NEURONFORGE_NEURON_RUNNER=kubernetes a Neuron queue's
+    attest has no pod yet: said the same way."""
+    from neuronforge.farm.recompile import DEFAULT_QUEUE
+
+    queues = [q for q in attest_queues() if plan["attests"].get(q)]
+    pods = runner() == "kubernetes"
+    served = served_queues([q for q in queues if q == DEFAULT_QUEUE or not pods])
+    for q in queues:
+        if pods and q != DEFAULT_QUEUE:
+            served[q] = {"served": False, "detail": "NEURONFORGE_NEURON_RUNNER=kubernetes: no attest pod yet"}
+    get_current_context()["ti"].xcom_push(key=ATTESTS_XCOM, value=served)
+    return [attest_task_id(q) for q, w in served.items() if w["served"]]
+
+
+def attest_on(queue: str, plan: dict[str, Any]) -> dict[str, list[str]]:
+    """On a worker of `queue`: the kept builds the plan routes there, each smoked at the plan's release
+    against its published artifact and its attestation recorded (`recompile.attest_kept`, as the CLI
+    does); row -> [outcome, detail]."""
+    from neuronforge.farm import recompile
+    from neuronforge.farm.release_feed import known_table
+    from neuronforge.profiles.sdk_releases import in_effect
+    from neuronforge.stores import open_store
+
+    rows = set(plan["attests"].get(queue, []))
+    states = [recompile.TargetState.from_json(s) for s in plan["states"] if s["order"] in rows]
+    store = open_store(plan["store_uri"])
+    with in_effect(known_table(store)):  # an accepted release is in effect here as where it was decided
+        recompile.attest_kept(store, states, plan["release"], settings.work_dir())
+    for st in states:
+        log.info("%s %s %s: %s (%s)", st.source, st.slug, st.key[:12], st.outcome, st.outcome_detail)
+    return {str(st.order): [st.outcome, st.outcome_detail] for st in states}
+
+
+def attest_kept(queue: str, plan: Any):
+    """The attest task of one queue (call it in the DAG: one per `attest_queues()`), on that queue."""
+
+    @task(task_id=attest_task_id(queue), queue=queue, retries=0)
+    def attest(plan: dict[str, Any]) -> dict[str, list[str]]:
+        """On a worker of this queue: what `attest_on` does."""
+        return attest_on(queue, plan)
+
+    return attest(plan)
+
+
+def _attested(ti: Any, plan: dict[str, Any], states: list[TargetState]) -> None:
+    """Each kept build's attest outcome, as its queue's attest task returned it; a build whose task did
+    not run or not succeed (its queue unserved, the task failed) is marked to attest by hand, why said."""
+    from neuronforge.farm import recompile
+
+    by_order = {s.order: s for s in states}
+    served = ti.xcom_pull(task_ids="route_attests", key=ATTESTS_XCOM) or {}
+    for queue, rows in (plan.get("attests") or {}).items():
+        done = ti.xcom_pull(task_ids=attest_task_id(queue)) or {}
+        checked = served.get(queue) or {}
+        why = checked["detail"] if checked.get("served") is False else f"{attest_task_id(queue)} did not succeed"
+        for order in rows:
+            s = by_order[order]
+            if str(order) in done:
+                s.outcome, s.outcome_detail = done[str(order)]
+            else:
+                recompile.leave_to_attest(s, plan["release"], plan["store_uri"], why)
 
 
 def _settle(store_uri: str, states: list[dict[str, Any]]) -> tuple[bool, list[dict[str, Any]]]:
@@ -457,6 +576,7 @@ def report(plan: dict[str, Any]) -> dict[str, Any]:
     store = open_store(plan["store_uri"])
     states = [recompile.TargetState.from_json(s) for s in plan["states"]]
     recompile.settle(store, states)
+    _attested(get_current_context()["ti"], plan, states)
     rep = recompile.Report(
         plan["stamp"],
         plan["catalog"],
@@ -472,7 +592,9 @@ def report(plan: dict[str, Any]) -> dict[str, Any]:
     log.info("recompile report (%s):\n%s\n\n%s", uris["markdown"], rep.to_markdown(), serving_markdown(serving))
     extra = {**uris, "counts": rep.counts(), "runs": rep.runs, SERVING_CHANNEL: serving}
     get_current_context()["outlet_events"][REPORT_ASSET].extra = extra
-    failed = [s for s in states if s.outcome == recompile.FAILED or s.status == recompile.UNRESOLVED]
+    failed = [
+        s for s in states if s.outcome in (recompile.FAILED, recompile.NOT_ATTESTED) or s.status == recompile.UNRESOLVED
+    ]
     return {**extra, "failed": [f"{s.source} {s.slug}: {s.outcome_detail or s.detail}" for s in failed]}
 
 

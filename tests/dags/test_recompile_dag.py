@@ -319,3 +319,57 @@ def test_an_unknown_conf_key_fails_the_first_task_and_schedules_nothing(dags, tm
     assert states["check_workers"] == "failed" and states["watch_toolchain_neuron_compile_2_26_1"] == "upstream_failed"
     assert states["find_stale"] == "failed" and states["trigger_rebuilds"] == "upstream_failed"
     assert states["report"] == "skipped" and not open_store(store_uri).list("reports")
+
+
+def test_past_max_map_length_rebuilds_wait_and_a_kept_build_is_attested_by_the_run(
+    dags, compiled: Compiled, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A catalog of 3 cpu models under `[core] max_map_length` 1: one rebuild run is triggered (more mapped
+    triggers than that fail the run), the other stale model waits for the next run; the published one,
+    decided `re-smoke` (as `upgrades.decide` decides a build kept at a runtime-only patch release), is
+    smoked and attested by the run's attest task on the default queue, never rebuilt. The report leads
+    with the summary naming both."""
+    from neuronforge.artifacts import attestations
+    from neuronforge.farm import upgrades
+
+    monkeypatch.setenv("AIRFLOW__CORE__MAX_MAP_LENGTH", "1")
+    kept = upgrades.Upgrade(release="2.33.1", action=upgrades.RESMOKE, line="cpu", family="inf2", decision="re-smoke")
+    monkeypatch.setattr(upgrades, "decide", lambda *a, **k: kept)
+    models = [compiled.checkpoint, tmp_path / "model-b", tmp_path / "model-c"]
+    for model in models[1:]:
+        shutil.copytree(compiled.checkpoint, model)
+    unbuilt = {**TARGET, "sequence_length": 32}  # the session's build is of TARGET: these are stale
+    catalog = tmp_path / "models.yaml"
+    catalog.write_text(
+        "models:\n"
+        + "".join(
+            f"  - source: {m}\n    targets:\n      - {json.dumps(TARGET if i == 0 else unbuilt)}\n"
+            for i, m in enumerate(models)
+        )
+    )
+    shutil.copytree(compiled.store.root_uri.removeprefix("file://"), tmp_path / "store")  # not the shared one
+    store_uri = f"file://{tmp_path / 'store'}"
+    conf = {"catalog": str(catalog), "store": store_uri, "wait_minutes": 0, "throttle_rebuilds": False, "sdk": "2.33.1"}
+    run = dags[RECOMPILE].test(run_conf=conf)
+    tis = {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
+    # Without the limit `rebuild_runs` fails: the API server refuses an XCom of 2 items to map over
+    # ("unmappable_return_value_length"), and the run's leaf `verdict` still succeeds.
+    assert tis["rebuild_runs"] == "success" and tis["trigger_rebuilds"] == "success"
+    assert str(run.state) == "success" and tis["attest_kept_default"] == "success"
+    assert {s for t, s in tis.items() if t.startswith("attest_kept_neuron")} == {"skipped"}  # nothing there
+    report = _report(store_uri, run)
+    ((_, rebuild),) = [r for r in _created_runs(set()) if r[0] in report["runs"]]  # the DB holds earlier tests' runs
+    assert rebuild["model"] == str(models[1]) and len(report["runs"]) == 1
+    assert [(t["status"], t["outcome"]) for t in report["targets"]] == [
+        ("fresh", "attested"),
+        ("stale", "queued"),
+        ("stale", "waiting"),
+    ]
+    assert "re-smoke passed" in report["targets"][0]["outcome_detail"]
+    assert attestations.attested_for(open_store(store_uri), compiled.first.key, "2.33.1", "none")
+    md = open_store(store_uri).get_bytes(report_key_of(store_uri, "md")).decode()
+    summary = (
+        "Neuron SDK 2.33.1: 3 target(s): 3 re-smoke; by line: cpu 3 re-smoke; 1 attested, "
+        "1 waiting for the next recompile run"
+    )
+    assert md.index(summary) < md.index("## Targets")

@@ -63,7 +63,7 @@ def cmd_recompile_with(args: argparse.Namespace, store: Any) -> int:
     states = recompile.find_stale(catalog, toolchains, store, settings.work_dir(), release, args.migrate)
     if not args.dry_run:
         _rebuild(store, states)
-        _attest_kept(store, states, release)
+        recompile.attest_kept(store, states, release, settings.work_dir())
     if args.json:
         print_json(
             {
@@ -82,7 +82,7 @@ def cmd_recompile_with(args: argparse.Namespace, store: Any) -> int:
     # checked here; 4: a dry run that would rebuild something; else 0.
     if any(s.upgrade and s.upgrade["action"] == upgrades.UNKNOWN for s in states):
         return EXIT_REJECTED
-    if any(s.outcome in (recompile.FAILED, NOT_ATTESTED) or s.status in UNDECIDED for s in states):
+    if any(s.outcome in (recompile.FAILED, recompile.NOT_ATTESTED) or s.status in UNDECIDED for s in states):
         return EXIT_FAILURE
     if args.dry_run and any(s.status == recompile.STALE for s in states):
         return EXIT_STALE
@@ -102,31 +102,6 @@ def _rebuild(store: Any, states: list[Any]) -> None:
         except NeuronforgeError as exc:
             s.outcome, s.outcome_detail = recompile.FAILED, str(exc)
     recompile.settle(store, [s for s in states if s.outcome != recompile.FAILED])
-
-
-ATTESTED, NOT_ATTESTED = "attested", "attest-failed"
-
-
-def _attest_kept(store: Any, states: list[Any], release: str) -> None:
-    """Each kept build whose decision is `re-smoke` proven at `release` here without compiling
-    (`farm.attest`: its smoke test against the published artifact, the attestation recorded); one that
-    fails, or cannot be run, is recorded so and the next one still runs. `re-verify` is not performed
-    here yet: its rows stay as decided."""
-    from neuronforge.farm import recompile, upgrades
-    from neuronforge.farm.attest import attest_build
-
-    for s in sorted(states, key=lambda s: s.order):
-        if (s.upgrade or {}).get("action") != upgrades.RESMOKE or s.status != recompile.FRESH or not s.key:
-            continue
-        try:
-            done = attest_build(store, s.key, release, settings.work_dir())
-        except NeuronforgeError as exc:
-            s.outcome, s.outcome_detail = NOT_ATTESTED, str(exc)
-            continue
-        a = done.attestation
-        passed = a is None or a.passed
-        s.outcome = ATTESTED if passed else NOT_ATTESTED
-        s.outcome_detail = done.line
 
 
 def _lines(states: list[Any]) -> list[str]:
@@ -177,8 +152,8 @@ def summary(release: str, states: list[Any], dry_run: bool, migrate: bool) -> st
     undecided = {status: n for status in UNDECIDED if (n := sum(s.status == status for s in checked))}
     unchecked = "; NOT CHECKED: " + ", ".join(f"{n} {UNDECIDED[k]}" for k, n in undecided.items()) if undecided else ""
     rebuilt = sum(s.outcome == recompile.REBUILT for s in states)
-    failed = sum(s.outcome in (recompile.FAILED, NOT_ATTESTED) for s in states)
-    attested = sum(s.outcome == ATTESTED for s in states)
+    failed = sum(s.outcome in (recompile.FAILED, recompile.NOT_ATTESTED) for s in states)
+    attested = sum(s.outcome == recompile.ATTESTED for s in states)
     done = f"{rebuilt} rebuilt here" + (f", {attested} attested without compiling" if attested else "")
     tail = "dry run: nothing built" if dry_run else f"{done}, {failed} failed"
     return f"Neuron SDK {release}: {len(states)} row(s): {counted}{migrations if proposed else ''}{unchecked}; {tail}"
