@@ -99,7 +99,8 @@ def shared_seeded_store(compiled: Compiled, tmp_path_factory: pytest.TempPathFac
         store, "a" * 64, "smoke", RuntimeError("greedy tokens differ from the reference"), "manual__7", state
     )
     # a build in progress, as the pipeline shows it: the lease, announced in the farm index
-    lease = leases.try_acquire(store, "b" * 64, "worker-1:42", ttl_s=3600)
+    # a day: the session shares this store, and a loaded suite runs for more than an hour
+    lease = leases.try_acquire(store, "b" * 64, "worker-1:42", ttl_s=86400)
     assert lease is not None
     building = SimpleNamespace(model="org/in-progress", target=TargetSpec.parse({**TARGET, "sequence_length": 48}))
     farm_index.announce(store, lease, building)
