@@ -739,6 +739,29 @@ def disk_usage_mib(path: Path) -> float:
 
 
 # -- the run ------------------------------------------------------------------------------------------------------
+def isolated(folder: str | None, prefix: str) -> Path:
+    """The run's scratch folder (`folder`, or a new temporary one) and an environment that reaches no real
+    store, Hub or AWS account: NEURONFORGE_HOME under it, the Hub offline, the bench's own S3 credentials."""
+    scratch = Path(folder or tempfile.mkdtemp(prefix=prefix)).resolve()
+    scratch.mkdir(parents=True, exist_ok=True)
+    os.environ["NEURONFORGE_HOME"] = str(scratch / "home")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ.pop("NEURONFORGE_STORE", None)
+    for var in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3"):
+        os.environ.pop(var, None)
+    os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1")
+    return scratch
+
+
+def tear_down(moto: subprocess.Popen | None, scratch: Path, keep: bool) -> None:
+    """Stop moto's server (the child this run started) and remove the scratch folder unless it is kept."""
+    if moto is not None:
+        moto.kill()
+        moto.wait()
+    if not keep:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 Rows = dict[str, tuple["Measured", "Measured | None"]]
 
 
@@ -992,14 +1015,7 @@ def main() -> int:
     stores = [s.strip() for s in args.stores.split(",") if s.strip()]
 
     t_start = time.monotonic()
-    scratch = Path(args.dir or tempfile.mkdtemp(prefix="nf-farm-scale-")).resolve()
-    scratch.mkdir(parents=True, exist_ok=True)
-    os.environ["NEURONFORGE_HOME"] = str(scratch / "home")
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ.pop("NEURONFORGE_STORE", None)
-    for var in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3"):
-        os.environ.pop(var, None)
-    os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1")
+    scratch = isolated(args.dir, "nf-farm-scale-")
     warnings = WarningCount()
     logging.basicConfig(level=logging.WARNING, handlers=[warnings])
     logging.getLogger("urllib3").setLevel(logging.ERROR)  # "connection pool is full": copies in parallel
@@ -1076,11 +1092,7 @@ def main() -> int:
             f"disk: {disk_usage_mib(scratch):,.0f} MiB under {scratch}; wall {time.monotonic() - t_start:.0f} s"
         )
     finally:
-        if moto is not None:
-            moto.kill()
-            moto.wait()
-        if not args.dir:
-            shutil.rmtree(scratch, ignore_errors=True)
+        tear_down(moto, scratch, keep=bool(args.dir))
     return 1 if failed else 0
 
 

@@ -43,9 +43,7 @@ import hashlib
 import json
 import logging
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -64,9 +62,11 @@ from bench.farm_scale import (  # noqa: E402  (the farm's clones, its counting a
     breakdown,
     cli,
     count_file_store_calls,
+    isolated,
     model_of,
     real_artifact,
     start_moto,
+    tear_down,
     write_catalog,
 )
 
@@ -585,14 +585,7 @@ def main() -> int:
     stores = [s.strip() for s in args.stores.split(",") if s.strip()]
 
     t_start = time.monotonic()
-    scratch = Path(args.dir or tempfile.mkdtemp(prefix="nf-upgrade-cost-")).resolve()
-    scratch.mkdir(parents=True, exist_ok=True)
-    os.environ["NEURONFORGE_HOME"] = str(scratch / "home")
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ.pop("NEURONFORGE_STORE", None)
-    for var in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3"):
-        os.environ.pop(var, None)
-    os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1")
+    scratch = isolated(args.dir, "nf-upgrade-cost-")
     logging.basicConfig(level=logging.ERROR)
     moto = None
     goals: list[tuple[bool, str]] = []
@@ -642,11 +635,7 @@ def main() -> int:
         print("phases: " + ", ".join(f"{k} {v:.0f} s" for k, v in phases.items()))
         print(f"wall {time.monotonic() - t_start:.0f} s")
     finally:
-        if moto is not None:
-            moto.kill()
-            moto.wait()
-        if not args.dir:
-            shutil.rmtree(scratch, ignore_errors=True)
+        tear_down(moto, scratch, keep=bool(args.dir))
     return 1 if any(not ok for ok, _ in goals) else 0
 
 
