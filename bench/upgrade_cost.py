@@ -28,9 +28,10 @@ models interleaved with them, then the same store grown `--grow` times with furt
 baseline: deciding must not grow with the store). `recompile CATALOG --sdk 2.33.9 --dry-run --json`
 runs in this process; its requests are counted as farm_scale.py counts them (S3: botocore's
 `before-send`, every attempt; the file store: calls of its primitives), on a file store and on S3 (moto
-on 127.0.0.1 in a child process).
+on 127.0.0.1 in a child process, `--s3-models` models: moto answers one request at a time and walks
+every key of its bucket for each listing, so its seconds grow with the bucket where the requests do not).
 
-    .venv/bin/python bench/upgrade_cost.py [--k 4] [--models 2000] [--grow 4] [--stores file,s3]
+    .venv/bin/python bench/upgrade_cost.py [--k 4] [--models 2000] [--s3-models 500] [--grow 4] [--stores file,s3]
     .venv/bin/python bench/upgrade_cost.py --quick     # k 1, 20 models: a few minutes, for the test
 """
 
