@@ -327,6 +327,10 @@ def print_costs(old: Cost, news: list[Cost]) -> None:
             f"{c.what:<40}| {c.targets:>7} {c.compiles:>8} {c.graphs:>6} | {c.compile_s:>9.1f} {c.smoke_s:>8.1f} "
             f"{c.other_s:>8.1f} {c.wall_s:>8.1f} | {r}" + (f"  ({'; '.join(c.notes)})" if c.notes else "")
         )
+    print(
+        "compile s: the compile stage, a CPU compile host's work; smoke s: the smoke test, the Neuron host's work "
+        "(Neuron-host seconds; here on this CPU); other s: prepare and publish, or attest's download and check"
+    )
 
 
 def release_kinds(args: argparse.Namespace, scratch: Path) -> tuple[list[tuple[bool, str]], str]:
