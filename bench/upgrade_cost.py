@@ -350,7 +350,7 @@ def release_kinds(args: argparse.Namespace, scratch: Path) -> tuple[list[tuple[b
     print("baseline (today): every target built into an empty store ...", flush=True)
     old = rebuild_everything(old_store, targets, scratch / "today-home" / "work", counter)
     # Each release fed into the store that takes it: once one fed release is accepted, accepting another
-    # fails here (both entries' own source goes by the id `feed-manifest`; see the docs' benchmarks page).
+    # fails (exit 2: both entries' own source goes by the id `feed-manifest`, `release_feed.FEED_SOURCE`).
     new_store = open_store(f"file://{scratch / 'rebuild'}")
     said = feed(old_store.root_uri, manifests[:1], (RUNTIME_ONLY,))
     said += feed(new_store.root_uri, manifests[1:], (COMPILER_CHANGED,))
