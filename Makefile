@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo airflow test lint format docs docs-build bench-transfer bench-pipeline bench-cache-seed bench-quantize bench-bytes bench-sweep bench-hosts bench-farm bench-file-paging bench-dag-parse bench-forms bench-channels bench-warm-start bench-demo clean
+.PHONY: setup demo airflow test lint format docs docs-build bench-transfer bench-pipeline bench-cache-seed bench-quantize bench-bytes bench-sweep bench-hosts bench-farm bench-file-paging bench-dag-parse bench-forms bench-channels bench-warm-start bench-upgrade bench-demo clean
 
 setup: $(STAMP)
 
@@ -115,6 +115,9 @@ bench-channels: setup
 
 bench-warm-start: setup
 	$(PY) bench/warm_start.py
+
+bench-upgrade: setup
+	$(PY) bench/upgrade_cost.py $(BENCH_ARGS)
 
 # make demo's steps timed in a fresh clone, with the machine's load (the README's times); BENCH_ARGS=--setup
 # times the install too

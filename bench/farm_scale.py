@@ -47,7 +47,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -317,6 +317,7 @@ class Farm:
     tail: int = 0  # records in the farm-index tail (this bench is its only writer)
     keys: dict[int, str] = field(default_factory=dict)
     pool: ThreadPoolExecutor | None = None
+    snapshot: dict[str, Any] = field(default_factory=dict)  # `simulate_to`'s records, by key
 
     def __post_init__(self) -> None:
         from neuronforge.stores import open_store
@@ -400,13 +401,15 @@ class Farm:
     def simulate_to(self, n: int) -> None:
         """N index records and pointers without publishing each: the snapshot written at once
         (`write_snapshot`, as `rebuild` writes it), pointers for every key (compaction drops a row
-        whose pointer is gone), manifests and payloads only where a reader reads them."""
+        whose pointer is gone), manifests and payloads only where a reader reads them. Called again
+        with a larger `n`, it adds the clones from where it stopped and writes the snapshot anew."""
         from neuronforge.artifacts import farm_index
-        from neuronforge.artifacts.farm_index.snapshot import merge, write_snapshot
+        from neuronforge.artifacts.farm_index.snapshot import HEAD, merge, write_snapshot
 
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        entries: dict[str, Any] = {}
-        for start in range(0, n, 2000):
+        entries = self.snapshot
+        each = self.pool.map if self.pool is not None else map
+        for start in range(self.count, n, 2000):
             clones = [make_clone(self.tpl, i, now) for i in range(start, min(n, start + 2000))]
             for c in clones:
                 merge(entries, [farm_index.published_record(*c.records).numbered(0)])
@@ -416,10 +419,11 @@ class Farm:
             if start == 0:
                 self._objects(clones[0])
             rest = [c for c in clones if c.i]
-            list(self.pool.map(lambda c: self._objects(c, manifest=self.has_manifest(c.i)), rest))
+            list(each(lambda c: self._objects(c, manifest=self.has_manifest(c.i)), rest))
             if (start + 2000) % 10000 == 0 or start + 2000 >= n:
                 print(f"  simulated {min(n, start + 2000):,}/{n:,} records + pointers", flush=True)
-        head = write_snapshot(self.store, entries.values(), n, None)
+        version = self.store.read_versioned(HEAD)[1] if self.count else None
+        head = write_snapshot(self.store, entries.values(), n, version)
         assert head is not None
         self.count = n
 
@@ -630,15 +634,18 @@ BASELINE_OF = {  # what the baseline runs for each reader
 }
 
 
-def write_catalog(path: Path, tpl: Template) -> Any:
+def write_catalog(
+    path: Path, tpl: Template, models: Iterable[int] = CATALOG_MODELS, instances: tuple[str, ...] = INSTANCES
+) -> Any:
+    """A catalog of the clones' `models`, each with a target per instance type of `instances`."""
     from neuronforge.farm.catalog import load_catalog
 
     lines = ["models:"]
-    for m in CATALOG_MODELS:
+    for m in models:
         location = f"bench-farm/llama-{m:05d}"
         lines.append(f"  - source: {location}@{revision_of(location)}")
         lines.append("    targets:")
-        for inst in INSTANCES:
+        for inst in instances:
             t = {k: v for k, v in tpl.manifest["request"]["target"].items() if v is not None}
             lines.append(f"      - {json.dumps({**t, 'instance_type': inst, 'profile': 'cpu'})}")
     path.write_text("\n".join(lines) + "\n")
@@ -732,6 +739,29 @@ def disk_usage_mib(path: Path) -> float:
 
 
 # -- the run ------------------------------------------------------------------------------------------------------
+def isolated(folder: str | None, prefix: str) -> Path:
+    """The run's scratch folder (`folder`, or a new temporary one) and an environment that reaches no real
+    store, Hub or AWS account: NEURONFORGE_HOME under it, the Hub offline, the bench's own S3 credentials."""
+    scratch = Path(folder or tempfile.mkdtemp(prefix=prefix)).resolve()
+    scratch.mkdir(parents=True, exist_ok=True)
+    os.environ["NEURONFORGE_HOME"] = str(scratch / "home")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ.pop("NEURONFORGE_STORE", None)
+    for var in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3"):
+        os.environ.pop(var, None)
+    os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1")
+    return scratch
+
+
+def tear_down(moto: subprocess.Popen | None, scratch: Path, keep: bool) -> None:
+    """Stop moto's server (the child this run started) and remove the scratch folder unless it is kept."""
+    if moto is not None:
+        moto.kill()
+        moto.wait()
+    if not keep:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 Rows = dict[str, tuple["Measured", "Measured | None"]]
 
 
@@ -985,14 +1015,7 @@ def main() -> int:
     stores = [s.strip() for s in args.stores.split(",") if s.strip()]
 
     t_start = time.monotonic()
-    scratch = Path(args.dir or tempfile.mkdtemp(prefix="nf-farm-scale-")).resolve()
-    scratch.mkdir(parents=True, exist_ok=True)
-    os.environ["NEURONFORGE_HOME"] = str(scratch / "home")
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ.pop("NEURONFORGE_STORE", None)
-    for var in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3"):
-        os.environ.pop(var, None)
-    os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1")
+    scratch = isolated(args.dir, "nf-farm-scale-")
     warnings = WarningCount()
     logging.basicConfig(level=logging.WARNING, handlers=[warnings])
     logging.getLogger("urllib3").setLevel(logging.ERROR)  # "connection pool is full": copies in parallel
@@ -1069,11 +1092,7 @@ def main() -> int:
             f"disk: {disk_usage_mib(scratch):,.0f} MiB under {scratch}; wall {time.monotonic() - t_start:.0f} s"
         )
     finally:
-        if moto is not None:
-            moto.kill()
-            moto.wait()
-        if not args.dir:
-            shutil.rmtree(scratch, ignore_errors=True)
+        tear_down(moto, scratch, keep=bool(args.dir))
     return 1 if failed else 0
 
 
