@@ -349,8 +349,8 @@ def release_kinds(args: argparse.Namespace, scratch: Path) -> tuple[list[tuple[b
     old_store = open_store(f"file://{scratch / 'today'}")
     print("baseline (today): every target built into an empty store ...", flush=True)
     old = rebuild_everything(old_store, targets, scratch / "today-home" / "work", counter)
-    # Each release fed into the store that takes it: once one fed release is accepted, accepting another
-    # fails (exit 2: both entries' own source goes by the id `feed-manifest`, `release_feed.FEED_SOURCE`).
+    # Each release fed into the store that takes it: the re-smoke attests the builds of `today`, the
+    # rebuild builds into a store without them.
     new_store = open_store(f"file://{scratch / 'rebuild'}")
     said = feed(old_store.root_uri, manifests[:1], (RUNTIME_ONLY,))
     said += feed(new_store.root_uri, manifests[1:], (COMPILER_CHANGED,))

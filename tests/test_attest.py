@@ -85,3 +85,21 @@ def test_recompile_attests_a_kept_build_instead_of_compiling_it(
     assert row["outcome"] == "attested" and "re-smoke passed" in row["outcome_detail"]
     assert builds == []  # no compile: the published build was smoked
     assert attestations.attested_for(store, compiled.first.key, "2.33.1", "none")
+
+
+def test_a_release_the_store_accepted_is_one_attest_knows(
+    compiled, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """2.33.9 is known only from the store's feed (`releases sync --accept`): attest reads it, as recompile does."""
+    root = Path(compiled.store.root_uri.removeprefix("file://"))
+    shutil.copytree(root, tmp_path / "store")
+    store = f"file://{tmp_path / 'store'}"
+    argv = ["attest", compiled.first.key[:12], "--sdk", "2.33.9", "--store", store, "--work-dir", str(tmp_path / "w")]
+    assert main(argv) == 2
+    assert "releases ls" in capsys.readouterr().err
+    feed = Path(__file__).parent / "data" / "release-manifests" / "adds-2.33.9.json"
+    assert main(["releases", "sync", "--manifest", str(feed), "--accept", "2.33.9", "--store", store]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["release"] == "2.33.9" and out["attestation"]["passed"] is True

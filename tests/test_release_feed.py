@@ -202,6 +202,24 @@ def test_two_plugins_of_one_pip_name_agree_with_a_manifest_listing_either() -> N
         release_feed.plan(parse(json.dumps(data).encode(), "file:///m.json"), release_feed.load(), "me", "")
 
 
+def test_two_fed_releases_are_accepted_in_one_store_each_citing_its_manifest(tmp_path: Path, capsys) -> None:
+    store = str(tmp_path / "store")
+    code, _, err = _sync(capsys, "--manifest", str(MANIFEST), "--accept", "2.33.9", "--store", store)
+    assert code == 0, err
+
+    def adds_2_33_10(data: dict) -> None:
+        newest = next(r for r in data["neuron_releases"] if r["neuron_version"] == "2.33.9")
+        data["neuron_releases"].insert(0, {**json.loads(json.dumps(newest)), "neuron_version": "2.33.10"})
+        data["manifest_version"] = "2.33.10"
+
+    path = _write(tmp_path / "m.json", _manifest(adds_2_33_10))
+    code, _, err = _sync(capsys, "--manifest", path, "--accept", "2.33.10", "--store", store)
+    assert code == 0, err
+    table = release_feed.known_table(open_store(store))
+    cited = {v: table.sources[table.entry(v).sources[0]].url for v in ("2.33.9", "2.33.10")}
+    assert cited == {"2.33.9": f"file://{MANIFEST}", "2.33.10": f"file://{path}"}
+
+
 class _Serve(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args) -> None:  # quiet
         pass

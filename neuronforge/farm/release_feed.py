@@ -51,7 +51,7 @@ from neuronforge.records.sdk_release import Package, SdkReleaseEntry, SourcePage
 from neuronforge.stores import ArtifactStore, NotFound, open_store
 
 HTTP_TIMEOUT_S = 30.0
-FEED_SOURCE = "feed-manifest"  # the id an entry's own source (the manifest it was read from) goes by
+FEED_SOURCE = "feed-manifest"  # an entry's own source (the manifest it was read from): `feed-manifest-<version>`
 SHIPPED = "shipped"  # a release of the package's table: shipped with neuronforge
 
 
@@ -154,7 +154,9 @@ def _origin(manifest: ReleaseManifest) -> ManifestOrigin:
 
 
 def _entry(release: ManifestRelease, manifest: ReleaseManifest) -> SdkReleaseEntry:
-    """What the manifest says of `release`, as a table entry citing the manifest (its own source)."""
+    """What the manifest says of `release`, as a table entry citing the manifest (its own source, under an
+    id of its release: two accepted entries from two manifests each keep theirs)."""
+    own = f"{FEED_SOURCE}-{release.version}"
     named: set[str] = set()
     packages = []
     for p in release.packages:
@@ -162,7 +164,7 @@ def _entry(release: ManifestRelease, manifest: ReleaseManifest) -> SdkReleaseEnt
         if distribution(name) in named:  # a second version of one package (torch-xla 2.11, 2.12): as the table names it
             name, pip = f"{p.name}-{series(p.version)}", p.name
         named.add(distribution(p.name))
-        packages.append(Package(name=name, pip=pip, version=p.version, source=FEED_SOURCE, instances=p.instances))
+        packages.append(Package(name=name, pip=pip, version=p.version, source=own, instances=p.instances))
     title = (
         "Neuron SDK release manifest (n2-manifest.json"
         + (f", manifest_version {manifest.version}" if manifest.version else "")
@@ -172,10 +174,10 @@ def _entry(release: ManifestRelease, manifest: ReleaseManifest) -> SdkReleaseEnt
     return SdkReleaseEntry(
         version=release.version,
         date_note=f"the release manifest gives no release date (the manifest is of {manifest.date or 'no date'})",
-        sources=(FEED_SOURCE,),
+        sources=(own,),
         notes=("read from AWS's release manifest; proposed by `neuronforge releases sync`",),
         packages=tuple(packages),
-        own_sources={FEED_SOURCE: SourcePage(title=title, url=manifest.where, quote=f"sha256 {manifest.sha256}")},
+        own_sources={own: SourcePage(title=title, url=manifest.where, quote=f"sha256 {manifest.sha256}")},
     )
 
 

@@ -177,16 +177,21 @@ def cmd_attest(args: argparse.Namespace) -> int:
     attestation is recorded passed or not; a failed one exits 3."""
     from neuronforge.artifacts.published import find_key
     from neuronforge.farm.attest import attest_build
-    from neuronforge.profiles.sdk_releases import known_release
+    from neuronforge.farm.release_feed import known_table
+    from neuronforge.profiles.sdk_releases import in_effect, known_release
     from neuronforge.stores import open_store
 
     store = open_store(args.store, must_exist=True)
     key = find_key(store, args.key)
-    known = known_release(args.sdk)
-    if known is None:
-        raise InvalidInput(f"--sdk {args.sdk}: not a released Neuron SDK the release table knows")
-    release = known.version
-    outcome = attest_build(store, key, release, Path(args.work_dir).expanduser())
+    with in_effect(known_table(store)):  # the table's releases and the store's accepted ones, as recompile
+        known = known_release(args.sdk)
+        if known is None:
+            raise InvalidInput(
+                f"--sdk {args.sdk}: not a released Neuron SDK the release table or the store's accepted releases "
+                "know (`neuronforge releases ls`)"
+            )
+        release = known.version
+        outcome = attest_build(store, key, release, Path(args.work_dir).expanduser())
     a = outcome.attestation
     if args.json:
         print_json(
