@@ -75,13 +75,13 @@ def decision_for(manifest: ArtifactManifest, release: str) -> upgrade_decisions.
         raise InvalidInput(f"SDK {release} is not in the release table (neuronforge/profiles/releases/)")
     if built_on == NO_SDK:
         return upgrade_decisions.PackageDecision(upgrade_decisions.RESMOKE, NO_SDK, release)
-    base = table.entry(built_on)
-    if base is None or line not in table.lines:
+    decided = upgrade_decisions.between(table, line, built_on, release)
+    if decided is None:
         raise NotAttestable(
             f"build {manifest.cache_key[:12]} ({line or 'no profile'} on SDK {built_on or '?'}): the release table "
             f"does not say what {release} changes for it; rebuild it on {release}"
         )
-    return upgrade_decisions.decide_packages(base, new, table.lines[line].reads)
+    return decided
 
 
 def attest_build(store: ArtifactStore, key: str, release: str, work_dir: Path) -> AttestOutcome:

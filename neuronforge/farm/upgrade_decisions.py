@@ -18,8 +18,12 @@ evidence that nothing moved. Pure: the release entries and the line's roles in, 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from neuronforge.records.sdk_release import ROLES, PackageReads, SdkReleaseEntry
+
+if TYPE_CHECKING:
+    from neuronforge.profiles.release_table import Table
 
 NOTHING, RESMOKE, REVERIFY, REBUILD = "nothing", "re-smoke", "re-verify", "rebuild"
 # The decision each role's change forces, cheapest first (`ROLES` order); an unclassified package rebuilds.
@@ -91,3 +95,13 @@ def decide_packages(base: SdkReleaseEntry, new: SdkReleaseEntry, reads: tuple[Pa
         {role: tuple(c) for role, c in changed.items()},
         tuple(sorted(w for role in deciding_roles for w in unverified.get(role, ()))),
     )
+
+
+def between(table: Table, line: str, built_on: str, release: str) -> PackageDecision | None:
+    """The decision for a build of `line` made on `built_on`, at `release`, from `table`'s entries and the
+    line's roles; None when the table knows either release or the line not (the callers say so their way:
+    `upgrades` as unknown, `attest` as not attestable)."""
+    base, new = table.entry(built_on), table.entry(release)
+    if base is None or new is None or line not in table.lines:
+        return None
+    return decide_packages(base, new, table.lines[line].reads)

@@ -200,12 +200,10 @@ def _by_packages(up: Upgrade, line: str, built_on: str, release: str) -> None:
     """A build on `built_on` kept or not at `release`, by the package changes between the two and what
     the line reads of each (`upgrade_decisions`); a change to what the build reads needs a profile
     version registered for `release`, which is what is said."""
-    table = release_table.current()
-    base, new = table.entry(built_on), table.entry(release)
-    if base is None or new is None:  # a registered version or a known release always has its entry
+    d = upgrade_decisions.between(release_table.current(), line, built_on, release)
+    if d is None:  # a registered version or a known release always has its entry
         up.action, up.sentence = UNKNOWN, f"SDK {built_on} or {release} is not in the release table"
         return
-    d = upgrade_decisions.decide_packages(base, new, table.lines[line].reads)
     up.base, up.packages, up.unverified = d.base, list(d.deciding), list(d.unverified)
     up.changed = {role: list(c) for role, c in d.changed.items()}
     if d.decision == upgrade_decisions.REBUILD:
