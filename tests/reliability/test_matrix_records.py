@@ -125,7 +125,7 @@ READS: dict[str, set[str]] = {
     "releases sync": {"proposed SDK release"},
     "releases accept": {"proposed SDK release"},
     "releases reject": {"proposed SDK release"},
-    "attest": {"index entry", "artifact manifest", "attestations"},
+    "attest": {"index entry", "artifact manifest", "attestations", "proposed SDK release"},
     "require-release": {"release channel", "attestations"},
 }
 NO_RECORDS = {
