@@ -1,0 +1,26 @@
+"""docs/profiles.md's overview table is rendered from the registry (whose pins come from the release
+table), so a registered release shows there with the versions the consumer checks, and nothing else."""
+
+from __future__ import annotations
+
+from neuronforge.common.docs_section import section
+from neuronforge.interfaces import profiles_table
+from neuronforge.profiles import registry
+
+
+def test_the_page_is_what_the_registry_renders() -> None:
+    assert not profiles_table.stale(), "run `python -m neuronforge.interfaces.profiles_table`"
+
+
+def test_every_registered_version_shows_its_pins_and_image() -> None:
+    page = section(profiles_table.PAGE.read_text(), profiles_table.BEGIN, profiles_table.END)
+    rows = {line.split("|")[1].strip(): line for line in page.splitlines() if line.startswith("| `")}
+    for p in registry.all_profiles():
+        row = next(r for name, r in rows.items() if name.startswith(f"`{p.name}` "))
+        assert f"`@{p.version}`" in row
+        if p.neuron:
+            assert f"SDK {p.pins.sdk_release}: " in row and f"neuronx-cc `{p.pins.compiler_version}`" in row
+            for name, version in p.pins.packages.items():
+                assert f"{name} `{version}`" in row, (p.ref, name)
+            assert p.serving_image is None or f"image `{p.serving_image}`" in row
+    assert "vllm-neuron-cache/&lt;sdk&gt;/" in page  # outside a code span a `<sdk>` is text, not a tag
