@@ -234,12 +234,12 @@ class LineDecision:
 def neuron_decisions(store: Any, release: str) -> tuple[list[LineDecision], list[str]]:
     """Each serving line's decision at `release` for a build on the release before it, from the release
     table with the store's accepted releases (what `recompile --sdk R` decides by), timed: the entry as
-    fed, and as a review would complete it — each package the proposal marks `needs review` (the manifest
-    does not carry it: vLLM) taken from the release before, which an absent package otherwise counts as
-    changed. Returns the decisions and the packages the review filled in."""
+    fed, and as `releases accept R --same-as <the release before>` completes it — each package the
+    proposal marks `needs review` (the manifest does not carry it: vLLM) taken from the release before,
+    which an absent package otherwise counts as changed. Returns the decisions and the packages the review filled in."""
     from neuronforge.artifacts import release_entries
     from neuronforge.farm import upgrade_decisions
-    from neuronforge.farm.release_feed import known_table
+    from neuronforge.farm.release_feed import known_table, settle_same_as
     from neuronforge.profiles.lifecycle import release_key
 
     table = known_table(store)
@@ -248,9 +248,9 @@ def neuron_decisions(store: Any, release: str) -> tuple[list[LineDecision], list
     fed = table.entry(release)
     assert base is not None and fed is not None
     held = release_entries.get(store, release)
-    review = {n.what.removeprefix("packages.") for n in held[0].needs_review} if held else set()
-    filled = tuple(p for p in base.packages if p.name in review and fed.package(p.name) is None)
-    reviewed = fed.model_copy(update={"packages": (*fed.packages, *filled)})
+    # What `releases accept R --same-as <the release before>` records (`release_feed.settle_same_as`).
+    reviewed = settle_same_as(held[0], table, base.version, "bench", "")["entry"] if held else fed
+    filled = tuple(p for p in reviewed.packages if fed.package(p.name) is None)
     out = []
     for name, entry in (("as fed", fed), ("reviewed", reviewed)):
         for line, facts in table.lines.items():
@@ -371,7 +371,8 @@ def release_kinds(args: argparse.Namespace, scratch: Path) -> tuple[list[tuple[b
     print(
         f"  NOTE: as fed, an entry lacks what the manifest does not carry ({absent} "
         "in the release before: `needs review`), and an absent package counts as changed, so every line reading "
-        "it rebuilds until the entry is reviewed; `reviewed` takes those packages from the release before"
+        "it rebuilds until the entry is reviewed; `reviewed` is the entry `releases accept R --same-as <the release "
+        "before>` records"
     )
 
     keys = sorted({row.cache_key for row in published(old_store)})

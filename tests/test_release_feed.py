@@ -309,3 +309,72 @@ def test_one_parser_reads_the_manifest_for_the_report_too(tmp_path: Path) -> Non
     with pytest.raises(ManifestError, match=r"release 2\.1\.0 is listed twice"):
         parse(b'{"neuron_releases": [{"neuron_version": "2.1", "packages": []}, '
               b'{"neuron_version": "2.1.0", "packages": []}]}', "m.json")  # fmt: skip
+
+
+def test_accept_same_as_settles_what_the_manifest_lacks_and_the_runtime_patch_is_re_smoked(
+    tmp_path: Path, capsys
+) -> None:
+    """AWS's manifest never lists vLLM, which the vLLM Neuron plugin line reads: until reviewed, the
+    absent package counts as changed and every build of the line would rebuild. `accept --same-as`
+    records the release notes' "all other packages are the same as in <R>" with who decided; then only
+    the runtime changed, and the decision is a re-smoke."""
+    from neuronforge.farm import upgrade_decisions
+
+    store = str(tmp_path / "store")
+    _sync(capsys, "--manifest", str(MANIFEST), "--store", store)
+    opened = open_store(store)
+    proposed_only = release_feed.known_table(opened)
+    assert proposed_only.entry("2.33.9") is None  # proposed: not yet known
+    assert main(["releases", "accept", "2.33.9", "--same-as", "2.33.1", "--by", "ana", "--store", store]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "Neuron 2.33.9 accepted by ana"
+    assert out[1].startswith("  as in 2.33.1: ") and "packages.vllm" in out[1] and "lines.vllm-neuron-native" in out[1]
+    assert out[2] == "  still needs review: date, images"
+    record = ProposedRelease.read(opened, layout.sdk_release_entry("2.33.9"))
+    assert {r.what for r in record.reviewed} >= {"packages.vllm", "lines.vllm-neuron-native"}
+    assert {(r.same_as, r.by) for r in record.reviewed} == {("2.33.1", "ana")}
+    assert [n.what for n in record.needs_review] == ["date", "images"]
+    table = release_feed.known_table(opened)
+    assert table.entry("2.33.9").package("vllm") == table.entry("2.33.1").package("vllm")
+    decided = upgrade_decisions.between(table, "vllm-neuron-native", "2.33.1", "2.33.9")
+    assert decided is not None and decided.decision == upgrade_decisions.RESMOKE, decided
+    assert decided.deciding == ("aws-neuronx-runtime-lib 2.35.33.0 -> 2.35.40.0",)
+
+
+def test_accepted_without_review_the_absent_package_rebuilds_and_same_as_is_checked(tmp_path: Path, capsys) -> None:
+    from neuronforge.farm import upgrade_decisions
+
+    store = str(tmp_path / "store")
+    _sync(capsys, "--manifest", str(MANIFEST), "--store", store)
+    before = _entries(tmp_path / "store")
+    # A release the store does not know, one only announced, one that does not ship the line: one line each,
+    # nothing written.
+    for same_as, says in (
+        ("2.40.0", "not a release neuronforge knows; `neuronforge releases ls`"),
+        ("2.34", "--same-as 2.34: not a release neuronforge knows"),  # announced, not shipped
+        ("2.21.1", "SDK 2.21.1 lists no vllm, so it cannot settle packages.vllm of 2.33.9"),
+    ):
+        code = main(["releases", "accept", "2.33.9", "--same-as", same_as, "--store", store])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and says in err and "\n" not in err, (same_as, err)
+        assert _entries(tmp_path / "store") == before
+    # The command `ls` suggests works: accepted as the manifest has it, vLLM absent decides a rebuild.
+    assert main(["releases", "ls", "--store", store]) == 0
+    assert "NEEDS REVIEW: date, images, " in capsys.readouterr().out
+    assert main(["releases", "accept", "2.33.9", "--store", store]) == 0
+    assert (
+        "still needs review: date, images, lines.optimum-neuron, lines.vllm-neuron-native, packages.vllm\n"
+        in capsys.readouterr().out
+    )
+    decided = upgrade_decisions.between(
+        release_feed.known_table(open_store(store)), "vllm-neuron-native", "2.33.1", "2.33.9"
+    )
+    assert decided is not None and decided.decision == upgrade_decisions.REBUILD and "vllm" in decided.sentence()
+    # Reviewed afterwards: accepting again with --same-as settles it (the decision and history kept).
+    assert main(["releases", "accept", "2.33.9", "--same-as", "2.33.1", "--store", store]) == 0
+    record = ProposedRelease.read(open_store(store), layout.sdk_release_entry("2.33.9"))
+    assert record.state == "accepted" and record.history[0].state == "accepted" and record.reviewed
+    table = release_feed.known_table(open_store(store))
+    assert (
+        upgrade_decisions.between(table, "vllm-neuron-native", "2.33.1", "2.33.9").decision == upgrade_decisions.RESMOKE
+    )

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
+from typing import Any
 
 from neuronforge.artifacts import layout
 from neuronforge.common.errors import InvalidInput, StoreError
@@ -60,8 +62,17 @@ def listing(store: ArtifactStore) -> tuple[list[ProposedRelease], list[RecordErr
         after = page[-1].key
 
 
-def decide(store: ArtifactStore, version: str, state: str, by: str, reason: str, at: str) -> ProposedRelease:
-    """Record `state` (accepted, rejected) as the release's current decision, keeping the earlier ones."""
+def decide(
+    store: ArtifactStore,
+    version: str,
+    state: str,
+    by: str,
+    reason: str,
+    at: str,
+    review: Callable[[ProposedRelease], dict[str, Any]] | None = None,
+) -> ProposedRelease:
+    """Record `state` (accepted, rejected) as the release's current decision, keeping the earlier ones;
+    `review`: the fields it settles with the decision, from the record as read (again on a conflict)."""
     if state == REJECTED and not reason.strip():
         raise InvalidInput("releases reject: give the reason (--reason), so whoever syncs next knows why")
     decision = FeedDecision(state=state, by=by, at=at, reason=reason)  # type: ignore[arg-type]
@@ -73,9 +84,9 @@ def decide(store: ArtifactStore, version: str, state: str, by: str, reason: str,
                 f"`neuronforge releases sync --store {store.root_uri}` proposes what a manifest adds"
             )
         record, stored = held
-        if record.current.state == state and record.current.reason == reason:
+        if record.current.state == state and record.current.reason == reason and review is None:
             return record  # decided so already: nothing to write
-        changed = record.decided(decision)
+        changed = record.decided(decision, **(review(record) if review else {}))
         if put(store, changed, stored):
             return changed
         time.sleep(random.uniform(0, 0.05 * (attempt + 1)))

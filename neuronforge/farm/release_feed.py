@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from neuronforge.artifacts import layout, release_entries
 from neuronforge.artifacts.channels import mover, now
 from neuronforge.common.errors import InvalidInput, NeuronforgeError, ServiceUnreachable
@@ -46,6 +48,7 @@ from neuronforge.records.proposed_release import (
     NeedsReview,
     PackageChange,
     ProposedRelease,
+    Reviewed,
 )
 from neuronforge.records.sdk_release import Package, SdkReleaseEntry, SourcePage
 from neuronforge.stores import ArtifactStore, NotFound, open_store
@@ -98,12 +101,14 @@ def _http(url: str) -> bytes:
 
 
 # -- what neuronforge knows: the package's table plus the store's accepted releases ------------------
-def known_table(store: ArtifactStore) -> Table:
+def known_table(store: ArtifactStore, leaving: str = "") -> Table:
     """The release table with the store's accepted releases (`release_table.extended`): read once, at
     the edge (the CLI command, the DAG task), and put in effect for what it decides
-    (`profiles.sdk_releases.in_effect(known_table(store))`)."""
+    (`profiles.sdk_releases.in_effect(known_table(store))`). `leaving`: a release left out (one being
+    accepted again, checked against the others)."""
     held, _ = release_entries.listing(store)
-    accepted = [r.entry for r in sorted(held, key=lambda r: release_key(r.version)) if r.state == ACCEPTED]
+    held = [r for r in held if r.state == ACCEPTED and r.version != leaving]
+    accepted = [r.entry for r in sorted(held, key=lambda r: release_key(r.version))]
     return extended(load(), accepted, store.uri(layout.SDK_RELEASE_ENTRIES))
 
 
@@ -343,12 +348,90 @@ def _write(store: ArtifactStore, proposal: ProposedRelease, by: str, at: str) ->
     raise InvalidInput(f"SDK {proposal.version}: {release_entries.TRIES} conflicting syncs in a row; sync again")
 
 
-def decide(store: ArtifactStore, version: str, state: str, by: str, reason: str) -> ProposedRelease:
-    """Accept (the release is known from now on: checked to extend the table first) or reject it."""
+def decide(store: ArtifactStore, version: str, state: str, by: str, reason: str, same_as: str = "") -> ProposedRelease:
+    """Accept (the release is known from now on: checked to extend the table first) or reject it.
+    `same_as` (accepting): every package and line the manifest did not carry is taken as release
+    `same_as` has it (`settle_same_as`), recorded with who decided."""
+    by, at = by or mover(), now()
     held = release_entries.get(store, version)
+    table = known_table(store, leaving=version)
+    review = None
+    if same_as:
+        if state != ACCEPTED:
+            raise InvalidInput("--same-as settles what a release needs reviewed as it is accepted: give it to accept")
+        if held is not None:
+            settle_same_as(held[0], table, same_as, by, at)  # refused here, before anything is written
+
+        def review(record: ProposedRelease) -> dict[str, Any]:
+            return settle_same_as(record, table, same_as, by, at)
+
     if state == ACCEPTED and held is not None:
-        extended(known_table(store), [held[0].entry], store.uri(layout.sdk_release_entry(version)))
-    return release_entries.decide(store, version, state, by or mover(), reason, now())
+        entry = settle_same_as(held[0], table, same_as, by, at)["entry"] if same_as else held[0].entry
+        extended(table, [entry], store.uri(layout.sdk_release_entry(version)))
+    return release_entries.decide(store, version, state, by, reason, at, review)
+
+
+# What `--same-as` settles: a package, a line's release (a date or an image tag is the release's own).
+SETTLED_BY_ANOTHER_RELEASE = ("packages.", "lines.")
+
+
+def settle_same_as(record: ProposedRelease, table: Table, same_as: str, by: str, at: str) -> dict[str, Any]:
+    """The fields of `record` that settle, as release `same_as` of `table` has them, every package and
+    line it needs reviewed (`SETTLED_BY_ANOTHER_RELEASE`): its `entry` with them, what still needs
+    review, and the `reviewed` fields with who decided. A patch release's notes say "All other packages
+    are the same as in Neuron <R>": this records that reading instead of leaving the package absent (an
+    absent package counts as changed, `upgrade_decisions`: the line would rebuild)."""
+    source = table.entry(same_as)
+    if source is None or not source.released:
+        raise InvalidInput(
+            f"--same-as {same_as}: not a release neuronforge knows; `neuronforge releases ls` lists the ones it does"
+        )
+    if release_key(same_as) >= release_key(record.version):
+        raise InvalidInput(f"--same-as {same_as}: not older than {record.version}; name the release it follows")
+    settled = [n for n in record.needs_review if n.what.startswith(SETTLED_BY_ANOTHER_RELEASE)]
+    if not settled:
+        raise InvalidInput(
+            f"SDK {record.version}: no package or line of it needs review, so --same-as {same_as} settles nothing; "
+            f"`neuronforge releases accept {record.version}` without it"
+        )
+    entry = record.entry
+    packages, lines, cited = list(entry.packages), dict(entry.lines), set()
+    for n in settled:
+        kind, name = n.what.split(".", 1)
+        if kind == "packages":
+            package = source.package(name)
+            if package is None:
+                raise InvalidInput(
+                    f"--same-as {same_as}: SDK {same_as} lists no {name}, so it cannot settle {n.what} of "
+                    f"{record.version}; name a release that ships it (`neuronforge releases ls`)"
+                )
+            if all(p.name != package.name for p in packages):  # a line settled before may have brought it
+                packages.append(package)
+                cited.add(package.source)
+        else:
+            line = source.lines.get(name)
+            if line is not None:  # None: it ships nothing for the line and keeps its statuses, as `same_as` did
+                lines[name] = line.model_copy(update={"profile": None})  # a fed release is no registered profile
+                cited |= {line.source, *(f.source for f in line.status.values())}
+                listed = {p.distribution for p in packages}
+                for shipped in (source.package(s) for s in line.ships):  # what it ships, where the manifest lacks it
+                    if shipped is not None and shipped.distribution not in listed:
+                        packages.append(shipped)
+                        cited.add(shipped.source)
+    own = {**entry.own_sources, **{k: v for k, v in source.own_sources.items() if k in cited}}
+    try:
+        filled = SdkReleaseEntry.model_validate(
+            {**entry.model_dump(), "packages": packages, "lines": lines, "own_sources": own}
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]["msg"].removeprefix("Value error, ") if exc.errors() else str(exc)
+        why = f"--same-as {same_as}: {record.version} with {same_as}'s packages does not read: {first}"
+        raise InvalidInput(why) from None
+    return {
+        "entry": filled,
+        "needs_review": tuple(n for n in record.needs_review if n not in settled),
+        "reviewed": (*record.reviewed, *(Reviewed(what=n.what, same_as=same_as, by=by, at=at) for n in settled)),
+    }
 
 
 # -- what `releases ls` shows ---------------------------------------------------------------------------

@@ -56,6 +56,16 @@ class PackageChange(_Part):
         return f"~ {self.name} {self.before} -> {self.after}"
 
 
+class Reviewed(_Part):
+    """A field the manifest did not carry, settled by a person: taken as it is in an earlier release
+    (`releases accept V --same-as R`), with who decided and when."""
+
+    what: Text  # the `NeedsReview.what` it settles: `packages.vllm`, `lines.vllm-neuron-native`
+    same_as: ReleaseVersion
+    by: Text = ""
+    at: Text = ""  # UTC, ISO 8601
+
+
 class ManifestOrigin(_Part):
     """The manifest the entry was read from."""
 
@@ -82,6 +92,7 @@ class ProposedRelease(StoredRecord):
     base: StrictStr = ""  # the known release `changes` are against ("": none was older)
     changes: tuple[PackageChange, ...] = ()
     needs_review: tuple[NeedsReview, ...] = ()
+    reviewed: tuple[Reviewed, ...] = ()  # needs-review fields settled since (no longer in `needs_review`)
     manifest: ManifestOrigin
     current: FeedDecision
     history: tuple[FeedDecision, ...] = ()  # earlier decisions, newest first
@@ -96,8 +107,10 @@ class ProposedRelease(StoredRecord):
     def state(self) -> str:
         return self.current.state
 
-    def decided(self, decision: FeedDecision) -> ProposedRelease:
-        return self.model_copy(update={"current": decision, "history": (self.current, *self.history)[:HISTORY]})
+    def decided(self, decision: FeedDecision, **changed: object) -> ProposedRelease:
+        """The record with `decision` current (the earlier one into its history) and `changed` fields."""
+        history = (self.current, *self.history)[:HISTORY]
+        return self.model_copy(update={"current": decision, "history": history, **changed})
 
     def same_proposal(self, other: ProposedRelease) -> bool:
         """Whether `other` proposes what this one does (the manifest's bytes and the review aside)."""

@@ -7,7 +7,10 @@ from AWS's release manifest (`neuronforge.farm.release_feed`).
     releases sync [--manifest WHERE] [--accept VERSION]
                                         propose every release the manifest adds (its package changes, one
                                         line each); default: the store's mirror, else AWS's upstream file
-    releases accept VERSION             the proposal is known from now on, to every worker and the DAGs
+    releases accept VERSION [--same-as RELEASE]
+                                        the proposal is known from now on, to every worker and the DAGs;
+                                        --same-as: the packages and lines the manifest does not carry are
+                                        as in RELEASE (a patch release's "all other packages are the same")
     releases reject VERSION --reason …  kept out: the same release is not proposed again
 """
 
@@ -93,6 +96,13 @@ def cmd_sync(args: argparse.Namespace) -> int:
 # -- accept / reject ------------------------------------------------------------------------------------
 def _accept_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("version", metavar="VERSION", help="the proposed release, e.g. 2.33.9")
+    p.add_argument(
+        "--same-as",
+        metavar="RELEASE",
+        default="",
+        help="the packages and lines it needs reviewed (not in AWS's manifest: vLLM, a line's release) are as in "
+        "RELEASE, as its release notes say ('all other packages are the same as in ...'); recorded with --by",
+    )
     p.add_argument("--by", default="", help=BY_HELP)
     _common(p)
 
@@ -107,12 +117,18 @@ def _reject_options(p: argparse.ArgumentParser) -> None:
 def _decide(args: argparse.Namespace, state: str, reason: str) -> None:
     from neuronforge.farm import release_feed
 
-    record = release_feed.decide(_store(args), args.version, state, args.by, reason)
+    same_as = getattr(args, "same_as", "")
+    record = release_feed.decide(_store(args), args.version, state, args.by, reason, same_as=same_as)
     if args.json:
         print_json(record.to_json())
-    else:
-        why = f": {reason}" if reason else ""
-        print(f"Neuron {record.version} {record.state} by {record.current.by}{why}")
+        return
+    why = f": {reason}" if reason else ""
+    print(f"Neuron {record.version} {record.state} by {record.current.by}{why}")
+    settled = [r.what for r in record.reviewed if r.same_as == same_as and r.at == record.current.at]
+    if settled:
+        print(f"  as in {same_as}: {', '.join(settled)}")
+    if state == "accepted" and record.needs_review:
+        print(f"  still needs review: {', '.join(n.what for n in record.needs_review)}")
 
 
 def cmd_accept(args: argparse.Namespace) -> int:
