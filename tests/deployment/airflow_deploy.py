@@ -58,8 +58,9 @@ ADMIN = "admin"
 WORKERS = ("nf-worker-a", "nf-worker-b")  # the default queue's workers
 COMPILE_WORKER, NEURON_WORKER = "nf-compile", "nf-neuron"
 # The release-day rehearsal's runtime-only patch of 2.33.0 (fed through `releases sync`, no profile
-# registered for it): the Neuron host also consumes its queue, its image's interpreter 2.33.0's fake (only
-# the runtime and collectives changed, and those are the host's).
+# registered for it): the Neuron host also consumes its queue, and names its image's interpreter as a
+# worker of that image would: 2.33.0's fake, since only the runtime and collectives changed (the smoke of a
+# 2.33.0 build resolves 2.33.0's variable first, which this host has too: the same interpreter).
 PATCH_RELEASE = "2.33.2"
 TERMINAL = {"success", "failed"}
 
