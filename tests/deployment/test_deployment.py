@@ -997,6 +997,8 @@ def test_an_sdk_upgrade_rebuilds_each_family_on_its_last_release_and_proposes_mi
 
 
 # -- (12) release day: a runtime-only patch fed from AWS's manifest, attested without compiling ----------------
+# Last in the file: it leaves 2.33.2 and 2.33.3 accepted in the store, and a recompile run without `sdk` aims
+# at the newest release in effect.
 LINE = "vllm-neuron-native"
 DAY_TARGETS = [{**NATIVE_TARGET, "profile": LINE}, {**NATIVE_TARGET, "batch_size": 1, "profile": LINE}]
 RUNTIME_PATCH = {"aws-neuronx-runtime-lib": "2.35.41.0", "aws-neuronx-collectives": "2.35.55.0"}  # role `load`
