@@ -21,11 +21,13 @@ flight, each trigger waiting deferred for its run, so the compile DAG keeps run 
 At most `[core] max_map_length` runs are triggered (a mapped task of more items fails the run): the
 targets of the models past it are reported waiting, for the next recompile run.
 A published build the upgrade keeps with decision `re-smoke` is smoked at the release and attested
-(`farm.attest`), never rebuilt: by `attest_kept_<queue>`, one task per queue (a mapped task's queue
-cannot vary per item) — the release's Neuron hosts (`neuron-<release>`), the default queue for the cpu
-profile; `route_attests` runs only those with builds to attest and a worker. A build no queue here can
-smoke (no profile, so no worker image, for the release; no worker) is reported with the command that
-attests it on a Neuron host of the release.
+(`farm.attest`), never rebuilt: by `attest_kept_default` for a profile that reads no Neuron SDK (cpu), and
+on the Neuron hosts of the release the run aims at — queue `neuron-<release>`, whatever the release (one
+with a registered profile, one only the release table knows, one accepted from the feed) — by
+`attest_kept_neuron`, which the cluster policy puts on that queue (`route_attests` returns the Neuron
+queues with builds to attest and a worker; the task is mapped over them). A build no worker can smoke is
+reported with the command that attests it on a Neuron host of the release: start a worker of the
+release's image on queue `neuron-<release>`.
 The report — leading with the summary (counts per decision and per line, then what was done), then per
 entry × target the profile versions it is published for and stale for, rebuilt, failed and why, still
 running, waiting, attested — goes to this run's last task log, `reports/recompile-<stamp>.{md,json}` in
@@ -45,8 +47,8 @@ from neuronforge.profiles import neuron_queues
 from neuronforge_airflow.operators.recompile import (
     REBUILD_SLOTS,
     AwaitRebuildsOperator,
-    attest_kept,
-    attest_queues,
+    attest_kept_default,
+    attest_kept_neuron,
     check_workers,
     find_stale,
     rebuild_runs,
@@ -91,9 +93,10 @@ def neuronforge_recompile_on_upgrade():
     triggered >> waited
     summary = report(plan)
     waited >> summary
-    attests = route_attests(plan)
-    for queue in attest_queues():  # one attest per queue (a mapped task's queue cannot vary per item)
-        attests >> attest_kept(queue, plan) >> summary
+    attests = route_attests(plan)  # the Neuron queues to attest on: at most neuron-<the run's release>
+    attests >> attest_kept_default(plan) >> summary
+    # each instance on its queue: the cluster policy routes it (a task's declared queue is every run's)
+    attest_kept_neuron.partial(plan=plan).expand(hosts=attests) >> summary
     verdict(summary)
 
 

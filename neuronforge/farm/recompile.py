@@ -45,6 +45,7 @@ from neuronforge.common.errors import InvalidInput, NeuronforgeError
 from neuronforge.farm.catalog import CatalogEntry, CatalogReport, CatalogTarget
 from neuronforge.farm.form_targets import form_target
 from neuronforge.profiles import ServingProfile, get_profile, pin, registry
+from neuronforge.profiles.base import neuron_host_queue
 from neuronforge.profiles.release_manifest import MAX_BYTES, ManifestError, parse
 from neuronforge.profiles.request import CompileRequest, cache_key
 from neuronforge.records.recompile_report import RecompileReport, ReportedTarget
@@ -374,14 +375,13 @@ def to_attest(s: TargetState) -> bool:
     return (s.upgrade or {}).get("action") == RESMOKE and s.status == FRESH and bool(s.key)
 
 
-def attest_queue(s: TargetState, release: str) -> str | None:
+def attest_queue(s: TargetState, release: str) -> str:
     """Where `s`'s build is smoked at `release`: the default queue for a profile that reads no Neuron SDK
-    (cpu); for a Neuron profile the device queue of the profile registered for `release` (a Neuron
-    host of that release's worker image); None when none is (a release accepted from the feed has no
-    worker image yet): `attest_command` says what does it by hand."""
-    if not get_profile(s.profile).neuron:
-        return DEFAULT_QUEUE
-    return next((p.device_queue for p in registry.all_profiles() if p.neuron and p.version == release), None)
+    (cpu); for a Neuron profile the queue of the Neuron hosts of `release`'s image (`neuron-<release>`),
+    whatever `release` is — registered with a profile, known only to the release table, or accepted from
+    the feed: a worker of that image is what proves the build there, and the DAG's attest task goes to it
+    (the cluster policy routes it, `neuronforge_airflow.policies.routing`)."""
+    return neuron_host_queue(release) if get_profile(s.profile).neuron else DEFAULT_QUEUE
 
 
 def attest_command(s: TargetState, release: str, store_uri: str) -> str:
@@ -395,18 +395,13 @@ def leave_to_attest(s: TargetState, release: str, store_uri: str, why: str) -> N
     s.outcome, s.outcome_detail = TO_ATTEST, f"{why}; {attest_command(s, release, store_uri)}"
 
 
-def attest_plan(states: list[TargetState], release: str, store_uri: str) -> dict[str, list[int]]:
+def attest_plan(states: list[TargetState], release: str) -> dict[str, list[int]]:
     """Queue -> the rows (`order`) of the kept builds to attest there at `release` (`attest_queue`), in
-    catalog order; a kept build no queue of this deployment can smoke is marked TO_ATTEST with the
-    command that does it on a Neuron host of the release."""
+    catalog order. Whether a worker consumes the queue is the DAG's question (`route_attests`): a build
+    no worker can smoke is then marked TO_ATTEST with the command (`leave_to_attest`)."""
     out: dict[str, list[int]] = {}
     for s in sorted((s for s in states if to_attest(s)), key=lambda s: s.order):
-        queue = attest_queue(s, release)
-        if queue is None:
-            why = f"no Neuron profile is registered for SDK {release}, so no queue of its Neuron hosts exists"
-            leave_to_attest(s, release, store_uri, why)
-        else:
-            out.setdefault(queue, []).append(s.order)
+        out.setdefault(attest_queue(s, release), []).append(s.order)
     return out
 
 

@@ -188,7 +188,7 @@ class ServingProfile(ABC):
     @property
     def device_queue(self) -> str | None:
         """The queue of the stages that need NeuronCores: Neuron hosts of this SDK release's image."""
-        return f"neuron-{self.version}" if self.neuron else None
+        return neuron_host_queue(self.version) if self.neuron else None
 
     @property
     def queue(self) -> str | None:
@@ -369,6 +369,13 @@ class ServingProfile(ABC):
         interpreter without a device, compiling forbidden (needs the SDK image). None: this profile
         has no such check (its preflight and store check are all there is)."""
         return None
+
+
+def neuron_host_queue(release: str) -> str:
+    """The Celery queue of the Neuron hosts of SDK `release`'s image (`neuron-2.33.0`): its profiles'
+    device stages, and the smoke that attests a published build at `release` — which needs a worker of
+    the release's image, not a profile registered for it."""
+    return f"neuron-{release}"
 
 
 def version_matches(pinned: str, found: str | None) -> bool:

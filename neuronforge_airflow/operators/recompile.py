@@ -11,11 +11,15 @@ it detects the toolchain of every profile routed there and checks it against the
 The cpu profile's toolchain is this worker's, detected by `find_stale` on the default queue.
 
 Kept builds: a published target the upgrade keeps with decision `re-smoke` is smoked at the release and
-attested by the attest task of its queue (`attest_kept_<queue>`: the release's Neuron hosts, or the
-default queue for the cpu profile; `recompile.attest_queue`), one task per queue, as the watches are:
-Airflow copies a task instance's queue from the task when it creates it, the same for every map index,
-so one mapped task cannot place its items on different queues. `route_attests` skips the ones with
-nothing to do or no worker; the report says, for a build no task attested, why and the command.
+attested, never rebuilt: on the default queue by `attest_kept_default` (a profile that reads no Neuron
+SDK, e.g. cpu), on the Neuron hosts of the release the run aims at by `attest_kept_neuron` — queue
+`neuron-<release>` (`recompile.attest_queue`) whatever the release is: one registered with a profile,
+one only the release table knows, one accepted from the feed. Airflow copies a task's declared queue to
+each instance it creates, and the release is known only once `find_stale` has decided, so
+`attest_kept_neuron` is mapped over what `route_attests` returns (the Neuron queues with kept builds and
+a worker) and the cluster policy puts each instance on its queue as the scheduler expands it
+(`neuronforge_airflow.policies.routing`). A queue no worker consumes is not attested on: the report
+says, for each build no task attested, why and the command.
 
 Release channels: every rebuild run promotes what it publishes to the `candidate` channel of its model
 and profile line (the compile DAG's `promote_to`), and the report says, per model and profile line,
@@ -41,9 +45,15 @@ from airflow.sdk import Asset, BaseOperator, get_current_context, task
 from airflow.sdk.exceptions import AirflowSkipException
 
 from neuronforge.common import settings
-from neuronforge.profiles import ServingProfile, device_queues, neuron_queues, registry
+from neuronforge.profiles import ServingProfile, neuron_queues, registry
 from neuronforge_airflow.operators.kubernetes import image_for, pod_settings, release_of, runner
 from neuronforge_airflow.params import validate_recompile_conf
+from neuronforge_airflow.policies.routing import (
+    ATTEST_ROUTE_TASK,
+    DEFAULT_QUEUE,
+    NEURON_ATTEST_TASK,
+    UNROUTED_QUEUE,
+)
 from neuronforge_airflow.triggers.polling import PollingTrigger
 
 if TYPE_CHECKING:
@@ -320,7 +330,7 @@ def _find_stale(
     runs, attests = [], {}
     if not params.get("dry_run"):
         runs = recompile.run_requests(states, store_uri, f"recompile__{stamp}", max_map_length())
-        attests = recompile.attest_plan(states, release, store_uri)
+        attests = recompile.attest_plan(states, release)
     log.info("%s", recompile.summary_line(release, states))  # first: at farm scale the rows run to thousands
     for s in states:
         log.info("%-11s %s %s %s %s", s.outcome or s.status, s.source, s.slug, s.profile, s.key[:12] or s.detail)
@@ -377,38 +387,26 @@ def rebuild_runs(plan: dict[str, Any], params: dict[str, Any] | None = None) -> 
 
 
 ATTESTS_XCOM = "attest_queues"
+DEFAULT_ATTEST_TASK = "attest_kept_default"
 
 
-def attest_queues() -> list[str]:
-    """The queues with an attest task (call in the DAG): the default queue (builds of a profile that
-    reads no Neuron SDK) and every Neuron hosts' queue (`neuron-<release>`, one per registered release)."""
-    from neuronforge.farm.recompile import DEFAULT_QUEUE
-
-    return [DEFAULT_QUEUE, *device_queues()]
-
-
-def attest_task_id(queue: str) -> str:
-    """The attest task of a queue: `attest_kept_default`, `attest_kept_neuron_2_33_0`, ..."""
-    return "attest_kept_" + queue.replace("-", "_").replace(".", "_")
-
-
-@task.branch
+@task(task_id=ATTEST_ROUTE_TASK)
 def route_attests(plan: dict[str, Any]) -> list[str]:
-    """On the default queue, after `find_stale`: the attest tasks to run — those of the queues with kept
-    builds to attest (`plan["attests"]`) that a worker consumes (`served_queues`, as `check_workers`
-    asks); the others are skipped, never queued. Why a queue is not served goes to the report, which
-    marks its builds to attest by hand. With NEURONFORGE_NEURON_RUNNER=kubernetes a Neuron queue's
-    attest has no pod yet: said the same way."""
-    from neuronforge.farm.recompile import DEFAULT_QUEUE
-
-    queues = [q for q in attest_queues() if plan["attests"].get(q)]
+    """On the default queue, after `find_stale`: which attests run. The queues with kept builds to attest
+    (`plan["attests"]`: the default queue, and `neuron-<release>` of the release the run aims at) are
+    asked whether a worker consumes them (`served_queues`, as `check_workers` asks); why one is not served
+    goes to the report, which marks its builds to attest by hand, with the command. Returns the Neuron
+    queues to attest on — what `attest_kept_neuron` is mapped over, each instance put on its queue by the
+    cluster policy (none: the task is skipped, never queued). With NEURONFORGE_NEURON_RUNNER=kubernetes a
+    Neuron queue's attest has no pod yet: said the same way."""
+    queues = [q for q, rows in plan["attests"].items() if rows]
     pods = runner() == "kubernetes"
     served = served_queues([q for q in queues if q == DEFAULT_QUEUE or not pods])
     for q in queues:
         if pods and q != DEFAULT_QUEUE:
             served[q] = {"served": False, "detail": "NEURONFORGE_NEURON_RUNNER=kubernetes: no attest pod yet"}
     get_current_context()["ti"].xcom_push(key=ATTESTS_XCOM, value=served)
-    return [attest_task_id(q) for q, w in served.items() if w["served"]]
+    return sorted(q for q, w in served.items() if w["served"] and q != DEFAULT_QUEUE)
 
 
 def attest_on(queue: str, plan: dict[str, Any]) -> dict[str, list[str]]:
@@ -430,28 +428,45 @@ def attest_on(queue: str, plan: dict[str, Any]) -> dict[str, list[str]]:
     return {str(st.order): [st.outcome, st.outcome_detail] for st in states}
 
 
-def attest_kept(queue: str, plan: Any):
-    """The attest task of one queue (call it in the DAG: one per `attest_queues()`), on that queue."""
+@task(task_id=DEFAULT_ATTEST_TASK, queue=DEFAULT_QUEUE, retries=0)
+def attest_kept_default(plan: dict[str, Any]) -> dict[str, list[str]]:
+    """On the default queue, after `route_attests`: the kept builds of profiles that read no Neuron SDK
+    (cpu), smoked and attested at the run's release (`attest_on`); skipped when there are none."""
+    if not plan["attests"].get(DEFAULT_QUEUE):
+        raise AirflowSkipException("no kept build of a profile without a Neuron SDK to attest")
+    return attest_on(DEFAULT_QUEUE, plan)
 
-    @task(task_id=attest_task_id(queue), queue=queue, retries=0)
-    def attest(plan: dict[str, Any]) -> dict[str, list[str]]:
-        """On a worker of this queue: what `attest_on` does."""
-        return attest_on(queue, plan)
 
-    return attest(plan)
+@task(task_id=NEURON_ATTEST_TASK, queue=UNROUTED_QUEUE, retries=0)
+def attest_kept_neuron(hosts: str, plan: dict[str, Any]) -> dict[str, list[str]]:
+    """On a Neuron host of the run's release (`hosts`: their queue, `neuron-<release>`, where the cluster
+    policy puts each instance): its kept builds smoked and attested (`attest_on`). Call it mapped over what
+    `route_attests` returned: `attest_kept_neuron.partial(plan=plan).expand(hosts=route_attests(plan))`."""
+    return attest_on(hosts, plan)
+
+
+def _attest_results(ti: Any, plan: dict[str, Any]) -> dict[str, dict[str, list[str]]]:
+    """Queue -> what its attest returned (row -> [outcome, detail]); a queue whose attest did not run
+    or not succeed is absent."""
+    out = {DEFAULT_QUEUE: ti.xcom_pull(task_ids=DEFAULT_ATTEST_TASK) or {}}
+    for index, queue in enumerate(ti.xcom_pull(task_ids=ATTEST_ROUTE_TASK) or []):
+        out[queue] = ti.xcom_pull(task_ids=NEURON_ATTEST_TASK, map_indexes=index) or {}
+    return out
 
 
 def _attested(ti: Any, plan: dict[str, Any], states: list[TargetState]) -> None:
-    """Each kept build's attest outcome, as its queue's attest task returned it; a build whose task did
-    not run or not succeed (its queue unserved, the task failed) is marked to attest by hand, why said."""
+    """Each kept build's attest outcome, as its queue's attest returned it; a build whose attest did not
+    run or not succeed (its queue unserved, the task failed) is marked to attest by hand, why said."""
     from neuronforge.farm import recompile
 
     by_order = {s.order: s for s in states}
-    served = ti.xcom_pull(task_ids="route_attests", key=ATTESTS_XCOM) or {}
+    served = ti.xcom_pull(task_ids=ATTEST_ROUTE_TASK, key=ATTESTS_XCOM) or {}
+    results = _attest_results(ti, plan)
     for queue, rows in (plan.get("attests") or {}).items():
-        done = ti.xcom_pull(task_ids=attest_task_id(queue)) or {}
+        done = results.get(queue) or {}
         checked = served.get(queue) or {}
-        why = checked["detail"] if checked.get("served") is False else f"{attest_task_id(queue)} did not succeed"
+        task_id = DEFAULT_ATTEST_TASK if queue == DEFAULT_QUEUE else f"{NEURON_ATTEST_TASK} on queue {queue!r}"
+        why = checked["detail"] if checked.get("served") is False else f"{task_id} did not succeed"
         for order in rows:
             s = by_order[order]
             if str(order) in done:

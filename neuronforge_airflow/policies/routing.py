@@ -16,6 +16,16 @@ targets, which is exact when none of the group's targets was a cache hit. Only a
 places on a Neuron host (`ServingProfile.placement(...).neuron_cores`: the smoke test; compiling
 only where the toolchain needs a device) is sized; a compile on a CPU worker holds no NeuronCores.
 
+The recompile DAG's run aims at one SDK release R, known only once its `find_stale` has decided (the
+form's `sdk`, else the newest release in effect: the table's and the store's accepted ones), and its kept
+builds on Neuron profiles are smoked on the Neuron hosts of R's image, queue `neuron-<R>` — any R, a
+profile registered for it or not. A task's declared queue is the same for every run, so its Neuron attest
+task (`attest_kept_neuron`) is mapped over what `route_attests` returns (the queues with kept builds and a
+worker: at most `neuron-<R>`), and as the scheduler expands it the hook puts instance i on the i-th of them
+(read from that XCom, as the tickets are). Airflow honours a queue set here: the hook runs scheduler-side
+as task instances are created or expanded, and what it sets is stored and used to dispatch to the
+executor (Airflow's cluster-policy docs, `task_instance_mutation_hook`).
+
 The hook also leaves the run-start deployment check (`neuronforge_airflow/policies/deployment_checks.py`) what a
 task cannot see in Airflow 3: workers have no metadata-DB access and the Task SDK's execution API
 has no pool endpoint. The hook runs where task instances are created, which has the DB (the
@@ -41,6 +51,14 @@ DEFAULT_QUEUE = "default"  # the Celery queue of every stage a profile does not 
 RECORDING_TASK = "expand_targets"
 RECORD_VARIABLE = "neuronforge_deployment"
 POLICY = f"{__name__}.task_instance_mutation_hook"
+# The recompile DAG's attest of kept builds on Neuron hosts: a mapped task whose instance i the hook puts on
+# the i-th queue its router returned (the run's release is known only once the run has decided, and a task's
+# declared queue is the same for every run). Declared on UNROUTED_QUEUE, which no worker consumes: without
+# this policy the instance waits there until the scheduler's queued-task timeout, and the report says so.
+RECOMPILE_DAG_ID = "neuronforge_recompile_on_upgrade"
+ATTEST_ROUTE_TASK = "route_attests"
+NEURON_ATTEST_TASK = "attest_kept_neuron"
+UNROUTED_QUEUE = "neuron-unrouted"
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +125,13 @@ def group_tickets(task_instance: Any, dag_run: Any) -> list[Any] | None:
     group, _, stage = str(getattr(task_instance, "task_id", "")).rpartition(".")
     if stage not in SIZED_STAGES or getattr(task_instance, "map_index", -1) < 0:
         return None
+    value = returned(dag_run, f"tickets_{group.removesuffix('_target')}")
+    return value if isinstance(value, list) else None
+
+
+def returned(dag_run: Any, task_id: str) -> Any:
+    """What the unmapped task `task_id` of `dag_run` returned (its XCom, read in the caller's session: the
+    hook must not open one of its own), or None when it has not or it cannot be read."""
     try:
         from airflow.models.xcom import XComModel
         from sqlalchemy import select
@@ -120,16 +145,28 @@ def group_tickets(task_instance: Any, dag_run: Any) -> list[Any] | None:
                 select(XComModel).where(
                     XComModel.dag_id == dag_run.dag_id,
                     XComModel.run_id == dag_run.run_id,
-                    XComModel.task_id == f"tickets_{group.removesuffix('_target')}",
+                    XComModel.task_id == task_id,
                     XComModel.map_index == -1,
                     XComModel.key == "return_value",
                 )
             ).first()
-        value = XComModel.deserialize_value(row) if row is not None else None
+        return XComModel.deserialize_value(row) if row is not None else None
     except Exception:  # the policy must never stop task instances from being created
-        log.warning("neuronforge: could not read the tickets of %s", group, exc_info=True)
+        log.warning("neuronforge: could not read what %s returned", task_id, exc_info=True)
         return None
-    return value if isinstance(value, list) else None
+
+
+def attest_queue(task_instance: Any, dag_run: Any) -> str | None:
+    """The queue of an instance of the recompile DAG's Neuron attest task: map index i smokes the kept
+    builds of the i-th queue `ATTEST_ROUTE_TASK` returned (`neuron-<release>` of the release the run aims
+    at, when a worker consumes it), so it runs there; None: leave it as declared."""
+    if getattr(task_instance, "task_id", None) != NEURON_ATTEST_TASK:
+        return None
+    index = getattr(task_instance, "map_index", -1)
+    routed = returned(dag_run, ATTEST_ROUTE_TASK) if isinstance(index, int) and index >= 0 else None
+    if not isinstance(routed, list) or index >= len(routed) or not isinstance(routed[index], str):
+        return None
+    return routed[index]
 
 
 def deployment_record(pool_slots: int | None, dag_id: str, run_id: str, now: datetime | None = None) -> dict[str, Any]:
@@ -174,8 +211,8 @@ def record_deployment(dag_run: Any) -> None:
 
 def task_instance_mutation_hook(task_instance: Any, dag_run: Any = None) -> None:
     """Cluster policy: refuse a run whose conf has unknown keys; size the Neuron compile / smoke task
-    instances by their target's tp degree; at a run's first task, record the deployment state for
-    the run-start check."""
+    instances by their target's tp degree; put the recompile DAG's Neuron attest on the queue of the
+    release its run aims at; at a run's first task, record the deployment state for the run-start check."""
     if dag_run is None:
         return
     from neuronforge_airflow.params import refuse_unknown_conf
@@ -183,6 +220,10 @@ def task_instance_mutation_hook(task_instance: Any, dag_run: Any = None) -> None
     refuse_unknown_conf(task_instance, dag_run)  # a misspelt conf key: HTTP 400, no run created
     if getattr(task_instance, "task_id", None) == RECORDING_TASK and getattr(task_instance, "map_index", -1) == -1:
         record_deployment(dag_run)
+    if getattr(task_instance, "dag_id", None) == RECOMPILE_DAG_ID:
+        if queue := attest_queue(task_instance, dag_run):
+            task_instance.queue = queue
+        return
     if getattr(task_instance, "dag_id", None) != DAG_ID:
         return
     tickets = group_tickets(task_instance, dag_run)

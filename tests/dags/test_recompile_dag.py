@@ -78,6 +78,14 @@ def test_dag_parses_daily_with_the_toolchain_watch_on_neuron_workers(dags) -> No
     assert set(dag.params) == {"catalog", "store", "sdk", "migrate", "dry_run", "wait_minutes", "throttle_rebuilds"}
     assert dag.max_active_runs == 1 and dag.timetable.expression == "0 0 * * *"
     assert dag.params["catalog"] is None and dag.params["store"] is None  # the form's defaults trigger
+    # Two attests whatever releases are registered: the cpu builds' on the default queue, and the Neuron
+    # hosts' of the run's release, mapped over what route_attests returns (the cluster policy routes each).
+    assert {t for t in tasks if t.startswith("attest_kept")} == {"attest_kept_default", "attest_kept_neuron"}
+    assert tasks["attest_kept_default"].queue == "default"
+    neuron = tasks["attest_kept_neuron"]
+    assert neuron.partial_kwargs["queue"] == "neuron-unrouted" and neuron.upstream_task_ids >= {"route_attests"}
+    assert tasks["route_attests"].queue == "default" and tasks["route_attests"].upstream_task_ids == {"find_stale"}
+    assert {"attest_kept_default", "attest_kept_neuron"} <= tasks["report"].upstream_task_ids
 
 
 def _catalog(tmp_path: Path, model_a: Path, model_b: Path) -> Path:
@@ -373,3 +381,49 @@ def test_past_max_map_length_rebuilds_wait_and_a_kept_build_is_attested_by_the_r
         "1 waiting for the next recompile run"
     )
     assert md.index(summary) < md.index("## Targets")
+
+
+@pytest.mark.parametrize("worker_queues", [["default", "neuron-2.33.1"], ["default"]], ids=["served", "unserved"])
+def test_a_run_at_a_release_without_a_profile_attests_on_its_neuron_hosts_queue(
+    dags, policy, compiled: Compiled, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, worker_queues
+) -> None:
+    """A run at SDK 2.33.1 — known to the release table, no profile registered for it: a kept build of a
+    Neuron profile is smoked on the Neuron hosts of 2.33.1's image. `route_attests` returns queue
+    `neuron-2.33.1` when a Celery worker consumes it, and the cluster policy puts the Neuron attest's
+    instance there as the scheduler expands it; when none does, the attest is skipped (never queued) and
+    the build is reported to attest by hand, the queue and the command said. (The session's cpu build stands
+    for a Neuron one: `attest_queue` is what places a Neuron profile's build, tests/test_recompile.py.)"""
+    import neuronforge_airflow.operators.recompile as ops
+    from neuronforge.artifacts import attestations
+    from neuronforge.farm import recompile, upgrades
+    from neuronforge.profiles import device_queues
+    from neuronforge.profiles.base import neuron_host_queue
+
+    assert "neuron-2.33.1" not in device_queues()  # no registered profile, so no worker image it names
+    kept = upgrades.Upgrade(release="2.33.1", action=upgrades.RESMOKE, line="cpu", family="inf2", decision="re-smoke")
+    monkeypatch.setattr(upgrades, "decide", lambda *a, **k: kept)
+    monkeypatch.setattr(recompile, "attest_queue", lambda s, release: neuron_host_queue(release))
+    monkeypatch.setattr(ops, "default_executor", lambda: "CeleryExecutor")
+    answer = {"celery@host": [{"name": q} for q in worker_queues]}
+    monkeypatch.setattr(ops, "celery_active_queues", lambda timeout=5.0: answer)
+    catalog = tmp_path / "models.yaml"
+    catalog.write_text(f"models:\n  - source: {compiled.checkpoint}\n    targets:\n      - {json.dumps(TARGET)}\n")
+    shutil.copytree(compiled.store.root_uri.removeprefix("file://"), tmp_path / "store")  # not the shared one
+    store_uri = f"file://{tmp_path / 'store'}"
+    conf = {"catalog": str(catalog), "store": store_uri, "wait_minutes": 0, "sdk": "2.33.1"}
+    run = dags[RECOMPILE].test(run_conf=conf)
+    tis = {(ti.task_id, ti.map_index): ti for ti in run.get_task_instances()}
+    ((target,),) = [_report(store_uri, run)["targets"]]
+    assert str(tis[("attest_kept_default", -1)].state) == "skipped"  # no build of its own to attest
+    attested = attestations.attested_for(open_store(store_uri), compiled.first.key, "2.33.1", "none")
+    if "neuron-2.33.1" in worker_queues:
+        neuron = tis[("attest_kept_neuron", 0)]
+        assert str(neuron.state) == "success" and neuron.queue == "neuron-2.33.1"  # as the policy routed it
+        assert target["outcome"] == "attested" and "re-smoke passed" in target["outcome_detail"] and attested
+    else:
+        assert str(tis[("attest_kept_neuron", -1)].state) == "skipped" and not attested
+        assert target["outcome"] == "to-attest" and target["outcome_detail"] == (
+            "no Celery worker consumes queue 'neuron-2.33.1' (workers and their queues: celery@host: default); "
+            f"on a Neuron host of SDK 2.33.1: neuronforge attest {compiled.first.key[:12]} --sdk 2.33.1 "
+            f"--store {store_uri}"
+        )

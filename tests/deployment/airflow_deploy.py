@@ -57,6 +57,11 @@ SERVED_DAGS = (COMPILE_DAG, RECOMPILE_DAG, RELEASE_DAG)  # parsed and unpaused b
 ADMIN = "admin"
 WORKERS = ("nf-worker-a", "nf-worker-b")  # the default queue's workers
 COMPILE_WORKER, NEURON_WORKER = "nf-compile", "nf-neuron"
+# The release-day rehearsal's runtime-only patch of 2.33.0 (fed through `releases sync`, no profile
+# registered for it): the Neuron host also consumes its queue, and names its image's interpreter as a
+# worker of that image would: 2.33.0's fake, since only the runtime and collectives changed (the smoke of a
+# 2.33.0 build resolves 2.33.0's variable first, which this host has too: the same interpreter).
+PATCH_RELEASE = "2.33.2"
 TERMINAL = {"success", "failed"}
 
 # The hostname a task instance records is `[core] hostname_callable`'s answer, evaluated in the
@@ -532,9 +537,17 @@ def deploy(root: Path, executor: str = "CeleryExecutor", extra_dags: dict[str, s
                 root / NEURON_WORKER,
                 root / NEURON_WORKER / "home",
                 free_port(),
-                "neuron-2.26.1,neuron-2.21.1,neuron-2.28.0,neuron-2.31.1,neuron-2.32.0,neuron-2.33.0",
+                "neuron-2.26.1,neuron-2.21.1,neuron-2.28.0,neuron-2.31.1,neuron-2.32.0,neuron-2.33.0,"
+                f"neuron-{PATCH_RELEASE}",
                 # its fake `neuron-ls` (SDK 2.26.1's `-j`) on PATH: the smoke stage probes the host
-                {**toolchains, "FAKE_NEURON_DEVICES": "2", "PATH": neuron_host_path(env["PATH"])},
+                {
+                    **toolchains,
+                    f"NEURONFORGE_TOOLCHAIN_PYTHON_{PATCH_RELEASE.replace('.', '_')}": toolchains[
+                        "NEURONFORGE_TOOLCHAIN_PYTHON_2_33_0"
+                    ],
+                    "FAKE_NEURON_DEVICES": "2",
+                    "PATH": neuron_host_path(env["PATH"]),
+                },
             ),
         ]
         if not celery:  # the scheduler runs the tasks

@@ -31,6 +31,7 @@ from tests.deployment.airflow_deploy import (
     COMPILE_DAG,
     COMPILE_WORKER,
     NEURON_WORKER,
+    PATCH_RELEASE,
     RECOMPILE_DAG,
     RELEASE_DAG,
     REPO,
@@ -494,25 +495,34 @@ def test_neuron_builds_compile_on_a_cpu_worker_and_load_on_a_neuron_host(
 NATIVE_TARGET = {"instance_type": "trn2.3xlarge", "tp_degree": 2, "batch_size": 2, "sequence_length": 256}
 
 
+def _native_model(dep: Deployment, tmp: Path, name: str, model_type: str) -> str:
+    """A tiny model of `model_type` (seed 11) at models/native-<name> in the bucket, uploaded the first time
+    it is asked for (scenario 8's, which the release-day rehearsal builds on again); its s3:// URI."""
+    from neuronforge.spec.tinymodel import make_tiny_llama
+
+    client, prefix = _s3(dep), f"models/native-{name}"
+    if not client.list_objects_v2(Bucket=dep.bucket, Prefix=f"{prefix}/").get("KeyCount"):
+        folder = make_tiny_llama(tmp / name, seed=11, tokenizer=True, model_type=model_type)
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            client.upload_file(str(path), dep.bucket, f"{prefix}/{path.relative_to(folder)}")
+    return f"s3://{dep.bucket}/{prefix}"
+
+
 def test_vllm_neuron_native_builds_publish_a_cache_a_fresh_server_hits(deployment: Deployment, tmp_path: Path) -> None:
     """A Llama on SDK 2.32.0 and a Qwen3 on SDK 2.33.0, through the DAG: the plugin's CPU-compile mode on
     the SDK image's CPU worker, the smoke test on the Neuron host; then a fresh serving host runs the
     published sync.sh + `vllm serve` (fake plugin) with compiling forbidden and hits every graph."""
     from neuronforge.records.local import read_local
     from neuronforge.records.vllm_cache import CacheManifest
-    from neuronforge.spec.tinymodel import make_tiny_llama
     from tests.vllm_serving import serve, serving_host
 
     dep = deployment
     client = _s3(dep)
     for name, model_type, release in (("llama", "llama", "2.32.0"), ("qwen3", "qwen3", "2.33.0")):
-        folder = make_tiny_llama(tmp_path / name, seed=11, tokenizer=True, model_type=model_type)
-        prefix = f"models/native-{name}"
-        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-            client.upload_file(str(path), dep.bucket, f"{prefix}/{path.relative_to(folder)}")
+        model = _native_model(dep, tmp_path, name, model_type)
         target = {**NATIVE_TARGET, "profile": f"vllm-neuron-native@{release}"}
         t0 = time.time()
-        run = _run(dep, COMPILE_DAG, {"model": f"s3://{dep.bucket}/{prefix}", "targets": [target]}, f"native-{name}")
+        run = _run(dep, COMPILE_DAG, {"model": model, "targets": [target]}, f"native-{name}")
         _succeeded(dep, COMPILE_DAG, run)
         group = f"neuron_{release.replace('.', '_')}_target"
         hosts = _hosts(dep, run["dag_run_id"], group)
@@ -767,17 +777,20 @@ def test_release_channels_promote_serve_rollback_reject_and_race(deployment: Dep
     )
 
 
-def _gc(dep: Deployment, *flags: str) -> subprocess.CompletedProcess:
-    """`neuronforge gc STORE --keep-compilers 1 --dry-run` as an operator runs it, against the S3 endpoint."""
+def _operator(dep: Deployment, *argv: str, check: bool = True) -> subprocess.CompletedProcess:
+    """`neuronforge ARGV` as an operator runs it on a host of their own, against the S3 endpoint; with
+    `check`, one that does not exit 0 fails the test with what it said."""
     env = {**_serving_host(dep, dep.root / "operator"), "AWS_ACCESS_KEY_ID": "testing-operator"}
     cli = str(Path(sys.executable).parent / "neuronforge")
-    return subprocess.run(
-        [cli, "gc", dep.store, "--keep-compilers", "1", "--dry-run", *flags],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = subprocess.run([cli, *argv], env=env, capture_output=True, text=True, timeout=300)
+    if check and done.returncode != 0:
+        pytest.fail(f"neuronforge {' '.join(argv)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}", False)
+    return done
+
+
+def _gc(dep: Deployment, *flags: str) -> subprocess.CompletedProcess:
+    """`neuronforge gc STORE --keep-compilers 1 --dry-run` as an operator runs it, against the S3 endpoint."""
+    return _operator(dep, "gc", dep.store, "--keep-compilers", "1", "--dry-run", *flags, check=False)
 
 
 # -- (10) gc keeps what channels need ------------------------------------------------------------------
@@ -887,14 +900,19 @@ def _family_target(instance: str) -> dict[str, Any]:
 UPGRADE_TARGETS = [_family_target(i) for i in ("inf2.xlarge", "trn1.2xlarge", "trn2.3xlarge")]
 
 
-def _recompile(dep: Deployment, catalog: Path, tag: str, **conf: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """One recompile run to its end (rebuilds unthrottled, the report waiting for them): its plan
-    (`find_stale`'s result) and its summary (`report`'s)."""
+def _recompile_run(dep: Deployment, catalog: Path, tag: str, **conf: Any) -> tuple[str, dict, dict]:
+    """One recompile run to its end (rebuilds unthrottled, the report waiting for them): its run id, its
+    plan (`find_stale`'s result) and its summary (`report`'s)."""
     conf = {"catalog": str(catalog), "store": dep.store, "wait_minutes": 10, "throttle_rebuilds": False, **conf}
     run = _run(dep, RECOMPILE_DAG, conf, tag, timeout=900)
     _succeeded(dep, RECOMPILE_DAG, run)
     run_id = run["dag_run_id"]
-    return dep.xcom(RECOMPILE_DAG, run_id, "find_stale"), dep.xcom(RECOMPILE_DAG, run_id, "report")
+    return run_id, dep.xcom(RECOMPILE_DAG, run_id, "find_stale"), dep.xcom(RECOMPILE_DAG, run_id, "report")
+
+
+def _recompile(dep: Deployment, catalog: Path, tag: str, **conf: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`_recompile_run`'s plan and summary."""
+    return _recompile_run(dep, catalog, tag, **conf)[1:]
 
 
 def _object(dep: Deployment, uri: str) -> bytes:
@@ -975,4 +993,150 @@ def test_an_sdk_upgrade_rebuilds_each_family_on_its_last_release_and_proposes_mi
         f"(11) SDK upgrade rehearsal: 3 targets built on 2.26.1 in {t1 - t0:.0f}s; upgrade to 2.33: inf2/trn1 -> "
         f"2.28.0 (then frozen), trn2 -> 2.31.1 with migration proposed, in {t2 - t1:.0f}s; the migration to "
         f"vllm-neuron-native@2.33.0 built on request in {time.time() - t2:.0f}s; 2.26.1 manifests untouched"
+    )
+
+
+# -- (12) release day: a runtime-only patch fed from AWS's manifest, attested without compiling ----------------
+# Last in the file: it leaves 2.33.2 and 2.33.3 accepted in the store, and a recompile run without `sdk` aims
+# at the newest release in effect.
+LINE = "vllm-neuron-native"
+DAY_TARGETS = [{**NATIVE_TARGET, "profile": LINE}, {**NATIVE_TARGET, "batch_size": 1, "profile": LINE}]
+RUNTIME_PATCH = {"aws-neuronx-runtime-lib": "2.35.41.0", "aws-neuronx-collectives": "2.35.55.0"}  # role `load`
+COMPILER_RELEASE, COMPILER = "2.33.3", "2.28.8000.0"  # 2.33.0's neuronx-cc is 2.28.7631.0
+AWS_MANIFEST = REPO / "tests" / "data" / "release-manifests" / "adds-2.33.9.json"
+
+
+def _aws_manifest(path: Path, adds: dict[str, dict[str, str]]) -> str:
+    """A release manifest in AWS's format (src/helperscripts/n2-manifest.json of aws-neuron/aws-neuron-sdk;
+    tests/data/release-manifests holds a copy): the releases the table knows, plus each of `adds` — its
+    version -> the packages it changes from 2.33.0's, every other package 2.33.0's (and, as AWS's never
+    does, no `vllm`); the last added is every instance's latest release. Its path."""
+    data = json.loads(AWS_MANIFEST.read_text())
+    known = [r for r in data["neuron_releases"] if r["neuron_version"] != "2.33.9"]  # the copy's own addition
+    (base,) = [r for r in known if r["neuron_version"] == "2.33.0"]
+
+    def release(version: str, changes: dict[str, str]) -> dict[str, Any]:
+        packages = [{**p, "version": changes.get(p["name"], p["version"])} for p in base["packages"]]
+        return {**base, "neuron_version": version, "packages": packages}
+
+    added = [release(v, c) for v, c in adds.items()]
+    newest = list(adds)[-1]
+    data |= {
+        "manifest_version": newest,
+        "neuron_releases": added[::-1] + known,
+        "latest_release": [{**x, "version": newest} for x in data["latest_release"]],
+    }
+    path.write_text(json.dumps(data, indent=1))
+    return str(path)
+
+
+def _compile_runs(dep: Deployment) -> int:
+    return dep.get(f"/api/v2/dags/{COMPILE_DAG}/dagRuns", limit=1)["total_entries"]
+
+
+def test_release_day_a_runtime_patch_is_attested_without_compiling_and_a_compiler_change_rebuilds(
+    deployment: Deployment,
+) -> None:
+    """A release day as an operator lives it, through the deployment. (1) A catalog of two trn2 targets on
+    the bare vllm-neuron-native line built by the recompile DAG on 2.33.0, the line's last registered release
+    (scenario 8 published the first: only the second compiles when it ran), approved, the first promoted to
+    stable. (2) AWS ships 2.33.2, a runtime-only patch (runtime and collectives, what a load reads): fed with
+    `releases sync --manifest` from a manifest in AWS's format and accepted with the fields AWS's manifest
+    lacks (its `vllm`) taken from 2.33.0, as decided by the release manager; `stable` now requires 2.33.2 and
+    refuses the second build. The recompile DAG at `sdk` 2.33.2 — no profile is registered for it — compiles
+    nothing (no compile run), smokes each kept build once on the Neuron host, on queue neuron-2.33.2 (the
+    cluster policy's routing), and records the attestations, which `ls`, `show` and `channels` show; then
+    `stable` takes the second build. (3) 2.33.3 changes the compiler: fed and accepted the same way, a dry run
+    of the DAG decides, for each build, that the compiler changed what it reads — a rebuild, which needs a
+    profile version registered for 2.33.3 first (a dry run: building on an unregistered release is refused,
+    and a rebuild is scenario 11's)."""
+    dep = deployment
+    store = ("--store", dep.store)
+    t0 = time.time()
+    model = _native_model(dep, dep.root, "qwen3", "qwen3")
+    catalog = dep.root / "release-day-catalog.yaml"
+    catalog.write_text(f"models:\n  - source: {model}\n    targets:\n" + "".join(
+        f"      - {json.dumps(t)}\n" for t in DAY_TARGETS
+    ))  # fmt: skip
+
+    # 1. The catalog on 2.33.0; its builds approved, the first on stable.
+    compiled_before = _compile_runs(dep)
+    plan, summary = _recompile(dep, catalog, "day-2-33-0", sdk="2.33.0")
+    assert [s["profile"] for s in plan["states"]] == [f"{LINE}@2.33.0"] * 2, plan["states"]
+    keys = [s["key"] for s in plan["states"]]
+    built = len(summary["runs"])
+    for key in keys:
+        _operator(dep, "approve", key[:12], "--reason", "release-day rehearsal", *store)
+    _operator(dep, "promote", model, "--profile", LINE, "--to", "stable", "--build", keys[0][:12], *store)
+    t1 = time.time()
+    note(
+        f"(12) release day 1/3: {len(keys)} targets on {LINE}@2.33.0 ({built} rebuild run(s), of the "
+        f"{_compile_runs(dep) - compiled_before} compile run(s) started meanwhile), approved, one on stable: "
+        f"{t1 - t0:.0f}s"
+    )
+
+    # 2. The runtime-only patch: fed, accepted, required by stable, attested by the DAG without compiling.
+    feed = _aws_manifest(dep.root / f"n2-manifest-{PATCH_RELEASE}.json", {PATCH_RELEASE: RUNTIME_PATCH})
+    synced = _operator(dep, "releases", "sync", "--manifest", feed, *store).stdout
+    assert f"Neuron {PATCH_RELEASE}: proposed" in synced, synced
+    _operator(dep, "releases", "accept", PATCH_RELEASE, "--same-as", "2.33.0", "--by", "release-manager", *store)
+    _operator(dep, "require-release", model, "stable", "--profile", LINE, "--release", PATCH_RELEASE, *store)
+    promote = ("promote", model, "--profile", LINE, "--to", "stable", "--build", keys[1][:12], *store)
+    refused = _operator(dep, *promote, check=False)
+    said = refused.stdout + refused.stderr
+    assert refused.returncode == 3 and f"requires a build attested for Neuron SDK {PATCH_RELEASE}" in said, said
+    compiled_before = _compile_runs(dep)
+    run_id, plan, summary = _recompile_run(dep, catalog, "day-2-33-2", sdk=PATCH_RELEASE)
+    assert plan["release"] == PATCH_RELEASE and summary["runs"] == [], summary
+    assert _compile_runs(dep) == compiled_before  # 0 compiles: no compile run at all
+    for s in plan["states"]:
+        assert (s["status"], s["upgrade"]["decision"], set(s["upgrade"]["changed"])) == (
+            "fresh",
+            "re-smoke",
+            {"load"},
+        ), s
+    assert plan["attests"] == {f"neuron-{PATCH_RELEASE}": [0, 1]}, plan["attests"]
+    tis = {(t["task_id"], t["map_index"]): t for t in dep.task_instances(RECOMPILE_DAG, run_id)}
+    smoke = tis[("attest_kept_neuron", 0)]  # one attest task: its queue as the cluster policy set it
+    assert (smoke["state"], smoke["queue"], smoke["hostname"]) == ("success", f"neuron-{PATCH_RELEASE}", NEURON_WORKER)
+    assert tis[("attest_kept_default", -1)]["state"] == "skipped" and ("attest_kept_neuron", 1) not in tis
+    smoked = dep.xcom(RECOMPILE_DAG, run_id, "attest_kept_neuron", 0)  # row -> [outcome, detail]: one smoke each
+    assert sorted(smoked) == ["0", "1"] and {o for o, _ in smoked.values()} == {"attested"}, smoked
+    assert all(f"at SDK {PATCH_RELEASE}: re-smoke passed" in detail for _, detail in smoked.values()), smoked
+    listed = {r["cache_key"]: r for r in json.loads(_operator(dep, "ls", "--json", *store).stdout)}
+    assert all(PATCH_RELEASE in listed[key]["attested"] for key in keys), [listed[k] for k in keys]
+    shown = _operator(dep, "show", keys[1], *store).stdout
+    assert f"attested   SDK {PATCH_RELEASE}: re-smoke passed" in shown, shown
+    (stable,) = [
+        c for c in json.loads(_operator(dep, "channels", model, "--json", *store).stdout) if c["channel"] == "stable"
+    ]
+    assert (stable["requires_release"], stable["attested"]) == (PATCH_RELEASE, True), stable
+    moved = json.loads(_operator(dep, *promote, "--json").stdout)
+    assert moved["key"] == keys[1], moved
+    t2 = time.time()
+    note(
+        f"(12) release day 2/3: {PATCH_RELEASE} (runtime only) fed from AWS's manifest and accepted; the DAG at "
+        f"{PATCH_RELEASE}: 0 compiles, {len(smoked)} smokes on {NEURON_WORKER} (queue neuron-{PATCH_RELEASE}), "
+        f"attested; stable requires {PATCH_RELEASE} and took the second build: {t2 - t1:.0f}s"
+    )
+
+    # 3. A release whose compiler changed: the plan decides a rebuild of every build (a dry run).
+    compiler = {**RUNTIME_PATCH, "neuronx-cc": COMPILER}
+    feed = _aws_manifest(
+        dep.root / f"n2-manifest-{COMPILER_RELEASE}.json", {PATCH_RELEASE: RUNTIME_PATCH, COMPILER_RELEASE: compiler}
+    )
+    synced = _operator(dep, "releases", "sync", "--manifest", feed, *store).stdout
+    assert f"Neuron {COMPILER_RELEASE}: proposed" in synced and f"~ neuronx-cc 2.28.7631.0 -> {COMPILER}" in synced, (
+        synced
+    )
+    _operator(dep, "releases", "accept", COMPILER_RELEASE, "--same-as", "2.33.0", "--by", "release-manager", *store)
+    plan, summary = _recompile(dep, catalog, "day-2-33-3", sdk=COMPILER_RELEASE, dry_run=True)
+    for s in plan["states"]:
+        up = s["upgrade"]
+        assert up["changed"]["build"] == [f"neuronx-cc 2.28.7631.0 -> {COMPILER}"], up
+        assert "to rebuild" in up["sentence"] and s["status"] == "fresh", up
+    note(
+        f"(12) release day 3/3: {COMPILER_RELEASE} (neuronx-cc {COMPILER}) fed and accepted; the plan: "
+        f"{', '.join(s['upgrade']['decision'] for s in plan['states'])} ({plan['states'][0]['upgrade']['sentence']}); "
+        f"{time.time() - t2:.0f}s"
     )

@@ -1,7 +1,8 @@
-"""The recompile DAG's attest tasks as the report sees them: `route_attests` runs only the attest tasks of
-queues with kept builds and a worker, and the report marks a build no task attested `to-attest`, saying
-why and the command that does it on a Neuron host of the release (the tasks run in
-tests/dags/test_recompile_dag.py)."""
+"""The recompile DAG's attest tasks as the report sees them: `route_attests` asks whether a worker consumes
+each queue with kept builds (the default one, `neuron-<release>` of the run's release) and returns the
+Neuron ones to attest on, which the Neuron attest task is mapped over; the report marks a build no task
+attested `to-attest`, saying why and the command that does it on a Neuron host of the release (the tasks
+run in tests/dags/test_recompile_dag.py)."""
 
 from __future__ import annotations
 
@@ -14,56 +15,87 @@ from neuronforge.farm import recompile
 
 
 class _TI:
-    """What the tasks read of their task instance: XComs pulled by task id (and key), XComs pushed."""
+    """What the tasks read of their task instance: XComs pulled by task id, key and map index, XComs pushed."""
 
-    def __init__(self, xcoms: dict[tuple[str, str | None], Any]) -> None:
+    def __init__(self, xcoms: dict[tuple[str, str | None, int | None], Any]) -> None:
         self.xcoms = xcoms
 
-    def xcom_pull(self, task_ids: str, key: str | None = None) -> Any:
-        return self.xcoms.get((task_ids, key))
+    def xcom_pull(self, task_ids: str, key: str | None = None, map_indexes: int | None = None) -> Any:
+        return self.xcoms.get((task_ids, key, map_indexes))
 
     def xcom_push(self, key: str, value: Any) -> None:
-        self.xcoms[("route_attests", key)] = value
+        self.xcoms[("route_attests", key, None)] = value
 
 
-PLAN = {"release": "2.33.0", "store_uri": "file:///s", "attests": {"default": [0], "neuron-2.33.0": [1]}}
+# 2.33.1: a release known to the release table with no registered profile; its Neuron hosts attest all the same
+PLAN = {"release": "2.33.1", "store_uri": "file:///s", "attests": {"default": [0], "neuron-2.33.1": [1]}}
 
 
-def test_only_the_attests_of_served_queues_with_builds_run(monkeypatch: pytest.MonkeyPatch) -> None:
+def _celery(monkeypatch: pytest.MonkeyPatch, queues: list[str]) -> _TI:
     ti = _TI({})
     monkeypatch.setattr(ops, "get_current_context", lambda: {"ti": ti})
     monkeypatch.setattr(ops, "default_executor", lambda: "CeleryExecutor")
-    monkeypatch.setattr(ops, "celery_active_queues", lambda timeout=5.0: {"celery@cpu": [{"name": "default"}]})
-    assert ops.route_attests.function(PLAN) == ["attest_kept_default"]  # no other queue has builds to attest
-    served = ti.xcoms[("route_attests", ops.ATTESTS_XCOM)]
-    assert served["neuron-2.33.0"]["served"] is False and "neuron-2.33.0" in served["neuron-2.33.0"]["detail"]
+    answer = {"celery@host": [{"name": q} for q in queues]}
+    monkeypatch.setattr(ops, "celery_active_queues", lambda timeout=5.0: answer)
+    return ti
+
+
+def test_the_neuron_attest_goes_to_the_releases_queue_only_when_a_worker_consumes_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ti = _celery(monkeypatch, ["default"])
+    assert ops.route_attests.function(PLAN) == []  # nobody on neuron-2.33.1: the mapped attest is skipped
+    served = ti.xcoms[("route_attests", ops.ATTESTS_XCOM, None)]
+    assert served["neuron-2.33.1"]["served"] is False and "'neuron-2.33.1'" in served["neuron-2.33.1"]["detail"]
+    assert served["default"]["served"] is True
+    ti = _celery(monkeypatch, ["default", "neuron-2.33.1"])  # a worker of 2.33.1's image on its Neuron queue
+    assert ops.route_attests.function(PLAN) == ["neuron-2.33.1"]
     monkeypatch.setenv("NEURONFORGE_NEURON_RUNNER", "kubernetes")  # no attest pod yet: said, not queued
-    assert ops.route_attests.function(PLAN) == ["attest_kept_default"]
-    assert "kubernetes" in ti.xcoms[("route_attests", ops.ATTESTS_XCOM)]["neuron-2.33.0"]["detail"]
+    assert ops.route_attests.function(PLAN) == []
+    assert "kubernetes" in ti.xcoms[("route_attests", ops.ATTESTS_XCOM, None)]["neuron-2.33.1"]["detail"]
     assert ops.route_attests.function({**PLAN, "attests": {}}) == []  # a dry run, or nothing kept
 
 
+def test_the_default_attest_skips_itself_without_a_cpu_build_to_attest() -> None:
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    with pytest.raises(AirflowSkipException):
+        ops.attest_kept_default.function({**PLAN, "attests": {"neuron-2.33.1": [1]}})
+
+
 @pytest.mark.parametrize(
-    ("served", "why"),
+    ("served", "routed", "why"),
     [
-        ({"served": False, "detail": "no Celery worker consumes queue 'neuron-2.33.0'"}, "no Celery worker"),
-        ({"served": True, "detail": "consumed"}, "attest_kept_neuron_2_33_0 did not succeed"),
+        ({"served": False, "detail": "no Celery worker consumes queue 'neuron-2.33.1'"}, [], "no Celery worker"),
+        (
+            {"served": True, "detail": "consumed"},
+            ["neuron-2.33.1"],
+            "attest_kept_neuron on queue 'neuron-2.33.1' did not succeed",
+        ),
     ],
 )
-def test_the_report_takes_each_outcome_and_says_what_attests_the_rest(served: dict, why: str) -> None:
+def test_the_report_takes_each_outcome_and_says_what_attests_the_rest(served: dict, routed: list, why: str) -> None:
     states = [recompile.TargetState(i, f"org/m{i}", i, f"s{i}", {}, recompile.FRESH, key=f"{i:064x}") for i in (0, 1)]
     ti = _TI(
         {
-            ("route_attests", ops.ATTESTS_XCOM): {"default": {"served": True}, "neuron-2.33.0": served},
-            ("attest_kept_default", None): {"0": ["attested", "build 000000000000 at SDK 2.33.0: re-smoke passed"]},
+            ("route_attests", ops.ATTESTS_XCOM, None): {"default": {"served": True}, "neuron-2.33.1": served},
+            ("route_attests", None, None): routed,
+            ("attest_kept_default", None, None): {
+                "0": ["attested", "build 000000000000 at SDK 2.33.1: re-smoke passed"]
+            },
         }
     )
     ops._attested(ti, PLAN, states)
     assert (states[0].outcome, states[0].outcome_detail) == (
         "attested",
-        "build 000000000000 at SDK 2.33.0: re-smoke passed",
+        "build 000000000000 at SDK 2.33.1: re-smoke passed",
     )
     assert states[1].outcome == "to-attest" and states[1].outcome_detail.startswith(why)
     assert states[1].outcome_detail.endswith(
-        f"on a Neuron host of SDK 2.33.0: neuronforge attest {states[1].key[:12]} --sdk 2.33.0 --store file:///s"
+        f"on a Neuron host of SDK 2.33.1: neuronforge attest {states[1].key[:12]} --sdk 2.33.1 --store file:///s"
     )
+    # the Neuron attest's instance of that queue (its map index in what route_attests returned) reported it
+    ti.xcoms[("route_attests", None, None)] = ["neuron-2.33.1"]
+    ti.xcoms[("attest_kept_neuron", None, 0)] = {"1": ["attested", "build 000000000001 at SDK 2.33.1: re-smoke passed"]}
+    ops._attested(ti, PLAN, states)
+    assert states[1].outcome == "attested"

@@ -110,3 +110,29 @@ def test_recording_never_breaks_task_instance_creation() -> None:
     ti = SimpleNamespace(dag_id=DAG_ID, task_id="expand_targets", map_index=-1, pool_slots=1)
     task_instance_mutation_hook(ti, dag_run=SimpleNamespace(conf=CONF, dag_id=DAG_ID, run_id="r"))
     assert ti.pool_slots == 1
+
+
+def test_the_recompile_dags_neuron_attest_goes_to_the_queue_its_router_returned(monkeypatch) -> None:
+    """Instance i of `attest_kept_neuron` runs on the i-th queue `route_attests` returned (read from its XCom
+    in the caller's session): `neuron-<release>` of the run's release, a profile registered for it or not.
+    Any other task, an instance not expanded yet, a router that has not returned: left as declared."""
+    from neuronforge_airflow.policies import routing
+
+    returned: dict[str, object] = {"route_attests": ["neuron-2.33.2"]}
+    monkeypatch.setattr(routing, "returned", lambda dag_run, task_id: returned.get(task_id))
+    run = SimpleNamespace(conf={"sdk": "2.33.2"}, dag_id=routing.RECOMPILE_DAG_ID, run_id="r")
+
+    def queue_of(task_id: str, map_index: int) -> str:
+        ti = SimpleNamespace(dag_id=routing.RECOMPILE_DAG_ID, task_id=task_id, map_index=map_index)
+        ti.queue = "neuron-unrouted" if task_id == routing.NEURON_ATTEST_TASK else "default"
+        task_instance_mutation_hook(ti, dag_run=run)
+        return ti.queue
+
+    assert queue_of("attest_kept_neuron", 0) == "neuron-2.33.2"
+    assert queue_of("attest_kept_neuron", 1) == "neuron-unrouted"  # past what the router returned
+    assert queue_of("attest_kept_neuron", -1) == "neuron-unrouted"  # not expanded yet
+    assert queue_of("attest_kept_default", 0) == "default"
+    returned.clear()  # the router has not returned (or its XCom cannot be read)
+    assert queue_of("attest_kept_neuron", 0) == "neuron-unrouted"
+    returned["route_attests"] = {"not": "a list"}
+    assert queue_of("attest_kept_neuron", 0) == "neuron-unrouted"
