@@ -60,7 +60,6 @@ def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
             "model": model,
             "key": built.key,
             "keys": [e.key for e in cache.entries],
-            "mp": mp,
         }
 
 
@@ -112,24 +111,23 @@ def test_attest_runs_the_re_trace_in_the_release_interpreter(
     assert "SDK 2.33.1: re-verify passed" in shown and f"{len(world['keys'])} key(s) found" in shown
 
 
-def _recompile(world: dict, store, tmp_path: Path, *extra: str) -> tuple[int, dict]:
+def _recompile(world: dict, store, tmp_path: Path, *extra: str) -> int:
     catalog = tmp_path / "models.yaml"
     target = {k: v for k, v in TARGET.items() if k != "profile"} | {"profile": "vllm-neuron-native"}
     catalog.write_text(f"models:\n  - source: {world['model']}\n    targets:\n      - {json.dumps(target)}\n")
-    code = main(["recompile", str(catalog), "--sdk", "2.33.1", "--store", store.root_uri, "--json", *extra])
-    return code, catalog
+    return main(["recompile", str(catalog), "--sdk", "2.33.1", "--store", store.root_uri, "--json", *extra])
 
 
 def test_recompile_attests_or_rebuilds_by_the_re_trace(
     world: dict, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     store = _copy(world, tmp_path)
-    code, _ = _recompile(world, store, tmp_path, "--dry-run")
+    code = _recompile(world, store, tmp_path, "--dry-run")
     [row] = json.loads(capsys.readouterr().out)["targets"]
     assert code == 0 and row["status"] == "fresh" and row["key"] == world["key"]
     assert row["upgrade"]["decision"] == "re-verify" and row["upgrade"]["keys_missing"] == []
     before = _compiles(store)
-    code, catalog = _recompile(world, store, tmp_path)
+    code = _recompile(world, store, tmp_path)
     [row] = json.loads(capsys.readouterr().out)["targets"]
     up = row["upgrade"]
     if world["reading"] == UNHASHED:
@@ -147,6 +145,6 @@ def test_recompile_attests_or_rebuilds_by_the_re_trace(
     manifest = json.loads(store.get_bytes(json.loads(store.get_bytes(layout.index_entry(row["key"])))["manifest"]))
     assert manifest["toolchain"]["packages"]["libtorch-neuronx-lite"] == "2.11.0.1.0.4089+fake0000"
     # the next run: the old build's failed re-verify is `rebuild` at once; the rebuilt build is found
-    code, _ = _recompile(world, store, tmp_path, "--dry-run")
+    code = _recompile(world, store, tmp_path, "--dry-run")
     [row] = json.loads(capsys.readouterr().out)["targets"]
     assert row["key"] == world["key"] and row["upgrade"]["decision"] == "rebuild" and row["status"] == "stale"
