@@ -205,8 +205,9 @@ def _attest_options(p: argparse.ArgumentParser) -> None:
 
 def cmd_attest(args: argparse.Namespace) -> int:
     """Prove a published build at a newer SDK release without compiling (`farm.attest`): its smoke test
-    here, where only what a load reads changed; refused (exit 3) where the release asks a rebuild. The
-    attestation is recorded passed or not; a failed one exits 3."""
+    here, where only what a load reads changed; where a library its consumer's key may hash changed, that
+    consumer's re-trace in the release's interpreter first (`re-verify`); refused (exit 3) where the release
+    asks a rebuild. The attestation is recorded passed or not; a failed one exits 3."""
     from neuronforge.artifacts.published import find_key
     from neuronforge.farm.attest import attest_build
     from neuronforge.farm.release_feed import known_table
@@ -237,7 +238,7 @@ def cmd_attest(args: argparse.Namespace) -> int:
 COMMANDS = (
     Command(
         "attest",
-        "prove a published build at a newer Neuron SDK release without compiling (its smoke test there)",
+        "prove a published build at a newer Neuron SDK release without compiling (its re-trace and smoke test there)",
         _attest_options,
         cmd_attest,
     ),
