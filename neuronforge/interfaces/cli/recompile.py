@@ -1,8 +1,10 @@
 """`neuronforge recompile`: the catalog's upgrade to a Neuron SDK release, decided target by target —
 rebuild on the newest release of its line that serves its family, stay (the line is frozen for the
 family), migrate (proposed; built with `--migrate`), or unknown (a release the profile data does not
-know) — then, without `--dry-run`, the stale rows rebuilt here, one `run` each. The recompile DAG
-makes the same decisions (`neuronforge.farm.upgrades`) and rebuilds on its workers."""
+know) — then, without `--dry-run`, the stale rows rebuilt here, one `run` each, and the kept builds
+attested at the release (`re-smoke`, `re-verify`: `farm.attest`); a build whose re-verify missed keys is
+rebuilt in the same run with the release's toolchain. The recompile DAG makes the same decisions
+(`neuronforge.farm.upgrades`) and rebuilds on its workers."""
 
 from __future__ import annotations
 
