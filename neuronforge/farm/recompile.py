@@ -36,7 +36,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
@@ -52,6 +52,10 @@ from neuronforge.spec.source import ModelSource
 from neuronforge.spec.target import TargetSpec
 from neuronforge.spec.toolchain import Toolchain
 from neuronforge.stores.base import ArtifactStore, NotFound, StoreError
+
+if TYPE_CHECKING:
+    from neuronforge.farm.upgrades import Upgrade
+    from neuronforge.records.attestation import Attestation
 
 COMPILE_DAG = "neuronforge_compile_publish"
 DEFAULT_QUEUE = "default"  # where the cpu profile's tasks (and its toolchain detection) run
@@ -309,10 +313,10 @@ def _state(
     return state
 
 
-def _missed_keys(store: ArtifactStore, state: TargetState, decision: Any) -> None:
+def _missed_keys(store: ArtifactStore, state: TargetState, decision: Upgrade) -> None:
     """A kept build whose newest attestation at the release aimed at is a failed re-verify with keys
     missing (an earlier run's, `attest_kept`): the decision is `rebuild` with those keys named, and the row
-    stale, so this run rebuilds it (with the release's toolchain: `rebuild_missed`)."""
+    stale, so this run rebuilds it (`recompile --sdk R` with the release's toolchain: `interfaces.cli.recompile`)."""
     from neuronforge.farm import upgrades
 
     failed = failed_reverify(store, state.key, decision.release)
@@ -322,7 +326,7 @@ def _missed_keys(store: ArtifactStore, state: TargetState, decision: Any) -> Non
     state.status, state.stale_for = STALE, [state.profile]
 
 
-def failed_reverify(store: ArtifactStore, key: str, release: str) -> Any:  # -> Attestation | None
+def failed_reverify(store: ArtifactStore, key: str, release: str) -> Attestation | None:
     """Build `key`'s newest attestation at `release`, when it is a failed re-verify."""
     from neuronforge.artifacts.attestations import attestations_of
 
@@ -442,7 +446,7 @@ def attest_kept(store: ArtifactStore, states: list[TargetState], release: str, w
     is NOT_ATTESTED with why, and the next one still runs. The CLI runs it on every kept build, the
     DAG's attest task of a queue on the builds whose `attest_queue` it is. A `re-verify` whose re-trace
     missed keys turns the row into a `rebuild` naming them (`upgrades.reverified`), stale: the CLI rebuilds
-    it in the same run (`rebuild_missed`), the DAG's next run decides `rebuild` for it (`find_stale`)."""
+    it in the same run with the release's toolchain, the DAG's next run decides `rebuild` for it (`find_stale`)."""
     from neuronforge.farm.attest import attest_build
 
     for s in sorted((s for s in states if to_attest(s)), key=lambda s: s.order):
