@@ -56,7 +56,7 @@ def test_what_the_release_asks_decides_what_is_run() -> None:
     native = table.entry("2.33.0")
     assert native is not None
     decided = upgrade_decisions.decide_packages(native, table.entry("2.33.1"), table.lines["vllm-neuron-native"].reads)
-    assert decided.decision == "re-verify"  # the key library changed: not a smoke, refused by `attest`
+    assert decided.decision == "re-verify"  # the key library changed: the consumer's re-trace (tests/test_reverify.py)
 
 
 def test_recompile_attests_a_kept_build_instead_of_compiling_it(

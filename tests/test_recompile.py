@@ -313,10 +313,11 @@ def test_rebuild_runs_stop_at_the_limit_and_the_rest_wait_for_the_next_run(tmp_p
 
 
 def test_kept_builds_are_attested_on_the_neuron_hosts_of_the_release_whatever_it_is(tmp_path: Path) -> None:
-    """Where a `re-smoke` build is smoked: the Neuron hosts of the release aimed at (`neuron-<release>`),
-    whether a profile is registered for it (2.33.0) or not (2.33.1: known to the release table only — a
-    worker of its image proves the build there all the same), the default queue for the cpu profile (no
-    Neuron SDK). Whether a worker consumes the queue is the DAG's question (tests/operators)."""
+    """Where a `re-smoke` build is smoked, or a `re-verify` build re-traced and smoked: the Neuron hosts of
+    the release aimed at (`neuron-<release>`), whether a profile is registered for it (2.33.0) or not
+    (2.33.1: known to the release table only — a worker of its image proves the build there all the same),
+    the default queue for the cpu profile (no Neuron SDK). Whether a worker consumes the queue is the DAG's
+    question (tests/operators)."""
     from neuronforge.profiles import device_queues
 
     cpu = _decided(0, "org/a", "cpu", "re-smoke", recompile.FRESH)
@@ -325,12 +326,46 @@ def test_kept_builds_are_attested_on_the_neuron_hosts_of_the_release_whatever_it
     verify = _decided(3, "org/d", "vllm-neuron-native", "re-verify", recompile.FRESH)
     states = [cpu, native, stale, verify]
     assert "neuron-2.33.0" in device_queues() and "neuron-2.33.1" not in device_queues()
-    assert recompile.attest_plan(states, "2.33.0") == {"default": [0], "neuron-2.33.0": [1]}
-    assert recompile.attest_plan(states, "2.33.1") == {"default": [0], "neuron-2.33.1": [1]}
+    assert recompile.attest_plan(states, "2.33.0") == {"default": [0], "neuron-2.33.0": [1, 3]}
+    assert recompile.attest_plan(states, "2.33.1") == {"default": [0], "neuron-2.33.1": [1, 3]}
     assert [s.outcome for s in states] == ["", "", "", ""]  # placed, not decided: the DAG asks for a worker
-    recompile.leave_to_attest(native, "2.33.1", "file:///s", "no Celery worker consumes queue 'neuron-2.33.1'")
-    assert native.outcome == "to-attest" and native.outcome_detail == (
+    for s in (native, verify):
+        recompile.leave_to_attest(s, "2.33.1", "file:///s", "no Celery worker consumes queue 'neuron-2.33.1'")
+    assert native.outcome == verify.outcome == "to-attest" and native.outcome_detail == (
         "no Celery worker consumes queue 'neuron-2.33.1'; on a Neuron "
         f"host of SDK 2.33.1: neuronforge attest {native.key[:12]} --sdk 2.33.1 --store file:///s"
     )
-    assert recompile.summary_line("2.33.1", states).endswith("; 1 to attest on a Neuron host of the release")
+    assert recompile.summary_line("2.33.1", states).endswith("; 2 to attest on a Neuron host of the release")
+
+
+def test_a_re_verify_that_missed_keys_is_decided_rebuild_and_a_rebuild_keeping_the_key_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recompile DAG's attest task returns only the outcome: its report reads the failed re-verify's keys
+    from the attestation (the row's decision `rebuild`, the keys named); the next run's `find_stale` makes
+    the row stale. A rebuild whose key is still the re-verified build's compiled with that build's own
+    toolchain: not `rebuilt`, a failure naming the toolchain it needs."""
+    from neuronforge.artifacts import attestations, published
+    from neuronforge.farm import upgrades
+    from neuronforge.records.attestation import Attestation
+
+    store = open_store(f"file://{tmp_path / 'store'}")
+    row = _decided(0, "org/a", "vllm-neuron-native", "re-verify", recompile.FRESH)
+    row.upgrade = upgrades.Upgrade("2.33.1", "re-verify", "vllm-neuron-native", "trn2", decision="re-verify").to_json()
+    row.outcome = recompile.NOT_ATTESTED
+    untouched = _decided(1, "org/b", "vllm-neuron-native", "re-verify", recompile.FRESH)
+    untouched.upgrade, untouched.outcome = dict(row.upgrade), recompile.NOT_ATTESTED
+    missed = "ab" * 16
+    failed = Attestation(release="2.33.1", run="re-verify", passed=False, keys_found=[], keys_missing=[missed])
+    attestations.attest(store, row.key, failed)
+    recompile.reverify_outcomes(store, [row, untouched], "2.33.1")
+    assert row.upgrade["decision"] == "rebuild" and row.upgrade["keys_missing"] == [missed]
+    assert missed in row.upgrade["sentence"] and row.status == recompile.FRESH  # this run rebuilt nothing
+    assert untouched.upgrade["decision"] == "re-verify"  # no failed re-verify recorded for it
+    row.status, row.outcome = recompile.STALE, ""
+    monkeypatch.setattr(published, "lookup", lambda store, key: type("Hit", (), {"manifest_uri": "m"})())
+    recompile.settle(store, [row])
+    assert row.outcome == "failed" and "rebuild it with SDK 2.33.1's" in row.outcome_detail
+    row.key = "cd" * 32  # rebuilt with 2.33.1's toolchain: another key
+    recompile.settle(store, [row])
+    assert row.outcome == "rebuilt"

@@ -1,15 +1,21 @@
 """Attest a published build at a newer Neuron SDK release without compiling it (`neuronforge attest KEY
---sdk R`, and `recompile --sdk R` for each target whose decision is `re-smoke`): what the release asks
-of the build (`upgrade_decisions`: the packages that changed between the release it was built on and
-R, by what its serving line reads of each) decides what is run —
+--sdk R`, and `recompile --sdk R` for each kept target whose decision is `re-smoke` or `re-verify`): what
+the release asks of the build (`upgrade_decisions`: the packages that changed between the release it was
+built on and R, by what its serving line reads of each) decides what is run —
 
 - `re-smoke` (only what a load reads changed) and `nothing`: the build's own smoke test, on this host
   (a Neuron host of R, where the recompile DAG places it), against the published artifact as stored:
   its files downloaded and checked against its manifest, loaded as its consumer loads them through a
   compile cache holding only the entries its launch files name — a graph the load would compile fails
   it — and the tokens compared with the reference the build published (`smoke/expected.json`);
-- `re-verify` (a library the consumer's key may hash changed): not performed here yet — refused, with
-  what would decide it (the consumer's re-trace against the published cache);
+- `re-verify` (a library the consumer's key may hash changed, the compiler did not): the consumer's own
+  re-trace (`ServingProfile.retrace`) in the interpreter of R's image — the toolchain of R as this host
+  names it (`NEURONFORGE_TOOLCHAIN_PYTHON_<R>`, `ToolchainPython.resolve`; R needs no registered
+  profile) — against the published cache, compiling forbidden; when every key is found, the smoke test
+  as above in that interpreter too (R's runtime may have changed as well). The attestation keeps the
+  keys found and missing; it passes only when none is missing and the smoke passed. A key missing means
+  R's consumer would compile the build's graphs: the build is rebuilt with R's toolchain
+  (`farm.recompile`);
 - `rebuild`: refused: the build is rebuilt on R, not attested.
 
 A build whose profile reads no Neuron SDK (the cpu profile: SDK `none`) reads no package of R: its
@@ -25,6 +31,7 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 from neuronforge.artifacts import attestations
 from neuronforge.artifacts.opening import open_published
@@ -38,13 +45,17 @@ from neuronforge.spec.source import sha256_file
 from neuronforge.stores import ArtifactStore
 from neuronforge.stores.base import inside
 
+if TYPE_CHECKING:
+    from neuronforge.compilation.backends.interpreter import ToolchainPython
+    from neuronforge.profiles.base import ServingProfile
+
 log = logging.getLogger(__name__)
 
 NO_SDK = "none"  # the release a profile without a Neuron SDK records (`Pins.sdk_release`)
 
 
 class NotAttestable(NeuronforgeError):
-    """What the release asks of the build is not a smoke: a rebuild, or a re-trace not performed here."""
+    """What the release asks of the build cannot be proven without compiling: a rebuild."""
 
     exit_code = ExitCode.REJECTED
 
@@ -62,7 +73,8 @@ class AttestOutcome:
             return f"build {self.key[:12]} was built on SDK {self.release}: nothing to attest"
         a = self.attestation
         word = "passed" if a.passed else "FAILED"
-        return f"build {self.key[:12]} at SDK {self.release}: {a.run} {word} on {a.host} ({a.detail}); attested"
+        then = f"; rebuild it with SDK {self.release}'s toolchain" if a.keys_missing else ""
+        return f"build {self.key[:12]} at SDK {self.release}: {a.run} {word} on {a.host} ({a.detail}); attested{then}"
 
 
 def decision_for(manifest: ArtifactManifest, release: str) -> upgrade_decisions.PackageDecision:
@@ -96,27 +108,80 @@ def attest_build(store: ArtifactStore, key: str, release: str, work_dir: Path) -
     decided = decision_for(manifest, release)
     if decided.decision == upgrade_decisions.REBUILD:
         raise NotAttestable(f"build {key[:12]}: {decided.sentence()}: rebuild it on {release}, it cannot be attested")
-    if decided.decision == upgrade_decisions.REVERIFY:
-        raise NotAttestable(
-            f"build {key[:12]}: {decided.sentence()}; the re-trace is not performed by this command yet: "
-            f"rebuild it on {release}"
-        )
     payload = download(store, opened.prefix, manifest, work_dir / "attest" / key[:12])
     try:
-        result = smoke_published(store, manifest, payload, work_dir)
+        if decided.decision == upgrade_decisions.REVERIFY:
+            attestation = reverify(store, manifest, payload, release, work_dir, decided)
+        else:
+            result = smoke_published(store, manifest, payload, work_dir)
+            said = f"{result.reason}; {decided.sentence()}"
+            attestation = _attestation(manifest, release, "re-smoke", result.passed, said)
     finally:
         shutil.rmtree(payload, ignore_errors=True)
-    attestation = Attestation(
+    attestations.attest(store, key, attestation)
+    return AttestOutcome(key, release, decided.decision, attestation)
+
+
+def reverify(
+    store: ArtifactStore,
+    manifest: ArtifactManifest,
+    payload: Path,
+    release: str,
+    work_dir: Path,
+    decided: upgrade_decisions.PackageDecision,
+) -> Attestation:
+    """The consumer's re-trace of the downloaded build in R's interpreter, compiling forbidden, then (every
+    key found) its smoke test there: the `re-verify` attestation (module doc)."""
+    from neuronforge.profiles.base import Artifact
+    from neuronforge.profiles.registry import get_profile
+
+    assert manifest.profile is not None
+    profile = get_profile(manifest.profile.ref)
+    python = release_python(profile, release)
+    artifact = Artifact.from_manifest(payload, manifest)
+    found = profile.retrace(artifact, work_dir / "attest-retrace" / payload.name, python)
+    if found is None:
+        raise NotAttestable(
+            f"build {manifest.cache_key[:12]}: {decided.sentence()}, but profile {profile.ref} has no re-trace of "
+            f"its consumer: rebuild it on {release}"
+        )
+    passed, said = found.hit, found.sentence()
+    if found.hit:
+        result = smoke_published(store, manifest, payload, work_dir, python)
+        passed, said = result.passed, f"{said}; {result.reason}"
+    return _attestation(
+        manifest,
+        release,
+        "re-verify",
+        passed,
+        f"{said} (in {python.path}); {decided.sentence()}",
+        keys_found=list(found.found),
+        keys_missing=list(found.missing),
+    )
+
+
+def release_python(profile: ServingProfile, release: str) -> ToolchainPython:
+    """The interpreter of `release`'s image for `profile`'s consumer: `NEURONFORGE_TOOLCHAIN_PYTHON_<release>`,
+    else the global setting, else the interpreter the profile declares — whether or not a profile version
+    is registered for `release` (2.33.1 has none)."""
+    from neuronforge.compilation.backends.interpreter import ToolchainPython
+
+    return ToolchainPython.resolve(release, profile.toolchain_python or "python3")
+
+
+def _attestation(
+    manifest: ArtifactManifest, release: str, run: Literal["re-smoke", "re-verify"], passed: bool, detail: str, **keys
+) -> Attestation:
+    return Attestation(
         release=release,
-        run="re-smoke",
-        passed=result.passed,
+        run=run,
+        passed=passed,
         at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         host=socket.gethostname(),
         packages=load_packages(manifest, release),
-        detail=f"{result.reason}; {decided.sentence()}"[:1000],
+        detail=detail[:1000],
+        **keys,
     )
-    attestations.attest(store, key, attestation)
-    return AttestOutcome(key, release, decided.decision, attestation)
 
 
 def load_packages(manifest: ArtifactManifest, release: str) -> dict[str, str]:
@@ -141,9 +206,16 @@ def download(store: ArtifactStore, prefix: str, manifest: ArtifactManifest, fold
     return folder
 
 
-def smoke_published(store: ArtifactStore, manifest: ArtifactManifest, payload: Path, work_dir: Path):  # -> SmokeResult
+def smoke_published(
+    store: ArtifactStore,
+    manifest: ArtifactManifest,
+    payload: Path,
+    work_dir: Path,
+    python: ToolchainPython | None = None,
+):  # -> SmokeResult
     """The smoke stage's test (`pipeline.stages.smoke.smoke_test`) of a published payload, as its profile
-    loads it, compiling forbidden: on a Neuron profile the host is probed first."""
+    loads it, compiling forbidden, in `python` (default: the profile version's toolchain): on a Neuron
+    profile the host is probed first."""
     from neuronforge.compilation.compile_cache import CompileCache
     from neuronforge.pipeline.stages.smoke import SmokeInput, probe_host, smoke_test
     from neuronforge.profiles.registry import get_profile
@@ -160,6 +232,6 @@ def smoke_published(store: ArtifactStore, manifest: ArtifactManifest, payload: P
     cache = CompileCache(cache_root, tc.compiler, tc.compiler_version, store)
     if load.cache_entries:
         cache.preseed(list(load.cache_entries))
-    result = smoke_test(SmokeInput(payload, load, profile.backend.name, cache, profile.python()))
+    result = smoke_test(SmokeInput(payload, load, profile.backend.name, cache, python or profile.python()))
     result.host = host
     return result

@@ -36,7 +36,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
@@ -53,6 +53,10 @@ from neuronforge.spec.source import ModelSource
 from neuronforge.spec.target import TargetSpec
 from neuronforge.spec.toolchain import Toolchain
 from neuronforge.stores.base import ArtifactStore, NotFound, StoreError
+
+if TYPE_CHECKING:
+    from neuronforge.farm.upgrades import Upgrade
+    from neuronforge.records.attestation import Attestation
 
 COMPILE_DAG = "neuronforge_compile_publish"
 DEFAULT_QUEUE = "default"  # where the cpu profile's tasks (and its toolchain detection) run
@@ -260,6 +264,8 @@ def find_stale(
                     arch.append(_arch_of(entry))
                 model, why = arch[0]
                 decision = upgrades.decide(t.spec, aim, state.published_for, model, why)
+            if decision.action == upgrades.REVERIFY and state.status == FRESH:
+                _missed_keys(store, state, decision)
             state.upgrade = decision.to_json()
             m = decision.migration
             if migrate and m is not None and m.ok is not False:
@@ -306,6 +312,28 @@ def _state(
         if profile.ref not in state.published_for:  # e.g. indexed after the scan
             state.published_for = sorted({*state.published_for, profile.ref}, key=_ref_order)
     return state
+
+
+def _missed_keys(store: ArtifactStore, state: TargetState, decision: Upgrade) -> None:
+    """A kept build whose newest attestation at the release aimed at is a failed re-verify with keys
+    missing (an earlier run's, `attest_kept`): the decision is `rebuild` with those keys named, and the row
+    stale, so this run rebuilds it (`recompile --sdk R` with the release's toolchain: `interfaces.cli.recompile`)."""
+    from neuronforge.farm import upgrades
+
+    failed = failed_reverify(store, state.key, decision.release)
+    if failed is None or not failed.keys_missing:
+        return
+    upgrades.reverified(decision, state.key, failed.keys_found, failed.keys_missing)
+    state.status, state.stale_for = STALE, [state.profile]
+
+
+def failed_reverify(store: ArtifactStore, key: str, release: str) -> Attestation | None:
+    """Build `key`'s newest attestation at `release`, when it is a failed re-verify."""
+    from neuronforge.artifacts.attestations import attestations_of
+
+    record = attestations_of(store, key)
+    newest = next((a for a in record.attestations if a.release == release), None) if record else None
+    return newest if newest is not None and newest.run == "re-verify" and not newest.passed else None
 
 
 def _arch_of(entry: CatalogEntry) -> tuple[Any, str]:
@@ -362,17 +390,18 @@ def rebuildable(s: TargetState) -> bool:
     return s.status == STALE and (s.upgrade or {}).get("action") != UNKNOWN
 
 
-# A kept build's attestation at the aimed release (decision `re-smoke`): passed; failed or could not be
-# run; or left to a Neuron host of the release (no queue of this deployment is one, or none is served).
+# A kept build's attestation at the aimed release (decision `re-smoke` or `re-verify`): passed; failed or
+# could not be run; or left to a Neuron host of the release (no queue of this deployment is one, or none
+# is served).
 ATTESTED, NOT_ATTESTED, TO_ATTEST = "attested", "attest-failed", "to-attest"
 
 
 def to_attest(s: TargetState) -> bool:
-    """A kept build (published: fresh) whose upgrade decision is `re-smoke`: smoked at the release
-    against the published artifact (`farm.attest`), never rebuilt."""
-    from neuronforge.farm.upgrades import RESMOKE
+    """A kept build (published: fresh) whose upgrade decision is `re-smoke` or `re-verify`: smoked, or its
+    consumer's re-trace run, at the release against the published artifact (`farm.attest`), not compiled."""
+    from neuronforge.farm.upgrades import RESMOKE, REVERIFY
 
-    return (s.upgrade or {}).get("action") == RESMOKE and s.status == FRESH and bool(s.key)
+    return (s.upgrade or {}).get("action") in (RESMOKE, REVERIFY) and s.status == FRESH and bool(s.key)
 
 
 def attest_queue(s: TargetState, release: str) -> str:
@@ -410,8 +439,9 @@ def attest_kept(store: ArtifactStore, states: list[TargetState], release: str, w
     compiling (`farm.attest.attest_build`: its smoke test against the published artifact, the
     attestation recorded): ATTESTED or NOT_ATTESTED with the attestation's line; one that cannot be run
     is NOT_ATTESTED with why, and the next one still runs. The CLI runs it on every kept build, the
-    DAG's attest task of a queue on the builds whose `attest_queue` it is. `re-verify` is not
-    performed yet: its rows stay as decided."""
+    DAG's attest task of a queue on the builds whose `attest_queue` it is. A `re-verify` whose re-trace
+    missed keys turns the row into a `rebuild` naming them (`upgrades.reverified`), stale: the CLI rebuilds
+    it in the same run with the release's toolchain, the DAG's next run decides `rebuild` for it (`find_stale`)."""
     from neuronforge.farm.attest import attest_build
 
     for s in sorted((s for s in states if to_attest(s)), key=lambda s: s.order):
@@ -423,6 +453,37 @@ def attest_kept(store: ArtifactStore, states: list[TargetState], release: str, w
         a = done.attestation
         s.outcome = ATTESTED if a is None or a.passed else NOT_ATTESTED
         s.outcome_detail = done.line
+        if a is not None and a.run == "re-verify":
+            took_reverify(s, a.keys_found, a.keys_missing)
+
+
+def took_reverify(s: TargetState, found: list[str], missing: list[str]) -> None:
+    """Row `s` after its build's re-verify: the keys kept on its decision; keys missing make it a stale
+    `rebuild` row, saying when it is rebuilt."""
+    from neuronforge.farm import upgrades
+
+    up = upgrades.Upgrade.from_json(s.upgrade or {})
+    upgrades.reverified(up, s.key, found, missing)
+    s.upgrade = up.to_json()
+    if missing:
+        s.status, s.stale_for = STALE, [s.profile]
+        s.outcome_detail += f"; the next recompile run decides `rebuild` for it ({up.sentence})"
+
+
+def reverify_outcomes(store: ArtifactStore, states: list[TargetState], release: str) -> None:
+    """The recompile DAG's report: each `re-verify` row its attest task did not attest gets the keys its
+    attestation found and missed (the task returns only the outcome), its decision `rebuild` when keys were
+    missing — the next run rebuilds it. Its status is left as the run planned it (nothing was rebuilt)."""
+    from neuronforge.farm import upgrades
+
+    for s in states:
+        if (s.upgrade or {}).get("action") != upgrades.REVERIFY or s.outcome != NOT_ATTESTED or not s.key:
+            continue
+        failed = failed_reverify(store, s.key, release)
+        if failed is not None:
+            up = upgrades.Upgrade.from_json(s.upgrade or {})
+            upgrades.reverified(up, s.key, failed.keys_found, failed.keys_missing)
+            s.upgrade = up.to_json()
 
 
 def settle(store: ArtifactStore, states: list[TargetState]) -> bool:
@@ -445,6 +506,8 @@ def _outcome(store: ArtifactStore, s: TargetState) -> tuple[str, str]:
     from neuronforge.artifacts.published import lookup
 
     hit = lookup(store, s.key)
+    if hit is not None and s.key == (s.upgrade or {}).get("reverified_key"):
+        return FAILED, rebuilt_nothing(s)
     if hit is not None:
         return REBUILT, hit.manifest_uri
     if s.outcome == WAITING and not s.run_id:  # not triggered this time: an older failure is not its end
@@ -456,6 +519,18 @@ def _outcome(store: ArtifactStore, s: TargetState) -> tuple[str, str]:
     if leases.held(lease):
         return RUNNING, f"lease held by {lease.holder}"
     return QUEUED, "not started yet" if s.run_id else "no run was triggered"
+
+
+def rebuilt_nothing(s: TargetState) -> str:
+    """Why a rebuild of a build whose re-verify missed keys changed nothing: its key is still the published
+    one, so the toolchain that computed it is the build's own, which makes the keys the release misses."""
+    release = (s.upgrade or {}).get("release", "")
+    return (
+        f"{s.key[:12]} is still the key of the build whose re-verify at SDK {release} missed keys: the toolchain "
+        f"that rebuilt it is that build's own; rebuild it with SDK {release}'s (workers of queue "
+        f"{queue_name(get_profile(s.profile))!r} on its image, or `neuronforge recompile CATALOG --sdk {release}` "
+        "on a host of it)"
+    )
 
 
 def _version(text: str | None) -> Version | None:

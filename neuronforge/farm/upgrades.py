@@ -73,6 +73,11 @@ class Upgrade:
     packages: list[str] = field(default_factory=list)  # the changes that decided it ("name old -> new")
     changed: dict[str, list[str]] = field(default_factory=dict)  # every change, by the line's role
     unverified: list[str] = field(default_factory=list)  # the readings the decision rests on that are not facts
+    # re-verify, once the consumer's re-trace ran at `release` (`reverified`): the published keys it found
+    # and the ones it missed (then the decision is `rebuild`), and the build whose keys they are
+    keys_found: list[str] = field(default_factory=list)
+    keys_missing: list[str] = field(default_factory=list)
+    reverified_key: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -82,6 +87,22 @@ class Upgrade:
         data = dict(data)
         m = data.pop("migration", None)
         return cls(**data, migration=Migration(**m) if m else None)
+
+
+def reverified(up: Upgrade, key: str, found: list[str], missing: list[str]) -> None:
+    """A `re-verify` decision once the consumer's re-trace ran at `up.release` on build `key` (its
+    attestation: `farm.attest`): the keys found and missing kept; a key missing makes it `rebuild`, with
+    R's toolchain (the build's own reproduces the keys R's consumer misses). A consumer whose trace stops at
+    its first miss names one key; the attestation's detail says more may follow."""
+    up.keys_found, up.keys_missing, up.reverified_key = list(found), list(missing), key
+    if not missing:
+        return
+    up.action = up.decision = REBUILD
+    up.sentence = (
+        f"rebuild with SDK {up.release}'s toolchain: the re-verify of {key[:12]} at {up.release} missed "
+        f"{len(missing)} key(s) ({', '.join(missing)}) and found {len(found)}: SDK {up.release}'s consumer would "
+        "compile its graphs"
+    )
 
 
 def target_release(release: str | None) -> str:

@@ -38,6 +38,7 @@ from neuronforge.profiles.lifecycle import Lifecycle
 
 if TYPE_CHECKING:
     from neuronforge.compilation.backends.interpreter import ToolchainPython
+    from neuronforge.compilation.retrace import Retrace
     from neuronforge.profiles.optimum_registry import OptimumRegistry
     from neuronforge.records.artifact_manifest import ArtifactManifest
     from neuronforge.spec.modelconfig import ModelArch
@@ -364,11 +365,18 @@ class ServingProfile(ABC):
         are enough."""
         return None
 
-    def retrace_problems(self, artifact: Artifact, work_dir: Path) -> list[str] | None:
-        """`neuronforge verify --retrace`: run the consumer's own start-up path in its toolchain's
-        interpreter without a device, compiling forbidden (needs the SDK image). None: this profile
-        has no such check (its preflight and store check are all there is)."""
+    def retrace(self, artifact: Artifact, work_dir: Path, python: ToolchainPython | None = None) -> Retrace | None:
+        """The consumer's own start-up path traced again in a toolchain's interpreter without a device,
+        compiling forbidden, against the published cache (needs the SDK image): the keys it found and
+        the ones it would have compiled. `python`: that interpreter (default: this profile version's;
+        a `re-verify` names a newer release's). None: this profile has no such check."""
         return None
+
+    def retrace_problems(self, artifact: Artifact, work_dir: Path) -> list[str] | None:
+        """`neuronforge verify --retrace`: `retrace`'s result as problem lines (none: every key found);
+        None when the profile has no re-trace (its preflight and store check are all there is)."""
+        found = self.retrace(artifact, work_dir)
+        return None if found is None else found.problems()
 
 
 def neuron_host_queue(release: str) -> str:

@@ -63,6 +63,8 @@ from neuronforge.profiles.release_table import ProfileRelease, profile_releases
 from neuronforge.spec.target import TORCH_DTYPE_NAMES, Quantization
 
 if TYPE_CHECKING:
+    from neuronforge.compilation.backends.interpreter import ToolchainPython
+    from neuronforge.compilation.retrace import Retrace
     from neuronforge.spec.target import TargetSpec
     from neuronforge.stores import ArtifactStore
 
@@ -749,16 +751,17 @@ class VllmNativeProfile(ServingProfile):
             return None
         return f"{r.layout_unverified}: only the re-trace in {r.image} proves the synced entries are the ones it reads"
 
-    def retrace_problems(self, artifact: Artifact, work_dir: Path) -> list[str] | None:
-        """P1: the launch files' command traced again in the SDK image's interpreter (a CPU worker of
-        queue `neuron-compile-<sdk>`) in CPU-compile mode against the synced cache, compiling forbidden."""
+    def retrace(self, artifact: Artifact, work_dir: Path, python: ToolchainPython | None = None) -> Retrace:
+        """P1: the launch files' command traced again in an SDK image's interpreter (this release's by
+        default: a CPU worker of queue `neuron-compile-<sdk>`; a newer release's for a `re-verify`) in
+        CPU-compile mode against the synced cache, compiling forbidden (`VllmNativeBackend.retrace`)."""
         from neuronforge.common import settings
 
         load = self.smoke_load(artifact.root)
         return self.backend.retrace(
             artifact.root / self.folder,
             dict(load.settings),
-            self.python(),
+            python or self.python(),
             work_dir,
             settings.current().compile_timeout_s,
         )

@@ -592,6 +592,7 @@ def report(plan: dict[str, Any]) -> dict[str, Any]:
     states = [recompile.TargetState.from_json(s) for s in plan["states"]]
     recompile.settle(store, states)
     _attested(get_current_context()["ti"], plan, states)
+    recompile.reverify_outcomes(store, states, plan.get("release", ""))  # a failed re-verify: `rebuild`, its keys
     rep = recompile.Report(
         plan["stamp"],
         plan["catalog"],

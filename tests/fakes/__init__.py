@@ -63,3 +63,7 @@ def run_in_toolchain(release: str, code: str, env: dict[str, str] | None = None)
 VLLM_NATIVE = FAKES / "vllm_neuron_native"
 VLLM_SDK_2_32_0 = (FAKES / "vllm_sdk_2_32_0", VLLM_NATIVE, COMPILER)
 VLLM_SDK_2_33_0 = (FAKES / "vllm_sdk_2_33_0", VLLM_NATIVE, COMPILER)
+# SDK 2.33.1's image: 2.33.0's with libtorch-neuronx-lite rebuilt against the new runtime (its release
+# table entry: 2.11.0.1.0.4089; every other package the same). Its own dist-info comes first and shadows
+# 2.33.0's.
+VLLM_SDK_2_33_1 = (FAKES / "vllm_sdk_2_33_1", *VLLM_SDK_2_33_0)

@@ -22,11 +22,14 @@ log = logging.getLogger(__name__)
 
 
 class ChildFailed(NeuronforgeError):
-    """The child process exited non-zero or ran out of time; `tail` holds its last output lines."""
+    """The child process exited non-zero or ran out of time; `tail` holds its last output lines (the
+    message's), `output` every line it wrote when the caller has them (what a re-trace reads its keys
+    from: a trace logs one line per graph before it fails)."""
 
-    def __init__(self, message: str, tail: list[str]) -> None:
+    def __init__(self, message: str, tail: list[str], output: list[str] | None = None) -> None:
         super().__init__(message + ("\n" + "\n".join(tail) if tail else ""))
         self.tail = tail
+        self.output = list(tail) if output is None else output
 
 
 # The tokenizer files a served model folder carries beside its weights (every backend copies them).

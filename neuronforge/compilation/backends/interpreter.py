@@ -137,6 +137,7 @@ def run_toolchain(
         raise ChildFailed(
             f"{what} failed (exit {rc}): {error.get('type', 'Error')}: {error.get('message', '')}",
             [*error.get("traceback", [])[-3:], *lines[-10:]],
+            output=lines,
         )
     return answer.get("result") or {}, lines
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from neuronforge.common.errors import InvalidInput
 from neuronforge.compilation.backends.base import Backend, CompileJob, CompileResult, GenerateJob, Generation
 from neuronforge.compilation.backends.child import copy_served_files, generation_rows
+from neuronforge.compilation.retrace import Retrace
 from neuronforge.spec.modelconfig import ARCHITECTURES as MODEL_TYPES
 from neuronforge.spec.modelconfig import GPT_FAMILIES
 
@@ -38,6 +39,9 @@ CACHE_MANIFEST = "vllm-cache.json"
 ARCHITECTURES = frozenset(MODEL_TYPES) - GPT_FAMILIES
 # What the plugin logs for each graph (vllm_neuron/compile/backend.py: "Compilation cache key: %s").
 KEY_LINE = re.compile(r"Compilation cache key: ([0-9a-f]{32})")
+# What its `compile()` raises on a miss with compiling forbidden (VLLM_NEURON_DISABLE_WARMUP_COMPILE or
+# <prefix>ASSERT_CACHE_HIT: "... compile cache miss for key <key>").
+MISS_LINE = re.compile(r"cache miss for key ([0-9a-f]{32})")
 WEIGHT_FILES = ("*.safetensors", "model.safetensors.index.json", "generation_config.json")
 
 
@@ -82,7 +86,7 @@ class VllmNativeBackend(Backend):
         found, lines = self.run(
             job.python, "compile", spec, env=env, timeout_s=job.timeout_s, what=f"vllm-neuron compile {job.target.slug}"
         )
-        keys = sorted(dict.fromkeys(m for line in lines for m in KEY_LINE.findall(line)))
+        keys = sorted(_logged(lines))
         if not keys:
             raise InvalidInput("the vLLM Neuron compile logged no `Compilation cache key` line: nothing to publish")
         broken = [p for key in keys for p in entry_problems(cache_dir / key)]
@@ -131,11 +135,11 @@ class VllmNativeBackend(Backend):
         root: Path,
         timeout_s: float,
         what: str,
-    ) -> tuple[dict[str, Any], list[str]]:
+    ) -> tuple[dict[str, Any], list[str], list[str]]:
         """Run a toolchain action on a fresh cache root holding exactly the manifest's entries,
         pulled from `prefix` of `store` and checked against it (`SyncFailed` otherwise); returns its
-        result and the keys the action added (graphs a server would have compiled). The caller's
-        `env` says how: fail-closed for the smoke load, CPU-compile mode too for the re-trace."""
+        result, its output lines and the keys the action added (graphs a server would have compiled).
+        The caller's `env` says how: fail-closed for the smoke load, CPU-compile mode too for the re-trace."""
         from neuronforge.compilation.vllm_cache import compile_cache_dir, local_keys, pull
 
         shutil.rmtree(root, ignore_errors=True)
@@ -144,8 +148,8 @@ class VllmNativeBackend(Backend):
         before = local_keys(cache_dir)
         try:
             roots = {"VLLM_CACHE_ROOT": str(root), "NEURON_LIBTORCH_CACHE_ROOT": str(root)}
-            result, _ = self.run(python, action, spec, env={**env, **roots}, timeout_s=timeout_s, what=what)
-            return result, sorted(local_keys(cache_dir) - before)
+            result, lines = self.run(python, action, spec, env={**env, **roots}, timeout_s=timeout_s, what=what)
+            return result, lines, sorted(local_keys(cache_dir) - before)
         finally:
             shutil.rmtree(root, ignore_errors=True)
 
@@ -164,7 +168,7 @@ class VllmNativeBackend(Backend):
             "max_new_tokens": job.max_new_tokens,
         }
         try:
-            result, compiled = self.on_published_cache(
+            result, _, compiled = self.on_published_cache(
                 job.python,
                 "generate",
                 spec,
@@ -182,12 +186,15 @@ class VllmNativeBackend(Backend):
 
     def retrace(
         self, model_dir: Path, settings: dict[str, Any], python: Any, work_dir: Path, timeout_s: float
-    ) -> list[str]:
-        """Preflight P1 (shared/reference/VLLM_NEURON_NATIVE.md §1.8), in the serving image's
-        interpreter on a CPU worker: sync the manifest's entries into a fresh cache, then trace the
-        serving command again in CPU-compile mode with compiling forbidden. The plugin normalises
-        `meta` to `neuron:0` and sizes KV from the static table in this mode so that CPU and device keys
-        agree: a graph the launch files would make the server compile raises here, before deployment."""
+    ) -> Retrace:
+        """Preflight P1, in the serving image's interpreter on a CPU worker: sync the manifest's entries
+        into a fresh cache, then trace the serving command again in CPU-compile mode with compiling
+        forbidden (aws-neuron-sdk vllm-neuron/docs/design/compilation/cpu_compilation.md: the plugin
+        normalises `meta` to `neuron:0` and sizes KV from the static table in this mode, so CPU and
+        device keys agree). The plugin logs `Compilation cache key: <key>` for each graph before it looks
+        it up, and with VLLM_NEURON_DISABLE_WARMUP_COMPILE=1 its `compile()` raises on the first local
+        miss ("local compile cache miss for key <key>": vllm_neuron/compile/backend.py), so the trace
+        stops there: the keys logged before it were found, that one is missing, later graphs untraced."""
         from neuronforge.common.errors import StoreError
         from neuronforge.compilation.backends.child import ChildFailed
         from neuronforge.compilation.vllm_cache import CacheManifest, SyncFailed
@@ -195,6 +202,7 @@ class VllmNativeBackend(Backend):
         from neuronforge.stores import open_store
 
         manifest = read_local(CacheManifest, Path(settings["manifest"]))
+        published = {e.key for e in manifest.entries}
         env = {
             **settings["env"],
             "VLLM_NEURON_CPU_COMPILE": "1",
@@ -202,7 +210,7 @@ class VllmNativeBackend(Backend):
             f"{settings.get('cache_env', 'NEURON_LIBTORCH_')}DISABLE_GRAPH_CAPTURE_BACKEND": "1",
         }
         try:
-            _, new = self.on_published_cache(
+            _, lines, new = self.on_published_cache(
                 python,
                 "compile",
                 {"model": str(model_dir), "argv": settings["argv"]},
@@ -215,11 +223,24 @@ class VllmNativeBackend(Backend):
                 what="vllm-neuron re-trace",
             )
         except (SyncFailed, StoreError) as exc:
-            return [f"re-trace: the published cache cannot be synced: {exc}"]
+            return Retrace(published=len(published), problem=f"re-trace: the published cache cannot be synced: {exc}")
         except ChildFailed as exc:
-            why = next((line for line in str(exc).splitlines() if "miss" in line), str(exc).splitlines()[0])
-            return [f"re-trace of the serving command in CPU-compile mode, compiling forbidden, failed: {why.strip()}"]
-        return [f"re-trace compiled {len(new)} graph(s) the cache lacks ({', '.join(new)})"] if new else []
+            said = str(exc).splitlines()
+            miss = next((line for line in said if MISS_LINE.search(line)), None)
+            if miss is None:
+                why = next((line for line in said if "miss" in line), said[0]).strip()
+                problem = f"re-trace of the serving command in CPU-compile mode, compiling forbidden, failed: {why}"
+                return Retrace(published=len(published), problem=problem)
+            first = MISS_LINE.search(miss).group(1)  # type: ignore[union-attr]
+            found = tuple(k for k in _logged(exc.output) if k != first and k in published)
+            return Retrace(found, (first,), stopped=True, published=len(published), said=miss.strip())
+        found = tuple(k for k in _logged(lines) if k in published)
+        return Retrace(found, tuple(new), published=len(published))
+
+
+def _logged(lines: list[str]) -> list[str]:
+    """The keys the plugin logged, in order, each once."""
+    return list(dict.fromkeys(m for line in lines for m in KEY_LINE.findall(line)))
 
 
 BACKEND = VllmNativeBackend()

@@ -8,7 +8,9 @@ vllm-neuron/docs/design/compilation/{compilation_cache,cpu_compilation}.md); /tm
 quotes them. Facts also in shared/reference/VLLM_NEURON_NATIVE.md §1.2–1.4.
 
 - `create_cache_hash`: md5 of "|".join(components)[:32] — the FX graph text, the TP replica groups,
-  `dtype_shape_stride` of every input, `torch_neuronx:<v>`, `neuronxcc:<v>`, `nki:<v>`, and
+  `dtype_shape_stride` of every input, `torch_neuronx:<v>` (libtorch-neuronx-lite's version, or with
+  FAKE_LNL_VERSION_HASHED=0 torch-neuronx's: which one LNL hashes is UNVERIFIED, `torch_neuronx_version`),
+  `neuronxcc:<v>`, `nki:<v>`, and
   `compiler_args:` sorted `k=v` of `_normalize_compiler_args`: `--k=v` split at the first `=`, `-k v`
   a pair when the next word does not start with `-`, any other word a standalone flag mapped to
   "True"; `--target` always set by `resolve_target(args)`: NEURON_PLATFORM_TARGET_OVERRIDE > `--target`
@@ -134,13 +136,28 @@ def create_cache_hash(graph_text, example_inputs, options, replica_groups=None):
     for dtype, shape, stride in example_inputs:
         components.append(f"{dtype}_{'x'.join(map(str, shape))}_{'x'.join(map(str, stride))}")
     components += [
-        f"torch_neuronx:{version('libtorch-neuronx-lite')}",
+        f"torch_neuronx:{torch_neuronx_version()}",
         f"neuronxcc:{version('neuronx-cc')}",
         f"nki:{version('nki')}",
     ]
     canonical = _normalize_compiler_args(_parse_compiler_args(options.get("compiler_args")))
     components.append("compiler_args:" + " ".join(f"{k}={v}" for k, v in sorted(canonical.items())))
     return hashlib.md5("|".join(components).encode()).hexdigest()[:32]
+
+
+# Which version `torch_neuronx:<v>` hashes is UNVERIFIED: LNL's source is not public; the 0.21 code
+# hashed `torch_neuronx.__version__` (its `get_torch_neuronx_version`), and LNL replaced torch-neuronx.
+# By default the fake hashes libtorch-neuronx-lite's own version, the reading in which a release that
+# rebuilds LNL (SDK 2.33.1) misses every published key; FAKE_LNL_VERSION_HASHED=0 is the other reading:
+# torch-neuronx's version (which 2.33.1 did not change).
+LNL_HASHED = "FAKE_LNL_VERSION_HASHED"
+
+
+def torch_neuronx_version():
+    """The version the key's `torch_neuronx:` component names, by the reading `LNL_HASHED` selects."""
+    if os.environ.get(LNL_HASHED, "1") == "0":
+        return version("torch-neuronx")
+    return version("libtorch-neuronx-lite")
 
 
 def _is_cache_complete(entry, key):
