@@ -338,14 +338,12 @@ def test_kept_builds_are_attested_on_the_neuron_hosts_of_the_release_whatever_it
     assert recompile.summary_line("2.33.1", states).endswith("; 2 to attest on a Neuron host of the release")
 
 
-def test_a_re_verify_that_missed_keys_is_decided_rebuild_and_a_rebuild_keeping_the_key_says_why(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_re_verify_that_missed_keys_is_decided_rebuild_waiting_for_a_profile_version(tmp_path: Path) -> None:
     """The recompile DAG's attest task returns only the outcome: its report reads the failed re-verify's keys
-    from the attestation (the row's decision `rebuild`, the keys named); the next run's `find_stale` makes
-    the row stale. A rebuild whose key is still the re-verified build's compiled with that build's own
-    toolchain: not `rebuilt`, a failure naming the toolchain it needs."""
-    from neuronforge.artifacts import attestations, published
+    from the attestation (the row's decision `rebuild`, the keys named). The rebuild needs a profile version
+    of the line for the release (its image): none is registered for 2.33.1, so the row is not rebuildable,
+    its summary says so, and nothing is marked stale."""
+    from neuronforge.artifacts import attestations
     from neuronforge.farm import upgrades
     from neuronforge.records.attestation import Attestation
 
@@ -361,11 +359,8 @@ def test_a_re_verify_that_missed_keys_is_decided_rebuild_and_a_rebuild_keeping_t
     recompile.reverify_outcomes(store, [row, untouched], "2.33.1")
     assert row.upgrade["decision"] == "rebuild" and row.upgrade["keys_missing"] == [missed]
     assert missed in row.upgrade["sentence"] and row.status == recompile.FRESH  # this run rebuilt nothing
+    assert "register one (lines.vllm-neuron-native.profile and its image" in row.upgrade["sentence"]
+    assert not recompile.rebuildable(row)
     assert untouched.upgrade["decision"] == "re-verify"  # no failed re-verify recorded for it
-    row.status, row.outcome = recompile.STALE, ""
-    monkeypatch.setattr(published, "lookup", lambda store, key: type("Hit", (), {"manifest_uri": "m"})())
-    recompile.settle(store, [row])
-    assert row.outcome == "failed" and "rebuild it with SDK 2.33.1's" in row.outcome_detail
-    row.key = "cd" * 32  # rebuilt with 2.33.1's toolchain: another key
-    recompile.settle(store, [row])
-    assert row.outcome == "rebuilt"
+    line = recompile.summary_line("2.33.1", [row, untouched])
+    assert "2 target(s): 1 re-verify, 1 rebuild (no profile version for the release);" in line, line

@@ -1,7 +1,8 @@
 """`re-verify`: a vllm-neuron-native build made on SDK 2.33.0, at 2.33.1 (libtorch-neuronx-lite rebuilt, the
 compiler not: the plugin's key may hash LNL's version). The consumer's own re-trace, in 2.33.1's interpreter
 against the published cache with compiling forbidden, decides: every key found → attested (0 compiles);
-a key missing → a failed attestation naming it, and `recompile` rebuilds the build with 2.33.1's toolchain.
+a key missing → a failed attestation naming it, and the decision `rebuild` — on a profile version for
+2.33.1, which none is yet: the build is kept, nothing compiled, and the row says what to register.
 
 Both readings of the unverified fact, through the FAKE plugin (tests/fakes/README.md): by default it hashes
 LNL's version (2.33.1 misses every key); `FAKE_LNL_VERSION_HASHED=0` hashes torch-neuronx's (unchanged).
@@ -100,7 +101,7 @@ def test_attest_runs_the_re_trace_in_the_release_interpreter(
         assert "SDK 2.33.1: re-verify FAILED" in shown and "1 MISSING" in shown
         assert main(argv) == 3
         line = capsys.readouterr().out.strip()
-        assert a["keys_missing"][0] in line and line.endswith("rebuild it with SDK 2.33.1's toolchain")
+        assert a["keys_missing"][0] in line and line.endswith("rebuild it on a profile version for SDK 2.33.1")
         return
     assert code == 0 and a["passed"] is True, a
     assert sorted(a["keys_found"]) == sorted(world["keys"]) and a["keys_missing"] == []
@@ -135,16 +136,18 @@ def test_recompile_attests_or_rebuilds_by_the_re_trace(
         assert sorted(up["keys_found"]) == sorted(world["keys"]) and up["keys_missing"] == []
         assert _compiles(store) == before  # 0 compiles
         return
-    # the re-trace missed a key: a rebuild in the same run, with 2.33.1's toolchain (a new key, new graphs)
-    assert code == 0, row
-    assert up["decision"] == "rebuild" and len(up["keys_missing"]) == 1 and up["reverified_key"] == world["key"]
-    assert up["keys_missing"][0] in up["sentence"]
-    assert row["outcome"] == "rebuilt" and row["key"] != world["key"]
-    new = sorted(set(_compiles(store)) - set(before))
-    assert up["keys_missing"][0] in new and len(new) == len(world["keys"])
-    manifest = json.loads(store.get_bytes(json.loads(store.get_bytes(layout.index_entry(row["key"])))["manifest"]))
-    assert manifest["toolchain"]["packages"]["libtorch-neuronx-lite"] == "2.11.0.1.0.4089+fake0000"
-    # the next run: the old build's failed re-verify is `rebuild` at once; the rebuilt build is found
+    # the re-trace missed a key: `rebuild`, which needs a profile version of the line for 2.33.1 (its image,
+    # so the rebuilt build's launch files name the consumer that computes its keys): none is registered, so
+    # nothing is compiled, the build is kept and not attested, and the row says what to register
+    assert up["decision"] == "rebuild" and up["action"] == "unknown", up
+    assert len(up["keys_missing"]) == 1 and up["reverified_key"] == world["key"]
+    assert up["keys_missing"][0] in up["sentence"] and "lines.vllm-neuron-native.profile" in up["sentence"]
+    assert row["outcome"] == "attest-failed" and row["key"] == world["key"] and row["status"] == "fresh"
+    assert _compiles(store) == before  # nothing compiled
+    assert attestations.attested_for(store, world["key"], "2.33.1", "2.33.0") is False
+    # the next run decides the same from the failed attestation, without tracing again
     code = _recompile(world, store, tmp_path, "--dry-run")
-    [row] = json.loads(capsys.readouterr().out)["targets"]
-    assert row["key"] == world["key"] and row["upgrade"]["decision"] == "rebuild" and row["status"] == "stale"
+    out = json.loads(capsys.readouterr().out)
+    [row] = out["targets"]
+    assert row["key"] == world["key"] and row["upgrade"]["decision"] == "rebuild" and row["status"] == "fresh"
+    assert row["upgrade"]["keys_missing"] == up["keys_missing"] and row["upgrade"]["action"] == "unknown"

@@ -14,8 +14,8 @@ built on and R, by what its serving line reads of each) decides what is run —
   profile) — against the published cache, compiling forbidden; when every key is found, the smoke test
   as above in that interpreter too (R's runtime may have changed as well). The attestation keeps the
   keys found and missing; it passes only when none is missing and the smoke passed. A key missing means
-  R's consumer would compile the build's graphs: the build is rebuilt with R's toolchain
-  (`farm.recompile`);
+  R's consumer would compile the build's graphs: the decision becomes `rebuild`, on a profile version of
+  the line registered for R (`upgrades.reverified`);
 - `rebuild`: refused: the build is rebuilt on R, not attested.
 
 A build whose profile reads no Neuron SDK (the cpu profile: SDK `none`) reads no package of R: its
@@ -73,7 +73,7 @@ class AttestOutcome:
             return f"build {self.key[:12]} was built on SDK {self.release}: nothing to attest"
         a = self.attestation
         word = "passed" if a.passed else "FAILED"
-        then = f"; rebuild it with SDK {self.release}'s toolchain" if a.keys_missing else ""
+        then = f"; rebuild it on a profile version for SDK {self.release}" if a.keys_missing else ""
         return f"build {self.key[:12]} at SDK {self.release}: {a.run} {word} on {a.host} ({a.detail}); attested{then}"
 
 

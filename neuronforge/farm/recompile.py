@@ -316,15 +316,14 @@ def _state(
 
 def _missed_keys(store: ArtifactStore, state: TargetState, decision: Upgrade) -> None:
     """A kept build whose newest attestation at the release aimed at is a failed re-verify with keys
-    missing (an earlier run's, `attest_kept`): the decision is `rebuild` with those keys named, and the row
-    stale, so this run rebuilds it (`recompile --sdk R` with the release's toolchain: `interfaces.cli.recompile`)."""
+    missing (an earlier run's, `attest_kept`): the decision is `rebuild` with those keys named
+    (`upgrades.reverified`), not re-traced again."""
     from neuronforge.farm import upgrades
 
     failed = failed_reverify(store, state.key, decision.release)
     if failed is None or not failed.keys_missing:
         return
     upgrades.reverified(decision, state.key, failed.keys_found, failed.keys_missing)
-    state.status, state.stale_for = STALE, [state.profile]
 
 
 def failed_reverify(store: ArtifactStore, key: str, release: str) -> Attestation | None:
@@ -440,8 +439,7 @@ def attest_kept(store: ArtifactStore, states: list[TargetState], release: str, w
     attestation recorded): ATTESTED or NOT_ATTESTED with the attestation's line; one that cannot be run
     is NOT_ATTESTED with why, and the next one still runs. The CLI runs it on every kept build, the
     DAG's attest task of a queue on the builds whose `attest_queue` it is. A `re-verify` whose re-trace
-    missed keys turns the row into a `rebuild` naming them (`upgrades.reverified`), stale: the CLI rebuilds
-    it in the same run with the release's toolchain, the DAG's next run decides `rebuild` for it (`find_stale`)."""
+    missed keys turns the row's decision into `rebuild` naming them (`upgrades.reverified`)."""
     from neuronforge.farm.attest import attest_build
 
     for s in sorted((s for s in states if to_attest(s)), key=lambda s: s.order):
@@ -458,16 +456,15 @@ def attest_kept(store: ArtifactStore, states: list[TargetState], release: str, w
 
 
 def took_reverify(s: TargetState, found: list[str], missing: list[str]) -> None:
-    """Row `s` after its build's re-verify: the keys kept on its decision; keys missing make it a stale
-    `rebuild` row, saying when it is rebuilt."""
+    """Row `s` after its build's re-verify: the keys kept on its decision; keys missing make its decision
+    `rebuild`, saying what that waits for."""
     from neuronforge.farm import upgrades
 
     up = upgrades.Upgrade.from_json(s.upgrade or {})
     upgrades.reverified(up, s.key, found, missing)
     s.upgrade = up.to_json()
     if missing:
-        s.status, s.stale_for = STALE, [s.profile]
-        s.outcome_detail += f"; the next recompile run decides `rebuild` for it ({up.sentence})"
+        s.outcome_detail += f"; {up.sentence}"
 
 
 def reverify_outcomes(store: ArtifactStore, states: list[TargetState], release: str) -> None:
@@ -506,8 +503,6 @@ def _outcome(store: ArtifactStore, s: TargetState) -> tuple[str, str]:
     from neuronforge.artifacts.published import lookup
 
     hit = lookup(store, s.key)
-    if hit is not None and s.key == (s.upgrade or {}).get("reverified_key"):
-        return FAILED, rebuilt_nothing(s)
     if hit is not None:
         return REBUILT, hit.manifest_uri
     if s.outcome == WAITING and not s.run_id:  # not triggered this time: an older failure is not its end
@@ -519,18 +514,6 @@ def _outcome(store: ArtifactStore, s: TargetState) -> tuple[str, str]:
     if leases.held(lease):
         return RUNNING, f"lease held by {lease.holder}"
     return QUEUED, "not started yet" if s.run_id else "no run was triggered"
-
-
-def rebuilt_nothing(s: TargetState) -> str:
-    """Why a rebuild of a build whose re-verify missed keys changed nothing: its key is still the published
-    one, so the toolchain that computed it is the build's own, which makes the keys the release misses."""
-    release = (s.upgrade or {}).get("release", "")
-    return (
-        f"{s.key[:12]} is still the key of the build whose re-verify at SDK {release} missed keys: the toolchain "
-        f"that rebuilt it is that build's own; rebuild it with SDK {release}'s (workers of queue "
-        f"{queue_name(get_profile(s.profile))!r} on its image, or `neuronforge recompile CATALOG --sdk {release}` "
-        "on a host of it)"
-    )
 
 
 def _version(text: str | None) -> Version | None:
@@ -712,6 +695,9 @@ def feed_markdown(feed: dict[str, Any] | None) -> list[str]:
     ]
 
 
+REBUILD_DECISION, UNKNOWN_ACTION = "rebuild", "unknown"  # `upgrades.REBUILD`, `upgrades.UNKNOWN`
+
+
 def decision_summary(states: list[TargetState]) -> dict[str, dict[str, Any]]:
     """What a report leads with: how many catalog targets took each decision (`upgrades.Upgrade.decision`),
     overall and per line (migration rows are counted by their own status, not here)."""
@@ -721,6 +707,8 @@ def decision_summary(states: list[TargetState]) -> dict[str, dict[str, Any]]:
         if s.migrated_from or not s.upgrade:
             continue
         d = s.upgrade.get("decision") or s.upgrade.get("action", "")
+        if d == REBUILD_DECISION and s.upgrade.get("action") == UNKNOWN_ACTION:
+            d = "rebuild (no profile version for the release)"  # asked, not done: `upgrades._register`
         decisions[d] = decisions.get(d, 0) + 1
         per = lines.setdefault(s.upgrade.get("line", ""), {})
         per[d] = per.get(d, 0) + 1

@@ -91,17 +91,28 @@ class Upgrade:
 
 def reverified(up: Upgrade, key: str, found: list[str], missing: list[str]) -> None:
     """A `re-verify` decision once the consumer's re-trace ran at `up.release` on build `key` (its
-    attestation: `farm.attest`): the keys found and missing kept; a key missing makes it `rebuild`, with
-    R's toolchain (the build's own reproduces the keys R's consumer misses). A consumer whose trace stops at
-    its first miss names one key; the attestation's detail says more may follow."""
+    attestation: `farm.attest`): the keys found and missing kept. A key missing means R's consumer would
+    compile the build's graphs: the decision is `rebuild` — which, as for a compiler change at a release
+    without a profile version of the line (`_by_packages`), needs one registered for R: its image and pins,
+    so that the rebuilt build's launch files name the image whose consumer computes its keys. Until then
+    the build is kept, not attested at R (a channel requiring R refuses it). A consumer whose trace stops
+    at its first miss names one key; the attestation's detail says more may follow."""
     up.keys_found, up.keys_missing, up.reverified_key = list(found), list(missing), key
     if not missing:
         return
-    up.action = up.decision = REBUILD
+    up.action, up.decision = UNKNOWN, REBUILD
     up.sentence = (
-        f"rebuild with SDK {up.release}'s toolchain: the re-verify of {key[:12]} at {up.release} missed "
-        f"{len(missing)} key(s) ({', '.join(missing)}) and found {len(found)}: SDK {up.release}'s consumer would "
-        "compile its graphs"
+        f"the re-verify of {key[:12]} at SDK {up.release} missed {len(missing)} key(s) ({', '.join(missing)}) "
+        f"and found {len(found)}: SDK {up.release}'s consumer would compile its graphs, so it is rebuilt on a "
+        f"profile version of {up.line} for {up.release}; {_register(up.line, up.release)}"
+    )
+
+
+def _register(line: str, release: str) -> str:
+    """What a rebuild at a release without a profile version of `line` waits for."""
+    return (
+        f"none is registered: register one (lines.{line}.profile and its image in "
+        f"neuronforge/profiles/releases/{release}.toml) to rebuild; the build is kept until then"
     )
 
 
@@ -127,7 +138,7 @@ def decide(
     `release`, given the versions of its line the target is published for (`name@version`s).
     `arch` (or why there is none, `no_arch`) is for the planner's verdict on a migration."""
     up = _decide(spec, release, published_for, arch, no_arch)
-    up.decision = DECISION.get(up.action, up.action)
+    up.decision = up.decision or DECISION.get(up.action, up.action)  # set where it differs from the action
     if up.migration is not None and up.action in (STAY, UNSERVED):
         up.decision = "migrate"
     return up
@@ -228,11 +239,11 @@ def _by_packages(up: Upgrade, line: str, built_on: str, release: str) -> None:
     up.base, up.packages, up.unverified = d.base, list(d.deciding), list(d.unverified)
     up.changed = {role: list(c) for role, c in d.changed.items()}
     if d.decision == upgrade_decisions.REBUILD:
-        up.action = UNKNOWN
+        up.action, up.decision = UNKNOWN, REBUILD  # what the release asks; not done without a profile version
         up.sentence = (
             f"SDK {release}{d.sentence().removeprefix('what the build reads changed')} changes what {line}'s "
-            f"builds read, and no profile version of {line} is registered for it: register one (its release "
-            f"file's lines.{line}.profile) to rebuild; the build on {built_on} is kept"
+            f"builds read, so they are rebuilt on a profile version of {line} for it; "
+            f"{_register(line, release)}"
         )
         return
     up.action = d.decision

@@ -1134,7 +1134,7 @@ def test_release_day_a_runtime_patch_is_attested_without_compiling_and_a_compile
     for s in plan["states"]:
         up = s["upgrade"]
         assert up["changed"]["build"] == [f"neuronx-cc 2.28.7631.0 -> {COMPILER}"], up
-        assert "to rebuild" in up["sentence"] and s["status"] == "fresh", up
+        assert up["decision"] == "rebuild" and "to rebuild" in up["sentence"] and s["status"] == "fresh", up
     note(
         f"(12) release day 3/3: {COMPILER_RELEASE} (neuronx-cc {COMPILER}) fed and accepted; the plan: "
         f"{', '.join(s['upgrade']['decision'] for s in plan['states'])} ({plan['states'][0]['upgrade']['sentence']}); "

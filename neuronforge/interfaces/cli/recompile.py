@@ -2,16 +2,12 @@
 rebuild on the newest release of its line that serves its family, stay (the line is frozen for the
 family), migrate (proposed; built with `--migrate`), or unknown (a release the profile data does not
 know) — then, without `--dry-run`, the stale rows rebuilt here, one `run` each, and the kept builds
-attested at the release (`re-smoke`, `re-verify`: `farm.attest`); a build whose re-verify missed keys is
-rebuilt in the same run with the release's toolchain. The recompile DAG makes the same decisions
+attested at the release (`re-smoke`, `re-verify`: `farm.attest`). The recompile DAG makes the same decisions
 (`neuronforge.farm.upgrades`) and rebuilds on its workers."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,10 +63,8 @@ def cmd_recompile_with(args: argparse.Namespace, store: Any) -> int:
     toolchains = recompile.detect_toolchains(profiles, "on this machine")
     states = recompile.find_stale(catalog, toolchains, store, settings.work_dir(), release, args.migrate)
     if not args.dry_run:
-        _rebuild(store, states, release)
+        _rebuild(store, states)
         recompile.attest_kept(store, states, release, settings.work_dir())
-        # a re-verify that missed keys: rebuilt now, with the release's toolchain
-        _rebuild(store, [s for s in states if s.outcome == recompile.NOT_ATTESTED], release)
     if args.json:
         print_json(
             {
@@ -96,46 +90,19 @@ def cmd_recompile_with(args: argparse.Namespace, store: Any) -> int:
     return EXIT_OK
 
 
-def _rebuild(store: Any, states: list[Any], release: str) -> None:
+def _rebuild(store: Any, states: list[Any]) -> None:
     """Each stale row built here, in catalog order (`run`'s pipeline); one that fails is recorded as
-    its store says (`settle`) and the next one still runs. A row whose re-verify at `release` missed keys
-    is built with `release`'s toolchain (`_release_toolchain`): its own made the keys the release misses."""
+    its store says (`settle`) and the next one still runs."""
     from neuronforge.farm import recompile
     from neuronforge.pipeline.runner import run_target
     from neuronforge.profiles.registry import parse_target
 
-    rows = sorted((s for s in states if recompile.rebuildable(s)), key=lambda s: s.order)
-    for s in rows:
-        target = parse_target(s.target)
-        missed = bool((s.upgrade or {}).get("reverified_key"))
+    for s in sorted((s for s in states if recompile.rebuildable(s)), key=lambda s: s.order):
         try:
-            with _release_toolchain(target.profile, release) if missed else contextlib.nullcontext():
-                s.key = run_target(s.pinned, target, store, settings.work_dir()).key
+            run_target(s.pinned, parse_target(s.target), store, settings.work_dir())
         except NeuronforgeError as exc:
             s.outcome, s.outcome_detail = recompile.FAILED, str(exc)
     recompile.settle(store, [s for s in states if s.outcome != recompile.FAILED])
-
-
-@contextlib.contextmanager
-def _release_toolchain(profile_ref: str, release: str) -> Iterator[None]:
-    """The profile version's toolchain taken from SDK `release`'s interpreter while a build runs (this
-    process's `NEURONFORGE_TOOLCHAIN_PYTHON_<version>` set to it, then restored): `release` has no
-    profile version of its own (a patch such as 2.33.1), and its toolchain satisfies the version's pins —
-    the compiler did not change, which is why the build was re-verified and not rebuilt."""
-    from neuronforge.farm.attest import release_python
-    from neuronforge.profiles import get_profile
-
-    profile = get_profile(profile_ref)
-    var = settings.toolchain_python_var(profile.version)
-    before = os.environ.get(var)
-    os.environ[var] = release_python(profile, release).path
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(var, None)
-        else:
-            os.environ[var] = before
 
 
 def _lines(states: list[Any]) -> list[str]:
