@@ -103,3 +103,19 @@ def test_a_release_the_store_accepted_is_one_attest_knows(
     assert main([*argv, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["release"] == "2.33.9" and out["attestation"]["passed"] is True
+
+
+def test_a_kept_neuron_build_is_smoked_in_the_interpreter_of_the_release_it_is_proven_at(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A re-smoke proves the build against R's runtime, so it loads in R's image: the interpreter the host
+    names for R (`NEURONFORGE_TOOLCHAIN_PYTHON_<R>`), not the one of the release the build was made on; a
+    profile without a Neuron SDK loads in its own."""
+    from neuronforge.records.artifact_manifest import ProfileRef
+
+    monkeypatch.setenv("NEURONFORGE_TOOLCHAIN_PYTHON_2_33_0", "/images/2.33.0/python")
+    monkeypatch.setenv("NEURONFORGE_TOOLCHAIN_PYTHON_2_33_2", "/images/2.33.2/python")
+    neuron = ArtifactManifest.model_construct(profile=ProfileRef.model_construct(ref="vllm-neuron-native@2.33.0"))
+    assert attest.serving_python(neuron, "2.33.2").path == "/images/2.33.2/python"
+    cpu = ArtifactManifest.model_construct(profile=ProfileRef.model_construct(ref="cpu@local"))
+    assert attest.serving_python(cpu, "2.33.2") is None

@@ -112,8 +112,8 @@ def attest_build(store: ArtifactStore, key: str, release: str, work_dir: Path) -
     try:
         if decided.decision == upgrade_decisions.REVERIFY:
             attestation = reverify(store, manifest, payload, release, work_dir, decided)
-        else:
-            result = smoke_published(store, manifest, payload, work_dir)
+        else:  # in R's interpreter: R's runtime is what is proven
+            result = smoke_published(store, manifest, payload, work_dir, serving_python(manifest, release))
             said = f"{result.reason}; {decided.sentence()}"
             attestation = _attestation(manifest, release, "re-smoke", result.passed, said)
     finally:
@@ -158,6 +158,18 @@ def reverify(
         keys_found=list(found.found),
         keys_missing=list(found.missing),
     )
+
+
+def serving_python(manifest: ArtifactManifest, release: str) -> ToolchainPython | None:
+    """Where a kept build is smoked at `release`: the interpreter of `release`'s image for a Neuron
+    profile (`release_python`), whatever release the build was made on; None (the profile's own) for a
+    profile without a Neuron SDK."""
+    from neuronforge.profiles.registry import get_profile
+
+    if manifest.profile is None:
+        return None
+    profile = get_profile(manifest.profile.ref)
+    return release_python(profile, release) if profile.neuron else None
 
 
 def release_python(profile: ServingProfile, release: str) -> ToolchainPython:
