@@ -398,13 +398,20 @@ def route_attests(plan: dict[str, Any]) -> list[str]:
     goes to the report, which marks its builds to attest by hand, with the command. Returns the Neuron
     queues to attest on — what `attest_kept_neuron` is mapped over, each instance put on its queue by the
     cluster policy (none: the task is skipped, never queued). With NEURONFORGE_NEURON_RUNNER=kubernetes a
-    Neuron queue's attest has no pod yet: said the same way."""
+    Neuron queue's attest has no pod yet, and without the cluster policy (the deployment's
+    airflow_local_settings, as the compile DAG's run-start check asks) nothing would put it on its queue:
+    each said the same way, never left to wait on `neuron-unrouted`."""
+    from neuronforge_airflow.policies.deployment_checks import policy_loaded, policy_missing
+
     queues = [q for q, rows in plan["attests"].items() if rows]
     pods = runner() == "kubernetes"
-    served = served_queues([q for q in queues if q == DEFAULT_QUEUE or not pods])
+    routed = pods or policy_loaded()
+    served = served_queues([q for q in queues if q == DEFAULT_QUEUE or (routed and not pods)])
     for q in queues:
         if pods and q != DEFAULT_QUEUE:
             served[q] = {"served": False, "detail": "NEURONFORGE_NEURON_RUNNER=kubernetes: no attest pod yet"}
+        elif not routed and q != DEFAULT_QUEUE:
+            served[q] = {"served": False, "detail": policy_missing(f"the Neuron attest could not be put on queue {q}")}
     get_current_context()["ti"].xcom_push(key=ATTESTS_XCOM, value=served)
     return sorted(q for q, w in served.items() if w["served"] and q != DEFAULT_QUEUE)
 

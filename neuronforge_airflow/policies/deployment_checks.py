@@ -38,6 +38,13 @@ def _install_policy_hint() -> str:
     )
 
 
+def policy_missing(consequence: str) -> str:
+    """The sentence for a worker whose Airflow settings did not load the cluster policy: `consequence`,
+    and how to install it."""
+    hint = _install_policy_hint()
+    return f"the neuronforge cluster policy is not installed on this Airflow worker, so {consequence}: {hint}"
+
+
 def _pool_command(slots: int) -> str:
     return f'airflow pools set {POOL} {slots} "{POOL_DESCRIPTION}"'
 
@@ -92,10 +99,7 @@ def problem(
     if not needs_neuron:
         return None
     if not policy:
-        return (
-            "the neuronforge cluster policy is not installed on this Airflow worker, so the Neuron compile and "
-            f"smoke tasks would not take tp slots of pool {POOL}: {_install_policy_hint()}"
-        )
+        return policy_missing(f"the Neuron compile and smoke tasks would not take tp slots of pool {POOL}")
     recorded_at = None
     if record is not None:
         try:

@@ -53,8 +53,8 @@ RECORD_VARIABLE = "neuronforge_deployment"
 POLICY = f"{__name__}.task_instance_mutation_hook"
 # The recompile DAG's attest of kept builds on Neuron hosts: a mapped task whose instance i the hook puts on
 # the i-th queue its router returned (the run's release is known only once the run has decided, and a task's
-# declared queue is the same for every run). Declared on UNROUTED_QUEUE, which no worker consumes: without
-# this policy the instance waits there until the scheduler's queued-task timeout, and the report says so.
+# declared queue is the same for every run). Declared on UNROUTED_QUEUE, which no worker consumes; the router
+# maps it over nothing when the worker's settings did not load this policy (`route_attests`), and says so.
 RECOMPILE_DAG_ID = "neuronforge_recompile_on_upgrade"
 ATTEST_ROUTE_TASK = "route_attests"
 NEURON_ATTEST_TASK = "attest_kept_neuron"

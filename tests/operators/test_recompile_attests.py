@@ -31,7 +31,10 @@ class _TI:
 PLAN = {"release": "2.33.1", "store_uri": "file:///s", "attests": {"default": [0], "neuron-2.33.1": [1]}}
 
 
-def _celery(monkeypatch: pytest.MonkeyPatch, queues: list[str]) -> _TI:
+def _celery(monkeypatch: pytest.MonkeyPatch, queues: list[str], policy: bool = True) -> _TI:
+    from neuronforge_airflow.policies import deployment_checks
+
+    monkeypatch.setattr(deployment_checks, "policy_loaded", lambda: policy)  # the worker loaded it (or not)
     ti = _TI({})
     monkeypatch.setattr(ops, "get_current_context", lambda: {"ti": ti})
     monkeypatch.setattr(ops, "default_executor", lambda: "CeleryExecutor")
@@ -54,6 +57,21 @@ def test_the_neuron_attest_goes_to_the_releases_queue_only_when_a_worker_consume
     assert ops.route_attests.function(PLAN) == []
     assert "kubernetes" in ti.xcoms[("route_attests", ops.ATTESTS_XCOM, None)]["neuron-2.33.1"]["detail"]
     assert ops.route_attests.function({**PLAN, "attests": {}}) == []  # a dry run, or nothing kept
+
+
+def test_without_the_cluster_policy_the_neuron_attest_is_said_not_left_waiting_unrouted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only the cluster policy puts the Neuron attest on `neuron-<release>`; without it the instance would
+    wait on `neuron-unrouted` until the queued-task timeout. So, as the compile DAG's run-start check does,
+    the router asks whether this worker's settings loaded it, and says how to install it."""
+    ti = _celery(monkeypatch, ["default", "neuron-2.33.1"], policy=False)
+    assert ops.route_attests.function(PLAN) == []
+    said = ti.xcoms[("route_attests", ops.ATTESTS_XCOM, None)]
+    assert said["default"]["served"] is True and said["neuron-2.33.1"]["served"] is False
+    detail = said["neuron-2.33.1"]["detail"]
+    assert detail.startswith("the neuronforge cluster policy is not installed on this Airflow worker, so the Neuron ")
+    assert "queue neuron-2.33.1" in detail and "airflow_local_settings.py" in detail
 
 
 def test_the_default_attest_skips_itself_without_a_cpu_build_to_attest() -> None:
