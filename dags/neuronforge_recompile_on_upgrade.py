@@ -46,6 +46,7 @@ from neuronforge.farm.recompile import COMPILE_DAG
 from neuronforge.profiles import neuron_queues
 from neuronforge_airflow.operators.recompile import (
     REBUILD_SLOTS,
+    TRIGGER_TASK,
     AwaitRebuildsOperator,
     attest_kept_default,
     attest_kept_neuron,
@@ -78,7 +79,7 @@ def neuronforge_recompile_on_upgrade():
         workers >> watch_toolchain(queue) >> plan
     workers >> plan
     triggered = TriggerRunOperator.partial(
-        task_id="trigger_rebuilds",
+        task_id=TRIGGER_TASK,
         trigger_dag_id=COMPILE_DAG,
         skip_when_already_exists=True,  # a retried trigger does not start a second run
         # Throttled rebuilds (rebuild_runs sets wait_for_completion): each trigger waits, deferred

@@ -68,6 +68,10 @@ CATALOG_VARIABLE = "neuronforge_catalog"
 # max_active_runs is 4: the other slots stay free for manual runs).
 REBUILD_SLOTS = 2
 WORKERS_XCOM = "workers"
+# The fan-out of rebuilds: `rebuild_runs` lists them, `trigger_rebuilds` (mapped, index i = plan["runs"][i])
+# starts each compile run; the DAG file names the mapped task with this id.
+RUNS_TASK, TRIGGER_TASK = "rebuild_runs", "trigger_rebuilds"
+FAILED_STATES = ("failed", "upstream_failed")
 # Where each rebuild run promotes what it publishes (`promote_to` of the compile DAG), and the channel
 # the report reads for each model and profile line: what deployments run.
 REBUILD_CHANNEL = "candidate"
@@ -364,7 +368,7 @@ def _with_feed(sdk: dict[str, Any] | None, feed: dict[str, Any] | None) -> dict[
     return {**(sdk or {"problem": "no release manifest is mirrored in the store"}), "feed": feed}
 
 
-@task
+@task(task_id=RUNS_TASK)
 def rebuild_runs(plan: dict[str, Any], params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The compile runs to trigger, in catalog order (the order the scheduler will start them in), each
     promoting what it publishes to REBUILD_CHANNEL. Throttled (the default), each trigger waits,
@@ -388,6 +392,33 @@ def rebuild_runs(plan: dict[str, Any], params: dict[str, Any] | None = None) -> 
 
 ATTESTS_XCOM = "attest_queues"
 DEFAULT_ATTEST_TASK = "attest_kept_default"
+
+
+def _untriggered(ti: Any, plan: dict[str, Any], states: list[TargetState]) -> None:
+    """Rows whose compile run was never started because the task that lists or triggers it failed: FAILED,
+    naming that task (its log says why) — not "not started yet", which would let the run end green with
+    nothing rebuilt. A row whose run the store shows started keeps what the store says. The task states
+    come from the Task SDK (`get_task_states`: a worker has no metadata DB); unreadable, nothing changes."""
+    from neuronforge.farm import recompile
+
+    if not plan["runs"]:
+        return
+    try:
+        found = ti.get_task_states(dag_id=ti.dag_id, task_ids=[RUNS_TASK, TRIGGER_TASK], run_ids=[ti.run_id])
+        tasks = found.get(ti.run_id) or {}
+    except Exception:  # the report is written whatever the API says
+        log.warning("could not read the states of %s / %s", RUNS_TASK, TRIGGER_TASK, exc_info=True)
+        return
+    why: dict[str, str] = {}
+    for i, run in enumerate(plan["runs"]):
+        if tasks.get(RUNS_TASK) in FAILED_STATES:
+            why[run["trigger_run_id"]] = f"task {RUNS_TASK} {tasks[RUNS_TASK]}"
+        elif (state := tasks.get(f"{TRIGGER_TASK}_{i}")) in FAILED_STATES:
+            why[run["trigger_run_id"]] = f"task {TRIGGER_TASK}[{i}] {state}"
+    for s in states:
+        if s.run_id in why and s.outcome == recompile.QUEUED:
+            s.outcome = recompile.FAILED
+            s.outcome_detail = f"its compile run {s.run_id} was not started: {why[s.run_id]} (its log says why)"
 
 
 @task(task_id=ATTEST_ROUTE_TASK)
@@ -598,6 +629,7 @@ def report(plan: dict[str, Any]) -> dict[str, Any]:
     store = open_store(plan["store_uri"])
     states = [recompile.TargetState.from_json(s) for s in plan["states"]]
     recompile.settle(store, states)
+    _untriggered(get_current_context()["ti"], plan, states)
     _attested(get_current_context()["ti"], plan, states)
     recompile.reverify_outcomes(store, states, plan.get("release", ""))  # a failed re-verify: `rebuild`, its keys
     rep = recompile.Report(

@@ -117,3 +117,58 @@ def test_the_report_takes_each_outcome_and_says_what_attests_the_rest(served: di
     ti.xcoms[("attest_kept_neuron", None, 0)] = {"1": ["attested", "build 000000000001 at SDK 2.33.1: re-smoke passed"]}
     ops._attested(ti, PLAN, states)
     assert states[1].outcome == "attested"
+
+
+def test_a_run_whose_trigger_failed_is_a_failed_row_not_one_still_queued(tmp_path) -> None:
+    """The fan-out's own failure (`rebuild_runs` or a `trigger_rebuilds[i]` instance failed: the compile run
+    was never started) makes its rows FAILED, naming the task, so `verdict` fails the run; before, they read
+    "not started yet" and the run ended green. A row whose run did start keeps what the store says. The
+    states come from the Task SDK's `get_task_states` (the real method, its real result shape)."""
+    import inspect
+
+    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+    from neuronforge.farm import recompile
+
+    assert list(inspect.signature(RuntimeTaskInstance.get_task_states).parameters)[:4] == [
+        "dag_id",
+        "map_index",
+        "task_ids",
+        "task_group_id",
+    ]
+
+    class TI:
+        dag_id, run_id = "neuronforge_recompile_on_upgrade", "scheduled__x"
+
+        def __init__(self, states: dict) -> None:
+            self.states, self.asked = states, []
+
+        def get_task_states(self, dag_id, map_index=None, task_ids=None, task_group_id=None, run_ids=None, **kw):
+            self.asked.append((dag_id, task_ids, run_ids))
+            return {self.run_id: self.states}
+
+    def rows() -> list:
+        out = []
+        ends = ((0, "rebuild-a", "queued"), (1, "rebuild-b", "queued"), (2, "rebuild-b", "rebuilt"))
+        for order, run_id, outcome in ends:
+            s = recompile.TargetState(order=order, source="org/m", line=1, slug=f"t{order}", target={}, status="stale")
+            s.run_id, s.outcome = run_id, outcome
+            out.append(s)
+        return out
+
+    plan = {"runs": [{"trigger_run_id": "rebuild-a"}, {"trigger_run_id": "rebuild-b"}]}
+    states = rows()
+    ti = TI({"rebuild_runs": "success", "trigger_rebuilds_0": "success", "trigger_rebuilds_1": "failed"})
+    ops._untriggered(ti, plan, states)
+    assert ti.asked == [(TI.dag_id, ["rebuild_runs", "trigger_rebuilds"], [TI.run_id])]
+    assert [s.outcome for s in states] == ["queued", "failed", "rebuilt"]
+    assert states[1].outcome_detail == (
+        "its compile run rebuild-b was not started: task trigger_rebuilds[1] failed (its log says why)"
+    )
+    states = rows()
+    ops._untriggered(TI({"rebuild_runs": "failed", "trigger_rebuilds": "upstream_failed"}), plan, states)
+    assert [s.outcome for s in states] == ["failed", "failed", "rebuilt"]
+    assert "task rebuild_runs failed" in states[0].outcome_detail
+    states = rows()
+    ops._untriggered(TI({}), {"runs": []}, states)  # nothing triggered: nothing asked, nothing changed
+    assert [s.outcome for s in states] == ["queued", "queued", "rebuilt"]
