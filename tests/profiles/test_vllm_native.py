@@ -70,6 +70,18 @@ def test_what_the_plugin_cannot_serve_is_refused_with_the_fix(kw: dict, expected
     assert any(expected in p for p in problems), problems
 
 
+@pytest.mark.parametrize("instance_type", ["inf2.xlarge", "trn1.32xlarge"])
+def test_the_instance_refusal_cites_the_release_tables_source_for_the_family(instance_type: str) -> None:
+    """One line: what is refused, the source a user can open (the release table's for that family's
+    status on this line), and the profile to use instead."""
+    t = target(instance_type=instance_type, tp_degree=2)
+    p = get_profile(t.profile)
+    refusal = next(m for m in target_problems(p, t, "llama") if "Trn2/Trn3 only" in m)
+    source = p.lifecycle.phase(t.instance.family, p.release.sdk).source.url
+    assert source.startswith("https://") and f"Trn2/Trn3 only: {source});" in refusal, refusal
+    assert "\n" not in refusal and "use profile vllm-neuron (vLLM on NxD Inference)" in refusal
+
+
 def test_a_refused_model_type_names_the_profiles_that_serve_it() -> None:
     """One line per refusal: the plugin's registry with the vLLM line that serves the type, or, when no
     vLLM line does, the registry's generic answer naming the profiles that do."""
