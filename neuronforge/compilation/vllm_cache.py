@@ -1,8 +1,9 @@
 """The vLLM Neuron plugin's compile cache (SDK 2.32+, vllm-neuron 0.24 / 0.29 with
 libtorch-neuronx-lite): what a complete entry is, how entries go to the store and come back.
 
-The plugin keeps one folder per compiled graph (shared/reference/VLLM_NEURON_NATIVE.md §1.2, from
-vllm_neuron/compile/cache.py `_is_cache_complete`, `_store_local`, `get_neff_filename`):
+The plugin keeps one folder per compiled graph (its in-plugin 0.21 code, `vllm_neuron_sources.CACHE_CODE`:
+`_is_cache_complete`, `_store_local`, `get_neff_filename`; the `nki/` results as libtorch-neuronx-lite
+writes them on SDK 2.32, `vllm_neuron_sources.LNL_CACHE_CODE`):
 
     $VLLM_CACHE_ROOT/neuron/compile_cache/<key: 32 hex>/
         graph.hlo                     what the NEFF was compiled from

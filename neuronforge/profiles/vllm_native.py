@@ -1,5 +1,6 @@
 """Profile `vllm-neuron-native`: the vLLM Neuron plugin without NxD Inference (SDK 2.32 and 2.33,
-Trn2/Trn3) — the stack AWS ships today. Facts and sources: shared/reference/VLLM_NEURON_NATIVE.md.
+Trn2/Trn3) — the stack AWS ships today. Each fact below names its source where it is used (the
+pages and code in `neuronforge.compilation.vllm_neuron_sources`; the release table's for versions).
 
 The plugin compiles with torch.compile into its own cache (`$VLLM_CACHE_ROOT/neuron/compile_cache/
 <32-hex key>/`, `neuronforge.compilation.vllm_cache`), whose key hashes the traced graph, every input's
@@ -13,14 +14,14 @@ which `verify` compares with what `serve.sh` would run, field by field.
 
 - The KV block count is pinned (`--num-gpu-blocks-override`): in CPU-compile mode the plugin sizes
   the KV cache from a static HBM table, on the device from what the runtime reports; anything but a
-  fixed count risks a different shape, hence a different key, for every graph (§1.5).
+  fixed count risks a different shape, hence a different key, for every graph (`RULE_KV`).
 - The KV block count pinned is what max_num_seqs full-length sequences need plus vLLM's null block
   (`kv_blocks`).
 - The architectures are the release's plugin registry's (`Release.architectures`): anything else is
   refused at planning, naming the line that serves it.
 - Fail-closed serving: the entries are synced locally first (`launch/sync.sh`, checked against the
   manifest's sha256), then `vllm serve` runs with the docs' pair — `VLLM_NEURON_DISABLE_WARMUP_COMPILE=1`
-  (a local miss raises before any remote lookup, §1.4) and `<prefix>DISABLE_GRAPH_CAPTURE_BACKEND=1` —
+  (a local miss raises before any remote lookup, `RULE_FAIL_CLOSED`) and `<prefix>DISABLE_GRAPH_CAPTURE_BACKEND=1` —
   and the release's assert-hit switch (`Release.fail_closed`), with libtorch-neuronx-lite's own cache
   root set to the synced one.
 - SDK 2.33's route is not shown to write the layout synced here: `verify` wants the P1 re-trace
@@ -42,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from neuronforge.artifacts import launch_script, layout
 from neuronforge.common.errors import InvalidInput
+from neuronforge.compilation import vllm_neuron_sources as sources
 from neuronforge.compilation.backends.vllm_native import BACKEND, CACHE_MANIFEST
 from neuronforge.compilation.graph_env import shapes_graphs
 from neuronforge.profiles.base import (
@@ -68,16 +70,18 @@ if TYPE_CHECKING:
     from neuronforge.spec.target import TargetSpec
     from neuronforge.stores import ArtifactStore
 
-RULES = "shared/reference/VLLM_NEURON_NATIVE.md"
-RULE_KEY = f"{RULES} §1.3 (vllm_neuron/compile/cache.py create_cache_hash)"
-RULE_KV = f"{RULES} §1.5 (determine_available_memory_design.md: KV size is baked into the NEFF shape)"
-RULE_FAIL_CLOSED = f"{RULES} §1.4 (VLLM_NEURON_DISABLE_WARMUP_COMPILE is checked before the remote tier)"
-RULE_INSTANCES = f"{RULES} §1.1 and shared/reference/CONSUMERS.md: the plugin of SDK >= 2.31 runs on Trn2/Trn3 only"
+# The sources the refusals and `verify`'s findings cite (one line each: what, the value, the source).
+RULE_KEY = f"{sources.CACHE_CODE} create_cache_hash"
+RULE_KV = f"{sources.KV_SIZE}: KV size is baked into the NEFF shape"
+RULE_FAIL_CLOSED = f"{sources.BACKEND_CODE}: VLLM_NEURON_DISABLE_WARMUP_COMPILE is checked before the remote tier"
+RULE_INSTANCES = "the plugin without NxD Inference runs on Trn2/Trn3 only"
 ENV_FILE = "vllm.env"
 SERVE_FILE = "serve.sh"
 SYNC_FILE = "sync.sh"
 K8S_FILE = "k8s-init-container.yaml"
-# Where the serving host keeps the plugin's cache: a local disk, never NFS/Lustre (§1.6).
+# Where the serving host keeps the plugin's cache: a local disk, never NFS/Lustre (the plugin raises for a
+# compile folder on a remote filesystem and moves a default root on NFS to /tmp: sources.BACKEND_CODE,
+# sources.ENVS_CODE).
 HOST_CACHE_ROOT = "/var/cache/neuronforge/vllm"
 DEFAULT_BLOCK_SIZE = 32
 PROFILE_OPTIONS = frozenset({"block_size", "num_blocks", "prefix_caching"})
@@ -116,7 +120,7 @@ class Release:
 
     def fail_closed(self) -> dict[str, str]:
         """The switches a server starts with so that a missing graph fails the start instead of
-        compiling, each with its source (names per release: RULES §1.1, /tmp/research Q3)."""
+        compiling, each with its source (the names are the release's: `cache_env`)."""
         return {
             # DOCS: aws-neuron-sdk@81ce03ae vllm-neuron/docs/design/compilation/cpu_compilation.md l.79-92
             # "Preventing Compilation on Production Instances": this pair. The warm-up switch keeps its
@@ -329,10 +333,12 @@ class VllmNativeProfile(ServingProfile):
     # -- planning ------------------------------------------------------------------------------
     def problems(self, target: TargetSpec, model_type: str | None = None) -> list[str]:
         out = super().problems(target, model_type)
-        if out and target.instance.family not in self.instance_families:
-            out[0] += (
-                f" ({RULE_INSTANCES}); for {target.instance.family} use profile vllm-neuron (vLLM on NxD Inference)"
-            )
+        family = target.instance.family
+        if out and family not in self.instance_families:
+            # The release table's source for the family's status on this line (one home for the citation).
+            phase = self.lifecycle.phase(family, self.release.sdk)
+            cited = f": {phase.source.url}" if phase else ""
+            out[0] += f" ({RULE_INSTANCES}{cited}); for {family} use profile vllm-neuron (vLLM on NxD Inference)"
         t = target.normalized()
         if t.quantization.enabled:
             out.append(
@@ -698,7 +704,7 @@ class VllmNativeProfile(ServingProfile):
             ):
                 out.append(
                     f"{LAUNCH_DIR}/{ENV_FILE}: {name} is not read by vLLM Neuron {self.release.vllm_neuron} (its cache "
-                    f"switches are {self.release.cache_env}*; {RULES} §1.1)"
+                    f"switches are {self.release.cache_env}*; {sources.CACHE_PAGE})"
                 )
         if env.get("CACHE_URI") != manifest.store_prefix:
             out.append(

@@ -1,8 +1,15 @@
 """The Neuron instance table: NeuronCores, HBM per core and the tensor-parallel degrees each supports.
 
-Source: AWS Neuron SDK architecture pages and the NxD Inference feature guide (see
-shared/reference/NEURON.md, "Instances"). trn2 exposes logical NeuronCores: with the default
-logical NeuronCore config (LNC) of 2, two physical cores (12 GiB each) act as one core with 24 GiB.
+Sources: AWS's Neuron architecture pages (DOCS/latest/general/arch/index.html, DOCS =
+https://awsdocs-neuron.readthedocs-hosted.com/en; each instance family's page gives its chips): an
+Inferentia2 and a Trainium chip each hold two NeuronCore-v2 and 32 GiB of HBM
+(DOCS/latest/general/arch/neuron-hardware/inferentia2.html, …/trainium.html), a Trainium2 chip eight
+NeuronCore-v3 (DOCS/v2.29.0/_sources/about-neuron/arch/neuron-hardware/trainium2.rst). The tp degrees
+were taken from the NxD Inference features guide
+(DOCS/latest/libraries/nxd-inference/developer_guides/feature-guide.html) when the table was written.
+trn2 exposes logical NeuronCores (DOCS/latest/general/arch/neuron-features/logical-neuroncore-config.html):
+with the default logical NeuronCore config (LNC) of 2, two physical cores (12 GiB each) act as one core
+with 24 GiB.
 """
 
 from __future__ import annotations
@@ -56,8 +63,9 @@ INSTANCES: dict[str, InstanceType] = {
         InstanceType("trn1.2xlarge", "trn1", 2, 16 * GIB, _T),
         InstanceType("trn1.32xlarge", "trn1", 32, 16 * GIB, (1, 2, 8, 16, 32)),
         InstanceType("trn1n.32xlarge", "trn1n", 32, 16 * GIB, (1, 2, 8, 16, 32)),
-        # One Trainium2 chip (8 physical cores, 96 GiB): the instance of the vLLM Neuron plugin's
-        # published Qwen3-8B measurements (shared/reference/VLLM_NEURON_NATIVE.md §1.7, tp 4 at LNC 2).
+        # One Trainium2 chip (8 physical cores, 96 GiB): the instance of a third party's published
+        # Qwen3-8B start-up times of the plugin (tp 4 at LNC 2: foxl-ai/kiln@f5a7faf3
+        # bench/results/2026-10-07-precompile-start.md).
         InstanceType("trn2.3xlarge", "trn2", 8, 12 * GIB, (1, 2, 4), default_lnc=2, lnc_options=(1, 2)),
         InstanceType(
             "trn2.48xlarge",

@@ -1,13 +1,12 @@
 """Profile `vllm-neuron-native`: the vLLM Neuron plugin of SDK 2.32/2.33 through the FAKE plugin
 (tests/fakes/vllm_neuron_native, its cache as libtorch-neuronx-lite's compile/cache.py keeps it).
 
-The rules encoded here are the plugin's, from shared/reference/VLLM_NEURON_NATIVE.md (sources there:
-vllm_neuron/compile/cache.py and backend.py of the plugin, the SDK's compilation-cache and CPU-compile
-docs): an entry is complete with graph.hlo, graph_<key>.neff, its metadata naming the key, and
-`.compilation_complete` written last (§1.2); the key hashes the graph, every input shape, TP groups,
-the compiler / NKI versions and the target (§1.3); a local miss with VLLM_NEURON_DISABLE_WARMUP_COMPILE
-raises before the remote tier is read (§1.4); the cache switches are VLLM_NEURON_* in plugin 0.21 and
-NEURON_LIBTORCH_* from 0.24 (§1.1)."""
+The rules encoded here are the plugin's, each from the source `neuronforge.compilation.vllm_neuron_sources`
+names: an entry is complete with graph.hlo, graph_<key>.neff, its metadata naming the key, and
+`.compilation_complete` written last, and the key hashes the graph, every input shape, TP groups, the
+compiler / NKI versions and the target (the in-plugin 0.21 cache, CACHE_CODE); a local miss with
+VLLM_NEURON_DISABLE_WARMUP_COMPILE raises before the remote tier is read (BACKEND_CODE); the cache
+switches are VLLM_NEURON_* in plugin 0.21 and NEURON_LIBTORCH_* from 0.24 (CACHE_PAGE, LNL_CACHE_CODE)."""
 
 from __future__ import annotations
 
@@ -71,6 +70,18 @@ def test_what_the_plugin_cannot_serve_is_refused_with_the_fix(kw: dict, expected
     assert any(expected in p for p in problems), problems
 
 
+@pytest.mark.parametrize("instance_type", ["inf2.xlarge", "trn1.32xlarge"])
+def test_the_instance_refusal_cites_the_release_tables_source_for_the_family(instance_type: str) -> None:
+    """One line: what is refused, the source a user can open (the release table's for that family's
+    status on this line), and the profile to use instead."""
+    t = target(instance_type=instance_type, tp_degree=2)
+    p = get_profile(t.profile)
+    refusal = next(m for m in target_problems(p, t, "llama") if "Trn2/Trn3 only" in m)
+    source = p.lifecycle.phase(t.instance.family, p.release.sdk).source.url
+    assert source.startswith("https://") and f"Trn2/Trn3 only: {source});" in refusal, refusal
+    assert "\n" not in refusal and "use profile vllm-neuron (vLLM on NxD Inference)" in refusal
+
+
 def test_a_refused_model_type_names_the_profiles_that_serve_it() -> None:
     """One line per refusal: the plugin's registry with the vLLM line that serves the type, or, when no
     vLLM line does, the registry's generic answer naming the profiles that do."""
@@ -115,7 +126,7 @@ def test_an_architecture_the_plugin_serves_but_neuronforge_does_not_plan_says_so
 
 def test_one_command_renders_the_compile_the_launch_and_the_manifest() -> None:
     """The KV block count is pinned: without it the plugin sizes the KV cache from HBM, which the
-    CPU compile reads from a static table and the device from the runtime (§1.5)."""
+    CPU compile reads from a static table and the device from the runtime (vllm_native.RULE_KV)."""
     p = get_profile("vllm-neuron-native@2.32")
     command = p.serve_command(target())
     flags = command.flags()
@@ -537,7 +548,7 @@ FAIL_CLOSED = {"VLLM_NEURON_DISABLE_WARMUP_COMPILE": "1", "NEURON_LIBTORCH_DISAB
 
 
 def test_an_unpinned_kv_block_count_makes_the_server_miss_what_the_cpu_compiled(tmp_path: Path) -> None:
-    """Why the profile pins --num-gpu-blocks-override (§1.5): CPU-compile sizes KV from the static
+    """Why the profile pins --num-gpu-blocks-override (vllm_native.RULE_KV): CPU-compile sizes KV from the static
     table, the device from what the runtime reports."""
     model = make_tiny_llama(tmp_path / "m", tokenizer=True)
     code = (

@@ -1,6 +1,6 @@
 """Contract tests of the FAKE vLLM Neuron plugin (tests/fakes/vllm_neuron_native) against the real
 plugin's code and docs, one per difference issue 38 found (each failed on the fake before it was
-corrected). Sources, quoted in /tmp/research/plugin38.md: the in-plugin cache of 0.21
+corrected). Sources: the in-plugin cache of 0.21
 (Infinity-AI-Institute/vllm-neuron@7f4cca75 vllm_neuron/compile/cache.py, longdct/vllm-neuron@2124255a
 vllm_neuron/compile/backend.py), the plugin's model registry (release-0.24.0.1.1.0
 vllm_neuron/model/registry.py), the SDK's CPU-compilation doc (aws-neuron-sdk@81ce03ae

@@ -1,5 +1,6 @@
-"""The candidate space follows the export-configuration document (../shared/seeds, "Optimal export
-configurations", copied in neuronforge.farm.sweep.space's docstring): tp at least 2, a multiple of the
+"""The candidate space follows optimum-neuron's export-configuration document ("Optimal export
+configurations", huggingface/optimum-neuron@ec894b4c tools/export/AGENTS.md, as
+neuronforge.farm.sweep.space's docstring gives it): tp at least 2, a multiple of the
 cores per device, at most the instance's cores, dividing the attention heads; batch sizes
 [1, 4, 8, 16, 32, 64, 128]; sequence lengths powers of two from 1024 to the max positions; order
 tp up, batch down, sequence length down."""

@@ -1,7 +1,7 @@
 """How a quantized target is declared to NxD Inference (NeuronConfig's quantization fields), and
-which quantizations NxD Inference cannot load. Sources: shared/reference/CONSUMERS.md, "NxD Inference
-0.6", checked against neuronx-distributed-inference v0.6.10598 (commit e07f0567) and
-neuronx-distributed v2.26.0 (commit fecfe75b); each rule below names the file it comes from."""
+which quantizations NxD Inference cannot load. Sources: aws-neuron/neuronx-distributed-inference@e07f0567
+(v0.6.10598) and aws-neuron/neuronx-distributed@fecfe75b (v2.26.0); each rule below names the file it
+comes from."""
 
 from __future__ import annotations
 

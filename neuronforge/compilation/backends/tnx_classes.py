@@ -3,7 +3,8 @@ the planner applies before any download when a target's profile compiles with th
 
 Read from aws-neuron/transformers-neuronx at 1ade6d74 (0.13, "Sync internal repo to external Dec 12
 2024"), src/transformers_neuronx/<family>/{model,config}.py, and from the Neuron developer guide for
-transformers-neuronx (the founding document `002`):
+transformers-neuronx (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/archive/transformers-neuronx/
+transformers-neuronx-developer-guide.html, archived):
 - "The number of attention heads needs to be divisible by the tensor-parallelism degree" (guide,
   tensor-parallelism principles; its examples: opt-13b's 40 heads, opt-30b's 56, gpt2-xl's 25, which
   "runs without tensor-parallelism only") — the planner's `heads_divisible` check, for every class.

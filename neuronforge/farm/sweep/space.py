@@ -1,5 +1,5 @@
 """The candidate space of an export-configuration sweep, as optimum-neuron's maintainers define it
-("Optimal export configurations", the document the project was founded on):
+("Optimal export configurations", huggingface/optimum-neuron@ec894b4c tools/export/AGENTS.md):
 
 - tensor parallel sizes: at least 2, a multiple of the NeuronCores per device, at most the
   instance's cores, dividing the attention heads;

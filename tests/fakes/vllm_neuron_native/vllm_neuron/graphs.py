@@ -1,13 +1,16 @@
 """FAKE: the graphs the plugin traces for one engine configuration, as (name, graph text, inputs).
 
 Deterministic in the model config and the engine arguments, and changing with every documented key
-input (shared/reference/VLLM_NEURON_NATIVE.md §1.3, §1.5): architecture, layers, widths, dtype in the
-graph text; buckets of --max-num-batched-tokens (prefill) and --max-num-seqs (decode), --max-model-len,
---block-size and the KV block count in the inputs' shapes. Two facts of the real plugin are modelled:
+input: architecture, layers, widths, dtype in the graph text; buckets of --max-num-batched-tokens
+(prefill) and --max-num-seqs (decode), --max-model-len, --block-size and the KV block count in the
+inputs' shapes (the key: Infinity-AI-Institute/vllm-neuron@7f4cca75 vllm_neuron/compile/cache.py
+`create_cache_hash`; the KV size: aws-neuron/aws-neuron-sdk@81ce03ae
+vllm-neuron/docs/design/vllm/determine_available_memory_design.md). Two facts of the real plugin are modelled:
 - the KV block count: `num_gpu_blocks_override` when given; otherwise sized from HBM — in CPU-compile
   mode from the target's static table, on a device from what the runtime reports (here the table minus
   the runtime's reservation, FAKE_NEURON_RUNTIME_RESERVED_GIB, default 1): the documented reason a
-  build and a server can disagree on every key when the count is not pinned (§1.5; its size is a guess).
+  build and a server can disagree on every key when the count is not pinned (determine_available_memory_design.md;
+  the reservation's size is a guess).
 - the graph text depends on the process's history: `torch.topk` prints with its keyword spelling unless
   transformers was imported before the trace (foxl-ai/kiln docs/neuron-notes.md, SDK 2.32).
 Which graphs call NKI kernels is invented too (a simple rule): every decode graph calls one attention
@@ -19,7 +22,8 @@ import math
 import os
 import sys
 
-STATIC_HBM_GIB = {"trn2": 96, "trn3": 144}  # per chip, the plugin's static table in CPU-compile mode (§1.5)
+# per chip, the plugin's static table in CPU-compile mode (determine_available_memory_design.md)
+STATIC_HBM_GIB = {"trn2": 96, "trn3": 144}
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 
 

@@ -3,9 +3,8 @@ from vllm-neuron 0.24 (SDK 2.32) — the in-plugin `vllm_neuron/compile/cache.py
 `compile()` of 0.21 before it. LNL's own source is not public: each rule below is the 0.21 code's
 (CODE: Infinity-AI-Institute/vllm-neuron@7f4cca75 vllm_neuron/compile/cache.py, longdct/vllm-neuron@2124255a
 vllm_neuron/compile/backend.py, AWShtokoyo/vllm-neuron@eabd4c9f vllm_neuron/envs.py — forks of
-vllm-project/vllm-neuron), with the names LNL uses from 0.24 (DOCS: aws-neuron-sdk@81ce03ae
-vllm-neuron/docs/design/compilation/{compilation_cache,cpu_compilation}.md); /tmp/research/plugin38.md
-quotes them. Facts also in shared/reference/VLLM_NEURON_NATIVE.md §1.2–1.4.
+vllm-project/vllm-neuron), with the names LNL uses from 0.24 (DOCS: aws-neuron/aws-neuron-sdk@81ce03ae
+vllm-neuron/docs/design/compilation/{compilation_cache,cpu_compilation}.md).
 
 - `create_cache_hash`: md5 of "|".join(components)[:32] — the FX graph text, the TP replica groups,
   `dtype_shape_stride` of every input, `torch_neuronx:<v>` (libtorch-neuronx-lite's version, or with
