@@ -421,8 +421,7 @@ def release_kinds(
         "MEASURED: the cpu profile's compile, smoke test, publish and attest on this machine (2 cores), each "
         "build's stage seconds from its manifest; the decisions above.\nNOT MEASURED (no Neuron SDK here): a "
         "Neuron compile, a smoke test on a Neuron host (the re-verify re-trace: (1b), on the FAKE plugin). The cpu "
-        "profile reads no Neuron "
-        "SDK: it is re-smoked at any release"
+        "profile reads no Neuron SDK: it is re-smoked at any release"
         + (f" (as {neuron_line.line} is at {RUNTIME_ONLY}, reviewed)" if neuron_line else "")
         + f"; at {COMPILER_CHANGED} its rebuild stands for a Neuron line's (every key new, nothing found)."
     )
