@@ -458,19 +458,26 @@ def attest_kept(store: ArtifactStore, states: list[TargetState], release: str, w
 def took_reverify(s: TargetState, found: list[str], missing: list[str]) -> None:
     """Row `s` after its build's re-verify: the keys kept on its decision; keys missing make its decision
     `rebuild`, saying what that waits for."""
+    up = _reverified_row(s, found, missing)
+    if missing:
+        s.outcome_detail += f"; {up.sentence}"
+
+
+def _reverified_row(s: TargetState, found: list[str], missing: list[str]) -> Upgrade:
+    """Row `s`'s decision with its build's re-verify result on it (`upgrades.reverified`), stored back."""
     from neuronforge.farm import upgrades
 
     up = upgrades.Upgrade.from_json(s.upgrade or {})
     upgrades.reverified(up, s.key, found, missing)
     s.upgrade = up.to_json()
-    if missing:
-        s.outcome_detail += f"; {up.sentence}"
+    return up
 
 
 def reverify_outcomes(store: ArtifactStore, states: list[TargetState], release: str) -> None:
     """The recompile DAG's report: each `re-verify` row its attest task did not attest gets the keys its
     attestation found and missed (the task returns only the outcome), its decision `rebuild` when keys were
-    missing — the next run rebuilds it. Its status is left as the run planned it (nothing was rebuilt)."""
+    missing (waiting for a profile version of the line for the release). Its status is left as the run
+    planned it (nothing was rebuilt)."""
     from neuronforge.farm import upgrades
 
     for s in states:
@@ -478,9 +485,7 @@ def reverify_outcomes(store: ArtifactStore, states: list[TargetState], release: 
             continue
         failed = failed_reverify(store, s.key, release)
         if failed is not None:
-            up = upgrades.Upgrade.from_json(s.upgrade or {})
-            upgrades.reverified(up, s.key, failed.keys_found, failed.keys_missing)
-            s.upgrade = up.to_json()
+            _reverified_row(s, failed.keys_found, failed.keys_missing)
 
 
 def settle(store: ArtifactStore, states: list[TargetState]) -> bool:
@@ -695,19 +700,18 @@ def feed_markdown(feed: dict[str, Any] | None) -> list[str]:
     ]
 
 
-REBUILD_DECISION, UNKNOWN_ACTION = "rebuild", "unknown"  # `upgrades.REBUILD`, `upgrades.UNKNOWN`
-
-
 def decision_summary(states: list[TargetState]) -> dict[str, dict[str, Any]]:
     """What a report leads with: how many catalog targets took each decision (`upgrades.Upgrade.decision`),
     overall and per line (migration rows are counted by their own status, not here)."""
+    from neuronforge.farm import upgrades
+
     decisions: dict[str, int] = {}
     lines: dict[str, dict[str, int]] = {}
     for s in states:
         if s.migrated_from or not s.upgrade:
             continue
         d = s.upgrade.get("decision") or s.upgrade.get("action", "")
-        if d == REBUILD_DECISION and s.upgrade.get("action") == UNKNOWN_ACTION:
+        if d == upgrades.REBUILD and s.upgrade.get("action") == upgrades.UNKNOWN:
             d = "rebuild (no profile version for the release)"  # asked, not done: `upgrades._register`
         decisions[d] = decisions.get(d, 0) + 1
         per = lines.setdefault(s.upgrade.get("line", ""), {})
