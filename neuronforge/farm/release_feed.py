@@ -359,14 +359,13 @@ def decide(store: ArtifactStore, version: str, state: str, by: str, reason: str,
     if same_as:
         if state != ACCEPTED:
             raise InvalidInput("--same-as settles what a release needs reviewed as it is accepted: give it to accept")
-        if held is not None:
-            settle_same_as(held[0], table, same_as, by, at)  # refused here, before anything is written
 
         def review(record: ProposedRelease) -> dict[str, Any]:
             return settle_same_as(record, table, same_as, by, at)
 
     if state == ACCEPTED and held is not None:
-        entry = settle_same_as(held[0], table, same_as, by, at)["entry"] if same_as else held[0].entry
+        # refused here, before anything is written: the entry as settled must extend the table
+        entry = review(held[0])["entry"] if review else held[0].entry
         extended(table, [entry], store.uri(layout.sdk_release_entry(version)))
     return release_entries.decide(store, version, state, by, reason, at, review)
 
