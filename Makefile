@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo airflow test lint format docs docs-build bench-transfer bench-pipeline bench-cache-seed bench-quantize bench-bytes bench-sweep bench-hosts bench-farm bench-file-paging bench-dag-parse bench-forms bench-channels bench-warm-start bench-upgrade bench-demo clean
+.PHONY: setup demo airflow registry-standin test lint format docs docs-build bench-transfer bench-pipeline bench-cache-seed bench-quantize bench-bytes bench-sweep bench-hosts bench-farm bench-file-paging bench-dag-parse bench-forms bench-channels bench-warm-start bench-upgrade bench-demo bench-smoke-protocol bench-measurement-noise clean
 
 setup: $(STAMP)
 
@@ -23,6 +23,11 @@ $(STAMP): requirements.txt requirements-runtime.txt requirements-deploy.txt cons
 
 demo: setup
 	$(PY) -m neuronforge.interfaces.demo
+
+# docs/optimum-registry.md on a machine without a Hub account or Neuron SDK: a LOCAL STAND-IN (tests/fakes:
+# a fake Hub on 127.0.0.1 and the fake Neuron SDK 2.26.1) until Ctrl+C; `. .neuronforge/standin/env.sh` uses it
+registry-standin: setup
+	$(PY) -m tests.fakes.standin
 
 # The Airflow UI of this checkout on http://127.0.0.1:$(PORT) (prints the login; Ctrl+C stops it)
 PORT ?= 8080
@@ -71,6 +76,9 @@ docs-build: setup
 
 bench-pipeline: setup
 	$(PY) bench/pipeline.py
+
+bench-smoke-protocol: setup
+	$(PY) bench/smoke_protocol.py
 
 bench-quantize: setup
 	$(PY) bench/quantize.py
@@ -121,5 +129,9 @@ bench-upgrade: setup
 
 # make demo's steps timed in a fresh clone, with the machine's load (the README's times); BENCH_ARGS=--setup
 # times the install too
+# the protocol's noise per figure and repetition count on this machine, false regressions of the default gate
+bench-measurement-noise: setup
+	$(PY) bench/measurement_noise.py $(BENCH_ARGS)
+
 bench-demo: setup
 	$(PY) bench/demo.py $(BENCH_ARGS)

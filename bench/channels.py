@@ -321,7 +321,7 @@ def report_rollback(store: Any, requests: Requests, args: argparse.Namespace) ->
             cli.code == 0
             and cli.said.startswith(f"{ref}: rollback to ")
             and all(r.line.startswith(f"{ref}: rollback to ") for r in rollbacks),
-            "one command: `neuronforge rollback MODEL --profile P CHANNEL` (releases.run, also behind the "
+            "one command: `neuronforge rollback MODEL --profile P --channel C` (releases.run, also behind the "
             "catalog's button and the release DAG)",
         ),
         (
@@ -361,7 +361,8 @@ def rollback_command(store: Any, requests: Requests, ref: Any) -> Command:
     opens shares the client of `store`), once as its own process (seconds only), back and forth."""
     from neuronforge.interfaces.cli import main as cli_main
 
-    argv = ["rollback", ref.model, "--profile", LINE, "stable", "--store", store.root_uri, "--by", "bench-cli"]
+    argv = ["rollback", ref.model, "--profile", LINE, "--channel", "stable", "--store", store.root_uri]
+    argv += ["--by", "bench-cli"]
     mark = requests.mark()
     start = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()) as said:

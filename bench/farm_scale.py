@@ -516,7 +516,8 @@ def new_readers(ctx: Ctx) -> dict[str, Callable[[], str]]:
             found = farm_row(store, ctx.detail_key)
             assert found is not None, ctx.detail_key
             return f"{found[0].status} (farm_row: Airflow's plugin module did not import)"
-        out = catalog.artifact(ctx.detail_key)
+        base = catalog.pages.base  # the JSON route, called with the store the api-server keeps open
+        out = catalog.pages.api.artifact(base.StoreAccess(base.open_configured), ctx.detail_key)
         return f"{out['status']}, {len(out['incomplete'] or [])} file(s) missing, {len(out['snippets'])} snippet(s)"
 
     def detail12() -> str:
@@ -572,7 +573,7 @@ def catalog_plugin(uri: str) -> Any:
     module = _PLUGINS["module"]
     if module is not None:
         os.environ["NEURONFORGE_STORE"] = uri
-        module._store()
+        module.pages.base.open_configured()
     return module
 
 

@@ -160,7 +160,7 @@ def build(target: dict, home: Path, env: dict[str, str]) -> list[dict]:
     store = open_store(f"file://{home / 'store'}")
     out = run_target(settings.DEFAULT_MODEL, TargetSpec.parse(target), store, home / "work")
     assert out.status == "published", out.status
-    return out.published.manifest.hosts["stages"]
+    return [s.model_dump() for s in out.published.manifest.hosts.stages or []]
 
 
 def fake_sdk(tmp: Path) -> dict[str, str]:

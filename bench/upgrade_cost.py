@@ -168,10 +168,9 @@ def stage_seconds(store: Any, key: str) -> tuple[float, float, float]:
 
     hit = lookup(store, key)
     assert hit is not None, key
-    stages = (hit.manifest.hosts or {}).get("stages", [])
     by = Counter[str]()
-    for s in stages:
-        by[str(s.get("stage"))] += float(s.get("seconds") or 0.0)
+    for s in hit.manifest.hosts.stages or []:
+        by[s.stage] += s.seconds or 0.0
     compile_s, smoke_s = by.pop(COMPILE_STAGE, 0.0), by.pop(SMOKE_STAGE, 0.0)
     return compile_s, smoke_s, sum(by.values())
 

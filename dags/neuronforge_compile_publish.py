@@ -17,6 +17,7 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import dag, task_group
 
+from neuronforge.common.deployment_names import COMPILE_DAG
 from neuronforge.pipeline.runner import STAGES
 from neuronforge_airflow.operators.build_claim import ClaimBuildOperator
 from neuronforge_airflow.operators.compile_publish import (
@@ -63,7 +64,7 @@ def target_group(queue: str):
 
 
 @dag(
-    dag_id="neuronforge_compile_publish",
+    dag_id=COMPILE_DAG,
     schedule=None,
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,

@@ -13,9 +13,10 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import dag
 
+from neuronforge.common.deployment_names import SWEEP_DAG
 from neuronforge_airflow.operators.compile_publish import queues
 from neuronforge_airflow.operators.sweep import candidates_for, finish_sweep, plan_sweep, try_candidates
-from neuronforge_airflow.params import SWEEP_DAG, SWEEP_PARAMS, with_form
+from neuronforge_airflow.params import SWEEP_PARAMS, with_form
 
 
 @dag(

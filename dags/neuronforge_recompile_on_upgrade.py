@@ -42,7 +42,7 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import dag
 
-from neuronforge.farm.recompile import COMPILE_DAG
+from neuronforge.common.deployment_names import COMPILE_DAG, RECOMPILE_DAG
 from neuronforge.profiles import neuron_queues
 from neuronforge_airflow.operators.recompile import (
     REBUILD_SLOTS,
@@ -64,7 +64,7 @@ from neuronforge_airflow.params import RECOMPILE_PARAMS, with_form
 
 
 @dag(
-    dag_id="neuronforge_recompile_on_upgrade",
+    dag_id=RECOMPILE_DAG,
     schedule="@daily",
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,

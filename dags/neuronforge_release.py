@@ -2,10 +2,12 @@
 
 The form is `neuronforge.farm.releases.ReleaseRequest`'s fields (the CLI's `promote`, `rollback`,
 `approve`, `reject` take the same request). One task, `release`, does it against the store as the
-user who triggered the run, and logs and returns the outcome in one line. A refusal — a build that
-is not approved for `stable`, rejected, not smoke-tested or of another profile line; a channel that
-another mover moved meanwhile — fails the run at once with that line (no retry: a retry cannot
-change it).
+user who triggered the run, and logs and returns the outcome in one line. A promote to a gated
+channel (`stable` by default: NEURONFORGE_REGRESSION_GATES) logs the comparison of the build with the
+one the channel serves first, as `neuronforge compare` prints it. A refusal — a build that is not
+approved for `stable`, rejected, not smoke-tested or of another profile line; a regression the form's
+`accept_regression` does not accept with a reason; a channel that another mover moved meanwhile —
+fails the run at once with that line (no retry: a retry cannot change it).
 
 Every move emits an event on the Asset of its channel (through the `neuronforge-channels` alias):
 consumers schedule on `neuronforge_airflow.operators.releases.channel_asset(store, model, profile,
@@ -19,8 +21,9 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import dag
 
+from neuronforge.common.deployment_names import RELEASE_DAG
 from neuronforge_airflow.operators.releases import release
-from neuronforge_airflow.params import RELEASE_DAG, RELEASE_PARAMS, with_form
+from neuronforge_airflow.params import RELEASE_PARAMS, with_form
 
 
 @dag(

@@ -18,8 +18,9 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import dag
 
+from neuronforge.common.deployment_names import SCRUB_DAG
 from neuronforge_airflow.operators.scrub import scrub_store
-from neuronforge_airflow.params import SCRUB_DAG, SCRUB_PARAMS, with_form
+from neuronforge_airflow.params import SCRUB_PARAMS, with_form
 
 
 @dag(

@@ -30,7 +30,8 @@ from typing import Any
 from airflow.sdk import Param
 
 from neuronforge.artifacts.channels import CHANNEL_NAME
-from neuronforge.common import settings
+from neuronforge.common import advice, settings
+from neuronforge.common.deployment_names import COMPILE_DAG, RECOMPILE_DAG, RELEASE_DAG, SCRUB_DAG, SWEEP_DAG
 from neuronforge.common.errors import InvalidInput
 from neuronforge.common.hub_ids import REPO_ID_PATTERN
 from neuronforge.common.secrets import mask_credentials
@@ -38,10 +39,6 @@ from neuronforge.common.spelling import did_you_mean
 from neuronforge.farm.releases import ACTIONS, ReleaseRequest
 from neuronforge.profiles import all_profiles, profile_names
 from neuronforge.spec.target import QUANTIZATION_CHOICES, TargetInput, TargetSpec, target_inputs, target_json_schema
-
-COMPILE_DAG = "neuronforge_compile_publish"
-RECOMPILE_DAG = "neuronforge_recompile_on_upgrade"
-RELEASE_DAG = "neuronforge_release"
 
 QUANTIZATIONS = QUANTIZATION_CHOICES
 
@@ -208,7 +205,7 @@ RECOMPILE_PARAMS: dict[str, Param] = {
         title="Neuron SDK release",
         description="the release to upgrade the catalog to, e.g. 2.33; empty: the newest release the profile data "
         "knows. Each target is rebuilt on the newest release of its line that serves its instance family, stays "
-        "where its line is frozen, or is offered a migration where its line ends (see `neuronforge profiles`)",
+        f"where its line is frozen, or is offered a migration where its line ends (see {advice.command('profiles')})",
     ),
     "migrate": Param(
         False,
@@ -270,7 +267,6 @@ SWEEP_PARAMS: dict[str, Param] = {
     "retry_failed": Param(False, type="boolean", title="Retry failed", description="try again what a run saw fail"),
     "store": store_param(),
 }
-SWEEP_DAG = "neuronforge_config_sweep"
 
 # The release DAG's form: help for the fields of `ReleaseRequest` (which declares them: names, types,
 # defaults); a field without a line here still gets its form field.
@@ -279,11 +275,12 @@ RELEASE_HELP: dict[str, str] = {
     "model": "the channel's model, without a revision (org/name, s3://bucket/prefix, builtin:tiny-llama)",
     "profile": "the channel's serving profile line (vllm-neuron, cpu, ...; a version after @ is ignored)",
     "channel": "the channel's name (stable, candidate, ...)",
-    "build": "promote, approve, reject: the build's cache key or its first 12 hex digits",
+    "build": "promote, approve, reject: the build's cache key or its first 12 hex digits; rollback: the build of "
+    "the channel's history to return to (instead of steps)",
     "from_channel": "promote: the channel of the same model and line whose build to promote (instead of build)",
     "steps": "rollback: how many builds back in the channel's history",
-    "to": "rollback: the build of the channel's history to return to (instead of steps)",
     "reason": "why (kept in the channel's history or the review; reject requires it)",
+    "accept_regression": "promote: why to promote past a regression the channel's gate refuses (kept in its history)",
 }
 _JSON_TYPES = {str: "string", int: "integer", bool: "boolean"}
 
@@ -313,7 +310,6 @@ def release_params(request: type[ReleaseRequest] = ReleaseRequest) -> dict[str, 
 
 RELEASE_PARAMS: dict[str, Param] = release_params()
 
-SCRUB_DAG = "neuronforge_scrub"
 # The integrity scrub's form (`neuronforge.farm.scrub`): how much of the store one run checks.
 SCRUB_PARAMS: dict[str, Param] = {
     "page_size": Param(

@@ -12,6 +12,9 @@ import importlib
 
 from neuronforge_toolchain.generation import greedy, timed
 
+PACKAGE = "neuronx_distributed_inference"
+RUNTIME = ("neuronx-distributed-inference", "torch-neuronx", "neuronx-cc")  # what a load runs with
+
 
 def _model_class(spec):
     return getattr(importlib.import_module(spec["module"]), spec["model_class"])
@@ -50,4 +53,4 @@ def generate(spec):
         return model
 
     model, load_s = timed(load)
-    return greedy(HuggingFaceGenerationAdapter(model).generate, spec["prompt_ids"], spec["max_new_tokens"], load_s)
+    return greedy(HuggingFaceGenerationAdapter(model).generate, spec, load_s, PACKAGE, RUNTIME)

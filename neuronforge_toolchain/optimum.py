@@ -12,6 +12,8 @@ worker sets NEURON_PLATFORM_TARGET_OVERRIDE to the same target); loading needs o
 
 from neuronforge_toolchain.generation import greedy, timed
 
+RUNTIME = ("optimum-neuron", "torch-neuronx", "neuronx-cc")  # what a load runs with, the consumer first
+
 
 def compile(spec):
     """spec: {"model_path", "out", "export": get_neuron_config's keywords + "dtype"}."""
@@ -35,7 +37,7 @@ def generate(spec):
     from optimum.neuron import NeuronModelForCausalLM
 
     model, load_s = timed(lambda: NeuronModelForCausalLM.from_pretrained(spec["model_dir"]))
-    return greedy(model.generate, spec["prompt_ids"], spec["max_new_tokens"], load_s)
+    return greedy(model.generate, spec, load_s, "optimum.neuron", RUNTIME)
 
 
 def registry_entry(spec):

@@ -16,7 +16,10 @@ import importlib
 import os
 import tempfile
 
+from neuronforge_toolchain import measure
 from neuronforge_toolchain.generation import timed
+
+RUNTIME = ("transformers-neuronx", "torch-neuronx", "neuronx-cc")  # what a load runs with, the consumer first
 
 
 def _build(spec):
@@ -64,9 +67,14 @@ def generate(spec):
         out = model.sample(batch, sequence_length=len(ids) + spec["max_new_tokens"], top_k=1)
         tokens = out[0, len(ids) :].tolist()[: spec["max_new_tokens"]]
         rows.append({"prompt_ids": ids, "tokens": tokens, "seconds": time.perf_counter() - started})
+
+    def run(ids, n):
+        model.sample(torch.tensor([ids] * spec["batch"]), sequence_length=len(ids) + n, top_k=1)
+
+    measured = measure.result(spec, measure.two_point(run), load_s, "transformers_neuronx", RUNTIME)
     neffs = None
     if spec["serializable"] and model.serialization_enabled():
         with tempfile.TemporaryDirectory() as tmp:
             model.save(tmp)
             neffs = sorted(os.listdir(tmp))
-    return {"load_s": load_s, "rows": rows, "neffs": neffs}
+    return {"load_s": load_s, "rows": rows, "neffs": neffs, "measurement": measured}

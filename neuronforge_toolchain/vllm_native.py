@@ -15,12 +15,11 @@ neuronforge import transformers before vLLM, and the published serve.sh runs `vl
 CLI imports transformers before building the engine.
 """
 
-import contextlib
-from importlib import metadata
-
+from neuronforge_toolchain import measure
 from neuronforge_toolchain.generation import timed
 
 VERSIONED = ("vllm", "vllm-neuron", "libtorch-neuronx-lite", "nki", "neuronx-cc", "torch-neuronx")
+RUNTIME = ("vllm-neuron", "vllm", "libtorch-neuronx-lite", "neuronx-cc")  # what a load runs with, the plugin first
 INT_FLAGS = (
     "tensor_parallel_size",
     "max_model_len",
@@ -56,11 +55,7 @@ def engine_args(argv):
 
 
 def _versions():
-    out = {}
-    for name in VERSIONED:
-        with contextlib.suppress(metadata.PackageNotFoundError):
-            out[name] = metadata.version(name)
-    return out
+    return measure.runtime(VERSIONED)
 
 
 def _llm(spec):
@@ -94,4 +89,12 @@ def generate(spec):
         rows.append(
             {"prompt_ids": ids, "tokens": list(out[0].outputs[0].token_ids), "seconds": time.perf_counter() - started}
         )
-    return {"load_s": load_s, "rows": rows, "versions": _versions()}
+
+    def run(ids, n):
+        batch = (spec.get("measure") or {}).get("batch_size", 1)
+        llm.generate(
+            [{"prompt_token_ids": ids}] * batch, SamplingParams(temperature=0.0, max_tokens=n, ignore_eos=True)
+        )
+
+    measured = measure.result(spec, measure.two_point(run), load_s, "vllm", RUNTIME)
+    return {"load_s": load_s, "rows": rows, "versions": _versions(), "measurement": measured}

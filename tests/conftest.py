@@ -3,6 +3,8 @@ and an environment that can never reach the network (the Hub is offline, AWS poi
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import socket
 import subprocess
@@ -313,3 +315,45 @@ def neuron_deployment(airflow_db: str, policy) -> None:
     from airflow.models.pool import Pool
 
     Pool.create_or_update_pool("neuron_cores", 8, "NeuronCores of the Neuron workers", include_deferred=False)
+
+
+# The files that take longest, longest first (measured by `--durations`: the deployment ~40 min of one
+# worker, the docs' run blocks ~20, then the benches' end-to-end runs and the kill matrix). `make test`
+# gives each file to one worker (`--dist loadfile`) in collection order, as workers free up: a long file
+# collected late (the alphabetical order puts tests/test_docs.py after every folder) runs alone at the
+# end while the other worker idles. Started first, they overlap with everything else instead.
+LONGEST_FIRST = (
+    "tests/deployment/test_deployment.py",
+    "tests/test_docs.py",
+    "tests/bench/test_upgrade_cost.py",
+    "tests/reliability/test_kills.py",
+    "tests/dags/test_config_sweep_dag.py",
+    "tests/bench/test_dag_parse.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    root = Path(__file__).resolve().parents[1]
+
+    def order(item: pytest.Item) -> int:
+        with contextlib.suppress(ValueError):
+            return rank.get(str(item.path.relative_to(root)), len(rank))
+        return len(rank)
+
+    items.sort(key=order)  # stable: within a file, and among the rest, the collected order holds
+
+
+@pytest.fixture(autouse=True)
+def _no_stream_handler_outlives_its_test() -> Iterator[None]:
+    """A plain StreamHandler a test's imports add to a logger (importing Airflow configures the root
+    logger; huggingface_hub gives its loggers one) holds the stream of that moment: under capsys, the
+    test's capture, closed when the test ends. Every later test's log line then fails on it ("--- Logging
+    error ---" and a traceback in that test's output), depending on which files share the worker. Such
+    handlers go when the test that added them ends; pytest's own capture handlers are not plain."""
+    loggers = [logging.getLogger(), logging.getLogger("huggingface_hub")]
+    before = [list(lg.handlers) for lg in loggers]
+    yield
+    for lg, had in zip(loggers, before, strict=True):
+        for handler in [h for h in lg.handlers if h not in had and type(h) is logging.StreamHandler]:
+            lg.removeHandler(handler)

@@ -128,7 +128,7 @@ class Damaged:
             )
         return (
             f"error: damaged: {short} in {self.uri}: {self.reason(reader)}; recorded in the farm index "
-            f"(`neuronforge ls {self.uri}` lists it): run its build again to publish it afresh"
+            f"(`neuronforge ls --store {self.uri}` lists it): run its build again to publish it afresh"
         )
 
 
@@ -272,7 +272,18 @@ def test_ls_check_lists_it_damaged(capsys, damaged: dict, kind: str, damage: str
 def test_promote_refuses_and_records(capsys, damaged: dict, kind: str, damage: str, naming: str) -> None:
     d: Damaged = damaged[kind, damage]
     d.start("promote")
-    argv = ("promote", d.model, "--profile", "cpu", "--to", "candidate", "--build", d.name(naming), "--store", d.uri)
+    argv = (
+        "promote",
+        d.model,
+        "--profile",
+        "cpu",
+        "--channel",
+        "candidate",
+        "--build",
+        d.name(naming),
+        "--store",
+        d.uri,
+    )
     code, out, said = cli(capsys, *argv)
     short = d.key[:12]
     assert out == ""
@@ -389,8 +400,8 @@ def test_an_index_pointer_that_does_not_read_is_damage_by_any_name(capsys, whole
     short = whole.key[:12]
     assert said[0].startswith(f"error: damaged: {short} in {whole.uri}: index pointer unreadable: "), said
     assert said[0].endswith(
-        f"recorded in the farm index (`neuronforge ls {whole.uri}` lists it): remove {whole.store.uri(pointer)} "
-        "(not an index pointer), then run its build again to publish it afresh"
+        f"recorded in the farm index (`neuronforge ls --store {whole.uri}` lists it): "
+        f"remove {whole.store.uri(pointer)} (not an index pointer), then run its build again to publish it afresh"
     ), said
     record = read_damage(whole.store, whole.key)
     assert record is not None and record.by == "show" and record.reason.startswith("index pointer unreadable: ")

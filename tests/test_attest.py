@@ -16,6 +16,7 @@ from neuronforge.farm import attest, upgrade_decisions
 from neuronforge.interfaces.cli import main
 from neuronforge.profiles import release_table
 from neuronforge.records.artifact_manifest import ArtifactManifest
+from neuronforge.records.smoke import FIGURES
 from neuronforge.stores import open_store
 
 
@@ -35,6 +36,8 @@ def test_a_published_build_is_smoked_and_attested_without_compiling(
     out = json.loads(capsys.readouterr().out)
     assert out["decision"] == "re-smoke" and out["attestation"]["run"] == "re-smoke"
     assert out["attestation"]["passed"] is True and "tokens match" in out["attestation"]["detail"]
+    figures = out["attestation"]["measurement"]["figures"]  # the re-smoke's, for the upgrade report to compare
+    assert set(figures) == set(FIGURES) and out["attestation"]["measurement"]["host"]["instance_type"] == "cpu"
     assert compiles == []
     assert attestations.attested_for(store, key, "2.33.1", "none")
     record = attestations.attestations_of(store, key)

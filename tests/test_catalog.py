@@ -6,7 +6,9 @@ import json
 import shutil
 from pathlib import Path
 
-from neuronforge.farm.catalog import check_catalog
+import pytest
+
+from neuronforge.farm.catalog import check_catalog, load_catalog
 from neuronforge.interfaces.cli import main
 from tests.hubdown import closed_endpoint, hub_at
 from tests.test_planner import CONFIGS
@@ -217,3 +219,70 @@ def test_a_misspelt_key_gets_the_field_it_means(tmp_path: Path) -> None:
         "models.yaml:9: meta-llama/Llama-3.1-8B: target.instnace_type: unknown field (did you mean 'instance_type'?)"
         in text
     ), text
+
+
+HOSTILE_CATALOGS = {
+    "not UTF-8": (b"models:\n  - source: caf\xe9\n", 2, "is not UTF-8 text (byte 23); save it as UTF-8"),
+    "config not text": (
+        b"models:\n  - source: builtin:tiny-llama\n    config: [1]\n    targets: [{profile: cpu}]\n",
+        3,
+        "models.yaml:3: config: the path of a config.json file (text)",
+    ),
+    "compilers not a list": (
+        b"models:\n  - source: builtin:tiny-llama\n    pin: {compilers: 5}\n    targets: [{profile: cpu}]\n",
+        3,
+        "models.yaml:3: pin.compilers: a list of compiler versions",
+    ),
+    "a key twice": (
+        b"models:\n  - source: builtin:tiny-llama\n    targets:\n      - {profile: cpu, tp_degree: 1, tp_degree: 2}\n",
+        3,
+        "models.yaml:4: 'tp_degree' is given twice in one mapping",
+    ),
+    "source twice": (
+        b"models:\n  - source: a/b\n    source: builtin:tiny-llama\n    targets: [{profile: cpu}]\n",
+        3,
+        "models.yaml:3: 'source' is given twice in one mapping",
+    ),
+    "an alias bomb": (
+        (
+            "models:\n  - source: builtin:tiny-llama\n    pin:\n      compilers: &a9 [&a8 [&a7 [&a6 [&a5 [&a4 [&a3 "
+            "[&a2 [&a1 [x, x, x, x, x, x, x, x, x, x]]]]]]]]]\n    targets: [{profile: cpu}]\n"
+            "  - source: x/y\n    pin: {compilers: [" + ", ".join(["*a9"] * 10) + "]}\n    targets: [{profile: cpu}]\n"
+        ).encode(),
+        3,
+        "pin.compilers: a list of compiler versions",
+    ),
+    "config is a device": (
+        b"models:\n  - source: builtin:tiny-llama\n    config: /dev/zero\n    targets: [{profile: cpu}]\n",
+        3,
+        "config /dev/zero is larger than 16 MiB; it is not one",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", HOSTILE_CATALOGS)
+def test_a_hand_written_catalog_that_is_wrong_is_one_line_never_a_traceback(tmp_path: Path, capsys, name) -> None:
+    """Strict UTF-8, typed fields, duplicate keys refused, aliases bounded, `config:` read under a cap:
+    each hand-written mistake is its line and its fix (issue 54), for `catalog check` as for every reader."""
+    raw, code, said = HOSTILE_CATALOGS[name]
+    path = tmp_path / "models.yaml"
+    path.write_bytes(raw)
+    assert main(["catalog", "check", str(path)]) == code
+    captured = capsys.readouterr()
+    out = captured.out + captured.err
+    assert said in out and "Traceback" not in out, out
+
+
+def test_aliases_for_shared_targets_still_read(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        """models:
+  - source: builtin:tiny-llama
+    targets:
+      - &base {profile: cpu, instance_type: inf2.xlarge, tp_degree: 1, sequence_length: 64}
+      - {<<: *base, sequence_length: 128}
+""",
+    )
+    report = load_catalog(path)
+    assert report.ok, report.problems
+    assert [t.spec.sequence_length for t in report.entries[0].targets] == [64, 128]

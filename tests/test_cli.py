@@ -83,10 +83,15 @@ def test_plan_usage_errors_exit_2(capsys, args: list[str], text: str) -> None:
     assert code == 2 and text in err
 
 
-def test_malformed_number_is_a_usage_error(capsys) -> None:
+@pytest.mark.parametrize("tp", ["two", "٣", "2.0"])
+def test_malformed_number_is_a_usage_error(capsys, tp: str) -> None:
     with pytest.raises(SystemExit) as exc:
-        main(["plan", "--model", str(LLAMA), "--instance", "inf2.xlarge", "--tp", "two", "--seq-len", "4096"])
-    assert exc.value.code == 2 and "invalid int value: 'two'" in capsys.readouterr().err
+        main(["plan", "--model", str(LLAMA), "--instance", "inf2.xlarge", "--tp", tp, "--seq-len", "4096"])
+    err = capsys.readouterr().err
+    assert (
+        exc.value.code == 2
+        and err == f"neuronforge plan: error: argument --tp: {tp!r} is not a whole number (ASCII digits)\n"
+    )
 
 
 def test_plan_missing_model_is_a_usage_error(capsys, tmp_path: Path) -> None:

@@ -37,10 +37,15 @@ def _commands() -> dict[str, argparse.ArgumentParser]:
 
 
 def test_every_option_and_subcommand_has_help() -> None:
+    from neuronforge.interfaces.cli.spellings import renamed_in
+
     missing = []
     for path, parser in _commands().items():
+        hidden = {r.hidden for r in renamed_in(parser)}  # an old spelling, kept a release: out of the help
         for action in parser._actions:
             name = "/".join(action.option_strings) or action.metavar or action.dest
+            if action.dest in hidden:
+                continue
             if not action.help or action.help == argparse.SUPPRESS:
                 missing.append(f"{path} {name}")
             if isinstance(action, argparse._SubParsersAction):

@@ -3,6 +3,7 @@ listing of `index/<prefix>`, never a scan), or a manifest URI as before."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -41,8 +42,14 @@ def test_ls_has_a_header_a_profile_column_and_keys_show_takes(capsys, compiled: 
 
     code, out, _ = run(capsys, "show", row.split()[0])  # exactly what ls printed
     assert code == ExitCode.OK and f"cache key  {key}" in out and "smoke      passed" in out
+    measured = compiled.first.published.manifest.smoke.measurement  # the smoke protocol's figures, readably
+    assert measured is not None and f"measured   {measured.repetitions} repetition(s) after 1 warm-up" in out
+    per_token = measured.figures["per_token_s"]
+    assert f"per output token, at the target's batch size: {per_token.median * 1e3:.2f} ms (p10–p90 " in out
+    assert "SYNTHETIC" not in out  # a real (cpu) measurement
     for ref in (key, key[:6], key[:6].upper()):
         assert run(capsys, "show", ref, "--json")[0] == ExitCode.OK
+    assert json.loads(run(capsys, "show", key, "--json")[1])["smoke"]["measurement"] == measured.model_dump(mode="json")
     code, by_uri, _ = run(capsys, "show", compiled.first.published.manifest_uri.replace(compiled.store.root_uri, store))
     assert code == ExitCode.OK and by_uri == out  # the same text by key as by URI
 
@@ -144,11 +151,13 @@ def test_one_model_name_in_ls_show_the_catalog_and_channels(capsys, compiled: Co
     found = farm_row(open_store(store), compiled.first.key)
     assert found is not None
     row, manifest = found
-    assert plugin._row_view(row)["model"] == expected
-    assert plugin._detail_view(row, manifest, {})["model"] == expected
+    assert plugin.pages.index._row_view(row)["model"] == expected
+    assert plugin.pages.artifact._detail_view(row, manifest, {})["model"] == expected
 
     assert run(capsys, "approve", compiled.first.key[:12], "--by", "a")[0] == ExitCode.OK
-    code, _, err = run(capsys, "promote", name, "--profile", "cpu", "--to", "candidate", "--build", compiled.first.key)
+    code, _, err = run(
+        capsys, "promote", name, "--profile", "cpu", "--channel", "candidate", "--build", compiled.first.key
+    )
     assert code == ExitCode.OK, err
     _, out, _ = run(capsys, "channels", name)
     assert out.startswith(f"{model_ref(name)} · cpu · candidate: ")  # a channel spans revisions: no revision

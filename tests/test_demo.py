@@ -42,7 +42,8 @@ def test_demo_publishes_then_hits(compiled: Compiled, tmp_path: Path, monkeypatc
     assert "1 published artifact(s) in file://" in out and "smoke      passed" in out
     assert "tp=1: does not fit" in out and "use tp=2 (inf2.xlarge has 2 cores)" in out
     assert "ok: the files match and the consumer's load-time rules hold" in out  # neuronforge verify
-    assert "lmi-neuronx@2.21.1" in out and "not supported: tgi-neuron" in out  # neuronforge profiles
+    assert "lmi-neuronx@2.21.1" in out and "not supported: tgi-neuron" in out  # neuronforge profiles --brief
+    assert out.rstrip().endswith(demo.NEXT.strip()) and "Status of each line" not in out  # ends with what next
     assert (home / "store" / "index").is_dir()
 
     # `make demo` again: the database is current (not migrated), and run 1 is announced as the cache

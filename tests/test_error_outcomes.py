@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import errno
+from http import HTTPStatus
 from pathlib import Path
 
 import pytest
@@ -110,9 +111,11 @@ def test_the_cli_and_the_tasks_follow_the_same_outcome(cls, monkeypatch, capsys)
 
 def test_the_docs_table_is_rendered_from_the_classes() -> None:
     page = (ROOT / "docs" / "failure-behaviour.md").read_text()
-    assert error_table.on_page(page), f"docs/failure-behaviour.md lost its error-table markers ({error_table.BEGIN})"
-    assert error_table.on_page(page) == error_table.render(), (
-        f"docs/failure-behaviour.md's error table differs from the classes: run `{error_table.REGENERATE}`"
+    assert error_table.SECTION.on_page(page), (
+        f"docs/failure-behaviour.md lost its error-table markers ({error_table.SECTION.begin})"
+    )
+    assert error_table.SECTION.on_page(page) == error_table.SECTION.render(), (
+        f"docs/failure-behaviour.md's error table differs from the classes: run `{error_table.SECTION.regenerate}`"
     )
 
 
@@ -135,3 +138,40 @@ def test_the_table_lists_every_error_class_declared_in_the_sources() -> None:
     missing = sorted(f"{name} ({declared[name][0]})" for name in errors_found - listed)
     assert not missing, f"import their modules in neuronforge/interfaces/error_table.py: {missing}"
     assert {"LeaseLost", "PlanRejected", "RecordTooNew", "NotFound"} <= listed
+
+
+@pytest.mark.parametrize("cls", error_table.error_classes(), ids=lambda c: c.__name__)
+def test_each_class_http_status_follows_its_outcome_unless_it_says_otherwise(cls) -> None:
+    """What a web surface answers: a class that sets no `http_status` has the one its outcome implies."""
+    assert isinstance(cls.http_status, HTTPStatus), cls
+    if "http_status" not in vars(cls):
+        assert cls.http_status == errors.derived_status(cls), cls
+    if cls.retryable:
+        assert cls.http_status == HTTPStatus.SERVICE_UNAVAILABLE, cls  # it may pass: ask again later
+    if issubclass(cls, StoreError) and cls.http_status != HTTPStatus.NOT_FOUND:
+        assert cls.http_status == HTTPStatus.SERVICE_UNAVAILABLE, cls  # the store a page reads, not the request
+
+
+def test_the_http_statuses_of_the_kinds_of_failure() -> None:
+    from neuronforge.artifacts.channels import ChannelDamaged, ChannelMoved, PromotionRefused
+    from neuronforge.records.base import RecordError
+    from neuronforge.stores.base import NotFound
+
+    assert InvalidInput.http_status == HTTPStatus.BAD_REQUEST  # bad input
+    assert NotFound.http_status == HTTPStatus.NOT_FOUND
+    assert PlanRejected.http_status == PromotionRefused.http_status == ChannelMoved.http_status == 409  # refused
+    assert LeaseLost.http_status == 503  # retried: it may pass
+    assert StoreError.http_status == RecordError.http_status == ChannelDamaged.http_status == 503
+    assert errors.StoreUnreachable.http_status == errors.ServiceUnreachable.http_status == 503
+    assert NeuronforgeError.http_status == HTTPStatus.INTERNAL_SERVER_ERROR
+
+    class Refusal(NeuronforgeError):
+        exit_code = ExitCode.REJECTED
+
+    class Unusable(InvalidInput):
+        http_status = HTTPStatus.UNPROCESSABLE_ENTITY
+
+    class Quiet(StoreError):
+        pass
+
+    assert (Refusal.http_status, Unusable.http_status, Quiet.http_status) == (409, 422, 503)

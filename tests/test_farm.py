@@ -142,18 +142,27 @@ def test_a_manifest_with_sizes_that_are_not_numbers_is_no_artifact() -> None:
 
 
 def test_a_hosts_report_that_is_not_numbers_describes_nothing() -> None:
-    from neuronforge.common.hosts import StageRun, describe, host_report, neuron_share
+    from pydantic import TypeAdapter
+
+    from neuronforge.common.hosts import StageRun, host_report
+    from neuronforge.records.hosts import HostsPart, HostsReport
+
+    def read(value: object) -> HostsReport:  # as the manifest's `hosts` part reads it
+        return TypeAdapter(HostsPart).validate_python(value)
 
     runs = [StageRun(stage="compile", seconds=3, host="cpu"), StageRun(stage="smoke", seconds=1, host="neuron")]
     good = host_report(runs)
-    assert describe(good) == [
+    assert read(good).describe() == [
         "CPU hosts 3.0s, Neuron hosts 1.0s (25% of the build on a Neuron host)",
         "compile 3.0s (cpu), smoke 1.0s (neuron)",
     ]
+    assert read(good).hostnames("smoke") == [runs[1].hostname]
+    assert read(good).model_dump(mode="json") == good  # written key for key
     inf = float("inf")
     for bad in ({**good, "cpu_seconds": "<b>"}, {**good, "stages": "x"}, ["x"], {**good, "neuron_seconds": inf}):
-        assert describe(bad) == []
-    assert neuron_share({**good, "cpu_seconds": "3"}) is None
+        assert read(bad).describe() == []
+    assert read({**good, "cpu_seconds": "3"}).neuron_share is None
+    assert read({**good, "stages": ["x", {"stage": "smoke", "seconds": "?"}]}).hostnames("smoke") == [""]
 
 
 def test_a_holder_dead_on_this_host_is_not_building(store) -> None:

@@ -55,10 +55,11 @@ def test_each_variable_is_governed_by_exactly_one_rule() -> None:
 def test_the_docs_table_is_rendered_from_the_rules() -> None:
     from neuronforge.interfaces import graph_env_table
 
-    page = graph_env_table.PAGE.read_text()
-    assert graph_env_table.on_page(page), f"docs/profiles.md lost its table markers ({graph_env_table.BEGIN})"
-    assert graph_env_table.on_page(page) == graph_env_table.render(), (
-        f"docs/profiles.md's compile-environment table differs from graph_env.RULES: run `{graph_env_table.REGENERATE}`"
+    table = graph_env_table.SECTION
+    page = table.page.read_text()
+    assert table.on_page(page), f"docs/profiles.md lost its table markers ({table.begin})"
+    assert table.on_page(page) == table.render(), (
+        f"docs/profiles.md's compile-environment table differs from graph_env.RULES: run `{table.regenerate}`"
     )
     assert all(f"`{n}`" in page for r in ge.RULES for n in r.names)
 

@@ -107,7 +107,7 @@ def test_a_file_that_differs_from_its_record_is_one_line_and_no_file(tmp_path: P
     code, said, _ = _run(plan)
     assert code == 1 and said.count("\n") == 1, said
     assert said.startswith(f"test.sh: file://{src}/model/big.safetensors differs from the manifest (size or sha256: ")
-    assert "nothing of it kept" in said and "neuronforge verify" in said
+    assert "nothing of it kept" in said and "publish it again (where neuronforge is installed, `verify`" in said
     assert not (host / "model/big.safetensors").exists() and not list(host.rglob("*.part"))
     # a store object longer than the record is not the recorded one, even when it starts with its bytes
     (src / "model/big.safetensors").write_bytes(FILES["model/big.safetensors"] + b"x")

@@ -150,7 +150,8 @@ def test_a_damaged_lease_is_held_one_ttl_from_its_last_write_then_taken_over(
     store.put_bytes(raw, layout.lock_entry(KEY))
     found = leases.current(store, KEY)
     assert found is not None and found.damaged and leases.state(found) == leases.LIVE
-    assert "is damaged" in leases.waiting_line(found) and f"neuronforge lease break {KEY}" in leases.waiting_line(found)
+    said = leases.waiting_line(store, found)
+    assert "is damaged" in said and f"neuronforge lease break {KEY}" in said
     assert leases.try_acquire(store, KEY, "waiter:1:00000000") is None  # rewritten just now: maybe renewed
     os.utime(path, (time.time() - 601, time.time() - 601))  # unchanged for one TTL: nobody renews it
     assert not leases.held(leases.current(store, KEY))

@@ -147,6 +147,7 @@ def _run(store_uri: str, model: Path, home: Path, sleep_s: str) -> subprocess.Po
     argv += ["--profile", "vllm-neuron@2.26.1", "--instance", "inf2.xlarge", "--tp", "2", "--seq-len", "64"]
     argv += ["--dtype", "fp32", "--store", store_uri]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NEURONFORGE_HOME": str(home), "FAKE_NEURON_SLEEP": sleep_s}
+    env["NEURONFORGE_HEARTBEAT_S"] = "0.5"  # the waiter's heartbeat, at the default verbosity
     return subprocess.Popen(
         argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
@@ -191,6 +192,9 @@ def test_a_rerun_says_who_builds_and_builds_within_5_s_of_the_first_runs_death(
         said = Lines(second)
         said.wait_for(f"is being built by {os.uname().nodename} pid {first.pid} since ", 120)
         time.sleep(1.0)  # a few polls: the waiter says it once, not at every look
+        # ... and a heartbeat while it waits, like every long step: who builds it, until when it waits
+        said.wait_for(f"waiting for {os.uname().nodename} pid {first.pid} since ", 30)
+        assert "(gives up at " in next(line for _, line in said.lines if "waiting for " in line)
         killed = time.monotonic()
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()

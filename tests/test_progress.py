@@ -306,7 +306,8 @@ def test_cli_refuses_a_bad_interval_before_any_work(capsys, monkeypatch, tmp_pat
     store = tmp_path / "store"
     assert main(["quantize", str(tmp_path), "--dtype", "int8", "--store", str(store)]) == 2
     assert capsys.readouterr().err == (
-        "error: NEURONFORGE_HEARTBEAT_S='soon' is not a number of seconds above 0: unset it, or set e.g. 10\n"
+        "error: NEURONFORGE_HEARTBEAT_S='soon' is not a number of seconds above 0, at most 604800 (a week): "
+        "unset it, or set e.g. 10\n"
     )
     assert not store.exists()  # refused before the store was opened
 

@@ -145,7 +145,7 @@ def test_report_json_and_markdown(tmp_path: Path) -> None:
     assert uris["json"].endswith("reports/recompile-2026-11-22T00-00-00Z.json")
     data = store.read_json("reports/recompile-2026-11-22T00-00-00Z.json")
     assert data["counts"] == {"fresh": 1, "stale": 1, "failed": 1}
-    assert data["schema_version"] == 3 and data["targets"][1]["stale_for"] == ["vllm-neuron@2.26.1"]
+    assert data["schema_version"] == 4 and data["targets"][1]["stale_for"] == ["vllm-neuron@2.26.1"]
     assert data["profiles"]["vllm-neuron@2.26.1"]["queue"] == "neuron-compile-2.26.1"
     assert data["profiles"]["vllm-neuron@2.0"] == {"ref": "vllm-neuron@2.0", "registered": False}
     md = store.get_bytes("reports/recompile-2026-11-22T00-00-00Z.md").decode()

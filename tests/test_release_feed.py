@@ -131,7 +131,9 @@ def test_a_rejected_release_is_not_proposed_again_by_the_same_manifest(tmp_path:
     with pytest.raises(SystemExit) as exc:  # the reason is required
         main(["releases", "reject", "2.33.9", "--store", store])
     assert exc.value.code == 2
-    assert main(["releases", "reject", "2.33.9", "--reason", " ", "--store", store]) == 2
+    with pytest.raises(SystemExit) as blank:  # the one rule for text, at parse time
+        main(["releases", "reject", "2.33.9", "--reason", " ", "--store", store])
+    assert blank.value.code == 2
     capsys.readouterr()
     assert main(["releases", "reject", "2.33.9", "--reason", "a bad runtime", "--store", store]) == 0
     before = _entries(tmp_path / "store")
@@ -218,6 +220,16 @@ def test_two_fed_releases_are_accepted_in_one_store_each_citing_its_manifest(tmp
     table = release_feed.known_table(open_store(store))
     cited = {v: table.sources[table.entry(v).sources[0]].url for v in ("2.33.9", "2.33.10")}
     assert cited == {"2.33.9": f"file://{MANIFEST}", "2.33.10": f"file://{path}"}
+
+
+def test_a_sync_asked_to_accept_a_release_nobody_proposed_writes_nothing(tmp_path: Path, capsys) -> None:
+    store = tmp_path / "store"
+    code, _, err = _sync(capsys, "--manifest", str(MANIFEST), "--accept", "2.99.0", "--store", str(store))
+    assert code == 2, err
+    assert err.count("\n") == 1 and "does not list SDK 2.99.0" in err and "leave --accept out" in err, err
+    assert not store.exists() or not any(p.is_file() for p in store.rglob("*"))  # no proposal written
+    code, out, err = _sync(capsys, "--manifest", str(MANIFEST), "--store", str(store))  # as the message says
+    assert code == 0 and "2.33.9" in out, err
 
 
 class _Serve(http.server.SimpleHTTPRequestHandler):
@@ -350,7 +362,7 @@ def test_accepted_without_review_the_absent_package_rebuilds_and_same_as_is_chec
     # A release the store does not know, one only announced, one that does not ship the line: one line each,
     # nothing written.
     for same_as, says in (
-        ("2.40.0", "not a release neuronforge knows; `neuronforge releases ls`"),
+        ("2.40.0", "not a release neuronforge knows; `neuronforge releases ls --store file:"),
         ("2.34", "--same-as 2.34: not a release neuronforge knows"),  # announced, not shipped
         ("2.21.1", "SDK 2.21.1 lists no vllm, so it cannot settle packages.vllm of 2.33.9"),
     ):

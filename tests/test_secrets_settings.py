@@ -42,7 +42,7 @@ COMMANDS = [
     ["plan", "--model", LLAMA, "--instance", "inf2.xlarge", "--tp", "2", "--seq-len", "4096"],
     ["ls"],
     ["show", KEY],
-    ["promote", KEY, "--to", "stable"],
+    ["promote", KEY, "--channel", "stable"],
     ["catalog", "check"],
     ["recompile", "--dry-run"],
     ["cache", "ls"],

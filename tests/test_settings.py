@@ -53,8 +53,11 @@ def test_every_field_declares_its_variable_type_default_and_meaning() -> None:
     for name, spec in settings.SETTINGS.items():
         assert len(spec.meaning) > 20 and spec.accepts and settings.shown_default(name), name
     seconds = [n for n, t in declared.items() if t == "float" and n.endswith("_s")]
-    assert [n for n, t in declared.items() if t == "float" and not n.endswith("_s")] == ["transfer_floor_mbs"]
-    assert settings.SETTINGS["transfer_floor_mbs"].accepts == "a number of MB/s, 0 or above"
+    assert [n for n, t in declared.items() if t == "float" and not n.endswith("_s")] == [
+        "transfer_floor_mbs",
+        "numerics_tolerance",
+    ]
+    assert settings.SETTINGS["transfer_floor_mbs"].accepts == "a number of MB/s from 0 to 1000000"
     assert seconds == [
         "compile_timeout_s",
         "lease_heartbeat_s",
@@ -64,7 +67,7 @@ def test_every_field_declares_its_variable_type_default_and_meaning() -> None:
         "recompile_poll_s",
         "heartbeat_s",
     ]
-    assert all(settings.SETTINGS[n].accepts == "a number of seconds above 0" for n in seconds)
+    assert all(settings.SETTINGS[n].accepts.startswith("a number of seconds above 0") for n in seconds)
     assert settings.SETTINGS["neuron_runner"].choices == ("celery", "kubernetes") == settings.RUNNERS
 
 
@@ -129,13 +132,23 @@ def test_nothing_reads_a_setting_at_import() -> None:
 @pytest.mark.parametrize(
     ("var", "value", "message"),
     [
-        ("NEURONFORGE_LEASE_TTL_S", "abc", "NEURONFORGE_LEASE_TTL_S='abc' is not a number of seconds above 0: "),
+        ("NEURONFORGE_LEASE_TTL_S", "abc", "NEURONFORGE_LEASE_TTL_S='abc' is not a number of seconds above 0, at most"),
         ("NEURONFORGE_COMPILE_TIMEOUT_S", "-1", "NEURONFORGE_COMPILE_TIMEOUT_S='-1' is not a number of seconds"),
         ("NEURONFORGE_HEARTBEAT_S", "inf", "NEURONFORGE_HEARTBEAT_S='inf' is not a number of seconds above 0"),
+        (
+            "NEURONFORGE_HEARTBEAT_S",
+            "1e308",
+            "NEURONFORGE_HEARTBEAT_S='1e308' is not a number of seconds above 0, at most",
+        ),
+        ("NEURONFORGE_LEASE_HEARTBEAT_S", "1e308", "NEURONFORGE_LEASE_HEARTBEAT_S='1e308' is not a number of"),
+        ("NEURONFORGE_TRANSFER_FLOOR_MBS", "1e300", "NEURONFORGE_TRANSFER_FLOOR_MBS='1e300' is not a number of MB/s"),
         ("NEURONFORGE_LEASE_POLL_S", "0", "NEURONFORGE_LEASE_POLL_S='0' is not a number"),
         ("NEURONFORGE_RECOMPILE_POLL_S", "soon", "NEURONFORGE_RECOMPILE_POLL_S='soon' is not"),
         ("NEURONFORGE_NEURON_RUNNER", "slurm", "NEURONFORGE_NEURON_RUNNER='slurm': use one of celery, kubernetes"),
         ("NEURONFORGE_QUANT_KERNEL", "fast", "NEURONFORGE_QUANT_KERNEL='fast': use one of auto, compiled, eager"),
+        ("NEURONFORGE_REGRESSION_GATES", "stable=5,stable=6", "NEURONFORGE_REGRESSION_GATES='stable=5,stable=6' is"),
+        ("NEURONFORGE_REGRESSION_GATES", "stable=inf", "NEURONFORGE_REGRESSION_GATES='stable=inf' is not channel="),
+        ("NEURONFORGE_NUMERICS_TOLERANCE", "-0.1", "NEURONFORGE_NUMERICS_TOLERANCE='-0.1' is not a number from 0"),
     ],
 )
 def test_a_bad_value_is_one_line_naming_the_variable_the_value_and_what_is_accepted(
@@ -155,8 +168,8 @@ def test_every_command_refuses_a_bad_value_in_one_line_before_any_work(
     for command in subparsers.choices:
         assert main([command]) == 2, command
         assert capsys.readouterr().err == (
-            "error: NEURONFORGE_LEASE_TTL_S='abc' is not a number of seconds above 0: unset it, or set e.g. 30 "
-            "(3 heartbeats)\n"
+            "error: NEURONFORGE_LEASE_TTL_S='abc' is not a number of seconds above 0, at most 604800 (a week): "
+            "unset it, or set e.g. 30 (3 heartbeats)\n"
         ), command
 
 

@@ -104,7 +104,8 @@ def test_a_bad_floor_is_one_line_naming_the_variable(monkeypatch: pytest.MonkeyP
     from neuronforge.common.errors import InvalidInput
 
     monkeypatch.setenv("NEURONFORGE_TRANSFER_FLOOR_MBS", "-5")
-    with pytest.raises(InvalidInput, match=r"NEURONFORGE_TRANSFER_FLOOR_MBS='-5' is not a number of MB/s, 0 or above"):
+    said = r"NEURONFORGE_TRANSFER_FLOOR_MBS='-5' is not a number of MB/s from 0 to 1000000"
+    with pytest.raises(InvalidInput, match=said):
         transfers.floor_mbs()
 
 

@@ -170,8 +170,10 @@ def test_recompile_to_an_unknown_release_builds_nothing_and_exits_3(catalog: Pat
     assert out.count("SDK 2.34 is not in neuronforge's profile data") == 3
     last = "Neuron SDK 2.34: 3 row(s): 3 unknown (release not in the profile data); 0 rebuilt here, 0 failed"
     assert out.splitlines()[-1] == last
-    assert main(["recompile", str(catalog), "--sdk", "two", "--store", store]) == 2
-    assert "SDK release 'two': give it as 2.33 or 2.33.0" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:  # the release rule, at parse time: before any work
+        main(["recompile", str(catalog), "--sdk", "two", "--store", store])
+    assert refused.value.code == 2
+    assert "'two' is not a Neuron SDK release: give it as 2.33 or 2.33.1" in capsys.readouterr().err
 
 
 def test_migration_target_parses_back() -> None:

@@ -243,8 +243,7 @@ def first_build(store: ArtifactStore, build: ChannelBuild, manifest: ArtifactMan
                 port = int(line[5:].strip())
         if port is not None:
             break
-    target = manifest.request.get("target")
-    target = target if isinstance(target, dict) else {}
+    target = manifest.hashed_target
 
     def number(name: str) -> int:
         value = target.get(name)

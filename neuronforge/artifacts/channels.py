@@ -22,7 +22,13 @@ trusted):
 - it is not rejected, and, where the channel requires approval (`Settings.approval_channels`, by
   default `stable`), it is approved;
 - where the channel requires a Neuron SDK release (`requires_release`, set by `require_release`: the
-  release its fleet runs), it was built on that release or has a passing attestation for it.
+  release its fleet runs), it was built on that release or has a passing attestation for it;
+- a promote to a gated channel (`gate`: `Settings.regression_gates`, by default `stable` at 5 %) that
+  points to a build already: the candidate's smoke measurement and numerics against that build's
+  (`artifacts.comparison`); a regression or a numerics difference refuses (`RegressionRefused`) unless the
+  move accepts it with a reason (`accept_regression`), and the move keeps the comparison's sentence and
+  the reason in the history. A comparison that is not possible (other hosts, no measurement) refuses
+  nothing: its sentence is kept. A rollback is not compared: it goes back to what the channel served.
 Then it writes the one record with `If-Match` on the version it read (`If-None-Match: *` when the
 channel is new): of concurrent movers exactly one writes; the others get `ChannelMoved`, naming who moved
 it and to what. Nothing is copied: a move writes one small object (plus, for a new channel, its launch
@@ -36,20 +42,23 @@ import re
 import socket
 import time
 from dataclasses import dataclass, replace
+from http import HTTPStatus
 
 from neuronforge.artifacts import attestations, layout, reviews
 from neuronforge.artifacts.channel_launch import write_launch
+from neuronforge.artifacts.comparison import DEFAULT_SLOWER_PCT, Comparison, RegressionPolicy, compare
 from neuronforge.artifacts.farm_index.damage import read_damage
 from neuronforge.artifacts.farm_index.notes import note_channel
 from neuronforge.artifacts.opening import open_published
 from neuronforge.artifacts.published import CACHE_KEY, Damage, find_key, key_prefix
-from neuronforge.common import settings
+from neuronforge.common import advice, settings
 from neuronforge.common.errors import ExitCode, InvalidInput, NeuronforgeError, StoreError
 from neuronforge.records.artifact_manifest import ArtifactManifest
 from neuronforge.records.base import RecordError, RecordTooNew
-from neuronforge.records.channel import ChannelBuild, ChannelMove, ChannelRecord
+from neuronforge.records.channel import ChannelBuild, ChannelMove, ChannelRecord, ChannelSmoke
 from neuronforge.records.damage import DamageRecord
 from neuronforge.records.index_entry import IndexEntry
+from neuronforge.records.smoke import SmokeRecord
 from neuronforge.spec.source import ModelSource, model_name
 from neuronforge.stores import ArtifactStore, NotAFile, NotFound
 
@@ -65,18 +74,25 @@ class PromotionRefused(NeuronforgeError):
     prefix = "refused: "
 
 
+class RegressionRefused(PromotionRefused):
+    """The build is slower than the one the gated channel serves beyond its threshold and the noise, or
+    its numerics differ (`artifacts.comparison`), and the move did not accept it."""
+
+
 class ChannelDamaged(RecordError):
     """A channel's record is not a release channel record (a folder, another kind of file, the record of
     another channel, not JSON): nothing is moved onto or from it until it is moved away or restored."""
 
     exit_code = ExitCode.REJECTED
     prefix = "damaged: "
+    http_status = HTTPStatus.SERVICE_UNAVAILABLE  # a record the store holds is damaged: the store's problem
 
 
 class ChannelMoved(NeuronforgeError):
     """Another mover wrote the channel between our read and our write: nothing of ours was written."""
 
     exit_code = ExitCode.FAILURE
+    http_status = HTTPStatus.CONFLICT  # a lost compare-and-swap
 
 
 @dataclass(frozen=True)
@@ -132,6 +148,22 @@ class MoveResult:
 
 def requires_approval(channel: str) -> bool:
     return channel in settings.current().approval_channels
+
+
+def gate(channel: str) -> RegressionPolicy | None:
+    """What `channel` refuses a promotion past (None: it is not gated): its threshold from
+    `Settings.regression_gates`, the numerics tolerance from `Settings.numerics_tolerance`."""
+    found = settings.current()
+    slower = found.regression_gate(channel)
+    return None if slower is None else RegressionPolicy(slower_pct=slower, logit_tolerance=found.numerics_tolerance)
+
+
+def judging(channel: str | None = None) -> RegressionPolicy:
+    """The policy a comparison judges by: `channel`'s gate, else the default threshold with the
+    configured numerics tolerance (`neuronforge compare` of two builds, an ungated channel)."""
+    policy = gate(channel) if channel else None
+    tolerance = settings.current().numerics_tolerance
+    return policy or RegressionPolicy(slower_pct=DEFAULT_SLOWER_PCT, logit_tolerance=tolerance)
 
 
 def mover() -> str:
@@ -199,9 +231,8 @@ def _not_a_channel(store: ArtifactStore, key: str, why: str) -> ChannelDamaged:
 def get(store: ArtifactStore, ref: ChannelRef) -> ChannelRecord:
     record, _ = read(store, ref)
     if record is None:
-        raise InvalidInput(
-            f"no channel {ref} in {store.root_uri}; `neuronforge channels {ref.model}` lists its channels"
-        )
+        listed = advice.command("channels", ref.model, store=store.root_uri)
+        raise InvalidInput(f"no channel {ref} in {store.root_uri}; {listed} lists its channels")
     return record
 
 
@@ -255,7 +286,16 @@ def channels_of(store: ArtifactStore, model: str | None = None) -> list[ChannelR
 
 # -- what a move checks ------------------------------------------------------------------------------
 def candidate(store: ArtifactStore, key: str, ref: ChannelRef, *, by: str = "promote") -> ChannelBuild:
-    """The build `key` as a channel may point to it, or `PromotionRefused` saying why not. It is opened
+    """The build `key` as a channel may point to it, or `PromotionRefused` saying why not
+    (`candidate_and_smoke`, which every move calls)."""
+    return candidate_and_smoke(store, key, ref, by=by)[0]
+
+
+def candidate_and_smoke(
+    store: ArtifactStore, key: str, ref: ChannelRef, *, by: str
+) -> tuple[ChannelBuild, SmokeRecord]:
+    """The build `key` as a channel may point to it, and its smoke result (what the gate compares), or
+    `PromotionRefused` saying why not. It is opened
     as every reader opens it (`opening.open_published`): a build found damaged is recorded so, and one
     recorded damaged by a deeper check since (`verify`'s sha256) is refused the same way. `key` may come
     from a record anyone who can write the store could have edited (a channel's history): it is checked
@@ -279,7 +319,7 @@ def candidate(store: ArtifactStore, key: str, ref: ChannelRef, *, by: str = "pro
             "build, run its build again to publish it afresh"
         )
     if opened.record is not None:
-        raise recorded_refusal(key, opened.record)
+        raise recorded_refusal(store, key, opened.record)
     manifest = found.manifest
     assert manifest is not None
     built_for = model_name(manifest.source.model_dump())
@@ -291,13 +331,12 @@ def candidate(store: ArtifactStore, key: str, ref: ChannelRef, *, by: str = "pro
             f"build {short} was built for profile line {line or '(none)'}, channel {ref} serves {ref.line}: "
             "a deployment's stack cannot change under it"
         )
-    if manifest.smoke.get("passed") is not True:
-        why = str(manifest.smoke.get("reason") or "no smoke result recorded")
+    if manifest.smoke.passed is not True:
+        why = manifest.smoke.reason or "no smoke result recorded"
         raise PromotionRefused(f"build {short}: its smoke test did not pass ({why})")
-    stages = manifest.hosts.get("stages")
-    smoke_hosts = [s.get("hostname", "") for s in stages or [] if isinstance(s, dict) and s.get("stage") == "smoke"]
+    smoke_hosts = manifest.hosts.hostnames("smoke")
     toolchain = manifest.toolchain
-    return ChannelBuild(
+    built = ChannelBuild(
         key=key,
         artifact_prefix=found.prefix,
         artifact_uri=store.uri(found.prefix),
@@ -305,12 +344,12 @@ def candidate(store: ArtifactStore, key: str, ref: ChannelRef, *, by: str = "pro
         manifest_sha256=found.manifest_sha256,
         target=manifest.target_slug,
         profile=manifest.profile.ref if manifest.profile is not None else "",
-        smoke={
-            "passed": True,
-            "reason": str(manifest.smoke.get("reason") or ""),
-            "host": str(smoke_hosts[-1]) if smoke_hosts else "",
-            "time_to_first_token_s": manifest.smoke.get("time_to_first_token_s"),
-        },
+        smoke=ChannelSmoke(
+            passed=True,
+            reason=manifest.smoke.reason,
+            host=str(smoke_hosts[-1]) if smoke_hosts else "",
+            time_to_first_token_s=manifest.smoke.time_to_first_token_s,
+        ),
         toolchain={
             "backend": toolchain.backend,
             "backend_version": toolchain.backend_version,
@@ -320,19 +359,21 @@ def candidate(store: ArtifactStore, key: str, ref: ChannelRef, *, by: str = "pro
         published_at=manifest.published_at,
         sdk_release=manifest.profile.sdk_release if manifest.profile is not None else "",
     )
+    return built, manifest.smoke
 
 
 def damage_refusal(store: ArtifactStore, key: str) -> PromotionRefused | None:
     """Why no channel may point at `key` because it was recorded damaged (one GET; None: it was not)."""
     marked = read_damage(store, key)
-    return None if marked is None else recorded_refusal(key, marked)
+    return None if marked is None else recorded_refusal(store, key, marked)
 
 
-def recorded_refusal(key: str, marked: DamageRecord) -> PromotionRefused:
+def recorded_refusal(store: ArtifactStore, key: str, marked: DamageRecord) -> PromotionRefused:
     """The refusal of a build recorded damaged (by whoever found it, when)."""
+    verify = advice.command("verify", key[:12], store=store.root_uri)
     return PromotionRefused(
         f"build {key[:12]} is damaged ({marked.reason}; found by {marked.by} at {marked.at}): no channel takes a "
-        f"damaged build; run its build again, or `neuronforge verify {key[:12]}` clears it if every file matches again"
+        f"damaged build; run its build again, or {verify} clears it if every file matches again"
     )
 
 
@@ -344,9 +385,10 @@ def review_refusal(store: ArtifactStore, ref: ChannelRef, key: str) -> tuple[str
         why = record.current.reason if record is not None else ""
         return state, PromotionRefused(f"build {key[:12]} is rejected ({why}); no channel takes a rejected build")
     if requires_approval(ref.channel) and state != "approved":
+        approve = advice.command("approve", key[:12], store=store.root_uri)
         return state, PromotionRefused(
             f"channel {ref.channel} requires an approved build and {key[:12]} is {state}: "
-            f"`neuronforge approve {key[:12]}` first (NEURONFORGE_APPROVAL_CHANNELS names the channels that require it)"
+            f"{approve} first (NEURONFORGE_APPROVAL_CHANNELS names the channels that require it)"
         )
     return state, None
 
@@ -360,9 +402,10 @@ def release_refusal(
     if not release or attestations.attested_for(store, build.key, release, build.sdk_release):
         return None
     short = build.key[:12]
+    attest = advice.command("attest", short, sdk=release, store=store.root_uri)
     return PromotionRefused(
         f"channel {ref.channel} requires a build attested for Neuron SDK {release} and {short} (built on "
-        f"{build.sdk_release or 'an unrecorded release'}) is not: `neuronforge attest {short} --sdk {release}` "
+        f"{build.sdk_release or 'an unrecorded release'}) is not: {attest} "
         "proves it there without compiling (a smoke test, or its consumer's re-trace)"
     )
 
@@ -421,7 +464,7 @@ def pointer(store: ArtifactStore, record: ChannelRecord, by: str = "channels") -
             "unreadable",
             f"its manifest changed since the channel moved to it (sha256 {recorded[:12]!r} recorded, now "
             f"{built.manifest_sha256[:12]}): hosts refuse to start from it",
-            advice=repin_advice(ref, key),
+            advice=repin_advice(store, ref, key),
         )
     return Pointer("ok")
 
@@ -444,6 +487,15 @@ class Plan:
     # a promote of the build the channel points to whose manifest is not the one the channel recorded (the
     # build was published again since, e.g. rebuilt after damage): the move pins the channel to it as it is
     repin: bool = False
+    # a promote to a gated channel that points to another build: the candidate against that build (`gate`)
+    comparison: Comparison | None = None
+    accept_regression: str = ""  # the reason given to promote past a regression ("" none given)
+
+    @property
+    def accepted(self) -> str:
+        """The reason the move records for promoting past a refusing comparison ("" when none refused)."""
+        refusing = self.comparison is not None and self.comparison.refuses
+        return self.accept_regression if refusing else ""
 
     @property
     def before(self) -> str:
@@ -455,11 +507,17 @@ class Plan:
 
 
 def plan_promote(
-    store: ArtifactStore, ref: ChannelRef, *, build: str | None = None, from_channel: str | None = None
+    store: ArtifactStore,
+    ref: ChannelRef,
+    *,
+    build: str | None = None,
+    from_channel: str | None = None,
+    accept_regression: str = "",
 ) -> Plan:
     """Point `ref` at a published build: `build` (a key or its first 6+ digits) or what `from_channel`
     of the same model and line points to. A name that does not exist is `InvalidInput`; a build the
-    channel may not take is the plan's `refused`."""
+    channel may not take is the plan's `refused` — a regression against the build a gated channel
+    serves too, unless `accept_regression` gives the reason to take it."""
     if (build is None) == (from_channel is None):
         raise InvalidInput(
             "promote: give the build (--build KEY) or the channel it is in (--from CHANNEL), one of them"
@@ -469,7 +527,7 @@ def plan_promote(
     else:
         key = find_key(store, str(build))
     record, version = read(store, ref)
-    return _checked(store, Plan("promote", ref, record, version, key))
+    return _checked(store, Plan("promote", ref, record, version, key, accept_regression=accept_regression.strip()))
 
 
 def plan_rollback(store: ArtifactStore, ref: ChannelRef, *, steps: int = 1, to: str | None = None) -> Plan:
@@ -482,7 +540,7 @@ def plan_rollback(store: ArtifactStore, ref: ChannelRef, *, steps: int = 1, to: 
     and the move records what was read now. What the history recorded serves only to refuse: a
     manifest whose digest differs from the one recorded when the channel held the build (builds are
     immutable) is refused, never taken."""
-    given = key_prefix(to, "--to") if to is not None else ""
+    given = key_prefix(to, "--build") if to is not None else ""
     if to is None and steps < 1:
         raise InvalidInput(f"--steps {steps}: give 1 or more")
     record, version = read(store, ref)
@@ -501,9 +559,16 @@ def plan_rollback(store: ArtifactStore, ref: ChannelRef, *, steps: int = 1, to: 
             )
         target = hits[0]
     else:
-        if steps > len(earlier):
+        if not earlier:
             raise InvalidInput(
-                f"{ref} held {len(earlier)} other build(s) in its kept history; --steps {steps} goes further back"
+                f"{ref} has pointed at no other build ({record.current.build.key[:12]} only): there is nothing to "
+                f"roll back to; promote another build: {promote_advice(store, ref)}"
+            )
+        if steps > len(earlier):
+            history = advice.command("history", ref.model, profile=ref.line, channel=ref.channel, store=store.root_uri)
+            raise InvalidInput(
+                f"{ref} held {len(earlier)} other build(s) in its kept history; --steps {steps} goes further back "
+                f"than that: give --steps {len(earlier)} at most, or --build KEY of a build {history} lists"
             )
         target = earlier[steps - 1]
     return _checked(store, Plan("rollback", ref, record, version, target.key), recorded=target)
@@ -518,7 +583,7 @@ def _checked(store: ArtifactStore, plan: Plan, recorded: ChannelBuild | None = N
     if not plan.changes and plan.action != "promote":
         return plan
     try:
-        built = candidate(store, plan.key, plan.ref, by=plan.action)
+        built, smoke = candidate_and_smoke(store, plan.key, plan.ref, by=plan.action)
     except PromotionRefused as exc:
         return replace(plan, refused=exc)
     if not plan.changes:
@@ -533,22 +598,70 @@ def _checked(store: ArtifactStore, plan: Plan, recorded: ChannelBuild | None = N
                 f"build {plan.key[:12]}'s manifest is not the one {plan.ref}'s history recorded for it (sha256 "
                 f"{recorded.manifest_sha256[:12]!r}, now {built.manifest_sha256[:12]}): a published build never "
                 f"changes unless it is published again, so it was, or the history was edited; not rolled back: "
-                f"{repin_advice(plan.ref, plan.key, 'moves the channel to it')}"
+                f"{repin_advice(store, plan.ref, plan.key, 'moves the channel to it')}"
             ),
         )
     state, refused = review_refusal(store, plan.ref, plan.key)
     refused = refused or damage_refusal(store, plan.key) or release_refusal(store, plan.ref, plan.record, built)
-    return replace(plan, build=built, review=state, refused=refused)
+    plan = replace(plan, build=built, review=state, comparison=_gated(store, plan, smoke))
+    return replace(plan, refused=refused or regression_refusal(store, plan))
 
 
-def repin_advice(ref: ChannelRef, key: str, does: str = "pins the channel to it") -> str:
+def _gated(store: ArtifactStore, plan: Plan, smoke: SmokeRecord) -> Comparison | None:
+    """A promote to a gated channel of another build than the one it serves: the candidate (`smoke`)
+    against that build, under the channel's gate (None: not gated, a first move, a rollback, a repin).
+    The served build is opened as every reader opens it; one that does not open is not compared."""
+    policy = gate(plan.ref.channel)
+    if plan.action != "promote" or policy is None or plan.record is None or plan.key == plan.before:
+        return None
+    base, served = plan.before, None
+    if CACHE_KEY.fullmatch(base):
+        try:
+            opened = open_published(store, base, by=plan.action)
+        except RecordTooNew:
+            opened = None
+        if opened is not None and not opened.damaged and opened.manifest is not None:
+            served = opened.manifest.smoke
+    if served is None:
+        show = advice.command("show", base[:12], store=store.root_uri)
+        why = f"the build the channel serves, {base[:12]}, does not open ({show} says why)"
+        return Comparison(base, plan.key, False, why, policy=policy)
+    return compare(served, smoke, base_key=base, candidate_key=plan.key, policy=policy)
+
+
+def regression_refusal(store: ArtifactStore, plan: Plan) -> RegressionRefused | None:
+    """Why the plan's comparison refuses the move: a regression or a numerics difference under the
+    channel's gate, with its numbers, in one line (None: it does not, or the move accepts it). It names
+    the comparison under the channel's own gate (`compare --channel`: what refused, figure by figure)."""
+    found = plan.comparison
+    if found is None or not found.refuses or plan.accept_regression:
+        return None
+    ref, short = plan.ref, found.candidate_key[:12]
+    where = {"profile": ref.line, "channel": ref.channel, "build": short}
+    compare_it = advice.command("compare", ref.model, **where, store=store.root_uri)
+    accept = advice.command("promote", ref.model, **where, accept_regression="REASON", store=store.root_uri)
+    return RegressionRefused(
+        f"channel {ref.channel} is gated ({found.policy.describe()}): {found.summary()}; {compare_it} shows every "
+        f"figure; {accept} promotes it anyway, REASON (why) kept in the channel's history"
+    )
+
+
+def promote_advice(store: ArtifactStore, ref: ChannelRef, key: str = "") -> str:
+    """The promote of `key` to `ref`, as a message suggests it; without a key, the placeholder KEY and
+    the listing of the builds it may be (which build to go to is the user's choice, never a guess)."""
+    uri = store.root_uri
+    promote = advice.command("promote", ref.model, profile=ref.line, channel=ref.channel, build=key or "KEY", store=uri)
+    if key:
+        return promote
+    return f"{promote} (KEY: a build {advice.command('ls', model=ref.model, profile=ref.line, store=uri)} lists)"
+
+
+def repin_advice(store: ArtifactStore, ref: ChannelRef, key: str, does: str = "pins the channel to it") -> str:
     """What to run for a build whose manifest is not the one a channel recorded: check the build, then
     promote it, which records its manifest as it is now."""
     short = key[:12]
-    return (
-        f"`neuronforge verify {short}` checks the build, then `neuronforge promote {ref.model} --profile {ref.line} "
-        f"--to {ref.channel} --build {short}` {does} as it is now"
-    )
+    verify = advice.command("verify", short, store=store.root_uri)
+    return f"{verify} checks the build, then {promote_advice(store, ref, short)} {does} as it is now"
 
 
 def apply(store: ArtifactStore, plan: Plan, *, by: str = "", reason: str = "") -> MoveResult:
@@ -566,6 +679,8 @@ def apply(store: ArtifactStore, plan: Plan, *, by: str = "", reason: str = "") -
         at=now(),
         reason=reason,
         review=plan.review,
+        accepted_regression=plan.accepted,
+        comparison=plan.comparison.summary() if plan.comparison is not None else "",
     )
     return _write(store, plan.ref, plan.record, plan.version, move)
 
@@ -578,8 +693,10 @@ def promote(
     from_channel: str | None = None,
     by: str = "",
     reason: str = "",
+    accept_regression: str = "",
 ) -> MoveResult:
-    return apply(store, plan_promote(store, ref, build=build, from_channel=from_channel), by=by, reason=reason)
+    found = plan_promote(store, ref, build=build, from_channel=from_channel, accept_regression=accept_regression)
+    return apply(store, found, by=by, reason=reason)
 
 
 def rollback(
@@ -641,13 +758,21 @@ def _moved_meanwhile(store: ArtifactStore, ref: ChannelRef, move: ChannelMove, c
     if winner is None:
         return ChannelMoved(f"{ref} changed while this move ran; nothing was written: run it again")
     w = winner.current
+    history = advice.command("history", ref.model, profile=ref.line, channel=ref.channel, store=store.root_uri)
     return ChannelMoved(
         f"{ref} was moved by {w.by or 'someone'} at {w.at} ({w.action} to {w.build.key[:12]}) while this move "
-        f"to {move.build.key[:12]} ran; nothing was written: see `neuronforge history`, and move again if still wanted"
+        f"to {move.build.key[:12]} ran; nothing was written: see {history}, and move again if still wanted"
     )
 
 
 def pointing_to(store: ArtifactStore, key: str, manifest: ArtifactManifest | None = None) -> list[str]:
+    """The channels that point to the build `key` now, named (`records_pointing_to`)."""
+    return [f"{r.model} · {r.profile_line} · {r.channel}" for r in records_pointing_to(store, key, manifest)]
+
+
+def records_pointing_to(
+    store: ArtifactStore, key: str, manifest: ArtifactManifest | None = None
+) -> list[ChannelRecord]:
     """The channels that point to the build `key` now (its model's channels only: one listing). The
     build's manifest names the model; a caller that holds it passes it (else it is read)."""
     if manifest is None:
@@ -661,4 +786,4 @@ def pointing_to(store: ArtifactStore, key: str, manifest: ArtifactManifest | Non
         records = listing(store, model).records  # a damaged record points nowhere: the others still count
     except (InvalidInput, RecordError):
         return []
-    return [f"{r.model} · {r.profile_line} · {r.channel}" for r in records if r.current.build.key == key]
+    return [r for r in records if r.current.build.key == key]

@@ -57,7 +57,7 @@ def _text(name: str) -> str:
     path = (TEMPLATES / name).resolve()
     if not path.is_relative_to(HERE) or not path.is_file():
         raise TemplateError(f"no launch template {name!r} in {TEMPLATES}")
-    text = path.read_text()
+    text = path.read_text(encoding="utf-8")
     if path.suffix != ".sh":
         if "@@" in text:
             raise TemplateError(f"{name} is included as text and must hold no @@ (it would read as a placeholder)")

@@ -30,10 +30,11 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 
 from neuronforge.artifacts import layout
-from neuronforge.common import settings
+from neuronforge.common import advice, settings
 from neuronforge.common.errors import ExitCode, InvalidInput, NeuronforgeError
 from neuronforge.records.base import RecordError
 from neuronforge.records.lease import LeaseRecord
@@ -422,7 +423,7 @@ def wait_for(store: ArtifactStore, key: str, found, poll_s: float = 5.0, timeout
         time.sleep(poll_s)
     raise NeuronforgeError(
         f"gave up waiting {_span(timeout_s)} for the holder of lease {key[:12]}, which still renews it: "
-        f"`neuronforge lease ls` shows who holds it"
+        f"{advice.command('lease ls', store=store.root_uri)} shows who holds it"
     )
 
 
@@ -449,15 +450,16 @@ def who(lease: Lease) -> str:
     return f"{o.host.hostname} pid {o.pid}" if o.pid is not None else f"{lease.holder} (between tasks)"
 
 
-def waiting_line(lease: Lease, timeout_s: float = WAIT_LIMIT_S, now: float | None = None) -> str:
+def waiting_line(store: ArtifactStore, lease: Lease, timeout_s: float = WAIT_LIMIT_S, now: float | None = None) -> str:
     """What a waiter says once: who holds the build, since when, how long it waits at most, and what
-    ends the wait early."""
+    ends the wait early (for a damaged lease, the break of it in `store`)."""
     now = time.time() if now is None else now
     ttl = max(lease.expires - lease.heartbeat, 0.0)
     if lease.damaged:
         return (
             f"the lease of {lease.key[:12]} is damaged ({lease.damaged}); waiting at most {_span(ttl)} after the "
-            f"store last wrote it, then this run takes it over; `neuronforge lease break {lease.key}` frees it now"
+            f"store last wrote it, then this run takes it over; "
+            f"{advice.command('lease break', lease.key, store=store.root_uri)} frees it now"
         )
     here = lease.owner is not None and lease.owner.pid is not None and lease.owner.host.same(this_host())
     dies = "exits" if here else "stops renewing"
@@ -466,6 +468,15 @@ def waiting_line(lease: Lease, timeout_s: float = WAIT_LIMIT_S, now: float | Non
         f"({_span(now - lease.started)} ago); waiting at most {_span(timeout_s)} for its artifact, or until its "
         f"process {dies} (then this run builds it{'' if here else f', {_span(ttl)} after its last renewal'})"
     )
+
+
+def waiting_beat(lease: Lease | None, key: str, timeout_s: float = WAIT_LIMIT_S, now: float | None = None) -> str:
+    """What a waiter's heartbeat says each time (the progress display adds how long it has waited):
+    who builds `key`, since when, and the moment the wait ends at the latest."""
+    now = time.time() if now is None else now
+    by = "an unknown holder" if lease is None else who(lease)
+    since = "" if lease is None or lease.damaged else f" since {_when(lease.started)}"
+    return f"waiting for {by}{since} to publish {key[:12]} (gives up at {_when(now + timeout_s)})"
 
 
 # -- seeing and breaking leases (`neuronforge lease ls / break`, the catalog's leases page) -----------
@@ -483,6 +494,8 @@ class LeaseHeld(NeuronforgeError):
 class LeaseChanged(NeuronforgeError):
     """The lease changed while `lease break` was deciding (its holder renewed it, or another took it
     over): nothing was written."""
+
+    http_status = HTTPStatus.CONFLICT  # a lost compare-and-swap
 
 
 @dataclass(frozen=True)
@@ -540,7 +553,7 @@ def find(store: ArtifactStore, ref: str) -> Lease:
     if not KEY_RE.fullmatch(ref):
         raise InvalidInput(
             f"lease key {ref!r} is not a cache key (up to 64 lowercase hex characters): "
-            "`neuronforge lease ls` lists the leases and their keys"
+            f"{advice.command('lease ls', store=store.root_uri)} lists the leases and their keys"
         )
     if len(ref) == 64:
         matches = [ref]
@@ -553,7 +566,8 @@ def find(store: ArtifactStore, ref: str) -> Lease:
     lease = current(store, matches[0]) if matches else None
     if lease is None:
         raise InvalidInput(
-            f"no lease for key {ref!r} in {store.uri(layout.lock_entry(''))}: `neuronforge lease ls` lists the leases"
+            f"no lease for key {ref!r} in {store.uri(layout.lock_entry(''))}: "
+            f"{advice.command('lease ls', store=store.root_uri)} lists the leases"
         )
     return lease
 
@@ -599,5 +613,5 @@ def break_lease(store: ArtifactStore, lease: Lease) -> None:
     if not store.replace_if_version(done.record(), path, lease.version):
         raise LeaseChanged(
             f"the lease of {lease.key[:12]} changed while deciding (its holder renewed it, or another run took it "
-            "over): not broken; `neuronforge lease ls` shows it now"
+            f"over): not broken; {advice.command('lease ls', store=store.root_uri)} shows it now"
         )

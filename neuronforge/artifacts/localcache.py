@@ -87,7 +87,7 @@ def _locked(work_dir: Path, digest: str) -> Iterator[None]:
 
 def _verified(folder: Path, digest: str) -> bool:
     try:
-        return (folder / MARKER).read_text().strip() == digest
+        return (folder / MARKER).read_text(encoding="utf-8").strip() == digest
     except OSError:
         return False
 
@@ -148,7 +148,7 @@ def materialize(store: ArtifactStore, ref: TreeRef, work_dir: Path, *, deep: boo
                         "the store copy is damaged: delete that prefix and run the build again"
                     )
             (tmp / layout.MANIFEST).write_bytes(raw)
-            (tmp / MARKER).write_text(ref.manifest_sha256 + "\n")
+            (tmp / MARKER).write_text(ref.manifest_sha256 + "\n", encoding="utf-8")
             shutil.rmtree(final, ignore_errors=True)  # an unverified leftover (no marker)
             tmp.rename(final)
         finally:
@@ -171,7 +171,7 @@ def adopt(folder: Path, ref: TreeRef, work_dir: Path, *, move: bool = True) -> P
             folder.rename(tmp)
         else:
             shutil.copytree(folder, tmp, symlinks=False)
-        (tmp / MARKER).write_text(ref.manifest_sha256 + "\n")
+        (tmp / MARKER).write_text(ref.manifest_sha256 + "\n", encoding="utf-8")
         shutil.rmtree(final, ignore_errors=True)
         tmp.rename(final)
     return final

@@ -39,6 +39,7 @@ from neuronforge.artifacts.published import (
     index_pointer,
     pointed_manifest,
 )
+from neuronforge.common import advice
 from neuronforge.common.errors import ArtifactDamaged, InvalidInput, StoreError
 from neuronforge.records.artifact_manifest import ArtifactManifest
 from neuronforge.records.base import RecordTooNew
@@ -111,13 +112,16 @@ def is_key_ref(ref: str) -> bool:
     return bool(_HEX.fullmatch(ref)) and len(ref) <= 64 and not _exists(ref)
 
 
-def _refuse_bad_key(ref: str) -> None:
+def _refuse_bad_key(ref: str, store: ArtifactStore | str | None) -> None:
     """A bare word that is neither hex nor a path here (`show zzzzzz`) was meant as a key: say so in one
-    line, instead of opening it as a store folder that does not exist."""
+    line, instead of opening it as a store folder that does not exist; the listing it suggests is of the
+    store the key was meant for."""
     if "/" not in ref and not _exists(ref):
+        uri = store.root_uri if isinstance(store, ArtifactStore) else store
         raise InvalidInput(
             f"{ref!r} is not a cache key (hex digits) and no file or folder here has that name: give a cache key or "
-            "at least 6 of its hex characters (`neuronforge ls` prints 12), or an artifact's folder or manifest URI"
+            f"at least 6 of its hex characters ({advice.command('ls', store=uri)} prints 12), or an artifact's "
+            "folder or manifest URI"
         )
 
 
@@ -141,7 +145,7 @@ def open_artifact(
         if opened is None:
             raise InvalidInput(f"no artifact in {store.root_uri} has the cache key {key}")
     else:
-        _refuse_bad_key(ref)
+        _refuse_bad_key(ref, store)
         opened = _open_uri(ref, by=by, deep=deep)
     if refuse and (why := refusal(opened, deep)) is not None:
         raise why
@@ -269,13 +273,13 @@ def refusal(opened: Opened, deep: bool = False) -> ArtifactDamaged | None:
             fix = f"remove {opened.store.uri(layout.index_entry(opened.key))} (not an index pointer), then {fix}"
         return ArtifactDamaged(
             f"{opened.what}: {found.reason}; recorded in the farm index "
-            f"(`neuronforge ls {opened.store.root_uri}` lists it): {fix}"
+            f"({advice.command('ls', store=opened.store.root_uri)} lists it): {fix}"
         )
     if record is not None and not deep:
         return ArtifactDamaged(
             f"{opened.what}: {record.reason} (found by {record.by} at {record.at}); run its build again to publish "
-            f"it afresh, or `neuronforge verify {opened.key[:12]} --store {opened.store.root_uri}` clears it if every "
-            "file matches again"
+            f"it afresh, or {advice.command('verify', opened.key[:12], store=opened.store.root_uri)} clears it if "
+            "every file matches again"
         )
     return None
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from neuronforge.artifacts import layout
+from neuronforge.common import advice
 from neuronforge.common.errors import InvalidInput, StoreError
 from neuronforge.records.artifact_manifest import ArtifactManifest
 from neuronforge.records.base import RecordError, RecordTooNew
@@ -309,23 +310,26 @@ _KEY_CHARS = re.compile(r"[0-9a-f]+")
 _CANDIDATES_SHOWN = 10
 
 
-def key_prefix(given: str, what: str = "") -> str:
+def key_prefix(given: str, what: str = "", store: str | None = None) -> str:
     """`given` as a cache key or its first `KEY_PREFIX_MIN`+ hex digits (stripped, lower case), else
     `InvalidInput` before anything is read: an empty value (an unset `$KEY` in a script) is never
-    "no key" to a command that was given one. `what` names where it was given (`--to`)."""
+    "no key" to a command that was given one. `what` names where it was given (`--to`); `store`, the
+    store the key is looked up in, is the one the suggested listing reads."""
     prefix = given.strip().lower()
     named = f"{what} {given!r}" if what else repr(prefix)
     if not prefix:
         raise InvalidInput(
             f"{named} is empty (an unset variable?): give a cache key or its first 12 hex digits "
-            "(`neuronforge ls` prints them)"
+            f"({advice.command('ls', store=store)} prints them)"
         )
     if not _KEY_CHARS.fullmatch(prefix) or len(prefix) > 64:
-        raise InvalidInput(f"{named} is not a cache key: give its hex digits (`neuronforge ls` prints the first 12)")
+        raise InvalidInput(
+            f"{named} is not a cache key: give its hex digits ({advice.command('ls', store=store)} prints the first 12)"
+        )
     if len(prefix) < KEY_PREFIX_MIN:
         raise InvalidInput(
             f"key prefix {named} is too short: give at least {KEY_PREFIX_MIN} hex characters of the cache key "
-            "(`neuronforge ls` prints 12)"
+            f"({advice.command('ls', store=store)} prints 12)"
         )
     return prefix
 
@@ -334,7 +338,7 @@ def find_key(store: ArtifactStore, prefix: str) -> str:
     """The one cache key of the store's index that starts with `prefix`: one listing request that
     starts at `index/<prefix>` (S3: ListObjectsV2 with StartAfter), never a scan of the store. The one
     way every command (show, verify, promote, approve, ...) and page turns a key12 into a key."""
-    prefix = key_prefix(prefix)
+    prefix = key_prefix(prefix, store=store.root_uri)
     first = layout.index_entry(prefix).removesuffix(".json")
     page = store.list_page("index", start_after=first, limit=_CANDIDATES_SHOWN + 1)
     keys = [
@@ -346,7 +350,8 @@ def find_key(store: ArtifactStore, prefix: str) -> str:
         return exact[0]
     if not keys:
         raise InvalidInput(
-            f"no artifact in {store.root_uri} has a cache key starting with {prefix} (`neuronforge ls` lists them)"
+            f"no artifact in {store.root_uri} has a cache key starting with {prefix} "
+            f"({advice.command('ls', store=store.root_uri)} lists them)"
         )
     if len(keys) > 1:
         more = ", ..." if len(keys) > _CANDIDATES_SHOWN else ""

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from neuronforge.artifacts import layout
+from neuronforge.common import advice
 from neuronforge.common.errors import InvalidInput, StoreError
 from neuronforge.records.base import RecordError
 from neuronforge.records.proposed_release import REJECTED, FeedDecision, ProposedRelease
@@ -81,7 +82,7 @@ def decide(
         if held is None:
             raise InvalidInput(
                 f"SDK {version}: {store.uri(layout.sdk_release_entry(version))} holds no proposed release; "
-                f"`neuronforge releases sync --store {store.root_uri}` proposes what a manifest adds"
+                f"{advice.command('releases sync', store=store.root_uri)} proposes what a manifest adds"
             )
         record, stored = held
         if record.current.state == state and record.current.reason == reason and review is None:

@@ -38,7 +38,7 @@ from neuronforge.artifacts import launch_script
 TOOLS = ("auto", "boto3", "aws", "s5cmd")
 # The fetcher's source, run by `python3 -` from a quoted here-document (launch_templates/transfer.sh):
 # never expanded by bash, so nothing in it may be the document's end line.
-FETCHER = (launch_script.HERE / "launch_fetch.py").read_text()
+FETCHER = (launch_script.HERE / "launch_fetch.py").read_text(encoding="utf-8")
 if "\nNF_LAUNCH_FETCH\n" in FETCHER:
     raise RuntimeError("launch_fetch.py's text would not survive being embedded in the launch scripts")
 # The functions as resolve.sh and sync.sh carry them (both include launch_templates/transfer.sh).

@@ -128,7 +128,7 @@ def _check_index(folder: Path, tensors: dict[str, TensorInfo], shards: set[str])
             raise CheckpointError(f"{len(shards)} safetensors shards but no {INDEX} mapping tensors to them")
         return
     try:
-        weight_map = json.loads(index_path.read_text())["weight_map"]
+        weight_map = json.loads(index_path.read_text(encoding="utf-8"))["weight_map"]
     except (json.JSONDecodeError, KeyError, TypeError):
         raise CheckpointError(f"{INDEX} is not valid JSON with a 'weight_map' object") from None
     missing_files = sorted({f for f in weight_map.values() if not (folder / f).is_file()})
@@ -200,9 +200,9 @@ def convert_pickle_to_safetensors(folder: Path) -> list[str]:
         p.unlink()
     old_index = folder / "pytorch_model.bin.index.json"
     if old_index.exists():
-        data = json.loads(old_index.read_text())
+        data = json.loads(old_index.read_text(encoding="utf-8"))
         data["weight_map"] = {k: rename.get(v, v) for k, v in data.get("weight_map", {}).items()}
-        (folder / INDEX).write_text(json.dumps(data, indent=2))
+        (folder / INDEX).write_text(json.dumps(data, indent=2), encoding="utf-8")
         old_index.unlink()
     return converted
 

@@ -3,9 +3,10 @@
 Every error raised for bad input says what was wrong (with the value) and what to do instead,
 so that the CLI and the Airflow tasks can show it as is. Each class also carries what follows from
 it — the CLI's exit code, whether the DAG's tasks retry it, the prefix the user sees before the
-message — and `outcome` reads them for any exception: the CLI's `main` and the tasks'
-`task_failure` (Celery workers and Kubernetes pods alike) both map through it, so one policy decides
-both. `neuronforge/interfaces/error_table.py` renders the classes as the table in docs/failure-behaviour.md.
+message, the HTTP status a web surface answers with — and `outcome` reads them for any exception: the
+CLI's `main` and the tasks' `task_failure` (Celery workers and Kubernetes pods alike) both map through
+it, and the catalog's one exception handler answers with `http_status`, so one policy decides all three.
+`neuronforge/interfaces/error_table.py` renders the classes as the table in docs/failure-behaviour.md.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from http import HTTPStatus
 from pathlib import Path
 from typing import ClassVar
 
+from neuronforge.common.line_breaks import escaped
 from neuronforge.common.secrets import mask_credentials
 
 
@@ -41,11 +44,32 @@ class NeuronforgeError(Exception):
     exit_code: ClassVar[ExitCode] = ExitCode.FAILURE  # what the CLI exits with
     retryable: ClassVar[bool] = False  # whether the DAG's tasks retry it (as their `retries` say)
     prefix: ClassVar[str] = ""  # shown before the message, by the CLI and the tasks alike
+    # What a web surface (the catalog) answers with. A class that does not set it derives it from its
+    # outcome (`derived_status`), so the HTTP answer follows the exit code and the retry decision.
+    http_status: ClassVar[HTTPStatus] = HTTPStatus.INTERNAL_SERVER_ERROR
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "http_status" not in vars(cls):
+            cls.http_status = derived_status(cls)
 
     def said(self, surface: str) -> str:
         """The message in a surface's words ("cli", "form"): the same for most errors; a rejected plan
         words its fixes as the surface does (`--seq-len 2048` / "Sequence length: 2048")."""
         return str(self)
+
+
+def derived_status(cls: type[NeuronforgeError]) -> HTTPStatus:
+    """The HTTP status an error class's outcome implies: retried (it may pass) 503, a usage error 400,
+    a rejection (refused: the input or the state does not allow it) 409; otherwise its first base's."""
+    if cls.retryable:
+        return HTTPStatus.SERVICE_UNAVAILABLE
+    if cls.exit_code == ExitCode.USAGE:
+        return HTTPStatus.BAD_REQUEST
+    if cls.exit_code == ExitCode.REJECTED:
+        return HTTPStatus.CONFLICT
+    base = next(b for b in cls.__mro__[1:] if issubclass(b, NeuronforgeError))
+    return base.http_status
 
 
 class InvalidInput(NeuronforgeError, ValueError):
@@ -64,6 +88,24 @@ class CheckpointError(NeuronforgeError):
 class StoreError(NeuronforgeError):
     """A store operation failed or a store URI cannot be used (a missing bucket, rejected credentials)."""
 
+    http_status = HTTPStatus.SERVICE_UNAVAILABLE  # the store a page reads cannot be used: not the request's fault
+
+
+class StoreNotFound(StoreError):
+    """A store folder that does not exist, named to be read: a mistyped path, a usage error as a missing
+    `--model` folder is (reading a store never creates one)."""
+
+    exit_code = ExitCode.USAGE
+    http_status = HTTPStatus.SERVICE_UNAVAILABLE  # behind a page it is the server's configured store: not the request
+
+
+class InvalidStoreKey(StoreError):
+    """A key that could escape the store's root or alias another (`..`, an empty part): what was asked is
+    wrong, not the store — a usage error where a command was given it."""
+
+    exit_code = ExitCode.USAGE
+    http_status = HTTPStatus.SERVICE_UNAVAILABLE  # a page checks what it asks for first: one here came from the store
+
 
 class ArtifactDamaged(StoreError):
     """A published artifact is not what its index pointer promises (its manifest gone or unreadable, a
@@ -71,6 +113,7 @@ class ArtifactDamaged(StoreError):
 
     exit_code = ExitCode.REJECTED
     prefix = "damaged: "
+    http_status = HTTPStatus.SERVICE_UNAVAILABLE  # what the store holds is damaged: a store problem, as StoreError
 
 
 class ServiceUnreachable(NeuronforgeError):
@@ -97,6 +140,7 @@ DISK_FIXES = {
 }
 # Of those, the ones that may pass without anyone changing the setup (space freed by a cleanup).
 TRANSIENT_DISK = {errno.ENOSPC, errno.EDQUOT}
+NAME_LIMITS = "a file or folder name is at most 255 bytes, a path at most 4096 (Linux's NAME_MAX, PATH_MAX)"
 
 
 def disk_error(exc: OSError, places: list[Path] | None = None) -> str:
@@ -153,10 +197,18 @@ def outcome(
     if isinstance(exc, NeuronforgeError):
         said = exc.said(surface)
         text = said if said.strip() else type(exc).__name__  # a message-less error still says what it is
-        # masked here, the one place the CLI's line and a task's failure come from (common.secrets)
+        # masked here, the one place the CLI's line and a task's failure come from (common.secrets); a
+        # message's own lines are the surface's to join (a task's failure), a value it names is escaped
+        # where it is named (`line_breaks.escaped`)
         return Outcome(exc.exit_code, exc.retryable, exc.prefix, mask_credentials(text))
+    if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:  # a name given (an argument, a setting)
+        name = str(exc.filename or exc.filename2 or "?")
+        shown = name if len(name) <= 80 else f"{name[:60]}…({len(name)} characters)"
+        said = f"file name too long: {shown}; {NAME_LIMITS}"
+        return Outcome(ExitCode.USAGE, False, "", escaped(mask_credentials(said)))
     if isinstance(exc, OSError) and exc.errno in DISK_FIXES:
         named = exc.filename2 or exc.filename  # else the place whose file system is full or read-only
         where = [] if named else list(places() if callable(places) else places)
-        return Outcome(ExitCode.FAILURE, exc.errno in TRANSIENT_DISK, "", mask_credentials(disk_error(exc, where)))
+        said = escaped(mask_credentials(disk_error(exc, where)))
+        return Outcome(ExitCode.FAILURE, exc.errno in TRANSIENT_DISK, "", said)
     return None

@@ -50,6 +50,7 @@ DEFAULT_TARGET = {
 
 DEFAULT_PROFILE = "cpu"  # the profile that builds and runs on this machine, no Neuron SDK needed
 TOOLCHAIN_PYTHON_VAR = f"{ENV_PREFIX}TOOLCHAIN_PYTHON"
+TEST_DECODE_DELAY_VAR = f"{ENV_PREFIX}TEST_DECODE_DELAY_S"  # a test hook (`test_decode_delay_s`), not a setting
 # A Neuron compile of a large model takes tens of minutes; past this the child is killed.
 DEFAULT_COMPILE_TIMEOUT_S = 4 * 3600.0
 DEFAULT_HOME = REPO_ROOT / ".neuronforge"
@@ -72,11 +73,42 @@ class Setting:
     choices: tuple[str, ...] = ()
 
 
+SECONDS_MAX = 7 * 24 * 3600.0  # a week: no wait, heartbeat or lease a run keeps is longer
+
+
 def _seconds(raw: str) -> float:
+    """A duration: finite, above 0, at most a week (1e308 would overflow a timer or a TTL it derives)."""
     value = float(raw)
-    if not (math.isfinite(value) and value > 0):
+    if not (math.isfinite(value) and 0 < value <= SECONDS_MAX):
         raise ValueError(raw)
     return value
+
+
+VALUE_MAX_CHARS = 4096  # PATH_MAX: no path, URI or name a setting holds is longer
+
+
+def _one_line(raw: str) -> str:
+    """Every setting's first rule, whatever it holds: one line (no control character or line separator,
+    `line_breaks.breaks_line`: `config` prints it on one, an error quotes it on one) and bounded."""
+    from neuronforge.common.line_breaks import breaks_line
+
+    if len(raw) > VALUE_MAX_CHARS or any(breaks_line(c) for c in raw):
+        raise ValueError(raw[:60])
+    return raw
+
+
+def _count(low: int, high: int) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        value = int(raw)
+        if not low <= value <= high:
+            raise ValueError(raw)
+        return value
+
+    return parse
+
+
+def _count_setting(default: int, low: int, high: int, meaning: str) -> Any:
+    return _setting(default, meaning, _count(low, high), f"a whole number from {low} to {high}")
 
 
 def _one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
@@ -106,9 +138,40 @@ def _names(raw: str) -> tuple[str, ...]:
     return names
 
 
+def _gates(raw: str) -> tuple[tuple[str, float], ...]:
+    """Comma-separated `channel=percent` pairs ("-": no channel gated), each channel once, each percent
+    finite and from 0 to 1000."""
+    if raw.strip() == "-":
+        return ()
+    gates: dict[str, float] = {}
+    for part in (p.strip() for p in raw.split(",") if p.strip()):
+        name, eq, pct = (x.strip() for x in part.partition("="))
+        value = float(pct) if eq else math.nan
+        if name in gates or not _names(name) or not (math.isfinite(value) and 0 <= value <= 1000):
+            raise ValueError(raw)
+        gates[name] = value
+    if not gates:
+        raise ValueError(raw)
+    return tuple(sorted(gates.items()))
+
+
+def _tolerance(raw: str) -> float:
+    value = float(raw)
+    if not (math.isfinite(value) and 0 <= value <= 1000):
+        raise ValueError(raw)
+    return value
+
+
+def spelled(value: Any) -> Any:
+    """A tuple setting as its variable spells it: names or `name=number` pairs, by commas ("-": none)."""
+    if not isinstance(value, tuple):
+        return value
+    return ",".join(f"{v[0]}={v[1]:g}" if isinstance(v, tuple) else str(v) for v in value) or "-"
+
+
 def _rate(raw: str) -> float:
     value = float(raw)
-    if not (math.isfinite(value) and value >= 0):
+    if not (math.isfinite(value) and 0 <= value <= 1e6):
         raise ValueError(raw)
     return value
 
@@ -140,7 +203,7 @@ def _setting(default: Any, meaning: str, parse: Callable[[str], Any], accepts: s
 
 
 def _seconds_setting(default: float, meaning: str) -> Any:
-    return _setting(default, meaning, _seconds, "a number of seconds above 0")
+    return _setting(default, meaning, _seconds, "a number of seconds above 0, at most 604800 (a week)")
 
 
 def _choice_setting(choices: tuple[str, ...], meaning: str) -> Any:
@@ -199,7 +262,7 @@ class Settings:
         "seconds a compile lease lives without a heartbeat before another worker may take the build over (on the "
         "holder's own host, a waiter takes over at once once the holder's process is gone); at least 2 heartbeats",
         _seconds,
-        "a number of seconds above 0",
+        "a number of seconds above 0, at most 604800 (a week)",
         shown="30 (3 heartbeats)",
     )
     lease_handoff_s: float = _seconds_setting(
@@ -219,7 +282,7 @@ class Settings:
         "MB/s below which a transfer of 256 MiB or more (store upload or download, Hub download) logs one warning "
         "naming the likely cause (one flow, small parts, no hf_xet); 0: never",
         _rate,
-        "a number of MB/s, 0 or above",
+        "a number of MB/s from 0 to 1000000",
     )
     hub_registry: str | None = _setting(
         None,
@@ -243,6 +306,33 @@ class Settings:
         _names,
         "channel names separated by commas, or - for none",
         shown="stable",
+    )
+    smoke_repetitions: int = _count_setting(
+        5,
+        1,
+        100,
+        "the smoke test's measured repetitions of each figure (time to first token at a short and a long prompt, "
+        "per-output-token latency), after its warm-up: each figure's median, p10/p90 and spread are over them",
+    )
+    smoke_warmup: int = _count_setting(
+        1, 0, 20, "the smoke test's unrecorded warm-up rounds before its measured repetitions"
+    )
+    regression_gates: tuple[tuple[str, float], ...] = _setting(
+        (("stable", 5.0),),
+        "the release channels that refuse a promotion past a regression, each with its threshold: a build whose "
+        "speed figure is worse than the build the channel serves by more than this percent and beyond either "
+        "measurement's noise, or whose numerics differ, is refused unless the move accepts it "
+        "(`promote --accept-regression`)",
+        _gates,
+        "channel=percent pairs (0 to 1000) separated by commas, or - for none",
+        shown="stable=5",
+    )
+    numerics_tolerance: float = _setting(
+        0.05,
+        "the largest difference between two builds' logits of one token that is not a numerics difference (a "
+        "generated token that disagrees always is one)",
+        _tolerance,
+        "a number from 0 to 1000",
     )
     quant_kernel: Literal["auto", "compiled", "eager"] = _choice_setting(
         QUANT_KERNELS,
@@ -296,6 +386,10 @@ class Settings:
         """Whether the field `name` was set in the environment (not its default)."""
         return name in self.from_environment
 
+    def regression_gate(self, channel: str) -> float | None:
+        """The slowdown, in percent, beyond which `channel` refuses a build (None: it is not gated)."""
+        return dict(self.regression_gates).get(channel)
+
     def toolchain_python_for(self, release: str) -> tuple[str, str] | None:
         """(interpreter, the variable that named it) for an SDK release: the release's own variable, else
         NEURONFORGE_TOOLCHAIN_PYTHON, else None (the profile's declared interpreter)."""
@@ -336,7 +430,7 @@ def current(environ: Mapping[str, str] | None = None) -> Settings:
     for name, spec in SETTINGS.items():
         if name != "toolchain_pythons" and (raw := env.get(variable(name), "").strip()):
             try:
-                values[name] = spec.parse(raw)
+                values[name] = spec.parse(_one_line(raw))
             except ValueError:
                 problems.append(_problem(name, raw))
     prefix = f"{TOOLCHAIN_PYTHON_VAR}_"
@@ -344,7 +438,7 @@ def current(environ: Mapping[str, str] | None = None) -> Settings:
     for var, raw in sorted(env.items()):
         if var.startswith(prefix) and raw.strip():
             try:
-                releases[var.removeprefix(prefix)] = _local(raw.strip())
+                releases[var.removeprefix(prefix)] = _local(_one_line(raw.strip()))
             except ValueError:
                 problems.append(_problem("toolchain_pythons", raw.strip(), var))
     if releases:
@@ -403,7 +497,8 @@ def quoted(raw: str) -> str:
     """A setting's value as its refusal quotes it: masked (`common.secrets`: a Hub URL with a token, a
     store URI with keys, a presigned query) before it is quoted: `repr` escapes a control character
     into a backslash, where the masking rule would stop, showing what follows."""
-    return repr(mask_credentials(raw))
+    shown = repr(mask_credentials(raw))
+    return shown if len(shown) <= 100 else f"{shown[:80]}…({len(raw)} characters)"
 
 
 def shown_default(name: str) -> str:
@@ -449,8 +544,7 @@ def effective(s: Settings | None = None) -> list[Effective]:
             source = f"derived from {variable('lease_heartbeat_s')}"
         else:
             source = "default"
-        if isinstance(value, tuple):  # names, as the variable spells them ("-": none)
-            value = ",".join(value) or "-"
+        value = spelled(value)  # a tuple as the variable spells it
         rows.append(Effective(var, str(value) if isinstance(value, Path) else value, source))
     return rows
 
@@ -483,11 +577,31 @@ READ_ELSEWHERE: dict[str, tuple[str, str]] = {
         "a release channel's launch/resolve.sh, in a pod of its k8s-init-container.yaml (which sets it)",
         "the physical NeuronCores of the pod's whole Neuron devices: a build that needs more is refused",
     ),
+    TEST_DECODE_DELAY_VAR: (
+        "the cpu backend's smoke child (neuronforge/compilation/backends/cpu.py): a test hook, never a user setting",
+        "seconds its loader sleeps in each forward pass (prefill and every decode step), so that a test can build a "
+        "deliberately slower build of the same key (it is no input to the compile)",
+    ),
     f"{ENV_PREFIX}PARENT_PID": (
         "a toolchain child (neuronforge_toolchain/orphan.py), set by the worker that starts it",
         "the worker's pid: the child ends with that worker, even a SIGKILLed one (Linux's parent-death signal)",
     ),
 }
+
+
+def test_decode_delay_s(environ: Mapping[str, str] | None = None) -> float:
+    """`NEURONFORGE_TEST_DECODE_DELAY_S` (`READ_ELSEWHERE`): a test hook, not a setting — the seconds the
+    cpu backend's smoke child sleeps in each forward pass; 0 unset. Read here, the one reader of
+    `NEURONFORGE_*` variables, by the child only: it is no input to a compile or a cache key."""
+    raw = (os.environ if environ is None else environ).get(TEST_DECODE_DELAY_VAR, "").strip()
+    if not raw:
+        return 0.0
+    try:
+        return _rate(raw)
+    except ValueError:
+        raise InvalidInput(
+            f"{TEST_DECODE_DELAY_VAR}={quoted(raw)} is not a number of seconds, 0 or above (a test hook: unset it)"
+        ) from None
 
 
 def home() -> Path:

@@ -95,10 +95,13 @@ def shown_json(value: Any) -> Any:
 
 
 def _shown_error(exc: UnicodeError) -> tuple[str, int]:
-    """A codec error handler (`SHOWN`): what cannot be encoded becomes `shown`'s escape, never an error."""
+    """A codec error handler (`SHOWN`): what cannot be encoded becomes `shown`'s escape (a lone
+    surrogate: the byte it stands for), and a character the stream's encoding lacks (`·` or `é` on an
+    ASCII terminal, `LC_ALL=C`) its `\\xNN`/`\\uNNNN` escape — never an error."""
     if not isinstance(exc, UnicodeEncodeError):
         raise exc
-    return shown(exc.object[exc.start : exc.end]), exc.end
+    part = shown(exc.object[exc.start : exc.end])
+    return part.encode("ascii", "backslashreplace").decode("ascii"), exc.end
 
 
 SHOWN = "neuronforge-shown"  # `text.encode("utf-8", SHOWN)`, `stream.reconfigure(errors=SHOWN)`

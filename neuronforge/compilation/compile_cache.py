@@ -166,16 +166,16 @@ class CompileCache:
         path = self.entry(name)
         shutil.rmtree(path, ignore_errors=True)
         path.mkdir(parents=True)
-        (path / "compile_flags.json").write_text(json.dumps(flags, sort_keys=True) + "\n")
+        (path / "compile_flags.json").write_text(json.dumps(flags, sort_keys=True) + "\n", encoding="utf-8")
         return path
 
     @staticmethod
     def commit(path: Path) -> None:
-        (path / DONE).write_text("")
+        (path / DONE).write_text("", encoding="utf-8")
 
     @staticmethod
     def fail(path: Path, error: str) -> None:
-        (path / FAILED_LOG).write_text(error)
+        (path / FAILED_LOG).write_text(error, encoding="utf-8")
 
     def entries(self) -> list[Path]:
         return sorted(p for p in self.local.glob("MODULE_*") if p.is_dir()) if self.local.is_dir() else []

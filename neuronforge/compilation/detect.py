@@ -46,5 +46,5 @@ def detect_runtime() -> dict[str, str]:
     """Neuron runtime, collectives and driver versions on this host (recorded, never keyed)."""
     found = {p: v for p in RUNTIME_PACKAGES if (v := os_package_version(p))}
     if DRIVER_VERSION_FILE.exists():
-        found["neuron-driver"] = DRIVER_VERSION_FILE.read_text().strip()
+        found["neuron-driver"] = DRIVER_VERSION_FILE.read_text(encoding="utf-8").strip()
     return found

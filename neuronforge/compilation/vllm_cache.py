@@ -70,7 +70,7 @@ def entry_problems(entry: Path) -> list[str]:
         out.append(f"{key}/.artifact_metadata_v0.json: missing")
     for meta in metas:
         try:
-            recorded = json.loads(meta.read_text()).get("cache_key")
+            recorded = json.loads(meta.read_text(encoding="utf-8")).get("cache_key")
         except (OSError, ValueError, AttributeError):
             recorded = None
         if recorded != key:

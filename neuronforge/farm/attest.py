@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Literal
 from neuronforge.artifacts import attestations
 from neuronforge.artifacts.opening import open_published
 from neuronforge.artifacts.published import Damage
+from neuronforge.common import advice
 from neuronforge.common.errors import ExitCode, InvalidInput, NeuronforgeError, StoreError
 from neuronforge.farm import upgrade_decisions
 from neuronforge.profiles import release_table
@@ -115,7 +116,9 @@ def attest_build(store: ArtifactStore, key: str, release: str, work_dir: Path) -
         else:  # in R's interpreter: R's runtime is what is proven
             result = smoke_published(store, manifest, payload, work_dir, serving_python(manifest, release))
             said = f"{result.reason}; {decided.sentence()}"
-            attestation = _attestation(manifest, release, "re-smoke", result.passed, said)
+            attestation = _attestation(
+                manifest, release, "re-smoke", result.passed, said, measurement=result.measurement
+            )
     finally:
         shutil.rmtree(payload, ignore_errors=True)
     attestations.attest(store, key, attestation)
@@ -145,10 +148,10 @@ def reverify(
             f"build {manifest.cache_key[:12]}: {decided.sentence()}, but profile {profile.ref} has no re-trace of "
             f"its consumer: rebuild it on {release}"
         )
-    passed, said = found.hit, found.sentence()
+    passed, said, measured = found.hit, found.sentence(), None
     if found.hit:
         result = smoke_published(store, manifest, payload, work_dir, python)
-        passed, said = result.passed, f"{said}; {result.reason}"
+        passed, said, measured = result.passed, f"{said}; {result.reason}", result.measurement
     return _attestation(
         manifest,
         release,
@@ -157,6 +160,7 @@ def reverify(
         f"{said} (in {python.path}); {decided.sentence()}",
         keys_found=list(found.found),
         keys_missing=list(found.missing),
+        measurement=measured,
     )
 
 
@@ -214,7 +218,10 @@ def download(store: ArtifactStore, prefix: str, manifest: ArtifactManifest, fold
     store.get_files(pairs, total_bytes=sum(f.size for f in manifest.files))
     for f, (_, local) in zip(manifest.files, pairs, strict=True):
         if local.stat().st_size != f.size or sha256_file(local) != f.sha256:
-            raise StoreError(f"{store.uri(prefix)}/{f.path} does not match its manifest: `neuronforge verify` it")
+            raise StoreError(
+                f"{store.uri(prefix)}/{f.path} does not match its manifest: "
+                f"{advice.command('verify', manifest.cache_key[:12], store=store.root_uri)} checks every file of it"
+            )
     return folder
 
 
@@ -231,11 +238,10 @@ def smoke_published(
     from neuronforge.compilation.compile_cache import CompileCache
     from neuronforge.pipeline.stages.smoke import SmokeInput, probe_host, smoke_test
     from neuronforge.profiles.registry import get_profile
-    from neuronforge.spec.target import TargetSpec
 
     assert manifest.profile is not None
     profile = get_profile(manifest.profile.ref)
-    target = TargetSpec.from_key_material(manifest.request)
+    target = manifest.target_spec()
     host = probe_host(target) if profile.neuron else None
     load = profile.smoke_load(payload)
     cache_root = work_dir / "attest-cache" / manifest.cache_key[:12]
@@ -244,6 +250,5 @@ def smoke_published(
     cache = CompileCache(cache_root, tc.compiler, tc.compiler_version, store)
     if load.cache_entries:
         cache.preseed(list(load.cache_entries))
-    result = smoke_test(SmokeInput(payload, load, profile.backend.name, cache, python or profile.python()))
-    result.host = host
-    return result
+    python = python or profile.python()
+    return smoke_test(SmokeInput(payload, load, profile.backend.name, cache, python, target=target, host=host))

@@ -32,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from neuronforge.common import advice
 from neuronforge.common.errors import InvalidInput
 from neuronforge.common.spelling import did_you_mean
 from neuronforge.profiles.registry import pin as pin_profile
@@ -39,6 +40,12 @@ from neuronforge.spec.target import LEGACY_BACKENDS, TargetSpec
 
 ENTRY_FIELDS = {"source", "config", "pin", "targets"}
 PIN_FIELDS = {"compilers"}
+# A catalog a person writes: thousands of models fit in a few MiB. Larger is not a catalog.
+MAX_BYTES = 8 * 1024 * 1024
+# YAML nodes once every alias is expanded: anchors for shared targets stay far below it; a nest of
+# aliases (each a list of the one before: a "billion laughs") would expand into memory exhaustion.
+MAX_NODES = 200_000
+CONFIG_MAX_BYTES = 16 * 1024 * 1024  # a model's config.json: a few KiB (`config:` may name anything)
 
 
 def default_path() -> Path:
@@ -83,6 +90,72 @@ def _mapping(node: yaml.Node) -> dict[str, tuple[yaml.Node, yaml.Node]]:
     return {k.value: (k, v) for k, v in node.value} if isinstance(node, yaml.MappingNode) else {}
 
 
+def read_text(path: Path, max_bytes: int, what: str) -> str:
+    """A file a person wrote, as strict UTF-8 text of at most `max_bytes` bytes: InvalidInput naming
+    the file and the problem otherwise (a folder, a device, another encoding, too large)."""
+    try:
+        with path.open("rb") as f:
+            raw = f.read(max_bytes + 1)
+    except FileNotFoundError:
+        raise InvalidInput(f"{what} {path} does not exist") from None
+    except IsADirectoryError:
+        raise InvalidInput(f"{what} {path} is a folder; name a file") from None
+    except OSError as exc:
+        raise InvalidInput(f"{what} {path} cannot be read: {exc.strerror or exc}") from None
+    if len(raw) > max_bytes:
+        raise InvalidInput(f"{what} {path} is larger than {max_bytes // (1024 * 1024)} MiB; it is not one")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{what} {path} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+
+
+def _expanded(root: yaml.Node) -> int:
+    """How many nodes `root` holds with every alias expanded (a shared node counted each time it is
+    used), counted without expanding anything."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        if id(node) in sizes:
+            return sizes[id(node)]
+        sizes[id(node)] = 1  # a recursive alias counts once
+        if isinstance(node, yaml.SequenceNode):
+            n = 1 + sum(size(c) for c in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            n = 1 + sum(size(k) + size(v) for k, v in node.value)
+        else:
+            n = 1
+        sizes[id(node)] = min(n, MAX_NODES + 1)
+        return sizes[id(node)]
+
+    return size(root)
+
+
+def _duplicates(root: yaml.Node) -> list[tuple[int, str]]:
+    """(line, key) of every key given twice in one mapping (YAML would keep the last, silently)."""
+    out, seen, todo = [], set(), [root]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            keys: set[str] = set()
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.tag != "tag:yaml.org,2002:merge":
+                    if k.value in keys:
+                        out.append((_line(k), k.value))
+                    keys.add(k.value)
+                todo += [k, v]
+        elif isinstance(node, yaml.SequenceNode):
+            todo += node.value
+    return sorted(out)
+
+
+def _text_node(node: yaml.Node) -> bool:
+    return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:str" and bool(node.value.strip())
+
+
 def load_catalog(path: Path) -> CatalogReport:
     """Parse and validate the catalog's structure and targets (no planning)."""
     report = CatalogReport(path)
@@ -91,14 +164,18 @@ def load_catalog(path: Path) -> CatalogReport:
     def problem(line: int, message: str) -> None:
         report.problems.append(f"{where}:{line}: {message}")
 
+    text = read_text(path, MAX_BYTES, "catalog")
     try:
-        root = yaml.compose(path.read_text())
-    except FileNotFoundError:
-        raise InvalidInput(f"catalog {path} does not exist") from None
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem(mark.line + 1 if mark else 1, f"not valid YAML: {getattr(exc, 'problem', exc)}")
         return report
+    if root is not None and _expanded(root) > MAX_NODES:
+        problem(1, f"expands to more than {MAX_NODES} YAML nodes through its aliases; write it without nested anchors")
+        return report
+    for line, key in _duplicates(root) if root is not None else ():
+        problem(line, f"{key!r} is given twice in one mapping (YAML would silently keep the last); keep one")
     top = _mapping(root)
     if set(top) != {"models"} or not isinstance(top["models"][1], yaml.SequenceNode):
         problem(_line(root) if root else 1, "the catalog is a mapping with one key, `models:`, holding a list")
@@ -113,19 +190,25 @@ def load_catalog(path: Path) -> CatalogReport:
                     _line(key_node),
                     f"unknown field {name!r}{did_you_mean(name, ENTRY_FIELDS)}; an entry has {sorted(ENTRY_FIELDS)}",
                 )
-        if "source" not in fields or not isinstance(fields["source"][1], yaml.ScalarNode):
+        if "source" not in fields or not _text_node(fields["source"][1]):
             problem(line, "an entry needs `source:` (Hub id[@revision], s3:// prefix or folder)")
             continue
         entry = CatalogEntry(fields["source"][1].value, line)
         if "config" in fields:
-            entry.config = (path.parent / fields["config"][1].value).resolve()
+            if _text_node(fields["config"][1]):
+                entry.config = (path.parent / fields["config"][1].value).resolve()
+            else:
+                problem(_line(fields["config"][1]), "config: the path of a config.json file (text)")
         if "pin" in fields:
             pin = yaml.safe_load(yaml.serialize(fields["pin"][1]))
             unknown = set(pin or {}) - PIN_FIELDS if isinstance(pin, dict) else {"<not a mapping>"}
+            compilers = pin.get("compilers", []) if isinstance(pin, dict) else []
             if unknown:
                 problem(_line(fields["pin"][1]), f"pin: unknown field(s) {sorted(unknown)}; use `compilers: [...]`")
+            elif not isinstance(compilers, list) or not all(isinstance(v, str) and v.strip() for v in compilers):
+                problem(_line(fields["pin"][1]), 'pin.compilers: a list of compiler versions, e.g. ["2.21.33363.0"]')
             else:
-                entry.pinned_compilers = tuple(str(v) for v in pin.get("compilers", []))
+                entry.pinned_compilers = tuple(compilers)
         target_nodes = fields.get("targets", (None, None))[1]
         if not isinstance(target_nodes, yaml.SequenceNode) or not target_nodes.value:
             problem(line, f"{entry.source}: `targets:` must be a non-empty list")
@@ -161,12 +244,12 @@ def _removed_fields(raw: dict[str, Any]) -> list[str]:
     out = []
     if "backend" in raw:
         legacy = LEGACY_BACKENDS.get(str(raw["backend"]))
-        fix = f"write `profile: {legacy}`" if legacy else "name a `profile` (`neuronforge profiles` lists them)"
+        fix = f"write `profile: {legacy}`" if legacy else f"name a `profile` ({advice.command('profiles')} lists them)"
         out.append(f"`backend: {raw['backend']}` was replaced by `profile` (it fixes the backend and toolchain); {fix}")
     if "publish_formats" in raw:
         out.append(
             "`publish_formats` was removed: the target's profile decides what is published "
-            "(`neuronforge profiles` shows what each publishes); drop the field"
+            f"({advice.command('profiles')} shows what each publishes); drop the field"
         )
     return out
 
@@ -180,17 +263,26 @@ def config_for(entry: CatalogEntry) -> dict[str, Any] | str:
     from neuronforge.spec.source import ModelSource
 
     if entry.config is not None:
-        return json.loads(entry.config.read_text())
+        config = json.loads(read_text(entry.config, CONFIG_MAX_BYTES, "config"))
+        if not isinstance(config, dict):
+            raise InvalidInput(
+                f"config {entry.config} holds a JSON {type(config).__name__}, not a model's config object"
+            )
+        return config
     source = ModelSource.parse(entry.source)
     if source.kind == "builtin":
-        return json.loads((local_folder(source) / "config.json").read_text())
+        return json.loads((local_folder(source) / "config.json").read_text(encoding="utf-8"))
     if source.kind == "local":
         config = Path(source.location) / "config.json"
-        return json.loads(config.read_text()) if config.is_file() else f"{config} does not exist on this host"
+        return (
+            json.loads(config.read_text(encoding="utf-8"))
+            if config.is_file()
+            else f"{config} does not exist on this host"
+        )
     if source.kind == "s3":
         return "an s3:// source's config.json is not read at check time"
     try:
-        return json.loads(hub_file(source, "config.json").read_text())
+        return json.loads(hub_file(source, "config.json").read_text(encoding="utf-8"))
     except NeuronforgeError as exc:
         return str(exc)
 

@@ -58,7 +58,6 @@ if TYPE_CHECKING:
     from neuronforge.farm.upgrades import Upgrade
     from neuronforge.records.attestation import Attestation
 
-COMPILE_DAG = "neuronforge_compile_publish"
 DEFAULT_QUEUE = "default"  # where the cpu profile's tasks (and its toolchain detection) run
 
 # Status of a catalog target under the current toolchain.
@@ -87,6 +86,7 @@ class TargetState:
     outcome_detail: str = ""  # rebuilt: manifest URI; failed: stage and error; running: lease holder
     upgrade: dict[str, Any] | None = None  # `upgrades.Upgrade` for the release aimed at (JSON)
     migrated_from: str = ""  # a migration's row: the slug and profile of the target it moves off
+    speed: dict[str, Any] | None = None  # rebuilt or re-smoked: against `stable` (`speed.against_stable`)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -671,6 +671,7 @@ class Report:
                 )
         lines += feed_markdown((self.sdk or {}).get("feed"))
         lines += upgrade_markdown(self.release, self.states)
+        lines += speed_markdown(self.states)
         header = "| # | model | target | profile | status | outcome | published for | stale for | detail |"
         lines += ["", "## Targets", "", header, "|---" * 9 + "|"]
         for s in sorted(self.states, key=lambda s: s.order):
@@ -763,6 +764,23 @@ def upgrade_markdown(release: str, states: list[TargetState]) -> list[str]:
         return []
     head = ["", f"## Upgrade to Neuron SDK {release}", ""]  # its summary line leads the report
     return [*head, *[f"- {line}" for line in lines]]
+
+
+def speed_line(s: TargetState) -> str:
+    """Row `s`'s speed against the channel its report compares with ("" when not compared)."""
+    if not s.speed:
+        return ""
+    return f"speed against {s.speed['channel']}: {s.speed['verdict']}: {s.speed['summary']}"
+
+
+def speed_markdown(states: list[TargetState]) -> list[str]:
+    """The report's speed section: each rebuilt or re-smoked row against what `stable` serves."""
+    said = [
+        f"- {s.source} {s.slug} ({s.profile}): {speed_line(s)}"
+        for s in sorted(states, key=lambda s: s.order)
+        if s.speed
+    ]
+    return ["", "## Speed against what `stable` serves", "", *said] if said else []
 
 
 def write_report(store: ArtifactStore, report: Report) -> dict[str, str]:

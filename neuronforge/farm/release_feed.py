@@ -27,7 +27,10 @@ from pydantic import ValidationError
 
 from neuronforge.artifacts import layout, release_entries
 from neuronforge.artifacts.channels import mover, now
+from neuronforge.common import advice
+from neuronforge.common.deployment_names import RECOMPILE_DAG
 from neuronforge.common.errors import InvalidInput, NeuronforgeError, ServiceUnreachable
+from neuronforge.common.one_line import one_line
 from neuronforge.profiles.lifecycle import Status, release_key, series
 from neuronforge.profiles.release_manifest import (
     MAX_BYTES,
@@ -180,7 +183,7 @@ def _entry(release: ManifestRelease, manifest: ReleaseManifest) -> SdkReleaseEnt
         version=release.version,
         date_note=f"the release manifest gives no release date (the manifest is of {manifest.date or 'no date'})",
         sources=(own,),
-        notes=("read from AWS's release manifest; proposed by `neuronforge releases sync`",),
+        notes=("read from AWS's release manifest; proposed by the release feed (`releases sync`)",),
         packages=tuple(packages),
         own_sources={own: SourcePage(title=title, url=manifest.where, quote=f"sha256 {manifest.sha256}")},
     )
@@ -315,6 +318,12 @@ def sync(store: ArtifactStore, where: str | None = None, by: str = "", accept: s
     manifest = read_manifest(store, where)
     proposals, older = plan(manifest, known_table(store), by, at)
     result = SyncResult(_origin(manifest), older=older)
+    if accept and accept not in {p.version for p in proposals} and release_entries.get(store, accept) is None:
+        # refused before anything is written: a sync asked to accept what nobody proposed writes nothing
+        raise InvalidInput(
+            f"--accept {accept}: the manifest ({result.manifest.uri}) does not list SDK {accept} and the store holds "
+            f"no proposal of it: give a release the manifest lists, or leave --accept out"
+        )
     for proposal in proposals:
         result.releases.append(_write(store, proposal, by, at))
     if accept:
@@ -352,6 +361,8 @@ def decide(store: ArtifactStore, version: str, state: str, by: str, reason: str,
     """Accept (the release is known from now on: checked to extend the table first) or reject it.
     `same_as` (accepting): every package and line the manifest did not carry is taken as release
     `same_as` has it (`settle_same_as`), recorded with who decided."""
+    one_line("--reason", reason)
+    one_line("--by", by)
     by, at = by or mover(), now()
     held = release_entries.get(store, version)
     table = known_table(store, leaving=version)
@@ -361,7 +372,7 @@ def decide(store: ArtifactStore, version: str, state: str, by: str, reason: str,
             raise InvalidInput("--same-as settles what a release needs reviewed as it is accepted: give it to accept")
 
         def review(record: ProposedRelease) -> dict[str, Any]:
-            return settle_same_as(record, table, same_as, by, at)
+            return settle_same_as(record, table, same_as, by, at, store.root_uri)
 
     if state == ACCEPTED and held is not None:
         # refused here, before anything is written: the entry as settled must extend the table
@@ -374,16 +385,20 @@ def decide(store: ArtifactStore, version: str, state: str, by: str, reason: str,
 SETTLED_BY_ANOTHER_RELEASE = ("packages.", "lines.")
 
 
-def settle_same_as(record: ProposedRelease, table: Table, same_as: str, by: str, at: str) -> dict[str, Any]:
+def settle_same_as(
+    record: ProposedRelease, table: Table, same_as: str, by: str, at: str, store: str | None = None
+) -> dict[str, Any]:
     """The fields of `record` that settle, as release `same_as` of `table` has them, every package and
     line it needs reviewed (`SETTLED_BY_ANOTHER_RELEASE`): its `entry` with them, what still needs
     review, and the `reviewed` fields with who decided. A patch release's notes say "All other packages
     are the same as in Neuron <R>": this records that reading instead of leaving the package absent (an
-    absent package counts as changed, `upgrade_decisions`: the line would rebuild)."""
+    absent package counts as changed, `upgrade_decisions`: the line would rebuild). `store`: the URI of
+    the store the release is decided in, which the commands its refusals suggest read."""
     source = table.entry(same_as)
     if source is None or not source.released:
         raise InvalidInput(
-            f"--same-as {same_as}: not a release neuronforge knows; `neuronforge releases ls` lists the ones it does"
+            f"--same-as {same_as}: not a release neuronforge knows; {advice.command('releases ls', store=store)} lists "
+            "the ones it does"
         )
     if release_key(same_as) >= release_key(record.version):
         raise InvalidInput(f"--same-as {same_as}: not older than {record.version}; name the release it follows")
@@ -391,7 +406,7 @@ def settle_same_as(record: ProposedRelease, table: Table, same_as: str, by: str,
     if not settled:
         raise InvalidInput(
             f"SDK {record.version}: no package or line of it needs review, so --same-as {same_as} settles nothing; "
-            f"`neuronforge releases accept {record.version}` without it"
+            f"{advice.command('releases accept', record.version, store=store)} without it"
         )
     entry = record.entry
     packages, lines, cited = list(entry.packages), dict(entry.lines), set()
@@ -402,7 +417,7 @@ def settle_same_as(record: ProposedRelease, table: Table, same_as: str, by: str,
             if package is None:
                 raise InvalidInput(
                     f"--same-as {same_as}: SDK {same_as} lists no {name}, so it cannot settle {n.what} of "
-                    f"{record.version}; name a release that ships it (`neuronforge releases ls`)"
+                    f"{record.version}; name a release that ships it ({advice.command('releases ls', store=store)})"
                 )
             if all(p.name != package.name for p in packages):  # a line settled before may have brought it
                 packages.append(package)
@@ -508,17 +523,18 @@ def proposed(store: ArtifactStore) -> list[ProposedRelease]:
 
 
 def accept_command(version: str, store: ArtifactStore) -> str:
-    return f"neuronforge releases accept {version} --store {store.root_uri}"
+    """The command that accepts proposed release `version` of `store`, backticked (`advice.command`)."""
+    return advice.command("releases accept", version, store=store.root_uri)
 
 
 def proposed_line(record: ProposedRelease, store: ArtifactStore) -> str:
     """How a report names a proposed release: what needs review, and the command that accepts it."""
     review = ", ".join(n.what for n in record.needs_review)
     accept = accept_command(record.version, store)
-    return f"Neuron {record.version} proposed, needs review: {review}; accept with `{accept}`"
+    return f"Neuron {record.version} proposed, needs review: {review}; accept with {accept}"
 
 
-def sync_mirror(store: ArtifactStore, by: str = "neuronforge_recompile_on_upgrade") -> dict[str, Any] | None:
+def sync_mirror(store: ArtifactStore, by: str = RECOMPILE_DAG) -> dict[str, Any] | None:
     """The recompile DAG's sync, before it decides: from the store's mirror only (None when there is
     none: a task reads no network), and what the report says of it — the manifest, each release still
     proposed (`proposed_line`) or the problem. A sync that fails is the problem, never the run's failure."""

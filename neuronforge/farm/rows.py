@@ -74,6 +74,9 @@ class FarmRow:
     # lookup returned it right after (None: not registered).
     hub_registry: str = ""
     hub_registry_found: bool | None = None
+    # The charted part of its smoke measurement (`farm_index.entry.measured_summary`, read by `measured`):
+    # {"synthetic", "instance_type", "runtime_line", "figures": {name: {"median", "p10", "p90"}}}; None: none.
+    measured: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -157,6 +160,7 @@ def _row_of(store: ArtifactStore, e: Entry, newest: dict[str, str]) -> FarmRow:
         row.uris = format_uris(store, prefix, formats)
         names = [str(n) for n in launch] if isinstance(launch, list) else []
         row.launch = {name: store.uri(f"{prefix}/launch/{name}") for name in names}
+        row.measured = measured(p.get("measured"))
         registry = p.get("hub_registry")
         if isinstance(registry, dict) and isinstance(registry.get("repo"), str):
             row.hub_registry = registry["repo"]
@@ -179,6 +183,24 @@ def _row_of(store: ArtifactStore, e: Entry, newest: dict[str, str]) -> FarmRow:
     elif row.status == "building" and e.building is not None:
         row.message, row.at = f"lease held by {e.building.get('holder', '?')}", str(e.building.get("at", ""))
     return row
+
+
+def measured(summary: Any) -> dict[str, Any] | None:
+    """A row's `measured` from its stored summary, number by number: a figure whose median, p10 or p90 is
+    not a finite non-negative number (a forged row) is left out, never the row."""
+    if not isinstance(summary, dict) or not isinstance(summary.get("figures"), dict):
+        return None
+    figures = {}
+    for name, values in summary["figures"].items():
+        numbers = [finite(v, 0.0) for v in values] if isinstance(values, list) and len(values) == 3 else [None]
+        if isinstance(name, str) and None not in numbers:
+            figures[name] = dict(zip(("median", "p10", "p90"), numbers, strict=True))
+    return {
+        "synthetic": summary.get("synthetic") is True,
+        "instance_type": str(summary.get("instance_type", "")),
+        "runtime_line": str(summary.get("runtime_line", "")),
+        "figures": figures,
+    }
 
 
 @dataclass

@@ -121,8 +121,10 @@ def target_release(release: str | None) -> str:
     one neuronforge's data knows. A malformed one is `InvalidInput`."""
     if release is None or not str(release).strip():
         return latest_release().version
+    from neuronforge.records.sdk_release import VERSION
+
     text = str(release).strip()
-    if not all(part.isdigit() for part in text.split(".")) or text.count(".") not in (1, 2):
+    if not VERSION.fullmatch(text):
         raise InvalidInput(f"SDK release {text!r}: give it as 2.33 or 2.33.0")
     return text
 

@@ -47,7 +47,7 @@ def installed_head() -> str | None:
     parents: set[str] = set()
     for folder in folders:
         for script in (Path(folder) / "migrations" / "versions").glob("*.py"):
-            text = script.read_text(errors="replace")
+            text = script.read_text(errors="replace", encoding="utf-8")
             if (rev := _REVISION.search(text)) is None:
                 continue
             revisions.add(rev[1])
@@ -71,7 +71,7 @@ def sqlite_file(home: Path, env: dict[str, str]) -> Path | None:
         return None
     cfg = configparser.ConfigParser(interpolation=None, strict=False)
     try:
-        cfg.read_string((home / "airflow.cfg").read_text())
+        cfg.read_string((home / "airflow.cfg").read_text(encoding="utf-8"))
         url = cfg.get("database", "sql_alchemy_conn", fallback="")
     except (OSError, configparser.Error):
         return None
@@ -118,28 +118,33 @@ def current_revision(home: Path, env: dict[str, str], pool: str, slots: int) -> 
     return head
 
 
-def record_migrated(home: Path, env: dict[str, str]) -> None:
-    """After a migration (and the pool) finished: this home's DB is current under this fingerprint."""
+def record_migrated(home: Path, env: dict[str, str], before: dict | None = None) -> None:
+    """After a migration (and the pool) finished: this home's DB is current under this fingerprint,
+    and still under those `before` (the stamp `forget` took away) held for the same revision — so a DB
+    `make demo` made current stays current for `make airflow` and back (their variables differ)."""
     db, head = sqlite_file(home, env), installed_head()
     if db is None or head is None or not db.is_file():
         return
-    stamp = _read_stamp(home)
+    stamp = before if before is not None else _read_stamp(home)
     known = stamp.get("fingerprints", []) if stamp.get("revision") == head else []
     mark = fingerprint(home, env, db, head)
     stamp = {"revision": head, "fingerprints": [*[f for f in known if f != mark], mark][-8:]}
     tmp = home / f".{STAMP}.tmp"
-    tmp.write_text(json.dumps(stamp))
+    tmp.write_text(json.dumps(stamp), encoding="utf-8")
     os.replace(tmp, home / STAMP)
 
 
-def forget(home: Path) -> None:
-    """Before a migration: whatever it leaves behind if it fails is not known to be current."""
+def forget(home: Path) -> dict:
+    """Before a migration: whatever it leaves behind if it fails is not known to be current. Returns
+    the stamp it removed, for `record_migrated` to keep once the migration has finished."""
+    stamp = _read_stamp(home)
     (home / STAMP).unlink(missing_ok=True)
+    return stamp
 
 
 def _read_stamp(home: Path) -> dict:
     try:
-        stamp = json.loads((home / STAMP).read_text())
+        stamp = json.loads((home / STAMP).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return stamp if isinstance(stamp, dict) and isinstance(stamp.get("fingerprints", []), list) else {}

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from neuronforge.common import progress, settings
+from neuronforge.common.deployment_names import COMPILE_DAG
 from neuronforge.common.errors import InvalidInput
 from neuronforge.common.secrets import mask_logs, print_line
 from neuronforge.interfaces import local_airflow
@@ -32,7 +33,7 @@ from neuronforge.pipeline.planner import plan
 from neuronforge.spec.modelconfig import ModelArch
 from neuronforge.spec.target import TargetSpec
 
-DAG_ID = "neuronforge_compile_publish"
+DAG_ID = COMPILE_DAG
 FIRST = f"airflow dags test {DAG_ID} on the embedded default"
 # run 1's announcement, by what the store holds before it (`already_published`): True, False, unknown
 INTRO_FIRST = {
@@ -80,7 +81,7 @@ def run_dag(conf: str, log: Path, what: str) -> DagRun:
     result = DagRun(rc=0, seconds=0.0, log=log)
     with (
         progress.step(what) as step,
-        open(log, "w") as out,
+        open(log, "w", encoding="utf-8") as out,
         subprocess.Popen(
             [str(exe), "dags", "test", DAG_ID, "--conf", conf],
             env=local_airflow.airflow_env(),
@@ -191,7 +192,7 @@ def demo() -> int:
     print("\nIts consumer's load-time rules, re-checked on a downloaded copy:")
     cli(["verify", cold.manifest_uri])
     print("\nThe serving profiles (the Neuron ones compile on Neuron workers):")
-    cli(["profiles"])
+    cli(["profiles", "--brief"])
 
     big = ModelArch.from_config(LLAMA_3_1_8B)
     print("\nThe planner on a real config (meta-llama/Llama-3.1-8B, bf16, 4096 tokens):")
@@ -202,7 +203,16 @@ def demo() -> int:
         memory = next(c for c in plan(big, t).checks if c.name == "memory")
         print(f"  tp={tp}: {memory.message}")
     print(f"\nTimings: {timings(cold, hit)}")
+    print(NEXT)
     return 0
+
+
+NEXT = """
+Next:
+  make airflow                      the Airflow UI: trigger a build from its form, browse the catalog
+  neuronforge profiles              every serving profile, its lifecycle per instance family, its sources
+  neuronforge plan --help           will a model fit a target, and if not, what would
+  docs/releasing.md                 approve, promote and roll back builds by release channel"""
 
 
 def timings(cold: DagRun, hit: DagRun) -> str:

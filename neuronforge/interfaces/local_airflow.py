@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from neuronforge.common import interrupts, settings
+from neuronforge.common.deployment_names import NEURON_POOL
 from neuronforge.common.errors import InvalidInput
 from neuronforge.common.secrets import print_line
 from neuronforge.interfaces import airflow_db
@@ -42,7 +43,7 @@ from neuronforge.interfaces import airflow_db
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
 USER = "admin"
-POOL = "neuron_cores"  # neuronforge_airflow/policies/routing.py's pool (the Neuron tasks take tp slots of it)
+POOL = NEURON_POOL  # neuronforge_airflow/policies/routing.py's pool (the Neuron tasks take tp slots of it)
 POOL_SLOTS = 2  # the NeuronCores of one inf2.xlarge
 PARALLELISM = 4  # task slots of the local deployment (AIRFLOW__CORE__PARALLELISM overrides)
 STOP_GRACE_S = 8.0  # SIGTERM, then this long before SIGKILL (they log their exit at once, then linger)
@@ -111,7 +112,7 @@ def airflow_env(home: Path | None = None, port: int | None = None) -> dict[str, 
 
 def run_airflow(*args: str, env: dict[str, str], log: Path | None = None) -> int:
     """`airflow <args>` of this venv, its output to `log` (or nowhere); its exit code."""
-    out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115 - closed below
+    out = open(log, "w", encoding="utf-8") if log else subprocess.DEVNULL  # noqa: SIM115 - closed below
     try:
         cmd = [str(bin_dir() / "airflow"), *args]
         return subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
@@ -132,14 +133,14 @@ def init_home(home: Path, env: dict[str, str]) -> str | None:
     )
     if (revision := airflow_db.current_revision(home, env, POOL, POOL_SLOTS)) is not None:
         return revision
-    airflow_db.forget(home)
+    before = airflow_db.forget(home)
     log = home / "db-migrate.log"
     if run_airflow("db", "migrate", env=env, log=log) != 0:
         raise InvalidInput(f"airflow db migrate failed in {home}; see {log}")
     described = "NeuronCores of this host (compile and smoke tasks)"
     if run_airflow("pools", "set", POOL, str(POOL_SLOTS), described, env=env) != 0:
         raise InvalidInput(f"airflow pools set {POOL} failed in {home}")
-    airflow_db.record_migrated(home, env)
+    airflow_db.record_migrated(home, env, before)
     return None
 
 
@@ -159,7 +160,7 @@ def admin_password(home: Path) -> str:
     written there (owner-only) before the api-server starts, which keeps it."""
     path = password_file(home)
     try:
-        known = json.loads(path.read_text())
+        known = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         known = {}
     if isinstance(known, dict) and isinstance(known.get(USER), str) and known[USER]:
@@ -198,7 +199,7 @@ class Deployment:
         logs = self.home / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         for name, args in COMPONENTS.items():
-            with open(logs / f"{name}.out", "w") as out:
+            with open(logs / f"{name}.out", "w", encoding="utf-8") as out:
                 # own session: the terminal's Ctrl+C reaches only us, and we stop them in order
                 self.procs[name] = subprocess.Popen(
                     [str(bin_dir() / "airflow"), name, *args],
@@ -260,7 +261,7 @@ def _healthy(url: str) -> bool:
 
 def _tail(path: Path, lines: int = 15) -> str:
     try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+        return "\n".join(path.read_text(errors="replace", encoding="utf-8").splitlines()[-lines:])
     except OSError:
         return ""
 
@@ -279,9 +280,11 @@ def serve(port: int = DEFAULT_PORT, home: Path | None = None) -> int:
         print("preparing the database ...", flush=True)
         print(said(init_home(home, env)), flush=True)
         if not settings.current().from_env("store"):  # the default store: an empty one until the first run
-            from neuronforge.stores import open_store
+            from neuronforge.stores import local_folder
 
-            open_store(env["NEURONFORGE_STORE"])
+            # a store's folder is made by its first write; the catalog reads it before any run, and
+            # reading a store that does not exist is an error (a mistyped path), so it is made here
+            local_folder(env["NEURONFORGE_STORE"]).mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
         password = admin_password(home)
         deployment.start(env)
         print(f"starting {', '.join(COMPONENTS)} (logs: {home / 'logs'}/<component>.out) ...", flush=True)

@@ -36,7 +36,7 @@ WHAT = (
 def dockerfile_defaults(root: Path = ROOT) -> dict[str, str]:
     """The worker Dockerfile's ARG defaults (`${VAR}` left as written)."""
     out = {}
-    for line in (root / DOCKERFILE).read_text().splitlines():
+    for line in (root / DOCKERFILE).read_text(encoding="utf-8").splitlines():
         m = re.fullmatch(r"ARG (\w+)=(\S*)", line.strip())
         if m:
             out[m.group(1)] = m.group(2)
@@ -122,7 +122,7 @@ def render(table: Table | None = None, root: Path = ROOT) -> dict[Path, str]:
 def stale(root: Path = ROOT) -> list[Path]:
     """The generated files that differ from what the table renders, and pins files no release renders."""
     files = render(root=root)
-    out = [p for p, text in files.items() if not (root / p).is_file() or (root / p).read_text() != text]
+    out = [p for p, text in files.items() if not (root / p).is_file() or (root / p).read_text(encoding="utf-8") != text]
     out += [p.relative_to(root) for p in sorted((root / SDK_DIR).glob("*.txt")) if p.relative_to(root) not in files]
     return out
 
@@ -130,7 +130,7 @@ def stale(root: Path = ROOT) -> list[Path]:
 def main() -> int:
     files = render()
     for path, text in files.items():
-        (ROOT / path).write_text(text)
+        (ROOT / path).write_text(text, encoding="utf-8")
     for path in (ROOT / SDK_DIR).glob("*.txt"):
         if path.relative_to(ROOT) not in files:
             path.unlink()

@@ -19,6 +19,7 @@ from neuronforge.common.errors import InvalidInput
 from neuronforge.common.hosts import StageRun
 from neuronforge.profiles.request import CompileRequest
 from neuronforge.records.hub_registry import HubRegistration
+from neuronforge.records.smoke import SmokeRecord
 from neuronforge.records.transfers import TransferRecord
 from neuronforge.spec.source import ModelSource
 from neuronforge.spec.target import TargetSpec
@@ -179,7 +180,7 @@ class BuildState(BaseModel):
     plan: list[str] | None = None
     quantized: QuantizedRef | None = None
     compiled: CompiledRef | None = None
-    smoke: dict[str, Any] | None = None
+    smoke: SmokeRecord | None = None
     registered: HubRegistration | None = None  # register_hub_cache: the entry and optimum's lookup of it
     published: PublishedRef | None = None
     # every stage that ran: its seconds and the kind of host (`neuronforge.common.hosts`)
@@ -255,7 +256,7 @@ class BuildState(BaseModel):
             if getattr(self, name) is not None:
                 parts.append(name)
         if self.smoke is not None:
-            parts.append("smoke passed" if self.smoke.get("passed") else "smoke failed")
+            parts.append("smoke passed" if self.smoke.passed else "smoke failed")
         if self.published:
             parts.append(f"published {self.published.manifest_uri}")
         return ", ".join(parts)

@@ -133,11 +133,10 @@ class Artifact:
 
     @classmethod
     def from_manifest(cls, root: Path, manifest: ArtifactManifest) -> Artifact:
-        from neuronforge.spec.target import TargetSpec
         from neuronforge.spec.toolchain import Toolchain
 
         toolchain = Toolchain.from_json(manifest.toolchain.model_dump())
-        return cls(root, TargetSpec.from_key_material(manifest.request), toolchain)
+        return cls(root, manifest.target_spec(), toolchain)
 
 
 class ServingProfile(ABC):
@@ -333,7 +332,7 @@ class ServingProfile(ABC):
         if files:
             (job.out / LAUNCH_DIR).mkdir(parents=True, exist_ok=True)
             for name, text in files.items():
-                (job.out / LAUNCH_DIR / name).write_text(text)
+                (job.out / LAUNCH_DIR / name).write_text(text, encoding="utf-8")
             outputs[LAUNCH_DIR] = LAUNCH_DIR
         return outputs
 
@@ -431,7 +430,7 @@ def read_env_file(path: Path) -> dict[str, str]:
     """A launch env file's KEY=VALUE lines (comments and blanks skipped), as `set -a; . file` and
     `docker run --env-file` read them."""
     env = {}
-    for line in path.read_text().splitlines():
+    for line in path.read_text(encoding="utf-8").splitlines():
         line = line.strip()
         if line and not line.startswith("#") and "=" in line:
             key, _, value = line.partition("=")
@@ -448,7 +447,7 @@ def tokenizer_problems(folder: Path, name: str, rule: str) -> list[str]:
 
 def read_json(path: Path) -> dict[str, Any] | None:
     try:
-        return json.loads(path.read_text())
+        return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
 

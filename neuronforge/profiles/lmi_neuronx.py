@@ -573,7 +573,7 @@ class LmiNeuronxProfile(ServingProfile):
         local_cache = CONTAINER_CACHE if how == "local-cache" else None
         if local_cache is not None:  # serving.properties carries the variable itself (RULE_OPTION_ENV)
             props["option.env"] = f"NEURON_COMPILE_CACHE_URL={local_cache}"
-        record = json.loads((ctx.build_dir / LOAD_FILE).read_text())
+        record = json.loads((ctx.build_dir / LOAD_FILE).read_text(encoding="utf-8"))
         cache = NeffCacheRecord(
             compiled_graph_path=graphs,
             neuron_compile_cache_url=local_cache,
@@ -659,7 +659,7 @@ class LmiNeuronxProfile(ServingProfile):
         launch = artifact.root / LAUNCH_DIR
         if not (launch / PROPERTIES_FILE).is_file():
             return [f"{LAUNCH_DIR}/{PROPERTIES_FILE}: missing (LMI reads it from the model directory)"]
-        props = parse_properties((launch / PROPERTIES_FILE).read_text())
+        props = parse_properties((launch / PROPERTIES_FILE).read_text(encoding="utf-8"))
         cache = read_neff_cache(launch / CACHE_FILE)
         if cache is None:
             return [f"{LAUNCH_DIR}/{CACHE_FILE}: missing or without the load the NEFFs were compiled for"]
@@ -781,7 +781,7 @@ class LmiNeuronxProfile(ServingProfile):
         kind = "local" if graphs else "local-cache"
         if not script.is_file():
             out.append(f"{LAUNCH_DIR}/{RUN_FILE}: missing: nothing mounts the artifact at {model_dir}; {fix}")
-        elif f"kind={kind};" not in script.read_text():
+        elif f"kind={kind};" not in script.read_text(encoding="utf-8"):
             out.append(f"{LAUNCH_DIR}/{RUN_FILE}: not the script for this artifact (kind={kind}); {fix}")
         return out
 

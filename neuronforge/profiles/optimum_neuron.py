@@ -345,7 +345,7 @@ class OptimumNeuronProfile(ServingProfile):
                 out.append(
                     f"{LAUNCH_DIR}/{ENV_FILE}: {key}={env.get(key)!r}, the export needs {want!r} ({RULE_VERSIONS})"
                 )
-        args, error = parse_serve_command((launch / SERVE_FILE).read_text(), env)
+        args, error = parse_serve_command((launch / SERVE_FILE).read_text(encoding="utf-8"), env)
         if error:
             return [*out, f"{LAUNCH_DIR}/{SERVE_FILE}: {error} ({RULE_SERVE})"]
         if args.model != env.get("MODEL_DIR"):

@@ -150,12 +150,44 @@ def target_problems(
     if own is not None:
         out += own
     elif model_type is not None and model_type not in profile.architectures:
-        others = [p.name for p in profiles_for(model_type) if p.name != profile.name]
-        fix = f"use profile {' or '.join(dict.fromkeys(others))}" if others else "no profile supports it yet"
-        out.append(f"profile {profile.name!r} does not support {model_type}; {fix}")
+        out.append(
+            f"profile {profile.name!r} does not support {model_type}; {serving_advice(model_type, profile, target)}"
+        )
     if arch is not None:
         out += profile.arch_problems(target, arch)
     return out
+
+
+def serving_advice(model_type: str, profile: ServingProfile, target: TargetSpec) -> str:
+    """Which profile to use instead, naming only what serves `model_type` on the target's instance
+    family today: for a Neuron target a Neuron line whose status for the family at the newest SDK
+    release is active or maintenance (a frozen line: its last version that serves the family, pinned);
+    a line past its end of support for the family is named as such, never recommended."""
+    from neuronforge.profiles.lifecycle import Status
+    from neuronforge.profiles.sdk_releases import latest_release
+
+    family = target.instance.family if profile.neuron else None
+    today = latest_release().version
+    use, ended = [], []
+    for name in dict.fromkeys(p.name for p in profiles_for(model_type) if p.name != profile.name):
+        versions = [p for p in versions_of(name) if model_type in p.architectures]
+        if family is None:
+            use.append(name)
+            continue
+        best = newest(versions, family)
+        if best is None or not best.neuron:
+            continue  # the cpu profile is no Neuron server; a line that never served the family
+        status = best.lifecycle.status(family, today) if best.lifecycle is not None else Status.ACTIVE
+        if status in (Status.ACTIVE, Status.MAINTENANCE):
+            use.append(name)
+        elif status is Status.FROZEN:
+            use.append(best.ref)
+        elif status is Status.END_OF_SUPPORT:
+            ended.append(f"{name} is end-of-support for {family}")
+    if use:
+        return f"use profile {' or '.join(use)}"
+    where = f" on {family}" if family else ""
+    return f"no profile serves {model_type}{where} today" + (f" ({'; '.join(ended)})" if ended else "")
 
 
 def profiles_for(model_type: str) -> list[ServingProfile]:

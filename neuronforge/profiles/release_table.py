@@ -96,7 +96,7 @@ class ProfileRelease:
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ReleaseTableError(f"{path}: not readable TOML: {exc}") from None
 

@@ -566,7 +566,7 @@ class VllmNativeProfile(ServingProfile):
         and the cache manifest the server starts with."""
         launch = payload / LAUNCH_DIR
         env = read_env_file(launch / ENV_FILE)
-        argv = serve_argv_of((launch / SERVE_FILE).read_text(), env) or []
+        argv = serve_argv_of((launch / SERVE_FILE).read_text(encoding="utf-8"), env) or []
         if argv and not argv[0].startswith("--"):
             argv = argv[1:]  # the model folder: the smoke test loads the payload's own
         if "--port" in argv:  # the HTTP front end's, not the engine's
@@ -628,7 +628,7 @@ class VllmNativeProfile(ServingProfile):
         import json
 
         try:
-            archs = json.loads(path.read_text()).get("architectures") or []
+            archs = json.loads(path.read_text(encoding="utf-8")).get("architectures") or []
         except (OSError, ValueError, AttributeError) as exc:
             return [f"{self.folder}/config.json: unreadable ({exc})"]
         served = set(self.release.architectures.values())
@@ -711,7 +711,7 @@ class VllmNativeProfile(ServingProfile):
                 f"{LAUNCH_DIR}/{ENV_FILE}: CACHE_URI={env.get('CACHE_URI')!r} is not the manifest's "
                 f"{manifest.store_prefix}"
             )
-        argv = serve_argv_of((launch / SERVE_FILE).read_text(), env)
+        argv = serve_argv_of((launch / SERVE_FILE).read_text(encoding="utf-8"), env)
         if argv is None:
             return [*out, f"{LAUNCH_DIR}/{SERVE_FILE}: no `vllm serve` command"]
         if not argv or argv[0] != env.get("MODEL_DIR"):
@@ -726,7 +726,7 @@ class VllmNativeProfile(ServingProfile):
                     f"with {compiled.get(flag, '<absent>')!s}: the server's shapes would differ and every key miss "
                     f"({RULE_KEY}; {RULE_KV})"
                 )
-        if f'bash "$here/{SYNC_FILE}"' not in (launch / SERVE_FILE).read_text():
+        if f'bash "$here/{SYNC_FILE}"' not in (launch / SERVE_FILE).read_text(encoding="utf-8"):
             out.append(f"{LAUNCH_DIR}/{SERVE_FILE}: does not sync the cache before serving ({RULE_FAIL_CLOSED})")
         return out
 
@@ -742,7 +742,7 @@ class VllmNativeProfile(ServingProfile):
                 "folder"
             )
         for script in (SERVE_FILE, SYNC_FILE):
-            if SAME_ROOT.strip() not in (launch / script).read_text():
+            if SAME_ROOT.strip() not in (launch / script).read_text(encoding="utf-8"):
                 out.append(
                     f"{LAUNCH_DIR}/{script}: does not set {name} to the host's VLLM_CACHE_ROOT: a root the image or "
                     "the pod sets would be read instead of the synced folder"

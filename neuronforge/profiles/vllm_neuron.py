@@ -930,7 +930,7 @@ class VllmNeuronProfile(ServingProfile):
                 f"{nc.get('logical_nc_config')} ({self.release.rule_nxdi_config})"
             )
         try:
-            flags = launch_flags((launch / SERVE_FILE).read_text(), env)
+            flags = launch_flags((launch / SERVE_FILE).read_text(encoding="utf-8"), env)
         except ValueError as exc:
             return [*out, f"{LAUNCH_DIR}/{SERVE_FILE}: {exc}"]
         if flags.get("model") != env.get("MODEL_DIR"):

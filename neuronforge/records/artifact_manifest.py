@@ -14,14 +14,19 @@ part. Manifests of every earlier release read (`tests/data/records/`); schema 1 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Self
 
 from pydantic import Field, PrivateAttr, StrictStr
 
 from neuronforge.records.base import StoredRecord
+from neuronforge.records.hosts import HostsPart, HostsReport
 from neuronforge.records.hub_registry import HubRegistration
 from neuronforge.records.parts import AnyObject, FileEntry, Part, Text, or_default
+from neuronforge.records.smoke import SmokePart, SmokeRecord
 from neuronforge.records.transfers import Transfers
+
+if TYPE_CHECKING:
+    from neuronforge.spec.target import TargetSpec
 
 
 class SourceRef(Part):
@@ -91,9 +96,9 @@ class ArtifactManifest(StoredRecord):
     profile: Annotated[ProfileRef | None, or_default(lambda: None)] = None
     compiler_flags: Annotated[list[Text], or_default(list)] = Field(default_factory=list)
     formats: Annotated[dict[str, Text], or_default(dict)] = Field(default_factory=dict)  # output -> path
-    smoke: AnyObject = Field(default_factory=dict)  # `stages.smoke.SmokeResult.to_json`
+    smoke: SmokePart = Field(default_factory=SmokeRecord)  # the smoke test, its measurement and numerics
     compile: AnyObject = Field(default_factory=dict)  # the compile stage's record (graphs, cache sync)
-    hosts: AnyObject = Field(default_factory=dict)  # where each stage ran (`hosts.host_report`)
+    hosts: HostsPart = Field(default_factory=HostsReport)  # where each stage ran (`hosts.host_report`)
     # the optimum-neuron cache repository it was registered in, and optimum's lookup of it; None: not asked
     hub_registry: Annotated[HubRegistration | None, or_default(lambda: None)] = None
     # The launch files' text as published (`launch/<name>` -> its text; one larger than
@@ -143,6 +148,22 @@ class ArtifactManifest(StoredRecord):
     @property
     def size_bytes(self) -> int:
         return sum(f.size for f in self.files)
+
+    # -- the request (the cache key's material), read through these: its shape is the key schema's
+    @property
+    def hashed_target(self) -> dict[str, Any]:
+        """The target's fields as the cache key hashed them (`request.target`): shown, never trusted, so
+        {} when the manifest holds none or holds another type."""
+        target = self.request.get("target")
+        return target if isinstance(target, dict) else {}
+
+    def target_spec(self) -> TargetSpec:
+        """The target the cache key was computed for, as the key's material names it (quantization,
+        profile and backend options beside the target's fields): `KeyError`, `TypeError`, `ValueError`
+        or `InvalidInput` when the material is not of the key schema that knows serving profiles."""
+        from neuronforge.spec.target import TargetSpec
+
+        return TargetSpec.from_key_material(self.request)
 
     @property
     def consumer_versions(self) -> dict[str, str] | None:

@@ -11,12 +11,13 @@ Written by compare-and-swap (`neuronforge.artifacts.attestations`): two attestat
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from neuronforge.records.base import StoredRecord
-from neuronforge.records.parts import Text
+from neuronforge.records.parts import Text, or_default
+from neuronforge.records.smoke import Measurement
 
 KEPT = 50  # attestations a record keeps, newest first (one per release and run is the usual)
 
@@ -33,6 +34,9 @@ class Attestation(BaseModel):
     keys_found: list[str] = Field(default_factory=list)  # re-verify: the cache keys the re-trace found
     keys_missing: list[str] = Field(default_factory=list)  # re-verify: the keys it would have compiled
     detail: Text = ""  # the smoke's or the re-trace's own sentence
+    # The re-smoke's measurement (the smoke protocol's figures at this release), so that the upgrade
+    # report compares it with the build's own; None: no smoke ran, or one from before the protocol.
+    measurement: Annotated[Measurement | None, or_default(lambda: None)] = None
 
 
 class AttestationRecord(StoredRecord):

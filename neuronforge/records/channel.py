@@ -16,16 +16,25 @@ Consumers read it as plain JSON (`jq -r .current.build.artifact_uri channel.json
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from neuronforge.records.base import StoredRecord
-from neuronforge.records.parts import AnyObject, Text
+from neuronforge.records.parts import AnyObject, Text, WrittenPart, or_default
 
 # How many moves a channel keeps besides the current one (the issue asks for at least 20); gc keeps
 # every build they point to, so a rollback never finds its build deleted.
 HISTORY_KEPT = 30
+
+
+class ChannelSmoke(WrittenPart):
+    """What the build's smoke test said when it was moved (its manifest holds the whole result)."""
+
+    passed: Annotated[bool, or_default(lambda: False)] = False
+    reason: Text = ""
+    host: Text = ""  # the host the smoke test ran on (hostname)
+    time_to_first_token_s: Annotated[float | None, or_default(lambda: None)] = None
 
 
 class ChannelBuild(BaseModel):
@@ -40,7 +49,7 @@ class ChannelBuild(BaseModel):
     manifest_sha256: StrictStr  # of the manifest's bytes: hosts and a rollback compare the manifest with it
     target: Text = ""  # the target slug
     profile: Text = ""  # the profile ref it was built for (name@version)
-    smoke: AnyObject = Field(default_factory=dict)  # passed, reason, host, timings
+    smoke: Annotated[ChannelSmoke, or_default(ChannelSmoke)] = Field(default_factory=ChannelSmoke)
     toolchain: AnyObject = Field(default_factory=dict)  # compiler, compiler_version, backend, ...
     published_at: Text = ""
     sdk_release: Text = ""  # the Neuron SDK release it was built on (its profile's; "" before it was recorded)
@@ -58,6 +67,10 @@ class ChannelMove(BaseModel):
     at: Text = ""  # UTC, ISO 8601
     reason: Text = ""
     review: Text = ""  # the build's review state when it was moved (pending, approved)
+    # a promote to a gated channel: the build against the one the channel served (`Comparison.summary()`:
+    # the verdict and its numbers, or why the two could not be compared); "" when nothing was compared
+    comparison: Text = ""
+    accepted_regression: Text = ""  # the reason given to promote past a regression ("" when none was)
 
 
 class ChannelRecord(StoredRecord):

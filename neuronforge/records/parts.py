@@ -23,9 +23,11 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     StrictStr,
     ValidationError,
     WrapValidator,
+    model_serializer,
 )
 
 from neuronforge.common.stored_json import INT_LIMIT
@@ -96,6 +98,17 @@ class Part(BaseModel):
     """A typed part of a record: its known fields, and whatever else the writer put there kept as is."""
 
     model_config = ConfigDict(frozen=True, extra="allow")
+
+
+class WrittenPart(Part):
+    """A part written key for key as it was read or built: the fields given (and whatever else the
+    writer put there), never defaults for the ones it lacked — a record of an older writer round-trips."""
+
+    @model_serializer(mode="wrap")
+    def _as_given(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out = handler(self)
+        given = self.model_fields_set | set(self.model_extra or {})
+        return {k: v for k, v in out.items() if k in given}
 
 
 class FileEntry(BaseModel):

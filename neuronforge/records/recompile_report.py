@@ -17,6 +17,19 @@ from pydantic import BaseModel, ConfigDict, Field
 from neuronforge.records.base import StoredRecord
 
 
+class SpeedAgainst(BaseModel):
+    """A rebuilt or re-smoked build against the build `channel` serves for its model and profile line
+    (`farm.speed.against_stable`): the comparison's verdict (regression, numerics differ, no regression,
+    not comparable; `not compared` when there was nothing to compare) and its one sentence."""
+
+    model_config = ConfigDict(frozen=True)
+
+    channel: str
+    base: str = ""  # the key the channel points to ("": none, or not read)
+    verdict: str
+    summary: str = ""
+
+
 class ReportedTarget(BaseModel):
     """One catalog entry × target (`recompile.TargetState`, field for field)."""
 
@@ -39,6 +52,8 @@ class ReportedTarget(BaseModel):
     outcome_detail: str = ""
     upgrade: dict[str, Any] | None = None  # `upgrades.Upgrade`: rebuild / current / stay / pinned / … and why
     migrated_from: str = ""  # a migration's row: the slug and profile of the target it moves off
+    # Its speed against `stable` (rebuilt or re-smoked rows; None: neither, or a report of schema 3)
+    speed: SpeedAgainst | None = None
 
 
 def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
@@ -46,13 +61,22 @@ def _v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "release": ""}
 
 
+def _v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 3 reports compared no build's speed: each row says so (`speed` None)."""
+    targets = data.get("targets")
+    if not isinstance(targets, list):
+        return data  # not a report's rows: validation names the field
+    return {**data, "targets": [{**t, "speed": None} if isinstance(t, dict) else t for t in targets]}
+
+
 class RecompileReport(StoredRecord):
     KIND: ClassVar[str] = "recompile report"
     # 2: per-target profile, published_for and stale_for; toolchains keyed by profile ref.
     # 3: the SDK release the run aimed at, and per target the upgrade's decision (and migration rows).
-    SCHEMA: ClassVar[int] = 3
+    # 4: per rebuilt or re-smoked target, its speed against `stable` (`SpeedAgainst`).
+    SCHEMA: ClassVar[int] = 4
     OLDEST: ClassVar[int] = 2
-    UPGRADES: ClassVar[dict[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {2: _v2_to_v3}
+    UPGRADES: ClassVar[dict[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {2: _v2_to_v3, 3: _v3_to_v4}
     MAX_BYTES: ClassVar[int] = 64 * 1024 * 1024  # a row per catalog target: ~1 KiB each
 
     stamp: str  # YYYY-MM-DDTHH-MM-SSZ

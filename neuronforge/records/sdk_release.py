@@ -29,7 +29,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, S
 
 from neuronforge.records.base import StoredRecord
 
-VERSION = re.compile(r"\d+\.\d+(\.\d+)?")
+VERSION = re.compile(r"[0-9]{1,6}\.[0-9]{1,6}(\.[0-9]{1,6})?")  # ASCII digits: `\d` takes ٣, `isdigit` ³ too
 DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 STATUSES = ("active", "maintenance", "frozen", "end-of-support", "not-served")
 

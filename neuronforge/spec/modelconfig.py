@@ -511,7 +511,7 @@ def load_config(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise CheckpointError(f"{path} not found: a checkpoint needs a Hugging Face config.json")
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise CheckpointError(f"{path} is not valid JSON: {exc}") from None
     if not isinstance(data, dict):

@@ -31,6 +31,7 @@ import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
 
+from neuronforge.common import advice
 from neuronforge.common.errors import InvalidInput
 from neuronforge.common.spelling import closest, did_you_mean
 from neuronforge.spec.instances import INSTANCES, get_instance
@@ -260,7 +261,7 @@ class TargetSpec(BaseModel):
         str,
         Declared(
             "the stack that will serve the model: it fixes the SDK, the backend, what is published and the "
-            "launch spec (`neuronforge profiles` lists them)",
+            f"launch spec ({advice.command('profiles')} lists them)",
             flag="--profile",
             title="Serving profile",
         ),
@@ -308,7 +309,7 @@ class TargetSpec(BaseModel):
             raise ValueError(
                 "`backend` was replaced by `profile` (the serving stack decides the backend and toolchain)"
                 + hint
-                + " — `neuronforge profiles` lists them"
+                + f" — {advice.command('profiles')} lists them"
             )
         return data
 

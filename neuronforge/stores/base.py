@@ -21,11 +21,13 @@ import json
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
 from neuronforge.common import progress, stored_json, transfers
-from neuronforge.common.errors import InvalidInput, StoreError
+from neuronforge.common.errors import InvalidInput, InvalidStoreKey, StoreError
+from neuronforge.common.line_breaks import escaped
 
 # Transfers smaller than this finish before anyone could read a progress line (manifests, index
 # pages); larger ones (weights, compiled graphs) are reported as a step with bytes and rate.
@@ -34,6 +36,8 @@ PROGRESS_MIN_BYTES = 8 * 1024 * 1024
 
 class NotFound(StoreError, KeyError):
     """The key does not exist in the store."""
+
+    http_status = HTTPStatus.NOT_FOUND
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else "not found"
@@ -71,7 +75,7 @@ def clean_key(key: str) -> str:
     key = key.strip("/")
     parts = key.split("/")
     if not key or any(p in ("", ".", "..") for p in parts):
-        raise StoreError(f"invalid store key {key!r}")
+        raise InvalidStoreKey(f"invalid store key {key!r}: a key holds no empty, '.' or '..' part")
     return key
 
 
@@ -124,6 +128,13 @@ class ArtifactStore(ABC):
     @abstractmethod
     def root_uri(self) -> str: ...
 
+    @property
+    def shown_uri(self) -> str:
+        """`root_uri` as a message names it: on one line, whatever the folder's name holds (a file system
+        allows a newline in one; `line_breaks.escaped`). A command a message suggests takes `root_uri`
+        itself, quoted (`common.advice`)."""
+        return escaped(self.root_uri)
+
     def uri(self, key: str = "") -> str:
         key = key.strip("/")
         return f"{self.root_uri.rstrip('/')}/{key}" if key else self.root_uri
@@ -137,7 +148,7 @@ class ArtifactStore(ABC):
     def get_files(self, pairs: list[tuple[str, Path]], total_bytes: int = 0) -> None:
         """Download several objects (key -> local path); stores override it to transfer in parallel.
         `total_bytes`, when the caller knows it (a manifest, a listing), makes it a progress step."""
-        with transfer_step(f"downloading {len(pairs)} files from {self.root_uri}", total_bytes) as step:
+        with transfer_step(f"downloading {len(pairs)} files from {self.shown_uri}", total_bytes) as step:
             for key, local in pairs:
                 self.get_file(key, local)
                 step.advance(local.stat().st_size)

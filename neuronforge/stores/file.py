@@ -7,6 +7,7 @@ on the way to it, never the whole store (a farm holds thousands of artifacts).""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import hashlib
@@ -17,7 +18,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from neuronforge.common.errors import StoreError
+from neuronforge.common.errors import StoreError, StoreNotFound
 from neuronforge.common.transfers import DOWNLOAD, UPLOAD
 from neuronforge.stores.base import (
     ArtifactStore,
@@ -43,31 +44,41 @@ class FileStore(ArtifactStore):
         mistyped path is reported instead of silently becoming an empty new store."""
         self.root = root.resolve()
         if self.root.exists() and not self.root.is_dir():
-            raise StoreError(f"store {self.root_uri} is a file, not a folder: give a folder (or a new path)")
+            raise StoreError(f"store {self.shown_uri} is a file, not a folder: give a folder (or a new path)")
         if not create and not self.root.is_dir():
-            raise StoreError(
-                f"store {self.root_uri} does not exist: check the path (reading a store never creates one)"
+            raise StoreNotFound(
+                f"store {self.shown_uri} does not exist: check the path (reading a store never creates one)"
             )
-        self.root.mkdir(parents=True, exist_ok=True)
+        # A new store's folder is made by its first write (each write makes its parents): a command
+        # refused before it writes (a source that does not exist) leaves no empty store behind.
 
     @property
     def root_uri(self) -> str:
         return f"file://{self.root}"
 
     def probe(self, write: bool) -> None:
-        """The folder exists (the constructor made it) and, with `write`, takes a file: a read-only
-        or full disk surfaces as the `OSError` naming the path (the CLI prints it in one line)."""
-        if write:
+        """With `write`, the folder takes a file: a read-only or full disk surfaces as the `OSError`
+        naming the path (the CLI prints it in one line). A new store's folders are made to be asked and
+        removed after (its first write makes them again): a probe leaves nothing behind."""
+        if not write:
+            return
+        made = [p for p in (self.root, *self.root.parents) if not p.exists()]
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
             # an empty file fits on a full disk: its free blocks are asked too
             if os.statvfs(self.root).f_bavail == 0:
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.root))
             probe = self.root / f"{_TMP}probe-{uuid.uuid4().hex}"
             try:
                 probe.write_bytes(b"")
-            except OSError as exc:  # named by the store's folder, not the probe's made-up file name
-                raise OSError(exc.errno, exc.strerror, str(self.root)) from None
             finally:
                 probe.unlink(missing_ok=True)
+        except OSError as exc:  # named by the store's folder, not the probe's made-up file name
+            raise OSError(exc.errno, exc.strerror, str(self.root)) from None
+        finally:
+            for folder in made:  # the deepest first
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
 
     def _path(self, key: str) -> Path:
         path = self.root / clean_key(key)
@@ -109,7 +120,7 @@ class FileStore(ArtifactStore):
             done.bytes = self._get(key, local)
 
     def get_files(self, pairs: list[tuple[str, Path]], total_bytes: int = 0) -> None:
-        what = f"copying {len(pairs)} files from {self.root_uri}"
+        what = f"copying {len(pairs)} files from {self.shown_uri}"
         with (
             self.measured(DOWNLOAD, self.uri(common_prefix([k for k, _ in pairs])), 0, len(pairs)) as done,
             transfer_step(what, total_bytes) as step,
@@ -251,7 +262,7 @@ class FileStore(ArtifactStore):
         """Compare-and-swap under an exclusive `flock` on a sidecar lock file, then an atomic rename."""
         final = self._path(key)
         final.parent.mkdir(parents=True, exist_ok=True)
-        with open(final.parent / f"{_TMP}cas-{final.name}", "a") as lock:
+        with open(final.parent / f"{_TMP}cas-{final.name}", "a", encoding="utf-8") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 current = final.read_bytes()

@@ -7,11 +7,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from airflow.sdk import BaseOperator
-
 from neuronforge.artifacts import leases
 from neuronforge.common import settings
-from neuronforge_airflow.triggers.polling import PollingTrigger
+
+# the trigger's classpath before it moved to triggers/: a task deferred by an earlier release is stored with it
+from neuronforge_airflow.operators.base import NeuronforgeOperator
+from neuronforge_airflow.triggers.build_finished import BuildFinishedTrigger
 
 log = logging.getLogger(__name__)
 
@@ -21,40 +22,7 @@ def poll_s() -> float:
     return settings.current().lease_poll_s
 
 
-def _published(store_uri: str, key: str) -> dict[str, Any] | None:
-    from neuronforge.artifacts.published import lookup
-    from neuronforge.pipeline.buildstate import PublishedRef
-    from neuronforge.stores import open_store
-
-    hit = lookup(open_store(store_uri), key)
-    return None if hit is None else PublishedRef.of(hit).model_dump()
-
-
-def _lease_live(store_uri: str, key: str) -> bool:
-    from neuronforge.stores import open_store
-
-    return leases.held(leases.current(open_store(store_uri), key))
-
-
-class BuildFinishedTrigger(PollingTrigger):
-    """Fires when the artifact for `key` is published, or when nobody holds a live lease on it."""
-
-    FIELDS = ("store_uri", "key", "poll_s")
-
-    def __init__(self, store_uri: str, key: str, poll_s: float = 10.0) -> None:
-        super().__init__()
-        self.store_uri, self.key, self.poll_s = store_uri, key, poll_s
-
-    def poll(self) -> dict[str, Any] | None:
-        hit = _published(self.store_uri, self.key)
-        if hit is not None:
-            return {"status": "published", "hit": hit}
-        if not _lease_live(self.store_uri, self.key):
-            return {"status": "free"}
-        return None
-
-
-class ClaimBuildOperator(BaseOperator):
+class ClaimBuildOperator(NeuronforgeOperator):
     """Passes a hit through; otherwise returns the build state with `lease` (this run builds) or
     `hit` (another run built it while this one waited, deferred)."""
 
@@ -72,12 +40,11 @@ class ClaimBuildOperator(BaseOperator):
     def _claim(self, context: Any) -> dict[str, Any]:
         from neuronforge.artifacts import farm_index
         from neuronforge.pipeline.buildstate import LeaseRef
-        from neuronforge.stores import open_store
 
         state = self._state()
         key = state.need("key")
         holder = f"airflow:{context['run_id']}:{self.task_id}[{context['ti'].map_index}]:{leases.holder_id()}"
-        store = open_store(state.store_uri)
+        store = self.hook.get_conn(state.store_uri)
         # held for the run's next task: this task's process ends now (no process of ours holds it)
         lease = leases.try_acquire(store, key, holder, leases.handoff_s(), bound=False)
         if lease is not None:
@@ -88,16 +55,17 @@ class ClaimBuildOperator(BaseOperator):
         self.defer(trigger=BuildFinishedTrigger(state.store_uri, key, poll_s()), method_name="resume")
         raise AssertionError("unreachable: defer() raises")
 
-    def execute(self, context: Any) -> dict[str, Any]:
+    def run(self, context: Any) -> dict[str, Any]:
         if self._state().hit is not None:
             return self.ticket
         return self._claim(context)
 
     def resume(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
-        if event and event.get("status") == "published":
-            from neuronforge.pipeline.buildstate import PublishedRef
+        with self.policy():
+            if event and event.get("status") == "published":
+                from neuronforge.pipeline.buildstate import PublishedRef
 
-            log.info("built by another run: %s", event["hit"]["manifest_uri"])
-            hit = PublishedRef.model_validate(event["hit"])
-            return self._state().model_copy(update={"hit": hit}).model_dump(mode="json")
-        return self._claim(context)  # the holder finished without publishing or died: try to take over
+                log.info("built by another run: %s", event["hit"]["manifest_uri"])
+                hit = PublishedRef.model_validate(event["hit"])
+                return self._state().model_copy(update={"hit": hit}).model_dump(mode="json")
+            return self._claim(context)  # the holder finished without publishing or died: try to take over

@@ -24,6 +24,7 @@ from airflow.sdk.bases.decorator import DecoratedOperator, task_decorator_factor
 from airflow.sdk.bases.xcom import BaseXCom
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowTaskTerminated
 
+from neuronforge.common import deployment_names as names
 from neuronforge.common import interrupts, settings
 from neuronforge.pipeline.buildstate import BuildState
 from neuronforge.pipeline.hooks import LeaseKeeping, default_hooks
@@ -31,16 +32,17 @@ from neuronforge.pipeline.runner import STAGE_BY_NAME, execute
 from neuronforge.pipeline.stage import Context, Stage
 from neuronforge.profiles.base import Placement
 from neuronforge.spec.target import TargetSpec
+from neuronforge_airflow.hooks.store import store_uri as deployment_store
 from neuronforge_airflow.operators.releases import CHANNELS_ALIAS
 from neuronforge_airflow.policies.routing import DEFAULT_QUEUE, POOL, group_id
 
 log = logging.getLogger(__name__)
 
-ARTIFACTS_ALIAS = AssetAlias(name="neuronforge-artifacts")
+ARTIFACTS_ALIAS = AssetAlias(name=names.ARTIFACTS_ALIAS)
 
 
 def _store(state: BuildState):
-    from neuronforge.stores import open_store
+    from neuronforge_airflow.hooks.store import open_store
 
     return open_store(state.store_uri)
 
@@ -130,7 +132,7 @@ def task_failure(exc: BaseException, state: BuildState) -> AirflowException | No
     full disk —, else in an `AirflowFailException`, no retry, as a retry cannot change the outcome
     (bad input, a rejected checkpoint, a missing bucket, rejected credentials, a read-only disk). None
     for anything else: a bug keeps its traceback."""
-    from neuronforge.common.errors import outcome
+    from neuronforge_airflow.operators.error_policy import failure
 
     def places() -> list:
         from neuronforge.stores import local_folder
@@ -138,10 +140,7 @@ def task_failure(exc: BaseException, state: BuildState) -> AirflowException | No
         store = local_folder(state.store_uri)
         return [settings.work_dir(), *([store] if store else [])]
 
-    found = outcome(exc, places, surface="form")  # a plan's fixes in the form's words
-    if found is None:
-        return None
-    return (AirflowException if found.retryable else AirflowFailException)(found.line)
+    return failure(exc, places)  # a plan's fixes in the form's words
 
 
 def _release_on_last_attempt(state: BuildState, store, final: bool = False) -> None:
@@ -286,7 +285,7 @@ def expand_targets(params: dict[str, Any] | None = None) -> dict[str, Any]:
         state = BuildState(
             model=model,
             target=target,
-            store_uri=settings.store_uri(params.get("store")),
+            store_uri=deployment_store(params.get("store")),
             prompts=list(params.get("prompts") or []),
             # as given: BuildState refuses 0, text or a value the sequence cannot hold (never "or 8")
             max_new_tokens=8 if params.get("max_new_tokens") is None else params["max_new_tokens"],

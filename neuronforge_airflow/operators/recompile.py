@@ -41,11 +41,14 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import Asset, BaseOperator, get_current_context, task
+from airflow.sdk import Asset, get_current_context, task
 from airflow.sdk.exceptions import AirflowSkipException
 
+from neuronforge.common import deployment_names as names
 from neuronforge.common import settings
 from neuronforge.profiles import ServingProfile, neuron_queues, registry
+from neuronforge_airflow.hooks.store import store_uri as deployment_store
+from neuronforge_airflow.operators.base import NeuronforgeOperator
 from neuronforge_airflow.operators.kubernetes import image_for, pod_settings, release_of, runner
 from neuronforge_airflow.params import validate_recompile_conf
 from neuronforge_airflow.policies.routing import (
@@ -54,7 +57,9 @@ from neuronforge_airflow.policies.routing import (
     NEURON_ATTEST_TASK,
     UNROUTED_QUEUE,
 )
-from neuronforge_airflow.triggers.polling import PollingTrigger
+
+# the trigger's classpath before it moved to triggers/: a task deferred by an earlier release is stored with it
+from neuronforge_airflow.triggers.rebuilds_settled import RebuildsSettledTrigger, settle_states
 
 if TYPE_CHECKING:
     from neuronforge.farm.recompile import TargetState
@@ -62,8 +67,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-REPORT_ASSET = Asset(name="neuronforge-recompile-report")
-CATALOG_VARIABLE = "neuronforge_catalog"
+REPORT_ASSET = Asset(name=names.REPORT_ASSET)
+CATALOG_VARIABLE = names.CATALOG_VARIABLE
 # Rebuild runs of the compile DAG in flight at once when throttled (the compile DAG's
 # max_active_runs is 4: the other slots stay free for manual runs).
 REBUILD_SLOTS = 2
@@ -268,11 +273,11 @@ def sync_releases(params: dict[str, Any] | None = None) -> dict[str, Any] | None
     AWS's release manifest (`release_feed.sync_mirror`; none mirrored: nothing), so the report names
     every release proposed and waiting for review. It never fails the run: a failing sync is reported."""
     from neuronforge.farm import release_feed
-    from neuronforge.stores import open_store
+    from neuronforge_airflow.hooks.store import open_store
 
     params = params or get_current_context()["params"]
     try:
-        feed = release_feed.sync_mirror(open_store(settings.store_uri(params.get("store"))))
+        feed = release_feed.sync_mirror(open_store(params.get("store")))
     except Exception as exc:  # a store that cannot be read, or anything else: said, never the run's failure
         log.warning("release feed: the sync failed: %s", exc)
         return {"manifest": "", "proposed": [], "problem": f"the sync failed: {exc}"}
@@ -294,7 +299,7 @@ def find_stale(params: dict[str, Any] | None = None, feed: dict[str, Any] | None
     from neuronforge.farm.catalog import check_catalog
     from neuronforge.farm.release_feed import known_table
     from neuronforge.profiles.sdk_releases import in_effect
-    from neuronforge.stores import open_store
+    from neuronforge_airflow.hooks.store import open_store
 
     context = get_current_context()
     validate_recompile_conf(context["dag_run"].conf)  # check_workers failed on it too
@@ -305,7 +310,7 @@ def find_stale(params: dict[str, Any] | None = None, feed: dict[str, Any] | None
         log.info("catalog: %s", note)
     if not catalog.ok:
         raise InvalidInput(f"catalog {path} has problems; nothing scheduled:\n" + "\n".join(catalog.problems))
-    store_uri = settings.store_uri(params.get("store"))
+    store_uri = deployment_store(params.get("store"))
     store = open_store(store_uri)
     with in_effect(known_table(store)):  # the table's releases and the store's accepted ones
         return _find_stale(context, params, path, catalog, store, store_uri, feed)
@@ -454,7 +459,7 @@ def attest_on(queue: str, plan: dict[str, Any]) -> dict[str, list[str]]:
     from neuronforge.farm import recompile
     from neuronforge.farm.release_feed import known_table
     from neuronforge.profiles.sdk_releases import in_effect
-    from neuronforge.stores import open_store
+    from neuronforge_airflow.hooks.store import open_store
 
     rows = set(plan["attests"].get(queue, []))
     states = [recompile.TargetState.from_json(s) for s in plan["states"] if s["order"] in rows]
@@ -513,32 +518,6 @@ def _attested(ti: Any, plan: dict[str, Any], states: list[TargetState]) -> None:
                 recompile.leave_to_attest(s, plan["release"], plan["store_uri"], why)
 
 
-def _settle(store_uri: str, states: list[dict[str, Any]]) -> tuple[bool, list[dict[str, Any]]]:
-    from neuronforge.farm import recompile
-    from neuronforge.stores import open_store
-
-    parsed = [recompile.TargetState.from_json(s) for s in states]
-    done = recompile.settle(open_store(store_uri), parsed)
-    return done, [s.to_json() for s in parsed]
-
-
-class RebuildsSettledTrigger(PollingTrigger):
-    """Fires when every triggered rebuild has published or recorded a failure, or at the deadline."""
-
-    FIELDS = ("store_uri", "states", "deadline", "poll_s")
-
-    def __init__(self, store_uri: str, states: list[dict[str, Any]], deadline: float, poll_s: float = 60.0) -> None:
-        super().__init__()
-        self.store_uri, self.states, self.deadline, self.poll_s = store_uri, states, deadline, poll_s
-
-    def poll(self) -> dict[str, Any] | None:
-        done, _ = _settle(self.store_uri, self.states)
-        return {"settled": True} if done else None
-
-    def at_deadline(self) -> dict[str, Any]:
-        return {"settled": False}
-
-
 def poll_s() -> float:
     """How often the wait looks at the triggered rebuilds (NEURONFORGE_RECOMPILE_POLL_S, default 60 s)."""
     from neuronforge.common import settings
@@ -546,7 +525,7 @@ def poll_s() -> float:
     return settings.current().recompile_poll_s
 
 
-class AwaitRebuildsOperator(BaseOperator):
+class AwaitRebuildsOperator(NeuronforgeOperator):
     """Waits, deferred (no worker slot held), until the triggered rebuilds have all ended or
     `wait_minutes` passed; what is still running then is reported as such."""
 
@@ -556,8 +535,8 @@ class AwaitRebuildsOperator(BaseOperator):
         super().__init__(**kwargs)
         self.plan, self.wait_minutes = plan, wait_minutes
 
-    def execute(self, context: Any) -> None:
-        done, _ = _settle(self.plan["store_uri"], self.plan["states"])
+    def run(self, context: Any) -> None:
+        done, _ = settle_states(self.plan["store_uri"], self.plan["states"])
         minutes = float(self.wait_minutes or 0)
         if done or minutes <= 0 or not self.plan["runs"]:
             return
@@ -621,8 +600,8 @@ def report(plan: dict[str, Any]) -> dict[str, Any]:
     """The run's summary: in this log, as reports/recompile-<stamp>.{md,json} in the store, and as
     an event on the `neuronforge-recompile-report` Asset (extra: the report's URIs and counts, and
     `stable`: what that channel of each model and profile line still points to)."""
-    from neuronforge.farm import recompile
-    from neuronforge.stores import open_store
+    from neuronforge.farm import recompile, speed
+    from neuronforge_airflow.hooks.store import open_store
 
     if plan is None:  # find_stale failed (e.g. a bad catalog): nothing was scheduled, nothing to report
         raise AirflowSkipException("no plan: find_stale failed and scheduled nothing (its log says why)")
@@ -632,6 +611,7 @@ def report(plan: dict[str, Any]) -> dict[str, Any]:
     _untriggered(get_current_context()["ti"], plan, states)
     _attested(get_current_context()["ti"], plan, states)
     recompile.reverify_outcomes(store, states, plan.get("release", ""))  # a failed re-verify: `rebuild`, its keys
+    speed.against_stable(store, states, plan.get("release", ""), SERVING_CHANNEL)  # each rebuilt or re-smoked row
     rep = recompile.Report(
         plan["stamp"],
         plan["catalog"],

@@ -23,13 +23,13 @@ import os
 from typing import Any
 
 from airflow.sdk import Asset, AssetAlias, get_current_context, task
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from neuronforge.common import settings
+from neuronforge.common import deployment_names as names
+from neuronforge_airflow.operators.error_policy import by_policy
 
 log = logging.getLogger(__name__)
 
-CHANNELS_ALIAS = AssetAlias(name="neuronforge-channels")
+CHANNELS_ALIAS = AssetAlias(name=names.CHANNELS_ALIAS)
 DEFAULT_BY = "airflow"
 
 
@@ -79,40 +79,31 @@ def triggered_by(context: Any) -> str:
     return str(getattr(run, "triggering_user_name", None) or DEFAULT_BY)
 
 
-def task_error(exc: BaseException) -> BaseException:
-    """What the task raises for `exc`, by `errors.outcome` (the policy of the CLI's exit codes): its one
-    line, retried (as the task's `retries` say) only when its class is retryable (an unreachable
-    store), else failing at once (a refused promotion, a lost race, bad input: a retry cannot change
-    them, and retrying a lost race would overrule its winner). Anything unexplained is returned as it
-    is: a bug keeps its traceback."""
-    from neuronforge.common.errors import outcome
-
-    found = outcome(exc, surface="form")
-    if found is None:
-        return exc
-    return (AirflowException if found.retryable else AirflowFailException)(found.line)
+def _log_line(line: str) -> None:
+    """One line of a gated promote's comparison table, logged before anything moves or is refused."""
+    log.info("%s", line)
 
 
 @task(outlets=[CHANNELS_ALIAS])
 def release(params: dict[str, Any] | None = None) -> dict[str, Any]:
     """Do the release request of the run's form (`neuronforge.farm.releases.run`) against the store,
-    as the user who triggered the run; log its one line and, when a channel moved, emit the
-    channel's Asset event. Returns the outcome (`ReleaseOutcome.to_json()`)."""
+    as the user who triggered the run; log the comparison table of a promote to a gated channel before
+    anything moves (refused on a regression unless the form's `accept_regression` gives the reason), then
+    its one line and, when a channel moved, emit the channel's Asset event. Returns the outcome
+    (`ReleaseOutcome.to_json()`: the comparison too)."""
     from neuronforge.farm import releases
-    from neuronforge.stores import open_store
+    from neuronforge_airflow.hooks.store import open_store
     from neuronforge_airflow.params import validate_release_conf
 
     context = get_current_context()
     params = params or context["params"]
     by = triggered_by(context)
-    try:
+    with by_policy():
         validate_release_conf(context["dag_run"].conf)  # without the cluster policy: refused here
         request = releases.ReleaseRequest.from_json({k: v for k, v in params.items() if k != "store"})
         log.info("%s, as %s", request.describe(), by)
-        store = open_store(settings.store_uri(params.get("store")))
-        done = releases.run(store, request, by=by)
-    except Exception as exc:
-        raise task_error(exc) from None
+        store = open_store(params.get("store"))
+        done = releases.run(store, request, by=by, show=_log_line)
     log.info("%s", done.line)
     emit_channel_event(store.root_uri, done, by)
     return done.to_json()
@@ -123,7 +114,10 @@ def promote_published(store: Any, model: str, profile: str, key: str, channel: s
     build `key` just published (or found published), and emit the channel's event. A refusal (stable
     takes only approved builds, the smoke test did not pass, another run moved the channel meanwhile)
     does not fail the task that published: the build stays published, and the refusal is returned
-    (`refused`, one line) and logged as a warning, for the run's XCom. A bug keeps its traceback."""
+    (`refused`, one line) and logged as a warning, for the run's XCom. A regression against the build a
+    gated channel serves is such a refusal: this never accepts one by itself (a person does, with the
+    release DAG's `accept_regression` or `promote --accept-regression`); the comparison's table is logged
+    before. A bug keeps its traceback."""
     from neuronforge.common.errors import outcome
     from neuronforge.farm import releases
 
@@ -131,7 +125,7 @@ def promote_published(store: Any, model: str, profile: str, key: str, channel: s
         action="promote", model=model, profile=profile, channel=channel, build=key, reason="promote_to of the run"
     )
     try:
-        done = releases.run(store, request, by=by)
+        done = releases.run(store, request, by=by, show=_log_line)
     except Exception as exc:
         found = outcome(exc, surface="form")
         if found is None:

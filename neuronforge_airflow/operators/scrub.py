@@ -10,19 +10,18 @@ from typing import Any
 
 from airflow.sdk import get_current_context, task
 
-from neuronforge.common import settings
-from neuronforge_airflow.operators.releases import task_error
+from neuronforge_airflow.operators.error_policy import by_policy
 
 log = logging.getLogger(__name__)
 
 
 def run_scrub(params: dict[str, Any]) -> dict[str, Any]:
-    """Scrub `params`' store (empty: NEURONFORGE_STORE) for `pages` pages of `page_size` pointers,
-    after where the last scrub stopped."""
+    """Scrub `params`' store (empty: the deployment's, `NeuronforgeStoreHook`) for `pages` pages of
+    `page_size` pointers, after where the last scrub stopped."""
     from neuronforge.farm.scrub import PAGE_SIZE, scrub
-    from neuronforge.stores import open_store
+    from neuronforge_airflow.hooks.store import open_store
 
-    store = open_store(settings.store_uri(params.get("store") or None), must_exist=True)
+    store = open_store(params.get("store") or None, must_exist=True)
     report = scrub(
         store, None, page_size=int(params.get("page_size") or PAGE_SIZE), pages=int(params.get("pages") or 1)
     )
@@ -33,12 +32,11 @@ def run_scrub(params: dict[str, Any]) -> dict[str, Any]:
 @task
 def scrub_store(params: dict[str, Any] | None = None) -> dict[str, Any]:
     """The run's scrub; an error fails the task in its one line (retried only when it may pass)."""
-    from neuronforge_airflow.params import SCRUB_DAG, SCRUB_PARAMS, refuse_unknown_keys
+    from neuronforge.common.deployment_names import SCRUB_DAG
+    from neuronforge_airflow.params import SCRUB_PARAMS, refuse_unknown_keys
 
     context = get_current_context()
     params = params or context["params"]
-    try:
+    with by_policy():
         refuse_unknown_keys(context["dag_run"].conf or {}, frozenset(SCRUB_PARAMS), SCRUB_DAG)
         return run_scrub(params)
-    except Exception as exc:
-        raise task_error(exc) from None

@@ -26,12 +26,13 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from pydantic import BaseModel, ConfigDict
 
 from neuronforge.artifacts import layout
+from neuronforge.common import deployment_names as names
 from neuronforge.common import settings
-from neuronforge.common.errors import InvalidInput, NeuronforgeError
-from neuronforge_airflow.operators.releases import task_error
+from neuronforge_airflow.hooks.store import store_uri as deployment_store
+from neuronforge_airflow.operators.error_policy import by_policy
 
 log = logging.getLogger(__name__)
-SWEEP_ASSET = Asset(name="neuronforge-config-sweeps")
+SWEEP_ASSET = Asset(name=names.SWEEP_ASSET)
 
 
 class SweepRequest(BaseModel):
@@ -82,7 +83,7 @@ def plan_request(params: dict[str, Any]) -> tuple[SweepRequest, list[dict[str, i
         dtype=params.get("dtype") or "bf16",
         method=params.get("method") or "planned",
         retry_failed=bool(params.get("retry_failed")),
-        store_uri=settings.store_uri(params.get("store")),
+        store_uri=deployment_store(params.get("store")),
         out_key=out_key,
         records_key=records_key,
     )
@@ -93,15 +94,14 @@ def plan_request(params: dict[str, Any]) -> tuple[SweepRequest, list[dict[str, i
 @task(show_return_value_in_logs=False)
 def plan_sweep(params: dict[str, Any] | None = None) -> dict[str, Any]:
     if params is None:
-        from neuronforge_airflow.params import ALLOWED_KEYS, SWEEP_DAG, refuse_unknown_keys
+        from neuronforge.common.deployment_names import SWEEP_DAG
+        from neuronforge_airflow.params import ALLOWED_KEYS, refuse_unknown_keys
 
         context = get_current_context()
         refuse_unknown_keys(context["dag_run"].conf, ALLOWED_KEYS[SWEEP_DAG], SWEEP_DAG)
         params = context["params"]
-    try:
+    with by_policy():  # a bad form: its one line, no retry (`error_policy`)
         request, candidates = plan_request(params)
-    except NeuronforgeError as exc:
-        raise task_error(exc) from None  # its one line, masked (errors.outcome)
     log.info("%d candidates of %s on %s (%s)", len(candidates), request.model, request.instance, request.method)
     return {"request": request.model_dump(), "candidates": candidates}
 
@@ -123,7 +123,8 @@ def decide(request: SweepRequest, candidate: dict[str, int]) -> tuple[bool, str]
     from neuronforge.farm.sweep import CacheConfig, Candidate, PipelineTrial, RecordLog, Space, records_path, sweep
     from neuronforge.farm.sweep.modelinfo import model_id, read_arch
     from neuronforge.spec.instances import get_instance
-    from neuronforge.stores import NotFound, open_store
+    from neuronforge.stores import NotFound
+    from neuronforge_airflow.hooks.store import open_store
 
     store = open_store(request.store_uri)
     instance = get_instance(request.instance)
@@ -144,7 +145,13 @@ def decide(request: SweepRequest, candidate: dict[str, int]) -> tuple[bool, str]
         }
         log_file, earlier = RecordLog.load(records_path(out), header)
         trial = PipelineTrial(
-            request.model, request.instance, request.profile, request.store_uri, settings.work_dir(), request.dtype
+            request.model,
+            request.instance,
+            request.profile,
+            request.store_uri,
+            settings.work_dir(),
+            request.dtype,
+            store=store,  # opened by the hook: the deployment's identity
         )
         result = sweep(
             arch,
@@ -179,10 +186,8 @@ def try_candidates(queue: str):
     @task(task_id=f"try_{group_id(queue).removesuffix('_target')}", queue=runs_on, max_active_tis_per_dag=1)
     def try_candidate(plan: dict[str, Any], candidate: dict[str, int]) -> str:
         request = SweepRequest.model_validate(plan["request"])
-        try:
+        with by_policy():  # retried only when it may pass: an unreachable store or Hub, a full disk
             compiled, outcome = decide(request, candidate)
-        except InvalidInput as exc:
-            raise task_error(exc) from None  # its one line, masked (errors.outcome)
         log.info("%s: %s", candidate, outcome)
         if not compiled:
             raise AirflowSkipException(f"decided without a compile: {outcome}")
@@ -194,18 +199,17 @@ def try_candidates(queue: str):
 @task(trigger_rule="all_done", outlets=[SWEEP_ASSET])
 def finish_sweep(plan: dict[str, Any]) -> dict[str, Any]:
     """The sweep's result as an Asset event (extra: the files' URIs, valid count, finished)."""
-    from neuronforge.records.base import RecordError
     from neuronforge.records.sweep import SweepRecords
-    from neuronforge.stores import NotFound, open_store
+    from neuronforge.stores import NotFound
+    from neuronforge_airflow.hooks.store import open_store
 
     request = SweepRequest.model_validate(plan["request"])
-    store = open_store(request.store_uri)
-    try:
-        records = SweepRecords.read(store, request.records_key)
-    except NotFound:
-        raise AirflowFailException("no candidate was decided: see the try_* tasks' logs") from None
-    except RecordError as exc:  # damaged in the store since the try_* tasks wrote it: one line
-        raise AirflowFailException(str(exc)) from None
+    with by_policy():  # an unreachable store: retried; a record damaged since the try_* tasks wrote it: failed
+        store = open_store(request.store_uri)
+        try:
+            records = SweepRecords.read(store, request.records_key)
+        except NotFound:
+            raise AirflowFailException("no candidate was decided: see the try_* tasks' logs") from None
     valid = [r for r in records.candidates if r.outcome == "valid"]
     extra = {
         "model": request.model,

@@ -41,21 +41,24 @@ from __future__ import annotations
 import json
 import logging
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any
 
-DAG_ID = "neuronforge_compile_publish"
+from neuronforge.common.deployment_names import COMPILE_DAG, DEPLOYMENT_VARIABLE, NEURON_POOL, RECOMPILE_DAG
+
+DAG_ID = COMPILE_DAG
 SIZED_STAGES = ("compile_graphs", "smoke")  # the stages a profile may place on a Neuron host
-POOL = "neuron_cores"
+POOL = NEURON_POOL
 DEFAULT_QUEUE = "default"  # the Celery queue of every stage a profile does not place elsewhere
 # The first task of a run: its creation is when the deployment record is refreshed.
 RECORDING_TASK = "expand_targets"
-RECORD_VARIABLE = "neuronforge_deployment"
+RECORD_VARIABLE = DEPLOYMENT_VARIABLE
 POLICY = f"{__name__}.task_instance_mutation_hook"
 # The recompile DAG's attest of kept builds on Neuron hosts: a mapped task whose instance i the hook puts on
 # the i-th queue its router returned (the run's release is known only once the run has decided, and a task's
 # declared queue is the same for every run). Declared on UNROUTED_QUEUE, which no worker consumes; the router
 # maps it over nothing when the worker's settings did not load this policy (`route_attests`), and says so.
-RECOMPILE_DAG_ID = "neuronforge_recompile_on_upgrade"
+RECOMPILE_DAG_ID = RECOMPILE_DAG
 ATTEST_ROUTE_TASK = "route_attests"
 NEURON_ATTEST_TASK = "attest_kept_neuron"
 UNROUTED_QUEUE = "neuron-unrouted"
@@ -94,14 +97,19 @@ def pool_slots_for(
     if map_index >= len(routed):
         return None
     target, profile = routed[map_index]
-    if not profile.placement(STAGE_KINDS[stage]).neuron_cores:
+    if not profile.placement(stage_kind(stage)).neuron_cores:
         return None
     tp = target.get("tp_degree")
     return tp if isinstance(tp, int) and tp >= 1 else None
 
 
-# the pipeline's kind of each sized stage (neuronforge.pipeline.runner.STAGES; checked equal in tests)
-STAGE_KINDS = {"compile_graphs": "compile", "smoke": "smoke"}
+@cache
+def stage_kind(stage: str) -> str | None:
+    """The pipeline's kind of a stage (`neuronforge.pipeline.runner.STAGES`, where each stage declares
+    it), read once per process: the scheduler imports the pipeline at the first Neuron task it sizes."""
+    from neuronforge.pipeline.runner import STAGE_BY_NAME
+
+    return STAGE_BY_NAME[stage].kind
 
 
 def _profile_of(target: dict[str, Any], conf: dict[str, Any]):  # -> ServingProfile | None

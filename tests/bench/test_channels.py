@@ -41,6 +41,6 @@ def test_quick_run_prints_the_rollback_the_races_and_the_goals() -> None:
     assert "  PASS no data copied: 0 copy/upload request(s) of artifact data in 4 rollbacks" in goals
     count = r"  (PASS|FAIL) the command makes \d+ S3 requests \(goal <= 9\): .*channel PUT"
     assert any(re.match(count, g) for g in goals)
-    assert "  PASS one command: `neuronforge rollback MODEL --profile P CHANNEL`" in "\n".join(goals)
-    command = r"^the command: `neuronforge rollback bench/llama --profile vllm-neuron stable .*: rollback to "
+    assert "  PASS one command: `neuronforge rollback MODEL --profile P --channel C`" in "\n".join(goals)
+    command = r"^the command: `neuronforge rollback bench/llama --profile vllm-neuron --channel stable .*: rollback to "
     assert re.search(command, out, re.M)

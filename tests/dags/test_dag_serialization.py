@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from neuronforge_airflow.params import COMPILE_DAG, FORMS, PARAMS
+from neuronforge.common.deployment_names import COMPILE_DAG
+from neuronforge_airflow.params import FORMS, PARAMS
 
 DAGS = Path(__file__).resolve().parents[2] / "dags"
 

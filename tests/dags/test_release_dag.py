@@ -256,7 +256,7 @@ def test_promote_to_after_a_cache_hit_promotes_it_and_a_refusal_keeps_the_run_gr
     assert task == "expand_targets" and name == channel_asset(store_uri, model, "cpu", "candidate").name
     assert (extra["key"], extra["channel"], extra["action"]) == (key, "candidate", "promote")
     record = channels.get(open_store(store_uri), channels.ChannelRef.parse(model, "cpu", "candidate"))
-    assert record.current.build.key == key and record.current.build.smoke["passed"] is True
+    assert record.current.build.key == key and record.current.build.smoke.passed is True
 
     # stable takes only approved builds: refused, reported, the build still published, the run green.
     refused = dags[COMPILE].test(run_conf={**conf, "promote_to": "stable"})
@@ -265,3 +265,60 @@ def test_promote_to_after_a_cache_hit_promotes_it_and_a_refusal_keeps_the_run_gr
     assert reported["status"] == "cache-hit" and reported["promotion"]["promoted"] is False
     assert reported["promotion"]["refused"].startswith("refused: channel stable requires an approved build")
     assert _channel_events(refused) == []
+
+
+def test_a_gated_promote_logs_the_comparison_then_refuses_or_accepts_as_the_cli_does(
+    dags, tmp_path: Path, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Hand-made builds whose smoke results carry a measurement (`tests.releases.measured`): stable serves
+    one at 10 ms per token, the candidate takes 12 ms."""
+    from neuronforge_airflow.operators.releases import promote_published
+    from tests.releases.builds import MODEL, publish
+    from tests.releases.measured import measured
+
+    uri = f"file://{tmp_path / 'store'}"
+    store = open_store(uri)
+    serving, slower = publish(store, 1, smoke=measured(0.010)), publish(store, 2, smoke=measured(0.012))
+    for key in (serving, slower):
+        reviews.decide(store, key, "approved", "alice", "", channels.now())
+    stable = channels.ChannelRef.parse(MODEL, "cpu", "stable")
+    channels.promote(store, stable, build=serving)
+    before = store.get_bytes(stable.record_key)
+    caplog.set_level("INFO", logger="neuronforge_airflow.operators.releases")
+    conf = {"action": "promote", "model": MODEL, "profile": "cpu", "channel": "stable", "build": slower[:12]}
+    _said(capfd)
+
+    run, ti = _release(dags, uri, **conf)
+    assert str(run.state) == "failed" and ti.try_number == 1  # no retry: a retry cannot change it
+    row = next(line for line in _task_log(caplog) if line.startswith("per output token, at the target's"))
+    assert "10.00 ms" in row and "12.00 ms" in row and "+20.0 %" in row and row.endswith("worse  REGRESSION")
+    log = _said(capfd)
+    refused = log.index("AirflowFailException: refused: channel stable is gated")
+    assert f"{slower[:12]} against {serving[:12]}: regression: per output token" in log[refused:]
+    assert store.get_bytes(stable.record_key) == before and _channel_events(run) == []
+
+    # The compile DAG's promote_to never accepts a regression by itself: not promoted, the build stays.
+    said = promote_published(store, MODEL, "cpu", slower, "stable", "airflow")
+    assert said["promoted"] is False and said["refused"].startswith("refused: channel stable is gated")
+    assert store.get_bytes(stable.record_key) == before
+    assert any(line.startswith("per output token, at the target's") for line in _task_log(caplog))  # logged too
+
+    accepted, _ = _release(dags, uri, **conf, accept_regression="throughput matters more this week")
+    assert str(accepted.state) == "success"
+    logged = _task_log(caplog)  # the table, then the move's line
+    table = next(i for i, line in enumerate(logged) if line.startswith("per output token, at the target's"))
+    assert table < next(i for i, line in enumerate(logged) if "stable: promote to" in line)
+    outcome = _xcom(accepted, RELEASE, "release")
+    assert outcome["comparison"]["verdict"] == "regression" and outcome["key"] == slower
+    move = channels.get(store, stable).current
+    assert move.accepted_regression == "throughput matters more this week"
+    assert move.comparison.startswith(f"{slower[:12]} against {serving[:12]}: regression")
+    ((_, _, _, extra),) = _channel_events(accepted)
+    assert (extra["key"], extra["previous"]) == (slower, serving)
+
+
+def _task_log(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """What the release task logged since the last call, line by line."""
+    said = [r.getMessage() for r in caplog.records if r.name == "neuronforge_airflow.operators.releases"]
+    caplog.clear()
+    return said

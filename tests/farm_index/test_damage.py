@@ -53,7 +53,9 @@ def _catalog_rows(plugin, monkeypatch: pytest.MonkeyPatch, store, **query: str) 
     from airflow.api_fastapi.core_api.security import get_user
     from fastapi.testclient import TestClient
 
-    monkeypatch.setattr(plugin, "_store", lambda: store)
+    from tests.plugins.conftest import read_from
+
+    read_from(plugin, lambda: store)
     plugin.app.dependency_overrides[get_user] = lambda: None
     try:
         answer = TestClient(plugin.app).get(f"/api/artifacts?{urlencode(query)}")
@@ -149,7 +151,7 @@ def test_no_channel_points_at_a_damaged_build(tmp_path: Path, capsys) -> None:
     store = open_store(uri)
     work = str(tmp_path / "verify")
     a, b, c = (publish(store, n) for n in (1, 2, 3))
-    promote = ("promote", MODEL, "--profile", "cpu", "--to", "candidate", "--store", uri, "--build")
+    promote = ("promote", MODEL, "--profile", "cpu", "--channel", "candidate", "--store", uri, "--build")
     assert cli(capsys, *promote, a[:12])[0] == ExitCode.OK
 
     # same size, other bytes: only a re-hash sees it; `verify KEY` records it, and promote refuses
@@ -169,7 +171,7 @@ def test_no_channel_points_at_a_damaged_build(tmp_path: Path, capsys) -> None:
     assert farm_index.read_damage(store, c).by == "promote"
 
     # a channel's own build, damaged later: `channels` says so; a rollback onto a damaged build is refused
-    to_beta = ("promote", MODEL, "--profile", "cpu", "--to", "beta", "--from", "candidate", "--store", uri)
+    to_beta = ("promote", MODEL, "--profile", "cpu", "--channel", "beta", "--from", "candidate", "--store", uri)
     assert cli(capsys, *to_beta)[0] == ExitCode.OK  # beta: a
     assert cli(capsys, *promote, publish(store, 4)[:12])[0] == ExitCode.OK  # candidate: a -> 4
     store.delete_prefix(f"{json.loads(store.get_bytes(layout.index_entry(a)))['prefix']}/model")
@@ -180,7 +182,7 @@ def test_no_channel_points_at_a_damaged_build(tmp_path: Path, capsys) -> None:
     listing = json.loads(cli(capsys, "channels", MODEL, "--store", uri, "--json")[1])
     listed = {r["channel"]: r["damage"] for r in listing}
     assert listed["beta"]["by"] == "show" and listed["candidate"] is None
-    code, _, err = cli(capsys, "rollback", MODEL, "--profile", "cpu", "candidate", "--store", uri)
+    code, _, err = cli(capsys, "rollback", MODEL, "--profile", "cpu", "--channel", "candidate", "--store", uri)
     assert code == ExitCode.REJECTED and f"build {a[:12]} is damaged" in err
 
 

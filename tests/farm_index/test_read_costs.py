@@ -92,11 +92,15 @@ def test_one_artifact_costs_three_requests(s3_bucket: str, monkeypatch: pytest.M
     # The catalog's JSON endpoint: the store kept open (one bucket check per api-server), the snippet
     # from the manifest's record of its launch file, not a read of the file.
     monkeypatch.setenv("NEURONFORGE_STORE", uri)
-    plugin = load_plugin("neuronforge_catalog")
-    plugin._OPEN_REMOTE.clear()
-    plugin.artifact(key)
+    pages = load_plugin("neuronforge_catalog").pages
+    pages.base._OPEN_REMOTE.clear()
+
+    def artifact(key: str) -> dict:  # the route called as FastAPI calls it, with the configured store
+        return pages.api.artifact(pages.base.StoreAccess(pages.base.open_configured), key)
+
+    artifact(key)
     assert next(op for op, _ in counted.take()) == "HeadBucket"
-    answer = plugin.artifact(key)
+    answer = artifact(key)
     sent = counted.take()
     assert len(sent) == 3 and not any("launch/" in k for _, k in sent), sent
     assert answer["snippets"] == {"serve.sh": LAUNCH.decode()}
@@ -105,7 +109,7 @@ def test_one_artifact_costs_three_requests(s3_bucket: str, monkeypatch: pytest.M
     old = key_of("detail", 1)
     _publish_with_launch(store, old, text=False)
     counted.take()
-    assert plugin.artifact(old)["snippets"] == {"serve.sh": LAUNCH.decode()}
+    assert artifact(old)["snippets"] == {"serve.sh": LAUNCH.decode()}
     assert [k for _, k in counted.take()][-1].endswith("/launch/serve.sh")
 
     # Rewritten since it was published (same size, other bytes: what only `verify`'s sha256 sees) and
@@ -117,7 +121,7 @@ def test_one_artifact_costs_three_requests(s3_bucket: str, monkeypatch: pytest.M
     counted.take()
     row, _ = farm_row(store, key)
     assert row.status == "damaged" and "do not match" in row.message
-    assert len(counted.take()) == 4 and plugin.artifact(key)["status"] == "damaged"
+    assert len(counted.take()) == 4 and artifact(key)["status"] == "damaged"
     assert main(["show", key, "--store", uri]) == ExitCode.REJECTED  # refused: damaged
     assert "do not match the manifest" in capsys.readouterr().err
 

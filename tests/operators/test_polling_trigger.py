@@ -12,7 +12,7 @@ from typing import Any
 
 from neuronforge.artifacts import leases
 from neuronforge.stores import open_store
-from neuronforge_airflow.operators.build_claim import BuildFinishedTrigger
+from neuronforge_airflow.triggers.build_finished import BuildFinishedTrigger
 from neuronforge_airflow.triggers.polling import PollingTrigger
 
 KEY = "b" * 64
@@ -68,14 +68,44 @@ def test_fires_at_the_deadline_after_one_last_poll() -> None:
 def test_serializes_to_its_own_classpath_and_fields() -> None:
     path, kwargs = BuildFinishedTrigger("file:///s", KEY, 3.0).serialize()
     assert (path, kwargs) == (
-        "neuronforge_airflow.operators.build_claim.BuildFinishedTrigger",
+        "neuronforge_airflow.triggers.build_finished.BuildFinishedTrigger",
         {"store_uri": "file:///s", "key": KEY, "poll_s": 3.0},
     )
-    from neuronforge_airflow.operators.recompile import RebuildsSettledTrigger
+    from neuronforge_airflow.triggers.rebuilds_settled import RebuildsSettledTrigger
 
     path, kwargs = RebuildsSettledTrigger("file:///s", [], deadline=5.0, poll_s=1.0).serialize()
-    assert path == "neuronforge_airflow.operators.recompile.RebuildsSettledTrigger"
+    assert path == "neuronforge_airflow.triggers.rebuilds_settled.RebuildsSettledTrigger"
     assert kwargs == {"store_uri": "file:///s", "states": [], "deadline": 5.0, "poll_s": 1.0}
+
+
+# Where each trigger was serialized from before it moved to triggers/ (issue 55): a task deferred then is
+# in the database under that classpath, and the triggerer of the upgraded deployment must still run it.
+EARLIER_CLASSPATHS = {
+    "neuronforge_airflow.operators.build_claim.BuildFinishedTrigger": "neuronforge_airflow.triggers.build_finished",
+    "neuronforge_airflow.operators.recompile.RebuildsSettledTrigger": "neuronforge_airflow.triggers.rebuilds_settled",
+}
+
+
+def test_a_trigger_deferred_by_the_earlier_classpath_runs_after_the_upgrade(tmp_path: Path) -> None:
+    """As the triggerer of Airflow 3 loads a stored trigger (`TriggerRunnerSupervisor`'s
+    `get_trigger_by_classpath`: `import_string` of the row's classpath, called with its kwargs), a row
+    written under the earlier classpath gives the moved class, which runs."""
+    from airflow._shared.module_loading import import_string
+
+    for earlier, module in EARLIER_CLASSPATHS.items():
+        cls = import_string(earlier)
+        assert cls.__module__ == module and cls.__name__ == earlier.rpartition(".")[2], earlier
+    store_uri = f"file://{tmp_path / 'store'}"
+    stored = (
+        "neuronforge_airflow.operators.build_claim.BuildFinishedTrigger",
+        {"store_uri": store_uri, "key": KEY, "poll_s": 0.1},
+    )
+    trigger = import_string(stored[0])(**stored[1])
+    assert _first_event(trigger) == {"status": "free"}  # nobody holds the lease: the wait is over
+    settled = import_string("neuronforge_airflow.operators.recompile.RebuildsSettledTrigger")(
+        store_uri=store_uri, states=[], deadline=time.time() + 5, poll_s=0.1
+    )
+    assert _first_event(settled) == {"settled": True}  # no rebuilds: settled at the first poll
 
 
 def test_build_finished_fires_free_when_the_holder_releases_its_lease(tmp_path: Path) -> None:
@@ -90,9 +120,9 @@ def test_build_finished_fires_free_when_the_holder_releases_its_lease(tmp_path: 
 
 
 def test_build_finished_fires_published_with_the_hit(tmp_path: Path, monkeypatch) -> None:
-    from neuronforge_airflow.operators import build_claim
+    from neuronforge_airflow.triggers import build_finished
 
     hit = {"manifest_uri": "file:///s/m.json"}
-    monkeypatch.setattr(build_claim, "_published", lambda store_uri, key: hit if key == KEY else None)
+    monkeypatch.setattr(build_finished, "_published", lambda store_uri, key: hit if key == KEY else None)
     trigger = _rebuilt(BuildFinishedTrigger(f"file://{tmp_path}", KEY, poll_s=0.1))
     assert _first_event(trigger) == {"status": "published", "hit": hit}

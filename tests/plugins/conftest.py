@@ -21,7 +21,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -221,12 +221,20 @@ def plain_server(server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[s
 
 
 def load_plugin(name: str) -> ModuleType:
-    """`plugins/<name>.py` loaded as Airflow loads it (the folder is no package)."""
+    """`plugins/<name>.py` loaded as Airflow loads it (the folder is no package). The catalog's pages
+    (`plugins/neuronforge_catalog_pages/`, imported by name) are imported once per process: each load
+    has a fresh entry module over the same app."""
     spec = importlib.util.spec_from_file_location(name, REPO / "plugins" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def read_from(plugin: ModuleType, opener: Callable[[], Any]) -> None:
+    """The catalog's pages read the store `opener` gives (its `base.store_opener` dependency overridden;
+    `plugin.app.dependency_overrides.clear()` undoes it)."""
+    plugin.app.dependency_overrides[plugin.pages.base.store_opener] = lambda: opener
 
 
 @pytest.fixture(scope="module")

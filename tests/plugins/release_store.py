@@ -21,6 +21,7 @@ from neuronforge.records.channel import ChannelBuild, ChannelMove, ChannelRecord
 from neuronforge.records.farm_index import LogRecord
 from neuronforge.records.payload_manifest import PayloadManifest
 from neuronforge.records.review import ReviewDecision, ReviewRecord
+from neuronforge.records.smoke import SmokeRecord
 from neuronforge.spec.source import ModelSource
 from neuronforge.spec.target import TargetSpec
 from neuronforge.spec.toolchain import Toolchain
@@ -37,12 +38,22 @@ TEMPLATE = "tpl{{7*7}}end"
 ODD_MODEL = f"/srv/models/{IMG}{TEMPLATE}"
 
 
-def fake_publish(store: ArtifactStore, work: Path, model: str, batch: int) -> str:
-    """Publish a cpu build of `model` (batch size `batch`) as the publish stage does; its key."""
+def fake_publish(
+    store: ArtifactStore,
+    work: Path,
+    model: str,
+    batch: int,
+    *,
+    smoke: SmokeRecord | None = None,
+    compiler: str = "2.0",
+) -> str:
+    """Publish a cpu build of `model` (batch size `batch`) as the publish stage does; its key. `smoke`:
+    its smoke result (default: a passing one without a measurement); `compiler`: its compiler's
+    version (another one: another build of the same target, as a new release makes)."""
     target = TargetSpec.parse({**TARGET, "profile": CPU.ref, "batch_size": batch})
     revision = hashlib.sha1(model.encode()).hexdigest()  # a build is keyed by its model's revision
     request = CompileRequest(ModelSource.parse(model).pinned(revision), target, CPU)
-    toolchain = Toolchain(CPU.backend.name, "2.0", "torch-inductor", "2.0")
+    toolchain = Toolchain(CPU.backend.name, "2.0", "torch-inductor", compiler)
     key = cache_key(request, toolchain)
     payload = work / key[:12]
     (payload / "launch").mkdir(parents=True)
@@ -52,7 +63,8 @@ def fake_publish(store: ArtifactStore, work: Path, model: str, batch: int) -> st
     build = publish_tree(
         store, payload, layout.build_prefix(key, hashlib.sha256(staged.to_bytes()).hexdigest()), staged
     )
-    smoke = {"passed": True, "reason": "tokens match", "time_to_first_token_s": 0.01, "per_token_s": 0.002}
+    passed = {"passed": True, "reason": "tokens match", "time_to_first_token_s": 0.01, "per_token_s": 0.002}
+    smoke = smoke if smoke is not None else SmokeRecord.model_validate(passed)
     publish(PublishInput(request, toolchain, key, build, smoke, {"formats": {"launch": "launch"}}), store)
     return key
 

@@ -17,6 +17,7 @@ import pytest
 from neuronforge.artifacts import attestations, channels
 from neuronforge.records.attestation import Attestation
 from neuronforge.stores import open_store
+from tests.plugins.conftest import read_from
 from tests.releases.builds import MODEL, publish
 
 
@@ -26,7 +27,7 @@ def client(plugin: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     from fastapi.testclient import TestClient
 
     store = open_store(f"file://{tmp_path / 'store'}")
-    monkeypatch.setattr(plugin, "_store", lambda: store)
+    read_from(plugin, lambda: store)
     plugin.app.dependency_overrides[get_user] = lambda: None
     client = TestClient(plugin.app)
     client.store = store

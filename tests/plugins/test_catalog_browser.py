@@ -298,3 +298,72 @@ def test_a_refusal_is_in_sight_where_trigger_was_clicked(page, server, token: st
 
     status, body = http_get(f"{base}/ui/config", token)
     assert status == 200 and "[data-testid=error-alert]" in json.dumps(json.loads(body)["theme"]["globalCss"])
+
+
+# -- the look: the Airflow UI's theme, light and dark ----------------------------------------------------
+# A colour as sRGB bytes, whatever notation the browser computes it in (oklch stays oklch): painted.
+RGB = """(color) => {
+  const c = document.createElement('canvas').getContext('2d');
+  c.fillStyle = color; c.fillRect(0, 0, 1, 1);
+  return [...c.getImageData(0, 0, 1, 1).data.slice(0, 3)];
+}"""
+
+
+def _luminance(rgb: list[int]) -> float:
+    """WCAG's relative luminance of an sRGB colour."""
+    lin = [c / 255 / 12.92 if c / 255 <= 0.04045 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in rgb]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def _colours(frame) -> tuple[float, float]:
+    """The luminance of the page's background and of its text."""
+    bg, fg = frame.evaluate(
+        "() => [getComputedStyle(document.body).backgroundColor, getComputedStyle(document.body).color]"
+    )
+    return _luminance(frame.evaluate(RGB, bg)), _luminance(frame.evaluate(RGB, fg))
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_each_page_in_the_uis_theme(page, server, compiled: Compiled, shots: Path, theme: str) -> None:
+    """Each page at 1400x900 as the UI shows it, in the UI's light and dark mode: the page takes the
+    UI's mode and its colours (Chakra's variables, copied from the UI's document), the text readable on
+    its background (WCAG contrast >= 7); a screenshot of each."""
+    base, _ = server
+    key = compiled.first.key
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.emulate_media(color_scheme=theme)  # the UI's mode is the system's unless the user chose one
+    frame = _catalog(page, base)
+    ui_bg = page.evaluate("() => getComputedStyle(document.documentElement).getPropertyValue('--chakra-colors-bg')")
+    assert ui_bg.strip(), "the Airflow UI no longer has its background colour as --chakra-colors-bg"
+    channels = frame.get_attribute("#matrix a.channels-link", "href")  # the seeded model's channels page
+    for name, url, ready in (
+        ("catalog", "/neuronforge/", "#matrix"),
+        ("artifact", f"/neuronforge/artifacts/{key}", ".detail"),
+        ("channels", channels, "#channels"),
+        ("release", f"/neuronforge/release?action=approve&build={key}", "#change"),
+        ("leases", "/neuronforge/leases", "#leases"),
+    ):
+        frame.goto(f"{base}{url}")
+        frame.wait_for_selector(ready, timeout=30000)
+        assert frame.evaluate("() => document.documentElement.classList.contains('dark')") == (theme == "dark"), name
+        ours = frame.evaluate("() => getComputedStyle(document.documentElement).getPropertyValue('--nf-bg')")
+        assert ours.strip() == ui_bg.strip(), (name, ours, ui_bg)  # the UI's own value, not our copy
+        bg, fg = _colours(frame)
+        assert (bg < 0.1) if theme == "dark" else (bg > 0.8), (name, bg)
+        contrast = (max(bg, fg) + 0.05) / (min(bg, fg) + 0.05)
+        assert contrast >= 7, (name, theme, contrast)
+        page.screenshot(path=str(shots / f"theme-{theme}-{name}.png"))
+    assert page.csp_violations == []
+
+
+def test_the_page_follows_when_the_user_switches_the_uis_mode(page, server) -> None:
+    base, _ = server
+    page.emulate_media(color_scheme="light")
+    frame = _catalog(page, base)
+    assert frame.evaluate("() => document.documentElement.classList.contains('light')")
+    light = _colours(frame)[0]
+    page.evaluate(
+        "() => { document.documentElement.classList.remove('light'); document.documentElement.classList.add('dark'); }"
+    )
+    frame.wait_for_function("() => document.documentElement.classList.contains('dark')")
+    assert _colours(frame)[0] < 0.1 < light

@@ -24,6 +24,7 @@ from neuronforge.artifacts import channels, reviews
 from neuronforge.artifacts.farm_index import read_damage
 from neuronforge.farm.releases import ReleaseRequest, run
 from neuronforge.stores import open_store
+from tests.plugins.conftest import read_from
 from tests.plugins.release_store import IMG, JS, MODEL, ODD_MODEL, SCRIPT, TEMPLATE, Releases, seed
 from tests.plugins.test_catalog_pages import Counting, _error
 
@@ -66,7 +67,7 @@ def _client(plugin: ModuleType, root: Path, monkeypatch: pytest.MonkeyPatch):
     from fastapi.testclient import TestClient
 
     store = Listing(open_store(f"file://{root}", must_exist=True))
-    monkeypatch.setattr(plugin, "_store", lambda: store)
+    read_from(plugin, lambda: store)
     plugin.app.dependency_overrides[get_user] = lambda: None
     client = TestClient(plugin.app)
     client.store = store
@@ -158,7 +159,7 @@ def test_a_builds_page_shows_its_channels_review_and_buttons(client, keys: Relea
             f"/release?action=promote&model=org%2Fchan-model&profile=cpu&channel=candidate&build={keys.a}"
         ),
         "roll candidate back to this build": (
-            f"/release?action=rollback&model=org%2Fchan-model&profile=cpu&channel=candidate&to={keys.a}"
+            f"/release?action=rollback&model=org%2Fchan-model&profile=cpu&channel=candidate&build={keys.a}"
         ),
     }
     # its model's channels: one listing of that model's folder
@@ -181,8 +182,9 @@ def test_a_models_channels_page(client, keys: Releases) -> None:
     # one listing of the model's folder, then per channel (candidate, stable) one of its build's folder
     assert client.store.listed == ["channels/org/chan-model", *folders]
     # the listing, the two records, their builds' reviews; per channel its build's damage record, index
-    # entry, manifest and folder listing (`channels.pointer`): a few reads per channel shown, never a scan
-    assert client.store.requests == 1 + 2 + 2 + 2 * 4
+    # entry, manifest and folder listing (`channels.pointer`): a few reads per channel shown, never a scan;
+    # the speed charts: the farm index's head, tail and the page holding the model's rows
+    assert client.store.requests == 1 + 2 + 2 + 2 * 4 + 3
     stable, candidate = _text(page, "channel-cpu-stable"), _text(page, "channel-cpu-candidate")
     assert "build ok" in stable and "build ok" in candidate and 'id="channel-cpu-stable-pointer"' not in page
     assert f"points to {keys.a[:12]}" in stable and "review rejected by dave" in stable
@@ -201,7 +203,7 @@ def test_a_models_channels_page(client, keys: Releases) -> None:
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", c[0]) for c in cells)
     links = _links(page)
     line = "model=org%2Fchan-model&profile=cpu"
-    assert links[f"roll back to {keys.a[:12]}"] == f"/release?action=rollback&{line}&channel=candidate&to={keys.a}"
+    assert links[f"roll back to {keys.a[:12]}"] == f"/release?action=rollback&{line}&channel=candidate&build={keys.a}"
     assert links[f"promote candidate's {keys.b[:12]} here"] == (
         f"/release?action=promote&{line}&channel=stable&build={keys.b}&reason=from+candidate"
     )
@@ -287,13 +289,23 @@ def test_a_promotion_names_the_change_and_its_request_makes_it(mutable, keys: Re
         "build": keys.b,
         "from_channel": "",
         "steps": 1,
-        "to": "",
         "reason": "from candidate",
+        "accept_regression": "",  # the release request's field: a gated promote's reason to take a regression
     }
     # what the release DAG does with that conf: exactly the change the page named
     outcome = run(store, ReleaseRequest.from_json(conf), by="erin")
     assert (outcome.previous, outcome.key) == (keys.a, keys.b) and outcome.changed
     assert channels.pointing_to(store, keys.b) == [CANDIDATE, STABLE]
+
+
+def test_a_link_with_the_old_name_of_a_rollbacks_build_confirms_the_same_request(mutable, keys: Releases) -> None:
+    """A bookmark made before a rollback's build was `build` (`&to=KEY`) asks the same as `&build=KEY`."""
+    candidate = {"model": MODEL, "profile": "cpu", "channel": "candidate"}
+    run(mutable.store._store, ReleaseRequest(action="promote", **candidate, build=keys.c), by="x")
+    line = f"action=rollback&model={MODEL}&profile=cpu&channel=candidate"
+    old = _conf(_get(mutable, f"/release?{line}&to={keys.b}"))
+    assert old == _conf(_get(mutable, f"/release?{line}&build={keys.b}")) and old["build"] == keys.b
+    assert "to" not in old
 
 
 def test_a_request_by_channel_or_steps_is_pinned_to_the_build_it_names(mutable, keys: Releases) -> None:
@@ -311,7 +323,7 @@ def test_a_request_by_channel_or_steps_is_pinned_to_the_build_it_names(mutable, 
     run(store, ReleaseRequest(action="promote", **candidate, build=keys.c), by="x")
     page = _get(mutable, f"/release?action=rollback&model={MODEL}&profile=cpu&channel=candidate&steps=1&reason=bad")
     back = _conf(page)
-    assert (back["to"], back["steps"], back["reason"]) == (keys.b, 1, "bad")
+    assert (back["build"], back["steps"], back["reason"]) == (keys.b, 1, "bad")
     assert _text(page, "before").startswith(keys.c[:12]) and _text(page, "after") == f"→ {keys.b[:12]}"
     # Someone else rolls candidate back first: one step back is now c again, the request still says b.
     run(store, ReleaseRequest(action="rollback", **candidate, steps=1), by="someone else")
@@ -338,9 +350,9 @@ def test_a_rejection_asks_its_reason_and_warns_of_the_channels_on_it(mutable, ke
 
 
 def test_the_reason_field_takes_what_a_request_takes(plugin: ModuleType) -> None:
-    from neuronforge.farm.releases import REASON_MAX
+    from neuronforge.common.one_line import MAX_CHARS as REASON_MAX
 
-    assert plugin.REASON_LIMIT == REASON_MAX
+    assert plugin.pages.params.REASON_LIMIT == REASON_MAX
 
 
 def test_nothing_to_change_is_not_offered(client, keys: Releases) -> None:
@@ -369,7 +381,9 @@ def test_nothing_to_change_is_not_offered(client, keys: Releases) -> None:
         ),
         (
             {"action": "rollback", "model": MODEL, "profile": "cpu", "channel": "stable"},
-            f"{STABLE} held 0 other build(s) in its kept history; --steps 1 goes further back.",
+            f"{STABLE} has pointed at no other build (…): there is nothing to roll back to; promote another build: "
+            f"`neuronforge promote {MODEL} --profile cpu --channel stable --build KEY` (KEY: a build "
+            f"`neuronforge ls --model {MODEL} --profile cpu` lists).",
         ),
         (
             {"action": "rollback", "model": MODEL, "profile": "cpu", "channel": "nope"},
@@ -395,7 +409,8 @@ def test_nothing_to_change_is_not_offered(client, keys: Releases) -> None:
 )
 def test_a_bad_request_is_one_sentence(client, query: dict[str, str], sentence: str) -> None:
     response = client.get(f"/release?{urlencode(query)}")
-    assert response.status_code == 400 and _error(response.text) == sentence
+    pattern = ".*".join(re.escape(part) for part in sentence.split("…"))  # `…`: the part that names a key
+    assert response.status_code == 400 and re.fullmatch(pattern, _error(response.text)), _error(response.text)
 
 
 @pytest.mark.parametrize(
@@ -464,9 +479,18 @@ def test_the_release_templates_escape_a_hostile_string_in_every_slot(plugin: Mod
     line and channel too), and every string of a confirmation, rendered as text in every slot."""
     from markupsafe import escape
 
+    from neuronforge.interfaces.latency_chart import target_charts
     from neuronforge.records.channel import ChannelBuild, ChannelMove, ChannelRecord
     from neuronforge.records.review import ReviewDecision, ReviewRecord
     from tests.plugins.test_catalog_security import HOSTILE, _assert_inert, _hostile_row
+
+    figure = {"median": 0.01, "p10": 0.009, "p90": 0.011}
+    measured = {
+        "synthetic": True,
+        "instance_type": HOSTILE,
+        "runtime_line": HOSTILE,
+        "figures": {"per_token_s": figure},
+    }
 
     def move(key: str) -> ChannelMove:
         build = ChannelBuild(
@@ -481,7 +505,16 @@ def test_the_release_templates_escape_a_hostile_string_in_every_slot(plugin: Mod
             toolchain={"compiler_version": HOSTILE},
             published_at=HOSTILE,
         )
-        return ChannelMove(action="promote", build=build, previous=HOSTILE, by=HOSTILE, at=HOSTILE, reason=HOSTILE)
+        return ChannelMove(
+            action="promote",
+            build=build,
+            previous=HOSTILE,
+            by=HOSTILE,
+            at=HOSTILE,
+            reason=HOSTILE,
+            comparison=HOSTILE,  # what the regression gate compared, and the reason it was accepted
+            accepted_regression=HOSTILE,
+        )
 
     record = ChannelRecord(
         model=HOSTILE, profile_line=HOSTILE, channel=HOSTILE, current=move(HOSTILE), history=[move(HOSTILE + "2")]
@@ -489,9 +522,9 @@ def test_the_release_templates_escape_a_hostile_string_in_every_slot(plugin: Mod
     sibling = record.model_copy(update={"channel": HOSTILE + "3", "current": move(HOSTILE + "3")})
     decision = ReviewDecision(state="rejected", by=HOSTILE, at=HOSTILE, reason=HOSTILE)
     review = ReviewRecord(key=HOSTILE, current=decision, history=[decision])
-    view = plugin._channel_view(record, "rejected", review, [record, sibling])
+    view = plugin.pages.channels._channel_view(record, "rejected", review, [record, sibling])
     assert len(view["actions"]) == 2 and view["history"][0]["rollback"]  # every button rendered below
-    page = plugin._render(
+    page = plugin.pages.render.render_page(
         "channels.html.j2",
         title=HOSTILE,
         store_uri=HOSTILE,
@@ -499,17 +532,21 @@ def test_the_release_templates_escape_a_hostile_string_in_every_slot(plugin: Mod
         catalog_href=HOSTILE,
         channels=[view],
         damaged=[HOSTILE],  # a record that is not a channel's: its sentence names what the store holds
+        charts=target_charts([_hostile_row(at="1", measured=measured), _hostile_row(at="2")], {HOSTILE: [HOSTILE]}),
+        charts_note=HOSTILE,
     )
     _assert_inert(page)
-    assert page.count(str(escape(HOSTILE))) >= 26
-    release = plugin._artifact_release_view(HOSTILE, HOSTILE, HOSTILE, HOSTILE, review, [record, sibling], HOSTILE)
+    assert page.count(str(escape(HOSTILE))) >= 40
+    release = plugin.pages.artifact._artifact_release_view(
+        HOSTILE, HOSTILE, HOSTILE, HOSTILE, review, [record, sibling], HOSTILE
+    )
     assert release["pointing"] == [f"{HOSTILE} · {HOSTILE} · {HOSTILE}"]
     assert len(release["actions"]) == 3  # approve, reject, promote to the channel not on it
-    detail = plugin._render(
+    detail = plugin.pages.render.render_page(
         "artifact.html.j2",
         title=HOSTILE,
         store_uri=HOSTILE,
-        a=plugin._detail_view(SimpleNamespace(**{**vars(_hostile_row()), "key": HOSTILE}), None, {}),
+        a=plugin.pages.artifact._detail_view(SimpleNamespace(**{**vars(_hostile_row()), "key": HOSTILE}), None, {}),
         release={**release, "loud": HOSTILE},
     )
     _assert_inert(detail)
@@ -517,13 +554,24 @@ def test_the_release_templates_escape_a_hostile_string_in_every_slot(plugin: Mod
     plan = {
         "describe": HOSTILE,
         "change": dict.fromkeys(("what", "before", "after", "since"), HOSTILE)
-        | {"before_href": plugin._artifact_href(HOSTILE), "after_href": HOSTILE},
+        | {"before_href": plugin.pages.render.artifact_href(HOSTILE), "after_href": HOSTILE},
         "warnings": [HOSTILE],
         "refused": "",
+        "comparison": {
+            "channel": HOSTILE,
+            "base": HOSTILE,
+            "verdict": HOSTILE,
+            "css": "verdict-bad",
+            "summary": HOSTILE,
+            "rows": [{"title": HOSTILE, "cells": [HOSTILE] * 4, "verdict": HOSTILE, "regression": True}],
+            "numerics": HOSTILE,
+            "gated": True,
+            "refuses": True,
+        },
         "conf": json.dumps({"reason": HOSTILE}),
         "request": {"reason": HOSTILE},
     }
-    confirm = plugin._render(
+    confirm = plugin.pages.render.render_page(
         "release.html.j2",
         title=HOSTILE,
         store_uri=HOSTILE,
@@ -536,4 +584,4 @@ def test_the_release_templates_escape_a_hostile_string_in_every_slot(plugin: Mod
         reason_limit=1,
     )
     _assert_inert(confirm)
-    assert confirm.count(str(escape(HOSTILE))) >= 10
+    assert confirm.count(str(escape(HOSTILE))) >= 20

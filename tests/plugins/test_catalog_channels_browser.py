@@ -21,6 +21,9 @@ from neuronforge.farm.releases import ReleaseRequest, run
 from neuronforge.stores import open_store
 from tests.plugins.conftest import NEEDS_CHROMIUM, http_get
 from tests.plugins.release_store import MODEL, ODD_MODEL, SCRIPT, Releases, seed
+from tests.plugins.speed_store import MODEL as SPEED_MODEL
+from tests.plugins.speed_store import seed as speed_seed
+from tests.plugins.test_catalog_browser import OVERFLOWING
 from tests.plugins.test_catalog_hostile import INSPECT, WATCH
 
 pytestmark = NEEDS_CHROMIUM
@@ -35,6 +38,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Releases]:
     store = open_store(f"file://{root}")
     keys = seed(store, tmp_path_factory.mktemp("channels-ui-work"))
     run(store, ReleaseRequest(action="approve", build=keys.b, reason="evals pass"), by="erin")
+    speed_seed(store, tmp_path_factory.mktemp("speed-ui-work"))  # another model: its speed charts
     return root, keys
 
 
@@ -80,8 +84,8 @@ def test_promote_from_a_models_channels_to_the_release_dags_trigger_form(
         "build": keys.b,
         "from_channel": "",
         "steps": 1,
-        "to": "",
         "reason": "from candidate",
+        "accept_regression": "",
     }
     assert json.loads(frame.inner_text("#conf")) == expected
     page.screenshot(path=str(shots / "channels-confirm.png"), full_page=True)
@@ -126,4 +130,39 @@ def test_hostile_channel_records_run_nothing(page, server, seeded: tuple[Path, R
         found = page.evaluate(INSPECT)
         assert found["pwned"] == "undefined" and found["made"] == [] and dialogs == [], (path, found)
         assert SCRIPT in page.inner_text("body"), path  # shown as text
+    assert page.csp_violations == []
+
+
+# Each chart of the page as the reader sees it: its box, its accessible name, and the marks it draws.
+CHARTS = """() => [...document.querySelectorAll('svg.chart')].map(svg => {
+  const box = svg.getBoundingClientRect();
+  const labels = [...svg.querySelectorAll('text.build')].map(t => t.getBoundingClientRect());
+  const overlaps = labels.slice(1).filter((b, i) => b.left < labels[i].right).length;
+  return {id: svg.id, left: box.left, right: box.right, width: box.width, height: box.height,
+          label: svg.getAttribute('aria-label'), role: svg.getAttribute('role'),
+          points: svg.querySelectorAll('circle.point').length, gaps: svg.querySelectorAll('.gap[data-key]').length,
+          current: [...svg.querySelectorAll('text.current')].map(t => t.textContent),
+          fill: getComputedStyle(svg.querySelector('circle.point')).fill, overlaps};
+})"""
+
+
+def test_a_models_speed_charts_are_drawn_and_readable_at_1400_by_900(page, shots: Path) -> None:
+    page.set_viewport_size({"width": 1400, "height": 900})
+    response = page.goto(f"/neuronforge/channels?{urlencode({'model': SPEED_MODEL})}")
+    assert response is not None and response.status == 200
+    page.wait_for_selector("#speed svg.chart", timeout=30000)
+    charts = page.evaluate(CHARTS)
+    assert [c["id"] for c in charts] == ["chart-0-0", "chart-0-1", "chart-1-0", "chart-1-1"]
+    for c in charts:
+        # visible, inside the window, wide enough to read, styled by the style sheet (no inline style)
+        assert c["left"] >= 0 and c["right"] <= 1400 and c["width"] >= 380 and c["height"] >= 140, c
+        assert c["role"] == "img" and c["label"].startswith(("time to first token", "per output token")), c
+        assert c["overlaps"] == 0 and c["fill"] == "rgb(29, 78, 216)", c
+    first = charts[0]
+    assert (first["points"], first["gaps"], first["current"]) == (3, 1, ["stable", "candidate"])
+    assert page.is_visible("#chart-0-0") and not page.is_visible(".speed-table")  # the numbers: one click away
+    page.click("#chart-0 details summary")
+    assert page.is_visible("#chart-0 .speed-table")
+    assert page.evaluate(OVERFLOWING) == []
+    page.screenshot(path=str(shots / "speed-charts.png"), full_page=True)
     assert page.csp_violations == []

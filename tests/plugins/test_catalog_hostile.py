@@ -38,6 +38,7 @@ from neuronforge.records.artifact_manifest import ArtifactManifest
 from neuronforge.records.farm_index import LogRecord
 from neuronforge.records.index_entry import IndexEntry
 from neuronforge.records.payload_manifest import PayloadManifest
+from neuronforge.records.smoke import SmokeRecord
 from neuronforge.spec.source import ModelSource
 from neuronforge.spec.target import TargetSpec
 from neuronforge.spec.toolchain import Toolchain
@@ -123,7 +124,16 @@ def _publish_hostile(store, tmp: Path) -> tuple[str, dict[str, str]]:
     # Forged outputs (a profile's `assemble` names them): a hostile name, and `javascript:` targets.
     formats = {"split": "split/model", "launch": "launch", IMG: JS, SCRIPT: "javascript://x/%0awindow.__pwned=1"}
     publish(
-        PublishInput(request, toolchain, key, build, smoke, {"formats": formats}, run_id=SCRIPT + ATTR, hosts=hosts),
+        PublishInput(
+            request,
+            toolchain,
+            key,
+            build,
+            SmokeRecord.model_validate(smoke),
+            {"formats": formats},
+            run_id=SCRIPT + ATTR,
+            hosts=hosts,
+        ),
         store,
     )
     return key, launch

@@ -32,6 +32,7 @@ from neuronforge.profiles.cpu import PROFILE as CPU
 from neuronforge.profiles.request import CompileRequest, cache_key
 from neuronforge.records.farm_index import Entry
 from neuronforge.records.payload_manifest import PayloadManifest
+from neuronforge.records.smoke import SmokeRecord
 from neuronforge.spec.source import ModelSource
 from neuronforge.spec.target import TargetSpec
 from neuronforge.spec.toolchain import Toolchain
@@ -92,7 +93,12 @@ def _publish_cafe(store: ArtifactStore, tmp: Path) -> str:
         store, payload, layout.build_prefix(key, hashlib.sha256(staged.to_bytes()).hexdigest()), staged
     )
     smoke = {"passed": True, "reason": f"loaded {CAFE}", "time_to_first_token_s": 0.01, "per_token_s": 0.002}
-    publish(PublishInput(request, toolchain, key, build, smoke, {"formats": {"cpu-aoti": "cpu-aoti"}}), store)
+    publish(
+        PublishInput(
+            request, toolchain, key, build, SmokeRecord.model_validate(smoke), {"formats": {"cpu-aoti": "cpu-aoti"}}
+        ),
+        store,
+    )
     return key
 
 

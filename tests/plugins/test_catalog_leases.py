@@ -15,6 +15,7 @@ import pytest
 
 from neuronforge.artifacts import layout, leases
 from neuronforge.stores import open_store
+from tests.plugins.conftest import read_from
 
 ROOT = Path(__file__).resolve().parents[2]
 LIVE, DEAD, STALE, RELEASED, BROKEN, HOSTILE = ("1" * 64, "2" * 64, "3" * 64, "4" * 64, "5" * 64, "6" * 64)
@@ -51,7 +52,7 @@ def client(plugin: ModuleType, farm: Path, monkeypatch: pytest.MonkeyPatch):
     from fastapi.testclient import TestClient
 
     store = open_store(f"file://{farm}", must_exist=True)
-    monkeypatch.setattr(plugin, "_store", lambda: store)
+    read_from(plugin, lambda: store)
     plugin.app.dependency_overrides[get_user] = lambda: None
     with TestClient(plugin.app) as client:
         yield client
@@ -70,6 +71,14 @@ def test_the_leases_page_shows_each_state(client) -> None:
     assert SECRET not in text and "\\udce9" in text  # masked; a lone surrogate shown escaped, no 500
     assert "<form" not in text and text.count("<button") == text.count('class="copy"')  # read-only: copy buttons only
     assert 'href="/neuronforge/leases" id="leases-link"' in client.get("/").text  # from the catalog's page
+
+
+def test_no_leases_and_a_page_past_the_last_say_so(client) -> None:
+    """A store with no leases (or a page after its last key) is a page that says so, not a 500."""
+    for url in ("/leases?start_after=ffff", f"/leases?start_after={'f' * 64}&per_page=1"):
+        page = client.get(url)
+        assert page.status_code == 200 and '<p id="lease-summary">no leases</p>' in page.text, url
+    assert client.get("/api/leases?start_after=ffff").json() == {"leases": [], "next_start_after": None}
 
 
 def test_the_leases_json_pages_through_locks(client) -> None:

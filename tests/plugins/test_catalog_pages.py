@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 
 from neuronforge.artifacts.farm_index import record_failure, snapshot
+from neuronforge.common.errors import NeuronforgeError
 from neuronforge.spec.target import TargetSpec
 from neuronforge.stores import open_store
 from tests.conftest import TARGET
-from tests.plugins.conftest import STORE_READS
+from tests.plugins.conftest import STORE_READS, read_from
 
 HOSTILE = '<script>alert("x")</script>'
 READS = STORE_READS
@@ -70,7 +71,7 @@ def client(plugin: ModuleType, farm: Path, monkeypatch: pytest.MonkeyPatch):
     from fastapi.testclient import TestClient
 
     store = Counting(open_store(f"file://{farm}", must_exist=True))
-    monkeypatch.setattr(plugin, "_store", lambda: store)
+    read_from(plugin, lambda: store)
     plugin.app.dependency_overrides[get_user] = lambda: None
     with TestClient(plugin.app) as client:
         client.store = store
@@ -176,7 +177,7 @@ def test_the_plot_keeps_small_bars_readable_beside_a_10x_outlier(plugin: ModuleT
         SimpleNamespace(model="org/m", profile="cpu@local", target=f"cpu-t{i}", ttft_ms=ms, per_token_ms=ms / 10)
         for i, ms in enumerate((20.0, 22.0, 25.0, 250.0))
     ]
-    page = plugin._render("_plot.html.j2", plot=plugin._plot_view(rows))
+    page = plugin.pages.render.render_page("_plot.html.j2", plot=plugin.pages.index._plot_view(rows))
     widths = [float(w) for w in re.findall(r'class="bar ttft" width="([\d.]+)"', page)]
     assert len(widths) == 4 and len(re.findall(r'class="bar per-token"', page)) == 4
     assert min(widths) / max(widths) > 0.2  # on a linear scale: 20/250 = 0.08
@@ -184,7 +185,7 @@ def test_the_plot_keeps_small_bars_readable_beside_a_10x_outlier(plugin: ModuleT
 
 
 def test_uris_and_slugs_wrap_at_separators_and_stay_text(plugin: ModuleType) -> None:
-    w = plugin.ENV.get_template("macros.html.j2").module.w
+    w = plugin.pages.render.ENV.get_template("macros.html.j2").module.w
     assert str(w("s3://b/x/cpu-inf2")) == "s3:<wbr>/<wbr>/<wbr>b/<wbr>x/<wbr>cpu-<wbr>inf2"
     hostile = str(w('<img src=x onerror="a&b">'))
     assert "<img" not in hostile and "a&amp;<wbr>b" in hostile  # never inside an entity
@@ -203,7 +204,7 @@ def test_an_s3_store_is_checked_once_then_each_view_costs_its_reads(
     record_failure(open_store(uri), _key(1), "compile", RuntimeError("failure 1"), "manual__1",
                    SimpleNamespace(model="org/m01", target=TargetSpec.parse(TARGET)))  # fmt: skip
     monkeypatch.setenv("NEURONFORGE_STORE", uri)
-    monkeypatch.setattr(plugin, "_OPEN_REMOTE", {})
+    monkeypatch.setattr(plugin.pages.base, "_OPEN_REMOTE", {})
     from neuronforge.stores.s3 import S3Store
 
     probes: list[bool] = []
@@ -220,3 +221,24 @@ def test_an_s3_store_is_checked_once_then_each_view_costs_its_reads(
             assert client.get("/").status_code == 503
     finally:
         plugin.app.dependency_overrides.clear()
+
+
+def test_an_error_is_answered_with_its_class_http_status(plugin: ModuleType) -> None:
+    """The catalog's one mapping (`base.said`): the class's `http_status`; a 4xx's own sentence (the
+    store's root said as "the store"), a stored record's too, any other 5xx one generic sentence."""
+    from neuronforge.artifacts.channels import ChannelDamaged, PromotionRefused
+    from neuronforge.common.errors import InvalidInput, StoreError, StoreUnreachable
+    from neuronforge.stores.base import NotFound
+
+    said = plugin.pages.base.said
+    root = "file:///srv/farm"
+    assert said(InvalidInput(f"no model in {root}"), root, "x") == (400, "no model in the store.")
+    assert said(NotFound("no such build"), root, "x") == (404, "no such build.")
+    assert said(PromotionRefused("build b is rejected"), root, "x") == (409, "build b is rejected.")
+    assert said(ChannelDamaged(f"{root}/channels/c.json is not a record"), root, "x") == (
+        503,
+        "the store/channels/c.json is not a record.",
+    )
+    for hidden in (StoreError("/home/me/.aws AKIA"), StoreUnreachable("http://10.0.0.1:9000 refused")):
+        assert said(hidden, root, "x") == (503, plugin.pages.base.UNREADABLE)
+    assert said(NeuronforgeError("a bug's detail"), root, "x") == (500, plugin.pages.base.UNEXPECTED)

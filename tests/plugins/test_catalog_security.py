@@ -28,9 +28,10 @@ from fastapi.routing import APIRoute
 from markupsafe import escape
 
 from neuronforge.farm.rows import FarmRow
+from neuronforge.records.hosts import HostsReport
 from neuronforge.stores import open_store
 from tests.conftest import Compiled
-from tests.plugins.conftest import REPO, STORE_READS, resigned
+from tests.plugins.conftest import REPO, STORE_READS, read_from, resigned
 
 HOSTILE = "<script>alert(1)</script>\"'&javascript:alert(1)"
 # What the seeded store holds and no refusal may show.
@@ -115,7 +116,7 @@ def test_every_route_refuses_a_bad_token(
     for url, _route in _routes(plugin, compiled):
         status, headers, body = fetch(base + url, **({"token": bad} if transport == "bearer" else {"cookie": bad}))
         assert status in (401, 403), (url, status, body[:300])
-        assert headers.get("content-security-policy") == plugin.CSP, url
+        assert headers.get("content-security-policy") == plugin.pages.base.CSP, url
         leaked = [d for d in (*STORE_DATA, compiled.first.key[:12], str(seeded_store)) if d in body]
         assert not leaked, (url, leaked)
         assert "Traceback" not in body
@@ -123,7 +124,7 @@ def test_every_route_refuses_a_bad_token(
 
 def _content_type(url: str, route: APIRoute, plugin: ModuleType) -> str:
     if "/static/" in url:
-        return plugin.ASSETS[url.rsplit("/", 1)[1]]
+        return plugin.pages.base.ASSETS[url.rsplit("/", 1)[1]]
     if route.path.startswith("/api/"):
         return "application/json"
     return "text/html; charset=utf-8"
@@ -138,11 +139,11 @@ def test_every_route_answers_with_the_csp_and_its_content_type(
             status, headers, body = fetch(base + url, **credentials)
             assert status == 200, (url, body[:300])
             assert headers["content-type"] == _content_type(url, route, plugin), url
-            assert headers["content-security-policy"] == plugin.CSP
+            assert headers["content-security-policy"] == plugin.pages.base.CSP
             assert headers["x-content-type-options"] == "nosniff" and headers["referrer-policy"] == "no-referrer"
-    for name in plugin.ASSETS:  # every static file the pages name
+    for name in plugin.pages.base.ASSETS:  # every static file the pages name
         status, headers, _ = fetch(f"{base}/neuronforge/static/{name}", token=token)
-        assert status == 200 and headers["content-type"] == plugin.ASSETS[name]
+        assert status == 200 and headers["content-type"] == plugin.pages.base.ASSETS[name]
     # no inline script or style left for the policy to refuse
     for url in ("/neuronforge/", f"/neuronforge/artifacts/{compiled.first.key}"):
         page = fetch(base + url, token=token)[2]
@@ -158,7 +159,7 @@ def test_every_route_answers_with_the_csp_and_its_content_type(
     ):
         got, headers, body = fetch(base + url, token=token)
         assert (got, headers["content-type"]) == (status, kind), (url, body[:300])
-        assert headers["content-security-policy"] == plugin.CSP
+        assert headers["content-security-policy"] == plugin.pages.base.CSP
 
 
 TRAVERSALS = [
@@ -256,14 +257,16 @@ def _hostile_manifest(hosts: dict[str, Any]) -> SimpleNamespace:
         neuron={"checkpoint_id": HOSTILE},
         lookup=LookupCheck(found=False, reason=HOSTILE, checked_at=HOSTILE),
     )
-    return SimpleNamespace(hosts=hosts, hub_registry=registry, consumer_versions={HOSTILE: HOSTILE})
+    return SimpleNamespace(
+        hosts=HostsReport.model_validate(hosts), hub_registry=registry, consumer_versions={HOSTILE: HOSTILE}
+    )
 
 
 def test_the_templates_escape_a_hostile_string_in_every_slot(plugin: ModuleType) -> None:
     rows = [_hostile_row(), _hostile_row(key="b" * 64, revision="c" * 40)]  # two in one cell: each shows its rev
     shown = SimpleNamespace(rows=rows, total=3, counts={HOSTILE: 2}, instances=[HOSTILE])
     filters = dict.fromkeys(("model", "profile", "instance", "status"), HOSTILE)
-    page = plugin._render(
+    page = plugin.pages.render.render_page(
         "catalog.html.j2",
         title=HOSTILE,
         store_uri=HOSTILE,
@@ -274,29 +277,31 @@ def test_the_templates_escape_a_hostile_string_in_every_slot(plugin: ModuleType)
         instances=[HOSTILE],
         statuses=[HOSTILE],
         per_page_field=HOSTILE,
-        pager=plugin._pager_view(filters, 2, 1, shown),
-        matrix=plugin._matrix_view(rows),
+        pager=plugin.pages.index._pager_view(filters, 2, 1, shown),
+        matrix=plugin.pages.index._matrix_view(rows),
         past_the_end=False,
-        plot=plugin._plot_view(rows),
-        rows=[plugin._row_view(r) for r in rows],
+        plot=plugin.pages.index._plot_view(rows),
+        rows=[plugin.pages.index._row_view(r) for r in rows],
     )
     _assert_inert(page)
     assert page.count(str(escape(HOSTILE))) >= 15  # rendered (as text), not dropped
     assert 'href="/neuronforge/artifacts/%3Cscript%3Ealert' in page  # the key: quoted into our route
     hosts = {"cpu_seconds": 1.0, "neuron_seconds": 0.0, "stages": [{"stage": HOSTILE, "seconds": 1, "host": HOSTILE}]}
     row = _hostile_row()
-    detail = plugin._render(
+    detail = plugin.pages.render.render_page(
         "artifact.html.j2",
         title=HOSTILE,
         store_uri=HOSTILE,
-        a=plugin._detail_view(row, _hostile_manifest(hosts), {HOSTILE: HOSTILE}),  # the manifest's shown parts
+        a=plugin.pages.artifact._detail_view(
+            row, _hostile_manifest(hosts), {HOSTILE: HOSTILE}
+        ),  # the manifest's shown parts
         release=None,  # its release section: tests/plugins/test_catalog_channels.py
     )
     _assert_inert(detail)
     assert detail.count(str(escape(HOSTILE))) >= 20 and '<pre class="snippet">' in detail
     assert 'id="hub-registry"' in detail and "does not return this build" in detail
     assert 'href="/dags/neuronforge_compile_publish/runs/%3Cscript%3E' in detail  # the run id: quoted
-    error = plugin._render("error.html.j2", title=HOSTILE, message=HOSTILE)
+    error = plugin.pages.render.render_page("error.html.j2", title=HOSTILE, message=HOSTILE)
     _assert_inert(error)
     assert str(escape(HOSTILE)) in error
 
@@ -321,7 +326,7 @@ def test_the_templates_escape_a_hostile_string_in_every_slot(plugin: ModuleType)
     ],
 )
 def test_a_link_built_from_data_is_ours_or_http(plugin: ModuleType, href: str, link: bool) -> None:
-    macros = plugin.ENV.from_string(
+    macros = plugin.pages.render.ENV.from_string(
         '{% import "macros.html.j2" as m %}{% call m.link(href, id="x") %}text{% endcall %}'
     )
     out = macros.render(href=href)
@@ -356,12 +361,15 @@ def test_a_hostile_manifest_cannot_make_the_page_read_outside_the_artifact(plugi
     spy = Spy(store)
     names = ["run.sh", "../../secret.txt", "../secret.txt", "..", "a/b", "x\x00y", "x\ny", "C:\\x", ""]
     row = SimpleNamespace(key="k", launch={n: "u" for n in names}, artifact_uri=store.uri("models/a"))
-    assert plugin._snippets(spy, row, None) == {"run.sh": "#!/bin/sh\necho serve\n"}
+    assert plugin.pages.reads.snippets(spy, row, None) == {"run.sh": "#!/bin/sh\necho serve\n"}
     assert spy.keys == ["models/a/launch/run.sh"]
     # an artifact folder outside the store, or escaping it, is not read at all
     for uri in ("file:///etc", store.uri("../"), store.uri("models/../..")):
         spy.keys.clear()
-        assert plugin._snippets(spy, SimpleNamespace(key="k", launch={"run.sh": "u"}, artifact_uri=uri), None) == {}
+        assert (
+            plugin.pages.reads.snippets(spy, SimpleNamespace(key="k", launch={"run.sh": "u"}, artifact_uri=uri), None)
+            == {}
+        )
         assert spy.keys == []
 
 
@@ -371,7 +379,7 @@ def client(plugin: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     from fastapi.testclient import TestClient
 
     store = Spy(open_store(f"file://{tmp_path / 'store'}"))
-    monkeypatch.setattr(plugin, "_store", lambda: store)
+    read_from(plugin, lambda: store)
     plugin.app.dependency_overrides[get_user] = lambda: None
     with TestClient(plugin.app, raise_server_exceptions=False) as client:
         client.store = store
@@ -392,7 +400,7 @@ def test_an_unexpected_error_is_one_generic_sentence(client, plugin: ModuleType,
     def broken() -> None:
         raise RuntimeError("/home/airflow/secret password=hunter2 AKIAIOSFODNN7EXAMPLE")
 
-    monkeypatch.setattr(plugin, "_store", broken)
+    read_from(plugin, broken)
     for url, kind in (
         ("/", "text/html"),
         ("/artifacts/" + "a" * 12, "text/html"),
@@ -400,8 +408,8 @@ def test_an_unexpected_error_is_one_generic_sentence(client, plugin: ModuleType,
     ):
         response = client.get(url)
         assert response.status_code == 500 and response.headers["content-type"].startswith(kind), url
-        assert response.headers["content-security-policy"] == plugin.CSP
-        assert plugin.UNEXPECTED in html.unescape(response.text)
+        assert response.headers["content-security-policy"] == plugin.pages.base.CSP
+        assert plugin.pages.base.UNEXPECTED in html.unescape(response.text)
         for leak in ("hunter2", "/home/airflow", "AKIA", "Traceback", "RuntimeError", str(REPO)):
             assert leak not in response.text, (url, leak)
     assert "hunter2" in caplog.text  # the detail is in the api-server's log

@@ -18,7 +18,8 @@ import hypothesis.strategies as st
 import pytest
 from hypothesis import given, settings
 
-from neuronforge_airflow.params import COMPILE_DAG, FORMS, RECOMPILE_DAG, SWEEP_DAG, conf_problem
+from neuronforge.common.deployment_names import COMPILE_DAG, RECOMPILE_DAG, SWEEP_DAG
+from neuronforge_airflow.params import FORMS, conf_problem
 from tests.plugins.conftest import load_plugin
 
 REPO = Path(__file__).resolve().parents[2]

@@ -241,7 +241,9 @@ def artifact(published_s3: tuple, tmp_path: Path) -> Artifact:
 
 def test_the_published_artifact_is_what_lmi_loads(published_s3: tuple, artifact: Artifact) -> None:
     store, out, _base, _ = published_s3
-    assert out.status == "published" and out.published.manifest.smoke["passed"]
+    assert out.status == "published" and out.published.manifest.smoke.passed
+    measured = out.published.manifest.smoke.measurement  # through the fake transformers-neuronx: synthetic
+    assert measured is not None and measured.synthetic and measured.host.runtime_line == "transformers-neuronx 0.13"
     properties = parse_properties((artifact.root / "launch/serving.properties").read_text())
     # L/P: an s3:// compiled_graph_path becomes NEURON_COMPILE_CACHE_URL: the cache ROOT
     assert properties["option.compiled_graph_path"] == store.uri("neuron-cache")
@@ -415,7 +417,7 @@ def test_a_file_store_names_local_paths_and_the_model_save_neffs(fake_tnx: Path,
     assert len(list((root / "split/neff").glob("*.neff"))) == len(out.published.manifest.compile["graphs"])
     assert (root / "split/model/model.safetensors").read_bytes() == (served_llama / "model.safetensors").read_bytes()
     assert PROFILE.preflight(Artifact.from_manifest(root, out.published.manifest)) == []
-    assert out.published.manifest.smoke["passed"]
+    assert out.published.manifest.smoke.passed
 
 
 def test_a_load_that_would_compile_fails_the_smoke_test(published_s3: tuple, tmp_path: Path) -> None:

@@ -3,7 +3,6 @@ table), so a registered release shows there with the versions the consumer check
 
 from __future__ import annotations
 
-from neuronforge.common.docs_section import section
 from neuronforge.interfaces import profiles_table
 from neuronforge.profiles import registry
 
@@ -15,7 +14,7 @@ def test_the_pages_are_what_the_data_renders() -> None:
 def test_the_reads_table_gives_each_line_its_roles_from_lines_toml() -> None:
     from neuronforge.profiles import release_table
 
-    page = section(profiles_table.READS_PAGE.read_text(), profiles_table.READS_BEGIN, profiles_table.READS_END)
+    page = profiles_table.READS.on_page()
     rows = {line.split("|")[1].strip(): line.split("|")[2:-1] for line in page.splitlines() if line.startswith("| `")}
     header = next(line for line in page.splitlines() if line.startswith("| line"))
     assert header == "| line | `build` | `key` | `load` | `unread` |"
@@ -33,7 +32,7 @@ def test_the_reads_table_gives_each_line_its_roles_from_lines_toml() -> None:
 
 
 def test_every_registered_version_shows_its_pins_and_image() -> None:
-    page = section(profiles_table.PAGE.read_text(), profiles_table.BEGIN, profiles_table.END)
+    page = profiles_table.OVERVIEW.on_page()
     rows = {line.split("|")[1].strip(): line for line in page.splitlines() if line.startswith("| `")}
     for p in registry.all_profiles():
         row = next(r for name, r in rows.items() if name.startswith(f"`{p.name}` "))

@@ -90,7 +90,8 @@ def test_a_refused_model_type_names_the_profiles_that_serve_it() -> None:
     assert len(mixtral) == 1 and "model registry does not list it" in mixtral[0], mixtral
     assert "use profile vllm-neuron@" in mixtral[0], mixtral
     mistral = target_problems(get_profile(t.profile), t, "mistral")
-    assert mistral == ["profile 'vllm-neuron-native' does not support mistral; use profile cpu or lmi-neuronx"]
+    # cpu is no Neuron server and lmi-neuronx never served trn2: neither is named (issue 54)
+    assert mistral == ["profile 'vllm-neuron-native' does not support mistral; no profile serves mistral on trn2 today"]
 
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "model-configs"
@@ -207,6 +208,9 @@ def test_the_manifest_records_the_image_versions_argv_env_and_target(published: 
     assert "--num-gpu-blocks-override" in manifest.argv and manifest.built["mode"] == "cpu-compile"
     qwen = read_local(CacheManifest, published["qwen3"]["root"] / "launch" / "vllm-cache.json")
     assert qwen.route == "native" and qwen.versions["neuronx-cc"].startswith("2.28.7631.0+")
+    measured = published["llama"]["outcome"].published.manifest.smoke.measurement  # through the fake plugin
+    assert measured is not None and measured.synthetic and measured.host.runtime_line == "vllm-neuron 0.24"
+    assert measured.batch_size == published["llama"]["outcome"].state.target.batch_size
 
 
 @pytest.mark.parametrize("name", ["llama", "qwen3"])

@@ -238,7 +238,7 @@ def test_a_tiny_model_builds_and_publishes_on_the_release(
     assert manifest.profile.ref == f"vllm-neuron@{release}"
     assert manifest.toolchain.compiler_version == profile.pins.compiler_version
     assert manifest.toolchain.packages["neuronx-distributed-inference"] == profile.release.nxdi
-    assert manifest.smoke["passed"]
+    assert manifest.smoke.passed
     # The published folder passes the release's preflight; its launch files name the release.
     root = tmp_path / "published"
     root.mkdir()

@@ -11,6 +11,8 @@ import pytest
 from neuronforge.artifacts.published import manifest_problem
 from neuronforge.records.artifact_manifest import ArtifactManifest
 from neuronforge.records.base import RecordError, RecordTooNew
+from neuronforge.records.hosts import HostsReport
+from neuronforge.records.smoke import SmokeRecord
 from neuronforge.stores import open_store
 
 KEY = "ab" * 32
@@ -113,9 +115,9 @@ def test_a_mistyped_shown_part_costs_that_part_not_the_manifest() -> None:
     }
     m = ArtifactManifest.from_json(forged)
     assert (m.hosts, m.formats, m.smoke, m.compile, m.request, m.profile, m.compiler_flags) == (
+        HostsReport(),
         {},
-        {},
-        {},
+        SmokeRecord(),
         {},
         {},
         None,
@@ -130,7 +132,7 @@ def test_what_the_first_manifests_lacked_reads_as_empty() -> None:
     schema version, which the readers never required)."""
     old = {k: v for k, v in WRITTEN.items() if k not in ("profile", "hosts", "run_id", "schema_version")}
     m = ArtifactManifest.from_json(old)
-    assert (m.profile, m.hosts, m.run_id) == (None, {}, "")
+    assert (m.profile, m.hosts, m.run_id) == (None, HostsReport(), "")
 
 
 def test_manifest_problem_says_what_is_missing_in_one_line() -> None:
@@ -182,7 +184,7 @@ def test_a_forged_manifest_costs_what_it_forged_never_a_traceback(tmp_path: Path
     assert (damaged.status, none) == ("damaged", None) and "files.0.size" in damaged.message
     row, shown = farm_row(store, mistyped)
     assert row.key == mistyped and row.uris == {} and row.cpu_seconds is None
-    assert shown is not None and shown.smoke == {} and shown.as_stored()["smoke"] == "<script>"
+    assert shown is not None and shown.smoke == SmokeRecord() and shown.as_stored()["smoke"] == "<script>"
     entries, skipped = snapshot.scan(store)
     assert {k for k, e in entries.items() if e.published} == {mistyped} and entries[broken].status_class == "damaged"
     assert [s.index_key for s in skipped] == [layout.index_entry(broken)]

@@ -12,8 +12,10 @@ import pytest
 from neuronforge.artifacts.farm_index.entry import published_record
 from neuronforge.artifacts.published import lookup, scan_index, verify_manifest
 from neuronforge.records.artifact_manifest import ArtifactManifest
+from neuronforge.records.hosts import HostsReport
 from neuronforge.records.index_entry import IndexEntry
 from neuronforge.records.payload_manifest import PayloadManifest
+from neuronforge.records.smoke import SmokeRecord
 from neuronforge.stores import open_store
 
 DATA = Path(__file__).parent.parent / "data" / "records"
@@ -62,7 +64,7 @@ def test_each_fixture_is_a_complete_artifact_to_the_readers(store_copy) -> None:
 def test_the_first_manifests_had_no_profile_and_uris_for_outputs() -> None:
     store = open_store(f"file://{DATA / '62b593a'}")
     [m] = [ArtifactManifest.read(store, o.key) for o in store.list("artifacts") if o.key.endswith("manifest.json")]
-    assert m.profile is None and m.hosts == {} and m.run_id == ""
+    assert m.profile is None and m.hosts == HostsReport() and m.run_id == ""
     assert m.formats["optimum"].startswith("file:///")
 
 
@@ -121,7 +123,9 @@ def test_the_publish_stage_writes_what_the_last_release_wrote(tmp_path: Path, mo
             StageRun(stage="smoke", seconds=12.0, host="neuron", hostname="inf2-1"),
         ]
     )
-    inp = publish_stage.PublishInput(req, tc, key, ref, smoke, compile_info, "manual__2026-11-25T11:00:00", hosts)
+    inp = publish_stage.PublishInput(
+        req, tc, key, ref, SmokeRecord.model_validate(smoke), compile_info, "manual__2026-11-25T11:00:00", hosts
+    )
     published = publish_stage.publish(inp, store)
     then = DATA / "ce27dfa"
     manifest_key = published.manifest_uri.removeprefix(store.root_uri).strip("/")

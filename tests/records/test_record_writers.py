@@ -46,7 +46,7 @@ WRITES = {
 # JSON serialized from a `to_json()` that is no stored record, and never stored: (path, line's text).
 NOT_RECORDS = {
     # the release request shown as the run's conf on the catalog's confirmation page
-    ("plugins/neuronforge_catalog.py", "json.dumps(pinned.to_json(), indent=2, ensure_ascii=False)"),
+    ("plugins/neuronforge_catalog_pages/release.py", "json.dumps(pinned.to_json(), indent=2, ensure_ascii=False)"),
 }
 
 

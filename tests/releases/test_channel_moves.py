@@ -1,6 +1,6 @@
-"""A channel never points at nothing (issue 51): every move — promote, rollback by `--to`, by `--steps`,
+"""A channel never points at nothing (issue 51): every move — promote, rollback by `--build`, by `--steps`,
 onto a build a history entry names — checks its target as a promote does, a hand-edited history entry
-is trusted for nothing, an empty or malformed `--to` is refused before anything is read, `channels`
+is trusted for nothing, an empty or malformed `--build` is refused before anything is read, `channels`
 flags a pointer whose build became damaged or unreadable since, and a channel record of the wrong kind
 (a folder, another kind of file, another channel's record) is one line on every command, on a file
 store and on a real S3 endpoint. Each refusal leaves `channel.json` byte-identical."""
@@ -43,8 +43,17 @@ def cli(store, *argv: str) -> int:
     return main([*argv, "--store", store.root_uri])
 
 
+def another(store, channel: str = "candidate") -> str:
+    """The promote of another build a message suggests, KEY to be picked from the listing it names."""
+    where = f"--profile cpu --store {store.root_uri}"
+    return (
+        f"`neuronforge promote {MODEL} --profile cpu --channel {channel} --build KEY --store {store.root_uri}` (KEY: "
+        f"a build `neuronforge ls --model {MODEL} {where}` lists)"
+    )
+
+
 def rollback(store, *extra: str) -> int:
-    return cli(store, "rollback", MODEL, "--profile", "cpu", "candidate", *extra)
+    return cli(store, "rollback", MODEL, "--profile", "cpu", "--channel", "candidate", *extra)
 
 
 def prefix_of(store, key: str) -> str:
@@ -84,7 +93,7 @@ def test_a_rollback_onto_a_build_that_was_never_published_is_refused(store, caps
     a, b = publish(store, 1), publish(store, 2)
     moved_through(store, a, b)
     before = forge_history(store, key=NEVER_PUBLISHED)
-    assert rollback(store, "--to", NEVER_PUBLISHED[:12]) == 3
+    assert rollback(store, "--build", NEVER_PUBLISHED[:12]) == 3
     assert one_error(capsys) == (
         f"error: refused: build {NEVER_PUBLISHED[:12]} is not published in {store.root_uri} (no index entry)\n"
     )
@@ -113,16 +122,17 @@ def test_a_history_entry_with_another_manifest_digest_is_refused(store, capsys) 
     a, b = publish(store, 1), publish(store, 2)
     moved_through(store, a, b)
     before = forge_history(store, key=a, manifest_sha256="0" * 64)
-    assert rollback(store, "--to", a[:12]) == 3
+    assert rollback(store, "--build", a[:12]) == 3
     assert one_error(capsys) == (
         f"error: refused: build {a[:12]}'s manifest is not the one {ref()}'s history recorded for it (sha256 "
         f"'000000000000', now {channels.candidate(store, a, ref()).manifest_sha256[:12]}): a published build never "
         "changes unless it is published again, so it was, or the history was edited; not rolled back: "
-        f"`neuronforge verify {a[:12]}` checks the build, then `neuronforge promote {MODEL} --profile cpu --to "
-        f"candidate --build {a[:12]}` moves the channel to it as it is now\n"
+        f"`neuronforge verify {a[:12]} --store {store.root_uri}` checks the build, then `neuronforge promote {MODEL} "
+        f"--profile cpu --channel candidate --build {a[:12]} --store {store.root_uri}` moves the channel to it as it "
+        "is now\n"
     )
     assert store.get_bytes(ref().record_key) == before
-    assert cli(store, "promote", MODEL, "--profile", "cpu", "--to", "candidate", "--build", a[:12]) == 0
+    assert cli(store, "promote", MODEL, "--profile", "cpu", "--channel", "candidate", "--build", a[:12]) == 0
 
 
 def test_the_move_records_the_build_as_read_now_not_as_the_history_says(store) -> None:
@@ -185,7 +195,7 @@ def test_promote_from_a_channel_whose_record_names_no_key_is_refused(store, caps
     data = json.loads(store.get_bytes(ref("beta").record_key))
     data["current"]["build"]["key"] = "f" * 12
     store.put_bytes(json.dumps(data).encode(), ref("beta").record_key)
-    assert cli(store, "promote", MODEL, "--profile", "cpu", "--to", "candidate", "--from", "beta") == 3
+    assert cli(store, "promote", MODEL, "--profile", "cpu", "--channel", "candidate", "--from", "beta") == 3
     assert "error: refused: 'ffffffffffff' is not a cache key (64 hex digits)" in one_error(capsys)
     assert not store.exists(ref().record_key)
 
@@ -202,13 +212,14 @@ def test_a_build_published_again_is_flagged_and_a_promote_pins_the_channel_to_it
     assert cli(store, "channels", MODEL) == 0
     warning = capsys.readouterr().out.splitlines()[-1]
     assert warning.startswith(f"WARNING: {ref()} points to the UNREADABLE build {a[:12]} (its manifest changed ")
-    promote = f"neuronforge promote {MODEL} --profile cpu --to candidate --build {a[:12]}"
+    where = f"--store {store.root_uri}"
+    promote = f"neuronforge promote {MODEL} --profile cpu --channel candidate --build {a[:12]} {where}"
     assert warning.endswith(
-        f"hosts refuse to start from it): `neuronforge verify {a[:12]}` checks the build, then `{promote}` pins the "
-        f"channel to it as it is now; or promote another build: `neuronforge promote {MODEL} --profile cpu --to "
-        "candidate --build KEY`"
+        f"hosts refuse to start from it): `neuronforge verify {a[:12]} {where}` checks the build, then `{promote}` "
+        f"pins the channel to it as it is now; or promote another build (it held no other build to roll back to): "
+        f"{another(store)}"
     )
-    assert cli(store, *promote.split()[1:]) == 0
+    assert main(promote.split()[1:]) == 0
     assert capsys.readouterr().out == (
         f"{ref()}: promote to {a[:12]} again (its manifest was published again since the channel moved to it: "
         "pinned to it as it is now)\n"
@@ -218,7 +229,7 @@ def test_a_build_published_again_is_flagged_and_a_promote_pins_the_channel_to_it
     assert [m.build.key for m in record.moves] == [a, a]
     assert cli(store, "channels", MODEL) == 0
     assert "WARNING" not in capsys.readouterr().out
-    assert cli(store, *promote.split()[1:]) == 0  # pinned: nothing changes any more
+    assert main(promote.split()[1:]) == 0  # pinned: nothing changes any more
     assert capsys.readouterr().out == f"{ref()} already points to {a[:12]}; nothing changed\n"
 
 
@@ -230,20 +241,19 @@ def test_a_flagged_channel_is_told_a_rollback_only_when_one_would_be_taken(store
     assert cli(store, "channels", MODEL) == 0
     said = capsys.readouterr().out.splitlines()[-1]
     assert said.endswith(
-        f"promote another build: `neuronforge promote {MODEL} --profile cpu --to candidate --build KEY` (a "
-        f"rollback to {a[:12]} would be refused: build {a[:12]} is rejected (garbled); no channel takes a rejected "
-        "build)"
+        f"promote another build (a rollback to {a[:12]} would be refused: build {a[:12]} is rejected (garbled); no "
+        f"channel takes a rejected build): {another(store)}"
     )
 
 
-# -- an empty or malformed --to ------------------------------------------------------------------------
+# -- an empty or malformed --build ---------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("given", "said"),
     [
-        ("", "error: --to '' is empty (an unset variable?): give a cache key or its first 12 hex digits"),
-        ("   ", "error: --to '   ' is empty (an unset variable?)"),
-        ("not-hex!", "error: --to 'not-hex!' is not a cache key: give its hex digits"),
-        ("abc12", "error: key prefix --to 'abc12' is too short: give at least 6 hex characters"),
+        ("", "neuronforge rollback: error: argument --build: '' is empty (an unset variable?)"),
+        ("   ", "neuronforge rollback: error: argument --build: '   ' is empty (an unset variable?)"),
+        ("not-hex!", "error: --build 'not-hex!' is not a cache key: give its hex digits"),
+        ("abc12", "error: key prefix --build 'abc12' is too short: give at least 6 hex characters"),
     ],
 )
 def test_an_empty_or_malformed_to_is_refused_before_anything_is_read(
@@ -257,7 +267,11 @@ def test_an_empty_or_malformed_to_is_refused_before_anything_is_read(
     events = store.client.meta.events  # the process's client of this endpoint: the command's too
     events.register("before-send.s3", lambda request, **_: sent.append(request.url), unique_id="test-to")
     try:
-        assert rollback(store, "--to", given) == 2
+        try:
+            code = rollback(store, "--build", given)
+        except SystemExit as exc:  # refused by the parser's one text rule
+            code = exc.code
+        assert code == 2
     finally:
         events.unregister("before-send.s3", unique_id="test-to")
     assert one_error(capsys).startswith(said)
@@ -265,17 +279,23 @@ def test_an_empty_or_malformed_to_is_refused_before_anything_is_read(
     assert store.get_bytes(ref().record_key) == before
 
 
-def test_a_release_request_that_names_an_empty_to_is_refused() -> None:
-    """The DAG's conf and the catalog's request alike: `to` given is a key; left out (or null, as the
-    form leaves an empty field) the rollback goes back by steps."""
+def test_a_rollback_request_names_its_build_as_build_and_reads_the_old_to() -> None:
+    """The DAG's conf and the catalog's request alike: a rollback's `build` given is a key; left out (or
+    null, as the form leaves an empty field) the rollback goes back by steps. A conf written with the
+    old name, `to` (the CLI's old `rollback --to KEY`), reads as `build`; both given is refused."""
     line = {"action": "rollback", "model": MODEL, "profile": "cpu", "channel": "candidate"}
-    with pytest.raises(InvalidInput, match=r"--to '' is empty"):
-        ReleaseRequest.from_json({**line, "to": ""})
-    with pytest.raises(InvalidInput, match=r"--to 'zz' is not a cache key"):
-        ReleaseRequest.from_json({**line, "to": "zz"})
-    assert ReleaseRequest.from_json({**line, "to": None}).to == ""
+    for name in ("build", "to"):
+        with pytest.raises(InvalidInput, match=r"--build '' is empty"):
+            ReleaseRequest.from_json({**line, name: ""})
+        with pytest.raises(InvalidInput, match=r"--build 'zz' is not a cache key"):
+            ReleaseRequest.from_json({**line, name: "zz"})
+        assert ReleaseRequest.from_json({**line, name: None}).build == ""
+        assert ReleaseRequest.from_json({**line, name: "abcdef012345"}).build == "abcdef012345"
+    with pytest.raises(InvalidInput, match=r"`build` and its old name, `to`, both given"):
+        ReleaseRequest.from_json({**line, "build": "abcdef012345", "to": "abcdef012345"})
     assert ReleaseRequest.from_json({**line, "steps": 2}).steps == 2
-    assert ReleaseRequest.from_json({**line, "action": "promote", "build": "abcdef", "to": ""}).to == ""
+    assert ReleaseRequest.from_json({**line, "action": "promote", "build": "abcdef", "to": ""}).build == "abcdef"
+    assert "to" not in ReleaseRequest.from_json({**line, "to": "abcdef012345"}).to_json()
 
 
 # -- channels flags a pointer that is no longer sound -------------------------------------------------
@@ -296,10 +316,11 @@ def test_channels_flags_a_build_damaged_or_unreadable_since_the_move(store, caps
     assert "(approved, requires approval);" in out[2]  # stable: sound
     assert out[3:] == [
         f"WARNING: {MODEL} · cpu · beta points to the UNREADABLE build {b[:12]} (build {b[:12]} is not published "
-        f"in {store.root_uri} (no index entry)): `neuronforge rollback {MODEL} --profile cpu beta` (back to {c[:12]})",
+        f"in {store.root_uri} (no index entry)): `neuronforge rollback {MODEL} --profile cpu --channel beta --store "
+        f"{store.root_uri}` (back to {c[:12]})",
         f"WARNING: {MODEL} · cpu · candidate points to the DAMAGED build {a[:12]} (manifest gone: {gone}; found by "
-        f"channels at {read_damage(store, a).at}): rebuild it, or promote another build: `neuronforge promote "
-        f"{MODEL} --profile cpu --to candidate --build KEY`",
+        f"channels at {read_damage(store, a).at}): rebuild it, or promote another build (it held no other build to "
+        f"roll back to): {another(store)}",
     ]
     assert cli(store, "channels", MODEL, "--json") == 0
     listed = {c["channel"]: c for c in json.loads(capsys.readouterr().out)}
@@ -312,8 +333,8 @@ def test_channels_flags_a_build_damaged_or_unreadable_since_the_move(store, caps
     assert listed["candidate"]["damage"]["by"] == "channels"
     assert listed["stable"]["pointer"] == {"state": "ok", "reason": ""} and listed["stable"]["damage"] is None
     # the commands the warnings name work in this state
-    assert cli(store, "rollback", MODEL, "--profile", "cpu", "beta") == 0
-    assert cli(store, "promote", MODEL, "--profile", "cpu", "--to", "candidate", "--build", c[:12]) == 0
+    assert cli(store, "rollback", MODEL, "--profile", "cpu", "--channel", "beta") == 0
+    assert cli(store, "promote", MODEL, "--profile", "cpu", "--channel", "candidate", "--build", c[:12]) == 0
     capsys.readouterr()
     assert cli(store, "channels", MODEL) == 0
     assert "WARNING" not in capsys.readouterr().out
@@ -366,9 +387,9 @@ def test_a_channel_record_of_the_wrong_kind_is_one_line_on_every_command(
     )
     listing = sorted(o.key for o in store.list(ref().prefix))
     for argv in (
-        ["promote", MODEL, "--profile", "cpu", "--to", "candidate", "--build", b[:12]],
-        ["rollback", MODEL, "--profile", "cpu", "candidate"],
-        ["history", MODEL, "--profile", "cpu", "candidate"],
+        ["promote", MODEL, "--profile", "cpu", "--channel", "candidate", "--build", b[:12]],
+        ["rollback", MODEL, "--profile", "cpu", "--channel", "candidate"],
+        ["history", MODEL, "--profile", "cpu", "--channel", "candidate"],
     ):
         assert cli(store, *argv) == 3, argv
         assert one_error(capsys) == said, argv
@@ -387,9 +408,31 @@ def test_an_empty_folder_where_the_record_belongs_is_one_line_not_a_retry(store,
     create is refused and nothing reads there: damage, never "changed while this move ran: run it again"."""
     a = publish(store, 1)
     (Path(store.root_uri.removeprefix("file://")) / ref().record_key).mkdir(parents=True)
-    assert cli(store, "promote", MODEL, "--profile", "cpu", "--to", "candidate", "--build", a[:12]) == 3
+    assert cli(store, "promote", MODEL, "--profile", "cpu", "--channel", "candidate", "--build", a[:12]) == 3
     assert one_error(capsys) == (
         f"error: damaged: {store.uri(ref().record_key)} is not a release channel record (it is a folder): "
         "move it away, or restore the channel's record from a copy; a promote then starts the channel "
         "afresh\n"
     )
+
+
+# -- advice that works when followed (issue 54) -----------------------------------------------------
+def test_a_rollback_with_nothing_to_go_back_to_says_so_and_its_advice_works(store, capsys) -> None:
+    """One build on the channel: the rollback says there is nothing to roll back to and names the promote
+    that moves it; run as printed (KEY: another build), it moves the channel, and the rollback then works."""
+    a, b = publish(store, 1), publish(store, 2)
+    moved_through(store, a)
+    before = store.get_bytes(ref().record_key)
+    assert rollback(store) == 2
+    said = one_error(capsys)
+    assert f"has pointed at no other build ({a[:12]} only): there is nothing to roll back to" in said
+    assert said.endswith(f"promote another build: {another(store)}\n")
+    advice = said.split("`")[1]
+    assert store.get_bytes(ref().record_key) == before
+    assert main(advice.replace("KEY", b[:12]).split()[1:]) == 0  # the advice, as printed, with a key
+    assert json.loads(store.get_bytes(ref().record_key))["current"]["build"]["key"] == b
+    assert rollback(store) == 0
+    assert json.loads(store.get_bytes(ref().record_key))["current"]["build"]["key"] == a
+    capsys.readouterr()
+    assert rollback(store, "--steps", "5") == 2
+    assert "--steps 5 goes further back than that: give --steps 1 at most" in one_error(capsys)

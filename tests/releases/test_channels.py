@@ -45,7 +45,7 @@ def test_stable_requires_approval_and_candidate_does_not(store) -> None:
         "promote", key, "alice@host", "soak passed", "approved"
     )  # fmt: skip
     # the evidence that allowed it: the smoke result and host, the toolchain, the manifest's digest
-    assert move.build.smoke["passed"] is True and move.build.smoke["host"] == "smoke-host"
+    assert move.build.smoke.passed is True and move.build.smoke.host == "smoke-host"
     assert move.build.toolchain["compiler"] == "torch-inductor"
     manifest = store.get_bytes(move.build.manifest)
     assert move.build.manifest_sha256 == __import__("hashlib").sha256(manifest).hexdigest()
@@ -91,7 +91,9 @@ def test_a_rejected_build_goes_to_no_channel_and_is_named_where_it_is_served(sto
     key = publish(store, 1)
     channels.promote(store, ref("candidate"), build=key)
     outcome = run(store, ReleaseRequest(action="reject", build=key[:12], reason="garbled output"), by="bob")
-    assert "WARNING: builtin:tiny-llama · cpu · candidate still point(s) to it" in outcome.line
+    assert "WARNING: builtin:tiny-llama · cpu · candidate still points to it: promote another build (it held no " \
+        "other build to roll back to): `neuronforge promote builtin:tiny-llama --profile cpu --channel candidate " \
+        "--build KEY" in outcome.line  # fmt: skip
     with pytest.raises(channels.PromotionRefused, match=r"is rejected \(garbled output\); no channel takes"):
         channels.promote(store, ref("beta"), build=key)
     with pytest.raises(InvalidInput, match="reject: give the reason"):
@@ -156,13 +158,13 @@ def test_of_concurrent_promoters_exactly_one_writes(
     keys = [publish(store, n) for n in range(1, 6)]
     channels.promote(store, ref("candidate"), build=keys[0], by="first")
     barrier = threading.Barrier(4)
-    real = channels.candidate
+    real = channels.candidate_and_smoke  # what every move reads its build with, between its read and its write
 
     def after_the_read(*args, **kwargs):
         barrier.wait(timeout=30)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(channels, "candidate", after_the_read)
+    monkeypatch.setattr(channels, "candidate_and_smoke", after_the_read)
     won, lost = [], []
 
     def promote(i: int) -> None:
@@ -256,7 +258,7 @@ def test_a_rollback_is_nine_requests_on_s3(s3_bucket: str) -> None:
     events = store.client.meta.events  # the process's client of this endpoint: the command's too
     events.register("before-send.s3", record, unique_id="test-rollback-requests")
     try:
-        assert main(["rollback", MODEL, "--profile", "cpu", "candidate", "--store", uri]) == 0
+        assert main(["rollback", MODEL, "--profile", "cpu", "--channel", "candidate", "--store", uri]) == 0
     finally:
         events.unregister("before-send.s3", unique_id="test-rollback-requests")
     record_key = f"rollback/{ref('candidate').record_key}"

@@ -32,27 +32,29 @@ def smoke(release: str, passed: bool = True) -> Attestation:
 
 def test_a_channel_requiring_a_release_takes_only_builds_attested_for_it(store, capsys) -> None:
     first, second = publish(store, 1), publish(store, 2)
-    assert cli(store, "promote", MODEL, "--profile", "cpu", "--to", "candidate", "--build", first[:12]) == 0
+    assert cli(store, "promote", MODEL, "--profile", "cpu", "--channel", "candidate", "--build", first[:12]) == 0
     capsys.readouterr()
-    assert cli(store, "require-release", MODEL, "--profile", "cpu", "candidate", "--release", "2.33.1") == 0
+    assert (
+        cli(store, "require-release", MODEL, "--profile", "cpu", "--channel", "candidate", "--release", "2.33.1") == 0
+    )
     out = capsys.readouterr().out
     assert "requires SDK 2.33.1" in out and f"WARNING: it points to {first[:12]}, not attested" in out
     before = store.get_bytes(channels.ChannelRef.parse(MODEL, "cpu", "candidate").record_key)
 
-    assert cli(store, "promote", MODEL, "--profile", "cpu", "--to", "candidate", "--build", second[:12]) == 3
+    assert cli(store, "promote", MODEL, "--profile", "cpu", "--channel", "candidate", "--build", second[:12]) == 3
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "requires a build attested for Neuron SDK 2.33.1" in err
-    assert f"`neuronforge attest {second[:12]} --sdk 2.33.1`" in err
+    assert f"`neuronforge attest {second[:12]} --sdk 2.33.1 --store {store.root_uri}`" in err
     assert store.get_bytes(channels.ChannelRef.parse(MODEL, "cpu", "candidate").record_key) == before
 
     attestations.attest(store, second, smoke("2.33.2"))  # another release does not count
-    assert cli(store, "promote", MODEL, "--profile", "cpu", "--to", "candidate", "--build", second[:12]) == 3
+    assert cli(store, "promote", MODEL, "--profile", "cpu", "--channel", "candidate", "--build", second[:12]) == 3
     attestations.attest(store, second, smoke("2.33.1"))
     capsys.readouterr()
-    assert cli(store, "promote", MODEL, "--profile", "cpu", "--to", "candidate", "--build", second[:12]) == 0
+    assert cli(store, "promote", MODEL, "--profile", "cpu", "--channel", "candidate", "--build", second[:12]) == 0
     # the rollback to the first build, not attested, is refused too
     capsys.readouterr()
-    assert cli(store, "rollback", MODEL, "--profile", "cpu", "candidate") == 3
+    assert cli(store, "rollback", MODEL, "--profile", "cpu", "--channel", "candidate") == 3
     assert "requires a build attested for Neuron SDK 2.33.1" in capsys.readouterr().err
 
     assert cli(store, "channels", MODEL, "--json") == 0
@@ -65,11 +67,14 @@ def test_a_channel_requiring_a_release_takes_only_builds_attested_for_it(store, 
     attestations.attest(store, second, smoke("2.33.1", passed=False))  # a later failure revokes it
     assert cli(store, "channels", MODEL) == 0
     out = capsys.readouterr().out
-    assert "SDK 2.33.1: NOT ATTESTED" in out and f"`neuronforge attest {second[:12]} --sdk 2.33.1`" in out
+    assert (
+        "SDK 2.33.1: NOT ATTESTED" in out
+        and f"`neuronforge attest {second[:12]} --sdk 2.33.1 --store {store.root_uri}`" in out
+    )
 
-    assert cli(store, "require-release", MODEL, "--profile", "cpu", "candidate", "--release", "none") == 0
+    assert cli(store, "require-release", MODEL, "--profile", "cpu", "--channel", "candidate", "--release", "none") == 0
     capsys.readouterr()
-    assert cli(store, "rollback", MODEL, "--profile", "cpu", "candidate") == 0
+    assert cli(store, "rollback", MODEL, "--profile", "cpu", "--channel", "candidate") == 0
 
 
 def test_a_build_built_on_the_release_needs_no_attestation(store) -> None:

@@ -321,9 +321,9 @@ def test_the_rollback_a_damaged_manifest_names_moves_the_channel_back_as_printed
     )
     said = _one_line(_resolve(launch, "--all", root / "host", cwd=cwd))
     rollback = said.rsplit("move the channel to another build: ", 1)[1].removesuffix(")\n")
-    assert rollback.startswith("neuronforge rollback builtin:tiny-llama --profile cpu candidate --store $'file://"), (
-        said
-    )
+    assert rollback.startswith(
+        "neuronforge rollback builtin:tiny-llama --profile cpu --channel candidate --store $'file://"
+    ), said
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "PYTHONPATH": str(REPO)}
     moved = subprocess.run(["bash", "-c", rollback], cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
     assert moved.returncode == 0, moved.stderr

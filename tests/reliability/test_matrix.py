@@ -80,16 +80,17 @@ COMMANDS: dict[str, list[str]] = {
         "org/m1",
         "--profile",
         "cpu",
-        "--to",
+        "--channel",
         "candidate",
         "--build",
         "{artifact}",
         "--store",
         "{store}",
     ],
-    "rollback": ["rollback", "org/m1", "--profile", "cpu", "candidate", "--store", "{store}"],
+    "rollback": ["rollback", "org/m1", "--profile", "cpu", "--channel", "candidate", "--store", "{store}"],
+    "compare": ["compare", "{artifact}", "{artifact}", "--store", "{store}"],
     "channels": ["channels", "--store", "{store}"],
-    "history": ["history", "org/m1", "--profile", "cpu", "candidate", "--store", "{store}"],
+    "history": ["history", "org/m1", "--profile", "cpu", "--channel", "candidate", "--store", "{store}"],
     # the published artifact's lease (released when it published): break rewrites it
     "lease ls": ["lease", "ls", "{store}"],
     "lease break": ["lease", "break", "{artifact}", "--yes", "--store", "{store}"],
@@ -104,6 +105,7 @@ COMMANDS: dict[str, list[str]] = {
     "require-release": [
         "require-release",
         "org/m1",
+        "--channel",
         "candidate",
         "--profile",
         "cpu",
@@ -126,7 +128,7 @@ STORE_FREE = {
 # What each command does with what it touches (the classes below pick from these).
 MODEL_READERS = {c for c, argv in COMMANDS.items() if "{model}" in argv}
 STORE_READERS = {"store ls", "show", "verify", "ls", "cache ls", "cache stats", "catalog stale", "gc", "index rebuild"}
-STORE_READERS |= {"cache prune", "channels", "recompile", "lease ls", "releases ls", "releases sync"}
+STORE_READERS |= {"cache prune", "channels", "recompile", "lease ls", "releases ls", "releases sync", "compare"}
 # rollback and history read a channel the store does not hold: where the store is readable they say so
 # (exit 2, `OWN_WORDS`); where it is not, they fail as every command does. rollback's write is promote's.
 STORE_WRITERS = {"fetch", "quantize", "run", "gc", "cache prune", "index rebuild", "approve", "reject", "promote"}

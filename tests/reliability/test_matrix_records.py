@@ -114,6 +114,7 @@ READS: dict[str, set[str]] = {
     "reject": {"index entry", "artifact manifest", "release channel", "review state", "farm-index tail"},
     "promote": {"index entry", "artifact manifest", "release channel", "review state", "farm-index tail"},
     "rollback": {"release channel"},
+    "compare": {"index entry", "artifact manifest"},  # each build opened as `show` opens it
     # each channel's build checked as a move checks it (`channels.pointer`)
     "channels": {"release channel", "review state", "index entry", "artifact manifest", "damage record"},
     "history": {"release channel"},
@@ -186,7 +187,7 @@ def _template(root: Path, out: Path, model: Path) -> None:
     for argv in (
         ["verify", "--store", root, "--repair"],
         ["index", "rebuild", root],
-        ["promote", "org/m1", "--profile", "cpu", "--to", "candidate", "--build", ARTIFACT[:12], "--store", root],
+        ["promote", "org/m1", "--profile", "cpu", "--channel", "candidate", "--build", ARTIFACT[:12], "--store", root],
         ["approve", ARTIFACT[:12], "--store", root],
         ["releases", "sync", "--manifest", FEED, "--store", root],  # proposes 2.33.9
         sweep,

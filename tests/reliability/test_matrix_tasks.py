@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from neuronforge.records.smoke import SmokeRecord
 from tests.reliability.test_matrix import (  # noqa: F401 (fixtures)
     _auth,
     hub_503,
@@ -108,7 +109,7 @@ def handed(tmp_path_factory: pytest.TempPathFactory, tiny_llama_template: Path) 
     key = prepared["key"]
     build = TreeRef(prefix=f"builds/{key}/payload", manifest_sha256="0" * 64)
     compiled = BuildState.model_validate(fetched).model_copy(
-        update={"compiled": CompiledRef(build=build), "smoke": {"passed": True, "reason": "stand-in"}}
+        update={"compiled": CompiledRef(build=build), "smoke": SmokeRecord(passed=True, reason="stand-in")}
     )
     after = compiled.model_dump(mode="json")
     return {

@@ -123,7 +123,7 @@ READ_CASES = {
 def test_reading_a_mistyped_store_is_an_error_and_creates_nothing(case: str, tmp_path: Path) -> None:
     typo = tmp_path / "stroe"
     outcome = cli([a.replace("{store}", f"file://{typo}") for a in READ_CASES[case]])
-    expect_error(outcome, EXIT_FAILURE, "does not exist", "reading a store never creates one")
+    expect_error(outcome, EXIT_USAGE, "does not exist", "reading a store never creates one")
     assert not typo.exists()
 
 

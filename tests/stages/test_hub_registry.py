@@ -71,6 +71,8 @@ def test_optimums_own_lookup_finds_the_published_build(
     manifest = out.published.manifest
     reg = manifest.hub_registry
     assert reg is not None and reg.repo_id == REPO and reg.endpoint == hub.endpoint
+    measured = manifest.smoke.measurement  # through the fake optimum-neuron: synthetic, never a device's numbers
+    assert measured is not None and measured.synthetic and measured.host.runtime_line == "optimum-neuron 0.4"
     assert reg.lookup.found and reg.lookup.listed_model and reg.lookup.selected == 1, reg.lookup
     assert reg.versions == {"optimum-neuron": "0.4.5", "neuronx-cc": "2.21.33363.0+82129205", "transformers": "4.57.6"}
     assert reg.compiler_dir == "neuronxcc-2.21.33363.0+82129205"
@@ -129,10 +131,10 @@ def catalog(store, key: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from airflow.api_fastapi.core_api.security import get_user
     from fastapi.testclient import TestClient
 
-    from tests.plugins.conftest import load_plugin
+    from tests.plugins.conftest import load_plugin, read_from
 
     plugin = load_plugin("neuronforge_catalog")
-    monkeypatch.setattr(plugin, "_store", lambda: store)
+    read_from(plugin, lambda: store)
     plugin.app.dependency_overrides[get_user] = lambda: None
     try:
         with TestClient(plugin.app) as client:

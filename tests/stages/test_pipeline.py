@@ -17,6 +17,7 @@ from neuronforge.pipeline.planner import PlanRejected
 from neuronforge.pipeline.runner import run_target
 from neuronforge.pipeline.stages.compile import CompileInput, compile_target
 from neuronforge.pipeline.stages.publish import PublishInput, publish
+from neuronforge.records.smoke import SmokeRecord
 from neuronforge.spec.target import TargetSpec
 from neuronforge.stores import open_store
 from tests.conftest import NEURON_TARGET, TARGET, Compiled, smoke_payload
@@ -106,7 +107,12 @@ def test_corrupted_graph_fails_the_smoke_test_and_nothing_is_published(compiled:
     prep = prepare(str(compiled.checkpoint), compiled.target, tmp_path / "w")
     staged = TreeRef(prefix="builds/x", manifest_sha256="0" * 64)
     with pytest.raises(InvalidInput, match=r"refusing to publish .* smoke test failed"):
-        publish(PublishInput(prep.request, prep.toolchain, prep.key, staged, smoke.to_json(), {}), store)
+        publish(
+            PublishInput(
+                prep.request, prep.toolchain, prep.key, staged, SmokeRecord.model_validate(smoke.to_json()), {}
+            ),
+            store,
+        )
     assert store.list() == []
 
 
@@ -124,8 +130,8 @@ def test_wrong_weights_fail_the_smoke_test(compiled: Compiled, tmp_path: Path) -
 
 def test_smoke_reports_latencies_and_agreement(compiled: Compiled) -> None:
     smoke = compiled.first.published.manifest.smoke
-    assert smoke["load_s"] > 0 and smoke["time_to_first_token_s"] > 0 and smoke["per_token_s"] > 0
-    for row in smoke["prompts"]:
+    assert smoke.load_s > 0 and smoke.time_to_first_token_s > 0 and smoke.per_token_s > 0
+    for row in smoke.prompts:
         assert row["matching_prefix"] >= 4 and row["max_logit_diff"] < 1e-3
 
 
@@ -297,7 +303,7 @@ def test_a_quantized_nxdi_target_points_neuron_config_at_the_quantized_checkpoin
     store = open_store(f"file://{tmp_path / 'store'}")
     target = TargetSpec.parse({**NEURON_TARGET, "profile": "vllm-neuron@2.26.1", "quantization": "f8e4m3:per_tensor"})
     out = run_target(str(served_llama), target, store, tmp_path / "work")
-    assert out.status == "published" and out.published.manifest.smoke["passed"]
+    assert out.status == "published" and out.published.manifest.smoke.passed
     from neuronforge.artifacts.localcache import lookup_local
 
     build = lookup_local(out.state.compiled.build, tmp_path / "work")

@@ -103,8 +103,8 @@ def test_compiled_without_a_device_loaded_only_from_the_payload(
     assert not (tmp_path / "trn2-host" / "objects").exists()
     monkeypatch.setenv("FAKE_NEURON_INSTANCE_TYPE", "inf2.xlarge")
     smoked = _smoke(state, store, tmp_path / "neuron-host")
-    assert smoked.smoke["passed"] and [r.host for r in smoked.hosts if r.stage == "smoke"] == ["neuron"]
-    assert smoked.smoke["host"] == {  # what the smoke result records of the host (SDK 2.26.1's `neuron-ls -j`)
+    assert smoked.smoke.passed and [r.host for r in smoked.hosts if r.stage == "smoke"] == ["neuron"]
+    assert smoked.smoke.host == {  # what the smoke result records of the host (SDK 2.26.1's `neuron-ls -j`)
         "probed": True,
         "format": "json-output",
         "devices": 2,
@@ -168,4 +168,4 @@ def test_transformers_neuronx_cannot_compile_without_a_device(
     store = open_store(f"file://{tmp_path / 'store-2'}")
     state = _compiled(served_llama, target, store, tmp_path / "again")
     assert [r.host for r in state.hosts if r.stage == "compile_graphs"] == ["neuron"]
-    assert _smoke(state, store, tmp_path / "smoke-host").smoke["passed"]
+    assert _smoke(state, store, tmp_path / "smoke-host").smoke.passed

@@ -20,6 +20,7 @@ from neuronforge.records.artifact_manifest import ArtifactManifest
 from neuronforge.records.damage import DamageRecord
 from neuronforge.records.farm_index import Entry, LogRecord
 from neuronforge.records.index_entry import IndexEntry
+from neuronforge.records.smoke import PER_TOKEN, TTFT_SHORT, SmokeRecord
 from neuronforge.spec.source import model_name
 from neuronforge.spec.target import TargetSpec
 
@@ -51,7 +52,7 @@ def build_target(manifest: ArtifactManifest) -> TargetSpec | None:
     """The normalized target a manifest was built for (its profile as the `name@version` it was
     built for, registered or not), or None for an older key schema without a serving profile."""
     try:
-        return TargetSpec.from_key_material(manifest.request).normalized()
+        return manifest.target_spec().normalized()
     except (KeyError, TypeError, ValueError, NeuronforgeError):
         return None
 
@@ -67,14 +68,32 @@ def _number(value: Any, scale: float = 1.0, digits: int = 3) -> float | None:
     return None
 
 
+# The figures a model's chart draws (the catalog's channels page), kept in its builds' rows so the chart
+# reads no manifest: median, p10 and p90 of each, in seconds.
+CHARTED: tuple[str, ...] = (TTFT_SHORT, PER_TOKEN)
+
+
+def measured_summary(smoke: SmokeRecord) -> dict[str, Any] | None:
+    """The part of a build's measurement its farm-index row keeps (`CHARTED`, whether it is synthetic,
+    the host it ran on); None for a build published before the protocol. A row written before this part
+    existed has none either: its build shows in the chart as one without a measurement until the index is
+    rebuilt from the manifests (`neuronforge index rebuild`), which writes it."""
+    m = smoke.measurement
+    if m is None:
+        return None
+    figures = {name: [f.median, f.p10, f.p90] for name in CHARTED if (f := m.figures.get(name)) is not None}
+    host = {"instance_type": m.host.instance_type, "runtime_line": m.host.runtime_line}
+    return {"synthetic": m.synthetic, "protocol": m.protocol, **host, "figures": figures}
+
+
 def manifest_names(manifest: ArtifactManifest) -> dict[str, str]:
     """What a manifest's build is called in the index: model, profile ref, target slug, instance."""
-    target = manifest.request.get("target")
+    target = manifest.hashed_target
     return {
         "model": model_name(manifest.source.model_dump()),
         "profile": manifest.profile.ref if manifest.profile is not None else "",
         "target": manifest.target_slug,
-        "instance": str(target.get("instance_type") or "") if isinstance(target, dict) else "",
+        "instance": str(target.get("instance_type") or ""),
     }
 
 
@@ -87,10 +106,11 @@ def published_record(index: IndexEntry, manifest: ArtifactManifest) -> LogRecord
         "compiler_version": toolchain.compiler_version,
         "files": len(manifest.files),
         "size_bytes": manifest.size_bytes,
-        "ttft_ms": _number(manifest.smoke.get("time_to_first_token_s"), 1e3, 2),
-        "per_token_ms": _number(manifest.smoke.get("per_token_s"), 1e3, 2),
-        "cpu_seconds": _number(manifest.hosts.get("cpu_seconds")),
-        "neuron_seconds": _number(manifest.hosts.get("neuron_seconds")),
+        "ttft_ms": _number(manifest.smoke.time_to_first_token_s, 1e3, 2),
+        "per_token_ms": _number(manifest.smoke.per_token_s, 1e3, 2),
+        **({"measured": measured} if (measured := measured_summary(manifest.smoke)) is not None else {}),
+        "cpu_seconds": _number(manifest.hosts.cpu_seconds),
+        "neuron_seconds": _number(manifest.hosts.neuron_seconds),
         "at": manifest.published_at,
         "run_id": manifest.run_id,
         "prefix": index.artifact_prefix,

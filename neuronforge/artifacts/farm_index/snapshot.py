@@ -44,7 +44,7 @@ from neuronforge.artifacts.farm_index.entry import (
     review_record,
 )
 from neuronforge.artifacts.farm_index.log import ROOT, IndexCorrupt, read_tail, reset, trim
-from neuronforge.common import stored_json
+from neuronforge.common import advice, stored_json
 from neuronforge.common.errors import StoreError
 from neuronforge.common.stored_text import nul_in, original_json, shown
 from neuronforge.records.attestation import AttestationRecord
@@ -473,8 +473,9 @@ def iter_all(store: ArtifactStore, head: Head | None, records: list[LogRecord]) 
 
 def check(store: ArtifactStore) -> list[str]:
     """`verify --store`: the index against the manifests, both ways (a full scan). Each problem is
-    one line naming the key and what to do; `neuronforge index rebuild` fixes every one of them."""
-    fix = "run neuronforge index rebuild"
+    one line naming the key and what to do; `index rebuild` of the store fixes every one of them but a
+    manifest gone, which `verify --repair` marks damaged."""
+    fix = f"run {advice.command('index rebuild', store=store.root_uri)}"
     truth, _ = scan(store)
     try:
         head, _ = read_head(store)
@@ -508,6 +509,6 @@ def check(store: ArtifactStore) -> list[str]:
         elif e.published is not None and key not in published:
             problems.append(
                 f"{key[:12]} is in the farm index but has no complete manifest; "
-                "run neuronforge verify --store URI --repair to mark it damaged"
+                f"run {advice.command('verify', repair=True, store=store.root_uri)} to mark it damaged"
             )
     return problems

@@ -141,7 +141,7 @@ def damaged(problem):
     words = [c.get(n) for n in ("model", "profile_line", "channel")]
     move = "move the channel to another build"
     if all(isinstance(w, str) and w for w in words):
-        command = ["neuronforge", "rollback", words[0], "--profile", words[1], words[2], "--store", store]
+        command = ["neuronforge", "rollback", words[0], "--profile", words[1], "--channel", words[2], "--store", store]
         move += ": " + " ".join(word(w) for w in command)
     print(f"resolve.sh: {shown(uri)}: {problem}: the build's manifest is damaged; nothing fetched ({move})",
           file=sys.stderr)

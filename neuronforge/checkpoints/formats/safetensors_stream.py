@@ -169,7 +169,7 @@ def write_index(folder: Path, shards: list[Shard]) -> None:
         "metadata": {"total_size": sum(s.nbytes for s in shards)},
         "weight_map": {t.name: s.file for s in shards for t in s.tensors},
     }
-    (folder / INDEX).write_text(json.dumps(index, indent=2) + "\n")
+    (folder / INDEX).write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
 
 
 TORCH_DTYPES = {name: dtype for dtype, name in DTYPE_NAMES.items()}

@@ -73,11 +73,15 @@ class GenerateJob:
     cache: CompileCache
     settings: dict[str, Any] = field(default_factory=dict)  # what the launch files tell the consumer
     python: ToolchainPython | None = None
+    # The measurement protocol's request, run after the correctness generation in the same process
+    # (`neuronforge_toolchain.measure`); None: generate only.
+    measure: dict[str, Any] | None = None
 
 
 # What `Backend.generate` returns: {"load_s": float | None, "rows": [{"prompt_ids", "tokens",
 # "ttft", "tpot", optional "logits" (a [steps, vocab] tensor)}], optional "compiled": [what the
-# load had to compile that the payload should have held: the smoke test fails]}.
+# load had to compile that the payload should have held: the smoke test fails], optional
+# "measurement": {"samples": {figure: [seconds]}, "synthetic", "runtime"} when `measure` was asked}.
 Generation = dict[str, Any]
 
 
@@ -213,7 +217,12 @@ class Backend:
     def generate_request(self, job: GenerateJob) -> tuple[dict[str, Any], dict[str, str]]:
         """The toolchain-side `generate` spec and environment. Default: the model folder alone, the
         cache the job names (it must stay as it is)."""
-        spec = {"model_dir": str(job.model_dir), "prompt_ids": job.prompt_ids, "max_new_tokens": job.max_new_tokens}
+        spec = {
+            "model_dir": str(job.model_dir),
+            "prompt_ids": job.prompt_ids,
+            "max_new_tokens": job.max_new_tokens,
+            "measure": job.measure,
+        }
         return spec, {"NEURON_COMPILE_CACHE_URL": str(job.cache.root)}
 
     def generation(self, job: GenerateJob, result: dict[str, Any]) -> Generation:

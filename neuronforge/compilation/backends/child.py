@@ -91,7 +91,8 @@ def run_process(
 
 
 def generation_rows(results: dict) -> dict:
-    """A toolchain's `generate` result in the shape the smoke judge reads (tokens only, no logits)."""
+    """A toolchain's `generate` result in the shape the smoke judge reads (tokens only, no logits; the
+    measurement's raw samples as the toolchain returned them)."""
     rows = [
         {
             "prompt_ids": r["prompt_ids"],
@@ -101,7 +102,7 @@ def generation_rows(results: dict) -> dict:
         }
         for r in results["rows"]
     ]
-    return {"load_s": results.get("load_s"), "rows": rows}
+    return {"load_s": results.get("load_s"), "rows": rows, "measurement": results.get("measurement")}
 
 
 def cache_graphs(use) -> list[dict]:

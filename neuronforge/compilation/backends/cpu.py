@@ -23,6 +23,7 @@ import logging
 import os
 import shutil
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,11 @@ from neuronforge.spec.target import TORCH_DTYPE_NAMES, TargetSpec
 from neuronforge.spec.toolchain import Toolchain
 
 log = logging.getLogger(__name__)
+
+# torch.export deep-copies its pytree specs, and torch 2.13's `LeafSpec.__new__` warns that
+# `isinstance(treespec, LeafSpec)` is deprecated (torch/utils/_pytree.py) — from torch's own code, twice
+# per compile, nothing a caller can change: silenced here so `-q` prints only errors.
+warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated", category=FutureWarning)
 
 COMPILER = "torch-inductor"
 FORMAT = "neuronforge-cpu-aoti"
@@ -223,6 +229,14 @@ class CpuModel:
         self._weights = weights  # user-managed constants must outlive the runners' use of them
         self.buckets = sorted(self.meta["context_buckets"])
         self.load_seconds = time.perf_counter() - started
+        # a test hook, never a setting (`settings.test_decode_delay_s`): seconds each forward pass
+        # sleeps, so that a test can make a deliberately slower build of the same key; the child sets it
+        self.delay_s = 0.0
+
+    def _forward(self, name: str, *args):
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        return self.runners[name](*args)
 
     def new_cache(self):
         import torch
@@ -247,14 +261,14 @@ class CpuModel:
         ids[:, :n] = torch.tensor(prompt_ids)
         with torch.no_grad():
             t0 = time.perf_counter()
-            logits = self.runners[f"prefill-{bucket}"](ids, torch.arange(bucket), *cache)
+            logits = self._forward(f"prefill-{bucket}", ids, torch.arange(bucket), *cache)
             step = logits[0, n - 1].float()
             first_token = time.perf_counter() - t0
             steps, tokens = [step], [int(step.argmax())]
             t1 = time.perf_counter()
             for i in range(max_new_tokens - 1):
                 token = torch.full((batch, 1), tokens[-1], dtype=torch.long)
-                step = self.runners["decode"](token, torch.tensor([n + i]), *cache)[0, -1].float()
+                step = self._forward("decode", token, torch.tensor([n + i]), *cache)[0, -1].float()
                 steps.append(step)
                 tokens.append(int(step.argmax()))
             decode = time.perf_counter() - t1
@@ -305,7 +319,12 @@ class CpuBackend(Backend):
 
         with tempfile.TemporaryDirectory(prefix="nf-generate-") as tmp:
             out = Path(tmp)
-            spec = {"build": str(job.model_dir), "prompt_ids": job.prompt_ids, "max_new_tokens": job.max_new_tokens}
+            spec = {
+                "build": str(job.model_dir),
+                "prompt_ids": job.prompt_ids,
+                "max_new_tokens": job.max_new_tokens,
+                "measure": job.measure,
+            }
             (out / "spec.json").write_text(json.dumps(spec))
             cmd = [sys.executable, "-m", "neuronforge.compilation.backends.cpu", "generate", str(out)]
             try:
@@ -323,12 +342,17 @@ class CpuBackend(Backend):
 
 
 def _child_generate(out: Path) -> None:
-    """In the child: load the build, generate, write the tokens and the per-step logits."""
+    """In the child: load the build, generate, write the tokens and the per-step logits; then, asked
+    to, the measurement protocol's samples (`neuronforge_toolchain.measure`) from this same, cold, load."""
     import torch
     from safetensors.torch import save_file
 
+    from neuronforge.common import settings
+    from neuronforge_toolchain import measure
+
     spec = json.loads((out / "spec.json").read_text())
     model = CpuModel(Path(spec["build"]))
+    model.delay_s = settings.test_decode_delay_s()
     rows, logits = [], {}
     for i, ids in enumerate(spec["prompt_ids"]):
         g = model.generate(ids, spec["max_new_tokens"])
@@ -337,7 +361,13 @@ def _child_generate(out: Path) -> None:
         )
         logits[f"p{i}"] = g["logits"].to(torch.float32).contiguous()
     save_file(logits, out / "logits.safetensors")
-    (out / "child.json").write_text(json.dumps({"load_s": model.load_seconds, "rows": rows}))
+
+    def sample(ids: list[int], n: int) -> tuple[float, float | None]:
+        g = model.generate(ids, n)
+        return g["time_to_first_token_s"], g["per_token_s"] if n > 1 else None
+
+    measured = measure.result(spec, sample, model.load_seconds, "torch", ("torch",))
+    (out / "child.json").write_text(json.dumps({"load_s": model.load_seconds, "rows": rows, "measurement": measured}))
 
 
 BACKEND = CpuBackend()

@@ -117,7 +117,7 @@ def run_toolchain(
     with tempfile.TemporaryDirectory(prefix="nf-toolchain-") as tmp:
         request, response = Path(tmp) / "request.json", Path(tmp) / "response.json"
         body = {"protocol": PROTOCOL, "action": action, "toolchain": toolchain, "spec": spec}
-        request.write_text(json.dumps(body))
+        request.write_text(json.dumps(body), encoding="utf-8")
         rc, lines = run_process(
             [python.path, "-m", PACKAGE, str(request), str(response)],
             env=child_env(env),
@@ -144,7 +144,7 @@ def run_toolchain(
 
 def _read_response(path: Path) -> dict[str, Any] | None:
     try:
-        answer = json.loads(path.read_text())
+        answer = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return answer if isinstance(answer, dict) else None

@@ -166,7 +166,7 @@ class NxdiBackend(Backend):
         """`Neuron<Arch>ForCausalLM(<published folder>).load(<published folder>)`: the folder alone,
         as vLLM's NEURON_COMPILED_ARTIFACTS loads it (its neuron_config.json, model.pt, weights/)."""
         spec, env = super().generate_request(job)
-        config = json.loads((job.model_dir / "config.json").read_text())
+        config = json.loads((job.model_dir / "config.json").read_text(encoding="utf-8"))
         module, model_class, _ = architecture(str(config.get("model_type")))
         return {**spec, "module": f"{PACKAGE}.models.{module}", "model_class": model_class}, env
 

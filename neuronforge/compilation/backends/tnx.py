@@ -222,7 +222,7 @@ def load_problems(load: TnxLoad, model_config: dict[str, Any] | None = None) -> 
 def _checked(load: TnxLoad, model_dir: Path, what: str) -> None:
     config = None
     with contextlib.suppress(OSError, ValueError):  # the load itself reports a missing or broken config.json
-        config = json.loads((model_dir / "config.json").read_text())
+        config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     problems = load_problems(load, config if isinstance(config, dict) else None)
     if problems:
         raise InvalidInput(f"tnx backend: {what} would fail: " + "; ".join(problems))
@@ -274,7 +274,7 @@ class TnxBackend(Backend):
         the split model)."""
         load = job.settings["tnx"]
         record = {**load.to_json(), "neuron_cc_flags": " ".join(self._flags(job)), "cache_entries": use.used}
-        (job.out / LOAD_FILE).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+        (job.out / LOAD_FILE).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         copy_served_files(job.checkpoint_dir, job.out)
 
     def generate_request(self, job: GenerateJob) -> tuple[dict[str, Any], dict[str, str]]:
@@ -289,6 +289,7 @@ class TnxBackend(Backend):
         _checked(load, job.model_dir, f"{tnx_class(load.model_type).name}.from_pretrained")
         spec = _spec(load, job.model_dir, prompt_ids=job.prompt_ids, max_new_tokens=job.max_new_tokens)
         spec["batch"] = load.batch_size
+        spec["measure"] = job.measure
         if job.settings.get("neff_dir") and job.settings.get("load_neffs"):
             if not spec["serializable"]:  # LMI's maybe_compile_model would call model.load(dir) on it
                 raise InvalidInput(

@@ -166,6 +166,7 @@ class VllmNativeBackend(Backend):
             "argv": settings["argv"],
             "prompt_ids": job.prompt_ids,
             "max_new_tokens": job.max_new_tokens,
+            "measure": job.measure,
         }
         try:
             result, _, compiled = self.on_published_cache(

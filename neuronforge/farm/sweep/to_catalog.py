@@ -45,7 +45,7 @@ def add_to_catalog(
     file (relative when under the catalog's folder), so `catalog check` plans it without the Hub."""
     notes: list[str] = []
     existing: set[str] = set()
-    text = path.read_text() if path.exists() else None
+    text = path.read_text(encoding="utf-8") if path.exists() else None
     if text is not None:
         report = load_catalog(path)
         if report.problems:
@@ -70,13 +70,13 @@ def add_to_catalog(
     lines = [_flow(t) for t in fresh]
     config_ref = _config_ref(config, path.expanduser().resolve().parent) if config is not None else None
     if text is None:
-        new = "# Written by `neuronforge sweep --to-catalog` (see neuronforge/farm/catalog.py for the format).\n"
+        new = "# Written by neuronforge sweep --to-catalog (see neuronforge/farm/catalog.py for the format).\n"
         new += "models:\n"
         new += _entry(source, lines, indent=2, config=config_ref)
     else:
         new = _insert(text, source, lines, config=config_ref)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.write_text(new)
+    tmp.write_text(new, encoding="utf-8")
     try:
         report = load_catalog(tmp)
         if report.problems:

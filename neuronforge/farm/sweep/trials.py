@@ -16,12 +16,15 @@ import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from neuronforge.artifacts.leases import LeaseLost
 from neuronforge.common import interrupts
 from neuronforge.common.errors import InvalidInput, NeuronforgeError, ServiceUnreachable, StoreError
 from neuronforge.farm.sweep.space import Candidate
+
+if TYPE_CHECKING:
+    from neuronforge.stores import ArtifactStore
 
 
 @dataclass
@@ -71,12 +74,16 @@ ENVIRONMENT: tuple[type[Exception], ...] = (StoreError, ServiceUnreachable, Leas
 
 @dataclass
 class PipelineTrial:
+    """A candidate tried as an ordinary build of the pipeline, into the store `store_uri` (or `store`,
+    already opened: a DAG's task opens it with its deployment's identity, through its hook)."""
+
     model: str
     instance_type: str
     profile: str
     store_uri: str
     work_dir: Path
     dtype: str = "bf16"
+    store: ArtifactStore | None = None
 
     def __call__(self, candidate: Candidate) -> TrialResult:
         from neuronforge.pipeline.runner import run_target
@@ -95,7 +102,8 @@ class PipelineTrial:
                     "profile": self.profile,
                 }
             )
-            outcome = run_target(self.model, target, open_store(self.store_uri), self.work_dir)
+            store = self.store if self.store is not None else open_store(self.store_uri)
+            outcome = run_target(self.model, target, store, self.work_dir)
         except ENVIRONMENT:
             # The store or the Hub failed, not the candidate: recorded as "failed" it would never be
             # tried again, and the sweep would report a result it does not have. The sweep stops.

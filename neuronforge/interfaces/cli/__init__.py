@@ -36,6 +36,7 @@ from neuronforge.interfaces.cli.exit_codes import (
 )
 from neuronforge.interfaces.cli.options import resolve_store
 from neuronforge.interfaces.cli.parser import build_parser, join_dash_values, version
+from neuronforge.interfaces.cli.spellings import resolve_renamed
 
 __all__ = [
     "EXIT_CODES",
@@ -91,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         caller = progress.current()  # restored after: `main` is also called in-process (the demo, tests)
         try:
             try:
+                resolve_renamed(args)  # an old spelling: its one warning line, or both given: exit 2
                 resolve_store(args)
                 # Progress on stderr, never stdout: a display on a terminal, else heartbeat lines (-q: none).
                 progress.use(progress.for_cli(quiet=args.quiet, machine=getattr(args, "json", False)))

@@ -4,7 +4,6 @@ compile request's `cache-key`, and `run` the whole pipeline for one target in th
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from neuronforge.common import settings
@@ -18,6 +17,8 @@ from neuronforge.interfaces.cli.options import (
     add_store_args,
     add_target_args,
     default_work_dir,
+    json_file,
+    name_value,
     print_json,
     target_from_args,
 )
@@ -190,7 +191,7 @@ def cmd_quantize(args: argparse.Namespace) -> int:
 def _cache_key_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="model source (resolved to an immutable revision)")
     add_target_args(p)
-    p.add_argument("--toolchain", help="JSON file with the toolchain (as recorded in a manifest)")
+    p.add_argument("--toolchain", type=json_file, help="JSON file with the toolchain (as recorded in a manifest)")
     p.add_argument("--backend-version", help="backend version, e.g. 0.6.1 (with --compiler-version: no detection)")
     p.add_argument("--compiler", help="compiler name (default: neuronxcc, or torch-inductor for cpu)")
     p.add_argument("--compiler-version", help="compiler version, e.g. 2.21.33363.0+82129205")
@@ -198,6 +199,7 @@ def _cache_key_options(p: argparse.ArgumentParser) -> None:
         "--package",
         action="append",
         default=[],
+        type=name_value,
         metavar="NAME=VERSION",
         help="another package version in the key (repeatable; with --backend-version and --compiler-version)",
     )
@@ -220,11 +222,15 @@ def cmd_cache_key(args: argparse.Namespace) -> int:
     profile = profile_of(target)
     backend = profile.backend
     if args.toolchain:
-        toolchain = Toolchain.from_json(json.loads(Path(args.toolchain).read_text()))
+        try:
+            toolchain = Toolchain.from_json(args.toolchain)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            said = f"{type(exc).__name__}: {exc}"
+            raise InvalidInput(f"--toolchain is no toolchain as a manifest records it ({said})") from None
     elif args.compiler_version or args.backend_version:
         if not (args.compiler_version and args.backend_version):
             raise InvalidInput("give both --backend-version and --compiler-version (or neither, to detect them)")
-        packages = dict(kv.split("=", 1) for kv in args.package)
+        packages = dict(args.package)
         compiler = args.compiler or backend.compiler
         toolchain = Toolchain(
             backend.name, args.backend_version, compiler, args.compiler_version, packages, args.compiler_flags or ()

@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from neuronforge.common import settings
+from neuronforge.common import advice, settings
 from neuronforge.common.errors import InvalidInput
 from neuronforge.interfaces.cli.command import Command
 from neuronforge.interfaces.cli.exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_REJECTED, EXIT_STALE
@@ -64,7 +64,9 @@ def cmd_catalog_stale(args: argparse.Namespace) -> int:
 
     catalog = check_catalog(Path(args.path).expanduser() if args.path else None)
     if not catalog.ok:
-        raise InvalidInput(f"catalog {catalog.path} has problems (run `neuronforge catalog check`)")
+        raise InvalidInput(
+            f"catalog {catalog.path} has problems ({advice.command('catalog check', catalog.path)} names them)"
+        )
     toolchains = recompile.detect_toolchains(recompile.profiles_of(catalog), "on this machine")
     states = recompile.find_stale(catalog, toolchains, open_store(args.store, must_exist=True), settings.work_dir())
     if args.json:

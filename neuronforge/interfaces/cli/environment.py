@@ -7,14 +7,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from neuronforge.common import settings
+from neuronforge.common import advice, settings
 from neuronforge.common.errors import ExitCode
 from neuronforge.interfaces.cli.command import Command
 from neuronforge.interfaces.cli.exit_codes import EXIT_OK
-from neuronforge.interfaces.cli.options import JSON_HELP, print_json
+from neuronforge.interfaces.cli.options import JSON_HELP, print_json, sdk_release, whole
 
 
 def _profiles_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--brief", action="store_true", help="one line per profile version, no lifecycle tables")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 
 
@@ -30,6 +31,8 @@ def cmd_profiles(args: argparse.Namespace) -> int:
         return EXIT_OK
     for r in rows:
         print(f"{r['ref']:<24} {r['title']}")
+        if args.brief:
+            continue
         print(
             f"  SDK {r['sdk_release']}, compiler {r['compiler_version'] or '(as installed)'}, backend {r['backend']}, "
             f"queue {r['queue'] or 'default'}"
@@ -43,6 +46,9 @@ def cmd_profiles(args: argparse.Namespace) -> int:
         print(f"  publishes: {r['publishes']}")
     for s in refused:
         print(f"not supported: {s['name']}: {s['reason']} (nearest: {s['nearest']})")
+    if args.brief:
+        print(f"each line's status per instance family and SDK release, with sources: {advice.command('profiles')}")
+        return EXIT_OK
     for line in lifecycle_table.text():
         print(line)
     return EXIT_OK
@@ -64,7 +70,7 @@ def cmd_config(args: argparse.Namespace) -> int:
     if args.json:
         print_json({r.variable: {"value": r.value, "source": r.source} for r in rows})
         return EXIT_OK
-    values = ["-" if r.value is None else f"{r.value:g}" if isinstance(r.value, float) else r.value for r in rows]
+    values = ["-" if r.value is None else f"{r.value:g}" if isinstance(r.value, float) else str(r.value) for r in rows]
     var_width, value_width = max(len(r.variable) for r in rows), max(map(len, values))
     for r, value in zip(rows, values, strict=True):
         print(f"{r.variable:<{var_width}}  {value:<{value_width}}  {r.source}")
@@ -72,7 +78,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def _worker_queues_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--sdk", required=True, help="the image's Neuron SDK release, e.g. 2.26.1")
+    p.add_argument("--sdk", required=True, type=sdk_release, help="the image's Neuron SDK release, e.g. 2.26.1")
     p.add_argument("--role", required=True, choices=["compile", "neuron"], help="the worker's role")
 
 
@@ -85,7 +91,7 @@ def cmd_worker_queues(args: argparse.Namespace) -> int:
 
 
 def _airflow_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--port", type=int, default=8080, help="the UI's port on 127.0.0.1 (default 8080)")
+    p.add_argument("--port", type=whole(1, 65_535), default=8080, help="the UI's port on 127.0.0.1 (default 8080)")
     p.add_argument("--airflow-home", help="Airflow home (default: $NEURONFORGE_HOME/airflow)")
 
 

@@ -26,7 +26,9 @@ EXIT_CODES: dict[ExitCode, str] = {
     "`--store --repair`) the scrub found a damaged artifact; "
     "`catalog check`: the catalog has problems; `promote`/`rollback`: the build may not go to the channel (not "
     "published, damaged or not verifying, smoke failed, another model or profile line, rejected, not approved "
-    "where the channel requires it, or a history entry whose manifest digest differs); `promote`/`rollback`/"
+    "where the channel requires it, a history entry whose manifest digest differs, or, for a gated channel, a "
+    "regression against the build it serves that `--accept-regression` does not accept); `compare`: the candidate "
+    "is a regression or its numerics differ; `promote`/`rollback`/"
     "`channels`/`history`: the channel's record is not one (a folder, another kind of file); `recompile`: the SDK "
     "release is not in the profile data (what is known of it is "
     "printed; nothing is built); `lease break`: the lease's holder is a running process of this host (stop it instead)",

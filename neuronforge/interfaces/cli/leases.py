@@ -11,7 +11,7 @@ import time
 from neuronforge.common.errors import InvalidInput
 from neuronforge.interfaces.cli.command import Command
 from neuronforge.interfaces.cli.exit_codes import EXIT_FAILURE, EXIT_OK
-from neuronforge.interfaces.cli.options import JSON_HELP, add_store_args, print_json
+from neuronforge.interfaces.cli.options import JSON_HELP, add_store_args, print_json, whole
 
 
 def _shown(text: str) -> str:
@@ -36,17 +36,24 @@ def _holder(listed) -> str:
 # -- lease ls ---------------------------------------------------------------------------------------
 def _ls_options(p: argparse.ArgumentParser) -> None:
     add_store_args(p, positional=True)
-    p.add_argument("--limit", type=int, default=100, help="leases per page (default 100)")
+    p.add_argument("--limit", type=whole(1, 10_000), default=100, help="leases per page (default 100)")
     p.add_argument("--start-after", metavar="KEY", help="list leases after this key (the previous page's last)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
+
+
+def _cut(text: str, width: int) -> str:
+    """A column's cell: `text`, or its start and end around `…` when longer (an Airflow holder is
+    dag/run/task and about 90 characters; `--json` has it whole)."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return f"{text[:head]}…{text[-(width - 1 - head) :]}"
 
 
 def cmd_lease_ls(args: argparse.Namespace) -> int:
     from neuronforge.artifacts import layout, leases
     from neuronforge.stores import open_store
 
-    if args.limit < 1:
-        raise InvalidInput(f"--limit {args.limit}: give 1 or more leases per page")
     store = open_store(args.store, must_exist=True)
     page = leases.listing(store, start_after=args.start_after or "", limit=args.limit)
     if args.json:
@@ -60,7 +67,7 @@ def cmd_lease_ls(args: argparse.Namespace) -> int:
             print(f"{_shown(listed.key[:12]):<12}  {listed.state:<17}  {_shown(listed.problem)}")
             continue
         print(
-            f"{_shown(listed.key[:12]):<12}  {listed.state:<17}  {_shown(_holder(listed)):<30}  "
+            f"{_shown(listed.key[:12]):<12}  {listed.state:<17}  {_cut(_shown(_holder(listed)), 30):<30}  "
             f"{_at(lease.started):<20}  {_at(lease.heartbeat)}"
         )
     counts = {s: sum(1 for listed in page if listed.state == s) for s in (*leases.STATES, leases.UNREADABLE)}

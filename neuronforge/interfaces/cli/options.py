@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from neuronforge.common import settings
+from neuronforge.common import advice, settings
 from neuronforge.common.errors import InvalidInput
 
 JSON_HELP = "print JSON instead of text"
@@ -38,8 +41,10 @@ def add_store_args(p: argparse.ArgumentParser, *, positional: bool = False) -> N
     """`--store URI` (and, where the store was a positional argument, an optional positional STORE);
     `resolve_store` turns them into `args.store`, the default store when neither is given."""
     if positional:
-        p.add_argument("store_pos", nargs="?", metavar="STORE", help=store_help("store URI, the same as --store"))
-    p.add_argument("--store", dest="store_opt", metavar="URI", help=store_help())
+        p.add_argument(
+            "store_pos", nargs="?", type=location, metavar="STORE", help=store_help("store URI, the same as --store")
+        )
+    p.add_argument("--store", dest="store_opt", type=location, metavar="URI", help=store_help())
 
 
 def resolve_store(args: argparse.Namespace) -> None:
@@ -57,7 +62,7 @@ def resolve_store(args: argparse.Namespace) -> None:
 
 def _profile_help() -> str:
     return (
-        "serving profile: the stack that will load the artifact (`neuronforge profiles` lists them; default: "
+        f"serving profile: the stack that will load the artifact ({advice.command('profiles')} lists them; default: "
         f"$NEURONFORGE_PROFILE, else {settings.DEFAULT_PROFILE}: {in_help(settings.default_profile())}). `plan` checks "
         "the Neuron instance's limits for every profile, cpu included: the same checks `run` applies"
     )
@@ -90,7 +95,7 @@ def add_target_args(p: argparse.ArgumentParser, spec: Any = None) -> None:
             continue
         kwargs: dict[str, Any] = {"help": inp.declared.help}
         if inp.schema["type"] in ("integer", ["null", "integer"]):
-            kwargs["type"] = int
+            kwargs["type"] = integer
         if "array" in inp.schema["type"]:
             kwargs.update(nargs="+", metavar=inp.declared.metavar)
         if inp.required:
@@ -141,3 +146,141 @@ def print_json(obj: Any) -> None:
     from neuronforge.common.stored_text import shown_json
 
     print(json.dumps(shown_json(obj), indent=2, sort_keys=False))
+
+
+# -- values of the commands' own options, each declared once with its rule --------------------------
+TEXT_MAX_CHARS = 4096  # PATH_MAX: no name, path, key or reason an argument gives is longer
+
+
+def text(raw: str) -> str:
+    """The value of every argument that declares no rule of its own (`parser.Parser` gives it this one): a
+    name, a path, a key, a reason. Not empty (leave the option out instead), one line — no C0 or C1
+    control, DEL or Unicode line separator (`line_breaks.breaks_line`): a NUL would reach a file name, a
+    newline a record or a log line — and at most TEXT_MAX_CHARS characters. Checked by argparse, before any
+    work. A store's place has its own rule (`location`)."""
+    from neuronforge.common.line_breaks import breaks_line
+
+    _given(raw)
+    if any(breaks_line(c) for c in raw):
+        raise argparse.ArgumentTypeError(f"{raw[:60]!r} holds a line break or control character; give one line")
+    return raw
+
+
+def _given(raw: str) -> None:
+    """What every text value is checked for (`text`, `location`): not empty, at most TEXT_MAX_CHARS."""
+    if not raw.strip():
+        raise argparse.ArgumentTypeError(
+            f"{raw!r} is empty (an unset variable?): give a value, or leave the argument out"
+        )
+    if len(raw) > TEXT_MAX_CHARS:
+        raise argparse.ArgumentTypeError(f"{raw[:40]!r}... is {len(raw)} characters long; at most {TEXT_MAX_CHARS}")
+
+
+def location(raw: str) -> str:
+    """A store's place (`--store`, STORE): a path or URI as the file system allows it. Not empty, no NUL
+    (no file name holds one), at most TEXT_MAX_CHARS characters; unlike `text`, a line break or a control
+    character is taken: a folder may be named so, and a serving host's store is whatever it was set up
+    with. A store names itself escaped on a message's one line (`ArtifactStore.shown_uri`), every command
+    a message suggests quotes it as a shell word (`common.advice`)."""
+    _given(raw)
+    if "\0" in raw:
+        raise argparse.ArgumentTypeError(f"{raw[:60]!r} holds a NUL character, which no file name holds")
+    return raw
+
+
+def integer(raw: str) -> int:
+    """A target flag's whole number (`--tp`, `--seq-len`, ...) in ASCII digits; its range is the field's
+    own rule (`TargetSpec`), checked after. `int` would take `²` or `٣`."""
+    text = raw.strip()
+    if not re.fullmatch(r"[+-]?[0-9]{1,19}", text):
+        raise argparse.ArgumentTypeError(f"{raw[:40]!r} is not a whole number (ASCII digits)")
+    return int(text)
+
+
+integer.__name__ = "whole number"
+
+
+def whole(low: int, high: int, what: str = "") -> Callable[[str], int]:
+    """An option's whole number in [low, high]: ASCII digits only (`int` would take `²` or `٣`, and a
+    5 000-digit number it refuses only with its own error), checked before any work (argparse: exit 2)."""
+
+    def parse(raw: str) -> int:
+        try:
+            value = integer(raw)
+        except argparse.ArgumentTypeError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{raw[:40]!r} is not a whole number from {low} to {high}{what}")
+        return value
+
+    parse.__name__ = "whole number"
+    return parse
+
+
+def number(low: float, high: float, what: str = "") -> Callable[[str], float]:
+    """An option's finite number in (low, high] (nan, inf and 1e400 refused)."""
+
+    def parse(raw: str) -> float:
+        try:
+            value = float(raw)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and low < value <= high):
+            raise argparse.ArgumentTypeError(f"{raw[:40]!r} is not a number above {low:g} and at most {high:g}{what}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+def sdk_release(raw: str) -> str:
+    """A Neuron SDK release as given on the command line (2.33 or 2.33.1), by the release records' own
+    rule (`records.sdk_release.VERSION`: ASCII digits, bounded), before any work."""
+    from neuronforge.records.sdk_release import VERSION
+
+    if not VERSION.fullmatch(raw.strip()):
+        raise argparse.ArgumentTypeError(f"{raw[:40]!r} is not a Neuron SDK release: give it as 2.33 or 2.33.1")
+    return raw.strip()
+
+
+def name_value(raw: str) -> tuple[str, str]:
+    """`NAME=VALUE` (a package and its version): both parts given, each text."""
+    name, eq, value = text(raw).partition("=")
+    if not (eq and name.strip() and value.strip()):
+        raise argparse.ArgumentTypeError(f"{raw[:40]!r} is not NAME=VALUE")
+    return name.strip(), value.strip()
+
+
+def json_file(raw: str) -> Any:
+    """A JSON file a user gives, read as any stored JSON is (`stored_json.loads`: strict UTF-8, bounded
+    size and nesting, finite numbers) when the arguments are parsed: a missing file, a folder or bad JSON
+    is one usage line naming the argument."""
+    from neuronforge.common import stored_json
+
+    path = Path(text(raw)).expanduser()
+    try:
+        return stored_json.loads(path.read_bytes())
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"{raw[:60]!r}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{raw[:60]!r} is no JSON file: {exc}") from None
+
+
+def target_field(name: str) -> Callable[[str], Any]:
+    """One value of the target field `name`, checked by the field's own rule (`TargetSpec`): what a
+    sweep's lists take, item by item, so `--seq-lens 4` fails as `--seq-len 4` does."""
+
+    def parse(raw: str) -> Any:
+        from pydantic import TypeAdapter, ValidationError
+
+        from neuronforge.spec.target import TargetSpec
+
+        info = TargetSpec.model_fields[name]
+        try:
+            return TypeAdapter(Annotated[info.annotation, *info.metadata]).validate_python(raw, strict=False)
+        except ValidationError as exc:
+            said = exc.errors()[0]["msg"]
+            raise argparse.ArgumentTypeError(f"{raw[:40]!r}: {said} ({name})") from None
+
+    parse.__name__ = name
+    return parse

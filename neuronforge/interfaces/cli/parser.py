@@ -5,9 +5,9 @@ lists them. Options that several commands share are `options.py`'s."""
 from __future__ import annotations
 
 import argparse
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
-from neuronforge.common import settings
+from neuronforge.common import advice, settings
 from neuronforge.common.secrets import mask_credentials
 from neuronforge.interfaces.cli import (
     build,
@@ -23,6 +23,8 @@ from neuronforge.interfaces.cli import (
 )
 from neuronforge.interfaces.cli.command import Command
 from neuronforge.interfaces.cli.exit_codes import EXIT_CODES
+from neuronforge.interfaces.cli.options import text
+from neuronforge.interfaces.cli.spellings import shown_required, take_positionals
 
 DESCRIPTION = "`neuronforge` command line."  # the first line of `--help`
 # The command groups: each module declares its commands (`COMMANDS`), options and handler together.
@@ -48,6 +50,7 @@ HELP_ORDER = (
     "ls",
     "index",
     "promote",
+    "compare",
     "rollback",
     "channels",
     "history",
@@ -86,8 +89,8 @@ def _epilog() -> str:
     return (
         f"defaults:\n  profile  $NEURONFORGE_PROFILE, else {settings.DEFAULT_PROFILE} (every command that takes a "
         "target, but sweep)\n  store    $NEURONFORGE_STORE, else the local store $NEURONFORGE_HOME/store "
-        "(every command that\n           reads or writes one)\n  settings `neuronforge config` prints every "
-        "NEURONFORGE_* setting and where its value came from\n\n"
+        "(every command that\n           reads or writes one)\n"
+        f"  settings {advice.command('config')} prints every NEURONFORGE_* setting and where its value came from\n\n"
         f"exit codes:\n{codes}\n\n"
         'shell completion (bash, zsh): eval "$(register-python-argcomplete neuronforge)"'
     )
@@ -117,8 +120,37 @@ class Parser(argparse.ArgumentParser):
     ):
         super().__init__(*args, formatter_class=_masking(formatter_class), **kwargs)
 
+    def error(self, message: str) -> NoReturn:
+        """A usage error in one line, as every error of the CLI is (`--help` prints the usage): the
+        argument and why, exit 2."""
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
     def _print_message(self, message: str, file: IO[str] | None = None) -> None:
         super()._print_message(mask_credentials(message) if message else message, file)
+
+    def format_usage(self) -> str:
+        with shown_required(self):
+            return super().format_usage()
+
+    def format_help(self) -> str:
+        with shown_required(self):
+            return super().format_help()
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> tuple[argparse.Namespace, list[str]]:
+        """argparse's, the old positional spellings of renamed arguments taken from what is left over."""
+        parsed, extras = super().parse_known_args(args, namespace)
+        return parsed, take_positionals(parsed, extras)
+
+
+class _Default(str):
+    """A string default as a command declares it (a typed value is a plain `str`)."""
+
+
+def _text_or_default(raw: str) -> str:
+    return str(raw) if isinstance(raw, _Default) else text(raw)  # a plain str: a YAML or JSON writer takes it
+
+
+_text_or_default.__name__ = "text"
 
 
 def _masking(formatter: type[argparse.HelpFormatter]) -> type[argparse.HelpFormatter]:
@@ -147,7 +179,24 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help="one of:")
     for command in commands():
         command.add_to(sub)
+    _text_unless_declared(parser)
     return parser
+
+
+def _text_unless_declared(parser: argparse.ArgumentParser) -> None:
+    """Every argument that takes a value and declares neither a type nor choices is text, checked by the
+    one rule for text (`options.text`: not empty, one line, bounded), in every command, whichever module
+    declares it and however (a group's arguments too): no value reaches a handler unchecked. A string
+    default (`--reason` is "" unless given), which argparse passes through the type as if typed, is marked
+    as the command's own and passes."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _text_unless_declared(sub)
+        elif action.nargs != 0 and action.type is None and action.choices is None:
+            action.type = _text_or_default
+            if isinstance(action.default, str):
+                action.default = _Default(action.default)
 
 
 def join_dash_values(argv: list[str]) -> list[str]:

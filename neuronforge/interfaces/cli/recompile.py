@@ -11,18 +11,19 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from neuronforge.common import settings
+from neuronforge.common import advice, settings
 from neuronforge.common.errors import InvalidInput, NeuronforgeError
 from neuronforge.interfaces.cli.catalog import CATALOG_PATH_HELP, UNDECIDED
 from neuronforge.interfaces.cli.command import Command
 from neuronforge.interfaces.cli.exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_REJECTED, EXIT_STALE
-from neuronforge.interfaces.cli.options import JSON_HELP, add_store_args, print_json
+from neuronforge.interfaces.cli.options import JSON_HELP, add_store_args, print_json, sdk_release
 
 
 def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", nargs="?", help=CATALOG_PATH_HELP)
     p.add_argument(
         "--sdk",
+        type=sdk_release,
         metavar="RELEASE",
         help="the Neuron SDK release to upgrade to, e.g. 2.33 (default: the newest release the profile data knows)",
     )
@@ -49,14 +50,16 @@ def cmd_recompile(args: argparse.Namespace) -> int:
 
 def cmd_recompile_with(args: argparse.Namespace, store: Any) -> int:
     """`recompile` on `store`, with its releases in effect (`cmd_recompile`)."""
-    from neuronforge.farm import recompile, upgrades
+    from neuronforge.farm import recompile, speed, upgrades
     from neuronforge.farm.catalog import check_catalog
     from neuronforge.profiles.sdk_releases import known_release
 
     release = upgrades.target_release(args.sdk)
     catalog = check_catalog(Path(args.path).expanduser() if args.path else None)
     if not catalog.ok:
-        raise InvalidInput(f"catalog {catalog.path} has problems (run `neuronforge catalog check`)")
+        raise InvalidInput(
+            f"catalog {catalog.path} has problems ({advice.command('catalog check', catalog.path)} names them)"
+        )
     # For a release the data does not know nothing is checked or built: no toolchain is asked for.
     known = known_release(release) is not None
     profiles = recompile.profiles_of(catalog, release, args.migrate) if known else []
@@ -65,6 +68,7 @@ def cmd_recompile_with(args: argparse.Namespace, store: Any) -> int:
     if not args.dry_run:
         _rebuild(store, states)
         recompile.attest_kept(store, states, release, settings.work_dir())
+        speed.against_stable(store, states, release)
     if args.json:
         print_json(
             {
@@ -121,6 +125,8 @@ def _lines(states: list[Any]) -> list[str]:
         out.append(f"{s.source} {s.slug} [{(s.upgrade or {}).get('family', '')}] {s.profile}: {decision}")
         if (s.upgrade or {}).get("action") != upgrades.UNKNOWN:  # nothing was checked for an unknown release
             out.append(f"  {state}{why}")
+        if s.speed:
+            out.append(f"  {recompile.speed_line(s)}")
     return out
 
 
@@ -165,7 +171,11 @@ def _attest_options(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("key", metavar="KEY", help="the published build: its cache key or first 12 hex digits")
     p.add_argument(
-        "--sdk", required=True, metavar="RELEASE", help="the Neuron SDK release to attest it at, e.g. 2.33.1"
+        "--sdk",
+        required=True,
+        type=sdk_release,
+        metavar="RELEASE",
+        help="the Neuron SDK release to attest it at, e.g. 2.33.1",
     )
     p.add_argument("--work-dir", default=str(default_work_dir()), help=WORK_DIR_HELP)
     add_store_args(p)
@@ -190,7 +200,7 @@ def cmd_attest(args: argparse.Namespace) -> int:
         if known is None:
             raise InvalidInput(
                 f"--sdk {args.sdk}: not a released Neuron SDK the release table or the store's accepted releases "
-                "know (`neuronforge releases ls`)"
+                f"know ({advice.command('releases ls', store=store.root_uri)} lists them)"
             )
         release = known.version
         outcome = attest_build(store, key, release, Path(args.work_dir).expanduser())

@@ -20,7 +20,7 @@ import argparse
 
 from neuronforge.interfaces.cli.command import Command
 from neuronforge.interfaces.cli.exit_codes import EXIT_OK, EXIT_REJECTED
-from neuronforge.interfaces.cli.options import JSON_HELP, add_store_args, print_json
+from neuronforge.interfaces.cli.options import JSON_HELP, add_store_args, print_json, sdk_release
 
 BY_HELP = "who decides, as recorded (default: user@host)"
 
@@ -65,7 +65,9 @@ def _sync_options(p: argparse.ArgumentParser) -> None:
         help="AWS's release manifest (n2-manifest.json): a path, file://, s3://bucket/key or https:// (default: "
         "the store's sdk-releases/n2-manifest.json, else the upstream file on GitHub)",
     )
-    p.add_argument("--accept", metavar="VERSION", help="then accept this release (it must be proposed)")
+    p.add_argument(
+        "--accept", type=sdk_release, metavar="VERSION", help="then accept this release (it must be proposed)"
+    )
     p.add_argument("--by", default="", help=BY_HELP)
     _common(p)
 
@@ -85,7 +87,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
         if s.outcome in ("proposed", "updated"):
             for change in s.record.changes:
                 print(f"  {change.line}")
-            print(f"  accept with `{release_feed.accept_command(s.version, store)}`")
+            print(f"  accept with {release_feed.accept_command(s.version, store)}")
     if not result.releases:
         print("nothing new: every release it lists is known")
     if result.older:
@@ -95,7 +97,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
 
 # -- accept / reject ------------------------------------------------------------------------------------
 def _accept_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("version", metavar="VERSION", help="the proposed release, e.g. 2.33.9")
+    p.add_argument("version", type=sdk_release, metavar="VERSION", help="the proposed release, e.g. 2.33.9")
     p.add_argument(
         "--same-as",
         metavar="RELEASE",
@@ -108,7 +110,7 @@ def _accept_options(p: argparse.ArgumentParser) -> None:
 
 
 def _reject_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("version", metavar="VERSION", help="the proposed release, e.g. 2.33.9")
+    p.add_argument("version", type=sdk_release, metavar="VERSION", help="the proposed release, e.g. 2.33.9")
     p.add_argument("--reason", required=True, help="why (required): whoever syncs next reads it")
     p.add_argument("--by", default="", help=BY_HELP)
     _common(p)

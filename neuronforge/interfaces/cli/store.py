@@ -22,8 +22,10 @@ from neuronforge.interfaces.cli.options import (
     complete_profiles,
     completes,
     default_work_dir,
+    location,
     print_json,
     store_help,
+    whole,
 )
 
 
@@ -48,8 +50,8 @@ def _output_uris(store: Any, prefix: str, formats: dict[str, str]) -> dict[str, 
 # -- ls ---------------------------------------------------------------------------------------------
 def _ls_options(p: argparse.ArgumentParser) -> None:
     add_store_args(p, positional=True)
-    p.add_argument("--limit", type=int, default=50, help="rows per page (default 50)")
-    p.add_argument("--offset", type=int, default=0, help="rows to skip (the previous page's 'next page')")
+    p.add_argument("--limit", type=whole(1, 10_000), default=50, help="rows per page (default 50)")
+    p.add_argument("--offset", type=whole(0, 10**12), default=0, help="rows to skip (the previous page's 'next page')")
     p.add_argument("--model", help="only models whose source contains this (any case)")
     completes(p.add_argument("--profile", help="only this serving profile (name, or name@version)"), complete_profiles)
     completes(p.add_argument("--instance", help="only this instance type"), complete_instances)
@@ -71,8 +73,6 @@ def cmd_ls(args: argparse.Namespace) -> int:
     from neuronforge.spec.source import model_ref
     from neuronforge.stores import open_store
 
-    if args.limit < 1 or args.offset < 0:
-        raise InvalidInput("--limit must be at least 1 and --offset at least 0")
     store = open_store(args.store, must_exist=True)
     query = FarmQuery(model=args.model, profile=args.profile, instance=args.instance, status=args.status)
     if not args.status:
@@ -169,22 +169,64 @@ def _show_release(store: Any, manifest: Any) -> None:
     """The build's review decision, the channels pointing to it (its model's channels: one listing) and
     its attestations at newer SDK releases (one read); nothing for a manifest outside a store's layout."""
     from neuronforge.artifacts import attestations, channels, reviews
+    from neuronforge.common import advice
+    from neuronforge.farm.releases import move_away
 
     if store is None:
         return
     key = manifest.cache_key
     review = reviews.review_of(store, key)
-    held = channels.pointing_to(store, key, manifest)
+    held = channels.records_pointing_to(store, key, manifest)
     if review is None:
-        print("review     pending (`neuronforge approve KEY` / `reject KEY --reason ...`)")
+        approve = advice.command("approve", key[:12], store=store.root_uri)
+        reject = advice.command("reject", key[:12], reason="why", store=store.root_uri)
+        print(f"review     pending ({approve} / {reject})")
     else:
         d = review.current
         word = "REJECTED" if d.state == "rejected" else d.state
         print(f"review     {word} by {d.by} at {d.at}" + (f": {d.reason}" if d.reason else ""))
-    print(f"channels   {', '.join(held) if held else '(none)'}")
+    names = [f"{r.model} · {r.profile_line} · {r.channel}" for r in held]
+    print(f"channels   {', '.join(names) if held else '(none)'}")
     _show_attestations(attestations.attestations_of(store, key))
-    if held and review is not None and review.state == "rejected":
-        print("WARNING    channels point to this REJECTED build: roll them back (`neuronforge rollback`)")
+    if review is not None and review.state == "rejected":
+        for name, r in zip(names, held, strict=True):
+            print(f"WARNING    {name} points to this REJECTED build: {move_away(store, r)}")
+
+
+def _amount(name: str, value: float) -> str:
+    """A figure's value in its unit: tokens per second, else seconds (milliseconds below one)."""
+    from neuronforge.records.smoke import TOKENS_PER_S
+
+    if name == TOKENS_PER_S:
+        return f"{value:.1f} tok/s"
+    return f"{value:.2f} s" if abs(value) >= 1 else f"{value * 1e3:.2f} ms"
+
+
+def measurement_lines(measurement: Any) -> list[str]:
+    """The smoke protocol's figures as `show` prints them: how and where they were measured, then per
+    figure its median and p10–p90 (and spread) over the repetitions; "SYNTHETIC" when a fake consumer
+    produced them. None (a build from before the protocol): no lines."""
+    from neuronforge.records.smoke import FIGURE_TITLES, FIGURES
+
+    if measurement is None:
+        return []
+    m, h = measurement, measurement.host
+    what = "SYNTHETIC (a fake consumer: proves the mechanism, not a Neuron device); " if m.synthetic else ""
+    lines = [
+        f"{what}{m.repetitions} repetition(s) after {m.warmup} warm-up, batch {m.batch_size}, "
+        f"prompts of {m.short_prompt_tokens} and {m.long_prompt_tokens} tokens, {m.new_tokens} new; "
+        f"on {h.instance_type or '?'} ({h.cores} cores, load {h.load_average:.2f}), {h.runtime_line or '?'}"
+    ]
+    for name in FIGURES:
+        f = m.figures.get(name)
+        if f is None:
+            continue
+        spread = f", spread {f.spread:.0%}" if f.spread is not None else ""
+        lines.append(
+            f"  {FIGURE_TITLES[name]}: {_amount(name, f.median)} "
+            f"(p10–p90 {_amount(name, f.p10)}–{_amount(name, f.p90)}, {f.samples} sample(s){spread})"
+        )
+    return lines
 
 
 def _show_attestations(record: Any) -> None:
@@ -202,6 +244,8 @@ def _show_attestations(record: Any) -> None:
             f"attested   SDK {a.release}: {a.run} {word} on {a.host or '?'} at {a.at or '?'}{found}{missing}"
             + (f": {a.detail}" if a.detail else "")
         )
+        for line in measurement_lines(a.measurement):
+            print(f"{'':<10}   {line}")
     if not seen:
         print("attested   (none: only its own SDK release)")
 
@@ -234,7 +278,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     smoke = m.smoke
     # the shown parts as the store holds them: one of another type prints as "?", never a traceback
-    target = m.request.get("target") if isinstance(m.request.get("target"), dict) else {}
+    target = m.hashed_target
     print(f"artifact   {store.uri(key).rsplit('/', 1)[0]}")
     print(f"cache key  {m.cache_key}")
     print(f"model      {model_ref(model_name(m.source.model_dump()), m.source.revision)}")
@@ -253,14 +297,15 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"registry   {r.repo_id} at {r.endpoint}: optimum-neuron's lookup {said}")
         print(f"           {r.entry_path}")
     print(f"flags      {' '.join(m.compiler_flags) or '(none)'}")
-    print(f"smoke      {'passed' if smoke.get('passed') else 'FAILED'}: {smoke.get('reason')}")
-    load, first, per = (finite(smoke.get(k)) for k in ("load_s", "time_to_first_token_s", "per_token_s"))
+    print(f"smoke      {'passed' if smoke.passed else 'FAILED'}: {smoke.reason}")
+    load, first, per = (finite(v) for v in (smoke.load_s, smoke.time_to_first_token_s, smoke.per_token_s))
     if load is not None and first is not None and per is not None:
         print(f"           load {load:.2f}s, first token {first * 1e3:.1f} ms, {per * 1e3:.2f} ms/token")
+    for i, line in enumerate(measurement_lines(smoke.measurement)):
+        print(f"{'measured' if i == 0 else '':<10} {line}")
     _show_release(None if opened.unrecorded else store, m)
-    from neuronforge.common.hosts import describe
 
-    for i, line in enumerate(describe(m.hosts)):
+    for i, line in enumerate(m.hosts.describe()):
         print(f"{'hosts' if i == 0 else '':<10} {line}")
     from neuronforge.records.transfers import describe as transfer_lines
 
@@ -288,6 +333,7 @@ def _verify_options(p: argparse.ArgumentParser) -> None:
         dest="store_opt",
         nargs="?",
         const="",
+        type=location,
         metavar="URI",
         help=store_help("where a cache key is looked up, or (without KEY_OR_URI) whose farm index is checked"),
     )
@@ -299,14 +345,21 @@ def _verify_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--cursor",
+        type=_scrub_cursor,
         metavar="KEY",
         help="--repair: start after this cache key (the last scrub's 'next page'); '' starts a new pass "
         "(default: where the last scrub, the daily DAG's included, stopped)",
     )
     p.add_argument(
-        "--page-size", type=int, default=200, metavar="N", help="--repair: index pointers per page (default 200)"
+        "--page-size",
+        type=whole(1, 10_000),
+        default=200,
+        metavar="N",
+        help="--repair: index pointers per page (default 200)",
     )
-    p.add_argument("--pages", type=int, default=1, metavar="N", help="--repair: pages in this call (default 1)")
+    p.add_argument(
+        "--pages", type=whole(1, 10_000), default=1, metavar="N", help="--repair: pages in this call (default 1)"
+    )
     p.add_argument("--work-dir", default=str(default_work_dir()), help=WORK_DIR_HELP)
     p.add_argument(
         "--retrace",
@@ -315,6 +368,15 @@ def _verify_options(p: argparse.ArgumentParser) -> None:
         "forbidden (vllm-neuron-native: on a CPU worker of queue neuron-compile-<sdk>)",
     )
     p.add_argument("--json", action="store_true", help=JSON_HELP)
+
+
+def _scrub_cursor(raw: str) -> str:
+    """`--cursor`, checked by the scrub's own rule (`scrub.cursor_problem`) before the store is opened."""
+    from neuronforge.farm.scrub import cursor_problem
+
+    if (problem := cursor_problem(raw.strip().lower())) is not None:
+        raise argparse.ArgumentTypeError(f"{problem}: give the one the last scrub printed, or none")
+    return raw
 
 
 def cmd_verify_store(args: argparse.Namespace) -> int:
@@ -344,8 +406,11 @@ def cmd_verify_repair(args: argparse.Namespace) -> int:
     if args.json:
         print_json(report.to_json())
     else:
+        from neuronforge.common import advice
+
+        why = advice.command("ls", status="damaged", store=store.root_uri)
         for key in report.damaged_keys:
-            print(f"  DAMAGED {key[:12]} (`neuronforge ls --status damaged` says why)")
+            print(f"  DAMAGED {key[:12]} ({why} says why)")
         print(report.line())
     return EXIT_REJECTED if report.damaged else EXIT_OK
 
@@ -418,7 +483,9 @@ def cmd_index(args: argparse.Namespace) -> int:
 # -- gc ---------------------------------------------------------------------------------------------
 def _gc_options(p: argparse.ArgumentParser) -> None:
     add_store_args(p, positional=True)
-    p.add_argument("--keep-compilers", type=int, required=True, metavar="N", help="newest compiler versions to keep")
+    p.add_argument(
+        "--keep-compilers", type=whole(1, 1_000), required=True, metavar="N", help="newest compiler versions to keep"
+    )
     p.add_argument(
         "--catalog", help="catalog whose pins are kept (default: NEURONFORGE_CATALOG or catalog/models.yaml)"
     )
@@ -432,7 +499,8 @@ def cmd_gc(args: argparse.Namespace) -> int:
     from neuronforge.stores import open_store
 
     catalog = check_catalog(Path(args.catalog).expanduser() if args.catalog else None)
-    report = collect(open_store(args.store, must_exist=True), args.keep_compilers, catalog, dry_run=args.dry_run)
+    store = open_store(args.store, must_exist=True)
+    report = collect(store, args.keep_compilers, catalog, dry_run=args.dry_run)
     # never "done" over artifacts it could not decide: exit 1 while any is unconfirmed or blocked
     if args.json:
         print_json(report.to_json())
@@ -465,9 +533,13 @@ def cmd_gc(args: argparse.Namespace) -> int:
         )
     line = f"{len(report.deleted)} artifact(s) {verb}, {report.kept} kept"
     if report.unconfirmed:
+        from neuronforge.common import advice
+
+        verify = advice.command("verify", store=store.root_uri)
+        rebuild = advice.command("index rebuild", store=store.root_uri)
         line += (
             f"; {len(report.unconfirmed)} of them NOT COLLECTED: due for deletion by the farm index, but their "
-            "manifest does not confirm it (check with `neuronforge verify --store`, then `neuronforge index rebuild`)"
+            f"manifest does not confirm it (check with {verify}, then {rebuild})"
         )
     if report.blocked:
         line += f"; {len(report.blocked)} NOT COLLECTED: a channel record of their model does not read"
@@ -479,7 +551,9 @@ def cmd_gc(args: argparse.Namespace) -> int:
 def _store_ls_options(p: argparse.ArgumentParser) -> None:
     add_store_args(p, positional=True)
     p.add_argument("prefix", nargs="?", default=None, help="only keys under this folder-like prefix")
-    p.add_argument("--limit", type=int, default=1000, help="objects per page (default 1000: one S3 request)")
+    p.add_argument(
+        "--limit", type=whole(1, 100_000), default=1000, help="objects per page (default 1000: one S3 request)"
+    )
     p.add_argument("--start-after", metavar="KEY", help="list keys after this one (the previous page's last)")
     p.add_argument("--json", action="store_true", help=JSON_HELP)
 

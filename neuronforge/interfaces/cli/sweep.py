@@ -16,7 +16,9 @@ from neuronforge.interfaces.cli.options import (
     complete_instances,
     complete_profiles,
     completes,
+    number,
     print_json,
+    target_field,
 )
 
 
@@ -32,10 +34,20 @@ def _sweep_options(p: argparse.ArgumentParser) -> None:
         ),
         complete_profiles,
     )
-    p.add_argument("--tp", type=int, nargs="+", help="tensor parallel sizes (default: every one the rules allow)")
-    p.add_argument("--batch-sizes", type=int, nargs="+", help="default: 1 4 8 16 32 64 128")
-    p.add_argument("--seq-lens", type=int, nargs="+", help="default: powers of two from 1024 to max positions")
-    p.add_argument("--dtype", default="bf16", help="bf16 | fp16 | fp32 (default bf16)")
+    p.add_argument(
+        "--tp",
+        type=target_field("tp_degree"),
+        nargs="+",
+        help="tensor parallel sizes (default: every one the rules allow)",
+    )
+    p.add_argument("--batch-sizes", type=target_field("batch_size"), nargs="+", help="default: 1 4 8 16 32 64 128")
+    p.add_argument(
+        "--seq-lens",
+        type=target_field("sequence_length"),
+        nargs="+",
+        help="default: powers of two from 1024 to max positions",
+    )
+    p.add_argument("--dtype", type=target_field("dtype"), default="bf16", help="bf16 | fp16 | fp32 (default bf16)")
     p.add_argument("--out", required=True, help="inference-cache-config JSON (records go beside it)")
     p.add_argument("--try-command", help="command that tries one candidate (JSON on stdin, exit 0 = loads)")
     p.add_argument(
@@ -45,7 +57,9 @@ def _sweep_options(p: argparse.ArgumentParser) -> None:
         help="document: the documented workflow's order (tp up, batch down, sequence down); planned (default): "
         "the same entries with fewer compiles (monotonicity, batch up, the planner skips what cannot fit)",
     )
-    p.add_argument("--planner-margin", type=float, default=1.5, help="skip when the planner's need > this x HBM")
+    p.add_argument(
+        "--planner-margin", type=number(0, 100), default=1.5, help="skip when the planner's need > this x HBM"
+    )
     p.add_argument("--retry-failed", action="store_true", help="try again candidates an earlier run saw fail")
     add_store_args(p)
     p.add_argument("--to-catalog", metavar="FILE", help="add the valid configurations to this catalog YAML")

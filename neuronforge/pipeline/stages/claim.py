@@ -9,6 +9,7 @@ import logging
 
 from neuronforge.artifacts import farm_index, leases
 from neuronforge.artifacts.opening import lookup
+from neuronforge.common.progress import heartbeat
 from neuronforge.pipeline.buildstate import BuildState, LeaseRef, PublishedRef
 from neuronforge.pipeline.stage import Context, Stage
 
@@ -26,8 +27,10 @@ def claim(state: BuildState, ctx: Context, ttl_s: float, poll_s: float) -> Build
         if other is not None and other.holder not in told:
             told.add(other.holder)
             # a warning: the CLI shows it at its default verbosity (a silent wait looks like a hang)
-            log.warning("%s", leases.waiting_line(other))
-        waited = leases.wait_for(ctx.store, key, lambda: lookup(ctx.store, key, state=state), poll_s=poll_s)
+            log.warning("%s", leases.waiting_line(ctx.store, other))
+        # a heartbeat while it waits, like every long step: who builds it, and when the wait ends at most
+        with heartbeat(leases.waiting_beat(other, key)):
+            waited = leases.wait_for(ctx.store, key, lambda: lookup(ctx.store, key, state=state), poll_s=poll_s)
         if waited is not None:
             ctx.published = waited
             return state.model_copy(update={"hit": PublishedRef.of(waited)})

@@ -76,7 +76,7 @@ def compile_target(inp: CompileInput, store: ArtifactStore | None = None) -> Com
     build = inp.work_dir / "build" / inp.key[:12]
     shutil.rmtree(build, ignore_errors=True)
     cache = compile_cache(inp.work_dir, inp.toolchain, store)
-    config = json.loads((inp.checkpoint_dir / "config.json").read_text())
+    config = json.loads((inp.checkpoint_dir / "config.json").read_text(encoding="utf-8"))
     graph_set, preseed = None, None
     if profile.neuron:
         graph_set = graph_set_key(config, target.normalized().model_dump(mode="json"), inp.toolchain.keyed_json())

@@ -52,7 +52,7 @@ def assemble_payload(inp: PayloadInput, store: ArtifactStore) -> tuple[Path, dic
     stage = inp.work_dir / "payload" / inp.key[:12]
     shutil.rmtree(stage, ignore_errors=True)
     stage.mkdir(parents=True)
-    config = json.loads((inp.build_dir / "config.json").read_text())
+    config = json.loads((inp.build_dir / "config.json").read_text(encoding="utf-8"))
     launch = LaunchContext(
         target=target.normalized(),
         toolchain=inp.toolchain,

@@ -59,7 +59,7 @@ def registry_check(checkpoint: Path, state: BuildState) -> Check:
 
     registry = state.profile.hub_registry
     assert registry is not None
-    config = json.loads((checkpoint / "config.json").read_text())
+    config = json.loads((checkpoint / "config.json").read_text(encoding="utf-8"))
     have = config.get("dtype", config.get("torch_dtype")) if isinstance(config, dict) else None
     want = TORCH_DTYPE_NAMES[state.target.dtype]
     if have != want:

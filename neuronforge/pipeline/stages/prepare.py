@@ -123,10 +123,10 @@ def _read_config(source: ModelSource) -> dict[str, Any] | None:
                 cache_dir=hub_cache_dir(),
                 local_files_only=hub_offline(),
             )
-            return json.loads(Path(path).read_text())
+            return json.loads(Path(path).read_text(encoding="utf-8"))
         from neuronforge.pipeline.stages.resolve import local_folder
 
-        return json.loads((local_folder(source) / "config.json").read_text())
+        return json.loads((local_folder(source) / "config.json").read_text(encoding="utf-8"))
     except Exception as exc:
         log.info("config.json of %s not read before fetching (%s); planning after the fetch", source, exc)
         return None

@@ -26,7 +26,6 @@ its declaration, listed in `neuronforge.pipeline.runner.STAGES`.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from neuronforge.records.hub_registry import HubRegistration
 from neuronforge.records.index_entry import IndexEntry
 from neuronforge.records.parts import FileEntry
 from neuronforge.records.payload_manifest import PayloadManifest
+from neuronforge.records.smoke import SmokeRecord
 from neuronforge.records.transfers import TransferRecord
 from neuronforge.spec.toolchain import Toolchain
 from neuronforge.stores import ArtifactStore
@@ -59,7 +59,7 @@ class PublishInput:
     toolchain: Toolchain
     key: str
     build: TreeRef  # the payload the smoke test loaded, staged in the store
-    smoke: dict[str, Any]
+    smoke: SmokeRecord
     compile: dict[str, Any]  # the compile stage's record (graphs, cache sync, the payload's formats)
     run_id: str = ""  # the Airflow run that built it (empty from the CLI): linked from the catalog page
     hosts: dict[str, Any] = field(default_factory=dict)  # where each stage ran, how long (`costs.host_report`)
@@ -92,13 +92,13 @@ def _launch_text(payload: PayloadManifest) -> dict[str, str] | None:
 
 
 def publish(inp: PublishInput, store: ArtifactStore) -> Published:
-    if not inp.smoke.get("passed"):
-        raise InvalidInput(f"refusing to publish {inp.key[:12]}: the smoke test failed ({inp.smoke.get('reason')})")
+    if not inp.smoke.passed:
+        raise InvalidInput(f"refusing to publish {inp.key[:12]}: the smoke test failed ({inp.smoke.reason})")
     prefix = layout.artifact_prefix(inp.request.source, inp.request.target, inp.key)
     payload = _payload(store, inp.build)
     files = list(payload.files)
     store.copy_objects(inp.build.prefix, prefix, [f.path for f in files])
-    smoke = (json.dumps(inp.smoke, indent=2) + "\n").encode()
+    smoke = inp.smoke.to_bytes()
     store.put_bytes(smoke, f"{prefix}/{SMOKE_JSON}")
     files.append(FileEntry(path=SMOKE_JSON, size=len(smoke), sha256=hashlib.sha256(smoke).hexdigest()))
     files.sort(key=lambda f: f.path)

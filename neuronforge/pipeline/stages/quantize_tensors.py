@@ -376,7 +376,7 @@ def _hf_names_prefixed(quantized: Path) -> bool:
     from neuronforge.spec.modelconfig import ModelArch
 
     try:
-        arch = ModelArch.from_config(json.loads((quantized / "config.json").read_text()))
+        arch = ModelArch.from_config(json.loads((quantized / "config.json").read_text(encoding="utf-8")))
     except (OSError, ValueError, InvalidInput):
         return True
     return arch.embedding_names[0].startswith("model.")

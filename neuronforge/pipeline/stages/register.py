@@ -75,7 +75,7 @@ def register(state: BuildState, ctx: Context) -> HubRegistration:
     if registry is None or not state.hub_registry:
         raise RuntimeError("register runs only for a profile with a Hub registry and a run that names a repository")
     smoke = state.need("smoke")
-    if not smoke.get("passed"):
+    if not smoke.passed:
         raise InvalidInput(f"refusing to register {state.need('key')[:12]}: the smoke test failed; nothing written")
     toolchain = state.pinned_toolchain()
     registry.check_versions(dict(toolchain.packages))

@@ -305,6 +305,8 @@ def resolve_source(
     if source.kind == "s3":
         return source.pinned(s3_revision(s3_listing(source, allow_pickle, store_kwargs)))
     folder = local_folder(source)
+    if source.kind == "local" and not (folder / "config.json").is_file():  # before walking what may be a whole disk
+        raise CheckpointError(f"{source.location} holds no config.json: give the folder of a checkpoint")
     # Names going up are checked like keys coming down: one that is not UTF-8 can be no S3 key.
     bad = [r for r in select_checkpoint_files(list_relative(folder), allow_pickle) if not is_utf8(r)]
     if bad:

@@ -15,6 +15,10 @@ Two halves on two hosts:
   for consumers that read no cache). A graph the load adds to that cache is one the consumer would
   compile at start-up: the test fails. The first `match_tokens` tokens must equal the expected ones;
   the largest logit difference before the first disagreement is reported where logits exist.
+  Then, in the same process (its load the cold one), the measurement protocol (`measure`): warm-up
+  and `NEURONFORGE_SMOKE_REPETITIONS` repetitions of time to first token at a short and a long
+  prompt and of per-token latency at the target's batch size, summarized with the host and runtime
+  as the record's `measurement`; the fixed prompts' first tokens and top-k logits as its `numerics`.
 
 `run` is the stage's adapter (what it reads from the `BuildState`, what it writes back) and `STAGE`
 its declaration, listed in `neuronforge.pipeline.runner.STAGES`.
@@ -23,6 +27,7 @@ its declaration, listed in `neuronforge.pipeline.runner.STAGES`.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
@@ -30,12 +35,15 @@ from pathlib import Path
 from typing import Any
 
 from neuronforge.artifacts.localcache import materialize
+from neuronforge.common import settings
 from neuronforge.common.errors import ExitCode, NeuronforgeError
 from neuronforge.common.progress import heartbeat
 from neuronforge.pipeline.buildstate import BuildState
 from neuronforge.pipeline.stage import Context, Stage
+from neuronforge.pipeline.stages import measure
 from neuronforge.records.base import RecordError
 from neuronforge.records.local import write_local
+from neuronforge.records.smoke import Measurement, Numerics, SmokeRecord
 from neuronforge.records.smoke_reference import SmokeReference
 from neuronforge.spec.target import TargetSpec
 
@@ -58,6 +66,8 @@ class SmokeResult:
     seconds: float = 0.0
     unquantized_agreement: float | None = None  # share of generated tokens equal to the unquantized model's
     host: dict[str, Any] | None = None  # the Neuron host as `neuron-ls` described it (`host_probe`); None: cpu
+    measurement: Measurement | None = None  # the protocol's figures (`measure`); None: not asked or failed
+    numerics: Numerics | None = None  # the fixed prompts' first tokens and top-k logits
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -149,9 +159,21 @@ class SmokeInput:
     python: Any = None  # ToolchainPython of the profile (Neuron backends)
     match_tokens: int = 4
     timeout_s: float = 600.0
+    target: TargetSpec | None = None  # the target measured (`measure.plan`); None: correctness only
+    host: dict[str, Any] | None = None  # `probe_host`'s Neuron host; None: a CPU worker
 
 
-def _generate(inp: SmokeInput, expected: SmokeReference) -> tuple[dict[str, Any] | None, str]:
+def _plan(inp: SmokeInput, expected: SmokeReference) -> dict[str, Any] | None:
+    """What the load's process is asked to measure after generating (`measure.plan`), as the settings say."""
+    if inp.target is None:
+        return None
+    s = settings.current()
+    return measure.plan(inp.target, expected.prompt_ids, expected.max_new_tokens, s.smoke_warmup, s.smoke_repetitions)
+
+
+def _generate(
+    inp: SmokeInput, expected: SmokeReference, asked: dict[str, Any] | None
+) -> tuple[dict[str, Any] | None, str]:
     """The backend loads the payload's model folder as its consumer does, in a child process."""
     from neuronforge.common.errors import InvalidInput
     from neuronforge.compilation.backends import get_backend
@@ -166,6 +188,7 @@ def _generate(inp: SmokeInput, expected: SmokeReference) -> tuple[dict[str, Any]
         cache=inp.cache,
         settings=dict(inp.load.settings),
         python=inp.python,
+        measure=asked,
     )
     try:
         with heartbeat("smoke test: loading the published payload and generating in a child process"):
@@ -182,10 +205,10 @@ def _entries(cache: Any) -> set[str]:
 
 
 def smoke_test(inp: SmokeInput) -> SmokeResult:
-    started = time.monotonic()
+    started, load_average = time.monotonic(), os.getloadavg()[0]
 
     def failed(reason: str) -> SmokeResult:
-        return SmokeResult(False, reason, seconds=round(time.monotonic() - started, 3))
+        return SmokeResult(False, reason, seconds=round(time.monotonic() - started, 3), host=inp.host)
 
     try:
         expected = SmokeReference.from_bytes((inp.payload / EXPECTED).read_bytes(), EXPECTED)
@@ -193,7 +216,8 @@ def smoke_test(inp: SmokeInput) -> SmokeResult:
         return failed(f"the payload has no readable {EXPECTED} (the reference written at compile time): {exc}")
     inp.cache.local.mkdir(parents=True, exist_ok=True)
     before = _entries(inp.cache)
-    child, error = _generate(inp, expected)
+    asked = _plan(inp, expected)
+    child, error = _generate(inp, expected, asked)
     compiled = sorted(_entries(inp.cache) - before) + list((child or {}).get("compiled") or [])
     if compiled:
         return failed(
@@ -231,7 +255,21 @@ def smoke_test(inp: SmokeInput) -> SmokeResult:
         per_token_s=max(r["tpot"] for r in child["rows"]),
         seconds=round(time.monotonic() - started, 3),
         unquantized_agreement=round(same / total, 4) if total else None,
+        host=inp.host,
+        measurement=_measurement(child, asked, inp.host, load_average),
+        numerics=measure.numerics(expected.prompts, child["rows"]),
     )
+
+
+def _measurement(
+    child: dict[str, Any], asked: dict[str, Any] | None, probed: dict[str, Any] | None, load_average: float
+) -> Measurement | None:
+    """The protocol's samples the child returned, summarized (`measure.measurement`)."""
+    found = child.get("measurement")
+    if asked is None or not found:
+        return None
+    host = measure.host_of(probed, found.get("runtime") or {}, load_average)
+    return measure.measurement(found, asked, host)
 
 
 def _reference_logits(payload: Path) -> dict[str, Any] | None:
@@ -276,10 +314,10 @@ def run(state: BuildState, ctx: Context) -> BuildState:
     payload = materialize(ctx.store, compiled.build, ctx.work_dir)
     profile = state.profile
     load = profile.smoke_load(payload)
+    cache = smoke_cache(state, ctx, load.cache_entries)
     result = smoke_test(
-        SmokeInput(payload, load, profile.backend.name, smoke_cache(state, ctx, load.cache_entries), profile.python())
+        SmokeInput(payload, load, profile.backend.name, cache, profile.python(), target=state.target, host=host)
     )
-    result.host = host
     log.info(
         "smoke: %s (load %.2fs, first token %.4fs, %.5fs/token)",
         result.reason,
@@ -287,9 +325,17 @@ def run(state: BuildState, ctx: Context) -> BuildState:
         result.time_to_first_token_s or 0,
         result.per_token_s or 0,
     )
+    if result.measurement is not None:
+        figures = result.measurement.figures
+        log.info(
+            "smoke: measured%s over %d repetitions: %s",
+            " (SYNTHETIC: a fake consumer)" if result.measurement.synthetic else "",
+            result.measurement.repetitions,
+            ", ".join(f"{name} {f.median:.6g} (p10 {f.p10:.6g}, p90 {f.p90:.6g})" for name, f in figures.items()),
+        )
     if not result.passed:
         raise SmokeFailed(f"{state.target.slug}: smoke test failed: {result.reason}")
-    return state.model_copy(update={"smoke": result.to_json()})
+    return state.model_copy(update={"smoke": SmokeRecord.model_validate(result.to_json())})
 
 
 def smoke_cache(state: BuildState, ctx: Context, entries: tuple[str, ...] | None):  # -> CompileCache

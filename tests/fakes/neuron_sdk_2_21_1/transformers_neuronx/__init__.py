@@ -26,6 +26,7 @@ from transformers_neuronx.opt.model import OPTForSampling
 from transformers_neuronx.modeling_auto import NeuronAutoModelForCausalLM  # after the classes it maps
 
 __version__ = metadata.version("transformers-neuronx")
+FAKE_OF = "transformers-neuronx 0.13.380 (Neuron SDK 2.21.1)"  # a fake: its smoke measurements are synthetic
 __all__ = [
     "GQA",
     "BloomForSampling",

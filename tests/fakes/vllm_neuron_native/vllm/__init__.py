@@ -16,6 +16,7 @@ from importlib import metadata
 from pathlib import Path
 
 __version__ = metadata.version("vllm")
+FAKE_OF = "vLLM with the vLLM Neuron plugin 0.24/0.29 (Neuron SDK 2.32/2.33)"  # its smoke measurements are synthetic
 
 # Some of vLLM's own GPU model classes (vllm/model_executor/models/registry.py `_TEXT_GENERATION_MODELS`):
 # an architecture here that the plugin does not register resolves to vLLM's class, which has no

@@ -138,7 +138,11 @@ HINTS = {
     "EndpointConnectionError": ": check AWS_ENDPOINT_URL (if set) and this host's route to the store",
     "ClientError": ": check that this host may read the store and that the artifact is still there",
 }
-FIX = "the store's copy is damaged or is not this build's (`neuronforge verify` names what): publish it again"
+# No command is suggested: this host has no neuronforge to run one with (see the module doc).
+FIX = (
+    "the store's copy is damaged or is not this build's: publish it again (where neuronforge is installed, "
+    "`verify` with the build's cache key and store names every file that differs)"
+)
 
 
 class Failed(Exception):
@@ -971,7 +975,7 @@ def damaged(problem):
     words = [c.get(n) for n in ("model", "profile_line", "channel")]
     move = "move the channel to another build"
     if all(isinstance(w, str) and w for w in words):
-        command = ["neuronforge", "rollback", words[0], "--profile", words[1], words[2], "--store", store]
+        command = ["neuronforge", "rollback", words[0], "--profile", words[1], "--channel", words[2], "--store", store]
         move += ": " + " ".join(word(w) for w in command)
     print(f"resolve.sh: {shown(uri)}: {problem}: the build's manifest is damaged; nothing fetched ({move})",
           file=sys.stderr)

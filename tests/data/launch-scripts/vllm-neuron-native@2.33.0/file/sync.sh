@@ -151,7 +151,11 @@ HINTS = {
     "EndpointConnectionError": ": check AWS_ENDPOINT_URL (if set) and this host's route to the store",
     "ClientError": ": check that this host may read the store and that the artifact is still there",
 }
-FIX = "the store's copy is damaged or is not this build's (`neuronforge verify` names what): publish it again"
+# No command is suggested: this host has no neuronforge to run one with (see the module doc).
+FIX = (
+    "the store's copy is damaged or is not this build's: publish it again (where neuronforge is installed, "
+    "`verify` with the build's cache key and store names every file that differs)"
+)
 
 
 class Failed(Exception):

@@ -21,6 +21,7 @@ _real = [
 ]
 __path__ = [_here, _real[0]]
 __version__ = "0.4.5"
+FAKE_OF = "optimum-neuron 0.4.5 (Neuron SDK 2.26.1)"  # a fake: its smoke measurements are synthetic
 
 from ._fake_causal_lm import NeuronModelForCausalLM  # noqa: E402
 
