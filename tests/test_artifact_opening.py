@@ -421,14 +421,14 @@ def test_a_uri_costs_what_a_key_costs_on_s3(
     d: Damaged = damaged["s3", "flipped"]
     d.reset("fresh")  # sizes whole; the rewritten file makes the damage record one more read, by any name
     opened: list = []
-    real: Callable = stores.open_store
+    real: Callable = stores.open_location
 
     def counting(uri: str, **kwargs):
         store = real(uri, **kwargs)
         opened.append(Counted(store))
         return store
 
-    monkeypatch.setattr("neuronforge.artifacts.opening.open_store", counting)
+    monkeypatch.setattr("neuronforge.artifacts.opening.open_location", counting)
     code, out, _ = cli(capsys, "show", d.name(naming), "--store", d.uri, "--json")
     assert code == ExitCode.OK and json.loads(out)["cache_key"] == d.key
     sent = [op for c in opened for op, _ in c.log]

@@ -45,7 +45,7 @@ from neuronforge.records.artifact_manifest import ArtifactManifest
 from neuronforge.records.base import RecordTooNew
 from neuronforge.records.damage import DamageRecord
 from neuronforge.records.index_entry import IndexEntry
-from neuronforge.stores import ArtifactStore, open_store
+from neuronforge.stores import ArtifactStore, open_location
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +139,7 @@ def open_artifact(
         if store is None:
             raise InvalidInput(f"{ref} is a cache key: give the store it is published in (--store)")
         if isinstance(store, str):
-            store = open_store(store, must_exist=True, probe=False)
+            store = open_location(store)
         key = ref.lower() if len(ref) == 64 else find_key(store, ref)  # a whole key: its pointer says
         opened = open_published(store, key, by=by, deep=deep)
         if opened is None:
@@ -204,7 +204,7 @@ def _open_uri(uri: str, *, by: str, deep: bool) -> Opened:
     if laid_out is None:
         return _open_copy(uri)
     root, prefix = laid_out
-    store = open_store(root, must_exist=True, probe=False)
+    store = open_location(root)
     named = IndexEntry(manifest=f"{prefix}/{layout.ARTIFACT_MANIFEST}", prefix=prefix)
     got = pointed_manifest(store, "", named)
     # Its key: the manifest's (a hostile one never reaches a store path); one that does not read is
@@ -240,7 +240,7 @@ def _open_copy(uri: str) -> Opened:
     folder = uri.rstrip("/")
     if folder.rpartition("/")[2] == layout.ARTIFACT_MANIFEST:
         folder = folder.rpartition("/")[0]
-    store = open_store(folder, must_exist=True)
+    store = open_location(folder, probe=True)
     named = IndexEntry(manifest=layout.ARTIFACT_MANIFEST)
     got = pointed_manifest(store, "", named)
     if isinstance(got, Damage) and got.gone:

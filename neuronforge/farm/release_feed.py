@@ -54,7 +54,7 @@ from neuronforge.records.proposed_release import (
     Reviewed,
 )
 from neuronforge.records.sdk_release import Package, SdkReleaseEntry, SourcePage
-from neuronforge.stores import ArtifactStore, NotFound, open_store
+from neuronforge.stores import ArtifactStore, NotFound, open_location
 
 HTTP_TIMEOUT_S = 30.0
 FEED_SOURCE = "feed-manifest"  # an entry's own source (the manifest it was read from): `feed-manifest-<version>`
@@ -77,7 +77,7 @@ def read_manifest(store: ArtifactStore, where: str | None = None) -> ReleaseMani
     if scheme and scheme != "file":
         folder, _, name = where.rpartition("/")
         try:
-            raw, _ = open_store(folder, must_exist=True).read_capped(name, MAX_BYTES)
+            raw, _ = open_location(folder, probe=True).read_capped(name, MAX_BYTES)
         except NotFound:
             raise InvalidInput(f"--manifest {where}: no such object") from None
         return parse(raw, where)

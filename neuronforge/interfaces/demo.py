@@ -133,17 +133,17 @@ def already_published() -> bool | None:
     it (`find_published`: the cache key, one index lookup); None when it cannot be told here (then
     run 1 is announced without a guess). Only the announcement depends on it: the runs report
     what they did."""
+    from neuronforge.interfaces.cli.options import opened_store
     from neuronforge.pipeline.buildstate import BuildState
     from neuronforge.pipeline.stages.prepare import find_published
     from neuronforge.profiles import parse_target
-    from neuronforge.stores import open_store
 
     uri = settings.store_uri()
     try:
         state = BuildState(
             model=settings.DEFAULT_MODEL, target=parse_target({"profile": "cpu", **DEMO_TARGET}), store_uri=uri
         )
-        return find_published(state, open_store(uri), settings.work_dir()) is not None
+        return find_published(state, opened_store(uri, must_exist=False), settings.work_dir()) is not None
     except Exception as exc:  # an announcement is no reason to fail: the DAG's own prepare reports it
         logging.getLogger(__name__).info("whether the store holds the demo's artifact: not known (%s)", exc)
         return None
@@ -179,14 +179,12 @@ def demo() -> int:
         print_line(f"error: run 2 found {hit.manifest_uri}, not run 1's {cold.manifest_uri}")
         return 1
 
-    from neuronforge.artifacts.published import read_manifest
+    from neuronforge.artifacts.opening import open_artifact
     from neuronforge.interfaces.cli import main as cli
-    from neuronforge.stores import open_store
 
     print()
     cli(["ls", settings.store_uri()])
-    root, _, name = cold.manifest_uri.rpartition("/")
-    key = read_manifest(open_store(root, must_exist=True), name).cache_key
+    key = open_artifact(cold.manifest_uri, None, by="show").key
     print(f"\nThis demo's artifact (cache key {key}):")
     cli(["show", cold.manifest_uri])
     print("\nIts consumer's load-time rules, re-checked on a downloaded copy:")

@@ -863,7 +863,7 @@ class LmiNeuronxProfile(ServingProfile):
         from neuronforge.common.errors import StoreError
         from neuronforge.compilation.compile_cache import DONE
         from neuronforge.profiles.base import relocated
-        from neuronforge.stores import open_store
+        from neuronforge.stores import open_location
 
         cache = read_neff_cache(artifact.root / LAUNCH_DIR / CACHE_FILE)
         if cache is None:
@@ -874,7 +874,7 @@ class LmiNeuronxProfile(ServingProfile):
         if graphs.startswith("s3://") and graphs.rstrip("/") != root:
             out.append(f"compiled_graph_path {graphs} is not the cache root the NEFFs were published to ({root})")
         try:
-            cache_store = open_store(root, must_exist=True)  # reading never creates a store
+            cache_store = open_location(root, probe=True)  # reading never creates a store
             entries = cache.entries
             missing = [e for e in entries if not cache_store.exists(f"{cache.compiler_dir}/{e}/{DONE}")]
         except (StoreError, InvalidInput) as exc:

@@ -782,7 +782,7 @@ class VllmNativeProfile(ServingProfile):
         from neuronforge.compilation.vllm_cache import store_problems as missing
         from neuronforge.records.base import RecordError
         from neuronforge.records.local import read_local
-        from neuronforge.stores import open_store
+        from neuronforge.stores import open_location
 
         try:
             manifest = read_local(CacheManifest, artifact.root / LAUNCH_DIR / CACHE_MANIFEST)
@@ -792,7 +792,7 @@ class VllmNativeProfile(ServingProfile):
             ]
         try:
             where = relocated(manifest.store_prefix, store, layout.vllm_cache_prefix(self.version))
-            return missing(open_store(where, must_exist=True), "", manifest)
+            return missing(open_location(where, probe=True), "", manifest)
         except (StoreError, InvalidInput) as exc:
             return [f"the vLLM Neuron cache {manifest.store_prefix} cannot be read: {exc}"]
 

@@ -4,6 +4,11 @@
 embedded default, `s3://bucket/prefix` for S3 (credentials and endpoint from the standard AWS
 environment / profile, or a boto3 session handed in by the Airflow connection). The S3 store (and
 so boto3) is imported only when an `s3://` URI is opened.
+
+Who opens the artifact store: the edges, once — the CLI (`interfaces.cli.options.opened_store`) and the
+Airflow layer (`neuronforge_airflow.hooks.store`) — and hand the store down. The core opens only places
+it reads that are not the artifact store (`open_location`): a model's `s3://` source, a copied artifact
+or consumer cache a user named, a release-feed mirror.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from typing import Any
 from neuronforge.common.errors import StoreError
 from neuronforge.stores.base import ArtifactStore, NotAFile, NotFound, ObjectInfo, refuse_credentials
 
-__all__ = ["ArtifactStore", "NotAFile", "NotFound", "ObjectInfo", "local_folder", "open_store"]
+__all__ = ["ArtifactStore", "NotAFile", "NotFound", "ObjectInfo", "local_folder", "open_location", "open_store"]
 
 
 # The one place a store kind is registered: URI scheme -> (module, class with `from_uri`), imported
@@ -45,6 +50,14 @@ def open_store(uri: str, *, must_exist: bool = False, probe: bool = True, **kwar
     from neuronforge.stores.file import FileStore
 
     return FileStore(folder, create=not must_exist)
+
+
+def open_location(uri: str, *, probe: bool = False, **kwargs: Any) -> ArtifactStore:
+    """A place that is only read, never the artifact store a run writes: a model's `s3://` source
+    prefix, an artifact folder or NEFF cache a user named, a release-feed mirror. Reading never creates
+    it (a folder that does not exist is an error, not a new empty store); `probe` checks an S3 bucket
+    first — off by default: the first listing or read says the same in one line for no extra request."""
+    return open_store(uri, must_exist=True, probe=probe, **kwargs)
 
 
 def local_folder(uri: str) -> Path | None:

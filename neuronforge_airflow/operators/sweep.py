@@ -148,10 +148,9 @@ def decide(request: SweepRequest, candidate: dict[str, int]) -> tuple[bool, str]
             request.model,
             request.instance,
             request.profile,
-            request.store_uri,
+            store,  # opened by the hook: the deployment's identity
             settings.work_dir(),
             request.dtype,
-            store=store,  # opened by the hook: the deployment's identity
         )
         result = sweep(
             arch,

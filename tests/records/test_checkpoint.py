@@ -38,7 +38,7 @@ def test_fetch_writes_the_keys_and_values_the_previous_release_wrote(tmp_path: P
     (the local path and the time excepted)."""
     store = open_store(f"file://{tmp_path / 'store'}")
     src = make_tiny_llama(tmp_path / "m")
-    fetched = fetch(FetchRequest(str(src), store.root_uri, tmp_path / "work"), store)
+    fetched = fetch(FetchRequest(str(src), tmp_path / "work"), store)
     stored = CheckpointManifest.read(store, fetched.ref.manifest_key)
     old = CheckpointManifest.from_json(data(V1))
     assert stored.to_json().keys() == data(V1).keys()

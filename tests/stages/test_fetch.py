@@ -19,13 +19,14 @@ from tests.checkpoints import make_tiny_llama
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
 
-def _req(source: str, store_uri: str, work: Path, **kw) -> FetchRequest:
-    return FetchRequest(source=source, store_uri=store_uri, work_dir=work, **kw)
+def _fetch(source: str, store_uri: str, work: Path, **kw):
+    """As the CLI and the DAG fetch: the store opened at the edge, then handed to the stage."""
+    return fetch(FetchRequest(source=source, work_dir=work, **kw), open_store(store_uri))
 
 
 def test_local_fetch_verifies_writes_manifest_and_mirrors_to_store(tiny_llama: Path, tmp_path: Path) -> None:
     store_uri = f"file://{tmp_path / 'store'}"
-    result = fetch(_req(str(tiny_llama), store_uri, tmp_path / "work"))
+    result = _fetch(str(tiny_llama), store_uri, tmp_path / "work")
     assert not result.reused
     assert result.source.resolved_revision == files_digest(scan_folder(tiny_llama))
     prefix = f"checkpoints/local/tiny-llama/{result.source.resolved_revision}"
@@ -41,9 +42,9 @@ def test_local_fetch_verifies_writes_manifest_and_mirrors_to_store(tiny_llama: P
 
 def test_second_fetch_is_a_no_op_that_checks_the_manifest(tiny_llama: Path, tmp_path: Path) -> None:
     store_uri = f"file://{tmp_path / 'store'}"
-    first = fetch(_req(str(tiny_llama), store_uri, tmp_path / "work"))
+    first = _fetch(str(tiny_llama), store_uri, tmp_path / "work")
     mtime = (first.local_dir / "model.safetensors").stat().st_mtime_ns
-    second = fetch(_req(str(tiny_llama), store_uri, tmp_path / "work"))
+    second = _fetch(str(tiny_llama), store_uri, tmp_path / "work")
     assert second.reused and second.local_dir == first.local_dir
     assert (second.local_dir / "model.safetensors").stat().st_mtime_ns == mtime
 
@@ -68,7 +69,7 @@ def test_concurrent_fetches_on_one_host_download_once(tiny_llama: Path, tmp_path
     store_uri = f"file://{tmp_path / 'store'}"
     results: list = []
     threads = [
-        threading.Thread(target=lambda: results.append(fetch(_req(str(tiny_llama), store_uri, tmp_path / "work"))))
+        threading.Thread(target=lambda: results.append(_fetch(str(tiny_llama), store_uri, tmp_path / "work")))
         for _ in range(2)
     ]
     for t in threads:
@@ -82,18 +83,18 @@ def test_concurrent_fetches_on_one_host_download_once(tiny_llama: Path, tmp_path
 
 def test_worker_without_local_copy_gets_the_checkpoint_from_the_store(tiny_llama: Path, tmp_path: Path) -> None:
     store_uri = f"file://{tmp_path / 'store'}"
-    first = fetch(_req(str(tiny_llama), store_uri, tmp_path / "work-a"))
-    second = fetch(_req(str(tiny_llama), store_uri, tmp_path / "work-b"))
+    first = _fetch(str(tiny_llama), store_uri, tmp_path / "work-a")
+    second = _fetch(str(tiny_llama), store_uri, tmp_path / "work-b")
     assert second.reused
     assert (second.local_dir / "model.safetensors").read_bytes() == (first.local_dir / "model.safetensors").read_bytes()
 
 
 def test_a_corrupted_local_copy_is_replaced_from_the_store(tiny_llama: Path, tmp_path: Path) -> None:
     store_uri = f"file://{tmp_path / 'store'}"
-    first = fetch(_req(str(tiny_llama), store_uri, tmp_path / "work"))
+    first = _fetch(str(tiny_llama), store_uri, tmp_path / "work")
     good = (first.local_dir / "model.safetensors").read_bytes()
     (first.local_dir / "model.safetensors").write_bytes(b"\0" * len(good))
-    again = fetch(_req(str(tiny_llama), store_uri, tmp_path / "work"))
+    again = _fetch(str(tiny_llama), store_uri, tmp_path / "work")
     assert (again.local_dir / "model.safetensors").read_bytes() == good
 
 
@@ -102,7 +103,7 @@ def test_broken_checkpoint_publishes_nothing(tiny_llama: Path, tmp_path: Path) -
     f.write_bytes(f.read_bytes()[:-10])
     store_uri = f"file://{tmp_path / 'store'}"
     with pytest.raises(CheckpointError, match="truncated"):
-        fetch(_req(str(tiny_llama), store_uri, tmp_path / "work"))
+        _fetch(str(tiny_llama), store_uri, tmp_path / "work")
     assert open_store(store_uri).list() == []
     assert not (tmp_path / "work" / "checkpoints").exists()
 
@@ -114,8 +115,8 @@ def test_pickle_only_folder_is_refused_before_copying(tiny_llama: Path, tmp_path
     torch.save(load_file(tiny_llama / "model.safetensors"), tiny_llama / "pytorch_model.bin")
     (tiny_llama / "model.safetensors").unlink()
     with pytest.raises(CheckpointError, match="only pickle weights"):
-        fetch(_req(str(tiny_llama), f"file://{tmp_path / 'store'}", tmp_path / "work"))
-    result = fetch(_req(str(tiny_llama), f"file://{tmp_path / 'store'}", tmp_path / "work", allow_pickle=True))
+        _fetch(str(tiny_llama), f"file://{tmp_path / 'store'}", tmp_path / "work")
+    result = _fetch(str(tiny_llama), f"file://{tmp_path / 'store'}", tmp_path / "work", allow_pickle=True)
     assert [f.path for f in result.files] == ["config.json", "generation_config.json", "model.safetensors"]
 
 
@@ -123,7 +124,7 @@ def test_s3_source_into_s3_store(tiny_llama: Path, tmp_path: Path, s3_bucket: st
     src = open_store(f"s3://{s3_bucket}/models/tiny")
     src.put_tree(tiny_llama, "x")
     src.put_bytes(b"not part of a checkpoint", "x/README.md")
-    result = fetch(_req(f"s3://{s3_bucket}/models/tiny/x", f"s3://{s3_bucket}/store", tmp_path / "work"))
+    result = _fetch(f"s3://{s3_bucket}/models/tiny/x", f"s3://{s3_bucket}/store", tmp_path / "work")
     # Pinned from the listing (keys, sizes, ETags), not from downloaded bytes.
     assert result.source.resolved_revision.startswith("s3-")
     assert {f.path: f.sha256 for f in result.files} == {e.path: e.sha256 for e in scan_folder(tiny_llama)}
@@ -147,18 +148,18 @@ def test_hub_source_offline_from_the_local_cache(tiny_llama: Path, tmp_path: Pat
     _hub_cache(cache, "tiny-org/tiny-llama", SHA, tiny_llama)
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))
     store_uri = f"file://{tmp_path / 'store'}"
-    result = fetch(_req("tiny-org/tiny-llama", store_uri, tmp_path / "work"))
+    result = _fetch("tiny-org/tiny-llama", store_uri, tmp_path / "work")
     assert result.source.resolved_revision == SHA  # "main" pinned to the commit sha
     assert result.store_prefix == f"checkpoints/tiny-org/tiny-llama/{SHA}"
     assert open_store(store_uri).exists(f"{result.store_prefix}/{layout.MANIFEST}")
-    pinned = fetch(_req(f"hf://tiny-org/tiny-llama@{SHA}", store_uri, tmp_path / "work"))
+    pinned = _fetch(f"hf://tiny-org/tiny-llama@{SHA}", store_uri, tmp_path / "work")
     assert pinned.reused
 
 
 def test_hub_source_missing_from_offline_cache_is_a_clear_error(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
     with pytest.raises(InvalidInput, match="not in the local Hugging Face cache and HF_HUB_OFFLINE is set"):
-        fetch(_req("tiny-org/absent@main", f"file://{tmp_path / 'store'}", tmp_path / "work"))
+        _fetch("tiny-org/absent@main", f"file://{tmp_path / 'store'}", tmp_path / "work")
 
 
 def test_hub_pickle_only_repo_is_refused_before_downloading_weights(tiny_llama: Path, tmp_path: Path, monkeypatch):
@@ -171,15 +172,15 @@ def test_hub_pickle_only_repo_is_refused_before_downloading_weights(tiny_llama: 
     _hub_cache(cache, "tiny-org/pickled", SHA, tiny_llama)
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))
     with pytest.raises(CheckpointError, match="only pickle weights"):
-        fetch(_req("tiny-org/pickled", f"file://{tmp_path / 'store'}", tmp_path / "work"))
+        _fetch("tiny-org/pickled", f"file://{tmp_path / 'store'}", tmp_path / "work")
 
 
 def test_different_content_gets_a_different_revision(tmp_path: Path) -> None:
     a = make_tiny_llama(tmp_path / "a", seed=1)
     b = make_tiny_llama(tmp_path / "b", seed=2)
     store_uri = f"file://{tmp_path / 'store'}"
-    ra = fetch(_req(str(a), store_uri, tmp_path / "work"))
-    rb = fetch(_req(str(b), store_uri, tmp_path / "work"))
+    ra = _fetch(str(a), store_uri, tmp_path / "work")
+    rb = _fetch(str(b), store_uri, tmp_path / "work")
     assert ra.source.resolved_revision != rb.source.resolved_revision
     manifest = json.loads((rb.local_dir / "MANIFEST.json").read_text())
     assert manifest["source"]["revision"] == rb.source.resolved_revision
@@ -215,9 +216,9 @@ def test_an_s3_source_that_changed_after_its_pin_is_refused(tiny_llama: Path, tm
     src.put_tree(tiny_llama, "m")
     pinned = resolve_source(f"s3://{s3_bucket}/models/m")
     src.put_bytes(b"{}", "m/extra.json")  # a checkpoint file added after the run pinned it
-    req = FetchRequest(pinned, f"file://{tmp_path / 'store'}", tmp_path / "work")
+    req = FetchRequest(pinned, tmp_path / "work")
     with pytest.raises(CheckpointError, match="changed since the run pinned it"):
-        fetch(req)
+        fetch(req, open_store(f"file://{tmp_path / 'store'}"))
     assert open_store(f"file://{tmp_path / 'store'}").list() == []
 
 
@@ -225,10 +226,10 @@ def test_s3_fetch_downloads_each_file_once(tiny_llama: Path, tmp_path: Path, s3_
     src = open_store(f"s3://{s3_bucket}/models")
     src.put_tree(tiny_llama, "m")
     gets = _count_gets(src)
-    fetch(_req(f"s3://{s3_bucket}/models/m", f"file://{tmp_path / 'store'}", tmp_path / "work"))
+    _fetch(f"s3://{s3_bucket}/models/m", f"file://{tmp_path / 'store'}", tmp_path / "work")
     assert sorted(gets) == sorted(f"models/m/{p.name}" for p in tiny_llama.iterdir())
     gets.clear()
-    fetch(_req(f"s3://{s3_bucket}/models/m", f"file://{tmp_path / 'store'}", tmp_path / "work"))
+    _fetch(f"s3://{s3_bucket}/models/m", f"file://{tmp_path / 'store'}", tmp_path / "work")
     assert gets == []  # the store has it and this host verified it: nothing downloaded
 
 

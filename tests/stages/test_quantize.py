@@ -28,7 +28,7 @@ PER_CHANNEL = Quantization(dtype="int8", method="per_channel_symmetric")
 
 def _fetched(src: Path, tmp_path: Path):
     store = open_store(f"file://{tmp_path / 'store'}")
-    return store, fetch(FetchRequest(str(src), store.root_uri, tmp_path / "work"), store)
+    return store, fetch(FetchRequest(str(src), tmp_path / "work"), store)
 
 
 def _request(fetched, tmp_path: Path, q: Quantization = PER_CHANNEL, **kw) -> QuantizeRequest:

@@ -200,7 +200,7 @@ class VllmNativeBackend(Backend):
         from neuronforge.compilation.backends.child import ChildFailed
         from neuronforge.compilation.vllm_cache import CacheManifest, SyncFailed
         from neuronforge.records.local import read_local
-        from neuronforge.stores import open_store
+        from neuronforge.stores import open_location
 
         manifest = read_local(CacheManifest, Path(settings["manifest"]))
         published = {e.key for e in manifest.entries}
@@ -217,7 +217,7 @@ class VllmNativeBackend(Backend):
                 {"model": str(model_dir), "argv": settings["argv"]},
                 env,
                 manifest=manifest,
-                store=open_store(manifest.store_prefix),
+                store=open_location(manifest.store_prefix),
                 prefix="",
                 root=work_dir / "vllm-retrace",
                 timeout_s=timeout_s,

@@ -34,9 +34,9 @@ def _source_config(source: ModelSource) -> dict[str, Any]:
 
         return load_config(local_folder(source))
     if source.kind == "s3":
-        from neuronforge.stores import open_store
+        from neuronforge.stores import open_location
 
-        data = open_store(source.location, must_exist=True).get_bytes("config.json")
+        data = open_location(source.location, probe=True).get_bytes("config.json")
     else:
         from neuronforge.common.errors import NeuronforgeError
         from neuronforge.pipeline.stages.resolve import hub_file

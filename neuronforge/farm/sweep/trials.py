@@ -74,21 +74,19 @@ ENVIRONMENT: tuple[type[Exception], ...] = (StoreError, ServiceUnreachable, Leas
 
 @dataclass
 class PipelineTrial:
-    """A candidate tried as an ordinary build of the pipeline, into the store `store_uri` (or `store`,
-    already opened: a DAG's task opens it with its deployment's identity, through its hook)."""
+    """A candidate tried as an ordinary build of the pipeline, into `store`: opened once by the edge
+    that runs the sweep (the CLI's `opened_store`, a DAG task's hook with its deployment's identity)."""
 
     model: str
     instance_type: str
     profile: str
-    store_uri: str
+    store: ArtifactStore
     work_dir: Path
     dtype: str = "bf16"
-    store: ArtifactStore | None = None
 
     def __call__(self, candidate: Candidate) -> TrialResult:
         from neuronforge.pipeline.runner import run_target
         from neuronforge.spec.target import TargetSpec
-        from neuronforge.stores import open_store
 
         started = time.monotonic()
         try:
@@ -102,8 +100,7 @@ class PipelineTrial:
                     "profile": self.profile,
                 }
             )
-            store = self.store if self.store is not None else open_store(self.store_uri)
-            outcome = run_target(self.model, target, store, self.work_dir)
+            outcome = run_target(self.model, target, self.store, self.work_dir)
         except ENVIRONMENT:
             # The store or the Hub failed, not the candidate: recorded as "failed" it would never be
             # tried again, and the sweep would report a result it does not have. The sweep stops.

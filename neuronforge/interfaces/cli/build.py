@@ -19,6 +19,7 @@ from neuronforge.interfaces.cli.options import (
     default_work_dir,
     json_file,
     name_value,
+    opened_store,
     print_json,
     target_from_args,
 )
@@ -109,15 +110,15 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     import os
 
     from neuronforge.pipeline.stages.fetch import FetchRequest, fetch, fetch_summary
+    from neuronforge.spec.source import ModelSource
 
     req = FetchRequest(
-        source=args.source,
-        store_uri=args.store,
+        source=ModelSource.parse(args.source),  # a source that cannot be parsed creates no store
         work_dir=Path(args.work_dir).expanduser(),
         allow_pickle=args.allow_pickle,
         token=os.environ.get("HF_TOKEN"),
     )
-    result = fetch(req)
+    result = fetch(req, opened_store(args.store, must_exist=False))
     summary = fetch_summary(result)
     if args.json:
         print_json(summary)
@@ -149,13 +150,14 @@ def cmd_quantize(args: argparse.Namespace) -> int:
 
     from neuronforge.pipeline.stages.fetch import FetchRequest, fetch
     from neuronforge.pipeline.stages.quantize import QuantizeRequest, quantize
+    from neuronforge.spec.source import ModelSource
     from neuronforge.spec.target import Quantization
-    from neuronforge.stores import open_store
 
     quantization = Quantization.parse(f"{args.dtype}:{args.method}")  # bad dtype/method: before any work
     work_dir = Path(args.work_dir).expanduser()
-    store = open_store(args.store)
-    fetched = fetch(FetchRequest(args.source, args.store, work_dir, token=os.environ.get("HF_TOKEN")), store)
+    source = ModelSource.parse(args.source)  # a source that cannot be parsed creates no store
+    store = opened_store(args.store, must_exist=False)
+    fetched = fetch(FetchRequest(source, work_dir, token=os.environ.get("HF_TOKEN")), store)
     req = QuantizeRequest(
         fetched.local_dir,
         fetched.source,
@@ -269,10 +271,9 @@ HUB_REGISTRY_HELP = (
 
 def cmd_run(args: argparse.Namespace) -> int:
     from neuronforge.pipeline.runner import run_target
-    from neuronforge.stores import open_store
 
     target = target_from_args(args)
-    store = open_store(settings.store_uri(args.store))
+    store = opened_store(args.store, must_exist=False)
     model = args.model or settings.DEFAULT_MODEL
     # A rejected plan or a failed smoke test exits 3 (`PlanRejected`/`SmokeFailed`.exit_code, in `main`).
     outcome = run_target(

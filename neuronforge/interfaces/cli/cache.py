@@ -10,7 +10,7 @@ from typing import Any
 from neuronforge.common.errors import InvalidInput
 from neuronforge.interfaces.cli.command import Command
 from neuronforge.interfaces.cli.exit_codes import EXIT_OK
-from neuronforge.interfaces.cli.options import JSON_HELP, add_store_args, print_json
+from neuronforge.interfaces.cli.options import JSON_HELP, add_store_args, opened_store, print_json
 
 
 def _selection_options(p: argparse.ArgumentParser) -> None:
@@ -57,9 +57,7 @@ def _nothing_matches(store: Any, named: str) -> str:
 
 def _selected(args: argparse.Namespace) -> tuple[Any, dict[str, Any], str]:
     """The store (it must exist), then the filters: a bad store is reported before a bad filter."""
-    from neuronforge.stores import open_store
-
-    store = open_store(args.store, must_exist=True)
+    store = opened_store(args.store)
     selection, named = _cache_selection(args)
     return store, selection, named
 

@@ -12,7 +12,7 @@ from neuronforge.common import advice, settings
 from neuronforge.common.errors import InvalidInput
 from neuronforge.interfaces.cli.command import Command
 from neuronforge.interfaces.cli.exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_REJECTED, EXIT_STALE
-from neuronforge.interfaces.cli.options import JSON_HELP, add_store_args, print_json
+from neuronforge.interfaces.cli.options import JSON_HELP, add_store_args, opened_store, print_json
 
 CATALOG_PATH_HELP = "catalog YAML (default: NEURONFORGE_CATALOG or catalog/models.yaml)"
 
@@ -60,7 +60,6 @@ def cmd_catalog_stale(args: argparse.Namespace) -> int:
     listed as unavailable). Exit 4 when something is stale."""
     from neuronforge.farm import recompile
     from neuronforge.farm.catalog import check_catalog
-    from neuronforge.stores import open_store
 
     catalog = check_catalog(Path(args.path).expanduser() if args.path else None)
     if not catalog.ok:
@@ -68,7 +67,7 @@ def cmd_catalog_stale(args: argparse.Namespace) -> int:
             f"catalog {catalog.path} has problems ({advice.command('catalog check', catalog.path)} names them)"
         )
     toolchains = recompile.detect_toolchains(recompile.profiles_of(catalog), "on this machine")
-    states = recompile.find_stale(catalog, toolchains, open_store(args.store, must_exist=True), settings.work_dir())
+    states = recompile.find_stale(catalog, toolchains, opened_store(args.store), settings.work_dir())
     if args.json:
         print_json([s.to_json() for s in states])
     else:

@@ -11,7 +11,7 @@ import time
 from neuronforge.common.errors import InvalidInput
 from neuronforge.interfaces.cli.command import Command
 from neuronforge.interfaces.cli.exit_codes import EXIT_FAILURE, EXIT_OK
-from neuronforge.interfaces.cli.options import JSON_HELP, add_store_args, print_json, whole
+from neuronforge.interfaces.cli.options import JSON_HELP, add_store_args, opened_store, print_json, whole
 
 
 def _shown(text: str) -> str:
@@ -52,9 +52,8 @@ def _cut(text: str, width: int) -> str:
 
 def cmd_lease_ls(args: argparse.Namespace) -> int:
     from neuronforge.artifacts import layout, leases
-    from neuronforge.stores import open_store
 
-    store = open_store(args.store, must_exist=True)
+    store = opened_store(args.store)
     page = leases.listing(store, start_after=args.start_after or "", limit=args.limit)
     if args.json:
         print_json([listed.row() for listed in page])
@@ -97,9 +96,8 @@ def _confirmed(question: str) -> bool:
 
 def cmd_lease_break(args: argparse.Namespace) -> int:
     from neuronforge.artifacts import leases
-    from neuronforge.stores import open_store
 
-    store = open_store(args.store, must_exist=True)
+    store = opened_store(args.store)
     lease = leases.find(store, args.key)
     leases.refuse_to_break(lease)  # before asking: a running holder here is never a question
     now = time.time()

@@ -12,10 +12,13 @@ import math
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from neuronforge.common import advice, settings
 from neuronforge.common.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from neuronforge.stores import ArtifactStore
 
 JSON_HELP = "print JSON instead of text"
 WORK_DIR_HELP = "local work dir for downloads and builds (default: $NEURONFORGE_HOME/work)"
@@ -58,6 +61,15 @@ def resolve_store(args: argparse.Namespace) -> None:
         elif pos != args.store_opt:
             raise InvalidInput(f"two stores given ({pos} and --store {args.store_opt}): give one")
     args.store = settings.store_uri(args.store_opt or pos)
+
+
+def opened_store(uri: str | None, *, must_exist: bool = True, probe: bool = True) -> ArtifactStore:
+    """The CLI's one place that opens the artifact store: `uri` is `args.store` (`resolve_store`: given,
+    else NEURONFORGE_STORE, else the local store). `must_exist` for a command that only reads (reading
+    never creates a store); `probe=False` for one counted in requests, whose first read says the same."""
+    from neuronforge.stores import open_store
+
+    return open_store(settings.store_uri(uri), must_exist=must_exist, probe=probe)
 
 
 def _profile_help() -> str:

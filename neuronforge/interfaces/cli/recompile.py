@@ -16,7 +16,7 @@ from neuronforge.common.errors import InvalidInput, NeuronforgeError
 from neuronforge.interfaces.cli.catalog import CATALOG_PATH_HELP, UNDECIDED
 from neuronforge.interfaces.cli.command import Command
 from neuronforge.interfaces.cli.exit_codes import EXIT_FAILURE, EXIT_OK, EXIT_REJECTED, EXIT_STALE
-from neuronforge.interfaces.cli.options import JSON_HELP, add_store_args, print_json, sdk_release
+from neuronforge.interfaces.cli.options import JSON_HELP, add_store_args, opened_store, print_json, sdk_release
 
 
 def _options(p: argparse.ArgumentParser) -> None:
@@ -41,9 +41,8 @@ def _options(p: argparse.ArgumentParser) -> None:
 def cmd_recompile(args: argparse.Namespace) -> int:
     from neuronforge.farm.release_feed import known_table
     from neuronforge.profiles.sdk_releases import in_effect
-    from neuronforge.stores import open_store
 
-    store = open_store(args.store, must_exist=True)
+    store = opened_store(args.store)
     with in_effect(known_table(store)):  # the table's releases and the store's accepted ones
         return cmd_recompile_with(args, store)
 
@@ -191,9 +190,8 @@ def cmd_attest(args: argparse.Namespace) -> int:
     from neuronforge.farm.attest import attest_build
     from neuronforge.farm.release_feed import known_table
     from neuronforge.profiles.sdk_releases import in_effect, known_release
-    from neuronforge.stores import open_store
 
-    store = open_store(args.store, must_exist=True)
+    store = opened_store(args.store)
     key = find_key(store, args.key)
     with in_effect(known_table(store)):  # the table's releases and the store's accepted ones, as recompile
         known = known_release(args.sdk)

@@ -31,7 +31,14 @@ from typing import Any
 from neuronforge.common.errors import InvalidInput
 from neuronforge.interfaces.cli.command import Command
 from neuronforge.interfaces.cli.exit_codes import EXIT_OK, EXIT_REJECTED
-from neuronforge.interfaces.cli.options import JSON_HELP, add_store_args, complete_profiles, completes, print_json
+from neuronforge.interfaces.cli.options import (
+    JSON_HELP,
+    add_store_args,
+    complete_profiles,
+    completes,
+    opened_store,
+    print_json,
+)
 from neuronforge.interfaces.cli.spellings import add_renamed
 
 MODEL_HELP = "the model as builds name it (org/name, s3://bucket/prefix, builtin:tiny-llama), without a revision"
@@ -42,9 +49,7 @@ BY_HELP = "who moves or decides, as recorded (default: user@host)"
 def _store(args: argparse.Namespace, *, probe: bool = True):
     """The store, which must exist; a move skips the remote probe (S3: a HEAD of the bucket): its first
     read fails as clearly on a missing bucket, and a rollback is counted in requests (bench/channels.py)."""
-    from neuronforge.stores import open_store
-
-    return open_store(args.store, must_exist=True, probe=probe)
+    return opened_store(args.store, probe=probe)
 
 
 def _common(p: argparse.ArgumentParser, *, json: bool = True) -> None:

@@ -20,15 +20,13 @@ import argparse
 
 from neuronforge.interfaces.cli.command import Command
 from neuronforge.interfaces.cli.exit_codes import EXIT_OK, EXIT_REJECTED
-from neuronforge.interfaces.cli.options import JSON_HELP, add_store_args, print_json, sdk_release
+from neuronforge.interfaces.cli.options import JSON_HELP, add_store_args, opened_store, print_json, sdk_release
 
 BY_HELP = "who decides, as recorded (default: user@host)"
 
 
 def _store(args: argparse.Namespace, *, must_exist: bool = True):
-    from neuronforge.stores import open_store
-
-    return open_store(args.store, must_exist=must_exist)
+    return opened_store(args.store, must_exist=must_exist)
 
 
 def _common(p: argparse.ArgumentParser) -> None:

@@ -23,6 +23,7 @@ from neuronforge.interfaces.cli.options import (
     completes,
     default_work_dir,
     location,
+    opened_store,
     print_json,
     store_help,
     whole,
@@ -71,9 +72,8 @@ def cmd_ls(args: argparse.Namespace) -> int:
     damage it finds. A damaged artifact is listed with the reason."""
     from neuronforge.farm.rows import FarmQuery, farm_page
     from neuronforge.spec.source import model_ref
-    from neuronforge.stores import open_store
 
-    store = open_store(args.store, must_exist=True)
+    store = opened_store(args.store)
     query = FarmQuery(model=args.model, profile=args.profile, instance=args.instance, status=args.status)
     if not args.status:
         query.published_only = True
@@ -381,9 +381,8 @@ def _scrub_cursor(raw: str) -> str:
 
 def cmd_verify_store(args: argparse.Namespace) -> int:
     from neuronforge.artifacts import farm_index
-    from neuronforge.stores import open_store
 
-    store = open_store(args.store, must_exist=True)
+    store = opened_store(args.store)
     problems = farm_index.check(store)
     if args.json:
         print_json({"store": store.root_uri, "ok": not problems, "problems": problems})
@@ -398,9 +397,8 @@ def cmd_verify_repair(args: argparse.Namespace) -> int:
     """`verify --store URI --repair`: one bounded, resumable call of the integrity scrub
     (`neuronforge.farm.scrub`); exits 3 when it found a damaged artifact."""
     from neuronforge.farm.scrub import scrub
-    from neuronforge.stores import open_store
 
-    store = open_store(args.store, must_exist=True)
+    store = opened_store(args.store)
     store.probe(write=True)
     report = scrub(store, args.cursor, page_size=args.page_size, pages=args.pages)
     if args.json:
@@ -463,9 +461,8 @@ def _index_rebuild_options(p: argparse.ArgumentParser) -> None:
 def cmd_index(args: argparse.Namespace) -> int:
     """`index rebuild`: the farm index written afresh from the manifests (a full scan, once)."""
     from neuronforge.artifacts import farm_index
-    from neuronforge.stores import open_store
 
-    store = open_store(args.store, must_exist=True)
+    store = opened_store(args.store)
     store.probe(write=True)
     skipped: list[Any] = []
     head = farm_index.rebuild(store, skipped)
@@ -496,10 +493,9 @@ def _gc_options(p: argparse.ArgumentParser) -> None:
 def cmd_gc(args: argparse.Namespace) -> int:
     from neuronforge.farm.catalog import check_catalog
     from neuronforge.farm.gc import collect
-    from neuronforge.stores import open_store
 
     catalog = check_catalog(Path(args.catalog).expanduser() if args.catalog else None)
-    store = open_store(args.store, must_exist=True)
+    store = opened_store(args.store)
     report = collect(store, args.keep_compilers, catalog, dry_run=args.dry_run)
     # never "done" over artifacts it could not decide: exit 1 while any is unconfirmed or blocked
     if args.json:
@@ -559,11 +555,9 @@ def _store_ls_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_store_ls(args: argparse.Namespace) -> int:
-    from neuronforge.stores import open_store
-
     if args.limit < 1:
         raise InvalidInput("--limit must be at least 1")
-    store = open_store(args.store, must_exist=True)
+    store = opened_store(args.store)
     objects = store.list_page(args.prefix or "", start_after=args.start_after or "", limit=args.limit)
     if args.json:
         print_json([{"key": o.key, "size": o.size, "uri": store.uri(o.key)} for o in objects])

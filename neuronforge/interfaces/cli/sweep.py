@@ -17,6 +17,7 @@ from neuronforge.interfaces.cli.options import (
     complete_profiles,
     completes,
     number,
+    opened_store,
     print_json,
     target_field,
 )
@@ -108,9 +109,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         trial = CommandTrial(args.try_command, args.model, instance.name)
     else:  # the pipeline builds from weights: a bare config.json has none, its Hub id has
         build_from = args.model_id if config_file else args.model
-        trial = PipelineTrial(
-            build_from, instance.name, profile.ref, settings.store_uri(args.store), settings.work_dir(), args.dtype
-        )
+        store = opened_store(args.store, must_exist=False)
+        trial = PipelineTrial(build_from, instance.name, profile.ref, store, settings.work_dir(), args.dtype)
     try:
         result = sweep(
             arch,

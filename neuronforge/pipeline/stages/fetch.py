@@ -55,7 +55,7 @@ from neuronforge.spec.source import (
     scan_folder,
     select_checkpoint_files,
 )
-from neuronforge.stores import ArtifactStore, open_store
+from neuronforge.stores import ArtifactStore, open_location
 from neuronforge.stores.base import inside
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,6 @@ log = logging.getLogger(__name__)
 @dataclass
 class FetchRequest:
     source: str | ModelSource  # as given, or already pinned (then it is fetched exactly as pinned)
-    store_uri: str
     work_dir: Path
     allow_pickle: bool = False
     token: str | None = field(default=None, repr=False)  # never printed
@@ -150,8 +149,6 @@ def _download_into(source: ModelSource, staging: Path, req: FetchRequest) -> lis
 def _download_s3(source: ModelSource, staging: Path, req: FetchRequest) -> None:
     """Each checkpoint object once, straight into `staging`; the listing (keys, sizes, ETags) must
     say the same before and after as when the source was pinned."""
-    from neuronforge.stores import open_store
-
     objects = s3_listing(source, req.allow_pickle)
     if s3_revision(objects) != source.resolved_revision:
         raise CheckpointError(
@@ -159,7 +156,7 @@ def _download_s3(source: ModelSource, staging: Path, req: FetchRequest) -> None:
             "trigger the run again to build the current checkpoint"
         )
     pairs = [(o.key, inside(staging, o.key, "S3 object key")) for o in objects]
-    open_store(source.location).get_files(pairs, total_bytes=sum(o.size for o in objects))
+    open_location(source.location).get_files(pairs, total_bytes=sum(o.size for o in objects))
     if s3_revision(s3_listing(source, req.allow_pickle)) != source.resolved_revision:
         raise CheckpointError(f"{source.location} changed while it was being fetched; fetch again once it is stable")
 
@@ -178,11 +175,12 @@ def _one_fetch_per_host(work_dir: Path, store: ArtifactStore, prefix: str) -> It
         yield
 
 
-def fetch(req: FetchRequest, store: ArtifactStore | None = None) -> FetchResult:
+def fetch(req: FetchRequest, store: ArtifactStore) -> FetchResult:
+    """The checkpoint `req` names, mirrored into `store` (opened by the caller's edge: the CLI or the
+    Airflow hook) and verified in the work dir. A caller that would create a store parses the source
+    first (`ModelSource.parse`), so a source that cannot be parsed creates nothing."""
     started = time.monotonic()
-    # A source that cannot be parsed is refused before a store is opened (and, new, created).
     parsed = ModelSource.parse(req.source) if isinstance(req.source, str) else req.source
-    store = store or open_store(req.store_uri)
     # As `run` does: a store that is down or has no bucket fails now, not at the first upload.
     store.probe(write=False)
     work_dir = req.work_dir.resolve()
@@ -266,7 +264,7 @@ def fetch_summary(result: FetchResult) -> dict[str, Any]:
 
 def run(state: BuildState, ctx: Context) -> BuildState:
     """The pinned source's checkpoint, verified and mirrored into the store (reused when it is)."""
-    req = FetchRequest(state.pinned_source(), ctx.store.root_uri, ctx.work_dir, state.allow_pickle)
+    req = FetchRequest(state.pinned_source(), ctx.work_dir, state.allow_pickle)
     result = fetch(req, ctx.store)
     summary = fetch_summary(result)
     log.info(

@@ -108,9 +108,9 @@ def _read_config(source: ModelSource) -> dict[str, Any] | None:
     fetched checkpoint still runs)."""
     try:
         if source.kind == "s3":
-            from neuronforge.stores import open_store
+            from neuronforge.stores import open_location
 
-            return json.loads(open_store(source.location).get_bytes("config.json"))
+            return json.loads(open_location(source.location).get_bytes("config.json"))
         if source.kind == "hf":
             from huggingface_hub import hf_hub_download
 

@@ -248,9 +248,9 @@ def hub_file(source: ModelSource, filename: str, token: str | None = None) -> Pa
 
 def s3_listing(source: ModelSource, allow_pickle: bool, store_kwargs: dict | None = None) -> list[ObjectInfo]:
     """The checkpoint objects under an s3:// source prefix (keys relative to it), from one listing."""
-    from neuronforge.stores import open_store
+    from neuronforge.stores import open_location
 
-    objects = {o.key: o for o in open_store(source.location, **(store_kwargs or {})).list()}
+    objects = {o.key: o for o in open_location(source.location, **(store_kwargs or {})).list()}
     # Folder markers ("sub/", as the S3 console creates) hold nothing; any other key must be a path
     # that stays inside the download folder.
     unsafe = sorted(k for k in objects if not k.endswith("/") and not is_safe_relpath(k))
