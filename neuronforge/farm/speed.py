@@ -13,16 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from neuronforge.artifacts import channels
-from neuronforge.artifacts.comparison import Comparison, RegressionPolicy, compare
+from neuronforge.artifacts.comparison import Comparison, compare
 from neuronforge.common.errors import NeuronforgeError
 from neuronforge.records.smoke import SmokeRecord
 from neuronforge.stores import ArtifactStore
-
-
-def channel_policy(channel: str) -> RegressionPolicy | None:
-    """The regression policy `channel` is held to (None: the channel is not gated): the gate promote
-    applies (`channels.gate`, from NEURONFORGE_REGRESSION_GATES), so the views say what it will do."""
-    return channels.gate(channel)
 
 
 def smoke_of(store: ArtifactStore, key: str, manifest_key: str = "") -> SmokeRecord | None:
@@ -63,7 +57,7 @@ class AgainstChannel:
     @property
     def refused(self) -> bool:
         """Whether the channel's policy refuses the candidate (a gated channel and a regression)."""
-        return self.comparison is not None and channel_policy(self.channel) is not None and self.comparison.refuses
+        return self.comparison is not None and channels.gate(self.channel) is not None and self.comparison.refuses
 
 
 def against_channel(
@@ -76,7 +70,7 @@ def against_channel(
     """Build `key` (its smoke result `candidate`, else read from its manifest) against the build the
     channel `record` (a `ChannelRecord`, or None for a channel not made yet) points to (its smoke result
     `base_smoke`, else read from the manifest the record names), under the channel's policy
-    (`channel_policy`, or the default policy for an ungated channel: shown, not gated)."""
+    (`channels.gate`, the one promote applies, or the default policy for an ungated channel: shown, not gated)."""
     channel = record.channel if record is not None else ""
     if record is None:
         return AgainstChannel(channel, "", note="the channel points to no build yet: nothing to compare with")

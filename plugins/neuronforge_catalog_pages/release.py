@@ -26,7 +26,7 @@ from neuronforge.common import deployment_names as names
 from neuronforge.common.errors import InvalidInput
 from neuronforge.farm import releases
 from neuronforge.farm.releases import ReleaseRequest
-from neuronforge.farm.speed import against_channel, channel_policy
+from neuronforge.farm.speed import against_channel
 
 from .base import ShownHTML, Store, app
 from .params import REASON_LIMIT, text
@@ -125,7 +125,7 @@ def _comparison_view(store: Any, record: Any, key: str, channel: str) -> dict[st
         if c is not None
         else [],
         "numerics": c.numerics_line() if c is not None else "",
-        "gated": channel_policy(channel) is not None,
+        "gated": channels.gate(channel) is not None,
         "refuses": found.refused,
     }
 
