@@ -13,6 +13,8 @@ from pathlib import Path
 
 from neuronforge.common.errors import InvalidInput
 
+DOCS = Path(__file__).resolve().parents[2] / "docs"  # the folder of every page a section is generated in
+
 
 def section(text: str, begin: str, end: str) -> str:
     """The section of `text` from `begin` to `end`, markers included ("" if either is missing)."""

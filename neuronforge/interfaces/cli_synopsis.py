@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from neuronforge.common.docs_section import GeneratedSection, write_all
+from neuronforge.common.docs_section import DOCS, GeneratedSection, write_all
 
 WIDTH = 100  # the page's code block, whatever the terminal that regenerates it
 
@@ -47,7 +46,7 @@ def body() -> list[str]:
 
 
 SECTION = GeneratedSection(
-    Path(__file__).resolve().parents[2] / "docs" / "cli.md",
+    DOCS / "cli.md",
     "synopsis",
     "neuronforge.interfaces.cli_synopsis",
     "the CLI's parser",

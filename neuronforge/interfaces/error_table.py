@@ -15,7 +15,6 @@ import errno
 import inspect
 import signal
 import sys
-from pathlib import Path
 
 import neuronforge.artifacts.channels
 import neuronforge.artifacts.farm_index.log
@@ -34,7 +33,7 @@ import neuronforge.profiles.release_manifest
 import neuronforge.profiles.release_table
 import neuronforge.records.base
 import neuronforge.stores.base  # noqa: F401
-from neuronforge.common.docs_section import GeneratedSection, cell, write_all
+from neuronforge.common.docs_section import DOCS, GeneratedSection, cell, write_all
 from neuronforge.common.errors import DISK_FIXES, NAME_LIMITS, TRANSIENT_DISK, ExitCode, NeuronforgeError
 from neuronforge.common.interrupts import Interrupted
 
@@ -100,7 +99,7 @@ def body() -> list[str]:
 
 
 SECTION = GeneratedSection(
-    Path(__file__).resolve().parents[2] / "docs" / "failure-behaviour.md",
+    DOCS / "failure-behaviour.md",
     "error-table",
     "neuronforge.interfaces.error_table",
     "the error classes",

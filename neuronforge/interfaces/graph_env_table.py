@@ -8,9 +8,8 @@ backends do not do. `tests/test_graph_env.py` fails when the page differs. Regen
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-from neuronforge.common.docs_section import GeneratedSection, cell, write_all
+from neuronforge.common.docs_section import DOCS, GeneratedSection, cell, write_all
 from neuronforge.compilation.graph_env import RULES
 
 ACTIONS = {
@@ -33,7 +32,7 @@ def body() -> list[str]:
 
 
 SECTION = GeneratedSection(
-    Path(__file__).resolve().parents[2] / "docs" / "profiles.md",
+    DOCS / "profiles.md",
     "graph-env-table",
     "neuronforge.interfaces.graph_env_table",
     "graph_env.RULES",

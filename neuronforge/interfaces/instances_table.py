@@ -8,9 +8,8 @@ tool accepts (trn2.3xlarge was missing from a hand-typed list). Regenerate it wi
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-from neuronforge.common.docs_section import GeneratedSection, write_all
+from neuronforge.common.docs_section import DOCS, GeneratedSection, write_all
 from neuronforge.spec.instances import GIB, INSTANCES
 
 
@@ -29,7 +28,7 @@ def body() -> list[str]:
 
 
 SECTION = GeneratedSection(
-    Path(__file__).resolve().parents[2] / "docs" / "cli.md",
+    DOCS / "cli.md",
     "instances-table",
     "neuronforge.interfaces.instances_table",
     "spec/instances.py",

@@ -16,14 +16,12 @@ version or a role the data does not:
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-from neuronforge.common.docs_section import GeneratedSection, cell, write_all
+from neuronforge.common.docs_section import DOCS, GeneratedSection, cell, write_all
 from neuronforge.profiles import registry, release_table
 from neuronforge.profiles.base import ServingProfile
 from neuronforge.records.sdk_release import ROLES
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
 MODULE = "neuronforge.interfaces.profiles_table"
 
 

@@ -18,9 +18,8 @@ from __future__ import annotations
 import inspect
 import re
 import sys
-from pathlib import Path
 
-from neuronforge.common.docs_section import GeneratedSection, cell, write_all
+from neuronforge.common.docs_section import DOCS, GeneratedSection, cell, write_all
 from neuronforge.compilation import vllm_neuron_sources
 from neuronforge.profiles import registry, release_table
 
@@ -71,7 +70,7 @@ def plugin_sources() -> list[str]:
     return lines
 
 
-PAGE = Path(__file__).resolve().parents[2] / "docs" / "sources.md"
+PAGE = DOCS / "sources.md"
 SECTIONS = (
     GeneratedSection(PAGE, "release-sources", MODULE, "releases/sources.toml", release_sources),
     GeneratedSection(PAGE, "lifecycle-sources", MODULE, "the lines' lifecycles", lifecycle_sources),
