@@ -5,20 +5,14 @@ timings and ratios are the bench's to report, not asserted; that a rollback copi
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.running import ROOT, quick_run
+
 BENCH = ROOT / "bench" / "channels.py"
 
 
 def test_quick_run_prints_the_rollback_the_races_and_the_goals() -> None:
-    proc = subprocess.run(
-        [sys.executable, str(BENCH), "--quick"], cwd=ROOT, capture_output=True, text=True, timeout=600
-    )
-    out = proc.stdout
-    assert proc.returncode == 0, f"{out}\n{proc.stderr[-3000:]}"
+    out = quick_run(BENCH, timeout=600)
     assert re.search(r"^requests of the first rollback: \d+$", out, re.M)
     for part in (
         "channel GET", "index entry GET", "manifest GET", "build folder LIST", "review GET", "damage record GET",

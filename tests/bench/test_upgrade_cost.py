@@ -9,11 +9,9 @@ target for the rebuild; every key found, or the missing one named) and the shape
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.running import ROOT, quick_run
+
 BENCH = ROOT / "bench" / "upgrade_cost.py"
 ROW = r"\s+(\d+)\s+(\d+)\s+(\d+) \|\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+) \|"
 # part (1b): targets, compiles, graphs, cache entries | compile s, re-trace s, smoke s, wall s | found, missing,
@@ -29,11 +27,7 @@ REVERIFIED = (
 
 
 def test_quick_run_prints_each_release_kind_the_farm_decisions_and_the_goals() -> None:
-    proc = subprocess.run(
-        [sys.executable, str(BENCH), "--quick"], cwd=ROOT, capture_output=True, text=True, timeout=1200
-    )
-    out = proc.stdout
-    assert proc.returncode == 0, f"{out}\n{proc.stderr[-3000:]}"
+    out = quick_run(BENCH, timeout=1200)
     # (1) the releases as fed, the Neuron lines' decisions, the three rows and what was not measured
     assert "  Neuron 2.33.9: proposed; 1 package change(s) against 2.33.1" in out
     assert "  Neuron 2.33.10: proposed;" in out and "  ~ neuronx-cc 2.28.7631.0 -> 2.28.9999.0" in out
