@@ -25,10 +25,6 @@ from neuronforge.interfaces.cli.options import JSON_HELP, add_store_args, opened
 BY_HELP = "who decides, as recorded (default: user@host)"
 
 
-def _store(args: argparse.Namespace, *, must_exist: bool = True):
-    return opened_store(args.store, must_exist=must_exist)
-
-
 def _common(p: argparse.ArgumentParser) -> None:
     add_store_args(p)
     p.add_argument("--json", action="store_true", help=JSON_HELP)
@@ -40,7 +36,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
     from neuronforge.common.secrets import print_line
     from neuronforge.farm import release_feed
 
-    rows, damaged = release_feed.rows(_store(args))
+    rows, damaged = release_feed.rows(opened_store(args.store))
     if args.json:
         print_json({"releases": [r.to_json() for r in rows], "damaged": [str(d) for d in damaged]})
     else:
@@ -73,7 +69,7 @@ def _sync_options(p: argparse.ArgumentParser) -> None:
 def cmd_sync(args: argparse.Namespace) -> int:
     from neuronforge.farm import release_feed
 
-    store = _store(args, must_exist=False)
+    store = opened_store(args.store, must_exist=False)
     result = release_feed.sync(store, args.manifest, by=args.by, accept=args.accept)
     if args.json:
         print_json(result.to_json())
@@ -118,7 +114,7 @@ def _decide(args: argparse.Namespace, state: str, reason: str) -> None:
     from neuronforge.farm import release_feed
 
     same_as = getattr(args, "same_as", "")
-    record = release_feed.decide(_store(args), args.version, state, args.by, reason, same_as=same_as)
+    record = release_feed.decide(opened_store(args.store), args.version, state, args.by, reason, same_as=same_as)
     if args.json:
         print_json(record.to_json())
         return
